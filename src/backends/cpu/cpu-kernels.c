@@ -1,0 +1,335 @@
+/* cpu-kernels.c -- the reference kernels (host pointers), one per op.
+ *
+ * These define the numerics every other backend is checked against
+ * (tests/test-backend-ops.c). Exact fp32: erff GELU, expf softmax with max
+ * subtraction, sqrtf; compiled with -ffp-contract=off. GEMMs go through
+ * OpenBLAS sgemm; the loops are parallel over independent rows with OpenMP
+ * and never split a reduction, so results are identical run to run. */
+#include "nf-impl.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF__PTR(t)  ((float *) ((char *) (t)->buf->handle + (t)->offs))
+#define NF__IPTR(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
+
+/* ---- QUANTILE ------------------------------------------------------------------ */
+
+static int nf__cmp_float_nan_last(const void * pa, const void * pb) {
+    float a = *(const float *) pa, b = *(const float *) pb;
+    int na = isnan(a), nb = isnan(b);
+    if (na || nb) return na - nb;
+    return (a > b) - (a < b);
+}
+
+/* x (n, F) -> B (F, nq): torch.quantile linear interpolation, float32 lerp. */
+static int nf__cpu_quantile(const nf_op * op, nf_err * err) {
+    const float * x = NF__PTR(&op->src[0]);
+    float * B = NF__PTR(&op->dst[0]);
+    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
+    const int nq = op->p.nq;
+    const float denom = (float) op->p.q_denom;
+    float * v = malloc((size_t) n * sizeof(float));
+    if (!v) return nf__err_set(err, NF_ERR_NOMEM, "QUANTILE: out of memory");
+    for (int64_t j = 0; j < F; j++) {
+        int has_nan = 0;
+        for (int64_t r = 0; r < n; r++) { v[r] = x[r * F + j]; has_nan |= isnan(v[r]); }
+        qsort(v, (size_t) n, sizeof(float), nf__cmp_float_nan_last);
+        for (int k = 1; k <= nq; k++) {
+            float out;
+            if (has_nan) {
+                out = NAN;
+            } else {
+                const float q   = (float) k / denom;
+                const float pos = q * (float) (n - 1);
+                const int64_t lo = (int64_t) pos;
+                const int64_t hi = (int64_t) ceilf(pos);
+                const float w = pos - (float) lo;
+                const float a = v[lo], b = v[hi];
+                out = fabsf(w) < 0.5f ? fmaf(w, b - a, a) : fmaf(w - 1.0f, b - a, b);
+            }
+            B[j * nq + (k - 1)] = out;
+        }
+    }
+    free(v);
+    return NF_OK;
+}
+
+/* ---- BUCKETIZE_NORM -------------------------------------------------------------- */
+
+/* #{k : B[k] < x}; NaN x -> nb (torch.bucketize lower_bound, right=False) */
+static int64_t nf__lower_bound(const float * B, int64_t nb, float x) {
+    int64_t lo = 0, hi = nb;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (!(B[mid] >= x)) lo = mid + 1;
+        else                hi = mid;
+    }
+    return lo;
+}
+
+static int nf__cpu_bucketize_norm(const nf_op * op, nf_err * err) {
+    const float * xs = NF__PTR(&op->src[0]);
+    const float * xq = op->src[1].ne[0] ? NF__PTR(&op->src[1]) : NULL;
+    const float * B  = NF__PTR(&op->src[2]);
+    float * zs = NF__PTR(&op->dst[0]);
+    float * zq = op->dst[1].ne[0] ? NF__PTR(&op->dst[1]) : NULL;
+    const int64_t ns = op->src[0].ne[0], nqr = op->src[1].ne[0], F = op->src[0].ne[1];
+    const int64_t nb = op->src[2].ne[1];
+    const float fns = (float) ns;
+    #pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < F; j++) {
+        const float * Bj = B + j * nb;
+        double sum = 0.0;
+        for (int64_t r = 0; r < ns; r++) {
+            float u = (float) nf__lower_bound(Bj, nb, xs[r * F + j]) / fns;
+            zs[r * F + j] = u;
+            sum += u;
+        }
+        const float mean = (float) sum / fns;
+        double sq = 0.0;
+        for (int64_t r = 0; r < ns; r++) {
+            float u = zs[r * F + j] - mean;
+            zs[r * F + j] = u;
+            sq += (double) (u * u);
+        }
+        const float var = (float) sq / fns;
+        const float sd = sqrtf(var);
+        for (int64_t r = 0; r < ns; r++) zs[r * F + j] = var == 0.0f ? 0.0f : zs[r * F + j] / sd;
+        for (int64_t r = 0; r < nqr; r++) {
+            float u = (float) nf__lower_bound(Bj, nb, xq[r * F + j]) / fns - mean;
+            zq[r * F + j] = var == 0.0f ? 0.0f : u / sd;
+        }
+    }
+    return NF_OK;
+}
+
+/* ---- token embeddings -------------------------------------------------------------- */
+
+static int nf__cpu_embed_features(const nf_op * op, nf_err * err) {
+    const float * z = NF__PTR(&op->src[0]);
+    const float * w = NF__PTR(&op->src[1]);
+    const float * b = NF__PTR(&op->src[2]);
+    float * tok = NF__PTR(&op->dst[0]);
+    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1], D = op->dst[0].ne[2];
+    #pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t j = 0; j < F; j++) {
+            const float zz = z[r * F + j];
+            float * t = tok + (r * (F + 1) + 1 + j) * D;
+            for (int64_t c = 0; c < D; c++) t[c] = zz * w[c] + b[c];
+        }
+    }
+    return NF_OK;
+}
+
+static int nf__cpu_label_tokens(const nf_op * op, nf_err * err) {
+    float * tok = NF__PTR(&op->dst[0]);
+    const int64_t n = op->dst[0].ne[0], T = op->dst[0].ne[1], D = op->dst[0].ne[2];
+    for (int64_t r = 0; r < n; r++) {
+        float * t = tok + r * T * D;
+        if (op->p.mode == NF_LABEL_CLASS) {
+            const int32_t y = NF__IPTR(&op->src[0])[r];
+            if (y < 0 || y >= op->src[1].ne[0]) {
+                return nf__err_set(err, NF_ERR_INPUT, "LABEL_TOKENS: label %d out of range 0..%lld",
+                                   (int) y, (long long) op->src[1].ne[0] - 1);
+            }
+            memcpy(t, NF__PTR(&op->src[1]) + (int64_t) y * D, (size_t) D * sizeof(float));
+        } else if (op->p.mode == NF_LABEL_VALUE) {
+            const float y = NF__PTR(&op->src[0])[r];
+            const float * w = NF__PTR(&op->src[1]);
+            const float * b = NF__PTR(&op->src[2]);
+            for (int64_t c = 0; c < D; c++) t[c] = y * w[c] + b[c];
+        } else {
+            memcpy(t, NF__PTR(&op->src[1]), (size_t) D * sizeof(float));
+        }
+    }
+    return NF_OK;
+}
+
+/* ---- LAYER_NORM ------------------------------------------------------------------ */
+
+static int nf__cpu_layer_norm(const nf_op * op, nf_err * err) {
+    const struct nf_op_params * p = &op->p;
+    const float * x = NF__PTR(&op->src[0]);
+    const float * g = NF__PTR(&op->src[1]);
+    const float * b = NF__PTR(&op->src[2]);
+    float * y = NF__PTR(&op->dst[0]);
+    #pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < p->m; r++) {
+        const float * xr = x + r * p->ldx;
+        float * yr = y + r * p->ldy;
+        double s = 0.0;
+        for (int64_t c = 0; c < p->k; c++) s += xr[c];
+        const float mu = (float) (s / (double) p->k);
+        double s2 = 0.0;
+        for (int64_t c = 0; c < p->k; c++) { double d = (double) xr[c] - (double) mu; s2 += d * d; }
+        const float var  = (float) (s2 / (double) p->k);
+        const float rstd = 1.0f / sqrtf(var + p->eps);
+        for (int64_t c = 0; c < p->k; c++) yr[c] = (xr[c] - mu) * rstd * g[c] + b[c];
+    }
+    return NF_OK;
+}
+
+/* ---- LINEAR ---------------------------------------------------------------------- */
+
+static inline float nf__gelu(float t) {
+    return 0.5f * t * (1.0f + erff(t * 0.70710678118654752440f));
+}
+
+static _Thread_local float * nf__scratch;
+static _Thread_local size_t  nf__scratch_cap;
+
+static float * nf__scratch_get(size_t n) {
+    if (n > nf__scratch_cap) {
+        free(nf__scratch);
+        nf__scratch = malloc(n * sizeof(float));
+        nf__scratch_cap = nf__scratch ? n : 0;
+    }
+    return nf__scratch;
+}
+
+static int nf__cpu_linear(const nf_op * op, nf_err * err) {
+    const struct nf_op_params * p = &op->p;
+    if (p->m == 0) return NF_OK;
+    const float * x = NF__PTR(&op->src[0]);
+    const float * W = NF__PTR(&op->src[1]);
+    const float * bias = op->n_src == 3 ? NF__PTR(&op->src[2]) : NULL;
+    float * y = NF__PTR(&op->dst[0]);
+    const int m = (int) p->m, n = (int) p->n, k = (int) p->k;
+    /* t = x·Wᵀ into y directly, or into scratch when accumulating so that the
+     * sum is y + (x·Wᵀ + b), the order PyTorch's residual add uses */
+    float * t = y;
+    int64_t ldt = p->ldy;
+    if (p->accumulate) {
+        t = nf__scratch_get((size_t) m * (size_t) n);
+        if (!t) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
+        ldt = n;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k,
+                1.0f, x, (int) p->ldx, W, k, 0.0f, t, (int) ldt);
+    const int gelu = p->act == NF_ACT_GELU, acc = p->accumulate;
+    #pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < m; r++) {
+        float * tr = t + r * ldt;
+        float * yr = y + r * p->ldy;
+        for (int64_t o = 0; o < n; o++) {
+            float v = bias ? tr[o] + bias[o] : tr[o];
+            if (gelu) v = nf__gelu(v);
+            yr[o] = acc ? yr[o] + v : v;
+        }
+    }
+    return NF_OK;
+}
+
+/* ---- ATTENTION ------------------------------------------------------------------- */
+
+static inline float nf__dot(const float * a, const float * b, int64_t n) {
+    /* 8 independent partial sums: vectorisable without reassociation, and a
+     * fixed order, hence deterministic */
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
+    }
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void nf__softmax_row(float * s, int64_t n) {
+    float mx = s[0];
+    for (int64_t j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; j++) { s[j] = expf(s[j] - mx); sum += s[j]; }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n; j++) s[j] *= inv;
+}
+
+static int nf__cpu_attention(const nf_op * op, nf_err * err) {
+    const struct nf_op_params * p = &op->p;
+    const float * q = NF__PTR(&op->src[0]);
+    const float * k = NF__PTR(&op->src[1]);
+    const float * v = NF__PTR(&op->src[2]);
+    float * o = NF__PTR(&op->dst[0]);
+    const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
+    if (G == 0 || lq == 0) return NF_OK;
+    const float scale = p->scale;
+
+    if (lq * lk * E <= 64 * 64 * 128) {
+        /* small problems (feature attention): one task per (group, head) */
+        int failed = 0;
+        #pragma omp parallel
+        {
+            float * s = malloc((size_t) lk * sizeof(float));
+            if (!s) {
+                #pragma omp atomic write
+                failed = 1;
+            }
+            #pragma omp for schedule(static)
+            for (int64_t gh = 0; gh < G * H; gh++) {
+                if (!s) continue;
+                const int64_t g = gh / H, h = gh % H;
+                for (int64_t i = 0; i < lq; i++) {
+                    const float * qi = q + g * p->q_gs + i * p->q_ss + h * E;
+                    for (int64_t j = 0; j < lk; j++) {
+                        s[j] = scale * nf__dot(qi, k + g * p->kv_gs + j * p->kv_ss + h * E, E);
+                    }
+                    nf__softmax_row(s, lk);
+                    float * oi = o + g * p->o_gs + i * p->o_ss + h * E;
+                    for (int64_t e = 0; e < E; e++) oi[e] = 0.0f;
+                    for (int64_t j = 0; j < lk; j++) {
+                        const float * vj = v + g * p->kv_gs + j * p->kv_ss + h * E;
+                        const float pj = s[j];
+                        for (int64_t e = 0; e < E; e++) oi[e] += pj * vj[e];
+                    }
+                }
+            }
+            free(s);
+        }
+        if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory");
+        return NF_OK;
+    }
+
+    /* large problems (row attention): scores by sgemm, blocked over query rows */
+    const int64_t bq = lq < 256 ? lq : 256;
+    float * S = malloc((size_t) bq * (size_t) lk * sizeof(float));
+    if (!S) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory (%lld x %lld scores)", (long long) bq, (long long) lk);
+    for (int64_t g = 0; g < G; g++) {
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t i0 = 0; i0 < lq; i0 += bq) {
+                const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
+                const float * qb = q + g * p->q_gs + i0 * p->q_ss + h * E;
+                const float * kb = k + g * p->kv_gs + h * E;
+                const float * vb = v + g * p->kv_gs + h * E;
+                float * ob = o + g * p->o_gs + i0 * p->o_ss + h * E;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int) nb, (int) lk, (int) E,
+                            scale, qb, (int) p->q_ss, kb, (int) p->kv_ss, 0.0f, S, (int) lk);
+                #pragma omp parallel for schedule(static)
+                for (int64_t i = 0; i < nb; i++) nf__softmax_row(S + i * lk, lk);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) nb, (int) E, (int) lk,
+                            1.0f, S, (int) lk, vb, (int) p->kv_ss, 0.0f, ob, (int) p->o_ss);
+            }
+        }
+    }
+    free(S);
+    return NF_OK;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------- */
+
+int nf__cpu_compute(const nf_op * op, nf_err * err) {
+    switch (op->type) {
+        case NF_OP_QUANTILE:       return nf__cpu_quantile(op, err);
+        case NF_OP_BUCKETIZE_NORM: return nf__cpu_bucketize_norm(op, err);
+        case NF_OP_EMBED_FEATURES: return nf__cpu_embed_features(op, err);
+        case NF_OP_LABEL_TOKENS:   return nf__cpu_label_tokens(op, err);
+        case NF_OP_LAYER_NORM:     return nf__cpu_layer_norm(op, err);
+        case NF_OP_LINEAR:         return nf__cpu_linear(op, err);
+        case NF_OP_ATTENTION:      return nf__cpu_attention(op, err);
+        case NF_OP_COUNT:          break;
+    }
+    return nf__err_set(err, NF_ERR_UNSUPPORTED, "cpu: unknown op %d", (int) op->type);
+}

@@ -1,0 +1,84 @@
+/* cpu.c -- the cpu backend: host memory, the reference kernels in cpu-kernels.c. */
+#include "nf-impl.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void nf__cpu_free(nf_backend * be) { (void) be; }
+
+static int nf__cpu_buffer_alloc(nf_backend * be, size_t size, void ** handle, nf_err * err) {
+    size_t rounded = (size + 63) & ~(size_t) 63;
+    void * p = aligned_alloc(64, rounded);
+    if (!p) return nf__err_set(err, NF_ERR_NOMEM, "cpu: cannot allocate %zu bytes", size);
+    *handle = p;
+    return NF_OK;
+}
+
+static void nf__cpu_buffer_free(nf_backend * be, void * handle) { free(handle); }
+
+static int nf__cpu_upload(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err) {
+    memcpy((char *) handle + offs, src, n);
+    return NF_OK;
+}
+
+static int nf__cpu_download(nf_backend * be, void * handle, size_t offs, void * dst, size_t n, nf_err * err) {
+    memcpy(dst, (const char *) handle + offs, n);
+    return NF_OK;
+}
+
+static int nf__cpu_buffer_where(nf_backend * be, void * handle, char * out, size_t n, nf_err * err) {
+    snprintf(out, n, "cpu");
+    return NF_OK;
+}
+
+static bool nf__cpu_supports_op(nf_backend * be, const nf_op * op) {
+    switch (op->type) {
+        case NF_OP_QUANTILE:
+        case NF_OP_BUCKETIZE_NORM:
+        case NF_OP_EMBED_FEATURES:
+        case NF_OP_LABEL_TOKENS:
+        case NF_OP_LAYER_NORM:
+        case NF_OP_LINEAR:
+        case NF_OP_ATTENTION:
+            return true;
+        case NF_OP_COUNT:
+            break;
+    }
+    return false;
+}
+
+static int nf__cpu_compute_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cpu_compute(op, err);
+}
+
+static const struct nf_backend_i nf__cpu_iface = {
+    .kind         = "cpu",
+    .free         = nf__cpu_free,
+    .buffer_alloc = nf__cpu_buffer_alloc,
+    .buffer_free  = nf__cpu_buffer_free,
+    .upload       = nf__cpu_upload,
+    .download     = nf__cpu_download,
+    .buffer_where = nf__cpu_buffer_where,
+    .supports_op  = nf__cpu_supports_op,
+    .compute      = nf__cpu_compute_op,
+    .sync         = NULL,
+};
+
+int nf__backend_cpu_init(int precision, nf_backend ** out, nf_err * err) {
+    *out = NULL;
+    if (precision != NF_PRECISION_EXACT) {
+        return nf__err_set(err, NF_ERR_ARG, "cpu: precision '%s' is not available (the cpu backend is exact fp32 only)",
+                           nf_precision_name(precision));
+    }
+    nf_backend * be = nf__backend_new(&nf__cpu_iface, NULL, "cpu");
+    if (!be) return nf__err_set(err, NF_ERR_NOMEM, "cpu: out of memory");
+    be->precision = precision;
+    snprintf(be->desc, sizeof(be->desc), "host CPU, %d OpenMP threads, OpenBLAS %s (%d threads)",
+             omp_get_max_threads(), openblas_get_config(), openblas_get_num_threads());
+    snprintf(be->precision_detail, sizeof(be->precision_detail),
+             "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (erff); OpenBLAS sgemm fp32");
+    *out = be;
+    return NF_OK;
+}

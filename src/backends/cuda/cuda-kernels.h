@@ -1,0 +1,88 @@
+/*
+ * cuda-kernels.h -- launchers of the CUDA backend's kernels (cuda-kernels.cu).
+ *
+ * Plain C interface, so that the host side (cuda.c) is C11 compiled with the
+ * project's -Werror flags. Every pointer is a device pointer that already
+ * includes the tensor's byte offset. Each launcher enqueues its kernels on
+ * `st` (asynchronously) and returns cudaSuccess or the first launch error; on
+ * error *kernel (if not NULL) names the kernel that failed.
+ *
+ * The numerics follow src/core/nf-impl.h op by op; the comment of each
+ * kernel in cuda-kernels.cu says how. Kernels use no atomics and reduce in
+ * a fixed order, so results are bitwise reproducible run to run.
+ *
+ * With NF_CUDA_EMU defined (the NOFALL_CUDA_EMU=ON test build) the same code
+ * runs on the host through cuda-emu.h instead of the CUDA runtime.
+ */
+#ifndef NF_CUDA_KERNELS_H
+#define NF_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef NF_CUDA_EMU
+#include "cuda-emu.h"
+#else
+#include <cuda_runtime_api.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Threads per block of the row/column kernels (a multiple of 32). */
+#define NF_CUDA_BLOCK 256
+
+/* Verify that the kernels of this build have code loadable on the current
+ * device (cudaFuncGetAttributes): sm_90 SASS or compute_90 PTX. */
+cudaError_t nf__cuda_probe(const char ** kernel);
+
+/* QUANTILE. x (n, F) -> B (F, nq). Scratch: nf__cuda_quantile_scratch bytes,
+ * 256-byte aligned. Needs n*F <= INT_MAX (CUB offsets). */
+size_t      nf__cuda_quantile_scratch(int64_t n, int64_t F);
+cudaError_t nf__cuda_quantile(cudaStream_t st, const float * x, int64_t n, int64_t F,
+                              int32_t nq, int32_t q_denom, float * B,
+                              void * scratch, size_t scratch_size, const char ** kernel);
+
+/* BUCKETIZE_NORM. xq/zq may be NULL when n_q == 0. */
+cudaError_t nf__cuda_bucketize_norm(cudaStream_t st, const float * xs, int64_t n_s,
+                                    const float * xq, int64_t n_q, int64_t F,
+                                    const float * B, int64_t nb,
+                                    float * zs, float * zq, const char ** kernel);
+
+/* EMBED_FEATURES. z (n, F), w (D), b (D) -> tok (n, T, D), tokens 1..F. */
+cudaError_t nf__cuda_embed_features(cudaStream_t st, const float * z, int64_t n, int64_t F,
+                                    const float * w, const float * b,
+                                    float * tok, int64_t T, int64_t D, const char ** kernel);
+
+/* LABEL_TOKENS, token 0 of each of n rows of tok (n, T, D).
+ * mode 0 class: yi (n) i32, E (C, D) (an out-of-range label writes NaN);
+ * mode 1 value: yf (n), w (D), b (D);  mode 2 mask: M (D). */
+cudaError_t nf__cuda_label_tokens(cudaStream_t st, int mode, int64_t n,
+                                  const int32_t * yi, const float * yf,
+                                  const float * E, int64_t C,
+                                  const float * w, const float * b,
+                                  float * tok, int64_t T, int64_t D, const char ** kernel);
+
+/* LAYER_NORM over m rows of k elements. */
+cudaError_t nf__cuda_layer_norm(cudaStream_t st, const float * x, int64_t ldx,
+                                const float * g, const float * b, float eps,
+                                float * y, int64_t ldy, int64_t m, int64_t k,
+                                const char ** kernel);
+
+/* LINEAR epilogue: t = s[r][o] (+ bias[o]); t = gelu(t) if act; 
+ * y[r][o] = accumulate ? y[r][o] + t : t.  s may equal y (in place, then
+ * accumulate must be 0). bias may be NULL. */
+cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s, int64_t lds,
+                                     const float * bias, int act, int accumulate,
+                                     float * y, int64_t ldy, int64_t m, int64_t n,
+                                     const char ** kernel);
+
+/* Row softmax in place: rows of length lk, contiguous (row stride lk). */
+cudaError_t nf__cuda_softmax_rows(cudaStream_t st, float * S, int64_t rows, int64_t lk,
+                                  const char ** kernel);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NF_CUDA_KERNELS_H */

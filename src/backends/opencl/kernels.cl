@@ -1,0 +1,551 @@
+/*
+ * kernels.cl -- nofall OpenCL kernels (OpenCL C 1.2), embedded into the
+ * library at build time (see CMakeLists.txt in this directory).
+ *
+ * Exact fp32:
+ *  - the program is built WITHOUT -cl-fast-relaxed-math, -cl-mad-enable,
+ *    -cl-unsafe-math-optimizations and -cl-finite-math-only;
+ *  - FP_CONTRACT is OFF below, so a*b+c is two roundings unless fma() is
+ *    written explicitly;
+ *  - division and sqrt are correctly rounded: either the device honours
+ *    -cl-fp32-correctly-rounded-divide-sqrt (NF_CR_DIVSQRT), or they are done
+ *    in double and rounded once (exact for +-*÷√: 53 >= 2*24+2);
+ *  - with cl_khr_fp64 (NF_FP64) exp() and erf() are evaluated in double and
+ *    rounded to float, which matches a correctly rounded expf/erff (and glibc)
+ *    except in astronomically rare cases; without fp64 the OpenCL float
+ *    built-ins are used (<= 3 ulp exp, <= 16 ulp erf by the spec).
+ *  - no atomics, every reduction has a fixed order: results are bitwise
+ *    reproducible run to run on one device.
+ *
+ * Offsets and strides are in elements (long); the host passes a tensor's
+ * byte offset divided by the element size.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+#ifdef NF_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double nf_acc;
+#else
+typedef float nf_acc;
+#endif
+
+#if defined(NF_CR_DIVSQRT)
+#define NF_DIV(a, b) ((a) / (b))
+#define NF_SQRT(a)   sqrt(a)
+#elif defined(NF_FP64)
+#define NF_DIV(a, b) ((float)((double)(a) / (double)(b)))
+#define NF_SQRT(a)   ((float)sqrt((double)(a)))
+#else
+#define NF_DIV(a, b) ((a) / (b))
+#define NF_SQRT(a)   sqrt(a)
+#endif
+
+#ifdef NF_FP64
+#define NF_EXP(a)       ((float)exp((double)(a)))
+#define NF_ERF(a)       ((float)erf((double)(a)))
+/* C: erff(t*M_SQRT1_2) multiplies in double, then rounds to float. */
+#define NF_GELU_ARG(t)  ((float)((double)(t) * 0.70710678118654752440))
+#else
+#define NF_EXP(a)       exp(a)
+#define NF_ERF(a)       erf(a)
+#define NF_GELU_ARG(t)  ((t) * 0.70710678118654752440f)
+#endif
+
+/* ---- QUANTILE ------------------------------------------------------------ */
+
+/* Total order of the sort: NaN is greater than every number (sorts last). */
+inline int nf_gt(float a, float b)
+{
+    return isnan(a) ? !isnan(b) : (a > b);
+}
+
+/* One work-group per column j: copy x[:, j] into s[j*P .. j*P+P) padded with
+ * NaN (P = power of two >= n), then a bitonic sort in place. The loop bounds
+ * are uniform across the work-group, so the barriers are legal. */
+__kernel void nf_quantile_sort(__global const float * x, long x_off, int n, int F,
+                               __global float * s, int P)
+{
+    const int j   = get_group_id(0);
+    const int lid = get_local_id(0);
+    const int wg  = get_local_size(0);
+    __global float * v = s + (long)j * P;
+
+    for (int i = lid; i < P; i += wg) {
+        v[i] = i < n ? x[x_off + (long)i * F + j] : NAN;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+
+    for (int k = 2; k <= P; k <<= 1) {
+        for (int h = k >> 1; h > 0; h >>= 1) {
+            for (int t = lid; t < P / 2; t += wg) {
+                const int lo = ((t & ~(h - 1)) << 1) | (t & (h - 1));
+                const int hi = lo + h;
+                const float a = v[lo];
+                const float b = v[hi];
+                const int up = (lo & k) == 0;
+                if (up ? nf_gt(a, b) : nf_gt(b, a)) {
+                    v[lo] = b;
+                    v[hi] = a;
+                }
+            }
+            barrier(CLK_GLOBAL_MEM_FENCE);
+        }
+    }
+}
+
+/* B[j][k] from the sorted column, PyTorch's linear interpolation (lerp). */
+__kernel void nf_quantile_interp(__global const float * s, int P, int n, int nq, int q_denom,
+                                 int F, __global float * B, long B_off)
+{
+    const int kk = get_global_id(0);
+    const int j  = get_global_id(1);
+    if (kk >= nq || j >= F) {
+        return;
+    }
+    __global const float * v = s + (long)j * P;
+    float r;
+    if (isnan(v[n - 1])) {
+        r = NAN;
+    } else {
+        const float q   = NF_DIV((float)(kk + 1), (float)q_denom);
+        const float pos = q * (float)(n - 1);
+        long lo = (long)pos;
+        const float w = pos - (float)lo;
+        long hi = (long)ceil(pos);
+        /* memory safety only: q in [0,1] keeps both inside [0, n-1] */
+        lo = clamp(lo, 0L, (long)(n - 1));
+        hi = clamp(hi, 0L, (long)(n - 1));
+        const float a = v[lo];
+        const float b = v[hi];
+        r = fabs(w) < 0.5f ? fma(w, b - a, a) : fma(w - 1.0f, b - a, b);
+    }
+    B[B_off + (long)j * nq + kk] = r;
+}
+
+/* ---- BUCKETIZE_NORM ------------------------------------------------------ */
+
+/* lower_bound, exactly torch's cus_lower_bound: NaN x -> nb. */
+inline int nf_lower_bound(__global const float * b, int nb, float x)
+{
+    int lo = 0;
+    int hi = nb;
+    while (lo < hi) {
+        const int mid = lo + ((hi - lo) >> 1);
+        if (!(b[mid] >= x)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* u[e] = idx(x[e]) / n_s for every element e = r*F + j. */
+__kernel void nf_bucketize_u(__global const float * x, long x_off, long n_elems, int F,
+                             __global const float * B, long B_off, int nb, int n_s,
+                             __global float * u, long u_off)
+{
+    const long e = get_global_id(0);
+    if (e >= n_elems) {
+        return;
+    }
+    const int j = (int)(e % F);
+    const int idx = nf_lower_bound(B + B_off + (long)j * nb, nb, x[x_off + e]);
+    u[u_off + e] = NF_DIV((float)idx, (float)n_s);
+}
+
+/* Per column: mean and variance of the support u, summed in row order
+ * (nf_acc: double when the device has fp64, else float).
+ * st[2j] = mean, st[2j+1] = var. */
+__kernel void nf_bucketize_stats(__global const float * u, long u_off, int n_s, int F,
+                                 __global float * st)
+{
+    const int j = get_global_id(0);
+    if (j >= F) {
+        return;
+    }
+    __global const float * c = u + u_off + j;
+    nf_acc s = 0;
+    for (int r = 0; r < n_s; r++) {
+        s += (nf_acc)c[(long)r * F];
+    }
+    const float mean = NF_DIV((float)s, (float)n_s);
+    nf_acc s2 = 0;
+    for (int r = 0; r < n_s; r++) {
+        const float d = c[(long)r * F] - mean;
+        s2 += (nf_acc)(d * d);
+    }
+    const float var = NF_DIV((float)s2, (float)n_s);
+    st[2 * j]     = mean;
+    st[2 * j + 1] = var;
+}
+
+/* z = var == 0 ? 0 : (u - mean) / sqrt(var), in place. */
+__kernel void nf_bucketize_z(__global float * u, long u_off, long n_elems, int F,
+                             __global const float * st)
+{
+    const long e = get_global_id(0);
+    if (e >= n_elems) {
+        return;
+    }
+    const int j = (int)(e % F);
+    const float mean = st[2 * j];
+    const float var  = st[2 * j + 1];
+    const float d = u[u_off + e] - mean;
+    u[u_off + e] = var == 0.0f ? 0.0f : NF_DIV(d, NF_SQRT(var));
+}
+
+/* ---- EMBED_FEATURES / LABEL_TOKENS --------------------------------------- */
+
+/* dim 0: d < D; dim 1: r*F + j < n*F.  tok[r][1+j][d] = z[r][j]*w[d] + b[d]. */
+__kernel void nf_embed_features(__global const float * z, long z_off,
+                                __global const float * w, long w_off,
+                                __global const float * b, long b_off,
+                                __global float * tok, long tok_off,
+                                long nF, int F, int T, int D)
+{
+    const int  d  = get_global_id(0);
+    const long rj = get_global_id(1);
+    if (d >= D || rj >= nF) {
+        return;
+    }
+    const long r = rj / F;
+    const long j = rj % F;
+    const float p = z[z_off + rj] * w[w_off + d];
+    tok[tok_off + (r * T + 1 + j) * D + d] = p + b[b_off + d];
+}
+
+/* dim 0: d < D; dim 1: r < n.  tok[r][0] = E[y[r]] (NaN when out of range). */
+__kernel void nf_label_class(__global const int * y, long y_off,
+                             __global const float * E, long E_off, int C,
+                             __global float * tok, long tok_off, int n, int T, int D)
+{
+    const int d = get_global_id(0);
+    const int r = get_global_id(1);
+    if (d >= D || r >= n) {
+        return;
+    }
+    const int c = y[y_off + r];
+    tok[tok_off + (long)r * T * D + d] = (c >= 0 && c < C) ? E[E_off + (long)c * D + d] : NAN;
+}
+
+/* tok[r][0] = y[r]*w + b */
+__kernel void nf_label_value(__global const float * y, long y_off,
+                             __global const float * w, long w_off,
+                             __global const float * b, long b_off,
+                             __global float * tok, long tok_off, int n, int T, int D)
+{
+    const int d = get_global_id(0);
+    const int r = get_global_id(1);
+    if (d >= D || r >= n) {
+        return;
+    }
+    const float p = y[y_off + r] * w[w_off + d];
+    tok[tok_off + (long)r * T * D + d] = p + b[b_off + d];
+}
+
+/* tok[r][0] = M[0] */
+__kernel void nf_label_mask(__global const float * M, long M_off,
+                            __global float * tok, long tok_off, int n, int T, int D)
+{
+    const int d = get_global_id(0);
+    const int r = get_global_id(1);
+    if (d >= D || r >= n) {
+        return;
+    }
+    tok[tok_off + (long)r * T * D + d] = M[M_off + d];
+}
+
+/* ---- LAYER_NORM ---------------------------------------------------------- */
+
+/* One work-group per row; the work-group size is a power of two. Each
+ * work-item sums a fixed strided subset, then a fixed tree: deterministic. */
+__kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
+                            __global const float * g, long g_off,
+                            __global const float * b, long b_off,
+                            __global float * y, long y_off, long ldy,
+                            int k, float eps, __local nf_acc * red)
+{
+    const long r   = get_group_id(0);
+    const int  lid = get_local_id(0);
+    const int  wg  = get_local_size(0);
+    __global const float * xr = x + x_off + r * ldx;
+    __global float * yr = y + y_off + r * ldy;
+
+    nf_acc s = 0;
+    for (int c = lid; c < k; c += wg) {
+        s += (nf_acc)xr[c];
+    }
+    red[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = wg >> 1; h > 0; h >>= 1) {
+        if (lid < h) {
+            red[lid] += red[lid + h];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float mu = NF_DIV((float)red[0], (float)k);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    nf_acc s2 = 0;
+    for (int c = lid; c < k; c += wg) {
+        const float d = xr[c] - mu;
+        s2 += (nf_acc)(d * d);
+    }
+    red[lid] = s2;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = wg >> 1; h > 0; h >>= 1) {
+        if (lid < h) {
+            red[lid] += red[lid + h];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float var = NF_DIV((float)red[0], (float)k);
+    const float sd  = NF_SQRT(var + eps);
+    for (int c = lid; c < k; c += wg) {
+        const float t = NF_DIV(xr[c] - mu, sd) * g[g_off + c];
+        yr[c] = t + b[b_off + c];
+    }
+}
+
+/* ---- LINEAR -------------------------------------------------------------- */
+
+/* y[m][n] = act(sum_k x[m][k]*W[n][k] + bias[n]) (+ y[m][n] if accumulate).
+ * One NF_LIN_TM x NF_LIN_TN output tile per NF_LIN_WX x NF_LIN_WY work-group,
+ * (TM/WY) x (TN/WX) outputs per work-item, K in tiles of NF_LIN_TK through
+ * local memory. Each output is one fma chain in k order (deterministic).
+ * The host passes the geometry as -D options (opencl-kernels.h). */
+#ifndef NF_LIN_TM
+#define NF_LIN_TM 64
+#define NF_LIN_TN 64
+#define NF_LIN_TK 16
+#define NF_LIN_WX 16
+#define NF_LIN_WY 16
+#endif
+#define NF_LIN_RM (NF_LIN_TM / NF_LIN_WY)
+#define NF_LIN_RN (NF_LIN_TN / NF_LIN_WX)
+#define NF_LIN_NT (NF_LIN_WX * NF_LIN_WY)
+
+__kernel __attribute__((reqd_work_group_size(NF_LIN_WX, NF_LIN_WY, 1)))
+void nf_linear(__global const float * x, long x_off, long ldx,
+               __global const float * W, long W_off,
+               __global const float * bias, long b_off, int has_bias,
+               __global float * y, long y_off, long ldy,
+               int M, int N, int K, int act, int accumulate)
+{
+    __local float As[NF_LIN_TK][NF_LIN_TM + 1];
+    __local float Bs[NF_LIN_TK][NF_LIN_TN + 1];
+    const int tx  = get_local_id(0);
+    const int ty  = get_local_id(1);
+    const int tid = ty * NF_LIN_WX + tx;
+    const int n0  = get_group_id(0) * NF_LIN_TN;
+    const int m0  = get_group_id(1) * NF_LIN_TM;
+
+    float acc[NF_LIN_RM][NF_LIN_RN];
+    for (int i = 0; i < NF_LIN_RM; i++) {
+        for (int j = 0; j < NF_LIN_RN; j++) {
+            acc[i][j] = 0.0f;
+        }
+    }
+
+    for (int k0 = 0; k0 < K; k0 += NF_LIN_TK) {
+        for (int idx = tid; idx < NF_LIN_TM * NF_LIN_TK; idx += NF_LIN_NT) {
+            const int rr = idx / NF_LIN_TK;
+            const int kk = idx % NF_LIN_TK;
+            const int gm = m0 + rr;
+            const int gk = k0 + kk;
+            As[kk][rr] = (gm < M && gk < K) ? x[x_off + (long)gm * ldx + gk] : 0.0f;
+        }
+        for (int idx = tid; idx < NF_LIN_TN * NF_LIN_TK; idx += NF_LIN_NT) {
+            const int rr = idx / NF_LIN_TK;
+            const int kk = idx % NF_LIN_TK;
+            const int gn = n0 + rr;
+            const int gk = k0 + kk;
+            Bs[kk][rr] = (gn < N && gk < K) ? W[W_off + (long)gn * K + gk] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < NF_LIN_TK; kk++) {
+            float a[NF_LIN_RM];
+            float bb[NF_LIN_RN];
+            for (int i = 0; i < NF_LIN_RM; i++) {
+                a[i] = As[kk][ty + NF_LIN_WY * i];
+            }
+            for (int j = 0; j < NF_LIN_RN; j++) {
+                bb[j] = Bs[kk][tx + NF_LIN_WX * j];
+            }
+            for (int i = 0; i < NF_LIN_RM; i++) {
+                for (int j = 0; j < NF_LIN_RN; j++) {
+                    acc[i][j] = fma(a[i], bb[j], acc[i][j]);
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int i = 0; i < NF_LIN_RM; i++) {
+        const int gm = m0 + ty + NF_LIN_WY * i;
+        if (gm >= M) {
+            continue;
+        }
+        for (int j = 0; j < NF_LIN_RN; j++) {
+            const int gn = n0 + tx + NF_LIN_WX * j;
+            if (gn >= N) {
+                continue;
+            }
+            float t = acc[i][j];
+            if (has_bias) {
+                t = t + bias[b_off + gn];
+            }
+            if (act == 1) {
+                const float e = NF_ERF(NF_GELU_ARG(t));
+                const float h = 0.5f * t;
+                t = h * (1.0f + e);
+            }
+            __global float * yp = y + y_off + (long)gm * ldy + gn;
+            *yp = accumulate ? *yp + t : t;
+        }
+    }
+}
+
+/* Epilogue for an external GEMM (CLBlast) that wrote the raw products
+ * tmp[m][n] = sum_k x W^T: same bias / GELU / accumulate as nf_linear. */
+__kernel void nf_linear_epilogue(__global const float * tmp,
+                                 __global const float * bias, long b_off, int has_bias,
+                                 __global float * y, long y_off, long ldy,
+                                 int M, int N, int act, int accumulate)
+{
+    const int gn = get_global_id(0);
+    const int gm = get_global_id(1);
+    if (gn >= N || gm >= M) {
+        return;
+    }
+    float t = tmp[(long)gm * N + gn];
+    if (has_bias) {
+        t = t + bias[b_off + gn];
+    }
+    if (act == 1) {
+        const float e = NF_ERF(NF_GELU_ARG(t));
+        const float h = 0.5f * t;
+        t = h * (1.0f + e);
+    }
+    __global float * yp = y + y_off + (long)gm * ldy + gn;
+    *yp = accumulate ? *yp + t : t;
+}
+
+/* ---- ATTENTION ----------------------------------------------------------- */
+
+/* One work-group of NF_AWG work-items per (block of NF_AQ query rows, head,
+ * group). Keys/values stream through local memory in tiles of NF_AK with an
+ * online softmax (running max m, running sum l, rescale alpha), so any lk
+ * works with fixed local memory. head_dim <= NF_AHD. */
+#define NF_AQ  16
+#define NF_AK  16
+#define NF_AHD 128
+#define NF_AWG 128
+#define NF_APT (NF_AQ * NF_AHD / NF_AWG)   /* outputs per work-item: 16 */
+
+__kernel __attribute__((reqd_work_group_size(NF_AWG, 1, 1)))
+void nf_attention(__global const float * q, long q_off,
+                  __global const float * k, long k_off,
+                  __global const float * v, long v_off,
+                  __global float * o, long o_off,
+                  int lq, int lk, int hd,
+                  long q_gs, long q_ss, long kv_gs, long kv_ss, long o_gs, long o_ss,
+                  float scale)
+{
+    __local float Qs[NF_AQ][NF_AHD];
+    __local float Ks[NF_AK][NF_AHD + 1];
+    __local float Vs[NF_AK][NF_AHD];
+    __local float S[NF_AQ][NF_AK + 1];
+    __local float Ml[NF_AQ];
+    __local float Ll[NF_AQ];
+    __local float Al[NF_AQ];
+
+    const int  tid = get_local_id(0);
+    const int  i0  = get_group_id(0) * NF_AQ;
+    const long h   = get_group_id(1);
+    const long g   = get_group_id(2);
+
+    __global const float * qb = q + q_off + g * q_gs  + h * hd;
+    __global const float * kb = k + k_off + g * kv_gs + h * hd;
+    __global const float * vb = v + v_off + g * kv_gs + h * hd;
+    __global float       * ob = o + o_off + g * o_gs  + h * hd;
+
+    for (int idx = tid; idx < NF_AQ * hd; idx += NF_AWG) {
+        const int i = idx / hd;
+        const int e = idx % hd;
+        Qs[i][e] = (i0 + i < lq) ? qb[(long)(i0 + i) * q_ss + e] : 0.0f;
+    }
+    if (tid < NF_AQ) {
+        Ml[tid] = -INFINITY;
+        Ll[tid] = 0.0f;
+    }
+    float acc[NF_APT];
+    for (int r = 0; r < NF_APT; r++) {
+        acc[r] = 0.0f;
+    }
+
+    for (int j0 = 0; j0 < lk; j0 += NF_AK) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int idx = tid; idx < NF_AK * hd; idx += NF_AWG) {
+            const int jj = idx / hd;
+            const int e  = idx % hd;
+            const int ok = j0 + jj < lk;
+            Ks[jj][e] = ok ? kb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
+            Vs[jj][e] = ok ? vb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int idx = tid; idx < NF_AQ * NF_AK; idx += NF_AWG) {
+            const int i  = idx / NF_AK;
+            const int jj = idx % NF_AK;
+            float s = 0.0f;
+            for (int e = 0; e < hd; e++) {
+                s = fma(Qs[i][e], Ks[jj][e], s);
+            }
+            S[i][jj] = (j0 + jj < lk) ? s * scale : -INFINITY;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid < NF_AQ) {
+            const float m_old = Ml[tid];
+            float mx = m_old;
+            for (int jj = 0; jj < NF_AK; jj++) {
+                const float sv = S[tid][jj];
+                mx = sv > mx ? sv : mx;
+            }
+            const float alpha = NF_EXP(m_old - mx);
+            float l = Ll[tid] * alpha;
+            for (int jj = 0; jj < NF_AK; jj++) {
+                const float p = (j0 + jj < lk) ? NF_EXP(S[tid][jj] - mx) : 0.0f;
+                S[tid][jj] = p;
+                l = l + p;
+            }
+            Ml[tid] = mx;
+            Ll[tid] = l;
+            Al[tid] = alpha;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int r = 0; r < NF_APT; r++) {
+            const int idx = tid + r * NF_AWG;
+            if (idx < NF_AQ * hd) {
+                const int i = idx / hd;
+                const int e = idx % hd;
+                float a = acc[r] * Al[i];
+                for (int jj = 0; jj < NF_AK; jj++) {
+                    a = fma(S[i][jj], Vs[jj][e], a);
+                }
+                acc[r] = a;
+            }
+        }
+    }
+
+    for (int r = 0; r < NF_APT; r++) {
+        const int idx = tid + r * NF_AWG;
+        if (idx < NF_AQ * hd) {
+            const int i = idx / hd;
+            const int e = idx % hd;
+            if (i0 + i < lq) {
+                ob[(long)(i0 + i) * o_ss + e] = NF_DIV(acc[r], Ll[i]);
+            }
+        }
+    }
+}

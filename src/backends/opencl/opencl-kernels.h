@@ -1,0 +1,23 @@
+/*
+ * opencl-kernels.h -- the embedded kernels.cl source and the launch geometry
+ * that the host code must agree on with kernels.cl (shared by opencl.c and
+ * bench/opencl-gemm.c).
+ */
+#ifndef NF_OPENCL_KERNELS_H
+#define NF_OPENCL_KERNELS_H
+
+#include <stddef.h>
+
+/* kernels.cl, NUL-terminated; nf__opencl_kernels_src_len excludes the NUL. */
+extern const char * const nf__opencl_kernels_src;
+extern const size_t       nf__opencl_kernels_src_len;
+
+/* nf_linear: 64x64 output tile per 16x16 work-group (kernels.cl NF_TM/NF_TN). */
+#define NF_CL_LINEAR_TILE 64
+#define NF_CL_LINEAR_WG   16
+/* nf_attention: NF_AQ query rows per work-group of NF_AWG work-items, head_dim <= NF_AHD. */
+#define NF_CL_ATTN_ROWS   16
+#define NF_CL_ATTN_WG     128
+#define NF_CL_ATTN_MAX_HD 128
+
+#endif

@@ -1,0 +1,223 @@
+/* cli-common.c -- tables, argument helpers, comparisons, statistics. */
+#include "cli.h"
+#include "io/nf-io.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void nf_cli_table_free(struct nf_cli_table * t) {
+    free(t->xs); free(t->xq); free(t->yc); free(t->yv);
+    memset(t, 0, sizeof(*t));
+}
+
+struct nf_mitra_input nf_cli_table_input(const struct nf_cli_table * t) {
+    struct nf_mitra_input in = {
+        .n_support = t->n_support, .n_query = t->n_query, .n_features = t->n_features,
+        .x_support = t->xs, .x_query = t->xq, .y_class = t->yc, .y_value = t->yv,
+    };
+    return in;
+}
+
+static uint64_t nf_cli_rng_next(uint64_t * s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static float nf_cli_rng_unif(uint64_t * s) {
+    return (float) (nf_cli_rng_next(s) >> 40) * (1.0f / 16777216.0f);
+}
+
+int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int class_labels, int n_classes,
+                          struct nf_cli_table * t, nf_err * err) {
+    memset(t, 0, sizeof(*t));
+    if (ns < 1 || nq < 1 || nf < 1) return nf__err_set(err, NF_ERR_ARG, "table sizes must be >= 1");
+    t->n_support = ns; t->n_query = nq; t->n_features = nf;
+    t->xs = malloc((size_t) (ns * nf) * sizeof(float));
+    t->xq = malloc((size_t) (nq * nf) * sizeof(float));
+    if (class_labels) t->yc = malloc((size_t) ns * sizeof(int64_t));
+    else              t->yv = malloc((size_t) ns * sizeof(float));
+    if (!t->xs || !t->xq || (!t->yc && !t->yv)) { nf_cli_table_free(t); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    uint64_t s = seed ^ 0xD1B54A32D192ED03ull;
+    /* each row: a class/target, features = noisy class-dependent means on a
+     * 1/64 grid (exact in float; ties are realistic) */
+    for (int64_t r = 0; r < ns + nq; r++) {
+        const float c = (float) (nf_cli_rng_next(&s) % (uint64_t) (n_classes > 0 ? n_classes : 1));
+        float * row = r < ns ? t->xs + r * nf : t->xq + (r - ns) * nf;
+        for (int64_t j = 0; j < nf; j++) {
+            float g = 0.0f;
+            for (int i = 0; i < 4; i++) g += nf_cli_rng_unif(&s);
+            const float v = (g - 2.0f) * 2.0f + 0.25f * c * (float) ((j % 3) - 1);
+            row[j] = roundf(v * 64.0f) / 64.0f;
+        }
+        if (r < ns) {
+            if (class_labels) t->yc[r] = (int64_t) c;
+            else              t->yv[r] = nf_cli_rng_unif(&s);
+        }
+    }
+    return NF_OK;
+}
+
+static int nf_cli_npy_matrix(const char * path, struct nf_npy * a, float ** out, nf_err * err) {
+    if (a->ndim != 2) return nf__err_set(err, NF_ERR_SHAPE, "%s: expected a 2-D array (rows, features), got %d-D", path, a->ndim);
+    const int64_t n = a->shape[0] * a->shape[1];
+    float * f = malloc((size_t) (n ? n : 1) * sizeof(float));
+    if (!f) return nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (a->dtype == NF_NPY_F4) memcpy(f, a->data, (size_t) n * sizeof(float));
+    else if (a->dtype == NF_NPY_F8) for (int64_t i = 0; i < n; i++) f[i] = (float) ((const double *) a->data)[i];
+    else { free(f); return nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected float32 or float64", path, nf__npy_dtype_name(a->dtype)); }
+    *out = f;
+    return NF_OK;
+}
+
+int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int class_labels,
+                      struct nf_cli_table * t, nf_err * err) {
+    memset(t, 0, sizeof(*t));
+    struct nf_npy a = {0}, b = {0}, c = {0};
+    int rc = nf__npy_read(sx, &a, err);
+    if (rc == NF_OK) rc = nf__npy_read(sy, &b, err);
+    if (rc == NF_OK) rc = nf__npy_read(qx, &c, err);
+    if (rc == NF_OK) rc = nf_cli_npy_matrix(sx, &a, &t->xs, err);
+    if (rc == NF_OK) rc = nf_cli_npy_matrix(qx, &c, &t->xq, err);
+    if (rc == NF_OK) {
+        t->n_support = a.shape[0]; t->n_features = a.shape[1]; t->n_query = c.shape[0];
+        if (c.shape[1] != a.shape[1]) {
+            rc = nf__err_set(err, NF_ERR_SHAPE, "%s has %lld features but %s has %lld", qx, (long long) c.shape[1], sx, (long long) a.shape[1]);
+        } else if (b.ndim != 1 || b.shape[0] != a.shape[0]) {
+            rc = nf__err_set(err, NF_ERR_SHAPE, "%s: expected shape (%lld,) to match %s", sy, (long long) a.shape[0], sx);
+        }
+    }
+    if (rc == NF_OK) {
+        const int64_t n = b.shape[0];
+        if (class_labels) {
+            t->yc = malloc((size_t) (n ? n : 1) * sizeof(int64_t));
+            if (!t->yc) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            else if (b.dtype == NF_NPY_I8) memcpy(t->yc, b.data, (size_t) n * sizeof(int64_t));
+            else if (b.dtype == NF_NPY_I4) for (int64_t i = 0; i < n; i++) t->yc[i] = ((const int32_t *) b.data)[i];
+            else rc = nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected int64 or int32 class labels", sy, nf__npy_dtype_name(b.dtype));
+        } else {
+            t->yv = malloc((size_t) (n ? n : 1) * sizeof(float));
+            if (!t->yv) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            else if (b.dtype == NF_NPY_F4) memcpy(t->yv, b.data, (size_t) n * sizeof(float));
+            else if (b.dtype == NF_NPY_F8) for (int64_t i = 0; i < n; i++) t->yv[i] = (float) ((const double *) b.data)[i];
+            else rc = nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected float32 regression targets", sy, nf__npy_dtype_name(b.dtype));
+        }
+    }
+    nf__npy_free(&a); nf__npy_free(&b); nf__npy_free(&c);
+    if (rc != NF_OK) nf_cli_table_free(t);
+    return rc;
+}
+
+void nf_cli_tmp_name(char * out, size_t n, const char * dir, const char * file) {
+    char f[512];
+    snprintf(f, sizeof(f), ".%s.tmp", file);
+    nf__path_join(out, n, dir, f);
+}
+
+void nf_cli_final_name(char * out, size_t n, const char * dir, const char * file) {
+    nf__path_join(out, n, dir, file);
+}
+
+int nf_cli_table_write_tmp(const char * dir, const struct nf_cli_table * t, nf_err * err) {
+    char p[4096];
+    int64_t sh[2];
+    sh[0] = t->n_support; sh[1] = t->n_features;
+    nf_cli_tmp_name(p, sizeof(p), dir, "support_x.npy");
+    NF_TRY(nf__npy_write(p, NF_NPY_F4, 2, sh, t->xs, err));
+    nf_cli_tmp_name(p, sizeof(p), dir, "support_y.npy");
+    sh[0] = t->n_support;
+    if (t->yc) NF_TRY(nf__npy_write(p, NF_NPY_I8, 1, sh, t->yc, err));
+    else       NF_TRY(nf__npy_write(p, NF_NPY_F4, 1, sh, t->yv, err));
+    nf_cli_tmp_name(p, sizeof(p), dir, "query_x.npy");
+    sh[0] = t->n_query; sh[1] = t->n_features;
+    NF_TRY(nf__npy_write(p, NF_NPY_F4, 2, sh, t->xq, err));
+    return NF_OK;
+}
+
+int nf_cli_parse_u64_list(const char * s, uint64_t * out, int cap) {
+    int n = 0;
+    while (*s) {
+        char * end;
+        if (*s < '0' || *s > '9') return -1;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (n == cap) return -1;
+        out[n++] = v;
+        s = end;
+        if (*s == ',') s++;
+        else if (*s) return -1;
+    }
+    return n;
+}
+
+const char * nf_cli_need_value(int argc, char ** argv, int * i) {
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "error: %s needs a value\n", argv[*i]);
+        return NULL;
+    }
+    (*i)++;
+    return argv[*i];
+}
+
+int nf_cli_parse_precision(const char * s, int * out) {
+    if (strcmp(s, "exact") == 0 || strcmp(s, "fp32") == 0) { *out = NF_PRECISION_EXACT; return 1; }
+    if (strcmp(s, "tf32") == 0) { *out = NF_PRECISION_TF32; return 1; }
+    return 0;
+}
+
+double nf_cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
+}
+
+int64_t nf_cli_argmax(const float * row, int width) {
+    int64_t best = 0;
+    for (int c = 1; c < width; c++) if (row[c] > row[best]) best = c;
+    return best;
+}
+
+void nf_cli_diff(const float * a, const float * b, int64_t rows, int width, struct nf_cli_diff * d) {
+    memset(d, 0, sizeof(*d));
+    d->finite = true;
+    d->n_rows = rows;
+    double sum = 0.0;
+    for (int64_t i = 0; i < rows * width; i++) {
+        if (!isfinite(a[i]) || !isfinite(b[i])) { d->finite = false; continue; }
+        const double e = fabs((double) a[i] - (double) b[i]);
+        if (e > d->max_abs) d->max_abs = e;
+        sum += e;
+        d->n++;
+    }
+    if (!d->finite) d->max_abs = INFINITY;
+    d->mean_abs = d->n ? sum / (double) d->n : 0.0;
+    if (width > 1) {
+        for (int64_t r = 0; r < rows; r++) {
+            d->class_disagree += nf_cli_argmax(a + r * width, width) != nf_cli_argmax(b + r * width, width);
+        }
+    }
+}
+
+static int nf_cli_cmp_double(const void * a, const void * b) {
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+void nf_cli_stats(double * v, int n, struct nf_cli_stats * s) {
+    memset(s, 0, sizeof(*s));
+    if (n <= 0) return;
+    qsort(v, (size_t) n, sizeof(double), nf_cli_cmp_double);
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += v[i];
+    s->mean = sum / n;
+    s->min = v[0];
+    s->max = v[n - 1];
+    s->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    /* p90: linear interpolation between closest ranks (numpy's default) */
+    double pos = 0.9 * (n - 1);
+    int lo = (int) pos;
+    int hi = lo + 1 < n ? lo + 1 : lo;
+    s->p90 = v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}

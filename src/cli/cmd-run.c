@@ -1,0 +1,276 @@
+/* cmd-run.c -- `nofall run`: one forward on one device, verified artifacts, markers.
+ *
+ * Every marker is the result of a check made in this run:
+ *   MODEL_DEVICE / INPUT_DEVICE / LOGITS_DEVICE  where the driver says the
+ *       weights / uploaded inputs / logits tensor live;
+ *   OUTPUT_DEVICE  the device(s) that executed the forward's ops (op records);
+ *   CPU_FALLBACK   true iff any of those differs from the requested device;
+ *   ASSETS_VERIFIED  the written files were read back and checked. */
+#include "cli.h"
+#include "io/nf-io.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char * const nf_run_artifacts[] = {
+    "support_x.npy", "support_y.npy", "query_x.npy", "logits.npy", "class_ids.npy", "report.json",
+};
+#define NF_RUN_N_ARTIFACTS (sizeof(nf_run_artifacts) / sizeof(nf_run_artifacts[0]))
+
+struct nf_run_opts {
+    const char * model, * device, * out, * sx, * sy, * qx, * trace;
+    uint64_t seed;
+    int precision;
+    int64_t query_chunk;
+};
+
+static void nf_run_remove_artifacts(const char * dir) {
+    char p[4096];
+    for (size_t i = 0; i < NF_RUN_N_ARTIFACTS; i++) {
+        nf_cli_final_name(p, sizeof(p), dir, nf_run_artifacts[i]);
+        remove(p);
+        nf_cli_tmp_name(p, sizeof(p), dir, nf_run_artifacts[i]);
+        remove(p);
+    }
+}
+
+static int nf_run_rename(const char * dir, const char * file, nf_err * err) {
+    char a[4096], b[4096];
+    nf_cli_tmp_name(a, sizeof(a), dir, file);
+    nf_cli_final_name(b, sizeof(b), dir, file);
+    if (rename(a, b) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed: %s", b, strerror(errno));
+    return NF_OK;
+}
+
+/* Read the artifacts back and check shape, dtype and finiteness. */
+static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t, int width, int has_classes, nf_err * err) {
+    char p[4096];
+    struct nf_npy a;
+    struct { const char * f; enum nf_npy_dtype dt; int nd; int64_t s0, s1; } want[5] = {
+        {"support_x.npy", NF_NPY_F4, 2, t->n_support, t->n_features},
+        {"support_y.npy", t->yc ? NF_NPY_I8 : NF_NPY_F4, 1, t->n_support, 0},
+        {"query_x.npy",   NF_NPY_F4, 2, t->n_query, t->n_features},
+        {"logits.npy",    NF_NPY_F4, width > 1 ? 2 : 1, t->n_query, width},
+        {"class_ids.npy", NF_NPY_I8, 1, t->n_query, 0},
+    };
+    for (int i = 0; i < (has_classes ? 5 : 4); i++) {
+        nf_cli_final_name(p, sizeof(p), dir, want[i].f);
+        NF_TRY(nf__npy_read(p, &a, err));
+        int ok = a.dtype == want[i].dt && a.ndim == want[i].nd && a.shape[0] == want[i].s0 && (a.ndim < 2 || a.shape[1] == want[i].s1);
+        if (ok && a.dtype == NF_NPY_F4) {
+            for (size_t e = 0; e < a.nbytes / 4; e++) ok &= isfinite(((const float *) a.data)[e]) != 0;
+        }
+        if (ok && i == 4) {
+            for (int64_t e = 0; e < a.shape[0]; e++) {
+                int64_t c = ((const int64_t *) a.data)[e];
+                ok &= c >= 0 && c < width;
+            }
+        }
+        nf__npy_free(&a);
+        if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back with the wrong shape/dtype or non-finite values", p);
+    }
+    return NF_OK;
+}
+
+static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
+    memset(o, 0, sizeof(*o));
+    o->device = "cpu";
+    o->seed = 42;
+    for (int i = 1; i < argc; i++) {
+        const char * a = argv[i];
+        const char * v;
+        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
+        if      (strcmp(a, "--model") == 0)       o->model = v;
+        else if (strcmp(a, "--device") == 0)      o->device = v;
+        else if (strcmp(a, "--out") == 0)         o->out = v;
+        else if (strcmp(a, "--seed") == 0)        o->seed = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--support-x") == 0)   o->sx = v;
+        else if (strcmp(a, "--support-y") == 0)   o->sy = v;
+        else if (strcmp(a, "--query-x") == 0)     o->qx = v;
+        else if (strcmp(a, "--trace") == 0)       o->trace = v;
+        else if (strcmp(a, "--query-chunk") == 0) o->query_chunk = strtoll(v, NULL, 10);
+        else if (strcmp(a, "--precision") == 0) {
+            if (!nf_cli_parse_precision(v, &o->precision)) { fprintf(stderr, "error: --precision must be exact or tf32\n"); return 0; }
+        } else { fprintf(stderr, "error: unknown option %s\n", a); return 0; }
+    }
+    if (!o->model || !o->out) { fprintf(stderr, "error: run needs --model DIR and --out OUTDIR\n"); return 0; }
+    int nfiles = (o->sx != NULL) + (o->sy != NULL) + (o->qx != NULL);
+    if (nfiles != 0 && nfiles != 3) { fprintf(stderr, "error: give all of --support-x, --support-y, --query-x, or none\n"); return 0; }
+    return 1;
+}
+
+static int nf_run_write_trace(const nf_backend * be, const char * path, nf_err * err) {
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE * f = fopen(tmp, "wb");
+    if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    int rc = nf_trace_write_json(be, f);
+    if (fclose(f) != 0 && rc == NF_OK) rc = NF_ERR_IO;
+    if (rc != NF_OK) { remove(tmp); return nf__err_set(err, rc, "%s: write failed", tmp); }
+    if (rename(tmp, path) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed", path);
+    return NF_OK;
+}
+
+static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
+    if (mkdir(o->out, 0777) != 0 && errno != EEXIST) {
+        return nf__err_set(err, NF_ERR_IO, "%s: cannot create output directory: %s", o->out, strerror(errno));
+    }
+    nf_run_remove_artifacts(o->out);
+
+    nf_backend * be = NULL;
+    nf_mitra * m = NULL;
+    struct nf_cli_table t = {0};
+    float * logits = NULL;
+    int64_t * cls = NULL;
+    int rc;
+    /* the device first: an absent device fails before any work */
+    if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
+    nf_trace_reset(be, o->trace != NULL);
+    if ((rc = nf_mitra_load(be, o->model, &m, err)) != NF_OK) goto done;
+    if (o->query_chunk > 0) nf_mitra_set_query_chunk(m, o->query_chunk);
+    const struct nf_mitra_config * cfg = nf_mitra_get_config(m);
+    const int class_labels = nf_mitra_uses_class_labels(m);
+    const int width = nf_mitra_output_width(m);
+    if (o->sx) rc = nf_cli_table_load(o->sx, o->sy, o->qx, class_labels, &t, err);
+    else       rc = nf_cli_table_generate(o->seed, 16, 8, 13, class_labels, class_labels ? (cfg->dim_output < 10 ? cfg->dim_output : 10) : 0, &t, err);
+    if (rc != NF_OK) goto done;
+
+    logits = malloc((size_t) (t.n_query * width) * sizeof(float));
+    cls = malloc((size_t) t.n_query * sizeof(int64_t));
+    if (!logits || !cls) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+    struct nf_mitra_input in = nf_cli_table_input(&t);
+    const double t0 = nf_cli_now_ms();
+    if ((rc = nf_mitra_forward(m, &in, logits, err)) != NF_OK) goto done;
+    const double wall_ms = nf_cli_now_ms() - t0;
+
+    int finite = 1;
+    for (int64_t i = 0; i < t.n_query * width; i++) finite &= isfinite(logits[i]) != 0;
+    if (!finite) { rc = nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits"); goto done; }
+    for (int64_t r = 0; r < t.n_query; r++) cls[r] = nf_cli_argmax(logits + r * width, width);
+    const int has_classes = width > 1;
+
+    /* artifacts: temp names, then rename, then read back */
+    char p[4096];
+    if ((rc = nf_cli_table_write_tmp(o->out, &t, err)) != NF_OK) goto done;
+    int64_t sh[2] = {t.n_query, width};
+    nf_cli_tmp_name(p, sizeof(p), o->out, "logits.npy");
+    if ((rc = nf__npy_write(p, NF_NPY_F4, width > 1 ? 2 : 1, sh, logits, err)) != NF_OK) goto done;
+    if (has_classes) {
+        nf_cli_tmp_name(p, sizeof(p), o->out, "class_ids.npy");
+        if ((rc = nf__npy_write(p, NF_NPY_I8, 1, sh, cls, err)) != NF_OK) goto done;
+    }
+    for (size_t i = 0; i < NF_RUN_N_ARTIFACTS - 1; i++) {
+        if (!has_classes && strcmp(nf_run_artifacts[i], "class_ids.npy") == 0) continue;
+        if ((rc = nf_run_rename(o->out, nf_run_artifacts[i], err)) != NF_OK) goto done;
+    }
+    if ((rc = nf_run_verify_assets(o->out, &t, width, has_classes, err)) != NF_OK) goto done;
+    const int assets_verified = 1;
+
+    /* placement, measured */
+    struct nf_mitra_placement pl;
+    nf_mitra_get_placement(m, &pl);
+    char model_dev[32];
+    if ((rc = nf_mitra_weights_device(m, model_dev, sizeof(model_dev), err)) != NF_OK) goto done;
+    struct nf_trace_totals tot;
+    nf_trace_totals_get(be, &tot);
+    const char * dev = nf_backend_name(be);
+    const int fallback = tot.ops_off_device > 0 || strcmp(model_dev, dev) != 0 || strcmp(pl.inputs, dev) != 0 ||
+                         strcmp(pl.logits, dev) != 0 || strcmp(pl.ops, dev) != 0;
+
+    char shape[64], classes[4096] = "";
+    if (width > 1) snprintf(shape, sizeof(shape), "1x%lldx%d", (long long) t.n_query, width);
+    else           snprintf(shape, sizeof(shape), "1x%lld", (long long) t.n_query);
+    size_t cl = 0;
+    if (has_classes) {
+        for (int64_t r = 0; r < t.n_query && cl + 24 < sizeof(classes); r++) {
+            cl += (size_t) snprintf(classes + cl, sizeof(classes) - cl, r ? ",%lld" : "%lld", (long long) cls[r]);
+        }
+    } else {
+        snprintf(classes, sizeof(classes), "none");
+    }
+
+    /* report.json (temp name + rename, like everything else) */
+    cJSON * rep = cJSON_CreateObject();
+    cJSON_AddStringToObject(rep, "nofall_version", NF_VERSION);
+    cJSON_AddStringToObject(rep, "model_dir", o->model);
+    cJSON * c = cJSON_AddObjectToObject(rep, "config");
+    cJSON_AddNumberToObject(c, "dim", cfg->dim);
+    cJSON_AddNumberToObject(c, "dim_output", cfg->dim_output);
+    cJSON_AddNumberToObject(c, "n_layers", cfg->n_layers);
+    cJSON_AddNumberToObject(c, "n_heads", cfg->n_heads);
+    cJSON_AddStringToObject(c, "task", cfg->task == NF_TASK_CLASSIFICATION ? "CLASSIFICATION" : "REGRESSION");
+    cJSON_AddNumberToObject(c, "n_params", (double) nf_mitra_n_params(m));
+    cJSON_AddStringToObject(rep, "device", dev);
+    cJSON_AddStringToObject(rep, "device_description", nf_backend_description(be));
+    cJSON_AddStringToObject(rep, "precision", nf_precision_name(nf_backend_precision(be)));
+    cJSON_AddStringToObject(rep, "precision_detail", nf_backend_precision_detail(be));
+    const char * tf32env = getenv("NVIDIA_TF32_OVERRIDE");
+    cJSON_AddStringToObject(rep, "NVIDIA_TF32_OVERRIDE", tf32env ? tf32env : "unset");
+    cJSON_AddStringToObject(rep, "input_source", o->sx ? "files" : "generated");
+    if (!o->sx) cJSON_AddNumberToObject(rep, "seed", (double) o->seed);
+    cJSON * mk = cJSON_AddObjectToObject(rep, "markers");
+    cJSON_AddStringToObject(mk, "INPUT_DEVICE", pl.inputs);
+    cJSON_AddStringToObject(mk, "MODEL_DEVICE", model_dev);
+    cJSON_AddStringToObject(mk, "LOGITS_DEVICE", pl.logits);
+    cJSON_AddStringToObject(mk, "OUTPUT_DEVICE", pl.ops);
+    cJSON_AddBoolToObject(mk, "CPU_FALLBACK", fallback);
+    cJSON_AddStringToObject(mk, "LOGITS_SHAPE", shape);
+    cJSON_AddStringToObject(mk, "PREDICTED_CLASS", classes);
+    cJSON_AddBoolToObject(mk, "LOGITS_FINITE", finite);
+    cJSON_AddNumberToObject(mk, "INFERENCE_WALL_MS", wall_ms);
+    cJSON_AddBoolToObject(mk, "ASSETS_VERIFIED", assets_verified);
+    cJSON_AddNumberToObject(mk, "OPS_TOTAL", (double) tot.ops);
+    cJSON_AddNumberToObject(mk, "OPS_OFF_DEVICE", (double) tot.ops_off_device);
+    cJSON_AddNumberToObject(mk, "H2D_COPIES", (double) tot.h2d_copies);
+    cJSON_AddNumberToObject(mk, "D2H_COPIES", (double) tot.d2h_copies);
+    cJSON_AddNumberToObject(mk, "H2D_BYTES", (double) tot.h2d_bytes);
+    cJSON_AddNumberToObject(mk, "D2H_BYTES", (double) tot.d2h_bytes);
+    cJSON_AddNumberToObject(mk, "EXIT_CODE", 0);
+    nf_cli_final_name(p, sizeof(p), o->out, "report.json");
+    rc = nf__json_write_file(p, rep, err);
+    cJSON_Delete(rep);
+    if (rc != NF_OK) goto done;
+    if (o->trace && (rc = nf_run_write_trace(be, o->trace, err)) != NF_OK) goto done;
+
+    printf("INPUT_DEVICE=%s\n", pl.inputs);
+    printf("MODEL_DEVICE=%s\n", model_dev);
+    printf("LOGITS_DEVICE=%s\n", pl.logits);
+    printf("OUTPUT_DEVICE=%s\n", pl.ops);
+    printf("CPU_FALLBACK=%s\n", fallback ? "true" : "false");
+    printf("LOGITS_SHAPE=%s\n", shape);
+    printf("PREDICTED_CLASS=%s\n", classes);
+    printf("LOGITS_FINITE=%s\n", finite ? "true" : "false");
+    printf("INFERENCE_WALL_MS=%.3f\n", wall_ms);
+    printf("ASSETS_VERIFIED=%s\n", assets_verified ? "true" : "false");
+    printf("OPS_TOTAL=%lld\n", (long long) tot.ops);
+    printf("OPS_OFF_DEVICE=%lld\n", (long long) tot.ops_off_device);
+    printf("H2D_COPIES=%lld\n", (long long) tot.h2d_copies);
+    printf("D2H_COPIES=%lld\n", (long long) tot.d2h_copies);
+    printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
+done:
+    if (rc != NF_OK) nf_run_remove_artifacts(o->out);
+    free(logits);
+    free(cls);
+    nf_cli_table_free(&t);
+    nf_mitra_free(m);
+    nf_backend_free(be);
+    return rc;
+}
+
+int nf_cmd_run(int argc, char ** argv) {
+    struct nf_run_opts o;
+    if (!nf_run_parse(argc, argv, &o)) return 2;
+    nf_err err = {0};
+    int rc = nf_run_main(&o, &err);
+    if (rc != NF_OK) {
+        fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+        printf("EXIT_CODE=1\n");
+        return 1;
+    }
+    printf("EXIT_CODE=0\n");
+    return 0;
+}

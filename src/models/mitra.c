@@ -1,0 +1,624 @@
+/* mitra.c -- Mitra (AutoGluon Tab2D): strict checkpoint loading and the
+ * in-context forward pass. Spec: shared/specs/mitra.md §2-§4.
+ *
+ * Layout of the residual streams (b = 1, no padding):
+ *   S (n_s, T, D) support, Q (n_q, T, D) query; T = F + 1, token 0 = label.
+ * Per layer l (pre-LayerNorm, residual):
+ *   (a) row attention     S += O1(MHA(Q1 S', K1 S', V1 S')),  Q += O1(MHA(Q1 Q', K1 S', V1 S'))
+ *                          per token column t, across rows; S' = LN1(S), Q' = LN1(Q)
+ *   (b) MLP 1              X += linear2(GELU(linear1(LN2(X))))          X in {S, Q}
+ *   (c) feature attention  X += O2(MHA(Q2 X', K2 X', V2 X')), X' = LN3(X), across the T tokens of a row
+ *   (d) MLP 2              X += linear4(GELU(linear3(LN4(X))))
+ * Head: logits = final_layer(final_layer_norm(Q[:, 0, :])).
+ * Layer-major order: the support stream is computed once; the queries are
+ * processed in row chunks that only read the support's K/V of that layer. */
+#include "mitra-impl.h"
+#include "io/nf-io.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nf_mitra_layer {
+    nf_tensor ln_w[4], ln_b[4];          /* layer_norm1..4                 */
+    nf_tensor aw[2][4], ab[2][4];         /* attention{1,2}.{q,k,v,o}       */
+    nf_tensor lw[4], lb[4];              /* linear1..4                     */
+};
+
+struct nf_mitra {
+    nf_backend * be;
+    struct nf_mitra_config cfg;
+    struct nf_mitra_key * keys;
+    int       n_keys;
+    nf_tensor wbuf;                      /* all weights, one device buffer */
+    nf_tensor * w;                       /* n_keys views into wbuf         */
+    nf_tensor x_w, x_b, y_w, y_b, y_mask, fln_w, fln_b, f_w, f_b;
+    struct nf_mitra_layer * layers;
+    int64_t   n_params;
+    int64_t   chunk_tokens;
+    int64_t   query_chunk_rows;
+    nf_stage_fn stage_fn;
+    void *      stage_user;
+    struct nf_mitra_placement placement;
+};
+
+/* ---- config -------------------------------------------------------------------- */
+
+static int nf__json_int(const cJSON * doc, const char * key, const char * path, int * out, nf_err * err) {
+    const cJSON * v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (!v) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: missing key \"%s\"", path, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double) (int) v->valuedouble) {
+        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"%s\" must be an integer", path, key);
+    }
+    *out = (int) v->valuedouble;
+    return NF_OK;
+}
+
+static int nf__mitra_config_read(const char * dir, struct nf_mitra_config * cfg, nf_err * err) {
+    char path[4096];
+    nf__path_join(path, sizeof(path), dir, "config.json");
+    cJSON * doc;
+    NF_TRY(nf__json_read_file(path, &doc, err));
+    int rc = NF_OK;
+    if (!cJSON_IsObject(doc)) { rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: not a JSON object", path); goto done; }
+    if ((rc = nf__json_int(doc, "dim", path, &cfg->dim, err)) != NF_OK) goto done;
+    if ((rc = nf__json_int(doc, "dim_output", path, &cfg->dim_output, err)) != NF_OK) goto done;
+    if ((rc = nf__json_int(doc, "n_layers", path, &cfg->n_layers, err)) != NF_OK) goto done;
+    if ((rc = nf__json_int(doc, "n_heads", path, &cfg->n_heads, err)) != NF_OK) goto done;
+    const cJSON * task = cJSON_GetObjectItemCaseSensitive(doc, "task");
+    /* upstream looks the task up by enum member name: Task[cfg["task"]] */
+    if (!cJSON_IsString(task)) { rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: missing string \"task\"", path); goto done; }
+    if      (strcmp(task->valuestring, "CLASSIFICATION") == 0) cfg->task = NF_TASK_CLASSIFICATION;
+    else if (strcmp(task->valuestring, "REGRESSION") == 0)     cfg->task = NF_TASK_REGRESSION;
+    else { rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: unknown task \"%s\" (CLASSIFICATION or REGRESSION)", path, task->valuestring); goto done; }
+    rc = nf__mitra_config_check(cfg, path, err);
+done:
+    cJSON_Delete(doc);
+    return rc;
+}
+
+/* ---- loading --------------------------------------------------------------------- */
+
+static void nf__msg_append(char * msg, size_t cap, size_t * len, const char * fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void nf__msg_append(char * msg, size_t cap, size_t * len, const char * fmt, ...) {
+    if (*len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(msg + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (w > 0) *len = *len + (size_t) w < cap ? *len + (size_t) w : cap - 1;
+}
+
+static void nf__shape_str(char * out, size_t n, int ndim, const int64_t * shape) {
+    size_t len = 0;
+    out[0] = '\0';
+    nf__msg_append(out, n, &len, "[");
+    for (int i = 0; i < ndim; i++) nf__msg_append(out, n, &len, i ? ", %lld" : "%lld", (long long) shape[i]);
+    nf__msg_append(out, n, &len, "]");
+}
+
+/* Strict load_state_dict: same set of names, F32, same shapes. Lists every
+ * offending name (up to the message size). */
+static int nf__mitra_check_keys(const struct nf_safetensors * st, const struct nf_mitra_key * keys, int n_keys,
+                                const char * path, nf_err * err) {
+    char msg[3500];
+    size_t len = 0;
+    int bad = 0;
+    msg[0] = '\0';
+    for (int i = 0; i < n_keys; i++) {
+        const struct nf_st_tensor * t = nf__st_find(st, keys[i].name);
+        if (!t) { nf__msg_append(msg, sizeof(msg), &len, "%smissing '%s'", bad++ ? "; " : "", keys[i].name); continue; }
+        if (t->dtype != NF_ST_F32) {
+            nf__msg_append(msg, sizeof(msg), &len, "%s'%s' has dtype %s (expected F32)", bad++ ? "; " : "", keys[i].name, t->dtype_str);
+            continue;
+        }
+        int same = t->ndim == keys[i].ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == keys[i].shape[d];
+        if (!same) {
+            char got[96], want[96];
+            nf__shape_str(got, sizeof(got), t->ndim, t->shape);
+            nf__shape_str(want, sizeof(want), keys[i].ndim, keys[i].shape);
+            nf__msg_append(msg, sizeof(msg), &len, "%s'%s' has shape %s (expected %s)", bad++ ? "; " : "", keys[i].name, got, want);
+        }
+    }
+    for (int j = 0; j < st->n_tensors; j++) {
+        int known = 0;
+        for (int i = 0; i < n_keys && !known; i++) known = strcmp(st->tensors[j].name, keys[i].name) == 0;
+        if (!known) nf__msg_append(msg, sizeof(msg), &len, "%sunexpected '%s'", bad++ ? "; " : "", st->tensors[j].name);
+    }
+    if (bad) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: %d tensor(s) do not match the model: %s", path, bad, msg);
+    return NF_OK;
+}
+
+static nf_tensor * nf__mitra_w(nf_mitra * m, const char * name) {
+    for (int i = 0; i < m->n_keys; i++) {
+        if (strcmp(m->keys[i].name, name) == 0) return &m->w[i];
+    }
+    return NULL;   /* cannot happen: names come from the same generator */
+}
+
+static void nf__mitra_bind(nf_mitra * m) {
+    const int cls = nf__mitra_class_labels(&m->cfg);
+    m->x_w    = *nf__mitra_w(m, "x_embedding.x_embedding.weight");
+    m->x_b    = *nf__mitra_w(m, "x_embedding.x_embedding.bias");
+    m->y_w    = *nf__mitra_w(m, "y_embedding.y_embedding.weight");
+    if (!cls) m->y_b = *nf__mitra_w(m, "y_embedding.y_embedding.bias");
+    m->y_mask = *nf__mitra_w(m, "y_embedding.y_mask.weight");
+    m->fln_w  = *nf__mitra_w(m, "final_layer_norm.weight");
+    m->fln_b  = *nf__mitra_w(m, "final_layer_norm.bias");
+    m->f_w    = *nf__mitra_w(m, "final_layer.weight");
+    m->f_b    = *nf__mitra_w(m, "final_layer.bias");
+    static const char * const proj[4] = {"q", "k", "v", "o"};
+    char nm[64];
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        struct nf_mitra_layer * L = &m->layers[l];
+        for (int i = 0; i < 4; i++) {
+            snprintf(nm, sizeof(nm), "layers.%d.layer_norm%d.weight", l, i + 1); L->ln_w[i] = *nf__mitra_w(m, nm);
+            snprintf(nm, sizeof(nm), "layers.%d.layer_norm%d.bias", l, i + 1);   L->ln_b[i] = *nf__mitra_w(m, nm);
+            snprintf(nm, sizeof(nm), "layers.%d.linear%d.weight", l, i + 1);     L->lw[i] = *nf__mitra_w(m, nm);
+            snprintf(nm, sizeof(nm), "layers.%d.linear%d.bias", l, i + 1);       L->lb[i] = *nf__mitra_w(m, nm);
+        }
+        for (int a = 0; a < 2; a++) {
+            for (int p = 0; p < 4; p++) {
+                snprintf(nm, sizeof(nm), "layers.%d.attention%d.%s.weight", l, a + 1, proj[p]); L->aw[a][p] = *nf__mitra_w(m, nm);
+                snprintf(nm, sizeof(nm), "layers.%d.attention%d.%s.bias", l, a + 1, proj[p]);   L->ab[a][p] = *nf__mitra_w(m, nm);
+            }
+        }
+    }
+}
+
+void nf_mitra_free(nf_mitra * m) {
+    if (!m) return;
+    nf__tensor_free(&m->wbuf);
+    free(m->w);
+    free(m->keys);
+    free(m->layers);
+    free(m);
+}
+
+int nf_mitra_load(nf_backend * be, const char * dir, nf_mitra ** out, nf_err * err) {
+    *out = NULL;
+    nf_mitra * m = calloc(1, sizeof(*m));
+    if (!m) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    m->be = be;
+    m->chunk_tokens = 4096;
+    int rc = nf__mitra_config_read(dir, &m->cfg, err);
+    if (rc != NF_OK) { nf_mitra_free(m); return rc; }
+    m->n_keys = nf__mitra_key_count(&m->cfg);
+    m->keys   = calloc((size_t) m->n_keys, sizeof(*m->keys));
+    m->w      = calloc((size_t) m->n_keys, sizeof(*m->w));
+    m->layers = calloc((size_t) (m->cfg.n_layers ? m->cfg.n_layers : 1), sizeof(*m->layers));
+    if (!m->keys || !m->w || !m->layers) { nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    nf__mitra_keys(&m->cfg, m->keys);
+
+    char path[4096];
+    nf__path_join(path, sizeof(path), dir, "model.safetensors");
+    struct nf_safetensors st;
+    rc = nf__st_open(path, &st, err);
+    if (rc != NF_OK) { nf_mitra_free(m); return rc; }
+    rc = nf__mitra_check_keys(&st, m->keys, m->n_keys, path, err);
+    if (rc != NF_OK) { nf__st_close(&st); nf_mitra_free(m); return rc; }
+
+    /* pack every tensor into one host staging area (64-float aligned slots),
+     * check it is finite, then upload it to the device in one copy */
+    int64_t total = 0;
+    int64_t * offs = malloc((size_t) m->n_keys * sizeof(int64_t));
+    if (!offs) { nf__st_close(&st); nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    for (int i = 0; i < m->n_keys; i++) {
+        int64_t numel = m->keys[i].shape[0] * (m->keys[i].ndim == 2 ? m->keys[i].shape[1] : 1);
+        offs[i] = total;
+        total += (numel + 63) & ~(int64_t) 63;
+        m->n_params += numel;
+    }
+    float * host = calloc((size_t) total, sizeof(float));
+    if (!host) { free(offs); nf__st_close(&st); nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld weights)", (long long) total); }
+    for (int i = 0; i < m->n_keys && rc == NF_OK; i++) {
+        const struct nf_st_tensor * t = nf__st_find(&st, m->keys[i].name);
+        size_t nb = (size_t) (t->end - t->begin);
+        memcpy(host + offs[i], nf__st_data(&st, t), nb);
+        for (size_t e = 0; e < nb / sizeof(float); e++) {
+            if (!isfinite(host[offs[i] + (int64_t) e])) {
+                rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: tensor '%s' has a non-finite value at element %zu", path, m->keys[i].name, e);
+                break;
+            }
+        }
+    }
+    nf__st_close(&st);
+    if (rc == NF_OK) {
+        int64_t ne[1] = {total};
+        rc = nf__tensor_alloc(be, &m->wbuf, NF_F32, 1, ne, "weights", err);
+    }
+    if (rc == NF_OK) rc = nf__tensor_upload(&m->wbuf, host, err);
+    free(host);
+    if (rc != NF_OK) { free(offs); nf_mitra_free(m); return rc; }
+    for (int i = 0; i < m->n_keys; i++) {
+        m->w[i] = nf__tensor_view(&m->wbuf, offs[i], m->keys[i].ndim, m->keys[i].shape);
+        m->w[i].name = m->keys[i].name;
+    }
+    free(offs);
+    nf__mitra_bind(m);
+    snprintf(m->placement.weights, sizeof(m->placement.weights), "%s", m->wbuf.buf->where);
+    *out = m;
+    return NF_OK;
+}
+
+const struct nf_mitra_config * nf_mitra_get_config(const nf_mitra * m) { return &m->cfg; }
+int64_t nf_mitra_n_params(const nf_mitra * m) { return m->n_params; }
+int nf_mitra_uses_class_labels(const nf_mitra * m) { return nf__mitra_class_labels(&m->cfg); }
+int nf_mitra_output_width(const nf_mitra * m) {
+    return (m->cfg.task == NF_TASK_REGRESSION && m->cfg.dim_output == 1) ? 1 : m->cfg.dim_output;
+}
+void nf_mitra_get_placement(const nf_mitra * m, struct nf_mitra_placement * out) { *out = m->placement; }
+void nf_mitra_set_query_chunk(nf_mitra * m, int64_t rows) { m->query_chunk_rows = rows > 0 ? rows : 0; }
+void nf_mitra_set_stage_callback(nf_mitra * m, nf_stage_fn fn, void * user) { m->stage_fn = fn; m->stage_user = user; }
+
+int nf_mitra_weights_device(const nf_mitra * m, char * out, size_t n, nf_err * err) {
+    /* ask the driver again, now, rather than trusting the allocation-time answer */
+    nf_backend * be = m->wbuf.buf->be;
+    return be->iface->buffer_where(be, m->wbuf.buf->handle, out, n, err);
+}
+
+/* ---- forward: op helpers ----------------------------------------------------------- */
+
+/* 1-D view of n elements starting at element off */
+static nf_tensor nf__v(const nf_tensor * t, int64_t off, int64_t n) {
+    int64_t ne[1] = {n};
+    return nf__tensor_view(t, off, 1, ne);
+}
+
+static int nf__layer_norm(nf_backend * be, const char * label, nf_tensor x, int64_t m, int64_t ldx,
+                          const nf_tensor * g, const nf_tensor * b, nf_tensor y, int64_t ldy, nf_err * err) {
+    nf_op op = {.type = NF_OP_LAYER_NORM, .label = label, .n_src = 3, .n_dst = 1};
+    op.src[0] = x; op.src[1] = *g; op.src[2] = *b; op.dst[0] = y;
+    op.p.m = m; op.p.k = g->ne[0]; op.p.ldx = ldx; op.p.ldy = ldy; op.p.eps = NF_MITRA_LN_EPS;
+    return nf__op_run(be, &op, err);
+}
+
+static int nf__linear(nf_backend * be, const char * label, nf_tensor x, int64_t m, int64_t ldx,
+                      const nf_tensor * W, const nf_tensor * bias, nf_tensor y, int64_t ldy,
+                      int act, int accumulate, nf_err * err) {
+    nf_op op = {.type = NF_OP_LINEAR, .label = label, .n_src = bias ? 3 : 2, .n_dst = 1};
+    op.src[0] = x; op.src[1] = *W; if (bias) op.src[2] = *bias; op.dst[0] = y;
+    op.p.m = m; op.p.n = W->ne[0]; op.p.k = W->ne[1]; op.p.ldx = ldx; op.p.ldy = ldy;
+    op.p.act = act; op.p.accumulate = accumulate;
+    return nf__op_run(be, &op, err);
+}
+
+struct nf__attn_layout { int64_t groups, lq, lk, q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss; };
+
+static int nf__attention(nf_backend * be, const char * label, int64_t n_heads, int64_t head_dim,
+                         nf_tensor q, nf_tensor k, nf_tensor v, nf_tensor o,
+                         const struct nf__attn_layout * L, nf_err * err) {
+    nf_op op = {.type = NF_OP_ATTENTION, .label = label, .n_src = 3, .n_dst = 1};
+    op.src[0] = q; op.src[1] = k; op.src[2] = v; op.dst[0] = o;
+    op.p.n_groups = L->groups; op.p.lq = L->lq; op.p.lk = L->lk;
+    op.p.n_heads = n_heads; op.p.head_dim = head_dim;
+    op.p.q_gs = L->q_gs; op.p.q_ss = L->q_ss; op.p.kv_gs = L->kv_gs; op.p.kv_ss = L->kv_ss;
+    op.p.o_gs = L->o_gs; op.p.o_ss = L->o_ss;
+    op.p.scale = 1.0f / sqrtf((float) head_dim);
+    return nf__op_run(be, &op, err);
+}
+
+/* ---- forward: the work area ------------------------------------------------------------ */
+
+struct nf__ws {
+    int64_t ns, nq, F, T, D, ct;     /* ct: tokens per chunk */
+    nf_tensor xs, xq, ys, B, zs, zq;
+    nf_tensor S, Q, Ks, Vs, Qs;      /* streams; support K/V/Q of the current layer */
+    nf_tensor Xn, P, K2, V2, A, H;   /* per-chunk scratch */
+    nf_tensor hq, logits;
+    float * host_s, * host_q;        /* stage dumps */
+};
+
+static void nf__ws_free(struct nf__ws * w) {
+    nf_tensor * all[] = {&w->xs, &w->xq, &w->ys, &w->B, &w->zs, &w->zq, &w->S, &w->Q, &w->Ks, &w->Vs, &w->Qs,
+                         &w->Xn, &w->P, &w->K2, &w->V2, &w->A, &w->H, &w->hq, &w->logits};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
+    free(w->host_s);
+    free(w->host_q);
+}
+
+static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err) {
+    nf_backend * be = m->be;
+    const int64_t D = w->D, T = w->T;
+#define NF__ALLOC(t, type, nd, name, ...) do { int64_t ne_[] = {__VA_ARGS__}; NF_TRY(nf__tensor_alloc(be, &w->t, type, nd, ne_, name, err)); } while (0)
+    NF__ALLOC(xs, NF_F32, 2, "x_support", w->ns, w->F);
+    NF__ALLOC(xq, NF_F32, 2, "x_query", w->nq, w->F);
+    NF__ALLOC(ys, nf__mitra_class_labels(&m->cfg) ? NF_I32 : NF_F32, 1, "y_support", w->ns);
+    NF__ALLOC(B,  NF_F32, 2, "quantile_boundaries", w->F, NF_MITRA_N_QUANTILES);
+    NF__ALLOC(zs, NF_F32, 2, "z_support", w->ns, w->F);
+    NF__ALLOC(zq, NF_F32, 2, "z_query", w->nq, w->F);
+    NF__ALLOC(S,  NF_F32, 3, "support_stream", w->ns, T, D);
+    NF__ALLOC(Q,  NF_F32, 3, "query_stream", w->nq, T, D);
+    NF__ALLOC(Ks, NF_F32, 1, "support_k", w->ns * T * D);
+    NF__ALLOC(Vs, NF_F32, 1, "support_v", w->ns * T * D);
+    NF__ALLOC(Qs, NF_F32, 1, "support_q", w->ns * T * D);
+    NF__ALLOC(Xn, NF_F32, 1, "normed", w->ct * D);
+    NF__ALLOC(P,  NF_F32, 1, "proj_q", w->ct * D);
+    NF__ALLOC(K2, NF_F32, 1, "proj_k", w->ct * D);
+    NF__ALLOC(V2, NF_F32, 1, "proj_v", w->ct * D);
+    NF__ALLOC(A,  NF_F32, 1, "attn_out", w->ct * D);
+    NF__ALLOC(H,  NF_F32, 1, "mlp_hidden", w->ct * 4 * D);
+    NF__ALLOC(hq, NF_F32, 2, "head_normed", w->nq, D);
+    NF__ALLOC(logits, NF_F32, 2, "logits", w->nq, C);
+#undef NF__ALLOC
+    return NF_OK;
+}
+
+/* ---- forward: sub-blocks ------------------------------------------------------------------- */
+
+/* X += linear_{2i+2}(GELU(linear_{2i+1}(LN_{2i+2}(X)))) over rows [0, n) of stream X */
+static int nf__mlp(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int half,
+                   nf_tensor * X, int64_t n, int64_t chunk_rows, const char * pfx, nf_err * err) {
+    const int64_t D = w->D, T = w->T;
+    char lab[48];
+    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
+        const int64_t c = n - r0 < chunk_rows ? n - r0 : chunk_rows, tok = c * T;
+        nf_tensor x = nf__v(X, r0 * T * D, tok * D);
+        snprintf(lab, sizeof(lab), "%s.layer_norm%d", pfx, 2 + 2 * half);
+        NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[1 + 2 * half], &L->ln_b[1 + 2 * half], w->Xn, D, err));
+        snprintf(lab, sizeof(lab), "%s.linear%d", pfx, 1 + 2 * half);
+        NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->lw[2 * half], &L->lb[2 * half], w->H, 4 * D, NF_ACT_GELU, 0, err));
+        snprintf(lab, sizeof(lab), "%s.linear%d", pfx, 2 + 2 * half);
+        NF_TRY(nf__linear(m->be, lab, w->H, tok, 4 * D, &L->lw[1 + 2 * half], &L->lb[1 + 2 * half], x, D, NF_ACT_NONE, 1, err));
+    }
+    return NF_OK;
+}
+
+/* X[r] += O2(MHA over the T tokens of row r) for rows [0, n) */
+static int nf__feature_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L,
+                                 nf_tensor * X, int64_t n, int64_t chunk_rows, const char * pfx, nf_err * err) {
+    const int64_t D = w->D, T = w->T, H = m->cfg.n_heads;
+    char lab[48];
+    nf_tensor * outs[3] = {&w->P, &w->K2, &w->V2};
+    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
+        const int64_t c = n - r0 < chunk_rows ? n - r0 : chunk_rows, tok = c * T;
+        nf_tensor x = nf__v(X, r0 * T * D, tok * D);
+        snprintf(lab, sizeof(lab), "%s.layer_norm3", pfx);
+        NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[2], &L->ln_b[2], w->Xn, D, err));
+        for (int p = 0; p < 3; p++) {
+            snprintf(lab, sizeof(lab), "%s.attention2.%c", pfx, "qkv"[p]);
+            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[1][p], &L->ab[1][p], *outs[p], D, NF_ACT_NONE, 0, err));
+        }
+        const struct nf__attn_layout lay = {.groups = c, .lq = T, .lk = T, .q_gs = T * D, .q_ss = D,
+                                            .kv_gs = T * D, .kv_ss = D, .o_gs = T * D, .o_ss = D};
+        snprintf(lab, sizeof(lab), "%s.attention2", pfx);
+        NF_TRY(nf__attention(m->be, lab, H, D / H, w->P, w->K2, w->V2, w->A, &lay, err));
+        snprintf(lab, sizeof(lab), "%s.attention2.o", pfx);
+        NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[1][3], &L->ab[1][3], x, D, NF_ACT_NONE, 1, err));
+    }
+    return NF_OK;
+}
+
+/* rows [0, n) of stream X (whose row-projected queries are in Qp, or computed
+ * here when Qp == NULL) attend, per token column, to the support K/V */
+static int nf__row_attention_apply(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L,
+                                   nf_tensor * X, int64_t n, int64_t chunk_rows, const nf_tensor * Qp,
+                                   const char * pfx, nf_err * err) {
+    const int64_t D = w->D, T = w->T, H = m->cfg.n_heads;
+    char lab[48];
+    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
+        const int64_t c = n - r0 < chunk_rows ? n - r0 : chunk_rows, tok = c * T;
+        nf_tensor x = nf__v(X, r0 * T * D, tok * D);
+        nf_tensor q;
+        if (Qp) {
+            q = nf__v(Qp, r0 * T * D, tok * D);
+        } else {
+            snprintf(lab, sizeof(lab), "%s.layer_norm1", pfx);
+            NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
+            snprintf(lab, sizeof(lab), "%s.attention1.q", pfx);
+            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], w->P, D, NF_ACT_NONE, 0, err));
+            q = w->P;
+        }
+        const struct nf__attn_layout lay = {.groups = T, .lq = c, .lk = w->ns, .q_gs = D, .q_ss = T * D,
+                                            .kv_gs = D, .kv_ss = T * D, .o_gs = D, .o_ss = T * D};
+        snprintf(lab, sizeof(lab), "%s.attention1", pfx);
+        NF_TRY(nf__attention(m->be, lab, H, D / H, q, w->Ks, w->Vs, w->A, &lay, err));
+        snprintf(lab, sizeof(lab), "%s.attention1.o", pfx);
+        NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D, NF_ACT_NONE, 1, err));
+    }
+    return NF_OK;
+}
+
+static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l,
+                             int64_t srows, int64_t qrows, nf_err * err) {
+    const int64_t D = w->D, T = w->T;
+    char lab[48];
+    /* support K, V, Q from LN1(S), all rows, before S changes */
+    for (int64_t r0 = 0; r0 < w->ns; r0 += srows) {
+        const int64_t c = w->ns - r0 < srows ? w->ns - r0 : srows, tok = c * T;
+        snprintf(lab, sizeof(lab), "layers.%d.support.layer_norm1", l);
+        NF_TRY(nf__layer_norm(m->be, lab, nf__v(&w->S, r0 * T * D, tok * D), tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
+        nf_tensor * dst[3] = {&w->Qs, &w->Ks, &w->Vs};
+        for (int p = 0; p < 3; p++) {
+            snprintf(lab, sizeof(lab), "layers.%d.support.attention1.%c", l, "qkv"[p]);
+            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][p], &L->ab[0][p],
+                              nf__v(dst[p], r0 * T * D, tok * D), D, NF_ACT_NONE, 0, err));
+        }
+    }
+    char pfx[40];
+    snprintf(pfx, sizeof(pfx), "layers.%d.support", l);
+    NF_TRY(nf__row_attention_apply(m, w, L, &w->S, w->ns, srows, &w->Qs, pfx, err));
+    snprintf(pfx, sizeof(pfx), "layers.%d.query", l);
+    NF_TRY(nf__row_attention_apply(m, w, L, &w->Q, w->nq, qrows, NULL, pfx, err));
+    return NF_OK;
+}
+
+static int nf__stage(nf_mitra * m, struct nf__ws * w, const char * name, nf_err * err) {
+    if (!m->stage_fn) return NF_OK;
+    NF_TRY(nf__tensor_download(&w->S, w->host_s, err));
+    NF_TRY(nf__tensor_download(&w->Q, w->host_q, err));
+    if (m->stage_fn(m->stage_user, name, w->host_s, nf__tensor_numel(&w->S), w->host_q, nf__tensor_numel(&w->Q)) != 0) {
+        return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at %s", name);
+    }
+    return NF_OK;
+}
+
+/* ---- forward ---------------------------------------------------------------------------- */
+
+static int nf__mitra_check_input(const nf_mitra * m, const struct nf_mitra_input * in, nf_err * err) {
+    if (in->n_support < 1) return nf__err_set(err, NF_ERR_INPUT, "support set is empty (need >= 1 row)");
+    if (in->n_query < 1)   return nf__err_set(err, NF_ERR_INPUT, "query set is empty (need >= 1 row)");
+    if (in->n_features < 1) return nf__err_set(err, NF_ERR_INPUT, "no features (need >= 1 column)");
+    if (in->n_support > (1 << 24)) return nf__err_set(err, NF_ERR_INPUT, "support set too large for quantile (> 2^24 rows)");
+    for (int64_t i = 0; i < in->n_support * in->n_features; i++) {
+        if (!isfinite(in->x_support[i])) {
+            return nf__err_set(err, NF_ERR_INPUT, "support_x[%lld, %lld] is %s; inputs must be finite (impute NaN first)",
+                               (long long) (i / in->n_features), (long long) (i % in->n_features), isnan(in->x_support[i]) ? "NaN" : "Inf");
+        }
+    }
+    for (int64_t i = 0; i < in->n_query * in->n_features; i++) {
+        if (!isfinite(in->x_query[i])) {
+            return nf__err_set(err, NF_ERR_INPUT, "query_x[%lld, %lld] is %s; inputs must be finite",
+                               (long long) (i / in->n_features), (long long) (i % in->n_features), isnan(in->x_query[i]) ? "NaN" : "Inf");
+        }
+    }
+    if (nf__mitra_class_labels(&m->cfg)) {
+        if (!in->y_class) return nf__err_set(err, NF_ERR_INPUT, "this model needs integer class labels");
+        for (int64_t i = 0; i < in->n_support; i++) {
+            if (in->y_class[i] < 0 || in->y_class[i] >= m->cfg.dim_output) {
+                return nf__err_set(err, NF_ERR_INPUT, "support_y[%lld] = %lld is out of range 0..%d",
+                                   (long long) i, (long long) in->y_class[i], m->cfg.dim_output - 1);
+            }
+        }
+    } else {
+        if (!in->y_value) return nf__err_set(err, NF_ERR_INPUT, "this model needs float regression targets");
+        for (int64_t i = 0; i < in->n_support; i++) {
+            if (!isfinite(in->y_value[i])) return nf__err_set(err, NF_ERR_INPUT, "support_y[%lld] is not finite", (long long) i);
+        }
+    }
+    return NF_OK;
+}
+
+static void nf__ops_devices(const nf_backend * be, int64_t from, char * out, size_t n) {
+    out[0] = '\0';
+    size_t len = 0;
+    for (int64_t i = from; i < be->n_ops; i++) {
+        const char * d = be->ops[i].where;
+        char tag[40];
+        snprintf(tag, sizeof(tag), "%s,", d);
+        char * hay = out;
+        int seen = 0;
+        /* out is a comma-terminated list during construction */
+        while (hay && *hay) {
+            if (strncmp(hay, tag, strlen(tag)) == 0) { seen = 1; break; }
+            hay = strchr(hay, ',');
+            if (hay) hay++;
+        }
+        if (!seen) nf__msg_append(out, n, &len, "%s", tag);
+    }
+    if (len > 0 && out[len - 1] == ',') out[len - 1] = '\0';
+}
+
+static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_input * in, float * logits, nf_err * err) {
+    nf_backend * be = m->be;
+    const int cls = nf__mitra_class_labels(&m->cfg);
+    const int64_t C = m->cfg.dim_output, D = w->D, T = w->T;
+    NF_TRY(nf__ws_alloc(m, w, C, err));
+    if (m->stage_fn) {
+        w->host_s = malloc((size_t) nf__tensor_numel(&w->S) * sizeof(float));
+        w->host_q = malloc((size_t) nf__tensor_numel(&w->Q) * sizeof(float));
+        if (!w->host_s || !w->host_q) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for stage dumps");
+    }
+    snprintf(m->placement.inputs, sizeof(m->placement.inputs), "%s", w->xs.buf->where);
+    snprintf(m->placement.logits, sizeof(m->placement.logits), "%s", w->logits.buf->where);
+
+    /* inputs in: the only host->device copies of a forward */
+    NF_TRY(nf__tensor_upload(&w->xs, in->x_support, err));
+    NF_TRY(nf__tensor_upload(&w->xq, in->x_query, err));
+    if (cls) {
+        int32_t * y32 = malloc((size_t) w->ns * sizeof(int32_t));
+        if (!y32) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        for (int64_t i = 0; i < w->ns; i++) y32[i] = (int32_t) in->y_class[i];
+        int rc = nf__tensor_upload(&w->ys, y32, err);
+        free(y32);
+        NF_TRY(rc);
+    } else {
+        NF_TRY(nf__tensor_upload(&w->ys, in->y_value, err));
+    }
+
+    /* step 1: quantile embedding statistics (spec §4.2) */
+    nf_op op = {.type = NF_OP_QUANTILE, .label = "x_quantile", .n_src = 1, .n_dst = 1};
+    op.src[0] = w->xs; op.dst[0] = w->B; op.p.nq = NF_MITRA_N_QUANTILES; op.p.q_denom = NF_MITRA_Q_DENOM;
+    NF_TRY(nf__op_run(be, &op, err));
+    op = (nf_op) {.type = NF_OP_BUCKETIZE_NORM, .label = "x_quantile", .n_src = 3, .n_dst = 2};
+    op.src[0] = w->xs; op.src[1] = w->xq; op.src[2] = w->B; op.dst[0] = w->zs; op.dst[1] = w->zq;
+    NF_TRY(nf__op_run(be, &op, err));
+
+    /* step 2: token embeddings (spec §4.3): token 0 = label, 1..F = features */
+    nf_tensor * zsrc[2] = {&w->zs, &w->zq};
+    nf_tensor * tdst[2] = {&w->S, &w->Q};
+    for (int i = 0; i < 2; i++) {
+        op = (nf_op) {.type = NF_OP_EMBED_FEATURES, .label = "x_embedding", .n_src = 3, .n_dst = 1};
+        op.src[0] = *zsrc[i]; op.src[1] = m->x_w; op.src[2] = m->x_b; op.dst[0] = *tdst[i];
+        NF_TRY(nf__op_run(be, &op, err));
+    }
+    op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "y_embedding", .n_src = cls ? 2 : 3, .n_dst = 1};
+    op.p.mode = cls ? NF_LABEL_CLASS : NF_LABEL_VALUE;
+    op.src[0] = w->ys; op.src[1] = m->y_w; if (!cls) op.src[2] = m->y_b; op.dst[0] = w->S;
+    NF_TRY(nf__op_run(be, &op, err));
+    op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "y_embedding.y_mask", .n_src = 2, .n_dst = 1};
+    op.p.mode = NF_LABEL_MASK; op.src[1] = m->y_mask; op.dst[0] = w->Q;
+    NF_TRY(nf__op_run(be, &op, err));
+    NF_TRY(nf__stage(m, w, "embedding", err));
+
+    /* step 3: the layers (spec §4.4) */
+    const int64_t srows = w->ct / T > 0 ? w->ct / T : 1;
+    const int64_t qrows = m->query_chunk_rows > 0 && m->query_chunk_rows < srows ? m->query_chunk_rows : srows;
+    char pfx[40], st[64];
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const struct nf_mitra_layer * L = &m->layers[l];
+        NF_TRY(nf__row_attention(m, w, L, l, srows, qrows, err));
+        snprintf(st, sizeof(st), "layers.%d.row_attention", l);
+        NF_TRY(nf__stage(m, w, st, err));
+        snprintf(pfx, sizeof(pfx), "layers.%d.support", l);
+        NF_TRY(nf__mlp(m, w, L, 0, &w->S, w->ns, srows, pfx, err));
+        snprintf(pfx, sizeof(pfx), "layers.%d.query", l);
+        NF_TRY(nf__mlp(m, w, L, 0, &w->Q, w->nq, qrows, pfx, err));
+        snprintf(st, sizeof(st), "layers.%d.mlp1", l);
+        NF_TRY(nf__stage(m, w, st, err));
+        snprintf(pfx, sizeof(pfx), "layers.%d.support", l);
+        NF_TRY(nf__feature_attention(m, w, L, &w->S, w->ns, srows, pfx, err));
+        snprintf(pfx, sizeof(pfx), "layers.%d.query", l);
+        NF_TRY(nf__feature_attention(m, w, L, &w->Q, w->nq, qrows, pfx, err));
+        snprintf(st, sizeof(st), "layers.%d.feature_attention", l);
+        NF_TRY(nf__stage(m, w, st, err));
+        snprintf(pfx, sizeof(pfx), "layers.%d.support", l);
+        NF_TRY(nf__mlp(m, w, L, 1, &w->S, w->ns, srows, pfx, err));
+        snprintf(pfx, sizeof(pfx), "layers.%d.query", l);
+        NF_TRY(nf__mlp(m, w, L, 1, &w->Q, w->nq, qrows, pfx, err));
+        snprintf(st, sizeof(st), "layers.%d.mlp2", l);
+        NF_TRY(nf__stage(m, w, st, err));
+    }
+
+    /* step 4: head on token 0 of every query row (spec §4.5) */
+    NF_TRY(nf__layer_norm(be, "final_layer_norm", w->Q, w->nq, T * D, &m->fln_w, &m->fln_b, w->hq, D, err));
+    NF_TRY(nf__linear(be, "final_layer", w->hq, w->nq, D, &m->f_w, &m->f_b, w->logits, C, NF_ACT_NONE, 0, err));
+    /* outputs out: the only device->host copy */
+    NF_TRY(nf__tensor_download(&w->logits, logits, err));
+    if (m->stage_fn) {
+        if (m->stage_fn(m->stage_user, "head", NULL, 0, logits, w->nq * C) != 0) {
+            return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at head");
+        }
+    }
+    return NF_OK;
+}
+
+int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * logits, nf_err * err) {
+    NF_TRY(nf__mitra_check_input(m, in, err));
+    struct nf__ws w;
+    memset(&w, 0, sizeof(w));
+    w.ns = in->n_support; w.nq = in->n_query; w.F = in->n_features;
+    w.T = w.F + 1; w.D = m->cfg.dim;
+    w.ct = m->chunk_tokens > w.T ? m->chunk_tokens : w.T;
+    const int64_t first_op = m->be->n_ops;
+    int rc = nf__mitra_forward_ws(m, &w, in, logits, err);
+    nf__ws_free(&w);
+    nf__ops_devices(m->be, first_op, m->placement.ops, sizeof(m->placement.ops));
+    return rc;
+}
