@@ -71,6 +71,7 @@ struct ctx {
     cl_context ctx;
     cl_command_queue q;
     cl_kernel lin;
+    int tm, tn, tk, wx, wy;   /* nf_linear geometry */
 };
 
 static int run_ours(struct ctx * c, cl_mem x, cl_mem w, cl_mem y, int M, int N, int K)
@@ -94,9 +95,8 @@ static int run_ours(struct ctx * c, cl_mem x, cl_mem w, cl_mem y, int M, int N, 
     CHECK(clSetKernelArg(c->lin, a++, sizeof(cl_int), &k));
     CHECK(clSetKernelArg(c->lin, a++, sizeof(cl_int), &act));
     CHECK(clSetKernelArg(c->lin, a++, sizeof(cl_int), &acc));
-    const size_t T = NF_CL_LINEAR_TILE, L = NF_CL_LINEAR_WG;
-    size_t ls[2] = { L, L };
-    size_t gs[2] = { ((size_t)N + T - 1) / T * L, ((size_t)M + T - 1) / T * L };
+    size_t ls[2] = { (size_t)c->wx, (size_t)c->wy };
+    size_t gs[2] = { ((size_t)N + c->tn - 1) / c->tn * c->wx, ((size_t)M + c->tm - 1) / c->tm * c->wy };
     CHECK(clEnqueueNDRangeKernel(c->q, c->lin, 2, NULL, gs, ls, 0, NULL, NULL));
     return 0;
 }
@@ -119,6 +119,9 @@ int main(int argc, char ** argv)
 {
     const int dev_index = argc > 1 ? atoi(argv[1]) : 0;
     const int reps = argc > 2 ? atoi(argv[2]) : 3;
+    /* NF_BENCH_NO_CLBLAST=1 skips CLBlast (for quick geometry sweeps) */
+    const char * nocb = getenv("NF_BENCH_NO_CLBLAST");
+    const int use_clblast = !(nocb && strcmp(nocb, "1") == 0);
 
     cl_uint np = 0;
     CHECK(clGetPlatformIDs(0, NULL, &np));
@@ -154,13 +157,20 @@ int main(int argc, char ** argv)
     clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, NULL);
     char ext[8192] = "";
     clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, sizeof(ext), ext, NULL);
-    char opts[256];
-    snprintf(opts, sizeof(opts), "-cl-std=CL1.2%s%s",
+    struct ctx c;
+    c.tm = NF_CL_LIN_TM; c.tn = NF_CL_LIN_TN; c.tk = NF_CL_LIN_TK; c.wx = NF_CL_LIN_WX; c.wy = NF_CL_LIN_WY;
+    /* NF_BENCH_LIN="TM TN TK WX WY" tries another geometry of our kernel */
+    const char * geo = getenv("NF_BENCH_LIN");
+    if (geo && sscanf(geo, "%d %d %d %d %d", &c.tm, &c.tn, &c.tk, &c.wx, &c.wy) != 5) {
+        fprintf(stderr, "NF_BENCH_LIN: expected \"TM TN TK WX WY\"\n");
+        return 1;
+    }
+    char opts[512];
+    snprintf(opts, sizeof(opts), "-cl-std=CL1.2%s%s -DNF_LIN_TM=%d -DNF_LIN_TN=%d -DNF_LIN_TK=%d -DNF_LIN_WX=%d -DNF_LIN_WY=%d",
              (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? " -cl-fp32-correctly-rounded-divide-sqrt -DNF_CR_DIVSQRT=1" : "",
-             strstr(ext, "cl_khr_fp64") ? " -DNF_FP64=1" : "");
+             strstr(ext, "cl_khr_fp64") ? " -DNF_FP64=1" : "", c.tm, c.tn, c.tk, c.wx, c.wy);
     printf("device opencl:%d: %s\nbuild options: %s\n", dev_index, name, opts);
 
-    struct ctx c;
     cl_int rc;
     cl_context_properties props[] = { CL_CONTEXT_PLATFORM, (cl_context_properties)plat, 0 };
     c.ctx = clCreateContext(props, 1, &dev, NULL, NULL, &rc);
@@ -226,6 +236,7 @@ int main(int argc, char ** argv)
 
         double t_cb = -1, e_cb = -1;
 #ifdef NF_BENCH_CLBLAST
+        if (use_clblast) {
         if (run_clblast(&c, x, w, y, M, N, K)) {   /* warm-up: compiles CLBlast's kernels */
             return 1;
         }
@@ -240,6 +251,9 @@ int main(int argc, char ** argv)
         t_cb = (now_s() - t0) / reps;
         CHECK(clEnqueueReadBuffer(c.q, y, CL_TRUE, 0, sizeof(float) * (size_t)M * N, out, 0, NULL, NULL));
         e_cb = max_abs_diff(out, ref, (size_t)M * N);
+        }
+#else
+        (void)use_clblast;
 #endif
         char shape[64];
         snprintf(shape, sizeof(shape), "%d x %d x %d", M, K, N);

@@ -129,13 +129,18 @@ struct nf_mitra_input {
 /* Rows of queries processed together (bounds the working memory); 0 = default. */
 void nf_mitra_set_query_chunk(nf_mitra * m, int64_t rows);
 
-/* Stage callback (for bisecting backends): called after every stage with the
- * host copy of the support and query residual streams. Enabling it adds
- * (counted) device->host copies. */
+/* Stage callback (for verifying and bisecting backends). Stages:
+ *   "inputs"  the x_support / x_query tensors read back from the device
+ *   "embedding", "layers.<l>.{row_attention,mlp1,feature_attention,mlp2}"
+ *             host copies of the support and query residual streams
+ *   "head"    the logits (support == NULL)
+ * NF_STAGES_INPUTS reports "inputs" and "head" only; NF_STAGES_ALL all of
+ * them. Every stage adds (counted) device->host copies. */
+enum nf_stages { NF_STAGES_NONE = 0, NF_STAGES_INPUTS = 1, NF_STAGES_ALL = 2 };
 typedef int (*nf_stage_fn)(void * user, const char * stage,
                            const float * support, int64_t n_support_elems,
                            const float * query,   int64_t n_query_elems);
-void nf_mitra_set_stage_callback(nf_mitra * m, nf_stage_fn fn, void * user);
+void nf_mitra_set_stage_callback(nf_mitra * m, int stages, nf_stage_fn fn, void * user);
 
 /* logits: classification (n_query, dim_output); regression (n_query). */
 int  nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * logits, nf_err * err);

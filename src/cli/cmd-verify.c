@@ -1,2 +1,375 @@
+/* cmd-verify.c -- `nofall verify`: a device against the CPU backend or stored
+ * expected logits, per case max/mean abs error and class agreement against
+ * thresholds, and (--bisect) the first stage where the two sides part. */
 #include "cli.h"
-int nf_cmd_verify(int argc, char ** argv) { (void) argc; (void) argv; fprintf(stderr, "verify: not yet\n"); return 2; }
+#include "io/nf-io.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF_VERIFY_MAX_SEEDS 256
+
+struct nf_verify_opts {
+    const char * model, * ref_model, * device, * against, * json, * trace;
+    uint64_t seeds[NF_VERIFY_MAX_SEEDS];
+    int n_seeds, samples, precision;
+    double max_abs, mean_abs;
+    int bisect;            /* 0 off, 1 on failure, 2 always */
+};
+
+/* One stage of one side: name + host copies of the streams. */
+struct nf_stage_rec { char name[64]; float * s; int64_t ns; float * q; int64_t nq; };
+struct nf_stage_log { struct nf_stage_rec * r; int n, cap; int keep_all; };
+
+static int nf_stage_copy(void * user, const char * stage, const float * s, int64_t ns, const float * q, int64_t nq) {
+    struct nf_stage_log * log = user;
+    if (!log->keep_all && strcmp(stage, "inputs") != 0 && strcmp(stage, "head") != 0) return 0;
+    if (log->n == log->cap) {
+        int cap = log->cap ? log->cap * 2 : 64;
+        struct nf_stage_rec * r = realloc(log->r, (size_t) cap * sizeof(*r));
+        if (!r) return 1;
+        log->r = r;
+        log->cap = cap;
+    }
+    struct nf_stage_rec * r = &log->r[log->n];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->name, sizeof(r->name), "%s", stage);
+    if (ns > 0) { r->s = malloc((size_t) ns * sizeof(float)); if (!r->s) return 1; memcpy(r->s, s, (size_t) ns * sizeof(float)); }
+    if (nq > 0) { r->q = malloc((size_t) nq * sizeof(float)); if (!r->q) { free(r->s); return 1; } memcpy(r->q, q, (size_t) nq * sizeof(float)); }
+    r->ns = ns;
+    r->nq = nq;
+    log->n++;
+    return 0;
+}
+
+static void nf_stage_log_clear(struct nf_stage_log * log) {
+    for (int i = 0; i < log->n; i++) { free(log->r[i].s); free(log->r[i].q); }
+    log->n = 0;
+}
+
+static const struct nf_stage_rec * nf_stage_find(const struct nf_stage_log * log, const char * name) {
+    for (int i = 0; i < log->n; i++) if (strcmp(log->r[i].name, name) == 0) return &log->r[i];
+    return NULL;
+}
+
+struct nf_verify_case {
+    char   name[256];
+    int64_t ns, nq, nf;
+    struct nf_cli_diff d;
+    int    pass, inputs_identical;
+    char   bisect_stage[64];
+    double bisect_max, bisect_mean;
+    int    bisect_ran;
+};
+
+static int nf_verify_parse(int argc, char ** argv, struct nf_verify_opts * o) {
+    memset(o, 0, sizeof(*o));
+    o->max_abs = 1e-3;
+    o->mean_abs = 1e-4;
+    static const uint64_t def_seeds[] = {42, 100, 101, 102, 105, 110, 111};
+    o->n_seeds = 7;
+    memcpy(o->seeds, def_seeds, sizeof(def_seeds));
+    for (int i = 1; i < argc; i++) {
+        const char * a = argv[i];
+        if (strcmp(a, "--bisect") == 0) { o->bisect = 1; continue; }
+        if (strcmp(a, "--bisect=always") == 0) { o->bisect = 2; continue; }
+        const char * v;
+        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
+        char * end = NULL;
+        if      (strcmp(a, "--model") == 0)           o->model = v;
+        else if (strcmp(a, "--reference-model") == 0) o->ref_model = v;
+        else if (strcmp(a, "--device") == 0)          o->device = v;
+        else if (strcmp(a, "--against") == 0)         o->against = v;
+        else if (strcmp(a, "--json") == 0)            o->json = v;
+        else if (strcmp(a, "--trace") == 0)           o->trace = v;
+        else if (strcmp(a, "--samples") == 0)         o->samples = atoi(v);
+        else if (strcmp(a, "--max-abs") == 0)         { o->max_abs = strtod(v, &end); if (*end) { fprintf(stderr, "error: bad --max-abs\n"); return 0; } }
+        else if (strcmp(a, "--mean-abs") == 0)        { o->mean_abs = strtod(v, &end); if (*end) { fprintf(stderr, "error: bad --mean-abs\n"); return 0; } }
+        else if (strcmp(a, "--seeds") == 0) {
+            o->n_seeds = nf_cli_parse_u64_list(v, o->seeds, NF_VERIFY_MAX_SEEDS);
+            if (o->n_seeds < 1) { fprintf(stderr, "error: --seeds takes a comma list of integers\n"); return 0; }
+        } else if (strcmp(a, "--precision") == 0) {
+            if (!nf_cli_parse_precision(v, &o->precision)) { fprintf(stderr, "error: --precision must be exact or tf32\n"); return 0; }
+        } else { fprintf(stderr, "error: unknown option %s\n", a); return 0; }
+    }
+    if (!o->model || !o->device || !o->against) {
+        fprintf(stderr, "error: verify needs --model DIR --device DEV --against cpu|FIXTURE_DIR\n");
+        return 0;
+    }
+    if (o->samples < 0) o->samples = 0;
+    return 1;
+}
+
+/* Case dirs under `against`: itself if it holds expected_logits.npy, else its
+ * subdirectories that do (sorted by name). */
+static int nf_verify_fixture_dirs(const char * against, char *** out, int * n, nf_err * err) {
+    *out = NULL;
+    *n = 0;
+    char p[4096];
+    nf__path_join(p, sizeof(p), against, "expected_logits.npy");
+    FILE * f = fopen(p, "rb");
+    if (f) {
+        fclose(f);
+        *out = malloc(sizeof(char *));
+        (*out)[0] = strdup(against);
+        *n = 1;
+        return NF_OK;
+    }
+    DIR * d = opendir(against);
+    if (!d) return nf__err_set(err, NF_ERR_IO, "%s: not a fixture directory: %s", against, strerror(errno));
+    struct dirent * e;
+    int cap = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char sub[4096];
+        nf__path_join(sub, sizeof(sub), against, e->d_name);
+        nf__path_join(p, sizeof(p), sub, "expected_logits.npy");
+        if (!(f = fopen(p, "rb"))) continue;
+        fclose(f);
+        if (*n == cap) { cap = cap ? cap * 2 : 16; *out = realloc(*out, (size_t) cap * sizeof(char *)); }
+        (*out)[(*n)++] = strdup(sub);
+    }
+    closedir(d);
+    for (int i = 0; i < *n; i++) for (int j = i + 1; j < *n; j++) {
+        if (strcmp((*out)[i], (*out)[j]) > 0) { char * t = (*out)[i]; (*out)[i] = (*out)[j]; (*out)[j] = t; }
+    }
+    if (*n == 0) return nf__err_set(err, NF_ERR_IO, "%s: no case directory with expected_logits.npy", against);
+    return NF_OK;
+}
+
+/* Compare the two sides' stage logs; the first stage over a threshold. */
+static void nf_verify_bisect(const struct nf_stage_log * dev, const struct nf_stage_log * ref,
+                             const struct nf_verify_opts * o, struct nf_verify_case * c) {
+    c->bisect_ran = 1;
+    snprintf(c->bisect_stage, sizeof(c->bisect_stage), "none");
+    for (int i = 0; i < dev->n; i++) {
+        const struct nf_stage_rec * a = &dev->r[i];
+        if (strcmp(a->name, "inputs") == 0) continue;
+        const struct nf_stage_rec * b = nf_stage_find(ref, a->name);
+        if (!b || b->ns != a->ns || b->nq != a->nq) continue;
+        struct nf_cli_diff ds, dq;
+        nf_cli_diff(a->s ? a->s : a->q, b->s ? b->s : b->q, a->s ? a->ns : 0, 1, &ds);
+        nf_cli_diff(a->q, b->q, a->nq, 1, &dq);
+        const double mx = ds.max_abs > dq.max_abs ? ds.max_abs : dq.max_abs;
+        const double mean = (ds.mean_abs * (double) ds.n + dq.mean_abs * (double) dq.n) / (double) (ds.n + dq.n ? ds.n + dq.n : 1);
+        if (!(mx <= o->max_abs) || !(mean <= o->mean_abs)) {
+            snprintf(c->bisect_stage, sizeof(c->bisect_stage), "%s", a->name);
+            c->bisect_max = mx;
+            c->bisect_mean = mean;
+            return;
+        }
+    }
+}
+
+static int nf_verify_inputs_identical(const struct nf_stage_log * a, const float * xs, int64_t nxs, const float * xq, int64_t nxq) {
+    const struct nf_stage_rec * r = nf_stage_find(a, "inputs");
+    if (!r || r->ns != nxs || r->nq != nxq) return 0;
+    return memcmp(r->s, xs, (size_t) nxs * sizeof(float)) == 0 && memcmp(r->q, xq, (size_t) nxq * sizeof(float)) == 0;
+}
+
+static void nf_verify_print_case(const struct nf_verify_case * c, int width) {
+    printf("case %-28s n_s=%-5lld n_q=%-5lld F=%-4lld max_abs=%.3e mean_abs=%.3e classes_agree=%lld/%lld inputs_identical=%s %s\n",
+           c->name, (long long) c->ns, (long long) c->nq, (long long) c->nf, c->d.max_abs, c->d.mean_abs,
+           (long long) (width > 1 ? c->d.n_rows - c->d.class_disagree : c->d.n_rows), (long long) c->d.n_rows,
+           c->inputs_identical ? "true" : "false", c->pass ? "PASS" : "FAIL");
+    if (c->bisect_ran) {
+        if (strcmp(c->bisect_stage, "none") == 0) printf("  bisect: no stage exceeds the thresholds\n");
+        else printf("  bisect: first stage over threshold: %s (max_abs=%.3e mean_abs=%.3e)\n", c->bisect_stage, c->bisect_max, c->bisect_mean);
+    }
+}
+
+static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_err * err) {
+    const int against_cpu = strcmp(o->against, "cpu") == 0;
+    nf_backend * be = NULL, * rbe = NULL;
+    nf_mitra * m = NULL, * rm = NULL;
+    char ** dirs = NULL;
+    int n_dirs = 0, rc;
+    struct nf_verify_case * cases = NULL;
+    int n_cases = 0;
+    struct nf_stage_log dlog = {0}, rlog = {0};
+    float * l_dev = NULL, * l_ref = NULL;
+
+    if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
+    nf_trace_reset(be, o->trace != NULL);
+    if ((rc = nf_mitra_load(be, o->model, &m, err)) != NF_OK) goto done;
+    const int cls = nf_mitra_uses_class_labels(m);
+    const int width = nf_mitra_output_width(m);
+    const struct nf_mitra_config * cfg = nf_mitra_get_config(m);
+    if (against_cpu) {
+        if ((rc = nf_backend_init("cpu", NF_PRECISION_EXACT, &rbe, err)) != NF_OK) goto done;
+        if ((rc = nf_mitra_load(rbe, o->ref_model ? o->ref_model : o->model, &rm, err)) != NF_OK) goto done;
+        const struct nf_mitra_config * rc2 = nf_mitra_get_config(rm);
+        if (memcmp(rc2, cfg, sizeof(*cfg)) != 0) { rc = nf__err_set(err, NF_ERR_ARG, "--reference-model has a different config"); goto done; }
+    } else {
+        if (o->bisect) { rc = nf__err_set(err, NF_ERR_ARG, "--bisect needs --against cpu (fixtures hold no intermediate stages)"); goto done; }
+        if ((rc = nf_verify_fixture_dirs(o->against, &dirs, &n_dirs, err)) != NF_OK) goto done;
+    }
+    dlog.keep_all = rlog.keep_all = o->bisect != 0;
+    nf_mitra_set_stage_callback(m, o->bisect ? NF_STAGES_ALL : NF_STAGES_INPUTS, nf_stage_copy, &dlog);
+    if (rm) nf_mitra_set_stage_callback(rm, o->bisect ? NF_STAGES_ALL : NF_STAGES_INPUTS, nf_stage_copy, &rlog);
+
+    const int total = against_cpu ? o->n_seeds * (1 + o->samples) : n_dirs;
+    cases = calloc((size_t) total, sizeof(*cases));
+    if (!cases) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+    printf("verify: %s (%s) against %s; thresholds max_abs<=%.1e mean_abs<=%.1e, identical classes; precision %s\n",
+           nf_backend_name(be), nf_backend_description(be), against_cpu ? "cpu (fp32 reference backend)" : o->against,
+           o->max_abs, o->mean_abs, nf_precision_name(o->precision));
+    if (!against_cpu && o->n_seeds) printf("verify: fixtures carry their own inputs; --seeds/--samples do not apply\n");
+
+    for (int ci = 0; ci < total; ci++) {
+        struct nf_verify_case * c = &cases[ci];
+        struct nf_cli_table t = {0};
+        float * expected = NULL;
+        if (against_cpu) {
+            const uint64_t seed = o->seeds[ci / (1 + o->samples)];
+            const int sample = ci % (1 + o->samples);
+            int64_t ns = 16, nq = 8, nf = 13;
+            uint64_t s = seed;
+            if (sample > 0) {
+                /* extra seeded samples of varied size */
+                s = seed * 1000003ull + (uint64_t) sample;
+                uint64_t h = s * 0x9E3779B97F4A7C15ull;
+                ns = 1 + (int64_t) ((h >> 8) % 64);
+                nq = 1 + (int64_t) ((h >> 24) % 16);
+                nf = 1 + (int64_t) ((h >> 40) % 24);
+                snprintf(c->name, sizeof(c->name), "seed=%llu/sample=%d", (unsigned long long) seed, sample);
+            } else {
+                snprintf(c->name, sizeof(c->name), "seed=%llu", (unsigned long long) seed);
+            }
+            rc = nf_cli_table_generate(s, ns, nq, nf, cls, cls ? (cfg->dim_output < 10 ? cfg->dim_output : 10) : 0, &t, err);
+        } else {
+            char a[4096], b[4096], q[4096], e[4096];
+            nf__path_join(a, sizeof(a), dirs[ci], "support_x.npy");
+            nf__path_join(b, sizeof(b), dirs[ci], "support_y.npy");
+            nf__path_join(q, sizeof(q), dirs[ci], "query_x.npy");
+            nf__path_join(e, sizeof(e), dirs[ci], "expected_logits.npy");
+            const char * base = strrchr(dirs[ci], '/');
+            snprintf(c->name, sizeof(c->name), "%s", base ? base + 1 : dirs[ci]);
+            rc = nf_cli_table_load(a, b, q, cls, &t, err);
+            struct nf_npy ex = {0};
+            if (rc == NF_OK) rc = nf__npy_read(e, &ex, err);
+            if (rc == NF_OK) {
+                const int ok = ex.dtype == NF_NPY_F4 && ex.shape[0] == t.n_query &&
+                               ((width > 1 && ex.ndim == 2 && ex.shape[1] == width) || (width == 1 && ex.ndim == 1));
+                if (!ok) rc = nf__err_set(err, NF_ERR_SHAPE, "%s: expected float32 shape (%lld%s) for this model", e,
+                                          (long long) t.n_query, width > 1 ? ", C" : ",");
+                else { expected = ex.data; ex.data = NULL; }
+            }
+            nf__npy_free(&ex);
+        }
+        if (rc != NF_OK) { nf_cli_table_free(&t); free(expected); goto done; }
+        c->ns = t.n_support; c->nq = t.n_query; c->nf = t.n_features;
+        free(l_dev); free(l_ref);
+        l_dev = malloc((size_t) (t.n_query * width) * sizeof(float));
+        l_ref = expected ? expected : malloc((size_t) (t.n_query * width) * sizeof(float));
+        if (!l_dev || !l_ref) { nf_cli_table_free(&t); rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+        struct nf_mitra_input in = nf_cli_table_input(&t);
+        nf_stage_log_clear(&dlog);
+        nf_stage_log_clear(&rlog);
+        rc = nf_mitra_forward(m, &in, l_dev, err);
+        if (rc == NF_OK && rm) rc = nf_mitra_forward(rm, &in, l_ref, err);
+        if (rc != NF_OK) { nf_cli_table_free(&t); nf__err_prefix(err, "case %s", c->name); goto done; }
+        nf_cli_diff(l_dev, l_ref, t.n_query, width, &c->d);
+        /* byte-identical inputs: each side's device copy, read back, against
+         * the other side's (cpu reference) or against the fixture's file */
+        if (rm) {
+            const struct nf_stage_rec * ri = nf_stage_find(&rlog, "inputs");
+            c->inputs_identical = ri && nf_verify_inputs_identical(&dlog, ri->s, ri->ns, ri->q, ri->nq) &&
+                                  nf_verify_inputs_identical(&rlog, t.xs, t.n_support * t.n_features, t.xq, t.n_query * t.n_features);
+        } else {
+            c->inputs_identical = nf_verify_inputs_identical(&dlog, t.xs, t.n_support * t.n_features, t.xq, t.n_query * t.n_features);
+        }
+        c->pass = c->d.finite && c->d.max_abs <= o->max_abs && c->d.mean_abs <= o->mean_abs &&
+                  c->d.class_disagree == 0 && c->inputs_identical;
+        if (o->bisect == 2 || (o->bisect == 1 && !c->pass)) nf_verify_bisect(&dlog, &rlog, o, c);
+        nf_verify_print_case(c, width);
+        n_cases++;
+        nf_cli_table_free(&t);
+    }
+
+    int failed = 0, all_inputs = 1, worst = 0;
+    for (int i = 0; i < n_cases; i++) {
+        failed += !cases[i].pass;
+        all_inputs &= cases[i].inputs_identical;
+        if (cases[i].d.max_abs > cases[worst].d.max_abs) worst = i;
+    }
+    double worst_mean = 0;
+    for (int i = 0; i < n_cases; i++) if (cases[i].d.mean_abs > worst_mean) worst_mean = cases[i].d.mean_abs;
+    *n_failed = failed;
+    printf("VERIFY_DEVICE=%s\n", nf_backend_name(be));
+    printf("VERIFY_AGAINST=%s\n", o->against);
+    printf("VERIFY_CASES=%d\n", n_cases);
+    printf("VERIFY_FAILED=%d\n", failed);
+    printf("WORST_CASE=%s\n", n_cases ? cases[worst].name : "none");
+    printf("WORST_MAX_ABS=%.3e\n", n_cases ? cases[worst].d.max_abs : 0.0);
+    printf("WORST_MEAN_ABS=%.3e\n", worst_mean);
+    printf("INPUTS_IDENTICAL=%s\n", all_inputs ? "true" : "false");
+    printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
+    printf("RESULT=%s\n", failed ? "FAIL" : "PASS");
+
+    if (o->json) {
+        cJSON * doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "device", nf_backend_name(be));
+        cJSON_AddStringToObject(doc, "device_description", nf_backend_description(be));
+        cJSON_AddStringToObject(doc, "against", o->against);
+        cJSON_AddStringToObject(doc, "precision", nf_precision_name(nf_backend_precision(be)));
+        cJSON_AddStringToObject(doc, "precision_detail", nf_backend_precision_detail(be));
+        cJSON_AddNumberToObject(doc, "max_abs_threshold", o->max_abs);
+        cJSON_AddNumberToObject(doc, "mean_abs_threshold", o->mean_abs);
+        cJSON * arr = cJSON_AddArrayToObject(doc, "cases");
+        for (int i = 0; i < n_cases; i++) {
+            const struct nf_verify_case * c = &cases[i];
+            cJSON * j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "case", c->name);
+            cJSON_AddNumberToObject(j, "n_support", (double) c->ns);
+            cJSON_AddNumberToObject(j, "n_query", (double) c->nq);
+            cJSON_AddNumberToObject(j, "n_features", (double) c->nf);
+            cJSON_AddNumberToObject(j, "max_abs_error", isfinite(c->d.max_abs) ? c->d.max_abs : -1);
+            cJSON_AddNumberToObject(j, "mean_abs_error", c->d.mean_abs);
+            cJSON_AddNumberToObject(j, "class_disagreements", (double) c->d.class_disagree);
+            cJSON_AddBoolToObject(j, "inputs_identical", c->inputs_identical);
+            cJSON_AddBoolToObject(j, "pass", c->pass);
+            if (c->bisect_ran) cJSON_AddStringToObject(j, "bisect_first_stage", c->bisect_stage);
+            cJSON_AddItemToArray(arr, j);
+        }
+        cJSON_AddNumberToObject(doc, "failed", failed);
+        cJSON_AddBoolToObject(doc, "pass", failed == 0);
+        rc = nf__json_write_file(o->json, doc, err);
+        cJSON_Delete(doc);
+        if (rc != NF_OK) goto done;
+    }
+    if (o->trace) {
+        FILE * f = fopen(o->trace, "wb");
+        if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create", o->trace); goto done; }
+        rc = nf_trace_write_json(be, f);
+        fclose(f);
+        if (rc != NF_OK) { nf__err_set(err, rc, "%s: write failed", o->trace); goto done; }
+    }
+done:
+    nf_stage_log_clear(&dlog); free(dlog.r);
+    nf_stage_log_clear(&rlog); free(rlog.r);
+    free(l_dev); free(l_ref);
+    for (int i = 0; i < n_dirs; i++) free(dirs[i]);
+    free(dirs);
+    free(cases);
+    nf_mitra_free(m); nf_mitra_free(rm);
+    nf_backend_free(be); nf_backend_free(rbe);
+    return rc;
+}
+
+int nf_cmd_verify(int argc, char ** argv) {
+    struct nf_verify_opts o;
+    if (!nf_verify_parse(argc, argv, &o)) return 2;
+    nf_err err = {0};
+    int failed = 0;
+    int rc = nf_verify_main(&o, &failed, &err);
+    if (rc != NF_OK) {
+        fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+        return 1;
+    }
+    return failed ? 3 : 0;
+}

@@ -1,5 +1,6 @@
 /* main.c -- `nofall`: run / verify / bench / devices / gen-weights. */
 #include "cli.h"
+#include "models/mitra-impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ static void nf_usage(FILE * f) {
         "             [--precision exact|tf32] [--json FILE] [--trace FILE]\n"
         "  nofall devices\n"
         "  nofall gen-weights mitra --out DIR [--seed N] [--dim D --layers L --heads H --outputs C\n"
-        "             --task classification|regression]\n", NF_VERSION);
+        "             --task classification|regression] [--perturb KEY:DELTA]\n", NF_VERSION);
 }
 
 static int nf_cmd_gen_weights(int argc, char ** argv) {
@@ -28,13 +29,14 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     }
     struct nf_mitra_config cfg = {.dim = 512, .dim_output = 10, .n_layers = 12, .n_heads = 4, .task = NF_TASK_CLASSIFICATION};
     int outputs_given = 0;
-    const char * out = NULL;
+    const char * out = NULL, * perturb = NULL;
+    float delta = 0.0f;
     uint64_t seed = 0;
     for (int i = 2; i < argc; i++) {
         const char * a = argv[i];
         const char * v = NULL;
         if (strcmp(a, "--out") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--dim") == 0 || strcmp(a, "--layers") == 0 ||
-            strcmp(a, "--heads") == 0 || strcmp(a, "--outputs") == 0 || strcmp(a, "--task") == 0) {
+            strcmp(a, "--heads") == 0 || strcmp(a, "--outputs") == 0 || strcmp(a, "--task") == 0 || strcmp(a, "--perturb") == 0) {
             if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
         } else {
             fprintf(stderr, "error: unknown option %s\n", a);
@@ -46,6 +48,16 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
         else if (strcmp(a, "--layers") == 0)  cfg.n_layers = atoi(v);
         else if (strcmp(a, "--heads") == 0)   cfg.n_heads = atoi(v);
         else if (strcmp(a, "--outputs") == 0) { cfg.dim_output = atoi(v); outputs_given = 1; }
+        else if (strcmp(a, "--perturb") == 0) {
+            /* KEY:DELTA -- add DELTA to every element of KEY (bisect tests) */
+            static char key[128];
+            const char * colon = strrchr(v, ':');
+            if (!colon || colon == v || (size_t) (colon - v) >= sizeof(key)) { fprintf(stderr, "error: --perturb takes KEY:DELTA\n"); return 2; }
+            memcpy(key, v, (size_t) (colon - v));
+            key[colon - v] = '\0';
+            perturb = key;
+            delta = strtof(colon + 1, NULL);
+        }
         else if (strcmp(a, "--task") == 0) {
             if (strcmp(v, "classification") == 0) cfg.task = NF_TASK_CLASSIFICATION;
             else if (strcmp(v, "regression") == 0) cfg.task = NF_TASK_REGRESSION;
@@ -55,7 +67,7 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     if (!out) { fprintf(stderr, "error: gen-weights needs --out DIR\n"); return 2; }
     if (cfg.task == NF_TASK_REGRESSION && !outputs_given) cfg.dim_output = 1;
     nf_err err = {0};
-    int rc = nf_mitra_gen_weights(out, &cfg, seed, &err);
+    int rc = nf__mitra_gen_weights_ex(out, &cfg, seed, perturb, delta, &err);
     if (rc != NF_OK) {
         fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
         return 1;

@@ -31,4 +31,8 @@ int nf__mitra_keys(const struct nf_mitra_config * cfg, struct nf_mitra_key * out
 /* Validate a configuration the way upstream would accept it. */
 int nf__mitra_config_check(const struct nf_mitra_config * cfg, const char * where, nf_err * err);
 
+/* gen-weights with one tensor shifted by delta (for bisect tests); key may be NULL */
+int nf__mitra_gen_weights_ex(const char * dir, const struct nf_mitra_config * cfg, uint64_t seed,
+                             const char * perturb_key, float perturb_delta, nf_err * err);
+
 #endif

@@ -53,6 +53,11 @@ static int nf__write_config(const char * dir, const struct nf_mitra_config * cfg
 }
 
 int nf_mitra_gen_weights(const char * dir, const struct nf_mitra_config * cfg, uint64_t seed, nf_err * err) {
+    return nf__mitra_gen_weights_ex(dir, cfg, seed, NULL, 0.0f, err);
+}
+
+int nf__mitra_gen_weights_ex(const char * dir, const struct nf_mitra_config * cfg, uint64_t seed,
+                             const char * perturb_key, float perturb_delta, nf_err * err) {
     NF_TRY(nf__mitra_config_check(cfg, "gen-weights", err));
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         return nf__err_set(err, NF_ERR_IO, "%s: cannot create directory: %s", dir, strerror(errno));
@@ -81,12 +86,17 @@ int nf_mitra_gen_weights(const char * dir, const struct nf_mitra_config * cfg, u
             else                           v = bound * (2.0f * nf__unif(&s) - 1.0f);
             d[e] = v;
         }
+        if (perturb_key && strcmp(perturb_key, k->name) == 0) {
+            for (int64_t e = 0; e < numel; e++) d[e] += perturb_delta;
+            perturb_key = NULL;   /* found */
+        }
         ents[i].name = k->name;
         ents[i].ndim = k->ndim;
         ents[i].shape[0] = k->shape[0];
         ents[i].shape[1] = k->shape[1];
         ents[i].data = d;
     }
+    if (rc == NF_OK && perturb_key) rc = nf__err_set(err, NF_ERR_ARG, "--perturb: no tensor named '%s' in this config", perturb_key);
     if (rc == NF_OK) {
         char path[4096];
         nf__path_join(path, sizeof(path), dir, "model.safetensors");

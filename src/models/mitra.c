@@ -40,6 +40,7 @@ struct nf_mitra {
     int64_t   query_chunk_rows;
     nf_stage_fn stage_fn;
     void *      stage_user;
+    int         stages;
     struct nf_mitra_placement placement;
 };
 
@@ -255,7 +256,11 @@ int nf_mitra_output_width(const nf_mitra * m) {
 }
 void nf_mitra_get_placement(const nf_mitra * m, struct nf_mitra_placement * out) { *out = m->placement; }
 void nf_mitra_set_query_chunk(nf_mitra * m, int64_t rows) { m->query_chunk_rows = rows > 0 ? rows : 0; }
-void nf_mitra_set_stage_callback(nf_mitra * m, nf_stage_fn fn, void * user) { m->stage_fn = fn; m->stage_user = user; }
+void nf_mitra_set_stage_callback(nf_mitra * m, int stages, nf_stage_fn fn, void * user) {
+    m->stage_fn = fn;
+    m->stage_user = user;
+    m->stages = fn ? stages : NF_STAGES_NONE;
+}
 
 int nf_mitra_weights_device(const nf_mitra * m, char * out, size_t n, nf_err * err) {
     /* ask the driver again, now, rather than trusting the allocation-time answer */
@@ -450,7 +455,7 @@ static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mi
 }
 
 static int nf__stage(nf_mitra * m, struct nf__ws * w, const char * name, nf_err * err) {
-    if (!m->stage_fn) return NF_OK;
+    if (m->stages != NF_STAGES_ALL) return NF_OK;
     NF_TRY(nf__tensor_download(&w->S, w->host_s, err));
     NF_TRY(nf__tensor_download(&w->Q, w->host_q, err));
     if (m->stage_fn(m->stage_user, name, w->host_s, nf__tensor_numel(&w->S), w->host_q, nf__tensor_numel(&w->Q)) != 0) {
@@ -520,9 +525,11 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     const int cls = nf__mitra_class_labels(&m->cfg);
     const int64_t C = m->cfg.dim_output, D = w->D, T = w->T;
     NF_TRY(nf__ws_alloc(m, w, C, err));
-    if (m->stage_fn) {
-        w->host_s = malloc((size_t) nf__tensor_numel(&w->S) * sizeof(float));
-        w->host_q = malloc((size_t) nf__tensor_numel(&w->Q) * sizeof(float));
+    if (m->stages != NF_STAGES_NONE) {
+        const int64_t ns = nf__tensor_numel(&w->S), nq = nf__tensor_numel(&w->Q);
+        const int64_t xs = nf__tensor_numel(&w->xs), xq = nf__tensor_numel(&w->xq);
+        w->host_s = malloc((size_t) (ns > xs ? ns : xs) * sizeof(float));
+        w->host_q = malloc((size_t) (nq > xq ? nq : xq) * sizeof(float));
         if (!w->host_s || !w->host_q) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for stage dumps");
     }
     snprintf(m->placement.inputs, sizeof(m->placement.inputs), "%s", w->xs.buf->where);
@@ -540,6 +547,16 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
         NF_TRY(rc);
     } else {
         NF_TRY(nf__tensor_upload(&w->ys, in->y_value, err));
+    }
+
+    if (m->stages != NF_STAGES_NONE) {
+        /* read the inputs back from the device, so a verifier can check that
+         * both sides computed on byte-identical data */
+        NF_TRY(nf__tensor_download(&w->xs, w->host_s, err));
+        NF_TRY(nf__tensor_download(&w->xq, w->host_q, err));
+        if (m->stage_fn(m->stage_user, "inputs", w->host_s, nf__tensor_numel(&w->xs), w->host_q, nf__tensor_numel(&w->xq)) != 0) {
+            return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at inputs");
+        }
     }
 
     /* step 1: quantile embedding statistics (spec §4.2) */
@@ -601,7 +618,7 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     NF_TRY(nf__linear(be, "final_layer", w->hq, w->nq, D, &m->f_w, &m->f_b, w->logits, C, NF_ACT_NONE, 0, err));
     /* outputs out: the only device->host copy */
     NF_TRY(nf__tensor_download(&w->logits, logits, err));
-    if (m->stage_fn) {
+    if (m->stages != NF_STAGES_NONE) {
         if (m->stage_fn(m->stage_user, "head", NULL, 0, logits, w->nq * C) != 0) {
             return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at head");
         }

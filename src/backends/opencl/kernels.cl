@@ -25,8 +25,10 @@
 #ifdef NF_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double nf_acc;
+#define NF_ACC_DIV(a, b) ((float)((a) / (b)))   /* double divide: always correctly rounded */
 #else
 typedef float nf_acc;
+#define NF_ACC_DIV(a, b) NF_DIV((a), (b))
 #endif
 
 #if defined(NF_CR_DIVSQRT)
@@ -43,13 +45,12 @@ typedef float nf_acc;
 #ifdef NF_FP64
 #define NF_EXP(a)       ((float)exp((double)(a)))
 #define NF_ERF(a)       ((float)erf((double)(a)))
-/* C: erff(t*M_SQRT1_2) multiplies in double, then rounds to float. */
-#define NF_GELU_ARG(t)  ((float)((double)(t) * 0.70710678118654752440))
 #else
 #define NF_EXP(a)       exp(a)
 #define NF_ERF(a)       erf(a)
-#define NF_GELU_ARG(t)  ((t) * 0.70710678118654752440f)
 #endif
+/* as the cpu reference: erff(t * 0.70710678f), a float multiply */
+#define NF_GELU_ARG(t)  ((t) * 0.70710678118654752440f)
 
 /* ---- QUANTILE ------------------------------------------------------------ */
 
@@ -259,7 +260,10 @@ __kernel void nf_label_mask(__global const float * M, long M_off,
 /* ---- LAYER_NORM ---------------------------------------------------------- */
 
 /* One work-group per row; the work-group size is a power of two. Each
- * work-item sums a fixed strided subset, then a fixed tree: deterministic. */
+ * work-item sums a fixed strided subset, then a fixed tree: deterministic.
+ * Same arithmetic as the cpu reference: sums in nf_acc (double with fp64),
+ * mu = (float)(s / k), var = (float)(sum (x-mu)^2 / k),
+ * rstd = 1 / sqrt(var + eps), y = (x - mu) * rstd * g + b. */
 __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
                             __global const float * g, long g_off,
                             __global const float * b, long b_off,
@@ -284,13 +288,13 @@ __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const float mu = NF_DIV((float)red[0], (float)k);
+    const float mu = NF_ACC_DIV(red[0], (nf_acc)k);
     barrier(CLK_LOCAL_MEM_FENCE);
 
     nf_acc s2 = 0;
     for (int c = lid; c < k; c += wg) {
-        const float d = xr[c] - mu;
-        s2 += (nf_acc)(d * d);
+        const nf_acc d = (nf_acc)xr[c] - (nf_acc)mu;
+        s2 += d * d;
     }
     red[lid] = s2;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -300,11 +304,12 @@ __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const float var = NF_DIV((float)red[0], (float)k);
-    const float sd  = NF_SQRT(var + eps);
+    const float var  = NF_ACC_DIV(red[0], (nf_acc)k);
+    const float rstd = NF_DIV(1.0f, NF_SQRT(var + eps));
     for (int c = lid; c < k; c += wg) {
-        const float t = NF_DIV(xr[c] - mu, sd) * g[g_off + c];
-        yr[c] = t + b[b_off + c];
+        const float t = (xr[c] - mu) * rstd;
+        const float u = t * g[g_off + c];
+        yr[c] = u + b[b_off + c];
     }
 }
 

@@ -12,9 +12,13 @@
 extern const char * const nf__opencl_kernels_src;
 extern const size_t       nf__opencl_kernels_src_len;
 
-/* nf_linear: 64x64 output tile per 16x16 work-group (kernels.cl NF_TM/NF_TN). */
-#define NF_CL_LINEAR_TILE 64
-#define NF_CL_LINEAR_WG   16
+/* nf_linear geometry, passed to the kernel build as -DNF_LIN_TM=... etc.:
+ * TM x TN output tile per WX x WY work-group, K tiles of TK. */
+#define NF_CL_LIN_TM 64
+#define NF_CL_LIN_TN 64
+#define NF_CL_LIN_TK 16
+#define NF_CL_LIN_WX 16
+#define NF_CL_LIN_WY 16
 /* nf_attention: NF_AQ query rows per work-group of NF_AWG work-items, head_dim <= NF_AHD. */
 #define NF_CL_ATTN_ROWS   16
 #define NF_CL_ATTN_WG     128

@@ -476,6 +476,10 @@ static void build_options(const struct nf_cl * c, const char * clc_version, char
     if (c->fp64) {
         APPEND("-DNF_FP64=1");
     }
+    char geo[160];
+    snprintf(geo, sizeof(geo), "-DNF_LIN_TM=%d -DNF_LIN_TN=%d -DNF_LIN_TK=%d -DNF_LIN_WX=%d -DNF_LIN_WY=%d",
+             NF_CL_LIN_TM, NF_CL_LIN_TN, NF_CL_LIN_TK, NF_CL_LIN_WX, NF_CL_LIN_WY);
+    APPEND(geo);
 #undef APPEND
 }
 
@@ -974,7 +978,7 @@ static bool be_supports_op(nf_backend * be, const nf_op * op)
                 return false;
             }
             return fits_int(p->m) && fits_int(p->n) && fits_int(p->k) &&
-                   c->kwg[K_LINEAR] >= (size_t)NF_CL_LINEAR_WG * NF_CL_LINEAR_WG;
+                   c->kwg[K_LINEAR] >= (size_t)NF_CL_LIN_WX * NF_CL_LIN_WY;
         case NF_OP_ATTENTION:
             return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) &&
                    is_f32(&op->src[2]) && is_f32(&op->dst[0]) &&
@@ -1059,8 +1063,8 @@ static int op_embed(struct nf_cl * c, const nf_op * op, nf_err * err)
     const nf_tensor * w = &op->src[1];
     const nf_tensor * b = &op->src[2];
     const nf_tensor * tok = &op->dst[0];
-    const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
-    const int64_t F = T - 1;
+    const int64_t n = dim(z, 0), F = dim(z, 1), D = tok->ne[2];
+    const int64_t T = F + 1;
     const size_t ls[2] = { D >= 64 ? 64 : (size_t)D, 1 };
     const size_t gs[2] = { (size_t)D, (size_t)(n * F) };
     return LAUNCH(c, K_EMBED_FEATURES, 2, gs, ls, err,
@@ -1127,9 +1131,9 @@ static int op_linear(struct nf_cl * c, const nf_op * op, nf_err * err)
     const nf_tensor * bias = has_bias ? &op->src[2] : &op->src[1];   /* any valid buffer when absent */
     const nf_tensor * y = &op->dst[0];
     const struct nf_op_params * p = &op->p;
-    const size_t T = NF_CL_LINEAR_TILE, L = NF_CL_LINEAR_WG;
-    const size_t ls[2] = { L, L };
-    const size_t gs[2] = { ((size_t)p->n + T - 1) / T * L, ((size_t)p->m + T - 1) / T * L };
+    const size_t ls[2] = { NF_CL_LIN_WX, NF_CL_LIN_WY };
+    const size_t gs[2] = { ((size_t)p->n + NF_CL_LIN_TN - 1) / NF_CL_LIN_TN * NF_CL_LIN_WX,
+                           ((size_t)p->m + NF_CL_LIN_TM - 1) / NF_CL_LIN_TM * NF_CL_LIN_WY };
     return LAUNCH(c, K_LINEAR, 2, gs, ls, err,
                   KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx),
                   KMEM(tmem(W)), KLONG(toff(W)),

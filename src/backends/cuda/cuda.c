@@ -1,0 +1,622 @@
+/*
+ * cuda.c -- the CUDA backend: device selection, memory, op dispatch.
+ *
+ * One backend instance = one device, one non-blocking stream, one cuBLAS
+ * handle bound to that stream. All work is enqueued on the stream; upload
+ * and download synchronize it (they are the only host<->device copies, and
+ * the core records each one). Nothing here ever falls back to the host.
+ *
+ * Precision:
+ *  - exact (default): cuBLAS math mode CUBLAS_PEDANTIC_MATH and every GEMM
+ *    with compute type CUBLAS_COMPUTE_32F_PEDANTIC (IEEE fp32 multiply-add,
+ *    no TF32, no reduced-precision reductions).
+ *  - tf32 (opt-in): CUBLAS_TF32_TENSOR_OP_MATH and CUBLAS_COMPUTE_32F_FAST_TF32
+ *    for the GEMMs (LINEAR, both ATTENTION products); every other kernel is
+ *    the same exact fp32 code.
+ *  Kernels (cuda-kernels.cu) are built with --fmad=false and without
+ *  -use_fast_math; NF_CUDA_BUILD_FLAGS records what was used.
+ *
+ * GEMM layout: tensors are row-major, cuBLAS is column-major. A row-major
+ * (r x c) matrix with row stride ld is the column-major (c x r) matrix with
+ * leading dimension ld, so y = x·Wᵀ (m x n) is computed as the
+ * column-major yᵀ (n x m) = op_T(W as k x n) · xᵀ (k x m).
+ */
+#include "nf-impl.h"
+#include "cuda-kernels.h"
+#include "nf-cuda-config.h"
+
+#ifndef NF_CUDA_EMU
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+#endif
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Work buffers for attention scores and for accumulating LINEAR chunks are
+ * capped at this many floats (256 MiB); larger problems run in chunks. */
+#define NF_CUDA_CHUNK_FLOATS ((int64_t)64 * 1024 * 1024)
+/* cuBLAS batched GEMMs: at most this many matrices per call. */
+#define NF_CUDA_MAX_BATCH 65535
+
+typedef struct nf_cuda_ctx {
+    int                 device;
+    cudaStream_t        stream;
+    cublasHandle_t      blas;
+    cublasComputeType_t compute;
+    const char        * compute_name;
+    void              * scratch;
+    size_t              scratch_size;
+} nf_cuda_ctx;
+
+static nf_cuda_ctx * nf__cuda(nf_backend * be) { return (nf_cuda_ctx *) be->ctx; }
+
+#define NF__F(t) ((float *) ((char *) (t)->buf->handle + (t)->offs))
+#define NF__I(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
+
+/* ---- errors -------------------------------------------------------------------- */
+
+static int nf__cuda_err(nf_err * err, int code, const char * who, const char * what, cudaError_t e) {
+    return nf__err_set(err, code, "%s: %s failed: %s (%s)", who, what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+static const char * nf__op_label(const nf_op * op) { return op->label ? op->label : "-"; }
+
+static int nf__cuda_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err) {
+    return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: kernel %s failed: %s (%s)",
+                       nf__op_name(op->type), nf__op_label(op), be->name, kernel ? kernel : "?",
+                       cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+static int nf__cublas_err(nf_backend * be, const nf_op * op, const char * call, cublasStatus_t s,
+                          int m, int n, int k, int batch, nf_err * err) {
+    return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: %s (m=%d n=%d k=%d batch=%d, %s) failed: %s (%s)",
+                       nf__op_name(op->type), nf__op_label(op), be->name, call, m, n, k, batch,
+                       nf__cuda(be)->compute_name, cublasGetStatusName(s), cublasGetStatusString(s));
+}
+
+static int nf__cuda_set_device(nf_backend * be, nf_err * err) {
+    cudaError_t e = cudaSetDevice(nf__cuda(be)->device);
+    if (e != cudaSuccess) return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaSetDevice", e);
+    return NF_OK;
+}
+
+static double nf__gib(size_t b) { return (double) b / (1024.0 * 1024.0 * 1024.0); }
+
+static int nf__cuda_malloc(nf_backend * be, void ** p, size_t size, const char * what, nf_err * err) {
+    *p = NULL;
+    cudaError_t e = cudaMalloc(p, size ? size : 1);
+    if (e == cudaSuccess) return NF_OK;
+    (void) cudaGetLastError();   /* an allocation failure is not sticky: clear it */
+    *p = NULL;
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e2 = cudaMemGetInfo(&free_b, &total_b);
+    (void) cudaGetLastError();
+    int code = e == cudaErrorMemoryAllocation ? NF_ERR_NOMEM : NF_ERR_DEVICE;
+    if (e2 == cudaSuccess) {
+        return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.3f GiB) for %s failed: %s (%s); device has %.3f GiB free of %.3f GiB",
+                           be->name, size, nf__gib(size), what, cudaGetErrorName(e), cudaGetErrorString(e),
+                           nf__gib(free_b), nf__gib(total_b));
+    }
+    return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.3f GiB) for %s failed: %s (%s)",
+                       be->name, size, nf__gib(size), what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+/* Scratch device memory, grown on demand (never shrunk). */
+static int nf__cuda_scratch(nf_backend * be, size_t bytes, void ** out, nf_err * err) {
+    nf_cuda_ctx * c = nf__cuda(be);
+    if (bytes > c->scratch_size) {
+        if (c->scratch) {
+            /* earlier kernels may still read it */
+            cudaError_t e = cudaStreamSynchronize(c->stream);
+            if (e != cudaSuccess) return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaStreamSynchronize (scratch)", e);
+            cudaFree(c->scratch);
+            c->scratch = NULL;
+            c->scratch_size = 0;
+        }
+        size_t want = (bytes + ((size_t) 1 << 20) - 1) & ~(((size_t) 1 << 20) - 1);
+        NF_TRY(nf__cuda_malloc(be, &c->scratch, want, "scratch", err));
+        c->scratch_size = want;
+    }
+    *out = c->scratch;
+    return NF_OK;
+}
+
+/* ---- GEMM ------------------------------------------------------------------------ */
+
+/* Column-major C = alpha op(A) op(B) + beta C, batched by strides when
+ * batch > 1. Leading dimensions are raised to the minimum cuBLAS accepts
+ * where the matrix has a single column (the stride is then never used). */
+static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta, cublasOperation_t tb,
+                         int64_t m, int64_t n, int64_t k, float alpha,
+                         const float * A, int64_t lda, int64_t sA,
+                         const float * B, int64_t ldb, int64_t sB, float beta,
+                         float * C, int64_t ldc, int64_t sC, int64_t batch, nf_err * err) {
+    nf_cuda_ctx * c = nf__cuda(be);
+    const int64_t a_rows = ta == CUBLAS_OP_N ? m : k, a_cols = ta == CUBLAS_OP_N ? k : m;
+    const int64_t b_rows = tb == CUBLAS_OP_N ? k : n, b_cols = tb == CUBLAS_OP_N ? n : k;
+    if (a_cols <= 1 && lda < a_rows) lda = a_rows;
+    if (b_cols <= 1 && ldb < b_rows) ldb = b_rows;
+    if (n <= 1 && ldc < m) ldc = m;
+    if (lda < 1) lda = 1;
+    if (ldb < 1) ldb = 1;
+    if (ldc < 1) ldc = 1;
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX || batch > INT_MAX) {
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "op %s (%s) on %s: GEMM dimensions exceed cuBLAS's int range",
+                           nf__op_name(op->type), nf__op_label(op), be->name);
+    }
+    cublasStatus_t s;
+    if (batch == 1) {
+        s = cublasGemmEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha,
+                         A, CUDA_R_32F, (int) lda, B, CUDA_R_32F, (int) ldb, &beta,
+                         C, CUDA_R_32F, (int) ldc, c->compute, CUBLAS_GEMM_DEFAULT);
+        if (s != CUBLAS_STATUS_SUCCESS) return nf__cublas_err(be, op, "cublasGemmEx", s, (int) m, (int) n, (int) k, 1, err);
+    } else {
+        s = cublasGemmStridedBatchedEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha,
+                                       A, CUDA_R_32F, (int) lda, (long long) sA,
+                                       B, CUDA_R_32F, (int) ldb, (long long) sB, &beta,
+                                       C, CUDA_R_32F, (int) ldc, (long long) sC, (int) batch,
+                                       c->compute, CUBLAS_GEMM_DEFAULT);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            return nf__cublas_err(be, op, "cublasGemmStridedBatchedEx", s, (int) m, (int) n, (int) k, (int) batch, err);
+        }
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return nf__cuda_launch_err(be, op, "cuBLAS GEMM", e, err);
+    return NF_OK;
+}
+
+/* ---- ops ------------------------------------------------------------------------- */
+
+#define NF__LAUNCH(call)                                                   \
+    do {                                                                   \
+        const char * kname_ = NULL;                                        \
+        cudaError_t e_ = (call);                                           \
+        if (e_ != cudaSuccess) return nf__cuda_launch_err(be, op, kname_ ? kname_ : #call, e_, err); \
+    } while (0)
+/* the launchers report the failing kernel through their last argument */
+#define NF__K (&kname_)
+
+static int nf__cuda_quantile_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
+    const size_t need = nf__cuda_quantile_scratch(n, F);
+    void * scratch = NULL;
+    NF_TRY(nf__cuda_scratch(be, need, &scratch, err));
+    NF__LAUNCH(nf__cuda_quantile(nf__cuda(be)->stream, NF__F(&op->src[0]), n, F, op->p.nq, op->p.q_denom,
+                                 NF__F(&op->dst[0]), scratch, nf__cuda(be)->scratch_size, NF__K));
+    return NF_OK;
+}
+
+static int nf__cuda_bucketize_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int64_t n_s = op->src[0].ne[0], F = op->src[0].ne[1];
+    const int64_t n_q = (op->src[1].buf && op->dst[1].buf) ? op->src[1].ne[0] : 0;
+    const int64_t nb = op->src[2].ne[1];
+    NF__LAUNCH(nf__cuda_bucketize_norm(nf__cuda(be)->stream, NF__F(&op->src[0]), n_s,
+                                       n_q ? NF__F(&op->src[1]) : NULL, n_q, F, NF__F(&op->src[2]), nb,
+                                       NF__F(&op->dst[0]), n_q ? NF__F(&op->dst[1]) : NULL, NF__K));
+    return NF_OK;
+}
+
+static int nf__cuda_embed_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const nf_tensor * tok = &op->dst[0];
+    NF__LAUNCH(nf__cuda_embed_features(nf__cuda(be)->stream, NF__F(&op->src[0]), op->src[0].ne[0], op->src[0].ne[1],
+                                       NF__F(&op->src[1]), NF__F(&op->src[2]),
+                                       NF__F(tok), tok->ne[1], tok->ne[2], NF__K));
+    return NF_OK;
+}
+
+static int nf__cuda_label_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const nf_tensor * tok = &op->dst[0];
+    const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
+    cudaStream_t st = nf__cuda(be)->stream;
+    switch (op->p.mode) {
+        case NF_LABEL_CLASS:
+            NF__LAUNCH(nf__cuda_label_tokens(st, 0, n, NF__I(&op->src[0]), NULL, NF__F(&op->src[1]), op->src[1].ne[0],
+                                             NULL, NULL, NF__F(tok), T, D, NF__K));
+            return NF_OK;
+        case NF_LABEL_VALUE:
+            NF__LAUNCH(nf__cuda_label_tokens(st, 1, n, NULL, NF__F(&op->src[0]), NULL, 0,
+                                             NF__F(&op->src[1]), NF__F(&op->src[2]), NF__F(tok), T, D, NF__K));
+            return NF_OK;
+        case NF_LABEL_MASK:
+            NF__LAUNCH(nf__cuda_label_tokens(st, 2, n, NULL, NULL, NF__F(&op->src[1]), 1,
+                                             NULL, NULL, NF__F(tok), T, D, NF__K));
+            return NF_OK;
+        default:
+            break;
+    }
+    return nf__err_set(err, NF_ERR_UNSUPPORTED, "op LABEL_TOKENS (%s) on %s: unknown label mode %d",
+                       nf__op_label(op), be->name, (int) op->p.mode);
+}
+
+static int nf__cuda_layer_norm_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_op_params * p = &op->p;
+    NF__LAUNCH(nf__cuda_layer_norm(nf__cuda(be)->stream, NF__F(&op->src[0]), p->ldx, NF__F(&op->src[1]),
+                                   NF__F(&op->src[2]), p->eps, NF__F(&op->dst[0]), p->ldy, p->m, p->k, NF__K));
+    return NF_OK;
+}
+
+/* y = act(x·Wᵀ + bias) [+ y]. Three shapes, all with the cpu reference's
+ * rounding sequence (t = round(x·Wᵀ); t = t + bias; gelu; y = y + t):
+ *  - no bias, no act: one GEMM straight into y, beta = accumulate (y + t
+ *    rounded once, as the reference);
+ *  - not accumulating: GEMM into y (beta 0), then the epilogue in place;
+ *  - accumulating with bias or act: GEMM into scratch by chunks of rows,
+ *    then the epilogue adds into y. */
+static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_op_params * p = &op->p;
+    const int64_t m = p->m, n = p->n, k = p->k;
+    if (m <= 0 || n <= 0) return NF_OK;
+    const float * x = NF__F(&op->src[0]);
+    const float * W = NF__F(&op->src[1]);
+    const float * bias = op->n_src >= 3 ? NF__F(&op->src[2]) : NULL;
+    float * y = NF__F(&op->dst[0]);
+    const int act = p->act == NF_ACT_GELU;
+    cudaStream_t st = nf__cuda(be)->stream;
+
+    if (!bias && !act) {
+        return nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0,
+                             p->accumulate ? 1.0f : 0.0f, y, p->ldy, 0, 1, err);
+    }
+    if (!p->accumulate) {
+        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0,
+                             0.0f, y, p->ldy, 0, 1, err));
+        NF__LAUNCH(nf__cuda_linear_epilogue(st, y, p->ldy, bias, act, 0, y, p->ldy, m, n, NF__K));
+        return NF_OK;
+    }
+    int64_t rows = NF_CUDA_CHUNK_FLOATS / n;
+    if (rows < 1) rows = 1;
+    if (rows > m) rows = m;
+    void * scratch = NULL;
+    NF_TRY(nf__cuda_scratch(be, (size_t) rows * (size_t) n * sizeof(float), &scratch, err));
+    float * t = (float *) scratch;
+    for (int64_t r0 = 0; r0 < m; r0 += rows) {
+        const int64_t mr = m - r0 < rows ? m - r0 : rows;
+        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, mr, k, 1.0f, W, k, 0, x + r0 * p->ldx, p->ldx, 0,
+                             0.0f, t, n, 0, 1, err));
+        NF__LAUNCH(nf__cuda_linear_epilogue(st, t, n, bias, act, 1, y + r0 * p->ldy, p->ldy, mr, n, NF__K));
+    }
+    return NF_OK;
+}
+
+/* softmax(scale q kᵀ) v per (group, head) with cuBLAS for both products:
+ * per head h and chunk of nb groups x nl query rows,
+ *   S (nb, nl, lk)  = scale · Q Kᵀ   (strided batched over groups)
+ *   S               = softmax rows   (nf_k_softmax_rows)
+ *   O (nb, nl, hd)  = S V            (strided batched over groups)
+ * In column-major terms: Sᵀ (lk x nl) = op_T(K: hd x lk, ld kv_ss) · Qᵀ (hd x nl, ld q_ss),
+ * and Oᵀ (hd x nl, ld o_ss) = Vᵀ (hd x lk, ld kv_ss) · Sᵀ (lk x nl, ld lk). */
+static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_op_params * p = &op->p;
+    const int64_t G = p->n_groups, lq = p->lq, lk = p->lk, H = p->n_heads, hd = p->head_dim;
+    if (G <= 0 || lq <= 0 || H <= 0 || hd <= 0) return NF_OK;
+    const float * q = NF__F(&op->src[0]);
+    const float * k = NF__F(&op->src[1]);
+    const float * v = NF__F(&op->src[2]);
+    float * o = NF__F(&op->dst[0]);
+    cudaStream_t st = nf__cuda(be)->stream;
+
+    int64_t gc, L;
+    if (lq * lk <= NF_CUDA_CHUNK_FLOATS) {
+        L  = lq;
+        gc = NF_CUDA_CHUNK_FLOATS / (lq * lk);
+        if (gc > G) gc = G;
+        if (gc > NF_CUDA_MAX_BATCH) gc = NF_CUDA_MAX_BATCH;
+        if (gc < 1) gc = 1;
+    } else {
+        gc = 1;
+        L  = NF_CUDA_CHUNK_FLOATS / lk;
+        if (L < 1) L = 1;
+    }
+    void * scratch = NULL;
+    NF_TRY(nf__cuda_scratch(be, (size_t) gc * (size_t) L * (size_t) lk * sizeof(float), &scratch, err));
+    float * S = (float *) scratch;
+
+    for (int64_t g0 = 0; g0 < G; g0 += gc) {
+        const int64_t nb = G - g0 < gc ? G - g0 : gc;
+        for (int64_t i0 = 0; i0 < lq; i0 += L) {
+            const int64_t nl = lq - i0 < L ? lq - i0 : L;
+            for (int64_t h = 0; h < H; h++) {
+                const float * Q = q + g0 * p->q_gs + i0 * p->q_ss + h * hd;
+                const float * K = k + g0 * p->kv_gs + h * hd;
+                const float * V = v + g0 * p->kv_gs + h * hd;
+                float * O = o + g0 * p->o_gs + i0 * p->o_ss + h * hd;
+                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, lk, nl, hd, p->scale,
+                                     K, p->kv_ss, p->kv_gs, Q, p->q_ss, p->q_gs, 0.0f,
+                                     S, lk, nl * lk, nb, err));
+                NF__LAUNCH(nf__cuda_softmax_rows(st, S, nb * nl, lk, NF__K));
+                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_N, CUBLAS_OP_N, hd, nl, lk, 1.0f,
+                                     V, p->kv_ss, p->kv_gs, S, lk, nl * lk, 0.0f,
+                                     O, p->o_ss, p->o_gs, nb, err));
+            }
+        }
+    }
+    return NF_OK;
+}
+
+/* ---- vtable ---------------------------------------------------------------------- */
+
+static bool nf__fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+static bool nf__cuda_supports_op(nf_backend * be, const nf_op * op) {
+    const struct nf_op_params * p = &op->p;
+    switch (op->type) {
+        case NF_OP_QUANTILE: {
+            const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
+            return op->src[0].ndim == 2 && p->q_denom > 0 && p->nq >= 0 && n >= 0 && F >= 0 &&
+                   (n == 0 || F <= INT_MAX / n);   /* CUB segmented sort: int item counts */
+        }
+        case NF_OP_BUCKETIZE_NORM:
+        case NF_OP_EMBED_FEATURES:
+            return true;
+        case NF_OP_LABEL_TOKENS:
+            if (p->mode == NF_LABEL_CLASS) return op->src[0].type == NF_I32;
+            return p->mode == NF_LABEL_VALUE || p->mode == NF_LABEL_MASK;
+        case NF_OP_LAYER_NORM:
+            return true;
+        case NF_OP_LINEAR:
+            return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU) && nf__fits_int(p->m) && nf__fits_int(p->n) &&
+                   nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
+                   (p->m <= 1 || (p->ldx >= p->k && p->ldy >= p->n));
+        case NF_OP_ATTENTION: {
+            const int64_t hd = p->head_dim;
+            return p->lk >= 1 && nf__fits_int(p->lq) && nf__fits_int(p->lk) && nf__fits_int(hd) &&
+                   nf__fits_int(p->q_ss) && nf__fits_int(p->kv_ss) && nf__fits_int(p->o_ss) &&
+                   p->q_gs >= 0 && p->kv_gs >= 0 && p->o_gs >= 0 &&
+                   (p->lq <= 1 || (p->q_ss >= hd && p->o_ss >= hd)) && (p->lk <= 1 || p->kv_ss >= hd);
+        }
+        case NF_OP_COUNT:
+            break;
+    }
+    return false;
+}
+
+static int nf__cuda_compute(nf_backend * be, const nf_op * op, nf_err * err) {
+    NF_TRY(nf__cuda_set_device(be, err));
+    /* errors are reported per launch: start clean (a sticky error, after an
+     * illegal access say, would reappear at once and be reported here) */
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: device already in error before the op: %s (%s)",
+                           nf__op_name(op->type), nf__op_label(op), be->name, cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    switch (op->type) {
+        case NF_OP_QUANTILE:       return nf__cuda_quantile_op(be, op, err);
+        case NF_OP_BUCKETIZE_NORM: return nf__cuda_bucketize_op(be, op, err);
+        case NF_OP_EMBED_FEATURES: return nf__cuda_embed_op(be, op, err);
+        case NF_OP_LABEL_TOKENS:   return nf__cuda_label_op(be, op, err);
+        case NF_OP_LAYER_NORM:     return nf__cuda_layer_norm_op(be, op, err);
+        case NF_OP_LINEAR:         return nf__cuda_linear_op(be, op, err);
+        case NF_OP_ATTENTION:      return nf__cuda_attention_op(be, op, err);
+        case NF_OP_COUNT:          break;
+    }
+    return nf__err_set(err, NF_ERR_UNSUPPORTED, "op %s (type %d, %s) on %s: not implemented by the cuda backend",
+                       nf__op_name(op->type), (int) op->type, nf__op_label(op), be->name);
+}
+
+static int nf__cuda_buffer_alloc(nf_backend * be, size_t size, void ** handle, nf_err * err) {
+    NF_TRY(nf__cuda_set_device(be, err));
+    return nf__cuda_malloc(be, handle, size, "a tensor", err);
+}
+
+static void nf__cuda_buffer_free(nf_backend * be, void * handle) {
+    if (!handle) return;
+    (void) cudaSetDevice(nf__cuda(be)->device);
+    /* cudaFree waits for the device, so no pending kernel still uses it */
+    (void) cudaFree(handle);
+}
+
+static int nf__cuda_upload(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err) {
+    NF_TRY(nf__cuda_set_device(be, err));
+    nf_cuda_ctx * c = nf__cuda(be);
+    cudaError_t e = cudaMemcpyAsync((char *) handle + offs, src, n, cudaMemcpyHostToDevice, c->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+    if (e != cudaSuccess) {
+        char what[96];
+        snprintf(what, sizeof(what), "cudaMemcpyAsync host->device of %zu bytes", n);
+        return nf__cuda_err(err, NF_ERR_DEVICE, be->name, what, e);
+    }
+    return NF_OK;
+}
+
+static int nf__cuda_download(nf_backend * be, void * handle, size_t offs, void * dst, size_t n, nf_err * err) {
+    NF_TRY(nf__cuda_set_device(be, err));
+    nf_cuda_ctx * c = nf__cuda(be);
+    cudaError_t e = cudaMemcpyAsync(dst, (const char *) handle + offs, n, cudaMemcpyDeviceToHost, c->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+    if (e != cudaSuccess) {
+        char what[96];
+        snprintf(what, sizeof(what), "cudaMemcpyAsync device->host of %zu bytes", n);
+        return nf__cuda_err(err, NF_ERR_DEVICE, be->name, what, e);
+    }
+    return NF_OK;
+}
+
+static int nf__cuda_buffer_where(nf_backend * be, void * handle, char * out, size_t n, nf_err * err) {
+    struct cudaPointerAttributes a;
+    memset(&a, 0, sizeof(a));
+    cudaError_t e = cudaPointerGetAttributes(&a, handle);
+    if (e != cudaSuccess) {
+        (void) cudaGetLastError();
+        return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaPointerGetAttributes", e);
+    }
+    switch (a.type) {
+        case cudaMemoryTypeDevice:  snprintf(out, n, "cuda:%d", a.device); break;
+        case cudaMemoryTypeManaged: snprintf(out, n, "cuda:%d/managed", a.device); break;
+        case cudaMemoryTypeHost:
+        case cudaMemoryTypeUnregistered:
+        default:                    snprintf(out, n, "cpu"); break;
+    }
+    return NF_OK;
+}
+
+static int nf__cuda_sync(nf_backend * be, nf_err * err) {
+    NF_TRY(nf__cuda_set_device(be, err));
+    cudaError_t e = cudaStreamSynchronize(nf__cuda(be)->stream);
+    if (e != cudaSuccess) return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaStreamSynchronize", e);
+    return NF_OK;
+}
+
+static void nf__cuda_ctx_free(nf_cuda_ctx * c) {
+    if (!c) return;
+    (void) cudaSetDevice(c->device);
+    if (c->stream) (void) cudaStreamSynchronize(c->stream);
+    if (c->blas) cublasDestroy(c->blas);
+    if (c->scratch) cudaFree(c->scratch);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+static void nf__cuda_free(nf_backend * be) {
+    nf__cuda_ctx_free(nf__cuda(be));
+    be->ctx = NULL;
+}
+
+static const struct nf_backend_i nf__cuda_iface = {
+    .kind         = "cuda",
+    .free         = nf__cuda_free,
+    .buffer_alloc = nf__cuda_buffer_alloc,
+    .buffer_free  = nf__cuda_buffer_free,
+    .upload       = nf__cuda_upload,
+    .download     = nf__cuda_download,
+    .buffer_where = nf__cuda_buffer_where,
+    .supports_op  = nf__cuda_supports_op,
+    .compute      = nf__cuda_compute,
+    .sync         = nf__cuda_sync,
+};
+
+/* ---- init / list ------------------------------------------------------------------ */
+
+static void nf__cuda_versions(char * out, size_t n) {
+    int rt = 0, drv = 0;
+    (void) cudaRuntimeGetVersion(&rt);
+    (void) cudaDriverGetVersion(&drv);
+    (void) cudaGetLastError();
+    snprintf(out, n, "runtime %d.%d, driver %d.%d", rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10);
+}
+
+int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * err) {
+    *out = NULL;
+    char name[32];
+    snprintf(name, sizeof(name), "cuda:%d", index);
+    if (precision != NF_PRECISION_EXACT && precision != NF_PRECISION_TF32) {
+        return nf__err_set(err, NF_ERR_ARG, "%s: unknown precision mode %d", name, precision);
+    }
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void) cudaGetLastError();
+        return nf__cuda_err(err, NF_ERR_DEVICE, name, "cudaGetDeviceCount", e);
+    }
+    if (count <= 0) return nf__err_set(err, NF_ERR_DEVICE, "%s: no CUDA device is present", name);
+    if (index < 0 || index >= count) {
+        if (count == 1) return nf__err_set(err, NF_ERR_DEVICE, "%s: no such device: 1 CUDA device is present (cuda:0)", name);
+        return nf__err_set(err, NF_ERR_DEVICE, "%s: no such device: %d CUDA devices are present (cuda:0 .. cuda:%d)",
+                           name, count, count - 1);
+    }
+    e = cudaSetDevice(index);
+    if (e != cudaSuccess) return nf__cuda_err(err, NF_ERR_DEVICE, name, "cudaSetDevice", e);
+    struct cudaDeviceProp prop;
+    memset(&prop, 0, sizeof(prop));
+    e = cudaGetDeviceProperties(&prop, index);
+    if (e != cudaSuccess) return nf__cuda_err(err, NF_ERR_DEVICE, name, "cudaGetDeviceProperties", e);
+    {
+        const char * kname = NULL;
+        e = nf__cuda_probe(&kname);
+        if (e != cudaSuccess) {
+            (void) cudaGetLastError();
+            return nf__err_set(err, NF_ERR_DEVICE,
+                               "%s: %s (sm_%d%d) cannot run this build's kernels (%s): %s (%s); built for %s",
+                               name, prop.name, prop.major, prop.minor, kname ? kname : "?",
+                               cudaGetErrorName(e), cudaGetErrorString(e), NF_CUDA_ARCHS);
+        }
+    }
+
+    nf_cuda_ctx * c = calloc(1, sizeof(*c));
+    if (!c) return nf__err_set(err, NF_ERR_NOMEM, "%s: out of host memory", name);
+    c->device = index;
+    e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        c->stream = NULL;
+        nf__cuda_ctx_free(c);
+        return nf__cuda_err(err, NF_ERR_DEVICE, name, "cudaStreamCreateWithFlags", e);
+    }
+    cublasStatus_t s = cublasCreate(&c->blas);
+    const char * what = "cublasCreate";
+    if (s != CUBLAS_STATUS_SUCCESS) c->blas = NULL;
+    if (s == CUBLAS_STATUS_SUCCESS) { what = "cublasSetStream"; s = cublasSetStream(c->blas, c->stream); }
+    const int tf32 = precision == NF_PRECISION_TF32;
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        what = tf32 ? "cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH)" : "cublasSetMathMode(CUBLAS_PEDANTIC_MATH)";
+        s = cublasSetMathMode(c->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH);
+    }
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        what = "cublasSetAtomicsMode(CUBLAS_ATOMICS_NOT_ALLOWED)";
+        s = cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        int rc = nf__err_set(err, NF_ERR_DEVICE, "%s: %s failed: %s (%s)", name, what,
+                             cublasGetStatusName(s), cublasGetStatusString(s));
+        nf__cuda_ctx_free(c);
+        return rc;
+    }
+    c->compute      = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
+    c->compute_name = tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F_PEDANTIC";
+
+    nf_backend * be = nf__backend_new(&nf__cuda_iface, c, name);
+    if (!be) {
+        nf__cuda_ctx_free(c);
+        return nf__err_set(err, NF_ERR_NOMEM, "%s: out of host memory", name);
+    }
+    be->precision = precision;
+    snprintf(be->desc, sizeof(be->desc), "%s, %.1f GiB, sm_%d%d, %d SMs%s", prop.name, nf__gib(prop.totalGlobalMem),
+             prop.major, prop.minor, prop.multiProcessorCount, NF_CUDA_EMU_NOTE);
+
+    const char * ovr = getenv("NVIDIA_TF32_OVERRIDE");
+    int blas_ver = 0;
+    (void) cublasGetVersion(c->blas, &blas_ver);
+    char vers[64];
+    nf__cuda_versions(vers, sizeof(vers));
+    snprintf(be->precision_detail, sizeof(be->precision_detail),
+             "%s; cuBLAS %d math mode %s, GEMM compute type %s; NVIDIA_TF32_OVERRIDE=%s%s; "
+             "kernels: exact fp32 (erff/expf/sqrtf, IEEE div), nvcc %s; CUDA %s",
+             tf32 ? "tf32: GEMMs on TF32 tensor cores (inputs rounded to 10 mantissa bits), other ops exact fp32"
+                  : "exact fp32 (no TF32)",
+             blas_ver, tf32 ? "CUBLAS_TF32_TENSOR_OP_MATH" : "CUBLAS_PEDANTIC_MATH", c->compute_name,
+             ovr ? ovr : "unset",
+             (tf32 && ovr && strcmp(ovr, "0") == 0) ? " (the driver disables TF32: GEMMs run in fp32)" : "",
+             NF_CUDA_BUILD_FLAGS, vers);
+    *out = be;
+    return NF_OK;
+}
+
+void nf__backend_cuda_list(FILE * f) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void) cudaGetLastError();
+        fprintf(f, "cuda: compiled in, no device (%s: %s)\n", cudaGetErrorName(e), cudaGetErrorString(e));
+        return;
+    }
+    if (count <= 0) {
+        fprintf(f, "cuda: compiled in, no device\n");
+        return;
+    }
+    char vers[64];
+    nf__cuda_versions(vers, sizeof(vers));
+    fprintf(f, "cuda: compiled in (%s; kernels for %s), %d device%s%s\n", vers, NF_CUDA_ARCHS, count,
+            count == 1 ? "" : "s", NF_CUDA_EMU_NOTE);
+    for (int i = 0; i < count; i++) {
+        struct cudaDeviceProp prop;
+        memset(&prop, 0, sizeof(prop));
+        e = cudaGetDeviceProperties(&prop, i);
+        if (e != cudaSuccess) {
+            (void) cudaGetLastError();
+            fprintf(f, "  cuda:%d  (cudaGetDeviceProperties failed: %s)\n", i, cudaGetErrorName(e));
+            continue;
+        }
+        fprintf(f, "  cuda:%d  %s  %.1f GiB  sm_%d%d  %d SMs\n", i, prop.name, nf__gib(prop.totalGlobalMem),
+                prop.major, prop.minor, prop.multiProcessorCount);
+    }
+}
