@@ -45,6 +45,7 @@ typedef enum cudaError {
     cudaErrorInitializationError  = 3,
     cudaErrorInvalidConfiguration = 9,
     cudaErrorInvalidDevicePointer = 17,
+    cudaErrorInsufficientDriver   = 35,
     cudaErrorNoDevice             = 100,
     cudaErrorInvalidDevice        = 101,
     cudaErrorLaunchFailure        = 719
@@ -343,6 +344,7 @@ const char * cudaGetErrorName(cudaError_t e) {
         case cudaErrorInitializationError:  return "cudaErrorInitializationError";
         case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
         case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+        case cudaErrorInsufficientDriver:   return "cudaErrorInsufficientDriver";
         case cudaErrorNoDevice:             return "cudaErrorNoDevice";
         case cudaErrorInvalidDevice:        return "cudaErrorInvalidDevice";
         case cudaErrorLaunchFailure:        return "cudaErrorLaunchFailure";
@@ -357,6 +359,7 @@ const char * cudaGetErrorString(cudaError_t e) {
         case cudaErrorInitializationError:  return "initialization error";
         case cudaErrorInvalidConfiguration: return "invalid configuration argument";
         case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+        case cudaErrorInsufficientDriver:   return "CUDA driver version is insufficient for CUDA runtime version";
         case cudaErrorNoDevice:             return "no CUDA-capable device is detected";
         case cudaErrorInvalidDevice:        return "invalid device ordinal";
         case cudaErrorLaunchFailure:        return "unspecified launch failure";

@@ -61,6 +61,13 @@ static int nf__cuda_err(nf_err * err, int code, const char * who, const char * w
     return nf__err_set(err, code, "%s: %s failed: %s (%s)", who, what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
+/* cudaGetDeviceCount's error, with what it usually means */
+static const char * nf__cuda_count_hint(cudaError_t e) {
+    if (e == cudaErrorInsufficientDriver) return "; no NVIDIA driver is loaded on this machine, or it is older than this CUDA runtime";
+    if (e == cudaErrorNoDevice) return "; the driver sees no GPU (check CUDA_VISIBLE_DEVICES)";
+    return "";
+}
+
 static const char * nf__op_label(const nf_op * op) { return op->label ? op->label : "-"; }
 
 static int nf__cuda_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err) {
@@ -507,7 +514,8 @@ int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * 
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         (void) cudaGetLastError();
-        return nf__cuda_err(err, NF_ERR_DEVICE, name, "cudaGetDeviceCount", e);
+        return nf__err_set(err, NF_ERR_DEVICE, "%s: cudaGetDeviceCount failed: %s (%s)%s", name,
+                           cudaGetErrorName(e), cudaGetErrorString(e), nf__cuda_count_hint(e));
     }
     if (count <= 0) return nf__err_set(err, NF_ERR_DEVICE, "%s: no CUDA device is present", name);
     if (index < 0 || index >= count) {
@@ -596,7 +604,8 @@ void nf__backend_cuda_list(FILE * f) {
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         (void) cudaGetLastError();
-        fprintf(f, "cuda: compiled in, no device (%s: %s)\n", cudaGetErrorName(e), cudaGetErrorString(e));
+        fprintf(f, "cuda: compiled in, no device (%s: %s%s)\n", cudaGetErrorName(e), cudaGetErrorString(e),
+                nf__cuda_count_hint(e));
         return;
     }
     if (count <= 0) {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# fixtures.sh BIN FIXTURE_DIR TMP DEVICE
+# For every committed upstream fixture: regenerate its synthetic weights with
+# `nofall gen-weights` (from case.json), then `nofall verify` DEVICE against
+# the PyTorch fp32 logits -- with the seeds' thresholds (1e-4) and with ours
+# (1e-5 / 1e-6). On a non-cpu device also verify against the cpu backend over
+# the seeds' seed list. Exit 77 (skip) when DEVICE is absent.
+set -u
+BIN=$1; FIX=$2; TMP=$3; DEV=$4
+rm -rf "$TMP"; mkdir -p "$TMP"
+if [ "$DEV" != cpu ]; then
+  if ! "$BIN" devices | grep -q "^  $DEV "; then
+    echo "device $DEV not available here: skipped"; "$BIN" devices; exit 77
+  fi
+fi
+fail=0
+n=0
+for case in "$FIX"/*/; do
+  case=${case%/}; name=$(basename "$case")
+  [ -f "$case/expected_logits.npy" ] || continue
+  cmd=$(sed -n 's/.*"gen_weights_command": "nofall \(.*\)".*/\1/p' "$case/case.json")
+  [ -n "$cmd" ] || { echo "FAIL $name: no gen_weights_command in case.json"; fail=1; continue; }
+  model="$TMP/model-$name"
+  # shellcheck disable=SC2086
+  "$BIN" ${cmd/--out DIR/--out $model} >/dev/null || { echo "FAIL $name: gen-weights"; fail=1; continue; }
+  for thr in "1e-4 1e-5" "1e-5 1e-6"; do
+    set -- $thr
+    if "$BIN" verify --model "$model" --device "$DEV" --against "$case" --max-abs "$1" --mean-abs "$2" > "$TMP/$name-$1.txt" 2>&1; then
+      echo "PASS $name vs upstream ($(grep -E '^case ' "$TMP/$name-$1.txt" | sed 's/  */ /g'))"
+    else
+      echo "FAIL $name vs upstream at max_abs<=$1 mean_abs<=$2:"; cat "$TMP/$name-$1.txt"; fail=1
+    fi
+  done
+  if [ "$DEV" != cpu ]; then
+    if "$BIN" verify --model "$model" --device "$DEV" --against cpu --max-abs 1e-5 --mean-abs 1e-6 \
+         --seeds 42,100,101,102,105,110,111 --samples 1 > "$TMP/$name-cpu.txt" 2>&1; then
+      echo "PASS $name $DEV vs cpu ($(grep WORST_MAX_ABS "$TMP/$name-cpu.txt"))"
+    else
+      echo "FAIL $name $DEV vs cpu:"; cat "$TMP/$name-cpu.txt"; fail=1
+    fi
+  fi
+  n=$((n + 1))
+done
+[ "$n" -ge 7 ] || { echo "FAIL: only $n fixtures found in $FIX"; fail=1; }
+exit $fail

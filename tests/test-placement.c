@@ -1,0 +1,107 @@
+/* test-placement.c -- fallback cannot happen:
+ *  1. a backend that lacks one op makes the Mitra forward fail with an error
+ *     naming the op and the device (no copy to the cpu);
+ *  2. an op handed an operand that lives on another device is refused;
+ *  3. an unknown or absent device fails at init, naming it. */
+#include "nf-test.h"
+#include "nf-impl.h"
+
+#include <stdlib.h>
+
+/* "lacks-attention:0": the cpu kernels, minus NF_OP_ATTENTION. */
+static struct nf_backend_i lacking_iface;
+static const struct nf_backend_i * cpu_iface;
+
+static bool lacking_supports_op(nf_backend * be, const nf_op * op) {
+    if (op->type == NF_OP_ATTENTION) return false;
+    return cpu_iface->supports_op(be, op);
+}
+
+static nf_backend * make_lacking(void) {
+    nf_err err = {0};
+    nf_backend * cpu;
+    if (nf_backend_init("cpu", NF_PRECISION_EXACT, &cpu, &err) != NF_OK) return NULL;
+    cpu_iface = cpu->iface;
+    lacking_iface = *cpu->iface;
+    lacking_iface.kind = "lacks-attention";
+    lacking_iface.supports_op = lacking_supports_op;
+    /* buffers of this device must report themselves as living on it */
+    nf_backend * be = nf__backend_new(&lacking_iface, NULL, "lacks-attention:0");
+    nf_backend_free(cpu);
+    return be;
+}
+
+static int lacking_where(nf_backend * be, void * h, char * out, size_t n, nf_err * err) {
+    snprintf(out, n, "%s", be->name);
+    return NF_OK;
+}
+
+int main(int argc, char ** argv) {
+    if (argc < 2) { fprintf(stderr, "usage: test-placement MODEL_DIR\n"); return 2; }
+    nf_err err = {0};
+
+    /* 1: the forward on a backend without ATTENTION */
+    nf_backend * lack = make_lacking();
+    CHECK(lack != NULL, "test backend");
+    lacking_iface.buffer_where = lacking_where;
+    nf_mitra * m = NULL;
+    CHECK_RC(nf_mitra_load(lack, argv[1], &m, &err), NF_OK, &err);
+    if (m) {
+        float xs[4 * 3], xq[2 * 3], logits[2 * 16];
+        int64_t ys[4] = {0, 1, 2, 1};
+        for (int i = 0; i < 12; i++) xs[i] = (float) (i % 5);
+        for (int i = 0; i < 6; i++) xq[i] = (float) (i % 3);
+        struct nf_mitra_input in = {.n_support = 4, .n_query = 2, .n_features = 3, .x_support = xs, .x_query = xq, .y_class = ys};
+        nf_trace_reset(lack, 0);
+        CHECK_RC(nf_mitra_forward(m, &in, logits, &err), NF_ERR_UNSUPPORTED, &err);
+        CHECK_MSG(&err, "op ATTENTION");
+        CHECK_MSG(&err, "lacks-attention:0");
+        CHECK_MSG(&err, "does not fall back");
+        struct nf_trace_totals tot;
+        nf_trace_totals_get(lack, &tot);
+        CHECK(tot.d2h_copies == 0, "no device->host copy happened (%lld)", (long long) tot.d2h_copies);
+        CHECK(tot.ops_off_device == 0, "no op ran elsewhere");
+        for (int64_t i = 0; i < lack->n_ops; i++) CHECK(lack->ops[i].type != NF_OP_ATTENTION, "ATTENTION never executed");
+        nf_mitra_free(m);
+    }
+
+    /* 2: an operand from another device */
+    nf_backend * cpu;
+    CHECK_RC(nf_backend_init("cpu", NF_PRECISION_EXACT, &cpu, &err), NF_OK, &err);
+    nf_tensor x, g, b, y;
+    int64_t ne[1] = {8};
+    CHECK_RC(nf__tensor_alloc(cpu, &x, NF_F32, 1, ne, "x_on_cpu", &err), NF_OK, &err);
+    CHECK_RC(nf__tensor_alloc(lack, &g, NF_F32, 1, ne, "g", &err), NF_OK, &err);
+    CHECK_RC(nf__tensor_alloc(lack, &b, NF_F32, 1, ne, "b", &err), NF_OK, &err);
+    CHECK_RC(nf__tensor_alloc(lack, &y, NF_F32, 1, ne, "y", &err), NF_OK, &err);
+    nf_op op = {.type = NF_OP_LAYER_NORM, .label = "mixed", .n_src = 3, .n_dst = 1};
+    op.src[0] = x; op.src[1] = g; op.src[2] = b; op.dst[0] = y;
+    op.p.m = 1; op.p.k = 8; op.p.ldx = 8; op.p.ldy = 8; op.p.eps = 1e-5f;
+    nf_trace_reset(lack, 0);
+    CHECK_RC(nf__op_run(lack, &op, &err), NF_ERR_PLACEMENT, &err);
+    CHECK_MSG(&err, "x_on_cpu");
+    CHECK_MSG(&err, "lives on cpu");
+    CHECK(lack->n_ops == 0, "the refused op was not recorded as run");
+    /* the same op with all operands on one device runs */
+    nf_tensor x2;
+    CHECK_RC(nf__tensor_alloc(lack, &x2, NF_F32, 1, ne, "x", &err), NF_OK, &err);
+    float ones[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    nf__tensor_upload(&x2, ones, &err);
+    nf__tensor_upload(&g, ones, &err);
+    nf__tensor_upload(&b, ones, &err);
+    op.src[0] = x2;
+    CHECK_RC(nf__op_run(lack, &op, &err), NF_OK, &err);
+    nf__tensor_free(&x); nf__tensor_free(&g); nf__tensor_free(&b); nf__tensor_free(&y); nf__tensor_free(&x2);
+
+    /* 3: devices that are not there */
+    nf_backend * none = NULL;
+    CHECK_RC(nf_backend_init("tpu:0", NF_PRECISION_EXACT, &none, &err), NF_ERR_DEVICE, &err);
+    CHECK_MSG(&err, "unknown device 'tpu:0'");
+    CHECK(none == NULL, "no backend returned");
+    CHECK_RC(nf_backend_init("cpu:1", NF_PRECISION_EXACT, &none, &err), NF_ERR_DEVICE, &err);
+    CHECK_RC(nf_backend_init("cpu", NF_PRECISION_TF32, &none, &err), NF_ERR_ARG, &err);
+
+    nf_backend_free(cpu);
+    nf_backend_free(lack);
+    return nf_test_done("test-placement");
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# test.sh -- set up, build (release + sanitizers) and run the whole test suite.
+# This is the README's test command and what CI (.ci/run) runs.
+set -eu
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+export PATH="$PATH:/usr/local/cuda/bin"
+JOBS=$(nproc)
+# 1. release build: cpu + opencl (PoCL) + cuda (compiled and linked; no GPU needed)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure
+# 2. the same suite under AddressSanitizer + UBSan (cpu backend)
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNOFALL_SANITIZE=ON -DNOFALL_OPENCL=OFF -DNOFALL_CUDA=OFF
+cmake --build build-asan -j "$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure
+echo "test.sh: all tests passed"
