@@ -71,7 +71,7 @@ struct ctx {
     cl_context ctx;
     cl_command_queue q;
     cl_kernel lin;
-    int tm, tn, tk, wx, wy;   /* nf_linear geometry */
+    int tm, tn, tk, wx, wy, vec;   /* nf_linear geometry */
 };
 
 static int run_ours(struct ctx * c, cl_mem x, cl_mem w, cl_mem y, int M, int N, int K)
@@ -159,16 +159,17 @@ int main(int argc, char ** argv)
     clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, sizeof(ext), ext, NULL);
     struct ctx c;
     c.tm = NF_CL_LIN_TM; c.tn = NF_CL_LIN_TN; c.tk = NF_CL_LIN_TK; c.wx = NF_CL_LIN_WX; c.wy = NF_CL_LIN_WY;
-    /* NF_BENCH_LIN="TM TN TK WX WY" tries another geometry of our kernel */
+    c.vec = NF_CL_LIN_VEC;
+    /* NF_BENCH_LIN="TM TN TK WX WY VEC" tries another geometry of our kernel */
     const char * geo = getenv("NF_BENCH_LIN");
-    if (geo && sscanf(geo, "%d %d %d %d %d", &c.tm, &c.tn, &c.tk, &c.wx, &c.wy) != 5) {
-        fprintf(stderr, "NF_BENCH_LIN: expected \"TM TN TK WX WY\"\n");
+    if (geo && sscanf(geo, "%d %d %d %d %d %d", &c.tm, &c.tn, &c.tk, &c.wx, &c.wy, &c.vec) != 6) {
+        fprintf(stderr, "NF_BENCH_LIN: expected \"TM TN TK WX WY VEC\"\n");
         return 1;
     }
     char opts[512];
-    snprintf(opts, sizeof(opts), "-cl-std=CL1.2%s%s -DNF_LIN_TM=%d -DNF_LIN_TN=%d -DNF_LIN_TK=%d -DNF_LIN_WX=%d -DNF_LIN_WY=%d",
+    snprintf(opts, sizeof(opts), "-cl-std=CL1.2%s%s -DNF_LIN_TM=%d -DNF_LIN_TN=%d -DNF_LIN_TK=%d -DNF_LIN_WX=%d -DNF_LIN_WY=%d -DNF_LIN_VEC=%d",
              (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? " -cl-fp32-correctly-rounded-divide-sqrt -DNF_CR_DIVSQRT=1" : "",
-             strstr(ext, "cl_khr_fp64") ? " -DNF_FP64=1" : "", c.tm, c.tn, c.tk, c.wx, c.wy);
+             strstr(ext, "cl_khr_fp64") ? " -DNF_FP64=1" : "", c.tm, c.tn, c.tk, c.wx, c.wy, c.vec);
     printf("device opencl:%d: %s\nbuild options: %s\n", dev_index, name, opts);
 
     cl_int rc;

@@ -779,6 +779,74 @@ static void check_opencl_errors(void)
 }
 #endif
 
+static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, const char * const * only_ops,
+                         int n_only, int verbose, int * n_cases, int * n_ok)
+{
+    nf_err err;
+    printf("---- %s: %s\n     %s\n", disp, nf_backend_description(be), nf_backend_precision_detail(be));
+    for (int oi = 0; oi < N_OPS; oi++) {
+        const char * opname = nf__op_name(g_ops[oi].type);
+        if (n_only) {
+            int want = 0;
+            for (int k = 0; k < n_only; k++) {
+                want |= strcmp(only_ops[k], opname) == 0;
+            }
+            if (!want) {
+                continue;
+            }
+        }
+        for (int v = 0; v < g_ops[oi].n; v++) {
+            struct tcase tc;
+            g_rng = 0x5EED0000ULL + (uint64_t)oi * 1000u + (uint64_t)v;   /* same data on every backend */
+            g_ops[oi].fn(&tc, v);
+            (*n_cases)++;
+            struct run_out ref, dev1, dev2;
+            memset(&err, 0, sizeof(err));
+            if (run_case(cpu, &tc, &ref, &err) != NF_OK) {
+                report(disp, opname, 0, "%s: cpu reference failed: %s", tc.desc, err.msg);
+                tcase_free(&tc);
+                continue;
+            }
+            if (run_case(be, &tc, &dev1, &err) != NF_OK) {
+                report(disp, opname, 0, "%s: %s", tc.desc, err.msg);
+                run_out_free(&ref);
+                tcase_free(&tc);
+                continue;
+            }
+            if (run_case(be, &tc, &dev2, &err) != NF_OK) {
+                report(disp, opname, 0, "%s: second run: %s", tc.desc, err.msg);
+                run_out_free(&ref);
+                run_out_free(&dev1);
+                tcase_free(&tc);
+                continue;
+            }
+            struct cmp c;
+            memset(&c, 0, sizeof(c));
+            for (int j = 0; j < tc.op.n_dst; j++) {
+                if (tc.dst[j].used) {
+                    compare_dst(&tc, j, ref.dst[j], dev1.dst[j], dev2.dst[j], &c);
+                }
+            }
+            const int ok = c.n_bad == 0 && c.n_guard == 0 && c.n_nondet == 0 && !dev1.src_clobbered &&
+                           !ref.src_clobbered;
+            char extra[256] = "";
+            if (c.n_bad && (verbose || !ok)) {
+                snprintf(extra, sizeof(extra), " first bad: dst%d[%lld] ref=%.9g dev=%.9g", c.worst_dst,
+                         (long long)c.worst_i, (double)c.worst_ref, (double)c.worst_dev);
+            }
+            report(disp, opname, ok,
+                   "%s  max_abs=%.3g max_rel=%.3g err/tol=%.3g bad=%lld guard=%lld nondet=%lld%s%s",
+                   tc.desc, c.max_abs, c.max_rel, c.max_ratio, (long long)c.n_bad, (long long)c.n_guard,
+                   (long long)c.n_nondet, dev1.src_clobbered || ref.src_clobbered ? " SRC-CLOBBERED" : "", extra);
+            *n_ok += ok;
+            run_out_free(&ref);
+            run_out_free(&dev1);
+            run_out_free(&dev2);
+            tcase_free(&tc);
+        }
+    }
+}
+
 /* ---- main ------------------------------------------------------------------------------------- */
 
 static int absent_reason(const char * msg)
@@ -843,69 +911,31 @@ int main(int argc, char ** argv)
             continue;
         }
         n_tested_devs++;
-        printf("---- %s: %s\n     %s\n", nf_backend_name(be), nf_backend_description(be),
-               nf_backend_precision_detail(be));
-        for (int oi = 0; oi < N_OPS; oi++) {
-            const char * opname = nf__op_name(g_ops[oi].type);
-            if (n_only) {
-                int want = 0;
+        test_backend(be, nf_backend_name(be), cpu, only_ops, n_only, verbose, &n_cases, &n_ok);
+#ifdef NF_HAVE_OPENCL
+        /* the OpenCL backend has two GEMM paths: test the built-in one too */
+        if (strcmp(nf_backend_kind(be), "opencl") == 0 && strstr(nf_backend_precision_detail(be), "CLBlast")) {
+            nf_backend * own = NULL;
+            setenv("NOFALL_OPENCL_GEMM", "own", 1);
+            const int rc = nf_backend_init(devs[di], NF_PRECISION_EXACT, &own, &err);
+            unsetenv("NOFALL_OPENCL_GEMM");
+            char disp[48];
+            snprintf(disp, sizeof(disp), "%s/own", nf_backend_name(be));
+            if (rc != NF_OK) {
+                report(disp, "init", 0, "%s", err.msg);
+            } else {
+                const char * lin[1] = { "LINEAR" };
+                int want = !n_only;
                 for (int k = 0; k < n_only; k++) {
-                    want |= strcmp(only_ops[k], opname) == 0;
+                    want |= strcmp(only_ops[k], "LINEAR") == 0;
                 }
-                if (!want) {
-                    continue;
+                if (want) {
+                    test_backend(own, disp, cpu, lin, 1, verbose, &n_cases, &n_ok);
                 }
-            }
-            for (int v = 0; v < g_ops[oi].n; v++) {
-                struct tcase tc;
-                g_rng = 0x5EED0000ULL + (uint64_t)oi * 1000u + (uint64_t)v;   /* same data on every backend */
-                g_ops[oi].fn(&tc, v);
-                n_cases++;
-                struct run_out ref, dev1, dev2;
-                memset(&err, 0, sizeof(err));
-                if (run_case(cpu, &tc, &ref, &err) != NF_OK) {
-                    report(nf_backend_name(be), opname, 0, "%s: cpu reference failed: %s", tc.desc, err.msg);
-                    tcase_free(&tc);
-                    continue;
-                }
-                if (run_case(be, &tc, &dev1, &err) != NF_OK) {
-                    report(nf_backend_name(be), opname, 0, "%s: %s", tc.desc, err.msg);
-                    run_out_free(&ref);
-                    tcase_free(&tc);
-                    continue;
-                }
-                if (run_case(be, &tc, &dev2, &err) != NF_OK) {
-                    report(nf_backend_name(be), opname, 0, "%s: second run: %s", tc.desc, err.msg);
-                    run_out_free(&ref);
-                    run_out_free(&dev1);
-                    tcase_free(&tc);
-                    continue;
-                }
-                struct cmp c;
-                memset(&c, 0, sizeof(c));
-                for (int j = 0; j < tc.op.n_dst; j++) {
-                    if (tc.dst[j].used) {
-                        compare_dst(&tc, j, ref.dst[j], dev1.dst[j], dev2.dst[j], &c);
-                    }
-                }
-                const int ok = c.n_bad == 0 && c.n_guard == 0 && c.n_nondet == 0 && !dev1.src_clobbered &&
-                               !ref.src_clobbered;
-                char extra[256] = "";
-                if (c.n_bad && (verbose || !ok)) {
-                    snprintf(extra, sizeof(extra), " first bad: dst%d[%lld] ref=%.9g dev=%.9g", c.worst_dst,
-                             (long long)c.worst_i, (double)c.worst_ref, (double)c.worst_dev);
-                }
-                report(nf_backend_name(be), opname, ok,
-                       "%s  max_abs=%.3g max_rel=%.3g err/tol=%.3g bad=%lld guard=%lld nondet=%lld%s%s",
-                       tc.desc, c.max_abs, c.max_rel, c.max_ratio, (long long)c.n_bad, (long long)c.n_guard,
-                       (long long)c.n_nondet, dev1.src_clobbered || ref.src_clobbered ? " SRC-CLOBBERED" : "", extra);
-                n_ok += ok;
-                run_out_free(&ref);
-                run_out_free(&dev1);
-                run_out_free(&dev2);
-                tcase_free(&tc);
+                nf_backend_free(own);
             }
         }
+#endif
         if (be != cpu) {
             check_placement(be, cpu);
             nf_backend_free(be);

@@ -311,17 +311,21 @@ static int nf__attention(nf_backend * be, const char * label, int64_t n_heads, i
 
 /* ---- forward: the work area ------------------------------------------------------------ */
 
+/* One residual stream X (n, T, D) holds the support rows [0, n_s) followed by
+ * the query rows [n_s, n): every sub-block but the choice of row-attention
+ * keys treats the two alike, so they share each GEMM. */
 struct nf__ws {
-    int64_t ns, nq, F, T, D, ct;     /* ct: tokens per chunk */
+    int64_t ns, nq, n, F, T, D, ct;  /* ct: tokens per chunk */
     nf_tensor xs, xq, ys, B, zs, zq;
-    nf_tensor S, Q, Ks, Vs, Qs;      /* streams; support K/V/Q of the current layer */
-    nf_tensor Xn, P, K2, V2, A, H;   /* per-chunk scratch */
+    nf_tensor X;                     /* the residual stream                       */
+    nf_tensor Qa, Ks, Vs;            /* row attention: q of all rows, k/v of support */
+    nf_tensor Xn, P, K2, V2, A, H;   /* per-chunk scratch                         */
     nf_tensor hq, logits;
-    float * host_s, * host_q;        /* stage dumps */
+    float * host_s, * host_q;        /* stage dumps                               */
 };
 
 static void nf__ws_free(struct nf__ws * w) {
-    nf_tensor * all[] = {&w->xs, &w->xq, &w->ys, &w->B, &w->zs, &w->zq, &w->S, &w->Q, &w->Ks, &w->Vs, &w->Qs,
+    nf_tensor * all[] = {&w->xs, &w->xq, &w->ys, &w->B, &w->zs, &w->zq, &w->X, &w->Qa, &w->Ks, &w->Vs,
                          &w->Xn, &w->P, &w->K2, &w->V2, &w->A, &w->H, &w->hq, &w->logits};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
     free(w->host_s);
@@ -338,11 +342,10 @@ static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err
     NF__ALLOC(B,  NF_F32, 2, "quantile_boundaries", w->F, NF_MITRA_N_QUANTILES);
     NF__ALLOC(zs, NF_F32, 2, "z_support", w->ns, w->F);
     NF__ALLOC(zq, NF_F32, 2, "z_query", w->nq, w->F);
-    NF__ALLOC(S,  NF_F32, 3, "support_stream", w->ns, T, D);
-    NF__ALLOC(Q,  NF_F32, 3, "query_stream", w->nq, T, D);
+    NF__ALLOC(X,  NF_F32, 3, "stream", w->n, T, D);
+    NF__ALLOC(Qa, NF_F32, 1, "row_q", w->n * T * D);
     NF__ALLOC(Ks, NF_F32, 1, "support_k", w->ns * T * D);
     NF__ALLOC(Vs, NF_F32, 1, "support_v", w->ns * T * D);
-    NF__ALLOC(Qs, NF_F32, 1, "support_q", w->ns * T * D);
     NF__ALLOC(Xn, NF_F32, 1, "normed", w->ct * D);
     NF__ALLOC(P,  NF_F32, 1, "proj_q", w->ct * D);
     NF__ALLOC(K2, NF_F32, 1, "proj_k", w->ct * D);
@@ -355,110 +358,102 @@ static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err
     return NF_OK;
 }
 
+/* rows [r0, r1) of the stream, as a flat view */
+static nf_tensor nf__rows(const struct nf__ws * w, const nf_tensor * t, int64_t r0, int64_t r1) {
+    return nf__v(t, r0 * w->T * w->D, (r1 - r0) * w->T * w->D);
+}
+
 /* ---- forward: sub-blocks ------------------------------------------------------------------- */
 
-/* X += linear_{2i+2}(GELU(linear_{2i+1}(LN_{2i+2}(X)))) over rows [0, n) of stream X */
-static int nf__mlp(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int half,
-                   nf_tensor * X, int64_t n, int64_t chunk_rows, const char * pfx, nf_err * err) {
+/* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows [r0, n) */
+static int nf__mlp(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l, int half,
+                   int64_t rbeg, int64_t crows, nf_err * err) {
     const int64_t D = w->D, T = w->T;
     char lab[48];
-    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
-        const int64_t c = n - r0 < chunk_rows ? n - r0 : chunk_rows, tok = c * T;
-        nf_tensor x = nf__v(X, r0 * T * D, tok * D);
-        snprintf(lab, sizeof(lab), "%s.layer_norm%d", pfx, 2 + 2 * half);
+    for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
+        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n, tok = (r1 - r0) * T;
+        nf_tensor x = nf__rows(w, &w->X, r0, r1);
+        snprintf(lab, sizeof(lab), "layers.%d.layer_norm%d", l, 2 + 2 * half);
         NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[1 + 2 * half], &L->ln_b[1 + 2 * half], w->Xn, D, err));
-        snprintf(lab, sizeof(lab), "%s.linear%d", pfx, 1 + 2 * half);
+        snprintf(lab, sizeof(lab), "layers.%d.linear%d", l, 1 + 2 * half);
         NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->lw[2 * half], &L->lb[2 * half], w->H, 4 * D, NF_ACT_GELU, 0, err));
-        snprintf(lab, sizeof(lab), "%s.linear%d", pfx, 2 + 2 * half);
+        snprintf(lab, sizeof(lab), "layers.%d.linear%d", l, 2 + 2 * half);
         NF_TRY(nf__linear(m->be, lab, w->H, tok, 4 * D, &L->lw[1 + 2 * half], &L->lb[1 + 2 * half], x, D, NF_ACT_NONE, 1, err));
     }
     return NF_OK;
 }
 
-/* X[r] += O2(MHA over the T tokens of row r) for rows [0, n) */
-static int nf__feature_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L,
-                                 nf_tensor * X, int64_t n, int64_t chunk_rows, const char * pfx, nf_err * err) {
+/* (c): X[r] += O2(MHA over the T tokens of row r) for rows [r0, n) */
+static int nf__feature_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l,
+                                 int64_t rbeg, int64_t crows, nf_err * err) {
     const int64_t D = w->D, T = w->T, H = m->cfg.n_heads;
     char lab[48];
     nf_tensor * outs[3] = {&w->P, &w->K2, &w->V2};
-    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
-        const int64_t c = n - r0 < chunk_rows ? n - r0 : chunk_rows, tok = c * T;
-        nf_tensor x = nf__v(X, r0 * T * D, tok * D);
-        snprintf(lab, sizeof(lab), "%s.layer_norm3", pfx);
+    for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
+        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n, c = r1 - r0, tok = c * T;
+        nf_tensor x = nf__rows(w, &w->X, r0, r1);
+        snprintf(lab, sizeof(lab), "layers.%d.layer_norm3", l);
         NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[2], &L->ln_b[2], w->Xn, D, err));
         for (int p = 0; p < 3; p++) {
-            snprintf(lab, sizeof(lab), "%s.attention2.%c", pfx, "qkv"[p]);
+            snprintf(lab, sizeof(lab), "layers.%d.attention2.%c", l, "qkv"[p]);
             NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[1][p], &L->ab[1][p], *outs[p], D, NF_ACT_NONE, 0, err));
         }
         const struct nf__attn_layout lay = {.groups = c, .lq = T, .lk = T, .q_gs = T * D, .q_ss = D,
                                             .kv_gs = T * D, .kv_ss = D, .o_gs = T * D, .o_ss = D};
-        snprintf(lab, sizeof(lab), "%s.attention2", pfx);
+        snprintf(lab, sizeof(lab), "layers.%d.attention2", l);
         NF_TRY(nf__attention(m->be, lab, H, D / H, w->P, w->K2, w->V2, w->A, &lay, err));
-        snprintf(lab, sizeof(lab), "%s.attention2.o", pfx);
+        snprintf(lab, sizeof(lab), "layers.%d.attention2.o", l);
         NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[1][3], &L->ab[1][3], x, D, NF_ACT_NONE, 1, err));
     }
     return NF_OK;
 }
 
-/* rows [0, n) of stream X (whose row-projected queries are in Qp, or computed
- * here when Qp == NULL) attend, per token column, to the support K/V */
-static int nf__row_attention_apply(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L,
-                                   nf_tensor * X, int64_t n, int64_t chunk_rows, const nf_tensor * Qp,
-                                   const char * pfx, nf_err * err) {
+/* (a): per token column, rows [r0, n) attend to the support rows [0, n_s).
+ * Pass 1 projects LN1(X) -- q for the rows that attend, k/v for the support --
+ * before any row changes; pass 2 attends and adds O1(.) to the stream. */
+static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l,
+                             int64_t rbeg, int64_t crows, nf_err * err) {
     const int64_t D = w->D, T = w->T, H = m->cfg.n_heads;
     char lab[48];
-    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
-        const int64_t c = n - r0 < chunk_rows ? n - r0 : chunk_rows, tok = c * T;
-        nf_tensor x = nf__v(X, r0 * T * D, tok * D);
-        nf_tensor q;
-        if (Qp) {
-            q = nf__v(Qp, r0 * T * D, tok * D);
-        } else {
-            snprintf(lab, sizeof(lab), "%s.layer_norm1", pfx);
-            NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
-            snprintf(lab, sizeof(lab), "%s.attention1.q", pfx);
-            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], w->P, D, NF_ACT_NONE, 0, err));
-            q = w->P;
+    for (int64_t r0 = 0; r0 < w->n; r0 += crows) {
+        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n;
+        const int64_t q0 = r0 > rbeg ? r0 : rbeg;     /* rows that need q      */
+        const int64_t k1 = r1 < w->ns ? r1 : w->ns;    /* rows that provide k/v */
+        if (q0 >= r1 && r0 >= k1) continue;
+        snprintf(lab, sizeof(lab), "layers.%d.layer_norm1", l);
+        NF_TRY(nf__layer_norm(m->be, lab, nf__rows(w, &w->X, r0, r1), (r1 - r0) * T, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
+        if (q0 < r1) {
+            snprintf(lab, sizeof(lab), "layers.%d.attention1.q", l);
+            NF_TRY(nf__linear(m->be, lab, nf__v(&w->Xn, (q0 - r0) * T * D, (r1 - q0) * T * D), (r1 - q0) * T, D,
+                              &L->aw[0][0], &L->ab[0][0], nf__rows(w, &w->Qa, q0, r1), D, NF_ACT_NONE, 0, err));
         }
+        if (r0 < k1) {
+            nf_tensor * dst[2] = {&w->Ks, &w->Vs};
+            for (int p = 0; p < 2; p++) {
+                snprintf(lab, sizeof(lab), "layers.%d.attention1.%c", l, "kv"[p]);
+                NF_TRY(nf__linear(m->be, lab, w->Xn, (k1 - r0) * T, D, &L->aw[0][1 + p], &L->ab[0][1 + p],
+                                  nf__rows(w, dst[p], r0, k1), D, NF_ACT_NONE, 0, err));
+            }
+        }
+    }
+    for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
+        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n, c = r1 - r0, tok = c * T;
         const struct nf__attn_layout lay = {.groups = T, .lq = c, .lk = w->ns, .q_gs = D, .q_ss = T * D,
                                             .kv_gs = D, .kv_ss = T * D, .o_gs = D, .o_ss = T * D};
-        snprintf(lab, sizeof(lab), "%s.attention1", pfx);
-        NF_TRY(nf__attention(m->be, lab, H, D / H, q, w->Ks, w->Vs, w->A, &lay, err));
-        snprintf(lab, sizeof(lab), "%s.attention1.o", pfx);
-        NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D, NF_ACT_NONE, 1, err));
+        snprintf(lab, sizeof(lab), "layers.%d.attention1", l);
+        NF_TRY(nf__attention(m->be, lab, H, D / H, nf__rows(w, &w->Qa, r0, r1), w->Ks, w->Vs, w->A, &lay, err));
+        snprintf(lab, sizeof(lab), "layers.%d.attention1.o", l);
+        NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[0][3], &L->ab[0][3], nf__rows(w, &w->X, r0, r1), D, NF_ACT_NONE, 1, err));
     }
-    return NF_OK;
-}
-
-static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l,
-                             int64_t srows, int64_t qrows, nf_err * err) {
-    const int64_t D = w->D, T = w->T;
-    char lab[48];
-    /* support K, V, Q from LN1(S), all rows, before S changes */
-    for (int64_t r0 = 0; r0 < w->ns; r0 += srows) {
-        const int64_t c = w->ns - r0 < srows ? w->ns - r0 : srows, tok = c * T;
-        snprintf(lab, sizeof(lab), "layers.%d.support.layer_norm1", l);
-        NF_TRY(nf__layer_norm(m->be, lab, nf__v(&w->S, r0 * T * D, tok * D), tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
-        nf_tensor * dst[3] = {&w->Qs, &w->Ks, &w->Vs};
-        for (int p = 0; p < 3; p++) {
-            snprintf(lab, sizeof(lab), "layers.%d.support.attention1.%c", l, "qkv"[p]);
-            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][p], &L->ab[0][p],
-                              nf__v(dst[p], r0 * T * D, tok * D), D, NF_ACT_NONE, 0, err));
-        }
-    }
-    char pfx[40];
-    snprintf(pfx, sizeof(pfx), "layers.%d.support", l);
-    NF_TRY(nf__row_attention_apply(m, w, L, &w->S, w->ns, srows, &w->Qs, pfx, err));
-    snprintf(pfx, sizeof(pfx), "layers.%d.query", l);
-    NF_TRY(nf__row_attention_apply(m, w, L, &w->Q, w->nq, qrows, NULL, pfx, err));
     return NF_OK;
 }
 
 static int nf__stage(nf_mitra * m, struct nf__ws * w, const char * name, nf_err * err) {
     if (m->stages != NF_STAGES_ALL) return NF_OK;
-    NF_TRY(nf__tensor_download(&w->S, w->host_s, err));
-    NF_TRY(nf__tensor_download(&w->Q, w->host_q, err));
-    if (m->stage_fn(m->stage_user, name, w->host_s, nf__tensor_numel(&w->S), w->host_q, nf__tensor_numel(&w->Q)) != 0) {
+    nf_tensor s = nf__rows(w, &w->X, 0, w->ns), q = nf__rows(w, &w->X, w->ns, w->n);
+    NF_TRY(nf__tensor_download(&s, w->host_s, err));
+    NF_TRY(nf__tensor_download(&q, w->host_q, err));
+    if (m->stage_fn(m->stage_user, name, w->host_s, nf__tensor_numel(&s), w->host_q, nf__tensor_numel(&q)) != 0) {
         return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at %s", name);
     }
     return NF_OK;
@@ -526,7 +521,7 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     const int64_t C = m->cfg.dim_output, D = w->D, T = w->T;
     NF_TRY(nf__ws_alloc(m, w, C, err));
     if (m->stages != NF_STAGES_NONE) {
-        const int64_t ns = nf__tensor_numel(&w->S), nq = nf__tensor_numel(&w->Q);
+        const int64_t ns = w->ns * T * D, nq = w->nq * T * D;
         const int64_t xs = nf__tensor_numel(&w->xs), xq = nf__tensor_numel(&w->xq);
         w->host_s = malloc((size_t) (ns > xs ? ns : xs) * sizeof(float));
         w->host_q = malloc((size_t) (nq > xq ? nq : xq) * sizeof(float));
@@ -548,7 +543,6 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     } else {
         NF_TRY(nf__tensor_upload(&w->ys, in->y_value, err));
     }
-
     if (m->stages != NF_STAGES_NONE) {
         /* read the inputs back from the device, so a verifier can check that
          * both sides computed on byte-identical data */
@@ -568,8 +562,10 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     NF_TRY(nf__op_run(be, &op, err));
 
     /* step 2: token embeddings (spec §4.3): token 0 = label, 1..F = features */
+    int64_t ne_s[3] = {w->ns, T, D}, ne_q[3] = {w->nq, T, D};
+    nf_tensor S = nf__tensor_view(&w->X, 0, 3, ne_s), Q = nf__tensor_view(&w->X, w->ns * T * D, 3, ne_q);
     nf_tensor * zsrc[2] = {&w->zs, &w->zq};
-    nf_tensor * tdst[2] = {&w->S, &w->Q};
+    nf_tensor * tdst[2] = {&S, &Q};
     for (int i = 0; i < 2; i++) {
         op = (nf_op) {.type = NF_OP_EMBED_FEATURES, .label = "x_embedding", .n_src = 3, .n_dst = 1};
         op.src[0] = *zsrc[i]; op.src[1] = m->x_w; op.src[2] = m->x_b; op.dst[0] = *tdst[i];
@@ -577,44 +573,38 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     }
     op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "y_embedding", .n_src = cls ? 2 : 3, .n_dst = 1};
     op.p.mode = cls ? NF_LABEL_CLASS : NF_LABEL_VALUE;
-    op.src[0] = w->ys; op.src[1] = m->y_w; if (!cls) op.src[2] = m->y_b; op.dst[0] = w->S;
+    op.src[0] = w->ys; op.src[1] = m->y_w; if (!cls) op.src[2] = m->y_b; op.dst[0] = S;
     NF_TRY(nf__op_run(be, &op, err));
     op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "y_embedding.y_mask", .n_src = 2, .n_dst = 1};
-    op.p.mode = NF_LABEL_MASK; op.src[1] = m->y_mask; op.dst[0] = w->Q;
+    op.p.mode = NF_LABEL_MASK; op.src[1] = m->y_mask; op.dst[0] = Q;
     NF_TRY(nf__op_run(be, &op, err));
     NF_TRY(nf__stage(m, w, "embedding", err));
 
-    /* step 3: the layers (spec §4.4) */
-    const int64_t srows = w->ct / T > 0 ? w->ct / T : 1;
-    const int64_t qrows = m->query_chunk_rows > 0 && m->query_chunk_rows < srows ? m->query_chunk_rows : srows;
-    char pfx[40], st[64];
+    /* step 3: the layers (spec §4.4). In the last layer the support rows only
+     * provide row-attention keys/values: nothing downstream reads the rest of
+     * their update, so it is skipped (spec §4.9). */
+    const int64_t cmax = w->ct / T > 0 ? w->ct / T : 1;
+    const int64_t crows = m->query_chunk_rows > 0 && m->query_chunk_rows < cmax ? m->query_chunk_rows : cmax;
+    char st[64];
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const struct nf_mitra_layer * L = &m->layers[l];
-        NF_TRY(nf__row_attention(m, w, L, l, srows, qrows, err));
+        const int64_t rbeg = l == m->cfg.n_layers - 1 ? w->ns : 0;
+        NF_TRY(nf__row_attention(m, w, L, l, rbeg, crows, err));
         snprintf(st, sizeof(st), "layers.%d.row_attention", l);
         NF_TRY(nf__stage(m, w, st, err));
-        snprintf(pfx, sizeof(pfx), "layers.%d.support", l);
-        NF_TRY(nf__mlp(m, w, L, 0, &w->S, w->ns, srows, pfx, err));
-        snprintf(pfx, sizeof(pfx), "layers.%d.query", l);
-        NF_TRY(nf__mlp(m, w, L, 0, &w->Q, w->nq, qrows, pfx, err));
+        NF_TRY(nf__mlp(m, w, L, l, 0, rbeg, crows, err));
         snprintf(st, sizeof(st), "layers.%d.mlp1", l);
         NF_TRY(nf__stage(m, w, st, err));
-        snprintf(pfx, sizeof(pfx), "layers.%d.support", l);
-        NF_TRY(nf__feature_attention(m, w, L, &w->S, w->ns, srows, pfx, err));
-        snprintf(pfx, sizeof(pfx), "layers.%d.query", l);
-        NF_TRY(nf__feature_attention(m, w, L, &w->Q, w->nq, qrows, pfx, err));
+        NF_TRY(nf__feature_attention(m, w, L, l, rbeg, crows, err));
         snprintf(st, sizeof(st), "layers.%d.feature_attention", l);
         NF_TRY(nf__stage(m, w, st, err));
-        snprintf(pfx, sizeof(pfx), "layers.%d.support", l);
-        NF_TRY(nf__mlp(m, w, L, 1, &w->S, w->ns, srows, pfx, err));
-        snprintf(pfx, sizeof(pfx), "layers.%d.query", l);
-        NF_TRY(nf__mlp(m, w, L, 1, &w->Q, w->nq, qrows, pfx, err));
+        NF_TRY(nf__mlp(m, w, L, l, 1, rbeg, crows, err));
         snprintf(st, sizeof(st), "layers.%d.mlp2", l);
         NF_TRY(nf__stage(m, w, st, err));
     }
 
     /* step 4: head on token 0 of every query row (spec §4.5) */
-    NF_TRY(nf__layer_norm(be, "final_layer_norm", w->Q, w->nq, T * D, &m->fln_w, &m->fln_b, w->hq, D, err));
+    NF_TRY(nf__layer_norm(be, "final_layer_norm", nf__rows(w, &w->X, w->ns, w->n), w->nq, T * D, &m->fln_w, &m->fln_b, w->hq, D, err));
     NF_TRY(nf__linear(be, "final_layer", w->hq, w->nq, D, &m->f_w, &m->f_b, w->logits, C, NF_ACT_NONE, 0, err));
     /* outputs out: the only device->host copy */
     NF_TRY(nf__tensor_download(&w->logits, logits, err));
@@ -630,7 +620,7 @@ int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * log
     NF_TRY(nf__mitra_check_input(m, in, err));
     struct nf__ws w;
     memset(&w, 0, sizeof(w));
-    w.ns = in->n_support; w.nq = in->n_query; w.F = in->n_features;
+    w.ns = in->n_support; w.nq = in->n_query; w.n = w.ns + w.nq; w.F = in->n_features;
     w.T = w.F + 1; w.D = m->cfg.dim;
     w.ct = m->chunk_tokens > w.T ? m->chunk_tokens : w.T;
     const int64_t first_op = m->be->n_ops;

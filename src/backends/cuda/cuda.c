@@ -90,6 +90,7 @@ static int nf__cuda_set_device(nf_backend * be, nf_err * err) {
 }
 
 static double nf__gib(size_t b) { return (double) b / (1024.0 * 1024.0 * 1024.0); }
+static double nf__mib(size_t b) { return (double) b / (1024.0 * 1024.0); }
 
 static int nf__cuda_malloc(nf_backend * be, void ** p, size_t size, const char * what, nf_err * err) {
     *p = NULL;
@@ -102,12 +103,13 @@ static int nf__cuda_malloc(nf_backend * be, void ** p, size_t size, const char *
     (void) cudaGetLastError();
     int code = e == cudaErrorMemoryAllocation ? NF_ERR_NOMEM : NF_ERR_DEVICE;
     if (e2 == cudaSuccess) {
-        return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.3f GiB) for %s failed: %s (%s); device has %.3f GiB free of %.3f GiB",
-                           be->name, size, nf__gib(size), what, cudaGetErrorName(e), cudaGetErrorString(e),
-                           nf__gib(free_b), nf__gib(total_b));
+        return nf__err_set(err, code,
+                           "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s); the device has %zu bytes (%.1f MiB) free of %.2f GiB",
+                           be->name, size, nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e),
+                           free_b, nf__mib(free_b), nf__gib(total_b));
     }
-    return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.3f GiB) for %s failed: %s (%s)",
-                       be->name, size, nf__gib(size), what, cudaGetErrorName(e), cudaGetErrorString(e));
+    return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s)",
+                       be->name, size, nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
 /* Scratch device memory, grown on demand (never shrunk). */

@@ -327,9 +327,18 @@ __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
 #define NF_LIN_WX 16
 #define NF_LIN_WY 16
 #endif
+#ifndef NF_LIN_VEC
+#define NF_LIN_VEC 0
+#endif
 #define NF_LIN_RM (NF_LIN_TM / NF_LIN_WY)
 #define NF_LIN_RN (NF_LIN_TN / NF_LIN_WX)
 #define NF_LIN_NT (NF_LIN_WX * NF_LIN_WY)
+/* column of output j of work-item tx: strided (scalar) or 4 contiguous (vector, RN == 4) */
+#if NF_LIN_VEC
+#define NF_LIN_COL(tx, j) (4 * (tx) + (j))
+#else
+#define NF_LIN_COL(tx, j) ((tx) + NF_LIN_WX * (j))
+#endif
 
 __kernel __attribute__((reqd_work_group_size(NF_LIN_WX, NF_LIN_WY, 1)))
 void nf_linear(__global const float * x, long x_off, long ldx,
@@ -339,7 +348,7 @@ void nf_linear(__global const float * x, long x_off, long ldx,
                int M, int N, int K, int act, int accumulate)
 {
     __local float As[NF_LIN_TK][NF_LIN_TM + 1];
-    __local float Bs[NF_LIN_TK][NF_LIN_TN + 1];
+    __local float Bs[NF_LIN_TK][NF_LIN_TN + 4];
     const int tx  = get_local_id(0);
     const int ty  = get_local_id(1);
     const int tid = ty * NF_LIN_WX + tx;
@@ -352,6 +361,12 @@ void nf_linear(__global const float * x, long x_off, long ldx,
             acc[i][j] = 0.0f;
         }
     }
+#if NF_LIN_VEC
+    float4 acc4[NF_LIN_RM];
+    for (int i = 0; i < NF_LIN_RM; i++) {
+        acc4[i] = (float4)(0.0f);
+    }
+#endif
 
     for (int k0 = 0; k0 < K; k0 += NF_LIN_TK) {
         for (int idx = tid; idx < NF_LIN_TM * NF_LIN_TK; idx += NF_LIN_NT) {
@@ -369,6 +384,15 @@ void nf_linear(__global const float * x, long x_off, long ldx,
             Bs[kk][rr] = (gn < N && gk < K) ? W[W_off + (long)gn * K + gk] : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+#if NF_LIN_VEC
+        /* work-item columns are 4 contiguous outputs: float4 math */
+        for (int kk = 0; kk < NF_LIN_TK; kk++) {
+            const float4 b4 = vload4(0, &Bs[kk][4 * tx]);
+            for (int i = 0; i < NF_LIN_RM; i++) {
+                acc4[i] = fma((float4)(As[kk][ty + NF_LIN_WY * i]), b4, acc4[i]);
+            }
+        }
+#else
         for (int kk = 0; kk < NF_LIN_TK; kk++) {
             float a[NF_LIN_RM];
             float bb[NF_LIN_RN];
@@ -384,16 +408,25 @@ void nf_linear(__global const float * x, long x_off, long ldx,
                 }
             }
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
+#if NF_LIN_VEC
+    for (int i = 0; i < NF_LIN_RM; i++) {
+        acc[i][0] = acc4[i].s0;
+        acc[i][1] = acc4[i].s1;
+        acc[i][2] = acc4[i].s2;
+        acc[i][3] = acc4[i].s3;
+    }
+#endif
     for (int i = 0; i < NF_LIN_RM; i++) {
         const int gm = m0 + ty + NF_LIN_WY * i;
         if (gm >= M) {
             continue;
         }
         for (int j = 0; j < NF_LIN_RN; j++) {
-            const int gn = n0 + tx + NF_LIN_WX * j;
+            const int gn = n0 + NF_LIN_COL(tx, j);
             if (gn >= N) {
                 continue;
             }

@@ -19,6 +19,7 @@ extern const size_t       nf__opencl_kernels_src_len;
 #define NF_CL_LIN_TK 16
 #define NF_CL_LIN_WX 16
 #define NF_CL_LIN_WY 16
+#define NF_CL_LIN_VEC 0   /* 1: float4 columns (requires TN == 4 * WX) */
 /* nf_attention: NF_AQ query rows per work-group of NF_AWG work-items, head_dim <= NF_AHD. */
 #define NF_CL_ATTN_ROWS   16
 #define NF_CL_ATTN_WG     128

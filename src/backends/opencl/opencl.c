@@ -20,6 +20,15 @@
  * silently means "build from source" (it is a build cache, not a compute
  * fallback). NOFALL_OPENCL_NO_CACHE=1 disables it.
  *
+ * LINEAR's GEMM: CLBlast SGEMM (when built with it, NF_HAVE_CLBLAST) followed
+ * by our epilogue kernel (bias, GELU, accumulate), or our own tiled kernel
+ * nf_linear. CLBlast is not used where it would compile with the non-IEEE
+ * mad() (AMD and Qualcomm GPUs) or when CLBLAST_BUILD_OPTIONS asks for relaxed
+ * math. NOFALL_OPENCL_GEMM=own|clblast forces the choice (clblast fails at init
+ * where it is not allowed). The choice is made once at init and is recorded
+ * in precision_detail; a CLBlast error is an error, never a switch of kernel.
+ * See GEMM.md for the measurements.
+ *
  * Test hook: NOFALL_OPENCL_TEST_BREAK_BUILD=1 appends a line with a syntax
  * error to the program source, so that tests can check that a kernel build
  * failure is reported as NF_ERR_DEVICE with the build log.
@@ -35,6 +44,9 @@
 
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
+#ifdef NF_HAVE_CLBLAST
+#include <clblast_c.h>
+#endif
 
 #include <errno.h>
 #include <inttypes.h>
@@ -176,6 +188,10 @@ struct nf_cl {
     size_t           sort_wg;          /* QUANTILE sort work-group (power of two) */
     cl_mem           scratch;
     size_t           scratch_size;
+    int              use_clblast;      /* LINEAR via CLBlast SGEMM + nf_linear_epilogue */
+    char             gemm_desc[160];
+    cl_mem           gemm_tmp;         /* CLBlast's temporary buffer */
+    size_t           gemm_tmp_size;
 };
 
 /* ---- device enumeration ------------------------------------------------------- */
@@ -429,6 +445,15 @@ static void cl_ctx_free(struct nf_cl * c)
     if (c->scratch) {
         clReleaseMemObject(c->scratch);
     }
+    if (c->gemm_tmp) {
+        clReleaseMemObject(c->gemm_tmp);
+    }
+#ifdef NF_HAVE_CLBLAST
+    if (c->use_clblast) {
+        /* CLBlast's program cache holds references to our context */
+        CLBlastClearCache();
+    }
+#endif
     for (int i = 0; i < K_COUNT; i++) {
         if (c->k[i]) {
             clReleaseKernel(c->k[i]);
@@ -477,8 +502,8 @@ static void build_options(const struct nf_cl * c, const char * clc_version, char
         APPEND("-DNF_FP64=1");
     }
     char geo[160];
-    snprintf(geo, sizeof(geo), "-DNF_LIN_TM=%d -DNF_LIN_TN=%d -DNF_LIN_TK=%d -DNF_LIN_WX=%d -DNF_LIN_WY=%d",
-             NF_CL_LIN_TM, NF_CL_LIN_TN, NF_CL_LIN_TK, NF_CL_LIN_WX, NF_CL_LIN_WY);
+    snprintf(geo, sizeof(geo), "-DNF_LIN_TM=%d -DNF_LIN_TN=%d -DNF_LIN_TK=%d -DNF_LIN_WX=%d -DNF_LIN_WY=%d -DNF_LIN_VEC=%d",
+             NF_CL_LIN_TM, NF_CL_LIN_TN, NF_CL_LIN_TK, NF_CL_LIN_WX, NF_CL_LIN_WY, NF_CL_LIN_VEC);
     APPEND(geo);
 #undef APPEND
 }
@@ -564,6 +589,64 @@ static size_t pow2_floor(size_t v)
     return p;
 }
 
+static int contains_ci(const char * hay, const char * needle)
+{
+    for (const char * h = hay; *h; h++) {
+        size_t i = 0;
+        while (needle[i] && h[i] && (h[i] | 0x20) == (needle[i] | 0x20)) {
+            i++;
+        }
+        if (!needle[i]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* LINEAR's GEMM: CLBlast or our kernel (see the file comment). */
+static int choose_gemm(struct nf_cl * c, nf_err * err)
+{
+    const char * force = getenv("NOFALL_OPENCL_GEMM");
+    if (force && force[0] && strcmp(force, "own") != 0 && strcmp(force, "clblast") != 0) {
+        return nf__err_set(err, NF_ERR_ARG, "NOFALL_OPENCL_GEMM=%s: expected \"own\" or \"clblast\"", force);
+    }
+#ifdef NF_HAVE_CLBLAST
+    char vendor[256];
+    dev_str(c->device, CL_DEVICE_VENDOR, vendor, sizeof(vendor));
+    cl_device_type type = 0;
+    CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof(type), &type, NULL), err,
+             "clGetDeviceInfo(CL_DEVICE_TYPE)");
+    const char * why_not = NULL;
+    if ((type & CL_DEVICE_TYPE_GPU) && (contains_ci(vendor, "amd") || contains_ci(vendor, "advanced micro devices") ||
+                                        contains_ci(vendor, "qualcomm"))) {
+        why_not = "CLBlast would use the non-IEEE mad() on this GPU";
+    }
+    const char * cbo = getenv("CLBLAST_BUILD_OPTIONS");
+    if (cbo && (strstr(cbo, "-cl-fast-relaxed-math") || strstr(cbo, "-cl-unsafe-math-optimizations") ||
+                strstr(cbo, "-cl-mad-enable") || strstr(cbo, "-cl-finite-math-only") ||
+                strstr(cbo, "-cl-denorms-are-zero"))) {
+        why_not = "CLBLAST_BUILD_OPTIONS asks for relaxed math";
+    }
+    if (force && strcmp(force, "clblast") == 0 && why_not) {
+        return nf__err_set(err, NF_ERR_DEVICE, "NOFALL_OPENCL_GEMM=clblast: not allowed on %s: %s", c->name, why_not);
+    }
+    if ((force && strcmp(force, "own") == 0) || why_not) {
+        c->use_clblast = 0;
+        snprintf(c->gemm_desc, sizeof(c->gemm_desc), "GEMM: built-in tiled kernel (%s)",
+                 why_not ? why_not : "NOFALL_OPENCL_GEMM=own");
+    } else {
+        c->use_clblast = 1;
+        snprintf(c->gemm_desc, sizeof(c->gemm_desc), "GEMM: CLBlast SGEMM (IEEE mul/fma, no mad) + nofall epilogue");
+    }
+#else
+    if (force && strcmp(force, "clblast") == 0) {
+        return nf__err_set(err, NF_ERR_ARG, "NOFALL_OPENCL_GEMM=clblast: this build has no CLBlast");
+    }
+    snprintf(c->gemm_desc, sizeof(c->gemm_desc), "GEMM: built-in tiled kernel");
+#endif
+    return NF_OK;
+}
+
 static const struct nf_backend_i cl_iface;
 
 static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
@@ -618,6 +701,8 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     c->queue = clCreateCommandQueue(c->context, c->device, 0, &rc);
     CL_CHECK(rc, err, "clCreateCommandQueue");
 
+    NF_TRY(choose_gemm(c, err));
+
     char opts[512];
     build_options(c, clc, opts, sizeof(opts));
     NF_TRY(build_program(c, opts, dev_name, drv, plat_name, err));
@@ -642,11 +727,11 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     snprintf(be->desc, sizeof(be->desc), "%s (%s, %s)", dev_name, plat_name, drv);
     snprintf(be->precision_detail, sizeof(be->precision_detail),
              "opencl build options: %s; precision exact (no relaxed/fast math, FP_CONTRACT OFF, "
-             "div/sqrt correctly rounded%s, exp/erf %s)",
+             "div/sqrt correctly rounded%s, exp/erf %s); %s",
              opts[0] ? opts : "(none)",
              c->cr_divsqrt ? "" : (c->fp64 ? " via fp64" : " NOT guaranteed: device lacks "
                                    "CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT and fp64"),
-             c->fp64 ? "via fp64, rounded once" : "OpenCL float built-ins (<= 3 / 16 ulp)");
+             c->fp64 ? "via fp64, rounded once" : "OpenCL float built-ins (<= 3 / 16 ulp)", c->gemm_desc);
     *out = be;
     return NF_OK;
 }
@@ -1123,8 +1208,106 @@ static int op_layer_norm(struct nf_cl * c, const nf_op * op, nf_err * err)
                   KINT(p->k), KFLT(p->eps), KLOCAL(c->ln_wg * (c->fp64 ? sizeof(cl_double) : sizeof(cl_float))));
 }
 
+#ifdef NF_HAVE_CLBLAST
+static const char * clblast_status_name(CLBlastStatusCode s)
+{
+    if ((int)s > -1000) {
+        return cl_err_name((cl_int)s);   /* CLBlast passes OpenCL codes through */
+    }
+    switch (s) {
+#define E(x) case x: return #x
+        E(CLBlastNotImplemented);
+        E(CLBlastInvalidMatrixA);
+        E(CLBlastInvalidMatrixB);
+        E(CLBlastInvalidMatrixC);
+        E(CLBlastInvalidDimension);
+        E(CLBlastInvalidLeadDimA);
+        E(CLBlastInvalidLeadDimB);
+        E(CLBlastInvalidLeadDimC);
+        E(CLBlastInsufficientMemoryA);
+        E(CLBlastInsufficientMemoryB);
+        E(CLBlastInsufficientMemoryC);
+        E(CLBlastInsufficientMemoryTemp);
+        E(CLBlastInvalidLocalMemUsage);
+        E(CLBlastDatabaseError);
+        E(CLBlastUnknownError);
+        E(CLBlastUnexpectedError);
+#undef E
+        default: return "CLBlast error";
+    }
+}
+
+/* raw products of a chunk of rows into scratch (ldc = n), then the epilogue */
+#define NF_CL_GEMM_CHUNK_BYTES ((size_t)64 << 20)
+
+static int op_linear_clblast(struct nf_cl * c, const nf_op * op, nf_err * err)
+{
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * W = &op->src[1];
+    const int has_bias = op->n_src >= 3 && has_tensor(&op->src[2]);
+    const nf_tensor * bias = has_bias ? &op->src[2] : &op->src[1];
+    const nf_tensor * y = &op->dst[0];
+    const struct nf_op_params * p = &op->p;
+    const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
+    if (M == 0) {
+        return NF_OK;
+    }
+    size_t mc = NF_CL_GEMM_CHUNK_BYTES / sizeof(float) / N;
+    mc = mc < 1 ? 1 : mc > M ? M : mc;
+    NF_TRY(ensure_scratch(c, mc * N * sizeof(float), err));
+    for (size_t r0 = 0; r0 < M; r0 += mc) {
+        const size_t rows = M - r0 < mc ? M - r0 : mc;
+        const size_t a_off = (size_t)toff(x) + r0 * (size_t)p->ldx;
+        size_t need = 0;
+        CLBlastStatusCode st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                                                          CLBlastTransposeYes, rows, N, K, a_off, (size_t)p->ldx,
+                                                          (size_t)toff(W), K, 0, N, &c->queue, &need);
+        if (st != CLBlastSuccess) {
+            return nf__err_set(err, NF_ERR_DEVICE, "%s: CLBlastSGemmTempBufferSize(m=%zu n=%zu k=%zu): %s (%d)",
+                               c->name, rows, N, K, clblast_status_name(st), (int)st);
+        }
+        if (need > c->gemm_tmp_size) {
+            if (c->gemm_tmp) {
+                clReleaseMemObject(c->gemm_tmp);
+                c->gemm_tmp = NULL;
+                c->gemm_tmp_size = 0;
+            }
+            cl_int rc = CL_SUCCESS;
+            c->gemm_tmp = clCreateBuffer(c->context, CL_MEM_READ_WRITE, need, NULL, &rc);
+            if (rc != CL_SUCCESS) {
+                c->gemm_tmp = NULL;
+                return nf__err_set(err, cl_rc_code(rc), "%s: clCreateBuffer(CLBlast temp, %zu bytes): %s (%d)",
+                                   c->name, need, cl_err_name(rc), (int)rc);
+            }
+            c->gemm_tmp_size = need;
+        }
+        st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
+                                        rows, N, K, 1.0f, tmem(x), a_off, (size_t)p->ldx,
+                                        tmem(W), (size_t)toff(W), K, 0.0f, c->scratch, 0, N,
+                                        &c->queue, NULL, c->gemm_tmp ? c->gemm_tmp : c->scratch);
+        if (st != CLBlastSuccess) {
+            return nf__err_set(err, (int)st > -1000 ? cl_rc_code((cl_int)st) : NF_ERR_DEVICE,
+                               "%s: CLBlastSgemm(m=%zu n=%zu k=%zu): %s (%d)", c->name, rows, N, K,
+                               clblast_status_name(st), (int)st);
+        }
+        const size_t ls[2] = { 64, 1 };
+        const size_t gs[2] = { N, rows };
+        NF_TRY(LAUNCH(c, K_LINEAR_EPILOGUE, 2, gs, ls, err,
+                      KMEM(c->scratch), KMEM(tmem(bias)), KLONG(toff(bias)), KINT(has_bias),
+                      KMEM(tmem(y)), KLONG(toff(y) + (cl_long)(r0 * (size_t)p->ldy)), KLONG(p->ldy),
+                      KINT(rows), KINT(N), KINT(p->act == NF_ACT_GELU), KINT(p->accumulate != 0)));
+    }
+    return NF_OK;
+}
+#endif
+
 static int op_linear(struct nf_cl * c, const nf_op * op, nf_err * err)
 {
+#ifdef NF_HAVE_CLBLAST
+    if (c->use_clblast) {
+        return op_linear_clblast(c, op, err);
+    }
+#endif
     const nf_tensor * x = &op->src[0];
     const nf_tensor * W = &op->src[1];
     const int has_bias = op->n_src >= 3 && has_tensor(&op->src[2]);

@@ -1,0 +1,34 @@
+# tests/cuda-nodevice.cmake -- cuda backend tests that need no GPU.
+# Included from tests/CMakeLists.txt (after the nofall-cli target exists).
+#
+# cuda-nodevice: on a GPU-less machine `nofall devices` reports cuda as
+#   compiled in with no device (or not compiled in) and `nofall run --device
+#   cuda:0` fails with a message naming cuda and writes no logits.
+#   Skipped (77) where a CUDA device is actually present.
+# cuda-emu-verify (NOFALL_CUDA_EMU=ON builds only): the cuda backend's host
+#   and kernel code, run on the host emulator, matches the cpu reference on
+#   a small Mitra model.
+add_test(NAME cuda-nodevice
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cuda-nodevice.sh $<TARGET_FILE:nofall-cli>
+                 ${CMAKE_CURRENT_BINARY_DIR}/cuda-nodevice)
+set_tests_properties(cuda-nodevice PROPERTIES
+    SKIP_RETURN_CODE 77
+    TIMEOUT 120
+    ENVIRONMENT "NF_CUDA_EMU_DEVICES=0")
+
+if(NOFALL_CUDA_EMU)
+  add_test(NAME cuda-emu-verify
+           COMMAND sh -c "rm -rf \"$1\" && \"$0\" gen-weights mitra --out \"$1\" --dim 16 --layers 2 --heads 2 --outputs 3 --seed 7 && \"$0\" verify --model \"$1\" --device cuda:0 --against cpu --seeds 42 --max-abs 1e-5 --mean-abs 1e-6"
+                   $<TARGET_FILE:nofall-cli> ${CMAKE_CURRENT_BINARY_DIR}/cuda-emu-model)
+  set_tests_properties(cuda-emu-verify PROPERTIES TIMEOUT 600 PASS_REGULAR_EXPRESSION "RESULT=PASS")
+endif()
+
+# fixtures-cuda (real cuda builds): the upstream fixtures on cuda:0, against
+# their PyTorch logits and against the cpu (tests/fixtures.sh); skipped (77)
+# without a GPU. Not in emulator builds: too slow there (cuda-emu-verify and
+# backend-ops cover the emulator).
+if(TARGET nofall-cuda-kernels AND NOT NOFALL_CUDA_EMU)
+  add_test(NAME fixtures-cuda COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fixtures.sh $<TARGET_FILE:nofall-cli>
+           ${CMAKE_CURRENT_LIST_DIR}/fixtures/mitra ${CMAKE_CURRENT_BINARY_DIR}/fixtures-cuda.tmp cuda:0)
+  set_tests_properties(fixtures-cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
