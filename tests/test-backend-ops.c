@@ -913,26 +913,40 @@ int main(int argc, char ** argv)
         n_tested_devs++;
         test_backend(be, nf_backend_name(be), cpu, only_ops, n_only, verbose, &n_cases, &n_ok);
 #ifdef NF_HAVE_OPENCL
-        /* the OpenCL backend has two GEMM paths: test the built-in one too */
-        if (strcmp(nf_backend_kind(be), "opencl") == 0 && strstr(nf_backend_precision_detail(be), "CLBlast")) {
-            nf_backend * own = NULL;
-            setenv("NOFALL_OPENCL_GEMM", "own", 1);
-            const int rc = nf_backend_init(devs[di], NF_PRECISION_EXACT, &own, &err);
-            unsetenv("NOFALL_OPENCL_GEMM");
-            char disp[48];
-            snprintf(disp, sizeof(disp), "%s/own", nf_backend_name(be));
-            if (rc != NF_OK) {
-                report(disp, "init", 0, "%s", err.msg);
-            } else {
+        /* the OpenCL backend has two GEMM paths (CLBlast and its own kernel, with a
+         * CPU and a GPU tile geometry): test LINEAR on the other ones too */
+        if (strcmp(nf_backend_kind(be), "opencl") == 0) {
+            static const struct { const char * tag, * gemm, * geo; } alt[] = {
+                { "own",     "own", NULL },
+                { "own-gpu", "own", "64 64 16 16 16 0" },
+                { "own-cpu", "own", "64 64 16 16 8 1" },
+            };
+            int want = !n_only;
+            for (int k = 0; k < n_only; k++) {
+                want |= strcmp(only_ops[k], "LINEAR") == 0;
+            }
+            for (size_t a = 0; want && a < sizeof(alt) / sizeof(alt[0]); a++) {
+                nf_backend * ob = NULL;
+                setenv("NOFALL_OPENCL_GEMM", alt[a].gemm, 1);
+                if (alt[a].geo) {
+                    setenv("NOFALL_OPENCL_GEMM_GEOMETRY", alt[a].geo, 1);
+                }
+                const int rc = nf_backend_init(devs[di], NF_PRECISION_EXACT, &ob, &err);
+                unsetenv("NOFALL_OPENCL_GEMM");
+                unsetenv("NOFALL_OPENCL_GEMM_GEOMETRY");
+                char disp[48];
+                snprintf(disp, sizeof(disp), "%s/%s", nf_backend_name(be), alt[a].tag);
+                if (rc != NF_OK) {
+                    report(disp, "init", 0, "%s", err.msg);
+                    continue;
+                }
+                if (!alt[a].geo && !strstr(nf_backend_precision_detail(be), "CLBlast")) {
+                    nf_backend_free(ob);   /* the main pass already used the built-in GEMM */
+                    continue;
+                }
                 const char * lin[1] = { "LINEAR" };
-                int want = !n_only;
-                for (int k = 0; k < n_only; k++) {
-                    want |= strcmp(only_ops[k], "LINEAR") == 0;
-                }
-                if (want) {
-                    test_backend(own, disp, cpu, lin, 1, verbose, &n_cases, &n_ok);
-                }
-                nf_backend_free(own);
+                test_backend(ob, disp, cpu, lin, 1, verbose, &n_cases, &n_ok);
+                nf_backend_free(ob);
             }
         }
 #endif

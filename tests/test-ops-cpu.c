@@ -254,6 +254,31 @@ static void test_embed_and_labels(void) {
     nf__tensor_free(&ty); nf__tensor_free(&tE); nf__tensor_free(&tyv);
 }
 
+/* the cpu backend's erf: correctly rounded (to within 1e-11 relative of a
+ * rounding tie) against libm's double erf, and within 1 ulp of erff */
+static void test_erf(void) {
+    int64_t bad = 0, n = 0, off_erff = 0;
+    double worst_ulps = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t i = -1200000; i <= 1200000; i++) {
+            const float x = pass == 0 ? (float) i * 5e-6f : copysignf(ldexpf(1.0f, -126 + (int) (llabs(i) % 130)) * (1.0f + (float) (llabs(i) % 977) / 977.0f), (float) i);
+            const double e = erf((double) x);
+            const float got = nf__erf_f32(x);
+            const double ulp = (double) nextafterf(fabsf((float) e), INFINITY) - fabs((double) (float) e);
+            const double d = fabs((double) got - e) / ulp;
+            if (d > worst_ulps) worst_ulps = d;
+            bad += d > 0.5 + 1e-3;
+            off_erff += fabsf(got - erff(x)) > (float) ulp;
+            n++;
+        }
+    }
+    CHECK(bad == 0, "erf: %lld of %lld values not correctly rounded (worst %.4f ulp)", (long long) bad, (long long) n, worst_ulps);
+    CHECK(off_erff == 0, "erf: %lld values more than 1 ulp from erff", (long long) off_erff);
+    CHECK(nf__erf_f32(0.0f) == 0.0f && nf__erf_f32(10.0f) == 1.0f && nf__erf_f32(-INFINITY) == -1.0f, "erf specials");
+    CHECK(isnan(nf__erf_f32(NAN)), "erf(NaN) is NaN");
+    printf("erf: %lld points, worst %.4f ulp from the correctly rounded value\n", (long long) n, worst_ulps);
+}
+
 static void test_bounds(void) {
     /* an op whose strided access would leave its tensor is refused */
     nf_tensor x = mk(10, NULL), W = shaped(mk(4, NULL), 2, 2, 2, 0), y = mk(10, NULL);
@@ -284,6 +309,7 @@ int main(void) {
     test_attention(1, 1, 1, 1, 1, 1);
     test_attention(24, 14, 4, 128, 0, 0);
     test_attention(3, 33, 2, 16, 0, 0);
+    test_erf();
     test_quantile_edges();
     test_embed_and_labels();
     test_bounds();

@@ -27,6 +27,7 @@
 #      NF_DEPS (tmp/gpudeps), NF_GPU_OPENCL (OFF), NF_GPU_SANITIZE (1),
 #      NF_GPU_CMAKE_EXTRA (more cmake args), and for dry runs only:
 #      NF_GPU_SEEDS, NF_GPU_FULL_ARGS, NF_GPU_BENCH_SHAPES, NF_GPU_FIXTURES,
+#      NF_GPU_CTEST_ARGS,
 #      OUT (where the device tool collects files: the log and summary go there)
 # Exit status 0 only if every required step passed.
 set -u
@@ -132,7 +133,7 @@ step devices 30 required "$NF devices | tee /dev/stderr | grep -q '^  cuda:0 '"
 grep -h "cuda" "$LOGDIR"/*devices.log | sed 's/^/  /' | tee -a "$SUMMARY"
 
 # ---- 2. ctest (conformance suite on cuda:0 included) ----------------------------
-step ctest 150 required "ctest --test-dir $BUILD --output-on-failure -j4 --timeout 120"
+step ctest 150 required "ctest --test-dir $BUILD --output-on-failure -j4 --timeout 120 ${NF_GPU_CTEST_ARGS:-}"
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$LOGDIR"/*ctest.log | head -n 12 | sed 's/^/  /' | tee -a "$SUMMARY"
 
 # ---- 3. models: the fixtures' own weights, and the full-size synthetic --------------

@@ -223,5 +223,7 @@ nf_backend * nf__backend_new(const struct nf_backend_i * iface, void * ctx, cons
 /* CPU reference kernels, shared by the cpu backend and by tests. Operate on
  * host pointers with the op's semantics. */
 int nf__cpu_compute(const nf_op * op, nf_err * err);
+/* the cpu backend's erf (double-precision Chebyshev series, see cpu-kernels.c) */
+float nf__erf_f32(float x);
 
 #endif /* NF_IMPL_H */

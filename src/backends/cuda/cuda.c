@@ -35,8 +35,10 @@
 #include <string.h>
 
 /* Work buffers for attention scores and for accumulating LINEAR chunks are
- * capped at this many floats (256 MiB); larger problems run in chunks. */
-#define NF_CUDA_CHUNK_FLOATS ((int64_t)64 * 1024 * 1024)
+ * capped at this many floats (256 MiB); larger problems run in chunks.
+ * NF_CUDA_CHUNK_FLOATS=<n> in the environment lowers the cap (tests use it
+ * to exercise the chunked paths on small problems). */
+#define NF_CUDA_CHUNK_FLOATS_DEFAULT ((int64_t)64 * 1024 * 1024)
 /* cuBLAS batched GEMMs: at most this many matrices per call. */
 #define NF_CUDA_MAX_BATCH 65535
 
@@ -48,6 +50,7 @@ typedef struct nf_cuda_ctx {
     const char        * compute_name;
     void              * scratch;
     size_t              scratch_size;
+    int64_t             chunk_floats;
 } nf_cuda_ctx;
 
 static nf_cuda_ctx * nf__cuda(nf_backend * be) { return (nf_cuda_ctx *) be->ctx; }
@@ -274,7 +277,7 @@ static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
         NF__LAUNCH(nf__cuda_linear_epilogue(st, y, p->ldy, bias, act, 0, y, p->ldy, m, n, NF__K));
         return NF_OK;
     }
-    int64_t rows = NF_CUDA_CHUNK_FLOATS / n;
+    int64_t rows = nf__cuda(be)->chunk_floats / n;
     if (rows < 1) rows = 1;
     if (rows > m) rows = m;
     void * scratch = NULL;
@@ -306,16 +309,17 @@ static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err
     float * o = NF__F(&op->dst[0]);
     cudaStream_t st = nf__cuda(be)->stream;
 
+    const int64_t budget = nf__cuda(be)->chunk_floats;
     int64_t gc, L;
-    if (lq * lk <= NF_CUDA_CHUNK_FLOATS) {
+    if (lq * lk <= budget) {
         L  = lq;
-        gc = NF_CUDA_CHUNK_FLOATS / (lq * lk);
+        gc = budget / (lq * lk);
         if (gc > G) gc = G;
         if (gc > NF_CUDA_MAX_BATCH) gc = NF_CUDA_MAX_BATCH;
         if (gc < 1) gc = 1;
     } else {
         gc = 1;
-        L  = NF_CUDA_CHUNK_FLOATS / lk;
+        L  = budget / lk;
         if (L < 1) L = 1;
     }
     void * scratch = NULL;
@@ -546,6 +550,11 @@ int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * 
     nf_cuda_ctx * c = calloc(1, sizeof(*c));
     if (!c) return nf__err_set(err, NF_ERR_NOMEM, "%s: out of host memory", name);
     c->device = index;
+    c->chunk_floats = NF_CUDA_CHUNK_FLOATS_DEFAULT;
+    {
+        const char * cf = getenv("NF_CUDA_CHUNK_FLOATS");
+        if (cf && atoll(cf) > 0 && atoll(cf) < c->chunk_floats) c->chunk_floats = atoll(cf);
+    }
     e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         c->stream = NULL;

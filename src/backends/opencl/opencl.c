@@ -27,6 +27,8 @@
  * math. NOFALL_OPENCL_GEMM=own|clblast forces the choice (clblast fails at init
  * where it is not allowed). The choice is made once at init and is recorded
  * in precision_detail; a CLBlast error is an error, never a switch of kernel.
+ * NOFALL_OPENCL_GEMM_GEOMETRY="TM TN TK WX WY VEC" overrides the built-in
+ * kernel's tile geometry (opencl-kernels.h; used by tests).
  * See GEMM.md for the measurements.
  *
  * Test hook: NOFALL_OPENCL_TEST_BREAK_BUILD=1 appends a line with a syntax
@@ -188,6 +190,7 @@ struct nf_cl {
     size_t           sort_wg;          /* QUANTILE sort work-group (power of two) */
     cl_mem           scratch;
     size_t           scratch_size;
+    struct nf_cl_lin_geo lin;          /* nf_linear geometry (built-in GEMM) */
     int              use_clblast;      /* LINEAR via CLBlast SGEMM + nf_linear_epilogue */
     char             gemm_desc[160];
     cl_mem           gemm_tmp;         /* CLBlast's temporary buffer */
@@ -503,7 +506,7 @@ static void build_options(const struct nf_cl * c, const char * clc_version, char
     }
     char geo[160];
     snprintf(geo, sizeof(geo), "-DNF_LIN_TM=%d -DNF_LIN_TN=%d -DNF_LIN_TK=%d -DNF_LIN_WX=%d -DNF_LIN_WY=%d -DNF_LIN_VEC=%d",
-             NF_CL_LIN_TM, NF_CL_LIN_TN, NF_CL_LIN_TK, NF_CL_LIN_WX, NF_CL_LIN_WY, NF_CL_LIN_VEC);
+             c->lin.tm, c->lin.tn, c->lin.tk, c->lin.wx, c->lin.wy, c->lin.vec);
     APPEND(geo);
 #undef APPEND
 }
@@ -589,6 +592,7 @@ static size_t pow2_floor(size_t v)
     return p;
 }
 
+#ifdef NF_HAVE_CLBLAST
 static int contains_ci(const char * hay, const char * needle)
 {
     for (const char * h = hay; *h; h++) {
@@ -602,6 +606,7 @@ static int contains_ci(const char * hay, const char * needle)
     }
     return 0;
 }
+#endif
 
 /* LINEAR's GEMM: CLBlast or our kernel (see the file comment). */
 static int choose_gemm(struct nf_cl * c, nf_err * err)
@@ -701,6 +706,23 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     c->queue = clCreateCommandQueue(c->context, c->device, 0, &rc);
     CL_CHECK(rc, err, "clCreateCommandQueue");
 
+    cl_device_type dtype = 0;
+    CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof(dtype), &dtype, NULL), err,
+             "clGetDeviceInfo(CL_DEVICE_TYPE)");
+    c->lin = nf__cl_lin_geo((dtype & CL_DEVICE_TYPE_CPU) != 0);
+    /* NOFALL_OPENCL_GEMM_GEOMETRY="TM TN TK WX WY VEC" overrides the built-in
+     * GEMM's geometry (tests use it to run the GPU geometry on a CPU device) */
+    const char * geo = getenv("NOFALL_OPENCL_GEMM_GEOMETRY");
+    if (geo && geo[0]) {
+        struct nf_cl_lin_geo g;
+        if (sscanf(geo, "%d %d %d %d %d %d", &g.tm, &g.tn, &g.tk, &g.wx, &g.wy, &g.vec) != 6 ||
+            g.tm < 1 || g.tn < 1 || g.tk < 1 || g.wx < 1 || g.wy < 1 || g.tm % g.wy || g.tn % g.wx ||
+            (g.vec != 0 && g.vec != 1) || (g.vec && g.tn != 4 * g.wx)) {
+            return nf__err_set(err, NF_ERR_ARG, "NOFALL_OPENCL_GEMM_GEOMETRY=\"%s\": expected \"TM TN TK WX WY VEC\" "
+                               "with TM %% WY == 0, TN %% WX == 0, VEC 0/1 and TN == 4*WX when VEC", geo);
+        }
+        c->lin = g;
+    }
     NF_TRY(choose_gemm(c, err));
 
     char opts[512];
@@ -1063,7 +1085,7 @@ static bool be_supports_op(nf_backend * be, const nf_op * op)
                 return false;
             }
             return fits_int(p->m) && fits_int(p->n) && fits_int(p->k) &&
-                   c->kwg[K_LINEAR] >= (size_t)NF_CL_LIN_WX * NF_CL_LIN_WY;
+                   (c->use_clblast || c->kwg[K_LINEAR] >= (size_t)c->lin.wx * c->lin.wy);
         case NF_OP_ATTENTION:
             return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) &&
                    is_f32(&op->src[2]) && is_f32(&op->dst[0]) &&
@@ -1314,9 +1336,9 @@ static int op_linear(struct nf_cl * c, const nf_op * op, nf_err * err)
     const nf_tensor * bias = has_bias ? &op->src[2] : &op->src[1];   /* any valid buffer when absent */
     const nf_tensor * y = &op->dst[0];
     const struct nf_op_params * p = &op->p;
-    const size_t ls[2] = { NF_CL_LIN_WX, NF_CL_LIN_WY };
-    const size_t gs[2] = { ((size_t)p->n + NF_CL_LIN_TN - 1) / NF_CL_LIN_TN * NF_CL_LIN_WX,
-                           ((size_t)p->m + NF_CL_LIN_TM - 1) / NF_CL_LIN_TM * NF_CL_LIN_WY };
+    const struct nf_cl_lin_geo * g = &c->lin;
+    const size_t ls[2] = { (size_t)g->wx, (size_t)g->wy };
+    const size_t gs[2] = { ((size_t)p->n + g->tn - 1) / g->tn * g->wx, ((size_t)p->m + g->tm - 1) / g->tm * g->wy };
     return LAUNCH(c, K_LINEAR, 2, gs, ls, err,
                   KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx),
                   KMEM(tmem(W)), KLONG(toff(W)),
@@ -1360,8 +1382,8 @@ static int be_compute(nf_backend * be, const nf_op * op, nf_err * err)
                                c->name, (int)op->type >= 0 && op->type < NF_OP_COUNT ? nf__op_name(op->type) : "?",
                                (int)op->type);
     }
-    if (rc != NF_OK && op->label) {
-        nf__err_prefix(err, "%s %s", nf__op_name(op->type), op->label);
+    if (rc != NF_OK) {
+        nf__err_prefix(err, "op %s (%s)", nf__op_name(op->type), op->label ? op->label : "-");
     }
     return rc;
 }
