@@ -4,7 +4,8 @@
 #
 #   1. configure + build from scratch (Release, build-gpu/)
 #   2. `nofall devices` sees cuda:0
-#   3. ctest (includes tests/test-backend-ops on cuda:0 against the cpu)
+#   3. the op conformance suite (tests/test-backend-ops: every op on cuda:0
+#      against the cpu); the rest of ctest runs near the end
 #   4. verify cuda:0 against the cpu, exact fp32, --max-abs 1e-5 --mean-abs 1e-6,
 #      seeds 42,100,101,102,105,110,111, for every committed fixture model
 #      (tests/fixtures/mitra/*/case.json gives its gen-weights command) and
@@ -106,7 +107,9 @@ step() {
 val() { grep -m1 "^$2=" "$1" 2>/dev/null | cut -d= -f2-; }
 
 note "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) in $ROOT, budget ${BUDGET}s"
-{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader 2>&1 | head -n 4
+{ if command -v nvidia-smi >/dev/null; then
+      nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader 2>&1 | head -n 4
+  else echo "nvidia-smi: not on PATH"; fi
   nvcc --version 2>&1 | tail -n 2; cmake --version 2>&1 | head -n 1; } | sed 's/^/  /' | tee -a "$SUMMARY"
 
 # ---- 1. configure + build --------------------------------------------------------
@@ -129,12 +132,13 @@ JOBS=$(nproc 2>/dev/null || echo 8)
 step configure 90 required "cmake -S . -B $BUILD $CMAKE_ARGS" || { note "RESULT=FAIL (configure)"; exit 1; }
 grep -E "nofall: cuda|not built" "$LOGDIR"/*configure.log | sed 's/^.*-- /  /' | tee -a "$SUMMARY"
 step build 180 required "cmake --build $BUILD -j$JOBS" || { note "RESULT=FAIL (build)"; exit 1; }
-step devices 30 required "$NF devices | tee /dev/stderr | grep -q '^  cuda:0 '"
+step devices 30 required "set -o pipefail; $NF devices 2>&1 | tee /dev/stderr | grep '^  cuda:0 ' >/dev/null"
 grep -h "cuda" "$LOGDIR"/*devices.log | sed 's/^/  /' | tee -a "$SUMMARY"
 
-# ---- 2. ctest (conformance suite on cuda:0 included) ----------------------------
-step ctest 150 required "ctest --test-dir $BUILD --output-on-failure -j4 --timeout 120 ${NF_GPU_CTEST_ARGS:-}"
-grep -E "tests passed|tests failed|Failed|\*\*\*" "$LOGDIR"/*ctest.log | head -n 12 | sed 's/^/  /' | tee -a "$SUMMARY"
+# ---- 2. the op conformance suite first (most diagnostic), the rest of ctest later ---
+# (must have run cuda:0, not skipped it)
+step conformance 120 required "set -o pipefail; $BUILD/tests/test-backend-ops 2>&1 | tee /dev/stderr | grep '^---- cuda:0' >/dev/null"
+grep -E "^(FAIL|SKIP|----)|cases OK|not available" "$LOGDIR"/*conformance.log | head -n 20 | sed 's/^/  /' | tee -a "$SUMMARY"
 
 # ---- 3. models: the fixtures' own weights, and the full-size synthetic --------------
 MODELS=""
@@ -158,7 +162,7 @@ for name in $MODELS; do
     log=$(ls "$LOGDIR"/*"verify-cpu-$name.log")
     note "    $name vs cpu: $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS) worst=$(val "$log" WORST_CASE)"
     step "verify-torch-$name" 60 required \
-        "$NF verify --model $WORK/models/$name --device cuda:0 --against tests/fixtures/mitra/$name"
+        "$NF verify --model $WORK/models/$name --device cuda:0 --against tests/fixtures/mitra/$name --max-abs 1e-5 --mean-abs 1e-6"
     log=$(ls "$LOGDIR"/*"verify-torch-$name.log")
     note "    $name vs torch fixture: $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS)"
 done
@@ -175,8 +179,18 @@ note "    run: MODEL_DEVICE=$(val "$log" MODEL_DEVICE) LOGITS_DEVICE=$(val "$log
 if [ "$(val "$log" MODEL_DEVICE)" != "cuda:0" ] || [ "$(val "$log" OPS_OFF_DEVICE)" != "0" ] || [ "$(val "$log" CPU_FALLBACK)" != "false" ]; then
     note "    placement: FAIL"; FAILED=1
 fi
+pd=$(sed -n 's/.*"precision_detail"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$WORK/out/run1/report.json" 2>/dev/null | head -n 1)
+note "    precision_detail: ${pd:-?}"
 step determinism 60 required \
     "$NF run --model $FULL --device cuda:0 --out $WORK/out/run2 >/dev/null && cmp $WORK/out/run1/logits.npy $WORK/out/run2/logits.npy"
+
+# the chunked paths (attention by group and query-row chunks, LINEAR by row chunks)
+CHUNKM=$(for n in $MODELS; do [ "$n" = seed42 ] && echo "$n"; done)
+[ -n "$CHUNKM" ] || CHUNKM=$(echo $MODELS | awk '{print $1}')
+if [ -n "$CHUNKM" ]; then
+    step verify-chunked 60 required \
+        "NF_CUDA_CHUNK_FLOATS=1000 $NF verify --model $WORK/models/$CHUNKM --device cuda:0 --against cpu --seeds 42,100 --max-abs 1e-5 --mean-abs 1e-6"
+fi
 
 # ---- 7. bench; 8. tf32 error ------------------------------------------------------------
 for prec in exact tf32; do
@@ -193,6 +207,11 @@ step verify-tf32-full-synth 90 optional \
     "$NF verify --model $FULL --device cuda:0 --against cpu --seeds $SEEDS --precision tf32"
 log=$(ls "$LOGDIR"/*verify-tf32-full-synth.log)
 note "    tf32 vs cpu (informational; default thresholds 1e-3/1e-4): $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS)"
+
+# ---- the rest of ctest (fixtures-cuda is what steps 3-4 did already) --------------
+CTEST_ARGS=${NF_GPU_CTEST_ARGS:-"-E 'fixtures-cuda|backend-ops'"}
+step ctest 180 required "ctest --test-dir $BUILD --output-on-failure -j4 --timeout 150 $CTEST_ARGS"
+grep -E "tests passed|tests failed|\*\*\*" "$LOGDIR"/*ctest.log | head -n 12 | sed 's/^/  /' | tee -a "$SUMMARY"
 
 # ---- 9. compute-sanitizer -------------------------------------------------------------
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)

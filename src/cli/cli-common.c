@@ -20,17 +20,6 @@ struct nf_mitra_input nf_cli_table_input(const struct nf_cli_table * t) {
     return in;
 }
 
-static uint64_t nf_cli_rng_next(uint64_t * s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static float nf_cli_rng_unif(uint64_t * s) {
-    return (float) (nf_cli_rng_next(s) >> 40) * (1.0f / 16777216.0f);
-}
-
 int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int class_labels, int n_classes,
                           struct nf_cli_table * t, nf_err * err) {
     memset(t, 0, sizeof(*t));
@@ -45,17 +34,17 @@ int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int
     /* each row: a class/target, features = noisy class-dependent means on a
      * 1/64 grid (exact in float; ties are realistic) */
     for (int64_t r = 0; r < ns + nq; r++) {
-        const float c = (float) (nf_cli_rng_next(&s) % (uint64_t) (n_classes > 0 ? n_classes : 1));
+        const float c = (float) (nf__rng_next(&s) % (uint64_t) (n_classes > 0 ? n_classes : 1));
         float * row = r < ns ? t->xs + r * nf : t->xq + (r - ns) * nf;
         for (int64_t j = 0; j < nf; j++) {
             float g = 0.0f;
-            for (int i = 0; i < 4; i++) g += nf_cli_rng_unif(&s);
+            for (int i = 0; i < 4; i++) g += nf__rng_unif(&s);
             const float v = (g - 2.0f) * 2.0f + 0.25f * c * (float) ((j % 3) - 1);
             row[j] = roundf(v * 64.0f) / 64.0f;
         }
         if (r < ns) {
             if (class_labels) t->yc[r] = (int64_t) c;
-            else              t->yv[r] = nf_cli_rng_unif(&s);
+            else              t->yv[r] = nf__rng_unif(&s);
         }
     }
     return NF_OK;

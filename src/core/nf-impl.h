@@ -34,6 +34,19 @@ int nf__err_prefix(nf_err * err, const char * fmt, ...)
 #endif
     ;
 
+/* Deterministic PRNG (splitmix64) for synthetic weights and tables: integer
+ * arithmetic only, so the same seed gives the same bytes everywhere. */
+static inline uint64_t nf__rng_next(uint64_t * s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+/* uniform in [0, 1) with 24 random bits: exact in float */
+static inline float nf__rng_unif(uint64_t * s) {
+    return (float) (nf__rng_next(s) >> 40) * (1.0f / 16777216.0f);
+}
+
 #define NF_TRY(expr) do { int nf__rc = (expr); if (nf__rc != NF_OK) return nf__rc; } while (0)
 
 /* ---- tensors --------------------------------------------------------------- */

@@ -18,22 +18,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static uint64_t nf__splitmix64(uint64_t * s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* uniform in [0, 1), 24 random bits: exact in float */
-static float nf__unif(uint64_t * s) {
-    return (float) (nf__splitmix64(s) >> 40) * (1.0f / 16777216.0f);
-}
-
 /* approximately N(0, 1): Irwin-Hall sum of 12 uniforms minus 6 */
 static float nf__normal(uint64_t * s) {
     float acc = 0.0f;
-    for (int i = 0; i < 12; i++) acc += nf__unif(s);
+    for (int i = 0; i < 12; i++) acc += nf__rng_unif(s);
     return acc - 6.0f;
 }
 
@@ -81,9 +69,9 @@ int nf__mitra_gen_weights_ex(const char * dir, const struct nf_mitra_config * cf
         for (int64_t e = 0; e < numel; e++) {
             float v;
             if (embedding || k->init == 1) v = nf__normal(&s);
-            else if (k->init == 2)         v = 1.0f + 0.1f * (2.0f * nf__unif(&s) - 1.0f);
-            else if (k->init == 3)         v = 0.1f * (2.0f * nf__unif(&s) - 1.0f);
-            else                           v = bound * (2.0f * nf__unif(&s) - 1.0f);
+            else if (k->init == 2)         v = 1.0f + 0.1f * (2.0f * nf__rng_unif(&s) - 1.0f);
+            else if (k->init == 3)         v = 0.1f * (2.0f * nf__rng_unif(&s) - 1.0f);
+            else                           v = bound * (2.0f * nf__rng_unif(&s) - 1.0f);
             d[e] = v;
         }
         if (perturb_key && strcmp(perturb_key, k->name) == 0) {

@@ -56,8 +56,9 @@ cudaError_t nf__cuda_embed_features(cudaStream_t st, const float * z, int64_t n,
                                     float * tok, int64_t T, int64_t D, const char ** kernel);
 
 /* LABEL_TOKENS, token 0 of each of n rows of tok (n, T, D).
- * mode 0 class: yi (n) i32, E (C, D) (an out-of-range label writes NaN);
- * mode 1 value: yf (n), w (D), b (D);  mode 2 mask: M (D). */
+ * mode 0 class: yi (n) i32, E (C, D) (an out-of-range label writes NaN: the
+ *               kernel cannot fail; nf_mitra_forward checks labels on the host);
+ * mode 1 value: yf (n), w (D), b (D);  mode 2 mask: M (D) passed as E. */
 cudaError_t nf__cuda_label_tokens(cudaStream_t st, int mode, int64_t n,
                                   const int32_t * yi, const float * yf,
                                   const float * E, int64_t C,

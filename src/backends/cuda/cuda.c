@@ -416,7 +416,8 @@ static int nf__cuda_buffer_alloc(nf_backend * be, size_t size, void ** handle, n
 static void nf__cuda_buffer_free(nf_backend * be, void * handle) {
     if (!handle) return;
     (void) cudaSetDevice(nf__cuda(be)->device);
-    /* cudaFree waits for the device, so no pending kernel still uses it */
+    /* kernels queued on the stream may still use it */
+    (void) cudaStreamSynchronize(nf__cuda(be)->stream);
     (void) cudaFree(handle);
 }
 
