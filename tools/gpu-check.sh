@@ -118,7 +118,7 @@ if [ ! -f /usr/include/cjson/cJSON.h ] && [ -f "$DEPS/usr/include/cjson/cJSON.h"
     CMAKE_ARGS="$CMAKE_ARGS -DCJSON_INCLUDE_DIR=$DEPS/usr/include -DCJSON_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/libcjson.so"
     note "  using cJSON from $DEPS"
 fi
-if ! ls /usr/include/cblas.h /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h /usr/include/openblas/cblas.h >/dev/null 2>&1 &&
+if ! find /usr/include -name cblas.h 2>/dev/null | grep . >/dev/null &&
    [ -f "$DEPS/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h" ]; then
     CMAKE_ARGS="$CMAKE_ARGS -DCBLAS_INCLUDE_DIR=$DEPS/usr/include/x86_64-linux-gnu/openblas-pthread"
     CMAKE_ARGS="$CMAKE_ARGS -DOPENBLAS_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so"
@@ -129,7 +129,9 @@ if [ -d "$DEPS/usr/lib/x86_64-linux-gnu" ]; then
 fi
 JOBS=$(nproc 2>/dev/null || echo 8)
 
-step configure 90 required "cmake -S . -B $BUILD $CMAKE_ARGS" || { note "RESULT=FAIL (configure)"; exit 1; }
+step configure 90 required "cmake -S . -B $BUILD $CMAKE_ARGS" || {
+    note "  (missing cJSON/OpenBLAS? on a machine with apt: tools/gpu-check.sh --fetch-deps, then carry tmp/gpudeps)"
+    note "RESULT=FAIL (configure)"; exit 1; }
 grep -E "nofall: cuda|not built" "$LOGDIR"/*configure.log | sed 's/^.*-- /  /' | tee -a "$SUMMARY"
 step build 180 required "cmake --build $BUILD -j$JOBS" || { note "RESULT=FAIL (build)"; exit 1; }
 step devices 30 required "set -o pipefail; $NF devices 2>&1 | tee /dev/stderr | grep '^  cuda:0 ' >/dev/null"

@@ -115,14 +115,17 @@ enum nf_op_type {
     NF_OP_LABEL_TOKENS,
     /* LAYER_NORM: for r < p.m rows:  x = src[0] + r*p.ldx (p.k elements),
      *   mu = mean(x), var = mean((x-mu)^2) (biased, two-pass),
-     *   dst[0][r*p.ldy + c] = (x[c]-mu) / sqrtf(var + p.eps) * g[c] + b[c].
+     *   rstd = 1.0f / sqrtf(var + p.eps);
+     *   dst[0][r*p.ldy + c] = (x[c]-mu) * rstd * g[c] + b[c].
      *   src[1] g (k), src[2] b (k).                                          */
     NF_OP_LAYER_NORM,
     /* LINEAR: y = act(x · Wᵀ + bias), optionally accumulated into dst.
      *   src[0] x: row r at offset r*p.ldx, p.k elements;  src[1] W (p.n, p.k);
      *   src[2] bias (p.n) or absent (n_src == 2);  dst[0] y: row r at r*p.ldy.
      *   t = sum_c x[r][c]*W[o][c] + bias[o];  t = p.act == NF_ACT_GELU ?
-     *   0.5f*t*(1+erff(t*M_SQRT1_2)) : t;  y[r][o] = p.accumulate ? y[r][o] + t : t. */
+     *   0.5f*t*(1.0f+erf(t*0.70710678f)) : t (a float constant; erf exact to float
+     *   rounding: libm erff, OpenCL erf, CUDA erff, the cpu's own series);
+     *   y[r][o] = p.accumulate ? y[r][o] + t : t. */
     NF_OP_LINEAR,
     /* ATTENTION: softmax(scale · q kᵀ) v, per group g and head h.
      *   q row i of group g, head h: src[0] + g*p.q_gs + i*p.q_ss + h*p.head_dim
