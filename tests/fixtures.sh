@@ -9,6 +9,9 @@ set -u
 BIN=$1; FIX=$2; TMP=$3; DEV=$4
 rm -rf "$TMP"; mkdir -p "$TMP"
 if [ "$DEV" != cpu ]; then
+  # the device's runtime threads (PoCL) and the cpu reference's OpenMP pool
+  # share this process and two cores: idle OpenMP threads must not spin
+  export OMP_WAIT_POLICY=PASSIVE
   if ! "$BIN" devices | grep -q "^  $DEV "; then
     echo "device $DEV not available here: skipped"; "$BIN" devices; exit 77
   fi
