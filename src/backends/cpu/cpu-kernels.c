@@ -207,18 +207,37 @@ static const double nf__erf_cheb[21] = {
 
 
 static inline float nf__erf_inline(float x) {
-    const double z = (double) x;
-    double u = z * z;
-    u = u < 16.0 ? u : 16.0;
+    /* the range tests are integer tests on the bit pattern: a floating-point
+     * compare may trap as far as the compiler knows, and it then refuses to
+     * vectorise the selects */
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u;
+    /* selects are bit blends with all-ones/all-zero masks: a ternary lets
+     * the compiler sink the float work into a branch it may not if-convert */
+    const uint32_t big = (uint32_t) 0 - (uint32_t) (mag >= 0x40800000u);   /* |x| >= 4, Inf, NaN */
+    const uint32_t nan = (uint32_t) 0 - (uint32_t) (mag > 0x7f800000u);
+    const uint32_t cbits = (bits & ~big) | ((sign | 0x40800000u) & big);  /* clamp to +-4 */
+    float xc;
+    memcpy(&xc, &cbits, sizeof(xc));
+    const double z = (double) xc, u = z * z;           /* u in [0, 16] */
     const double t = u * 0.125 - 1.0, t2 = 2.0 * t;
-    double b1 = 0.0, b2 = 0.0;
-    for (int k = 20; k >= 1; k--) {
-        const double b0 = t2 * b1 - b2 + nf__erf_cheb[k];
-        b2 = b1;
-        b1 = b0;
-    }
-    const double r = z * (t * b1 - b2 + nf__erf_cheb[0]);
-    return (float) (fabs(z) >= 4.0 ? (z > 0.0 ? 1.0 : -1.0) : r);
+    /* Clenshaw recurrence, written out so the loop around this vectorises */
+    double b1 = nf__erf_cheb[20], b2 = 0.0, b0;
+#define NF__CLENSHAW(k) b0 = t2 * b1 - b2 + nf__erf_cheb[k]; b2 = b1; b1 = b0;
+    NF__CLENSHAW(19) NF__CLENSHAW(18) NF__CLENSHAW(17) NF__CLENSHAW(16) NF__CLENSHAW(15)
+    NF__CLENSHAW(14) NF__CLENSHAW(13) NF__CLENSHAW(12) NF__CLENSHAW(11) NF__CLENSHAW(10)
+    NF__CLENSHAW(9)  NF__CLENSHAW(8)  NF__CLENSHAW(7)  NF__CLENSHAW(6)  NF__CLENSHAW(5)
+    NF__CLENSHAW(4)  NF__CLENSHAW(3)  NF__CLENSHAW(2)  NF__CLENSHAW(1)
+#undef NF__CLENSHAW
+    const float r = (float) (z * (t * b1 - b2 + nf__erf_cheb[0]));
+    uint32_t rbits;
+    memcpy(&rbits, &r, sizeof(rbits));
+    rbits = (rbits & ~big) | ((sign | 0x3f800000u) & big);      /* +-1.0f */
+    rbits = (rbits & ~nan) | ((bits | 0x00400000u) & nan);      /* NaN stays (quiet) NaN */
+    float out;
+    memcpy(&out, &rbits, sizeof(out));
+    return out;
 }
 float nf__erf_f32(float x) { return nf__erf_inline(x); }
 
@@ -227,23 +246,21 @@ static inline float nf__gelu(float t) {
     return 0.5f * t * (1.0f + nf__erf_inline(t * 0.70710678118654752440f));
 }
 
-/* y[o] = act(t[o] + bias[o]) (+ y[o]); compiled for several ISAs, picked at
- * load time: the arithmetic is the same IEEE operations in each (no FMA
- * contraction), only the vector width differs. */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void nf__linear_epilogue(float * restrict yr, const float * restrict tr, const float * restrict bias,
+/* t[o] = GELU(t[o]) over a row, compiled for several ISAs and picked at load
+ * time: the same IEEE operations in each (no FMA contraction), only the
+ * vector width differs. */
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline))
+static void nf__gelu_row(float * restrict t, int64_t n) {
+    for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o]);
+}
+
+/* t[o] = act(t[o] + bias[o]); y[o] += t[o] when accumulating (t is then a
+ * scratch row, else t == y): the roundings of the one-expression form. */
+static void nf__linear_epilogue(float * yr, float * tr, const float * restrict bias,
                                 int64_t n, int gelu, int acc) {
-    if (gelu) {
-        for (int64_t o = 0; o < n; o++) {
-            const float g = nf__gelu(bias ? tr[o] + bias[o] : tr[o]);
-            yr[o] = acc ? yr[o] + g : g;
-        }
-    } else {
-        for (int64_t o = 0; o < n; o++) {
-            const float v = bias ? tr[o] + bias[o] : tr[o];
-            yr[o] = acc ? yr[o] + v : v;
-        }
-    }
+    if (bias) for (int64_t o = 0; o < n; o++) tr[o] = tr[o] + bias[o];
+    if (gelu) nf__gelu_row(tr, n);
+    if (acc)  for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
 }
 
 static _Thread_local float * nf__scratch;
