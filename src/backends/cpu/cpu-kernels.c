@@ -246,21 +246,29 @@ static inline float nf__gelu(float t) {
     return 0.5f * t * (1.0f + nf__erf_inline(t * 0.70710678118654752440f));
 }
 
-/* t[o] = GELU(t[o]) over a row, compiled for several ISAs and picked at load
- * time: the same IEEE operations in each (no FMA contraction), only the
- * vector width differs. */
+/* t[o] = GELU(t[o] + bias[o]) over a row (bias may be NULL), compiled for
+ * several ISAs and picked at load time: the same IEEE operations in each (no
+ * FMA contraction), only the vector width differs. */
 __attribute__((target_clones("avx512f", "avx2", "default"), noinline))
-static void nf__gelu_row(float * restrict t, int64_t n) {
-    for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o]);
+static void nf__gelu_row(float * restrict t, const float * restrict bias, int64_t n) {
+    if (bias) for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o] + bias[o]);
+    else      for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o]);
 }
 
 /* t[o] = act(t[o] + bias[o]); y[o] += t[o] when accumulating (t is then a
- * scratch row, else t == y): the roundings of the one-expression form. */
+ * scratch row, else t == y): one pass each, with the roundings of the
+ * expression y + act(t + b). */
 static void nf__linear_epilogue(float * yr, float * tr, const float * restrict bias,
                                 int64_t n, int gelu, int acc) {
-    if (bias) for (int64_t o = 0; o < n; o++) tr[o] = tr[o] + bias[o];
-    if (gelu) nf__gelu_row(tr, n);
-    if (acc)  for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
+    if (gelu) {
+        nf__gelu_row(tr, bias, n);
+        if (acc) for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
+    } else if (acc) {
+        if (bias) for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + (tr[o] + bias[o]);
+        else      for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
+    } else if (bias) {
+        for (int64_t o = 0; o < n; o++) tr[o] = tr[o] + bias[o];
+    }
 }
 
 static _Thread_local float * nf__scratch;
@@ -369,28 +377,39 @@ static int nf__cpu_attention(const nf_op * op, nf_err * err) {
         return NF_OK;
     }
 
-    /* large problems (row attention): scores by sgemm, blocked over query rows */
-    const int64_t bq = lq < 256 ? lq : 256;
-    float * S = malloc((size_t) bq * (size_t) lk * sizeof(float));
-    if (!S) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory (%lld x %lld scores)", (long long) bq, (long long) lk);
-    for (int64_t g = 0; g < G; g++) {
-        for (int64_t h = 0; h < H; h++) {
-            for (int64_t i0 = 0; i0 < lq; i0 += bq) {
-                const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
-                const float * qb = q + g * p->q_gs + i0 * p->q_ss + h * E;
-                const float * kb = k + g * p->kv_gs + h * E;
-                const float * vb = v + g * p->kv_gs + h * E;
-                float * ob = o + g * p->o_gs + i0 * p->o_ss + h * E;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int) nb, (int) lk, (int) E,
-                            scale, qb, (int) p->q_ss, kb, (int) p->kv_ss, 0.0f, S, (int) lk);
-                #pragma omp parallel for schedule(static)
-                for (int64_t i = 0; i < nb; i++) nf__softmax_row(S + i * lk, lk);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) nb, (int) E, (int) lk,
-                            1.0f, S, (int) lk, vb, (int) p->kv_ss, 0.0f, ob, (int) p->o_ss);
-            }
+    /* large problems (row attention): one task per (group, head, block of
+     * query rows), spread over the OpenMP threads; each task's two sgemm
+     * calls run single-threaded inside the parallel region (OpenBLAS's
+     * OpenMP build does that by itself), so no reduction is split and the
+     * result does not depend on the thread count. */
+    const int64_t bq = lq < 128 ? lq : 128;
+    const int64_t nblk = (lq + bq - 1) / bq;
+    int failed = 0;
+    #pragma omp parallel
+    {
+        float * S = malloc((size_t) bq * (size_t) lk * sizeof(float));
+        if (!S) {
+            #pragma omp atomic write
+            failed = 1;
         }
+        #pragma omp for schedule(dynamic, 1)
+        for (int64_t task = 0; task < G * H * nblk; task++) {
+            if (!S) continue;
+            const int64_t g = task / (H * nblk), h = (task / nblk) % H, i0 = (task % nblk) * bq;
+            const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
+            const float * qb = q + g * p->q_gs + i0 * p->q_ss + h * E;
+            const float * kb = k + g * p->kv_gs + h * E;
+            const float * vb = v + g * p->kv_gs + h * E;
+            float * ob = o + g * p->o_gs + i0 * p->o_ss + h * E;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int) nb, (int) lk, (int) E,
+                        scale, qb, (int) p->q_ss, kb, (int) p->kv_ss, 0.0f, S, (int) lk);
+            for (int64_t i = 0; i < nb; i++) nf__softmax_row(S + i * lk, lk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) nb, (int) E, (int) lk,
+                        1.0f, S, (int) lk, vb, (int) p->kv_ss, 0.0f, ob, (int) p->o_ss);
+        }
+        free(S);
     }
-    free(S);
+    if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory (%lld x %lld scores)", (long long) bq, (long long) lk);
     return NF_OK;
 }
 
