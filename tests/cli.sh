@@ -128,6 +128,23 @@ for k in MEDIAN_MS MEAN_MS P90_MS MIN_MS MAX_MS GFLOPS FLOP_PER_FORWARD; do
   grep -qE "^$k=[0-9.e+-]+$" "$T/bench.out" && ok "bench $k" || bad "bench $k"
 done
 
+# --- opencl: a missing platform and a kernel that fails to build ------------------
+if "$BIN" devices | grep -q "^opencl: not compiled in"; then
+  echo "skip opencl error paths: opencl backend not compiled in"
+else
+  OCL_ICD_VENDORS=/nonexistent expect_fail opencl-no-platform "no OpenCL platform found" \
+    "$BIN" run --model "$T/small" --device opencl:0 --out "$T/o-ocl-none"
+  no_artifacts "$T/o-ocl-none" opencl-no-platform
+  expect_fail opencl-no-device "opencl:9: no such device" "$BIN" run --model "$T/small" --device opencl:9 --out "$T/o-ocl-9"
+  no_artifacts "$T/o-ocl-9" opencl-no-device
+  NOFALL_OPENCL_TEST_BREAK_BUILD=1 NOFALL_OPENCL_NO_CACHE=1 expect_fail opencl-build "kernel build failed (clBuildProgram" \
+    "$BIN" run --model "$T/small" --device opencl:0 --out "$T/o-ocl-build"
+  grep -q "CL_BUILD_PROGRAM_FAILURE" "$T/opencl-build.err" && grep -qi "error" "$T/opencl-build.err" \
+    && ok "opencl-build: the message carries the build log" || bad "opencl-build: no build log"
+  no_artifacts "$T/o-ocl-build" opencl-build
+  expect_fail opencl-tf32 "tf32" "$BIN" run --model "$T/small" --device opencl:0 --precision tf32 --out "$T/o-ocl-tf32"
+fi
+
 # --- devices ------------------------------------------------------------------------
 "$BIN" devices > "$T/devices.out" && grep -q "^cpu: compiled in" "$T/devices.out" && ok "devices" || bad "devices"
 

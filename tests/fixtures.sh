@@ -45,4 +45,23 @@ for case in "$FIX"/*/; do
   n=$((n + 1))
 done
 [ "$n" -ge 7 ] || { echo "FAIL: only $n fixtures found in $FIX"; fail=1; }
+# where every op ran, from the trace of a run on the device (full-size model)
+model="$TMP/model-full-seed0"
+if [ -f "$model/model.safetensors" ]; then
+  if "$BIN" run --model "$model" --device "$DEV" --out "$TMP/run" --trace "$TMP/trace.json" > "$TMP/run.txt" 2>&1 &&
+     python3 - "$TMP/trace.json" "$DEV" "$TMP/run.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); dev = sys.argv[2]
+m = dict(l.strip().split("=", 1) for l in open(sys.argv[3]) if "=" in l)
+assert d["device"] == dev and d["totals"]["ops"] > 0
+assert all(o["device"] == dev and o["operands_on"] == dev for o in d["ops"]), "an op ran off the device"
+assert d["totals"]["ops_off_device"] == 0
+h2d = [x["what"] for x in d["transfers"] if x["direction"] == "h2d"]
+d2h = [x["what"] for x in d["transfers"] if x["direction"] == "d2h"]
+assert h2d == ["weights", "x_support", "x_query", "y_support"] and d2h == ["logits"], (h2d, d2h)
+assert m["CPU_FALLBACK"] == "false" and m["MODEL_DEVICE"] == dev and m["INPUT_DEVICE"] == dev and m["LOGITS_DEVICE"] == dev
+print("trace: %d ops, all on %s; transfers: weights once + 3 inputs in, logits out" % (d["totals"]["ops"], dev))
+PY
+  then echo "PASS trace on $DEV"; else echo "FAIL trace on $DEV"; cat "$TMP/run.txt"; fail=1; fi
+fi
 exit $fail
