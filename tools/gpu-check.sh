@@ -41,7 +41,7 @@ DEPS=${NF_DEPS:-$ROOT/tmp/gpudeps}
 if [ "${1:-}" = "--fetch-deps" ]; then
     rm -rf "$DEPS" && mkdir -p "$DEPS/debs" || exit 1
     ( cd "$DEPS/debs" &&
-      apt-get download libcjson1 libcjson-dev libopenblas0-pthread libopenblas-pthread-dev libgfortran5 libquadmath0 ) || exit 1
+      apt-get download libcjson1 libcjson-dev libopenblas0-openmp libopenblas-openmp-dev libgomp1 libgfortran5 libquadmath0 ) || exit 1
     for f in "$DEPS"/debs/*.deb; do dpkg -x "$f" "$DEPS" || exit 1; done
     rm -rf "$DEPS/debs" "$DEPS/usr/share"
     find "$DEPS" -name '*.a' -delete
@@ -118,14 +118,14 @@ if [ ! -f /usr/include/cjson/cJSON.h ] && [ -f "$DEPS/usr/include/cjson/cJSON.h"
     CMAKE_ARGS="$CMAKE_ARGS -DCJSON_INCLUDE_DIR=$DEPS/usr/include -DCJSON_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/libcjson.so"
     note "  using cJSON from $DEPS"
 fi
-if ! find /usr/include -name cblas.h 2>/dev/null | grep . >/dev/null &&
-   [ -f "$DEPS/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h" ]; then
-    CMAKE_ARGS="$CMAKE_ARGS -DCBLAS_INCLUDE_DIR=$DEPS/usr/include/x86_64-linux-gnu/openblas-pthread"
-    CMAKE_ARGS="$CMAKE_ARGS -DOPENBLAS_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so"
+if [ ! -f /usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h ] &&
+   [ -f "$DEPS/usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h" ]; then
+    CMAKE_ARGS="$CMAKE_ARGS -DCBLAS_INCLUDE_DIR=$DEPS/usr/include/x86_64-linux-gnu/openblas-openmp"
+    CMAKE_ARGS="$CMAKE_ARGS -DOPENBLAS_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so"
     note "  using OpenBLAS from $DEPS"
 fi
 if [ -d "$DEPS/usr/lib/x86_64-linux-gnu" ]; then
-    export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 JOBS=$(nproc 2>/dev/null || echo 8)
 
