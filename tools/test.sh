@@ -15,4 +15,15 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNOFALL_SANITIZE=ON 
 cmake --build build-asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure
+# 3. the cuda backend's host and kernel code on the host emulator (no GPU
+#    here): the conformance suite and small Mitra runs against the cpu. This
+#    checks the kernels' logic; only a GPU run (tools/gpu-check.sh) checks
+#    the device itself.
+if command -v nvcc >/dev/null 2>&1; then
+  cmake -S . -B build-cuda-emu -DCMAKE_BUILD_TYPE=Release -DNOFALL_CUDA_EMU=ON -DNOFALL_OPENCL=OFF
+  cmake --build build-cuda-emu -j "$JOBS"
+  ctest --test-dir build-cuda-emu --output-on-failure -R "backend-ops|cuda-emu"
+else
+  echo "test.sh: nvcc not found: cuda emulator stage skipped"
+fi
 echo "test.sh: all tests passed"
