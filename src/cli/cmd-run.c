@@ -116,9 +116,7 @@ static int nf_run_write_trace(const nf_backend * be, const char * path, nf_err *
 }
 
 static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
-    if (mkdir(o->out, 0777) != 0 && errno != EEXIST) {
-        return nf__err_set(err, NF_ERR_IO, "%s: cannot create output directory: %s", o->out, strerror(errno));
-    }
+    NF_TRY(nf__mkdir_p(o->out, err));
     nf_run_remove_artifacts(o->out);
 
     nf_backend * be = NULL;

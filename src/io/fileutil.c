@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void nf__path_join(char * out, size_t n, const char * dir, const char * file) {
     size_t l = strlen(dir);
@@ -64,5 +65,24 @@ int nf__json_write_file(const char * path, const cJSON * doc, nf_err * err) {
     cJSON_free(txt);
     if (!ok) { remove(tmp); return nf__err_set(err, NF_ERR_IO, "%s: write failed", tmp); }
     if (rename(tmp, path) != 0) { remove(tmp); return nf__err_set(err, NF_ERR_IO, "%s: rename failed: %s", path, strerror(errno)); }
+    return NF_OK;
+}
+
+int nf__mkdir_p(const char * dir, nf_err * err) {
+    char p[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof(p)) return nf__err_set(err, NF_ERR_IO, "bad directory name '%s'", dir);
+    memcpy(p, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != '\0') continue;
+        const char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            return nf__err_set(err, NF_ERR_IO, "%s: cannot create directory: %s", p, strerror(errno));
+        }
+        p[i] = c;
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return nf__err_set(err, NF_ERR_IO, "%s: not a directory", dir);
     return NF_OK;
 }

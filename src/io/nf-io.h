@@ -9,6 +9,8 @@ struct cJSON;
 /* ---- files ---------------------------------------------------------------- */
 int  nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err);
 void nf__path_join(char * out, size_t n, const char * dir, const char * file);
+/* mkdir -p */
+int  nf__mkdir_p(const char * dir, nf_err * err);
 /* Parse a JSON file (size-capped); *out must be freed with cJSON_Delete. */
 int  nf__json_read_file(const char * path, struct cJSON ** out, nf_err * err);
 /* Write a cJSON document to path atomically (path.tmp then rename). */

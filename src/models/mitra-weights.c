@@ -47,9 +47,7 @@ int nf_mitra_gen_weights(const char * dir, const struct nf_mitra_config * cfg, u
 int nf__mitra_gen_weights_ex(const char * dir, const struct nf_mitra_config * cfg, uint64_t seed,
                              const char * perturb_key, float perturb_delta, nf_err * err) {
     NF_TRY(nf__mitra_config_check(cfg, "gen-weights", err));
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        return nf__err_set(err, NF_ERR_IO, "%s: cannot create directory: %s", dir, strerror(errno));
-    }
+    NF_TRY(nf__mkdir_p(dir, err));
     const int n = nf__mitra_key_count(cfg);
     struct nf_mitra_key * keys = calloc((size_t) n, sizeof(*keys));
     struct nf_st_entry * ents = calloc((size_t) n, sizeof(*ents));
