@@ -126,8 +126,9 @@ struct nf_mitra_input {
     const float   * y_value;     /* regression:     (n_support)              */
 };
 
-/* Rows of queries processed together (bounds the working memory); 0 = default. */
-void nf_mitra_set_query_chunk(nf_mitra * m, int64_t rows);
+/* Rows of the stream (support and query rows alike) processed together by
+ * each sub-block: bounds the scratch memory; 0 = default (4096 tokens). */
+void nf_mitra_set_chunk_rows(nf_mitra * m, int64_t rows);
 
 /* Stage callback (for verifying and bisecting backends). Stages:
  *   "inputs"  the x_support / x_query tensors read back from the device

@@ -46,6 +46,10 @@ done
   --query-x "$T/run/query_x.npy" > /dev/null 2>&1 && cmp -s "$T/run/logits.npy" "$T/run3/logits.npy" \
   && ok "inputs from files reproduce the logits" || bad "inputs from files"
 
+# bounded memory: processing the stream 3 rows at a time gives the same logits
+"$BIN" run --model "$T/full" --out "$T/run4" --chunk-rows 3 > /dev/null 2>&1 && cmp -s "$T/run/logits.npy" "$T/run4/logits.npy" \
+  && ok "--chunk-rows 3 reproduces the logits" || bad "--chunk-rows 3 changes the logits"
+
 # --- trace ------------------------------------------------------------------------
 "$BIN" gen-weights mitra --out "$T/small" --dim 32 --layers 2 --heads 4 --outputs 10 --seed 3 > /dev/null
 "$BIN" run --model "$T/small" --out "$T/tr" --trace "$T/trace.json" > "$T/tr.out" 2>&1 || bad "run --trace"

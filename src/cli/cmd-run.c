@@ -25,7 +25,7 @@ struct nf_run_opts {
     const char * model, * device, * out, * sx, * sy, * qx, * trace;
     uint64_t seed;
     int precision;
-    int64_t query_chunk;
+    int64_t chunk_rows;
 };
 
 static void nf_run_remove_artifacts(const char * dir) {
@@ -92,7 +92,7 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
         else if (strcmp(a, "--support-y") == 0)   o->sy = v;
         else if (strcmp(a, "--query-x") == 0)     o->qx = v;
         else if (strcmp(a, "--trace") == 0)       o->trace = v;
-        else if (strcmp(a, "--query-chunk") == 0) o->query_chunk = strtoll(v, NULL, 10);
+        else if (strcmp(a, "--chunk-rows") == 0) o->chunk_rows = strtoll(v, NULL, 10);
         else if (strcmp(a, "--precision") == 0) {
             if (!nf_cli_parse_precision(v, &o->precision)) { fprintf(stderr, "error: --precision must be exact or tf32\n"); return 0; }
         } else { fprintf(stderr, "error: unknown option %s\n", a); return 0; }
@@ -129,7 +129,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
     nf_trace_reset(be, o->trace != NULL);
     if ((rc = nf_mitra_load(be, o->model, &m, err)) != NF_OK) goto done;
-    if (o->query_chunk > 0) nf_mitra_set_query_chunk(m, o->query_chunk);
+    if (o->chunk_rows > 0) nf_mitra_set_chunk_rows(m, o->chunk_rows);
     const struct nf_mitra_config * cfg = nf_mitra_get_config(m);
     const int class_labels = nf_mitra_uses_class_labels(m);
     const int width = nf_mitra_output_width(m);

@@ -10,8 +10,12 @@
  *   (c) feature attention  X += O2(MHA(Q2 X', K2 X', V2 X')), X' = LN3(X), across the T tokens of a row
  *   (d) MLP 2              X += linear4(GELU(linear3(LN4(X))))
  * Head: logits = final_layer(final_layer_norm(Q[:, 0, :])).
- * Layer-major order: the support stream is computed once; the queries are
- * processed in row chunks that only read the support's K/V of that layer. */
+ * Support and query rows live in one stream X = [S; Q] (n_s + n_q rows), so
+ * every sub-block runs one GEMM over both; only the row-attention keys and
+ * values come from the support rows alone. Layer-major order: the support is
+ * computed once whatever the number of queries, and each sub-block walks X
+ * in row chunks, so the scratch memory is bounded (the streams themselves
+ * are O(rows x T x D)). */
 #include "mitra-impl.h"
 #include "io/nf-io.h"
 
@@ -37,7 +41,7 @@ struct nf_mitra {
     struct nf_mitra_layer * layers;
     int64_t   n_params;
     int64_t   chunk_tokens;
-    int64_t   query_chunk_rows;
+    int64_t   chunk_rows;
     nf_stage_fn stage_fn;
     void *      stage_user;
     int         stages;
@@ -255,7 +259,7 @@ int nf_mitra_output_width(const nf_mitra * m) {
     return (m->cfg.task == NF_TASK_REGRESSION && m->cfg.dim_output == 1) ? 1 : m->cfg.dim_output;
 }
 void nf_mitra_get_placement(const nf_mitra * m, struct nf_mitra_placement * out) { *out = m->placement; }
-void nf_mitra_set_query_chunk(nf_mitra * m, int64_t rows) { m->query_chunk_rows = rows > 0 ? rows : 0; }
+void nf_mitra_set_chunk_rows(nf_mitra * m, int64_t rows) { m->chunk_rows = rows > 0 ? rows : 0; }
 void nf_mitra_set_stage_callback(nf_mitra * m, int stages, nf_stage_fn fn, void * user) {
     m->stage_fn = fn;
     m->stage_user = user;
@@ -584,7 +588,7 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
      * provide row-attention keys/values: nothing downstream reads the rest of
      * their update, so it is skipped (spec §4.9). */
     const int64_t cmax = w->ct / T > 0 ? w->ct / T : 1;
-    const int64_t crows = m->query_chunk_rows > 0 && m->query_chunk_rows < cmax ? m->query_chunk_rows : cmax;
+    const int64_t crows = m->chunk_rows > 0 && m->chunk_rows < cmax ? m->chunk_rows : cmax;
     char st[64];
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const struct nf_mitra_layer * L = &m->layers[l];

@@ -78,7 +78,7 @@ int nf__backend_cpu_init(int precision, nf_backend ** out, nf_err * err) {
     snprintf(be->desc, sizeof(be->desc), "host CPU, %d OpenMP threads, OpenBLAS %s (%d threads)",
              omp_get_max_threads(), openblas_get_config(), openblas_get_num_threads());
     snprintf(be->precision_detail, sizeof(be->precision_detail),
-             "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (erff); OpenBLAS sgemm fp32");
+             "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); OpenBLAS sgemm fp32 (OpenMP build)");
     *out = be;
     return NF_OK;
 }
