@@ -264,6 +264,22 @@ __kernel void nf_label_mask(__global const float * M, long M_off,
  * Same arithmetic as the cpu reference: sums in nf_acc (double with fp64),
  * mu = (float)(s / k), var = (float)(sum (x-mu)^2 / k),
  * rstd = 1 / sqrt(var + eps), y = (x - mu) * rstd * g + b. */
+/* Sum of v over the work-group (power-of-two size), a fixed-order tree:
+ * deterministic. red has one slot per work-item; all work-items must call. */
+static nf_acc nf_wg_sum(__local nf_acc * red, nf_acc v, int lid, int wg) {
+    red[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = wg >> 1; h > 0; h >>= 1) {
+        if (lid < h) {
+            red[lid] += red[lid + h];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const nf_acc r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
 __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
                             __global const float * g, long g_off,
                             __global const float * b, long b_off,
@@ -280,31 +296,14 @@ __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
     for (int c = lid; c < k; c += wg) {
         s += (nf_acc)xr[c];
     }
-    red[lid] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int h = wg >> 1; h > 0; h >>= 1) {
-        if (lid < h) {
-            red[lid] += red[lid + h];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float mu = NF_ACC_DIV(red[0], (nf_acc)k);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    const float mu = NF_ACC_DIV(nf_wg_sum(red, s, lid, wg), (nf_acc)k);
 
     nf_acc s2 = 0;
     for (int c = lid; c < k; c += wg) {
         const nf_acc d = (nf_acc)xr[c] - (nf_acc)mu;
         s2 += d * d;
     }
-    red[lid] = s2;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int h = wg >> 1; h > 0; h >>= 1) {
-        if (lid < h) {
-            red[lid] += red[lid + h];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float var  = NF_ACC_DIV(red[0], (nf_acc)k);
+    const float var  = NF_ACC_DIV(nf_wg_sum(red, s2, lid, wg), (nf_acc)k);
     const float rstd = NF_DIV(1.0f, NF_SQRT(var + eps));
     for (int c = lid; c < k; c += wg) {
         const float t = (xr[c] - mu) * rstd;
