@@ -14,7 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char * const nf_run_artifacts[] = {
     "support_x.npy", "support_y.npy", "query_x.npy", "logits.npy", "class_ids.npy", "report.json",

@@ -12,11 +12,9 @@
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* approximately N(0, 1): Irwin-Hall sum of 12 uniforms minus 6 */
 static float nf__normal(uint64_t * s) {

@@ -954,34 +954,40 @@ static int launch(struct nf_cl * c, int kid, const struct karg * a, int na, cl_u
            (int)(sizeof((const struct karg[]){ __VA_ARGS__ }) / sizeof(struct karg)),     \
            (dims), (gws), (lws), (err))
 
-static int ensure_scratch(struct nf_cl * c, size_t size, nf_err * err)
+/* Grow a device buffer to at least size bytes (contents are not kept). */
+static int reserve_buffer(struct nf_cl * c, cl_mem * buf, size_t * cur, size_t size, const char * what, nf_err * err)
 {
     if (size == 0) {
         size = 4;
     }
-    if (c->scratch && c->scratch_size >= size) {
+    if (*buf && *cur >= size) {
         return NF_OK;
     }
     if (size > c->max_alloc) {
-        return nf__err_set(err, NF_ERR_NOMEM, "%s: scratch buffer of %zu bytes exceeds "
-                           "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%" PRIu64 " bytes)", c->name, size,
+        return nf__err_set(err, NF_ERR_NOMEM, "%s: %s buffer of %zu bytes exceeds "
+                           "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%" PRIu64 " bytes)", c->name, what, size,
                            (uint64_t)c->max_alloc);
     }
-    if (c->scratch) {
+    if (*buf) {
         /* the release is deferred by OpenCL until queued kernels using it finish */
-        clReleaseMemObject(c->scratch);
-        c->scratch = NULL;
-        c->scratch_size = 0;
+        clReleaseMemObject(*buf);
+        *buf = NULL;
+        *cur = 0;
     }
     cl_int rc = CL_SUCCESS;
-    c->scratch = clCreateBuffer(c->context, CL_MEM_READ_WRITE, size, NULL, &rc);
+    *buf = clCreateBuffer(c->context, CL_MEM_READ_WRITE, size, NULL, &rc);
     if (rc != CL_SUCCESS) {
-        c->scratch = NULL;
-        return nf__err_set(err, cl_rc_code(rc), "%s: clCreateBuffer(scratch, %zu bytes): %s (%d)", c->name,
-                           size, cl_err_name(rc), (int)rc);
+        *buf = NULL;
+        return nf__err_set(err, cl_rc_code(rc), "%s: clCreateBuffer(%s, %zu bytes): %s (%d)", c->name,
+                           what, size, cl_err_name(rc), (int)rc);
     }
-    c->scratch_size = size;
+    *cur = size;
     return NF_OK;
+}
+
+static int ensure_scratch(struct nf_cl * c, size_t size, nf_err * err)
+{
+    return reserve_buffer(c, &c->scratch, &c->scratch_size, size, "scratch", err);
 }
 
 static cl_mem tmem(const nf_tensor * t)
@@ -1288,20 +1294,11 @@ static int op_linear_clblast(struct nf_cl * c, const nf_op * op, nf_err * err)
             return nf__err_set(err, NF_ERR_DEVICE, "%s: CLBlastSGemmTempBufferSize(m=%zu n=%zu k=%zu): %s (%d)",
                                c->name, rows, N, K, clblast_status_name(st), (int)st);
         }
-        if (need > c->gemm_tmp_size) {
-            if (c->gemm_tmp) {
-                clReleaseMemObject(c->gemm_tmp);
-                c->gemm_tmp = NULL;
-                c->gemm_tmp_size = 0;
+        if (need > 0) {
+            int rr = reserve_buffer(c, &c->gemm_tmp, &c->gemm_tmp_size, need, "CLBlast temp", err);
+            if (rr != NF_OK) {
+                return rr;
             }
-            cl_int rc = CL_SUCCESS;
-            c->gemm_tmp = clCreateBuffer(c->context, CL_MEM_READ_WRITE, need, NULL, &rc);
-            if (rc != CL_SUCCESS) {
-                c->gemm_tmp = NULL;
-                return nf__err_set(err, cl_rc_code(rc), "%s: clCreateBuffer(CLBlast temp, %zu bytes): %s (%d)",
-                                   c->name, need, cl_err_name(rc), (int)rc);
-            }
-            c->gemm_tmp_size = need;
         }
         st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
                                         rows, N, K, 1.0f, tmem(x), a_off, (size_t)p->ldx,
