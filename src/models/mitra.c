@@ -322,7 +322,7 @@ struct nf__ws {
     int64_t ns, nq, n, F, T, D, ct;  /* ct: tokens per chunk */
     nf_tensor xs, xq, ys, B, zs, zq;
     nf_tensor X;                     /* the residual stream                       */
-    nf_tensor Qa, Ks, Vs;            /* row attention: q of all rows, k/v of support */
+    nf_tensor Qa, Ks, Vs;            /* row attention: q, k, v of the support rows */
     nf_tensor Xn, P, K2, V2, A, H;   /* per-chunk scratch                         */
     nf_tensor hq, logits;
     float * host_s, * host_q;        /* stage dumps                               */
@@ -347,7 +347,7 @@ static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err
     NF__ALLOC(zs, NF_F32, 2, "z_support", w->ns, w->F);
     NF__ALLOC(zq, NF_F32, 2, "z_query", w->nq, w->F);
     NF__ALLOC(X,  NF_F32, 3, "stream", w->n, T, D);
-    NF__ALLOC(Qa, NF_F32, 1, "row_q", w->n * T * D);
+    NF__ALLOC(Qa, NF_F32, 1, "support_q", w->ns * T * D);
     NF__ALLOC(Ks, NF_F32, 1, "support_k", w->ns * T * D);
     NF__ALLOC(Vs, NF_F32, 1, "support_v", w->ns * T * D);
     NF__ALLOC(Xn, NF_F32, 1, "normed", w->ct * D);
@@ -412,42 +412,46 @@ static int nf__feature_attention(nf_mitra * m, struct nf__ws * w, const struct n
     return NF_OK;
 }
 
-/* (a): per token column, rows [r0, n) attend to the support rows [0, n_s).
- * Pass 1 projects LN1(X) -- q for the rows that attend, k/v for the support --
- * before any row changes; pass 2 attends and adds O1(.) to the stream. */
+/* (a): per token column, rows [rbeg, n) attend to the support rows [0, n_s).
+ * Pass 1 projects LN1 of the support rows (k, v, and q when the support
+ * attends too) before any row changes; pass 2 attends and adds O1(.) to the
+ * stream -- support rows with their stored q, query rows projecting q chunk
+ * by chunk, so no per-query q is kept. */
 static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l,
                              int64_t rbeg, int64_t crows, nf_err * err) {
     const int64_t D = w->D, T = w->T, H = m->cfg.n_heads;
     char lab[48];
-    for (int64_t r0 = 0; r0 < w->n; r0 += crows) {
-        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n;
-        const int64_t q0 = r0 > rbeg ? r0 : rbeg;     /* rows that need q      */
-        const int64_t k1 = r1 < w->ns ? r1 : w->ns;    /* rows that provide k/v */
-        if (q0 >= r1 && r0 >= k1) continue;
+    for (int64_t r0 = 0; r0 < w->ns; r0 += crows) {
+        const int64_t r1 = r0 + crows < w->ns ? r0 + crows : w->ns, tok = (r1 - r0) * T;
         snprintf(lab, sizeof(lab), "layers.%d.layer_norm1", l);
-        NF_TRY(nf__layer_norm(m->be, lab, nf__rows(w, &w->X, r0, r1), (r1 - r0) * T, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
-        if (q0 < r1) {
-            snprintf(lab, sizeof(lab), "layers.%d.attention1.q", l);
-            NF_TRY(nf__linear(m->be, lab, nf__v(&w->Xn, (q0 - r0) * T * D, (r1 - q0) * T * D), (r1 - q0) * T, D,
-                              &L->aw[0][0], &L->ab[0][0], nf__rows(w, &w->Qa, q0, r1), D, NF_ACT_NONE, 0, err));
-        }
-        if (r0 < k1) {
-            nf_tensor * dst[2] = {&w->Ks, &w->Vs};
-            for (int p = 0; p < 2; p++) {
-                snprintf(lab, sizeof(lab), "layers.%d.attention1.%c", l, "kv"[p]);
-                NF_TRY(nf__linear(m->be, lab, w->Xn, (k1 - r0) * T, D, &L->aw[0][1 + p], &L->ab[0][1 + p],
-                                  nf__rows(w, dst[p], r0, k1), D, NF_ACT_NONE, 0, err));
-            }
+        NF_TRY(nf__layer_norm(m->be, lab, nf__rows(w, &w->X, r0, r1), tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
+        nf_tensor * dst[3] = {&w->Qa, &w->Ks, &w->Vs};
+        for (int p = rbeg < w->ns ? 0 : 1; p < 3; p++) {
+            snprintf(lab, sizeof(lab), "layers.%d.attention1.%c", l, "qkv"[p]);
+            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][p], &L->ab[0][p],
+                              nf__rows(w, dst[p], r0, r1), D, NF_ACT_NONE, 0, err));
         }
     }
-    for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
-        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n, c = r1 - r0, tok = c * T;
+    for (int64_t r0 = rbeg, r1; r0 < w->n; r0 = r1) {
+        /* chunks do not straddle the support/query boundary */
+        const int64_t lim = r0 < w->ns ? w->ns : w->n;
+        r1 = r0 + crows < lim ? r0 + crows : lim;
+        const int64_t c = r1 - r0, tok = c * T;
+        nf_tensor x = nf__rows(w, &w->X, r0, r1), q = w->P;
+        if (r0 < w->ns) {
+            q = nf__rows(w, &w->Qa, r0, r1);
+        } else {
+            snprintf(lab, sizeof(lab), "layers.%d.layer_norm1", l);
+            NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
+            snprintf(lab, sizeof(lab), "layers.%d.attention1.q", l);
+            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], w->P, D, NF_ACT_NONE, 0, err));
+        }
         const struct nf__attn_layout lay = {.groups = T, .lq = c, .lk = w->ns, .q_gs = D, .q_ss = T * D,
                                             .kv_gs = D, .kv_ss = T * D, .o_gs = D, .o_ss = T * D};
         snprintf(lab, sizeof(lab), "layers.%d.attention1", l);
-        NF_TRY(nf__attention(m->be, lab, H, D / H, nf__rows(w, &w->Qa, r0, r1), w->Ks, w->Vs, w->A, &lay, err));
+        NF_TRY(nf__attention(m->be, lab, H, D / H, q, w->Ks, w->Vs, w->A, &lay, err));
         snprintf(lab, sizeof(lab), "layers.%d.attention1.o", l);
-        NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[0][3], &L->ab[0][3], nf__rows(w, &w->X, r0, r1), D, NF_ACT_NONE, 1, err));
+        NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D, NF_ACT_NONE, 1, err));
     }
     return NF_OK;
 }
