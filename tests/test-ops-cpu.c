@@ -211,6 +211,65 @@ static void test_quantile_edges(void) {
     CHECK(bzq[2] > bzq[1], "1.0 > B_1 buckets to 1");
 }
 
+/* QUANTILE + BUCKETIZE_NORM against a naive reference: boundaries from a
+ * plain insertion sort, bucket = linear count of boundaries < x, moments in
+ * double. Several columns with ties, integers and a constant one. */
+static int cmp_f(const void * a, const void * b) { float x = *(const float *) a, y = *(const float *) b; return (x > y) - (x < y); }
+static void test_bucketize_naive(int64_t ns, int64_t nq, int64_t F) {
+    float * xs = malloc((size_t) (ns * F) * 4), * xq = malloc((size_t) (nq * F) * 4);
+    for (int64_t r = 0; r < ns + nq; r++) for (int64_t j = 0; j < F; j++) {
+        float v = j % 4 == 0 ? (float) ((int) (5.0f * (frand() + 1.0f))) : j % 4 == 1 ? 3.25f : j % 4 == 2 ? roundf(frand() * 8.0f) / 4.0f : 10.0f * frand();
+        if (r >= ns) v = v * 1.5f;   /* queries also beyond the support range */
+        (r < ns ? xs + r * F : xq + (r - ns) * F)[j] = v;
+    }
+    nf_tensor txs = shaped(mk(ns * F, xs), 2, ns, F, 0), txq = shaped(mk(nq * F, xq), 2, nq, F, 0);
+    nf_tensor tB = shaped(mk(F * 999, NULL), 2, F, 999, 0);
+    nf_tensor tzs = shaped(mk(ns * F, NULL), 2, ns, F, 0), tzq = shaped(mk(nq * F, NULL), 2, nq, F, 0);
+    nf_op op = {.type = NF_OP_QUANTILE, .label = "test", .n_src = 1, .n_dst = 1};
+    op.src[0] = txs; op.dst[0] = tB; op.p.nq = 999; op.p.q_denom = 1000;
+    nf_err err = {0};
+    CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    op = (nf_op) {.type = NF_OP_BUCKETIZE_NORM, .label = "test", .n_src = 3, .n_dst = 2};
+    op.src[0] = txs; op.src[1] = txq; op.src[2] = tB; op.dst[0] = tzs; op.dst[1] = tzq;
+    CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    float * col = malloc((size_t) ns * 4), B[999];
+    double * us = malloc((size_t) (ns + nq) * sizeof(double));
+    double worst = 0, worstB = 0;
+    for (int64_t j = 0; j < F; j++) {
+        for (int64_t r = 0; r < ns; r++) col[r] = xs[r * F + j];
+        qsort(col, (size_t) ns, 4, cmp_f);
+        for (int k = 1; k <= 999; k++) {
+            /* torch.quantile's position is a float32 product; the lerp is then done in double here */
+            const double pos = (double) (((float) k / 1000.0f) * (float) (ns - 1));
+            const int64_t lo = (int64_t) floor(pos), hi = (int64_t) ceil(pos);
+            B[k - 1] = (float) (col[lo] + (pos - (double) lo) * ((double) col[hi] - col[lo]));
+            const double e = fabs((double) B[k - 1] - host(&tB)[j * 999 + k - 1]);
+            if (e > worstB) worstB = e;
+        }
+        const float * Bd = host(&tB) + j * 999;   /* bucket against the op's own boundaries */
+        double mean = 0, var = 0;
+        for (int64_t r = 0; r < ns + nq; r++) {
+            const float x = r < ns ? xs[r * F + j] : xq[(r - ns) * F + j];
+            int cnt = 0;
+            for (int k = 0; k < 999; k++) cnt += Bd[k] < x;
+            us[r] = (double) cnt / (double) ns;
+            if (r < ns) mean += us[r];
+        }
+        mean /= (double) ns;
+        for (int64_t r = 0; r < ns; r++) var += (us[r] - mean) * (us[r] - mean);
+        var /= (double) ns;
+        for (int64_t r = 0; r < ns + nq; r++) {
+            const double want = var == 0 ? 0.0 : (us[r] - mean) / sqrt(var);
+            const double got = r < ns ? host(&tzs)[r * F + j] : host(&tzq)[(r - ns) * F + j];
+            if (fabs(want - got) > worst) worst = fabs(want - got);
+        }
+    }
+    CHECK(worstB <= 1e-5, "QUANTILE vs naive lerp (ns=%lld): %.3e", (long long) ns, worstB);
+    CHECK(worst <= 2e-5, "BUCKETIZE_NORM vs naive (ns=%lld nq=%lld F=%lld): %.3e", (long long) ns, (long long) nq, (long long) F, worst);
+    free(col); free(us); free(xs); free(xq);
+    nf__tensor_free(&txs); nf__tensor_free(&txq); nf__tensor_free(&tB); nf__tensor_free(&tzs); nf__tensor_free(&tzq);
+}
+
 static void test_embed_and_labels(void) {
     const int64_t n = 3, F = 2, D = 4, T = F + 1;
     float z[6] = {0.5f, -1.0f, 2.0f, 0.0f, 1.0f, -0.25f}, w[4] = {1, 2, 3, 4}, b[4] = {0.1f, 0.2f, 0.3f, 0.4f};
@@ -311,6 +370,10 @@ int main(void) {
     test_attention(3, 33, 2, 16, 0, 0);
     test_erf();
     test_quantile_edges();
+    test_bucketize_naive(1, 3, 4);
+    test_bucketize_naive(2, 5, 4);
+    test_bucketize_naive(37, 11, 8);
+    test_bucketize_naive(1500, 20, 5);
     test_embed_and_labels();
     test_bounds();
     nf_backend_free(be);
