@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "io/nf-io.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,4 +210,17 @@ void nf_cli_stats(double * v, int n, struct nf_cli_stats * s) {
     int lo = (int) pos;
     int hi = lo + 1 < n ? lo + 1 : lo;
     s->p90 = v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}
+
+/* the trace JSON to path, via a temp name and rename */
+int nf_cli_write_trace(const nf_backend * be, const char * path, nf_err * err) {
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE * f = fopen(tmp, "wb");
+    if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    int rc = nf_trace_write_json(be, f);
+    if (fclose(f) != 0 && rc == NF_OK) rc = NF_ERR_IO;
+    if (rc != NF_OK) { remove(tmp); return nf__err_set(err, rc, "%s: write failed", tmp); }
+    if (rename(tmp, path) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed", path);
+    return NF_OK;
 }

@@ -36,6 +36,8 @@ const char * nf_cli_need_value(int argc, char ** argv, int * i);
 int nf_cli_parse_precision(const char * s, int * out);
 
 double nf_cli_now_ms(void);
+/* Write be's trace as JSON to path (temp name + rename). */
+int nf_cli_write_trace(const nf_backend * be, const char * path, nf_err * err);
 
 struct nf_cli_diff {
     double max_abs, mean_abs;

@@ -67,9 +67,7 @@ int nf_cmd_bench(int argc, char ** argv) {
         /* one more forward with a timed (per-op synchronized) trace */
         nf_trace_reset(be, 1);
         rc = nf_mitra_forward(m, &in, logits, &err);
-        FILE * f = rc == NF_OK ? fopen(trace, "wb") : NULL;
-        if (rc == NF_OK && !f) rc = nf__err_set(&err, NF_ERR_IO, "%s: cannot create", trace);
-        if (f) { rc = nf_trace_write_json(be, f); fclose(f); if (rc != NF_OK) nf__err_set(&err, rc, "%s: write failed", trace); }
+        if (rc == NF_OK) rc = nf_cli_write_trace(be, trace, &err);
     }
     if (rc != NF_OK) {
         fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));

@@ -102,18 +102,6 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
     return 1;
 }
 
-static int nf_run_write_trace(const nf_backend * be, const char * path, nf_err * err) {
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE * f = fopen(tmp, "wb");
-    if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    int rc = nf_trace_write_json(be, f);
-    if (fclose(f) != 0 && rc == NF_OK) rc = NF_ERR_IO;
-    if (rc != NF_OK) { remove(tmp); return nf__err_set(err, rc, "%s: write failed", tmp); }
-    if (rename(tmp, path) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed", path);
-    return NF_OK;
-}
-
 static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     NF_TRY(nf__mkdir_p(o->out, err));
     nf_run_remove_artifacts(o->out);
@@ -231,7 +219,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     rc = nf__json_write_file(p, rep, err);
     cJSON_Delete(rep);
     if (rc != NF_OK) goto done;
-    if (o->trace && (rc = nf_run_write_trace(be, o->trace, err)) != NF_OK) goto done;
+    if (o->trace && (rc = nf_cli_write_trace(be, o->trace, err)) != NF_OK) goto done;
 
     printf("INPUT_DEVICE=%s\n", pl.inputs);
     printf("MODEL_DEVICE=%s\n", model_dev);

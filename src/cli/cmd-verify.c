@@ -342,13 +342,7 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
         cJSON_Delete(doc);
         if (rc != NF_OK) goto done;
     }
-    if (o->trace) {
-        FILE * f = fopen(o->trace, "wb");
-        if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create", o->trace); goto done; }
-        rc = nf_trace_write_json(be, f);
-        fclose(f);
-        if (rc != NF_OK) { nf__err_set(err, rc, "%s: write failed", o->trace); goto done; }
-    }
+    if (o->trace && (rc = nf_cli_write_trace(be, o->trace, err)) != NF_OK) goto done;
 done:
     nf_stage_log_clear(&dlog); free(dlog.r);
     nf_stage_log_clear(&rlog); free(rlog.r);
