@@ -421,30 +421,27 @@ static void nf__cuda_buffer_free(nf_backend * be, void * handle) {
     (void) cudaFree(handle);
 }
 
-static int nf__cuda_upload(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err) {
+/* A blocking copy on the backend's stream, for the boundary transfers. */
+static int nf__cuda_copy(nf_backend * be, void * dst, const void * src, size_t n, enum cudaMemcpyKind kind,
+                         const char * dir, nf_err * err) {
     NF_TRY(nf__cuda_set_device(be, err));
     nf_cuda_ctx * c = nf__cuda(be);
-    cudaError_t e = cudaMemcpyAsync((char *) handle + offs, src, n, cudaMemcpyHostToDevice, c->stream);
+    cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, c->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
     if (e != cudaSuccess) {
         char what[96];
-        snprintf(what, sizeof(what), "cudaMemcpyAsync host->device of %zu bytes", n);
+        snprintf(what, sizeof(what), "cudaMemcpyAsync %s of %zu bytes", dir, n);
         return nf__cuda_err(err, NF_ERR_DEVICE, be->name, what, e);
     }
     return NF_OK;
 }
 
+static int nf__cuda_upload(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err) {
+    return nf__cuda_copy(be, (char *) handle + offs, src, n, cudaMemcpyHostToDevice, "host->device", err);
+}
+
 static int nf__cuda_download(nf_backend * be, void * handle, size_t offs, void * dst, size_t n, nf_err * err) {
-    NF_TRY(nf__cuda_set_device(be, err));
-    nf_cuda_ctx * c = nf__cuda(be);
-    cudaError_t e = cudaMemcpyAsync(dst, (const char *) handle + offs, n, cudaMemcpyDeviceToHost, c->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
-    if (e != cudaSuccess) {
-        char what[96];
-        snprintf(what, sizeof(what), "cudaMemcpyAsync device->host of %zu bytes", n);
-        return nf__cuda_err(err, NF_ERR_DEVICE, be->name, what, e);
-    }
-    return NF_OK;
+    return nf__cuda_copy(be, dst, (const char *) handle + offs, n, cudaMemcpyDeviceToHost, "device->host", err);
 }
 
 static int nf__cuda_buffer_where(nf_backend * be, void * handle, char * out, size_t n, nf_err * err) {
