@@ -78,6 +78,7 @@ struct nf_trace_totals {
     int64_t ops_off_device; /* ops whose executing device != the run device  */
     int64_t h2d_copies, d2h_copies;
     int64_t h2d_bytes,  d2h_bytes;
+    int64_t allocs, alloc_bytes; /* device allocations (tensors, backend scratch) */
     double  flops;          /* sum of the ops' FLOP counts                   */
     double  op_ms;          /* sum of per-op elapsed time (timed traces only) */
 };
@@ -143,8 +144,13 @@ typedef int (*nf_stage_fn)(void * user, const char * stage,
                            const float * query,   int64_t n_query_elems);
 void nf_mitra_set_stage_callback(nf_mitra * m, int stages, nf_stage_fn fn, void * user);
 
-/* logits: classification (n_query, dim_output); regression (n_query). */
+/* logits: classification (n_query, dim_output); regression (n_query).
+ * The forward's device workspace stays allocated in the model and is reused
+ * by the next forward of the same shape (n_support, n_query, n_features):
+ * repeated forwards allocate no device memory. A forward of another shape
+ * or a failed one frees it first; nf_mitra_release_workspace frees it now. */
 int  nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * logits, nf_err * err);
+void nf_mitra_release_workspace(nf_mitra * m);
 
 /* Write a synthetic checkpoint with the official layout: DIR/config.json and
  * DIR/model.safetensors, values drawn deterministically from seed. */

@@ -88,6 +88,8 @@ int nf_cmd_bench(int argc, char ** argv) {
     printf("GFLOPS=%.2f\n", gflops);
     printf("OPS_PER_FORWARD=%lld\n", (long long) (tot.ops / runs));
     printf("H2D_COPIES_PER_FORWARD=%lld\nD2H_COPIES_PER_FORWARD=%lld\n", (long long) (tot.h2d_copies / runs), (long long) (tot.d2h_copies / runs));
+    /* after the warm-up forwards the workspace is reused: expected 0 */
+    printf("DEVICE_ALLOCS_TIMED=%lld\n", (long long) tot.allocs);
     if (json) {
         cJSON * doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "device", nf_backend_name(be));

@@ -223,6 +223,8 @@ struct nf_backend {
 
 /* Record a transfer (called by nf__tensor_upload/download). */
 void nf__trace_xfer(nf_backend * be, int h2d, int64_t bytes, const char * what);
+/* Count one device allocation (a tensor buffer, or a backend's own scratch). */
+void nf__trace_alloc(nf_backend * be, int64_t bytes);
 
 /* Backend constructors. Each returns NF_ERR_DEVICE with a clear message when
  * the device is absent or the backend is not compiled in. */

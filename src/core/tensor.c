@@ -55,6 +55,7 @@ int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndi
         return nf__err_prefix(err, "%s: locating tensor %s", be->name, name ? name : "?");
     }
     t->buf = buf;
+    nf__trace_alloc(be, (int64_t) nbytes);
     return NF_OK;
 }
 

@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+void nf__trace_alloc(nf_backend * be, int64_t bytes) {
+    be->totals.allocs++;
+    be->totals.alloc_bytes += bytes;
+}
+
 void nf__trace_xfer(nf_backend * be, int h2d, int64_t bytes, const char * what) {
     if (h2d) { be->totals.h2d_copies++; be->totals.h2d_bytes += bytes; }
     else     { be->totals.d2h_copies++; be->totals.d2h_bytes += bytes; }
@@ -69,6 +74,8 @@ int nf_trace_write_json(const nf_backend * be, FILE * f) {
     cJSON_AddNumberToObject(tot, "d2h_copies", (double) t->d2h_copies);
     cJSON_AddNumberToObject(tot, "h2d_bytes", (double) t->h2d_bytes);
     cJSON_AddNumberToObject(tot, "d2h_bytes", (double) t->d2h_bytes);
+    cJSON_AddNumberToObject(tot, "device_allocs", (double) t->allocs);
+    cJSON_AddNumberToObject(tot, "device_alloc_bytes", (double) t->alloc_bytes);
     cJSON_AddNumberToObject(tot, "flops", t->flops);
     cJSON_AddNumberToObject(tot, "op_ms", t->op_ms);
     char * txt = cJSON_Print(root);

@@ -46,6 +46,7 @@ struct nf_mitra {
     void *      stage_user;
     int         stages;
     struct nf_mitra_placement placement;
+    struct nf__ws * ws;                  /* the last forward's device workspace, kept for the next one */
 };
 
 /* ---- config -------------------------------------------------------------------- */
@@ -179,6 +180,7 @@ static void nf__mitra_bind(nf_mitra * m) {
 
 void nf_mitra_free(nf_mitra * m) {
     if (!m) return;
+    nf_mitra_release_workspace(m);
     nf__tensor_free(&m->wbuf);
     free(m->w);
     free(m->keys);
@@ -328,12 +330,19 @@ struct nf__ws {
     float * host_s, * host_q;        /* stage dumps                               */
 };
 
+static void nf__ws_free_host(struct nf__ws * w) {
+    free(w->host_s);
+    free(w->host_q);
+    w->host_s = w->host_q = NULL;
+}
+
 static void nf__ws_free(struct nf__ws * w) {
+    if (!w) return;
     nf_tensor * all[] = {&w->xs, &w->xq, &w->ys, &w->B, &w->zs, &w->zq, &w->X, &w->Qa, &w->Ks, &w->Vs,
                          &w->Xn, &w->P, &w->K2, &w->V2, &w->A, &w->H, &w->hq, &w->logits};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
-    free(w->host_s);
-    free(w->host_q);
+    nf__ws_free_host(w);
+    free(w);
 }
 
 static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err) {
@@ -527,7 +536,6 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     nf_backend * be = m->be;
     const int cls = nf__mitra_class_labels(&m->cfg);
     const int64_t C = m->cfg.dim_output, D = w->D, T = w->T;
-    NF_TRY(nf__ws_alloc(m, w, C, err));
     if (m->stages != NF_STAGES_NONE) {
         const int64_t ns = w->ns * T * D, nq = w->nq * T * D;
         const int64_t xs = nf__tensor_numel(&w->xs), xq = nf__tensor_numel(&w->xq);
@@ -624,16 +632,45 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     return NF_OK;
 }
 
+/* The device workspace of a forward is kept in the model and reused by the
+ * next forward of the same shape, so repeated forwards (bench, serving)
+ * allocate nothing on the device: on cuda a cudaMalloc/cudaFree pair per
+ * buffer would cost more than the small forwards themselves. A forward of
+ * another shape, a failed forward, nf_mitra_release_workspace and
+ * nf_mitra_free release it. */
+void nf_mitra_release_workspace(nf_mitra * m) {
+    if (!m) return;
+    nf__ws_free(m->ws);
+    m->ws = NULL;
+}
+
+static int nf__ws_get(nf_mitra * m, const struct nf_mitra_input * in, struct nf__ws ** out, nf_err * err) {
+    const int64_t T = in->n_features + 1, D = m->cfg.dim;
+    const int64_t ct = m->chunk_tokens > T ? m->chunk_tokens : T;
+    struct nf__ws * w = m->ws;
+    if (w && w->ns == in->n_support && w->nq == in->n_query && w->F == in->n_features && w->D == D && w->ct == ct) {
+        *out = w;
+        return NF_OK;
+    }
+    nf_mitra_release_workspace(m);
+    w = calloc(1, sizeof(*w));
+    if (!w) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    w->ns = in->n_support; w->nq = in->n_query; w->n = w->ns + w->nq; w->F = in->n_features;
+    w->T = T; w->D = D; w->ct = ct;
+    int rc = nf__ws_alloc(m, w, m->cfg.dim_output, err);
+    if (rc != NF_OK) { nf__ws_free(w); return rc; }
+    *out = m->ws = w;
+    return NF_OK;
+}
+
 int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * logits, nf_err * err) {
     NF_TRY(nf__mitra_check_input(m, in, err));
-    struct nf__ws w;
-    memset(&w, 0, sizeof(w));
-    w.ns = in->n_support; w.nq = in->n_query; w.n = w.ns + w.nq; w.F = in->n_features;
-    w.T = w.F + 1; w.D = m->cfg.dim;
-    w.ct = m->chunk_tokens > w.T ? m->chunk_tokens : w.T;
     const int64_t first_op = m->be->n_ops;
-    int rc = nf__mitra_forward_ws(m, &w, in, logits, err);
-    nf__ws_free(&w);
+    struct nf__ws * w = NULL;
+    int rc = nf__ws_get(m, in, &w, err);
+    if (rc == NF_OK) rc = nf__mitra_forward_ws(m, w, in, logits, err);
+    if (w) nf__ws_free_host(w);
+    if (rc != NF_OK) nf_mitra_release_workspace(m);   /* the device may be in error: start afresh */
     nf__ops_devices(m->be, first_op, m->placement.ops, sizeof(m->placement.ops));
     return rc;
 }

@@ -130,6 +130,7 @@ static int nf__cuda_scratch(nf_backend * be, size_t bytes, void ** out, nf_err *
         size_t want = (bytes + ((size_t) 1 << 20) - 1) & ~(((size_t) 1 << 20) - 1);
         NF_TRY(nf__cuda_malloc(be, &c->scratch, want, "scratch", err));
         c->scratch_size = want;
+        nf__trace_alloc(be, (int64_t) want);
     }
     *out = c->scratch;
     return NF_OK;

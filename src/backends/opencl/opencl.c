@@ -173,6 +173,7 @@ static const char * const k_names[K_COUNT] = {
 };
 
 struct nf_cl {
+    nf_backend     * be;        /* the backend this context serves (for counters) */
     int              index;
     char             name[32];
     cl_platform_id   platform;
@@ -745,6 +746,7 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     if (!be) {
         return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
     }
+    c->be = be;
     be->precision = NF_PRECISION_EXACT;
     snprintf(be->desc, sizeof(be->desc), "%s (%s, %s)", dev_name, plat_name, drv);
     snprintf(be->precision_detail, sizeof(be->precision_detail),
@@ -982,6 +984,7 @@ static int reserve_buffer(struct nf_cl * c, cl_mem * buf, size_t * cur, size_t s
                            what, size, cl_err_name(rc), (int)rc);
     }
     *cur = size;
+    if (c->be) nf__trace_alloc(c->be, (int64_t) size);
     return NF_OK;
 }
 
