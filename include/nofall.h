@@ -128,7 +128,8 @@ struct nf_mitra_input {
 };
 
 /* Rows of the stream (support and query rows alike) processed together by
- * each sub-block: bounds the scratch memory; 0 = default (4096 tokens). */
+ * each sub-block: bounds the scratch memory; 0 = default (4096 tokens on cpu
+ * and opencl, 16384 on cuda). */
 void nf_mitra_set_chunk_rows(nf_mitra * m, int64_t rows);
 
 /* Stage callback (for verifying and bisecting backends). Stages:

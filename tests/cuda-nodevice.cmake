@@ -35,13 +35,15 @@ if(TARGET nofall-cuda-kernels AND NOT NOFALL_CUDA_EMU)
   set_tests_properties(fixtures-cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
 
-# cuda-emu-chunked (emulator builds): the same with a tiny work-buffer cap, so
-# that attention runs in group and query-row chunks and accumulating LINEARs
-# in row chunks.
+# cuda-emu-chunked (emulator builds): the same with every ATTENTION through
+# cuBLAS (NF_CUDA_ATTENTION=cublas; the small model's attentions would
+# otherwise all take the one-kernel path) and a tiny work-buffer cap, so that
+# attention runs in group and query-row chunks and accumulating LINEARs in
+# row chunks.
 if(NOFALL_CUDA_EMU)
   add_test(NAME cuda-emu-chunked
            COMMAND sh -c "rm -rf \"$1\" && \"$0\" gen-weights mitra --out \"$1\" --dim 16 --layers 2 --heads 2 --outputs 3 --seed 8 && \"$0\" verify --model \"$1\" --device cuda:0 --against cpu --seeds 100 --max-abs 1e-5 --mean-abs 1e-6"
                    $<TARGET_FILE:nofall-cli> ${CMAKE_CURRENT_BINARY_DIR}/cuda-emu-chunked-model)
   set_tests_properties(cuda-emu-chunked PROPERTIES TIMEOUT 600 PASS_REGULAR_EXPRESSION "RESULT=PASS"
-                       ENVIRONMENT "NF_CUDA_CHUNK_FLOATS=37")
+                       ENVIRONMENT "NF_CUDA_CHUNK_FLOATS=37;NF_CUDA_ATTENTION=cublas")
 endif()

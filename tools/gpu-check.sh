@@ -13,7 +13,8 @@
 #      and against each fixture's own PyTorch logits
 #   5. placement and transfers of one full-size run (--trace): weights on
 #      cuda:0, no op off the device, H2D_COPIES / D2H_COPIES
-#   6. determinism: two runs give bitwise identical logits
+#   6. determinism: two runs give bitwise identical logits; ATTENTION forced
+#      through cuBLAS (NF_CUDA_ATTENTION=cublas) and chunked, against the cpu
 #   7. bench on the full-size model: 16x8x13 and 1024x1024x32, exact and tf32
 #   8. the tf32 error (verify --precision tf32), for the record
 #   9. compute-sanitizer memcheck + racecheck on a small run (where it works)
@@ -186,12 +187,20 @@ note "    precision_detail: ${pd:-?}"
 step determinism 60 required \
     "$NF run --model $FULL --device cuda:0 --out $WORK/out/run2 >/dev/null && cmp $WORK/out/run1/logits.npy $WORK/out/run2/logits.npy"
 
+# ATTENTION through cuBLAS everywhere (the seed cases' small support sets
+# otherwise take the one-kernel path; the ties fixture, 300 support rows,
+# takes the cuBLAS path on its own)
+step verify-cublas-attention 120 required \
+    "NF_CUDA_ATTENTION=cublas $NF verify --model $FULL --device cuda:0 --against cpu --seeds $SEEDS --max-abs 1e-5 --mean-abs 1e-6"
+log=$(ls "$LOGDIR"/*verify-cublas-attention.log)
+note "    full-synth vs cpu, NF_CUDA_ATTENTION=cublas: $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS)"
+
 # the chunked paths (attention by group and query-row chunks, LINEAR by row chunks)
 CHUNKM=$(for n in $MODELS; do [ "$n" = seed42 ] && echo "$n"; done)
 [ -n "$CHUNKM" ] || CHUNKM=$(echo $MODELS | awk '{print $1}')
 if [ -n "$CHUNKM" ]; then
     step verify-chunked 60 required \
-        "NF_CUDA_CHUNK_FLOATS=1000 $NF verify --model $WORK/models/$CHUNKM --device cuda:0 --against cpu --seeds 42,100 --max-abs 1e-5 --mean-abs 1e-6"
+        "NF_CUDA_CHUNK_FLOATS=1000 NF_CUDA_ATTENTION=cublas $NF verify --model $WORK/models/$CHUNKM --device cuda:0 --against cpu --seeds 42,100 --max-abs 1e-5 --mean-abs 1e-6"
 fi
 
 # ---- 7. bench; 8. tf32 error ------------------------------------------------------------

@@ -214,6 +214,9 @@ struct nf_backend {
     char   desc[256];          /* device description       */
     char   precision_detail[512];
     int    precision;
+    /* tokens a model should process per sub-block chunk on this device
+     * (bigger GEMMs, fewer launches on a GPU); 0 = the model's default */
+    int64_t chunk_tokens;
     /* trace */
     int    trace_timed;
     struct nf_trace_op   * ops;   int64_t n_ops,   cap_ops;

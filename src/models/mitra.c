@@ -193,7 +193,7 @@ int nf_mitra_load(nf_backend * be, const char * dir, nf_mitra ** out, nf_err * e
     nf_mitra * m = calloc(1, sizeof(*m));
     if (!m) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     m->be = be;
-    m->chunk_tokens = 4096;
+    m->chunk_tokens = be->chunk_tokens > 0 ? be->chunk_tokens : 4096;
     int rc = nf__mitra_config_read(dir, &m->cfg, err);
     if (rc != NF_OK) { nf_mitra_free(m); return rc; }
     m->n_keys = nf__mitra_key_count(&m->cfg);

@@ -23,12 +23,14 @@
 #define NF_CUDA_EMU_IMPLEMENTATION
 #include "cuda-emu.h"
 #define NF_MAX_GRID 3            /* few blocks: grid-stride loops get exercised */
+#define NF_UNROLL
 #include <algorithm>
 #include <vector>
 #else
 #include <cuda_runtime.h>
 #include <cub/device/device_segmented_radix_sort.cuh>
 #define NF_MAX_GRID 65535
+#define NF_UNROLL _Pragma("unroll")
 #define NF_LAUNCH(kern, grid, block, stream) kern<<<(grid), (block), 0, (stream)>>>
 #endif
 
@@ -296,6 +298,113 @@ __global__ void nf_k_softmax_rows(float * S, int64_t rows, int64_t lk) {
     }
 }
 
+/* ---- ATTENTION, small lk: one launch ------------------------------------------ */
+
+#define NF_ATT_TK      32                 /* keys (values) per shared-memory tile */
+#define NF_ATT_THREADS NF_CUDA_ATT_MAX_HD /* one thread per output column         */
+
+/* Work item = (group g, head h, tile of NF_CUDA_ATT_ROWS query rows), taken
+ * grid-stride. Per item:
+ *   Qs (rows, hd)      the query rows
+ *   S  (rows, lk)      s = (q . k, an fmaf chain over e) * scale, K by tiles
+ *   softmax rows of S  (a warp per row; same sequence as nf_k_softmax_rows)
+ *   o  (rows, hd)      o = sum_j p_j v_j, an fmaf chain over j, V by tiles
+ * Tiles are padded by one float per row, so the score loop (lanes = keys)
+ * reads distinct banks; in the value loop lanes are output columns. */
+__global__ void nf_k_attention_small(const float * __restrict__ q, const float * __restrict__ k,
+                                     const float * __restrict__ v, float * __restrict__ o,
+                                     int64_t G, int64_t H, int64_t lq, int64_t lk, int64_t hd,
+                                     int64_t q_gs, int64_t q_ss, int64_t kv_gs, int64_t kv_ss,
+                                     int64_t o_gs, int64_t o_ss, float scale) {
+    __shared__ float Qs[NF_CUDA_ATT_ROWS][NF_CUDA_ATT_MAX_HD];
+    __shared__ float Ts[NF_ATT_TK][NF_CUDA_ATT_MAX_HD + 1];
+    __shared__ float S[NF_CUDA_ATT_ROWS][NF_CUDA_ATT_MAX_LK];
+    __shared__ float Inv[NF_CUDA_ATT_ROWS];
+    const int t = (int)threadIdx.x, lane = t & 31, warp = t >> 5;
+    const int E = (int)hd, LK = (int)lk;
+    const int64_t ntiles = (lq + NF_CUDA_ATT_ROWS - 1) / NF_CUDA_ATT_ROWS;
+    const int64_t items = G * H * ntiles;
+    for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {
+        const int64_t tile = it % ntiles, gh = it / ntiles;
+        const int64_t h = gh % H, g = gh / H;
+        const int64_t i0 = tile * NF_CUDA_ATT_ROWS;
+        const int nl = (int)(lq - i0 < NF_CUDA_ATT_ROWS ? lq - i0 : NF_CUDA_ATT_ROWS);
+        const float * qb = q + g * q_gs + i0 * q_ss + h * hd;
+        const float * kb = k + g * kv_gs + h * hd;
+        const float * vb = v + g * kv_gs + h * hd;
+        float * ob = o + g * o_gs + i0 * o_ss + h * hd;
+
+        for (int idx = t; idx < NF_CUDA_ATT_ROWS * E; idx += NF_ATT_THREADS) {
+            const int i = idx / E, e = idx - i * E;
+            Qs[i][e] = i < nl ? qb[(int64_t)i * q_ss + e] : 0.0f;
+        }
+        /* scores */
+        for (int j0 = 0; j0 < LK; j0 += NF_ATT_TK) {
+            const int nk = LK - j0 < NF_ATT_TK ? LK - j0 : NF_ATT_TK;
+            __syncthreads();   /* Qs written; the previous tile's readers done */
+            for (int idx = t; idx < nk * E; idx += NF_ATT_THREADS) {
+                const int jj = idx / E, e = idx - jj * E;
+                Ts[jj][e] = kb[(int64_t)(j0 + jj) * kv_ss + e];
+            }
+            __syncthreads();
+            for (int idx = t; idx < NF_CUDA_ATT_ROWS * NF_ATT_TK; idx += NF_ATT_THREADS) {
+                const int i = idx / NF_ATT_TK, jj = idx - i * NF_ATT_TK;
+                if (i < nl && jj < nk) {
+                    float s = 0.0f;
+                    for (int e = 0; e < E; e++) s = fmaf(Qs[i][e], Ts[jj][e], s);
+                    S[i][j0 + jj] = s * scale;
+                }
+            }
+        }
+        __syncthreads();
+        /* softmax, a warp per row (the loop bound is uniform in a warp) */
+        for (int i = warp; i < nl; i += NF_ATT_THREADS / 32) {
+            float mx = -INFINITY;
+            for (int j = lane; j < LK; j += 32) mx = fmaxf(mx, S[i][j]);
+            mx = nf_warp_max(mx);
+            double sum = 0.0;
+            for (int j = lane; j < LK; j += 32) {
+                const float e = expf(S[i][j] - mx);
+                S[i][j] = e;
+                sum += e;
+            }
+            sum = nf_warp_sum(sum);
+            if (lane == 0) Inv[i] = 1.0f / (float)sum;
+        }
+        __syncthreads();
+        for (int idx = t; idx < nl * LK; idx += NF_ATT_THREADS) {
+            const int i = idx / LK, j = idx - i * LK;
+            S[i][j] = S[i][j] * Inv[i];
+        }
+        /* values */
+        float acc[NF_CUDA_ATT_ROWS];
+NF_UNROLL
+        for (int i = 0; i < NF_CUDA_ATT_ROWS; i++) acc[i] = 0.0f;
+        for (int j0 = 0; j0 < LK; j0 += NF_ATT_TK) {
+            const int nk = LK - j0 < NF_ATT_TK ? LK - j0 : NF_ATT_TK;
+            __syncthreads();   /* S normalised; the previous tile's readers done */
+            for (int idx = t; idx < nk * E; idx += NF_ATT_THREADS) {
+                const int jj = idx / E, e = idx - jj * E;
+                Ts[jj][e] = vb[(int64_t)(j0 + jj) * kv_ss + e];
+            }
+            __syncthreads();
+            if (t < E) {
+                for (int jj = 0; jj < nk; jj++) {
+                    const float vv = Ts[jj][t];
+NF_UNROLL
+                    for (int i = 0; i < NF_CUDA_ATT_ROWS; i++) acc[i] = fmaf(S[i][j0 + jj], vv, acc[i]);
+                }
+            }
+        }
+        if (t < E) {
+NF_UNROLL
+            for (int i = 0; i < NF_CUDA_ATT_ROWS; i++)
+                if (i < nl) ob[(int64_t)i * o_ss + t] = acc[i];
+        }
+        __syncthreads();   /* before the next item overwrites Qs, Ts and S */
+    }
+}
+
 /* ---- launchers ------------------------------------------------------------- */
 
 static unsigned nf_blocks(int64_t work, int64_t per_block) {
@@ -461,6 +570,23 @@ extern "C" cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s
     NF_LAUNCH(nf_k_linear_epilogue, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)(
         s, lds, bias, act, accumulate, y, ldy, m, n);
     NF_CHECK_LAUNCH("nf_k_linear_epilogue");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_attention_small(cudaStream_t st, const float * q, const float * k,
+                                                const float * v, float * o, int64_t G, int64_t H,
+                                                int64_t lq, int64_t lk, int64_t hd,
+                                                int64_t q_gs, int64_t q_ss, int64_t kv_gs, int64_t kv_ss,
+                                                int64_t o_gs, int64_t o_ss, float scale, const char ** kernel) {
+    if (G <= 0 || H <= 0 || lq <= 0 || hd <= 0) return cudaSuccess;
+    if (lk < 1 || lk > NF_CUDA_ATT_MAX_LK || hd > NF_CUDA_ATT_MAX_HD) {
+        if (kernel) *kernel = "nf_k_attention_small (lk or head_dim out of range)";
+        return cudaErrorInvalidValue;
+    }
+    const int64_t items = G * H * ((lq + NF_CUDA_ATT_ROWS - 1) / NF_CUDA_ATT_ROWS);
+    NF_LAUNCH(nf_k_attention_small, nf_blocks(items, 1), NF_ATT_THREADS, st)(
+        q, k, v, o, G, H, lq, lk, hd, q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss, scale);
+    NF_CHECK_LAUNCH("nf_k_attention_small");
     return cudaSuccess;
 }
 

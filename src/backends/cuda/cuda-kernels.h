@@ -79,6 +79,20 @@ cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s, int64_t l
                                      float * y, int64_t ldy, int64_t m, int64_t n,
                                      const char ** kernel);
 
+/* ATTENTION in one launch, for lk <= NF_CUDA_ATT_MAX_LK and head_dim <=
+ * NF_CUDA_ATT_MAX_HD (Mitra's feature attention, and row attention over a
+ * small support set): each block takes NF_CUDA_ATT_ROWS query rows of one
+ * (group, head), keeps their whole score rows in shared memory and does the
+ * same exact two-pass softmax as nf_k_softmax_rows (max, expf, double sum,
+ * e * (1/sum)) between the two fp32 products. Strides as the op (nf-impl.h). */
+#define NF_CUDA_ATT_MAX_LK 256
+#define NF_CUDA_ATT_MAX_HD 128
+#define NF_CUDA_ATT_ROWS   8
+cudaError_t nf__cuda_attention_small(cudaStream_t st, const float * q, const float * k, const float * v, float * o,
+                                     int64_t G, int64_t H, int64_t lq, int64_t lk, int64_t hd,
+                                     int64_t q_gs, int64_t q_ss, int64_t kv_gs, int64_t kv_ss,
+                                     int64_t o_gs, int64_t o_ss, float scale, const char ** kernel);
+
 /* Row softmax in place: rows of length lk, contiguous (row stride lk). */
 cudaError_t nf__cuda_softmax_rows(cudaStream_t st, float * S, int64_t rows, int64_t lk,
                                   const char ** kernel);

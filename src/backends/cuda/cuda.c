@@ -11,8 +11,9 @@
  *    with compute type CUBLAS_COMPUTE_32F_PEDANTIC (IEEE fp32 multiply-add,
  *    no TF32, no reduced-precision reductions).
  *  - tf32 (opt-in): CUBLAS_TF32_TENSOR_OP_MATH and CUBLAS_COMPUTE_32F_FAST_TF32
- *    for the GEMMs (LINEAR, both ATTENTION products); every other kernel is
- *    the same exact fp32 code.
+ *    for the cuBLAS GEMMs (LINEAR, and both ATTENTION products where lk or
+ *    head_dim is too large for nf_k_attention_small); every other kernel,
+ *    nf_k_attention_small included, is the same exact fp32 code.
  *  Kernels (cuda-kernels.cu) are built with --fmad=false and without
  *  -use_fast_math; NF_CUDA_BUILD_FLAGS records what was used.
  *
@@ -51,6 +52,7 @@ typedef struct nf_cuda_ctx {
     void              * scratch;
     size_t              scratch_size;
     int64_t             chunk_floats;
+    int                 attention_small;   /* 0: NF_CUDA_ATTENTION=cublas (every ATTENTION through cuBLAS) */
 } nf_cuda_ctx;
 
 static nf_cuda_ctx * nf__cuda(nf_backend * be) { return (nf_cuda_ctx *) be->ctx; }
@@ -293,8 +295,12 @@ static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-/* softmax(scale q kᵀ) v per (group, head) with cuBLAS for both products:
- * per head h and chunk of nb groups x nl query rows,
+/* softmax(scale q kᵀ) v per (group, head).
+ * Small lk and head_dim (every feature attention; row attention over at most
+ * NF_CUDA_ATT_MAX_LK support rows): one launch of nf_k_attention_small for
+ * all groups and heads, exact fp32 in either precision mode.
+ * Otherwise cuBLAS for both products (TF32 in tf32 mode), per head h and
+ * chunk of nb groups x nl query rows,
  *   S (nb, nl, lk)  = scale · Q Kᵀ   (strided batched over groups)
  *   S               = softmax rows   (nf_k_softmax_rows)
  *   O (nb, nl, hd)  = S V            (strided batched over groups)
@@ -309,6 +315,12 @@ static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err
     const float * v = NF__F(&op->src[2]);
     float * o = NF__F(&op->dst[0]);
     cudaStream_t st = nf__cuda(be)->stream;
+
+    if (nf__cuda(be)->attention_small && lk <= NF_CUDA_ATT_MAX_LK && hd <= NF_CUDA_ATT_MAX_HD) {
+        NF__LAUNCH(nf__cuda_attention_small(st, q, k, v, o, G, H, lq, lk, hd, p->q_gs, p->q_ss, p->kv_gs, p->kv_ss,
+                                            p->o_gs, p->o_ss, p->scale, NF__K));
+        return NF_OK;
+    }
 
     const int64_t budget = nf__cuda(be)->chunk_floats;
     int64_t gc, L;
@@ -554,6 +566,10 @@ int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * 
         const char * cf = getenv("NF_CUDA_CHUNK_FLOATS");
         if (cf && atoll(cf) > 0 && atoll(cf) < c->chunk_floats) c->chunk_floats = atoll(cf);
     }
+    {
+        const char * am = getenv("NF_CUDA_ATTENTION");
+        c->attention_small = !(am && strcmp(am, "cublas") == 0);
+    }
     e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         c->stream = NULL;
@@ -588,23 +604,33 @@ int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * 
         return nf__err_set(err, NF_ERR_NOMEM, "%s: out of host memory", name);
     }
     be->precision = precision;
+    /* 16384 tokens x 512 per chunk: the row-chunk GEMMs fill the GPU many
+     * times over (a 4096-token chunk is about one wave of 128x128 tiles) */
+    be->chunk_tokens = 16384;
     snprintf(be->desc, sizeof(be->desc), "%s, %.1f GiB, sm_%d%d, %d SMs%s", prop.name, nf__gib(prop.totalGlobalMem),
              prop.major, prop.minor, prop.multiProcessorCount, NF_CUDA_EMU_NOTE);
 
     const char * ovr = getenv("NVIDIA_TF32_OVERRIDE");
     int blas_ver = 0;
     (void) cublasGetVersion(c->blas, &blas_ver);
-    char vers[64];
+    char vers[64], att[128];
     nf__cuda_versions(vers, sizeof(vers));
+    if (c->attention_small) {
+        snprintf(att, sizeof(att), "one fp32 kernel where lk <= %d and head_dim <= %d, else cuBLAS",
+                 NF_CUDA_ATT_MAX_LK, NF_CUDA_ATT_MAX_HD);
+    } else {
+        snprintf(att, sizeof(att), "cuBLAS for every op (NF_CUDA_ATTENTION=cublas)");
+    }
     snprintf(be->precision_detail, sizeof(be->precision_detail),
              "%s; cuBLAS %d math mode %s, GEMM compute type %s; NVIDIA_TF32_OVERRIDE=%s%s; "
-             "kernels: exact fp32 (erff/expf/sqrtf, IEEE div), nvcc %s; CUDA %s",
-             tf32 ? "tf32: GEMMs on TF32 tensor cores (inputs rounded to 10 mantissa bits), other ops exact fp32"
+             "kernels: exact fp32 (erff/expf/sqrtf, IEEE div), nvcc %s; attention: %s; CUDA %s",
+             tf32 ? "tf32: cuBLAS GEMMs on TF32 tensor cores (inputs rounded to 10 mantissa bits), other ops exact fp32"
                   : "exact fp32 (no TF32)",
              blas_ver, tf32 ? "CUBLAS_TF32_TENSOR_OP_MATH" : "CUBLAS_PEDANTIC_MATH", c->compute_name,
              ovr ? ovr : "unset",
              (tf32 && ovr && strcmp(ovr, "0") == 0) ? " (the driver disables TF32: GEMMs run in fp32)" : "",
-             NF_CUDA_BUILD_FLAGS, vers);
+             NF_CUDA_BUILD_FLAGS,
+             att, vers);
     *out = be;
     return NF_OK;
 }
