@@ -23,6 +23,10 @@ if(NOFALL_CUDA_EMU)
   set_tests_properties(cuda-emu-verify PROPERTIES TIMEOUT 600 PASS_REGULAR_EXPRESSION "RESULT=PASS")
   add_test(NAME cuda-emu-workspace COMMAND test-workspace ${CMAKE_CURRENT_BINARY_DIR}/small-model cuda:0)
   set_tests_properties(cuda-emu-workspace PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED small_model)
+  # device out of memory, at load and at the forward: clean failure, no artifacts
+  add_test(NAME cuda-emu-oom COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cuda-emu-oom.sh $<TARGET_FILE:nofall-cli>
+           ${CMAKE_CURRENT_BINARY_DIR}/cuda-emu-oom)
+  set_tests_properties(cuda-emu-oom PROPERTIES TIMEOUT 120)
 endif()
 
 # fixtures-cuda (real cuda builds): the upstream fixtures on cuda:0, against

@@ -203,6 +203,13 @@ if [ -n "$CHUNKM" ]; then
         "NF_CUDA_CHUNK_FLOATS=1000 NF_CUDA_ATTENTION=cublas $NF verify --model $WORK/models/$CHUNKM --device cuda:0 --against cpu --seeds 42,100 --max-abs 1e-5 --mean-abs 1e-6"
 fi
 
+# device out of memory: a 10M-row support set needs a ~675 GB stream; the
+# forward must fail at once naming cudaMalloc, not fall back or crash
+step oom 90 required \
+    "out=\$($NF bench --model $FULL --device cuda:0 --warmup 0 --runs 1 --support 10000000 --query 1 --features 32 2>&1); rc=\$?; echo \"\$out\" | tail -n 5; [ \$rc -ne 0 ] && echo \"\$out\" | grep -q 'cudaMalloc.*cudaErrorMemoryAllocation'"
+log=$(ls "$LOGDIR"/*oom.log)
+note "    oom: $(grep -m1 -o 'cudaMalloc of [0-9]* bytes[^;]*' "$log" || echo 'no cudaMalloc message')"
+
 # ---- 7. bench; 8. tf32 error ------------------------------------------------------------
 for prec in exact tf32; do
     for shape in $BENCH_SHAPES; do

@@ -28,6 +28,10 @@ struct nf_mitra_layer {
     nf_tensor ln_w[4], ln_b[4];          /* layer_norm1..4                 */
     nf_tensor aw[2][4], ab[2][4];         /* attention{1,2}.{q,k,v,o}       */
     nf_tensor lw[4], lb[4];              /* linear1..4                     */
+    /* q, k, v of each attention are packed back to back on the device, so
+     * one LINEAR computes all three: qkv = [q; k; v] (3D, D), kv = [k; v] */
+    nf_tensor qkv_w[2], qkv_b[2], kv_w[2], kv_b[2];
+    char      qkv_name[2][2][48];        /* "layers.L.attentionA.{qkv,kv}" */
 };
 
 struct nf_mitra {
@@ -174,8 +178,65 @@ static void nf__mitra_bind(nf_mitra * m) {
                 snprintf(nm, sizeof(nm), "layers.%d.attention%d.%s.weight", l, a + 1, proj[p]); L->aw[a][p] = *nf__mitra_w(m, nm);
                 snprintf(nm, sizeof(nm), "layers.%d.attention%d.%s.bias", l, a + 1, proj[p]);   L->ab[a][p] = *nf__mitra_w(m, nm);
             }
+            /* views over the packed q, k, v (nf_mitra_load placed them so) */
+            const int64_t D = m->cfg.dim;
+            const int64_t ne_qkv_w[2] = {3 * D, D}, ne_kv_w[2] = {2 * D, D}, ne_qkv_b[1] = {3 * D}, ne_kv_b[1] = {2 * D};
+            snprintf(L->qkv_name[a][0], sizeof(L->qkv_name[a][0]), "layers.%d.attention%d.qkv", l, a + 1);
+            snprintf(L->qkv_name[a][1], sizeof(L->qkv_name[a][1]), "layers.%d.attention%d.kv", l, a + 1);
+            L->qkv_w[a] = nf__tensor_view(&L->aw[a][0], 0, 2, ne_qkv_w);
+            L->qkv_b[a] = nf__tensor_view(&L->ab[a][0], 0, 1, ne_qkv_b);
+            L->kv_w[a]  = nf__tensor_view(&L->aw[a][1], 0, 2, ne_kv_w);
+            L->kv_b[a]  = nf__tensor_view(&L->ab[a][1], 0, 1, ne_kv_b);
+            L->qkv_w[a].name = L->qkv_b[a].name = L->qkv_name[a][0];
+            L->kv_w[a].name  = L->kv_b[a].name  = L->qkv_name[a][1];
         }
     }
+}
+
+static int64_t nf__key_numel(const struct nf_mitra_key * k) {
+    return k->shape[0] * (k->ndim == 2 ? k->shape[1] : 1);
+}
+
+static int nf__key_index(const nf_mitra * m, const char * name) {
+    for (int i = 0; i < m->n_keys; i++) if (strcmp(m->keys[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Element offsets of every key in the device weight buffer: 64-float
+ * aligned slots in key order, except that each attention's q, k, v weights
+ * (and likewise their biases) share one slot back to back, in that order,
+ * so that [q; k; v] and [k; v] are single matrices (nf__mitra_bind). */
+static int nf__mitra_pack(nf_mitra * m, int64_t * offs, int64_t * total, nf_err * err) {
+    int64_t at = 0;
+    for (int i = 0; i < m->n_keys; i++) offs[i] = -1;
+    for (int i = 0; i < m->n_keys; i++) {
+        if (offs[i] >= 0) continue;
+        const int64_t numel = nf__key_numel(&m->keys[i]);
+        m->n_params += numel;
+        int l, a;
+        char kind[8] = "", back[64] = "";
+        if (sscanf(m->keys[i].name, "layers.%d.attention%d.q.%7s", &l, &a, kind) == 3) {
+            snprintf(back, sizeof(back), "layers.%d.attention%d.q.%s", l, a, kind);
+        }
+        if (back[0] && strcmp(back, m->keys[i].name) == 0) {
+            char nm[64];
+            snprintf(nm, sizeof(nm), "layers.%d.attention%d.k.%s", l, a, kind);
+            const int ik = nf__key_index(m, nm);
+            snprintf(nm, sizeof(nm), "layers.%d.attention%d.v.%s", l, a, kind);
+            const int iv = nf__key_index(m, nm);
+            if (ik <= i || iv <= i || nf__key_numel(&m->keys[ik]) != numel || nf__key_numel(&m->keys[iv]) != numel) {
+                return nf__err_set(err, NF_ERR_GENERIC, "internal: no k/v keys packable with '%s'", m->keys[i].name);
+            }
+            offs[i] = at; offs[ik] = at + numel; offs[iv] = at + 2 * numel;
+            m->n_params += 2 * numel;
+            at += (3 * numel + 63) & ~(int64_t) 63;
+            continue;
+        }
+        offs[i] = at;
+        at += (numel + 63) & ~(int64_t) 63;
+    }
+    *total = at;
+    return NF_OK;
 }
 
 void nf_mitra_free(nf_mitra * m) {
@@ -216,12 +277,8 @@ int nf_mitra_load(nf_backend * be, const char * dir, nf_mitra ** out, nf_err * e
     int64_t total = 0;
     int64_t * offs = malloc((size_t) m->n_keys * sizeof(int64_t));
     if (!offs) { nf__st_close(&st); nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
-    for (int i = 0; i < m->n_keys; i++) {
-        int64_t numel = m->keys[i].shape[0] * (m->keys[i].ndim == 2 ? m->keys[i].shape[1] : 1);
-        offs[i] = total;
-        total += (numel + 63) & ~(int64_t) 63;
-        m->n_params += numel;
-    }
+    rc = nf__mitra_pack(m, offs, &total, err);
+    if (rc != NF_OK) { free(offs); nf__st_close(&st); nf_mitra_free(m); return rc; }
     float * host = calloc((size_t) total, sizeof(float));
     if (!host) { free(offs); nf__st_close(&st); nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld weights)", (long long) total); }
     for (int i = 0; i < m->n_keys && rc == NF_OK; i++) {
@@ -324,8 +381,8 @@ struct nf__ws {
     int64_t ns, nq, n, F, T, D, ct;  /* ct: tokens per chunk */
     nf_tensor xs, xq, ys, B, zs, zq;
     nf_tensor X;                     /* the residual stream                       */
-    nf_tensor Qa, Ks, Vs;            /* row attention: q, k, v of the support rows */
-    nf_tensor Xn, P, K2, V2, A, H;   /* per-chunk scratch                         */
+    nf_tensor Sqkv;                  /* row attention: [q k v] of the support rows, (n_s, T, 3D) */
+    nf_tensor Xn, Pqkv, A, H;        /* per-chunk scratch; Pqkv (ct, 3D)          */
     nf_tensor hq, logits;
     float * host_s, * host_q;        /* stage dumps                               */
 };
@@ -338,8 +395,8 @@ static void nf__ws_free_host(struct nf__ws * w) {
 
 static void nf__ws_free(struct nf__ws * w) {
     if (!w) return;
-    nf_tensor * all[] = {&w->xs, &w->xq, &w->ys, &w->B, &w->zs, &w->zq, &w->X, &w->Qa, &w->Ks, &w->Vs,
-                         &w->Xn, &w->P, &w->K2, &w->V2, &w->A, &w->H, &w->hq, &w->logits};
+    nf_tensor * all[] = {&w->xs, &w->xq, &w->ys, &w->B, &w->zs, &w->zq, &w->X, &w->Sqkv,
+                         &w->Xn, &w->Pqkv, &w->A, &w->H, &w->hq, &w->logits};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
     nf__ws_free_host(w);
     free(w);
@@ -356,13 +413,9 @@ static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err
     NF__ALLOC(zs, NF_F32, 2, "z_support", w->ns, w->F);
     NF__ALLOC(zq, NF_F32, 2, "z_query", w->nq, w->F);
     NF__ALLOC(X,  NF_F32, 3, "stream", w->n, T, D);
-    NF__ALLOC(Qa, NF_F32, 1, "support_q", w->ns * T * D);
-    NF__ALLOC(Ks, NF_F32, 1, "support_k", w->ns * T * D);
-    NF__ALLOC(Vs, NF_F32, 1, "support_v", w->ns * T * D);
+    NF__ALLOC(Sqkv, NF_F32, 1, "support_qkv", w->ns * T * 3 * D);
     NF__ALLOC(Xn, NF_F32, 1, "normed", w->ct * D);
-    NF__ALLOC(P,  NF_F32, 1, "proj_q", w->ct * D);
-    NF__ALLOC(K2, NF_F32, 1, "proj_k", w->ct * D);
-    NF__ALLOC(V2, NF_F32, 1, "proj_v", w->ct * D);
+    NF__ALLOC(Pqkv, NF_F32, 1, "proj_qkv", w->ct * 3 * D);
     NF__ALLOC(A,  NF_F32, 1, "attn_out", w->ct * D);
     NF__ALLOC(H,  NF_F32, 1, "mlp_hidden", w->ct * 4 * D);
     NF__ALLOC(hq, NF_F32, 2, "head_normed", w->nq, D);
@@ -401,20 +454,20 @@ static int nf__feature_attention(nf_mitra * m, struct nf__ws * w, const struct n
                                  int64_t rbeg, int64_t crows, nf_err * err) {
     const int64_t D = w->D, T = w->T, H = m->cfg.n_heads;
     char lab[48];
-    nf_tensor * outs[3] = {&w->P, &w->K2, &w->V2};
     for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
         const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n, c = r1 - r0, tok = c * T;
         nf_tensor x = nf__rows(w, &w->X, r0, r1);
         snprintf(lab, sizeof(lab), "layers.%d.layer_norm3", l);
         NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[2], &L->ln_b[2], w->Xn, D, err));
-        for (int p = 0; p < 3; p++) {
-            snprintf(lab, sizeof(lab), "layers.%d.attention2.%c", l, "qkv"[p]);
-            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[1][p], &L->ab[1][p], *outs[p], D, NF_ACT_NONE, 0, err));
-        }
-        const struct nf__attn_layout lay = {.groups = c, .lq = T, .lk = T, .q_gs = T * D, .q_ss = D,
-                                            .kv_gs = T * D, .kv_ss = D, .o_gs = T * D, .o_ss = D};
+        /* [q k v] (tok, 3D) = LN3(x) [Wq; Wk; Wv]ᵀ + [bq bk bv] */
+        NF_TRY(nf__linear(m->be, L->qkv_name[1][0], w->Xn, tok, D, &L->qkv_w[1], &L->qkv_b[1], w->Pqkv, 3 * D,
+                          NF_ACT_NONE, 0, err));
+        const int64_t n3 = tok * 3 * D;
+        const struct nf__attn_layout lay = {.groups = c, .lq = T, .lk = T, .q_gs = T * 3 * D, .q_ss = 3 * D,
+                                            .kv_gs = T * 3 * D, .kv_ss = 3 * D, .o_gs = T * D, .o_ss = D};
         snprintf(lab, sizeof(lab), "layers.%d.attention2", l);
-        NF_TRY(nf__attention(m->be, lab, H, D / H, w->P, w->K2, w->V2, w->A, &lay, err));
+        NF_TRY(nf__attention(m->be, lab, H, D / H, nf__v(&w->Pqkv, 0, n3), nf__v(&w->Pqkv, D, n3 - D),
+                             nf__v(&w->Pqkv, 2 * D, n3 - 2 * D), w->A, &lay, err));
         snprintf(lab, sizeof(lab), "layers.%d.attention2.o", l);
         NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[1][3], &L->ab[1][3], x, D, NF_ACT_NONE, 1, err));
     }
@@ -428,17 +481,22 @@ static int nf__feature_attention(nf_mitra * m, struct nf__ws * w, const struct n
  * by chunk, so no per-query q is kept. */
 static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l,
                              int64_t rbeg, int64_t crows, nf_err * err) {
-    const int64_t D = w->D, T = w->T, H = m->cfg.n_heads;
+    const int64_t D = w->D, T = w->T, H = m->cfg.n_heads, D3 = 3 * D;
+    const int64_t ns3 = w->ns * T * D3;   /* elements of Sqkv */
     char lab[48];
     for (int64_t r0 = 0; r0 < w->ns; r0 += crows) {
         const int64_t r1 = r0 + crows < w->ns ? r0 + crows : w->ns, tok = (r1 - r0) * T;
         snprintf(lab, sizeof(lab), "layers.%d.layer_norm1", l);
         NF_TRY(nf__layer_norm(m->be, lab, nf__rows(w, &w->X, r0, r1), tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
-        nf_tensor * dst[3] = {&w->Qa, &w->Ks, &w->Vs};
-        for (int p = rbeg < w->ns ? 0 : 1; p < 3; p++) {
-            snprintf(lab, sizeof(lab), "layers.%d.attention1.%c", l, "qkv"[p]);
-            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][p], &L->ab[0][p],
-                              nf__rows(w, dst[p], r0, r1), D, NF_ACT_NONE, 0, err));
+        /* Sqkv rows (tok, 3D) = [q k v], or only [k v] into columns D.. when
+         * no support row attends (the last layer) */
+        const int64_t at = r0 * T * D3;
+        if (rbeg < w->ns) {
+            NF_TRY(nf__linear(m->be, L->qkv_name[0][0], w->Xn, tok, D, &L->qkv_w[0], &L->qkv_b[0],
+                              nf__v(&w->Sqkv, at, tok * D3), D3, NF_ACT_NONE, 0, err));
+        } else {
+            NF_TRY(nf__linear(m->be, L->qkv_name[0][1], w->Xn, tok, D, &L->kv_w[0], &L->kv_b[0],
+                              nf__v(&w->Sqkv, at + D, tok * D3 - D), D3, NF_ACT_NONE, 0, err));
         }
     }
     for (int64_t r0 = rbeg, r1; r0 < w->n; r0 = r1) {
@@ -446,19 +504,24 @@ static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mi
         const int64_t lim = r0 < w->ns ? w->ns : w->n;
         r1 = r0 + crows < lim ? r0 + crows : lim;
         const int64_t c = r1 - r0, tok = c * T;
-        nf_tensor x = nf__rows(w, &w->X, r0, r1), q = w->P;
+        nf_tensor x = nf__rows(w, &w->X, r0, r1), q;
+        int64_t q_ld;   /* row stride of q's tokens */
         if (r0 < w->ns) {
-            q = nf__rows(w, &w->Qa, r0, r1);
+            q = nf__v(&w->Sqkv, r0 * T * D3, tok * D3);
+            q_ld = D3;
         } else {
             snprintf(lab, sizeof(lab), "layers.%d.layer_norm1", l);
             NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
             snprintf(lab, sizeof(lab), "layers.%d.attention1.q", l);
-            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], w->P, D, NF_ACT_NONE, 0, err));
+            q = nf__v(&w->Pqkv, 0, tok * D);
+            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE, 0, err));
+            q_ld = D;
         }
-        const struct nf__attn_layout lay = {.groups = T, .lq = c, .lk = w->ns, .q_gs = D, .q_ss = T * D,
-                                            .kv_gs = D, .kv_ss = T * D, .o_gs = D, .o_ss = T * D};
+        const struct nf__attn_layout lay = {.groups = T, .lq = c, .lk = w->ns, .q_gs = q_ld, .q_ss = T * q_ld,
+                                            .kv_gs = D3, .kv_ss = T * D3, .o_gs = D, .o_ss = T * D};
         snprintf(lab, sizeof(lab), "layers.%d.attention1", l);
-        NF_TRY(nf__attention(m->be, lab, H, D / H, q, w->Ks, w->Vs, w->A, &lay, err));
+        NF_TRY(nf__attention(m->be, lab, H, D / H, q, nf__v(&w->Sqkv, D, ns3 - D), nf__v(&w->Sqkv, 2 * D, ns3 - 2 * D),
+                             w->A, &lay, err));
         snprintf(lab, sizeof(lab), "layers.%d.attention1.o", l);
         NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D, NF_ACT_NONE, 1, err));
     }
