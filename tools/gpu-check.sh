@@ -218,7 +218,7 @@ for prec in exact tf32; do
         step "$tag" 90 required \
             "$NF bench --model $FULL --device cuda:0 --warmup 2 --runs 10 --support $1 --query $2 --features $3 --precision $prec"
         log=$(ls "$LOGDIR"/*"$tag.log")
-        note "    $prec $1x$2x$3: median $(val "$log" MEDIAN_MS) ms, $(val "$log" GFLOPS) GFLOP/s, $(val "$log" OPS_PER_FORWARD) ops, H2D/fwd $(val "$log" H2D_COPIES_PER_FORWARD), D2H/fwd $(val "$log" D2H_COPIES_PER_FORWARD)"
+        note "    $prec $1x$2x$3: median $(val "$log" MEDIAN_MS) ms, $(val "$log" GFLOPS) GFLOP/s, $(val "$log" OPS_PER_FORWARD) ops, H2D/fwd $(val "$log" H2D_COPIES_PER_FORWARD), D2H/fwd $(val "$log" D2H_COPIES_PER_FORWARD), device allocs in timed runs $(val "$log" DEVICE_ALLOCS_TIMED)"
     done
 done
 step verify-tf32-full-synth 90 optional \

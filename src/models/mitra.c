@@ -15,7 +15,9 @@
  * values come from the support rows alone. Layer-major order: the support is
  * computed once whatever the number of queries, and each sub-block walks X
  * in row chunks, so the scratch memory is bounded (the streams themselves
- * are O(rows x T x D)). */
+ * are O(rows x T x D)). The q, k, v weights of each attention sit back to
+ * back on the device, so each projection is one LINEAR into [q k v]
+ * (tokens, 3D) and ATTENTION reads q, k, v from it by stride. */
 #include "mitra-impl.h"
 #include "io/nf-io.h"
 

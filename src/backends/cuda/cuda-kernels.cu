@@ -303,6 +303,20 @@ __global__ void nf_k_softmax_rows(float * S, int64_t rows, int64_t lk) {
 #define NF_ATT_TK      32                 /* keys (values) per shared-memory tile */
 #define NF_ATT_THREADS NF_CUDA_ATT_MAX_HD /* one thread per output column         */
 
+/* A barrier (the previous tile's readers are done), rows j0 .. j0+nk-1 of
+ * src (row stride ss, E floats each) into Ts, a barrier; returns nk. */
+__device__ __forceinline__ int nf_att_tile(float (*Ts)[NF_CUDA_ATT_MAX_HD + 1], const float * __restrict__ src,
+                                           int64_t ss, int j0, int LK, int E) {
+    const int nk = LK - j0 < NF_ATT_TK ? LK - j0 : NF_ATT_TK;
+    __syncthreads();
+    for (int idx = (int)threadIdx.x; idx < nk * E; idx += NF_ATT_THREADS) {
+        const int jj = idx / E, e = idx - jj * E;
+        Ts[jj][e] = src[(int64_t)(j0 + jj) * ss + e];
+    }
+    __syncthreads();
+    return nk;
+}
+
 /* Work item = (group g, head h, tile of NF_CUDA_ATT_ROWS query rows), taken
  * grid-stride. Per item:
  *   Qs (rows, hd)      the query rows
@@ -340,13 +354,7 @@ __global__ void nf_k_attention_small(const float * __restrict__ q, const float *
         }
         /* scores */
         for (int j0 = 0; j0 < LK; j0 += NF_ATT_TK) {
-            const int nk = LK - j0 < NF_ATT_TK ? LK - j0 : NF_ATT_TK;
-            __syncthreads();   /* Qs written; the previous tile's readers done */
-            for (int idx = t; idx < nk * E; idx += NF_ATT_THREADS) {
-                const int jj = idx / E, e = idx - jj * E;
-                Ts[jj][e] = kb[(int64_t)(j0 + jj) * kv_ss + e];
-            }
-            __syncthreads();
+            const int nk = nf_att_tile(Ts, kb, kv_ss, j0, LK, E);   /* (its first barrier: Qs written) */
             for (int idx = t; idx < NF_CUDA_ATT_ROWS * NF_ATT_TK; idx += NF_ATT_THREADS) {
                 const int i = idx / NF_ATT_TK, jj = idx - i * NF_ATT_TK;
                 if (i < nl && jj < nk) {
@@ -381,13 +389,7 @@ __global__ void nf_k_attention_small(const float * __restrict__ q, const float *
 NF_UNROLL
         for (int i = 0; i < NF_CUDA_ATT_ROWS; i++) acc[i] = 0.0f;
         for (int j0 = 0; j0 < LK; j0 += NF_ATT_TK) {
-            const int nk = LK - j0 < NF_ATT_TK ? LK - j0 : NF_ATT_TK;
-            __syncthreads();   /* S normalised; the previous tile's readers done */
-            for (int idx = t; idx < nk * E; idx += NF_ATT_THREADS) {
-                const int jj = idx / E, e = idx - jj * E;
-                Ts[jj][e] = vb[(int64_t)(j0 + jj) * kv_ss + e];
-            }
-            __syncthreads();
+            const int nk = nf_att_tile(Ts, vb, kv_ss, j0, LK, E);   /* (its first barrier: S normalised) */
             if (t < E) {
                 for (int jj = 0; jj < nk; jj++) {
                     const float vv = Ts[jj][t];
