@@ -131,6 +131,12 @@ grep -q "first stage over threshold: layers.0.mlp1 " "$T/bisect0.out" && ok "bis
 for k in MEDIAN_MS MEAN_MS P90_MS MIN_MS MAX_MS GFLOPS FLOP_PER_FORWARD; do
   grep -qE "^$k=[0-9.e+-]+$" "$T/bench.out" && ok "bench $k" || bad "bench $k"
 done
+grep -q "^PRECISION_DETAIL=exact fp32; compiled with -ffp-contract=off" "$T/bench.out" && ok "bench PRECISION_DETAIL" || bad "bench PRECISION_DETAIL"
+# after the warm-up the forward reuses its workspace: no device allocation in the timed runs
+grep -qx "DEVICE_ALLOCS_TIMED=0" "$T/bench.out" && ok "bench: no allocation in timed runs" || bad "bench DEVICE_ALLOCS_TIMED"
+"$BIN" bench --model "$T/small" --device cpu --warmup 0 --runs 2 > "$T/bench0.out" 2>&1 || bad "bench --warmup 0"
+grep -qE "^DEVICE_ALLOCS_TIMED=[1-9][0-9]*$" "$T/bench0.out" && ok "bench --warmup 0: the first timed run allocates" \
+  || bad "bench --warmup 0 DEVICE_ALLOCS_TIMED"
 
 # --- opencl: a missing platform and a kernel that fails to build ------------------
 if "$BIN" devices | grep -q "^opencl: not compiled in"; then

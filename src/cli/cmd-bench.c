@@ -81,6 +81,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     printf("BENCH_DEVICE=%s\n", nf_backend_name(be));
     printf("BENCH_DEVICE_DESC=%s\n", nf_backend_description(be));
     printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
+    printf("PRECISION_DETAIL=%s\n", nf_backend_precision_detail(be));
     printf("CASE=%lldx%lldx%lld\n", (long long) ns, (long long) nq, (long long) nf);
     printf("WARMUP=%d\nRUNS=%d\n", warmup, runs);
     printf("MEDIAN_MS=%.3f\nMEAN_MS=%.3f\nP90_MS=%.3f\nMIN_MS=%.3f\nMAX_MS=%.3f\n", st.median, st.mean, st.p90, st.min, st.max);
@@ -95,6 +96,8 @@ int nf_cmd_bench(int argc, char ** argv) {
         cJSON_AddStringToObject(doc, "device", nf_backend_name(be));
         cJSON_AddStringToObject(doc, "device_description", nf_backend_description(be));
         cJSON_AddStringToObject(doc, "precision", nf_precision_name(nf_backend_precision(be)));
+        cJSON_AddStringToObject(doc, "precision_detail", nf_backend_precision_detail(be));
+        cJSON_AddNumberToObject(doc, "device_allocs_timed", (double) tot.allocs);
         cJSON_AddNumberToObject(doc, "n_support", (double) ns);
         cJSON_AddNumberToObject(doc, "n_query", (double) nq);
         cJSON_AddNumberToObject(doc, "n_features", (double) nf);

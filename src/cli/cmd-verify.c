@@ -309,6 +309,7 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     printf("WORST_MEAN_ABS=%.3e\n", worst_mean);
     printf("INPUTS_IDENTICAL=%s\n", all_inputs ? "true" : "false");
     printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
+    printf("PRECISION_DETAIL=%s\n", nf_backend_precision_detail(be));
     printf("RESULT=%s\n", failed ? "FAIL" : "PASS");
 
     if (o->json) {
