@@ -214,7 +214,6 @@ static int nf__mitra_pack(nf_mitra * m, int64_t * offs, int64_t * total, nf_err 
     for (int i = 0; i < m->n_keys; i++) {
         if (offs[i] >= 0) continue;
         const int64_t numel = nf__key_numel(&m->keys[i]);
-        m->n_params += numel;
         int l, a;
         char kind[8] = "", back[64] = "";
         if (sscanf(m->keys[i].name, "layers.%d.attention%d.q.%7s", &l, &a, kind) == 3) {
@@ -230,7 +229,6 @@ static int nf__mitra_pack(nf_mitra * m, int64_t * offs, int64_t * total, nf_err 
                 return nf__err_set(err, NF_ERR_GENERIC, "internal: no k/v keys packable with '%s'", m->keys[i].name);
             }
             offs[i] = at; offs[ik] = at + numel; offs[iv] = at + 2 * numel;
-            m->n_params += 2 * numel;
             at += (3 * numel + 63) & ~(int64_t) 63;
             continue;
         }
@@ -279,6 +277,7 @@ int nf_mitra_load(nf_backend * be, const char * dir, nf_mitra ** out, nf_err * e
     int64_t total = 0;
     int64_t * offs = malloc((size_t) m->n_keys * sizeof(int64_t));
     if (!offs) { nf__st_close(&st); nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    for (int i = 0; i < m->n_keys; i++) m->n_params += nf__key_numel(&m->keys[i]);
     rc = nf__mitra_pack(m, offs, &total, err);
     if (rc != NF_OK) { free(offs); nf__st_close(&st); nf_mitra_free(m); return rc; }
     float * host = calloc((size_t) total, sizeof(float));
