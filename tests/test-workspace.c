@@ -5,7 +5,8 @@
  *  2. a forward of another shape in between reallocates and does not
  *     disturb the results of either shape;
  *  3. a chunked forward (chunk rows changed between forwards) over a reused
- *     workspace gives the same bytes;
+ *     workspace allocates nothing and gives the same logits within fp32
+ *     rounding (another chunking is another code path);
  *  4. nf_mitra_release_workspace frees it: the next forward allocates again.
  * usage: test-workspace MODEL_DIR [DEVICE]   (DEVICE default "cpu") */
 #include "nf-test.h"
@@ -91,7 +92,9 @@ int main(int argc, char ** argv) {
     nf_mitra_set_chunk_rows(m, 2);
     const int64_t chunked = forward(be, m, &a, a4, &err);
     CHECK(chunked == 0, "chunked forward over the kept workspace allocates nothing (%lld)", (long long) chunked);
-    CHECK(memcmp(a1, a4, na * sizeof(float)) == 0, "chunked forward: identical logits");
+    /* another chunking is another code path (other GEMM shapes): equal within
+     * fp32 rounding, not necessarily bytes (README "Determinism") */
+    CHECK(nf_test_close("chunked vs unchunked", a4, a1, na, 1e-5, 1e-6), "chunked forward: logits within rounding");
     nf_mitra_set_chunk_rows(m, 0);
 
     /* 4 */

@@ -9,6 +9,10 @@ JOBS=$(nproc)
 # 1. release build: cpu + opencl (PoCL) + cuda (compiled and linked; no GPU needed)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$JOBS"
+# which machine this log comes from: results are bitwise only per machine
+# (README "Determinism"), so a failure report must say where it ran
+echo "test.sh: CPU: $(grep -m1 "^model name" /proc/cpuinfo | sed "s/^model name[[:space:]]*: //") ($(nproc) cores)"
+build/nofall devices | sed -n 's/^  cpu  /test.sh: cpu backend: /p'
 ctest --test-dir build --output-on-failure
 # 2. the same suite under AddressSanitizer + UBSan (cpu backend)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNOFALL_SANITIZE=ON -DNOFALL_OPENCL=OFF -DNOFALL_CUDA=OFF
