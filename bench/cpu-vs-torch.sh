@@ -3,7 +3,10 @@
 #   the cpu backend's forward on the seed case (16x8x13) and a larger case
 #   (256 support x 256 query x 16 features) beside upstream PyTorch fp32
 #   (reference/bench_torch.py, when .venv-ref exists) and beside the machine's
-#   OpenBLAS sgemm rate. A benchmark: it asserts nothing.
+#   rate of the same GEMM library (oneDNN sgemm, build/nofall-sgemm). Prints
+#   the CPU model, the GEMM library and kernel, and the load average (the
+#   ratios are only as good as the machine is quiet). A benchmark: it asserts
+#   nothing.
 # Env: RUNS (default 10), BIG_RUNS (default 3), BIG="256 256 16".
 set -u
 cd "$(dirname "$0")/.."
@@ -15,8 +18,10 @@ MODEL=${MODEL:-models/mitra-synthetic}
 PY=.venv-ref/bin/python
 val() { sed -n "s/^$1=//p"; }
 
+echo "CPU: $(grep -m1 '^model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: //'), $(nproc) cores; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$BIN" devices | sed -n 's/^  cpu  /cpu backend: /p'
 sg=$("$B/nofall-sgemm" 4096 2048 512 5 | val GFLOPS)
-echo "OpenBLAS sgemm (4096x2048x512): $sg GFLOP/s; threads: ${OMP_NUM_THREADS:-default}"
+echo "sgemm (4096x2048x512, the cpu backend's GEMM): $sg GFLOP/s; threads: ${OMP_NUM_THREADS:-default}"
 printf '%-14s %12s %10s %12s %12s %14s\n' case nofall_ms GFLOP/s torch_ms torch/nofall nofall/sgemm
 for c in "16 8 13 $RUNS" "$BS $BQ $BF $BIG_RUNS"; do
   read -r s q f r <<< "$c"
@@ -31,3 +36,4 @@ for c in "16 8 13 $RUNS" "$BS $BQ $BF $BIG_RUNS"; do
   eff=$(python3 -c "print('%.2f' % ($gf / $sg))")
   printf '%-14s %12s %10s %12s %12s %14s\n' "${s}x${q}x${f}" "$ms" "$gf" "$tms" "$ratio" "$eff"
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -130,7 +130,7 @@ static const char *dnnl_isa_name(int v) {
 static void ident_dnnl(void *lib) {
     const dnnl_version_t *(*ver)(void) = (const dnnl_version_t *(*)(void))sym(lib, "dnnl_version");
     int (*isa)(void) = (int (*)(void))sym(lib, "dnnl_get_effective_cpu_isa");
-    int (*fpm)(void) = (int (*)(void))sym(lib, "dnnl_get_default_fpmath_mode");
+    int (*fpm)(int *) = (int (*)(int *))sym(lib, "dnnl_get_default_fpmath_mode");
     if (ver) {
         const dnnl_version_t *v = ver();
         printf("  version: %d.%d.%d (%s) cpu_runtime 0x%x\n", v->major, v->minor, v->patch,
@@ -142,7 +142,8 @@ static void ident_dnnl(void *lib) {
     }
     if (fpm) {
         static const char *n[] = {"strict", "bf16", "f16", "any", "tf32"};
-        int m = fpm();
+        int m = -1;
+        if (fpm(&m) != 0) m = -1;
         printf("  default fpmath mode: %d = %s\n", m, (m >= 0 && m < 5) ? n[m] : "?");
     }
 }
@@ -270,6 +271,11 @@ static int run_candidate(cand_t *c, int nthr) {
     return 0;
 }
 
+static void print_ident_header(const char *name) {
+    const char *label = getenv("GEMM_LABEL");
+    printf("== %s identification%s%s\n", name, label ? ": " : "", label ? label : "");
+}
+
 static int open_candidate(const char *name, cand_t *c) {
     memset(c, 0, sizeof *c);
     c->name = name;
@@ -279,7 +285,7 @@ static int open_candidate(const char *name, cand_t *c) {
         if (!c->lib) goto fail;
         c->cblas = (cblas_sgemm_fn)sym(c->lib, "cblas_sgemm");
         c->set_threads = thr_openblas;
-        printf("== %s identification\n", name);
+        print_ident_header(name);
         ident_openblas(c->lib, "");
     } else if (!strcmp(name, "openblas-scipy")) {
         const char *p = getenv("SCIPY_OPENBLAS_LIB");
@@ -289,7 +295,7 @@ static int open_candidate(const char *name, cand_t *c) {
         c->cblas = (cblas_sgemm_fn)sym(c->lib, "scipy_cblas_sgemm");
         c->set_threads = thr_scipy;
         thr_scipy(c->lib, omp_get_max_threads());
-        printf("== %s identification\n", name);
+        print_ident_header(name);
         ident_openblas(c->lib, "scipy_");
     } else if (!strcmp(name, "blis")) {
         c->lib = dlopen("/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4",
@@ -298,14 +304,14 @@ static int open_candidate(const char *name, cand_t *c) {
         c->cblas = (cblas_sgemm_fn)sym(c->lib, "cblas_sgemm");
         c->set_threads = thr_blis;
         thr_blis(c->lib, omp_get_max_threads()); /* BLIS is single-threaded by default */
-        printf("== %s identification\n", name);
+        print_ident_header(name);
         ident_blis(c->lib);
     } else if (!strcmp(name, "onednn")) {
         c->lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
         if (!c->lib) goto fail;
         c->dnnl = (dnnl_sgemm_fn)sym(c->lib, "dnnl_sgemm");
         c->set_threads = thr_omp;
-        printf("== %s identification\n", name);
+        print_ident_header(name);
         ident_dnnl(c->lib);
     } else {
         fprintf(stderr, "unknown candidate %s\n", name);

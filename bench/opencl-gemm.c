@@ -3,7 +3,7 @@
  * (nf_linear from src/backends/opencl/kernels.cl, no bias/act) against
  * CLBlast SGEMM (when built with it) on one OpenCL device, for
  * y = x · Wᵀ with x (M, K), W (N, K), y (M, N), and checks both against
- * OpenBLAS cblas_sgemm on the host (max abs error).
+ * oneDNN dnnl_sgemm on the host (max abs error).
  *
  *   bench-opencl-gemm [device-index] [reps] [MxKxN ...]
  *
@@ -21,7 +21,7 @@
 #include "opencl-kernels.h"
 
 #include <CL/cl.h>
-#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 #ifdef NF_BENCH_CLBLAST
 #include <clblast_c.h>
 #endif
@@ -228,7 +228,7 @@ int main(int argc, char ** argv)
         double t_blas = 1e30;
         for (int r = 0; r < (reps < 3 ? reps : 3); r++) {
             const double t0 = now_s();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, hx, K, hw, K, 0.0f, ref, N);
+            dnnl_sgemm('N', 'T', M, N, K, 1.0f, hx, K, hw, K, 0.0f, ref, N);
             const double t = now_s() - t0;
             t_blas = t < t_blas ? t : t_blas;
         }

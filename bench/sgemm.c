@@ -1,7 +1,8 @@
-/* sgemm.c -- the machine's OpenBLAS sgemm rate on the GEMM shapes of a Mitra
- * forward (x·Wᵀ, row-major), for the ratios bench/cpu-vs-torch.sh prints.
+/* sgemm.c -- the machine's rate of the cpu backend's GEMM (oneDNN sgemm) on
+ * the GEMM shapes of a Mitra forward (x·Wᵀ, row-major), for the ratios
+ * bench/cpu-vs-torch.sh prints.
  * usage: nofall-sgemm M N K [reps]; prints GFLOPS=<rate>. A benchmark. */
-#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,11 +23,11 @@ int main(int argc, char ** argv) {
     if (!A || !B || !C) { fprintf(stderr, "out of memory\n"); return 1; }
     for (size_t i = 0; i < (size_t) M * (size_t) K; i++) A[i] = (float) (i % 7) * 0.1f;
     for (size_t i = 0; i < (size_t) N * (size_t) K; i++) B[i] = (float) (i % 5) * 0.1f;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
+    dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
         double t = now_s();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
+        dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
         t = now_s() - t;
         if (t < best) best = t;
     }

@@ -67,6 +67,9 @@ const char * nf_backend_kind(const nf_backend * be);        /* "cpu", "opencl", 
 const char * nf_backend_description(const nf_backend * be); /* device name etc.     */
 int          nf_backend_precision(const nf_backend * be);
 const char * nf_backend_precision_detail(const nf_backend * be); /* build options, math mode */
+/* "" or a warning the user should see, e.g. that the cpu GEMM library runs
+ * kernels well below what this CPU can do */
+const char * nf_backend_warning(const nf_backend * be);
 int  nf_backend_sync(nf_backend * be, nf_err * err);
 
 /* Write the compiled-in backends and the devices each sees to f. */

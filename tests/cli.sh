@@ -168,6 +168,18 @@ fi
 
 # --- devices ------------------------------------------------------------------------
 "$BIN" devices > "$T/devices.out" && grep -q "^cpu: compiled in" "$T/devices.out" && ok "devices" || bad "devices"
+# the cpu line names the CPU, its SIMD and the GEMM library + kernel; so does report.json
+grep -qE "^  cpu  host CPU .*\((AVX-512|AVX2\+FMA|AVX|SSE4\.1|no SIMD)\).*GEMM: oneDNN [0-9.]+ dnnl_sgemm, JIT kernels for [a-z0-9_]+" "$T/devices.out" \
+  && ok "devices names the CPU and the GEMM kernel" || { bad "devices cpu line"; cat "$T/devices.out"; }
+grep -q '"device_description":[[:space:]]*"host CPU .*GEMM: oneDNN' "$T/run/report.json" && ok "report.json names the GEMM" || bad "report.json GEMM"
+# a GEMM held below the CPU's ISA is reported on stderr (forced here with
+# oneDNN's own ISA cap; on an SSE4.1-only CPU there is nothing below to force)
+if grep -qE "^  cpu  host CPU .*\((AVX-512|AVX2\+FMA|AVX)\)" "$T/devices.out"; then
+  ONEDNN_MAX_CPU_ISA=SSE41 "$BIN" run --model "$T/small" --out "$T/o-isa" > /dev/null 2> "$T/isa.err"
+  grep -q "^warning: cpu: the cpu GEMM runs SSE4.1 kernels" "$T/isa.err" && ok "GEMM below the CPU's ISA: warning on stderr" \
+    || { bad "no warning for a GEMM below the CPU's ISA"; cat "$T/isa.err"; }
+  grep -q "warning" "$T/tr.out" && bad "warning without a cap: $(grep warning "$T/tr.out")" || ok "no GEMM warning at full ISA"
+fi
 
 echo "cli.sh: $fails failure(s)"
 [ $fails -eq 0 ]

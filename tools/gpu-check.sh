@@ -22,7 +22,7 @@
 # usage:
 #   tools/gpu-check.sh                run everything (on the GPU machine)
 #   tools/gpu-check.sh --fetch-deps   run HERE, with apt: stage cJSON and
-#                                     OpenBLAS (headers + libraries) in
+#                                     oneDNN (headers + libraries) in
 #                                     tmp/gpudeps for an image that lacks them;
 #                                     then carry "tmp/gpudeps" with the run
 # env: NF_GPU_BUDGET_S (470: total seconds), NF_GPU_BUILD (build-gpu),
@@ -42,11 +42,10 @@ DEPS=${NF_DEPS:-$ROOT/tmp/gpudeps}
 if [ "${1:-}" = "--fetch-deps" ]; then
     rm -rf "$DEPS" && mkdir -p "$DEPS/debs" || exit 1
     ( cd "$DEPS/debs" &&
-      apt-get download libcjson1 libcjson-dev libopenblas0-openmp libopenblas-openmp-dev libgomp1 libgfortran5 libquadmath0 ) || exit 1
+      apt-get download libcjson1 libcjson-dev libdnnl2 libdnnl-dev libgomp1 ocl-icd-libopencl1 ) || exit 1
     for f in "$DEPS"/debs/*.deb; do dpkg -x "$f" "$DEPS" || exit 1; done
     rm -rf "$DEPS/debs" "$DEPS/usr/share"
     find "$DEPS" -name '*.a' -delete
-    find "$DEPS" -name 'liblapack*' -delete
     du -sh "$DEPS"
     echo "staged in $DEPS; carry it: run(command='tools/gpu-check.sh', carry=['tmp/gpudeps'])"
     exit 0
@@ -119,19 +118,18 @@ if [ ! -f /usr/include/cjson/cJSON.h ] && [ -f "$DEPS/usr/include/cjson/cJSON.h"
     CMAKE_ARGS="$CMAKE_ARGS -DCJSON_INCLUDE_DIR=$DEPS/usr/include -DCJSON_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/libcjson.so"
     note "  using cJSON from $DEPS"
 fi
-if [ ! -f /usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h ] &&
-   [ -f "$DEPS/usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h" ]; then
-    CMAKE_ARGS="$CMAKE_ARGS -DCBLAS_INCLUDE_DIR=$DEPS/usr/include/x86_64-linux-gnu/openblas-openmp"
-    CMAKE_ARGS="$CMAKE_ARGS -DOPENBLAS_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so"
-    note "  using OpenBLAS from $DEPS"
+if [ ! -f /usr/include/oneapi/dnnl/dnnl.h ] && [ -f "$DEPS/usr/include/oneapi/dnnl/dnnl.h" ]; then
+    CMAKE_ARGS="$CMAKE_ARGS -DDNNL_INCLUDE_DIR=$DEPS/usr/include"
+    CMAKE_ARGS="$CMAKE_ARGS -DDNNL_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/libdnnl.so"
+    note "  using oneDNN from $DEPS"
 fi
 if [ -d "$DEPS/usr/lib/x86_64-linux-gnu" ]; then
-    export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 JOBS=$(nproc 2>/dev/null || echo 8)
 
 step configure 90 required "cmake -S . -B $BUILD $CMAKE_ARGS" || {
-    note "  (missing cJSON/OpenBLAS? on a machine with apt: tools/gpu-check.sh --fetch-deps, then carry tmp/gpudeps)"
+    note "  (missing cJSON/oneDNN? on a machine with apt: tools/gpu-check.sh --fetch-deps, then carry tmp/gpudeps)"
     note "RESULT=FAIL (configure)"; exit 1; }
 grep -E "nofall: cuda|not built" "$LOGDIR"/*configure.log | sed 's/^.*-- /  /' | tee -a "$SUMMARY"
 step build 180 required "cmake --build $BUILD -j$JOBS" || { note "RESULT=FAIL (build)"; exit 1; }

@@ -224,3 +224,8 @@ int nf_cli_write_trace(const nf_backend * be, const char * path, nf_err * err) {
     if (rename(tmp, path) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed", path);
     return NF_OK;
 }
+
+void nf_cli_backend_warn(const nf_backend * be) {
+    const char * w = nf_backend_warning(be);
+    if (w && w[0]) fprintf(stderr, "warning: %s: %s\n", nf_backend_name(be), w);
+}

@@ -36,6 +36,8 @@ const char * nf_cli_need_value(int argc, char ** argv, int * i);
 int nf_cli_parse_precision(const char * s, int * out);
 
 double nf_cli_now_ms(void);
+/* Print the backend's warning (nf_backend_warning), if any, to stderr. */
+void nf_cli_backend_warn(const nf_backend * be);
 /* Write be's trace as JSON to path (temp name + rename). */
 int nf_cli_write_trace(const nf_backend * be, const char * path, nf_err * err);
 

@@ -40,6 +40,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     float * logits = NULL;
     double * ms = calloc((size_t) runs, sizeof(double));
     int rc = nf_backend_init(device, precision, &be, &err);
+    if (rc == NF_OK) nf_cli_backend_warn(be);
     if (rc == NF_OK) rc = nf_mitra_load(be, model, &m, &err);
     if (rc == NF_OK) {
         const int cls = nf_mitra_uses_class_labels(m);

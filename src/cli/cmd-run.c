@@ -114,6 +114,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     int rc;
     /* the device first: an absent device fails before any work */
     if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
+    nf_cli_backend_warn(be);
     nf_trace_reset(be, o->trace != NULL);
     if ((rc = nf_mitra_load(be, o->model, &m, err)) != NF_OK) goto done;
     if (o->chunk_rows > 0) nf_mitra_set_chunk_rows(m, o->chunk_rows);

@@ -194,6 +194,7 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     float * l_dev = NULL, * l_ref = NULL;
 
     if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
+    nf_cli_backend_warn(be);
     nf_trace_reset(be, o->trace != NULL);
     if ((rc = nf_mitra_load(be, o->model, &m, err)) != NF_OK) goto done;
     const int cls = nf_mitra_uses_class_labels(m);
@@ -201,6 +202,7 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     const struct nf_mitra_config * cfg = nf_mitra_get_config(m);
     if (against_cpu) {
         if ((rc = nf_backend_init("cpu", NF_PRECISION_EXACT, &rbe, err)) != NF_OK) goto done;
+        nf_cli_backend_warn(rbe);
         if ((rc = nf_mitra_load(rbe, o->ref_model ? o->ref_model : o->model, &rm, err)) != NF_OK) goto done;
         const struct nf_mitra_config * rc2 = nf_mitra_get_config(rm);
         if (memcmp(rc2, cfg, sizeof(*cfg)) != 0) { rc = nf__err_set(err, NF_ERR_ARG, "--reference-model has a different config"); goto done; }

@@ -63,13 +63,22 @@ const char * nf_backend_kind(const nf_backend * be)        { return be->iface->k
 const char * nf_backend_description(const nf_backend * be) { return be->desc; }
 int          nf_backend_precision(const nf_backend * be)   { return be->precision; }
 const char * nf_backend_precision_detail(const nf_backend * be) { return be->precision_detail; }
+const char * nf_backend_warning(const nf_backend * be) { return be->warning; }
 
 int nf_backend_sync(nf_backend * be, nf_err * err) {
     return be->iface->sync ? be->iface->sync(be, err) : NF_OK;
 }
 
 void nf_devices_print(FILE * f) {
-    fprintf(f, "cpu: compiled in\n  cpu  host CPU (OpenBLAS sgemm, OpenMP)\n");
+    nf_backend * cpu = NULL;
+    nf_err err = {0};
+    if (nf__backend_cpu_init(NF_PRECISION_EXACT, &cpu, &err) == NF_OK) {
+        fprintf(f, "cpu: compiled in\n  cpu  %s\n", cpu->desc);
+        if (cpu->warning[0]) fprintf(f, "  cpu  warning: %s\n", cpu->warning);
+        nf_backend_free(cpu);
+    } else {
+        fprintf(f, "cpu: compiled in, failed: %s\n", err.msg);
+    }
     nf__backend_opencl_list(f);
     nf__backend_cuda_list(f);
 }

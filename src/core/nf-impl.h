@@ -213,6 +213,7 @@ struct nf_backend {
     char   name[32];           /* "cpu", "opencl:0", ...  */
     char   desc[256];          /* device description       */
     char   precision_detail[1024]; /* cuda worst case (tf32, override note) is ~520 chars */
+    char   warning[256];       /* e.g. the cpu GEMM runs kernels below the CPU's ISA; "" if none */
     int    precision;
     /* tokens a model should process per sub-block chunk on this device
      * (bigger GEMMs, fewer launches on a GPU); 0 = the model's default */

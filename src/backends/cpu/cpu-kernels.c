@@ -3,11 +3,10 @@
  * These define the numerics every other backend is checked against
  * (tests/test-backend-ops.c). Exact fp32: erff GELU, expf softmax with max
  * subtraction, sqrtf; compiled with -ffp-contract=off. GEMMs go through
- * OpenBLAS sgemm; the loops are parallel over independent rows with OpenMP
+ * oneDNN's sgemm (cpu-gemm.c); the loops are parallel over independent rows with OpenMP
  * and never split a reduction, so results are identical run to run. */
-#include "nf-impl.h"
+#include "cpu-gemm.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,8 +299,7 @@ static int nf__cpu_linear(const nf_op * op, nf_err * err) {
         if (!t) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
         ldt = n;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k,
-                1.0f, x, (int) p->ldx, W, k, 0.0f, t, (int) ldt);
+    NF_TRY(nf__cpu_sgemm(1, m, n, k, 1.0f, x, p->ldx, W, k, t, ldt, err));
     const int gelu = p->act == NF_ACT_GELU, acc = p->accumulate;
     #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < m; r++) nf__linear_epilogue(y + r * p->ldy, t + r * ldt, bias, n, gelu, acc);
@@ -379,12 +377,12 @@ static int nf__cpu_attention(const nf_op * op, nf_err * err) {
 
     /* large problems (row attention): one task per (group, head, block of
      * query rows), spread over the OpenMP threads; each task's two sgemm
-     * calls run single-threaded inside the parallel region (OpenBLAS's
-     * OpenMP build does that by itself), so no reduction is split and the
-     * result does not depend on the thread count. */
+     * calls run single-threaded inside the parallel region (oneDNN's OpenMP
+     * build does that by itself), so no reduction is split and the result
+     * does not depend on the thread count. */
     const int64_t bq = lq < 128 ? lq : 128;
     const int64_t nblk = (lq + bq - 1) / bq;
-    int failed = 0;
+    int failed = 0, gemm_failed = 0;
     #pragma omp parallel
     {
         float * S = malloc((size_t) bq * (size_t) lk * sizeof(float));
@@ -401,15 +399,23 @@ static int nf__cpu_attention(const nf_op * op, nf_err * err) {
             const float * kb = k + g * p->kv_gs + h * E;
             const float * vb = v + g * p->kv_gs + h * E;
             float * ob = o + g * p->o_gs + i0 * p->o_ss + h * E;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int) nb, (int) lk, (int) E,
-                        scale, qb, (int) p->q_ss, kb, (int) p->kv_ss, 0.0f, S, (int) lk);
-            for (int64_t i = 0; i < nb; i++) nf__softmax_row(S + i * lk, lk);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) nb, (int) E, (int) lk,
-                        1.0f, S, (int) lk, vb, (int) p->kv_ss, 0.0f, ob, (int) p->o_ss);
+            nf_err terr;
+            terr.code = NF_OK;
+            terr.msg[0] = '\0';
+            int rc = nf__cpu_sgemm(1, nb, lk, E, scale, qb, p->q_ss, kb, p->kv_ss, S, lk, &terr);
+            if (rc == NF_OK) {
+                for (int64_t i = 0; i < nb; i++) nf__softmax_row(S + i * lk, lk);
+                rc = nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vb, p->kv_ss, ob, p->o_ss, &terr);
+            }
+            if (rc != NF_OK) {
+                #pragma omp critical(nf__attention_err)
+                if (!gemm_failed) { gemm_failed = rc; if (err) *err = terr; }
+            }
         }
         free(S);
     }
     if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory (%lld x %lld scores)", (long long) bq, (long long) lk);
+    if (gemm_failed) return nf__err_prefix(err, "ATTENTION %s", op->label ? op->label : "");
     return NF_OK;
 }
 

@@ -1,7 +1,7 @@
-/* cpu.c -- the cpu backend: host memory, the reference kernels in cpu-kernels.c. */
-#include "nf-impl.h"
+/* cpu.c -- the cpu backend: host memory, the reference kernels in cpu-kernels.c,
+ * the GEMM in cpu-gemm.c. */
+#include "cpu-gemm.h"
 
-#include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +75,14 @@ int nf__backend_cpu_init(int precision, nf_backend ** out, nf_err * err) {
     nf_backend * be = nf__backend_new(&nf__cpu_iface, NULL, "cpu");
     if (!be) return nf__err_set(err, NF_ERR_NOMEM, "cpu: out of memory");
     be->precision = precision;
-    snprintf(be->desc, sizeof(be->desc), "host CPU, %d OpenMP threads, OpenBLAS %s (%d threads)",
-             omp_get_max_threads(), openblas_get_config(), openblas_get_num_threads());
+    struct nf_cpu_gemm_info gi;
+    nf__cpu_gemm_info(&gi);
+    snprintf(be->desc, sizeof(be->desc), "host CPU %s (%s), %d OpenMP threads; GEMM: %s",
+             gi.cpu_model[0] ? gi.cpu_model : "(unknown model)", gi.cpu_simd, omp_get_max_threads(), gi.library);
     snprintf(be->precision_detail, sizeof(be->precision_detail),
-             "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); OpenBLAS sgemm fp32 (OpenMP build)");
+             "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); %s",
+             gi.library);
+    snprintf(be->warning, sizeof(be->warning), "%s", gi.warning);
     *out = be;
     return NF_OK;
 }
