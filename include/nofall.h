@@ -24,6 +24,13 @@ extern "C" {
 
 #define NF_VERSION "0.1.0"
 
+/* NF_API marks the exported symbols (for a shared build with -fvisibility=hidden) */
+#if defined(__GNUC__)
+#define NF_API __attribute__((visibility("default")))
+#else
+#define NF_API
+#endif
+
 /* ---- result codes ------------------------------------------------------ */
 enum nf_result {
     NF_OK = 0,
@@ -91,74 +98,101 @@ void nf_trace_totals_get(const nf_backend * be, struct nf_trace_totals * out);
 /* JSON document {"device":..,"ops":[..],"transfers":[..],"totals":{..}} */
 int  nf_trace_write_json(const nf_backend * be, FILE * f);
 
-/* ---- Mitra (Tab2D) ------------------------------------------------------- */
-typedef struct nf_mitra nf_mitra;
+/* ---- models -------------------------------------------------------------- */
+/* A model is loaded from a checkpoint directory: DIR/config.json and
+ * DIR/model.safetensors. Its type comes from config.json "model_type" when
+ * present ("mitra", ...); Mitra's official config has none, so a config
+ * without it is Mitra. Loading is strict: every missing, unexpected,
+ * wrong-dtype or wrong-shape tensor is named (NF_ERR_CHECKPOINT), and the
+ * weights go to be's device in one upload. */
+typedef struct nf_model nf_model;
 
-enum nf_task { NF_TASK_CLASSIFICATION = 0, NF_TASK_REGRESSION = 1 };
+NF_API int  nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * err);
+NF_API void nf_model_free(nf_model * m);
+NF_API const char * nf_model_type(const nf_model * m);    /* "mitra" */
+NF_API int64_t      nf_model_n_params(const nf_model * m);
 
-struct nf_mitra_config {
-    int dim, dim_output, n_layers, n_heads;
-    int task;                     /* enum nf_task */
+/* The configuration, item by item (as in config.json): returns 0 past the end.
+ * str is NULL for a number. */
+struct nf_config_item { const char * key; const char * str; int64_t num; };
+NF_API int  nf_model_config_item(const nf_model * m, int i, struct nf_config_item * out);
+
+/* Arrays in and out: row-major host data. */
+enum nf_array_dtype { NF_ARRAY_F32 = 0, NF_ARRAY_I64 = 1 };
+#define NF_ARRAY_MAX_DIMS 4
+struct nf_array {
+    const char * name;                  /* one of the model's input names */
+    int          dtype;                 /* enum nf_array_dtype            */
+    int          ndim;
+    int64_t      shape[NF_ARRAY_MAX_DIMS];
+    const void * data;
 };
-
-/* Load DIR/config.json + DIR/model.safetensors with the strict key check and
- * upload the weights to be's device once. */
-int  nf_mitra_load(nf_backend * be, const char * dir, nf_mitra ** out, nf_err * err);
-void nf_mitra_free(nf_mitra * m);
-const struct nf_mitra_config * nf_mitra_get_config(const nf_mitra * m);
-/* where the weights live, measured from the device's own API ("cuda:0", ...) */
-int  nf_mitra_weights_device(const nf_mitra * m, char * out, size_t n, nf_err * err);
-int64_t nf_mitra_n_params(const nf_mitra * m);
+/* What the forward takes. Mitra: support_x (n_support, n_features) f32,
+ * support_y (n_support) i64 class labels 0..n_classes-1 (classifier) or f32
+ * targets (regressor), query_x (n_query, n_features) f32. */
+struct nf_input_desc {
+    const char * name;
+    int          dtype;                 /* enum nf_array_dtype */
+    int          ndim;
+    const char * dims;                  /* the dims' names: "n_support n_features" */
+    int64_t      n_classes;             /* i64 class labels: their count; else 0 */
+};
+NF_API int  nf_model_n_inputs(const nf_model * m);
+NF_API const struct nf_input_desc * nf_model_input(const nf_model * m, int i);
+/* The output ("logits" for Mitra) and its shape for these inputs: Mitra
+ * (n_query, n_classes), or (n_query) for a regressor with one output. */
+NF_API const char * nf_model_output_name(const nf_model * m);
+NF_API int  nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in,
+                                  int * ndim, int64_t * shape, nf_err * err);
 
 /* Where things were measured to live during the last forward (driver query
- * at allocation time): the weights, the uploaded inputs, the logits tensor,
+ * at allocation time): the weights, the uploaded inputs, the output tensor,
  * and the device(s) that executed the forward's ops (from the op records). */
-struct nf_mitra_placement {
-    char weights[32], inputs[32], logits[32], ops[96];
+struct nf_placement {
+    char weights[32], inputs[32], outputs[32], ops[96];
 };
-void nf_mitra_get_placement(const nf_mitra * m, struct nf_mitra_placement * out);
-/* Output layout: 1 when the model returns one value per query row
- * (regression with dim_output 1), else dim_output. */
-int  nf_mitra_output_width(const nf_mitra * m);
-int  nf_mitra_uses_class_labels(const nf_mitra * m);
+NF_API void nf_model_get_placement(const nf_model * m, struct nf_placement * out);
+/* where the weights live, asked of the device's own API now ("cuda:0", ...) */
+NF_API int  nf_model_weights_device(const nf_model * m, char * out, size_t n, nf_err * err);
 
-struct nf_mitra_input {
-    int64_t n_support, n_query, n_features;
-    const float   * x_support;   /* (n_support, n_features) row-major        */
-    const float   * x_query;     /* (n_query,   n_features)                  */
-    const int64_t * y_class;     /* classification: (n_support), 0..C-1      */
-    const float   * y_value;     /* regression:     (n_support)              */
-};
+/* Options: "chunk_rows" (Mitra: rows of the stream processed together by each
+ * sub-block; bounds the scratch memory; 0 = default, 4096 tokens on cpu and
+ * opencl, 16384 on cuda). NF_ERR_ARG for an option the model lacks. */
+NF_API int  nf_model_set_option(nf_model * m, const char * key, int64_t value, nf_err * err);
 
-/* Rows of the stream (support and query rows alike) processed together by
- * each sub-block: bounds the scratch memory; 0 = default (4096 tokens on cpu
- * and opencl, 16384 on cuda). */
-void nf_mitra_set_chunk_rows(nf_mitra * m, int64_t rows);
-
-/* Stage callback (for verifying and bisecting backends). Stages:
- *   "inputs"  the x_support / x_query tensors read back from the device
+/* Stage callback (for verifying and bisecting backends): host copies of
+ * intermediate arrays, in forward order. Mitra's stages:
+ *   "inputs.support_x", "inputs.query_x"  the inputs read back from the device
  *   "embedding", "layers.<l>.{row_attention,mlp1,feature_attention,mlp2}"
- *             host copies of the support and query residual streams
- *   "head"    the logits (support == NULL)
- * NF_STAGES_INPUTS reports "inputs" and "head" only; NF_STAGES_ALL all of
- * them. Every stage adds (counted) device->host copies. */
+ *             the residual stream (n_support + n_query, T, dim), support rows first
+ *   "head"    the output
+ * NF_STAGES_INPUTS reports the "inputs.*" stages and "head" only;
+ * NF_STAGES_ALL all of them. Every stage adds (counted) device->host copies.
+ * A nonzero return fails the forward. */
 enum nf_stages { NF_STAGES_NONE = 0, NF_STAGES_INPUTS = 1, NF_STAGES_ALL = 2 };
-typedef int (*nf_stage_fn)(void * user, const char * stage,
-                           const float * support, int64_t n_support_elems,
-                           const float * query,   int64_t n_query_elems);
-void nf_mitra_set_stage_callback(nf_mitra * m, int stages, nf_stage_fn fn, void * user);
+typedef int (*nf_stage_fn)(void * user, const char * stage, const float * data, int ndim, const int64_t * shape);
+NF_API void nf_model_set_stage_callback(nf_model * m, int stages, nf_stage_fn fn, void * user);
+NF_API int  nf_model_stage_count(const nf_model * m);   /* stages of NF_STAGES_ALL */
+NF_API int  nf_model_stage_name(const nf_model * m, int i, char * out, size_t n);
 
-/* logits: classification (n_query, dim_output); regression (n_query).
+/* out: the output, nf_model_output_shape elements.
  * The forward's device workspace stays allocated in the model and is reused
- * by the next forward of the same shape (n_support, n_query, n_features):
- * repeated forwards allocate no device memory. A forward of another shape
- * or a failed one frees it first; nf_mitra_release_workspace frees it now. */
-int  nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * logits, nf_err * err);
-void nf_mitra_release_workspace(nf_mitra * m);
+ * by the next forward of the same input shapes: repeated forwards allocate
+ * no device memory. A forward of other shapes or a failed one frees it
+ * first; nf_model_release_workspace frees it now. */
+NF_API int  nf_model_forward(nf_model * m, const struct nf_array * in, int n_in, float * out, nf_err * err);
+NF_API void nf_model_release_workspace(nf_model * m);
 
-/* Write a synthetic checkpoint with the official layout: DIR/config.json and
- * DIR/model.safetensors, values drawn deterministically from seed. */
-int  nf_mitra_gen_weights(const char * dir, const struct nf_mitra_config * cfg, uint64_t seed, nf_err * err);
+/* Model types compiled in, and synthetic checkpoints with the official
+ * layout (DIR/config.json, DIR/model.safetensors, values drawn
+ * deterministically from seed). opts: n (key, value) pairs of the type's
+ * configuration, e.g. Mitra {"dim","512"}, {"layers","12"}, {"heads","4"},
+ * {"outputs","10"}, {"task","classification"}; absent keys take the
+ * official checkpoint's values. */
+NF_API int          nf_model_type_count(void);
+NF_API const char * nf_model_type_name(int i);
+NF_API int  nf_model_gen_weights(const char * type, const char * dir, uint64_t seed,
+                                 int n, const char * const * keys, const char * const * values, nf_err * err);
 
 #ifdef __cplusplus
 }

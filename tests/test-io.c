@@ -1,5 +1,6 @@
-/* test-io.c -- safetensors / npy readers on valid and malformed files, and
- * the strict Mitra key check. */
+/* test-io.c -- safetensors / npy readers on valid and malformed files, the
+ * weight-table machinery (optional / ignored / alias / non-F32 / packed
+ * keys), and the strict Mitra key check. */
 #include "nf-test.h"
 #include "io/nf-io.h"
 #include "models/mitra-impl.h"
@@ -161,9 +162,10 @@ enum edit { E_NONE, E_MISSING, E_EXTRA, E_SHAPE, E_DTYPE };
 
 static void write_mitra(const char * dir, const struct nf_mitra_config * cfg, enum edit e, const char * target) {
     mkdir(dir, 0777);
-    int n = nf__mitra_key_count(cfg);
-    struct nf_mitra_key * keys = calloc((size_t) n + 1, sizeof(*keys));
-    nf__mitra_keys(cfg, keys);
+    struct nf_wkey * keys = NULL;
+    int n = 0;
+    nf_err err = {0};
+    CHECK_RC(nf__wtable_expand(&nf__mitra_wtable, cfg, NULL, &keys, &n, &err), NF_OK, &err);
     /* header in REVERSE order: key order must not matter */
     char * hdr = malloc(1 << 20);
     size_t len = 0;
@@ -211,17 +213,19 @@ static void test_mitra_keys(void) {
     nf_err err = {0};
     struct nf_mitra_config cls = {.dim = 512, .dim_output = 10, .n_layers = 12, .n_heads = 4, .task = NF_TASK_CLASSIFICATION};
     struct nf_mitra_config reg = {.dim = 512, .dim_output = 1, .n_layers = 12, .n_heads = 4, .task = NF_TASK_REGRESSION};
-    CHECK(nf__mitra_key_count(&cls) == 392, "classifier has 392 keys, got %d", nf__mitra_key_count(&cls));
-    CHECK(nf__mitra_key_count(&reg) == 393, "regressor has 393 keys, got %d", nf__mitra_key_count(&reg));
-    struct nf_mitra_key * k = calloc(400, sizeof(*k));
+    struct nf_wkey * k = NULL;
     for (int t = 0; t < 2; t++) {
         const struct nf_mitra_config * c = t ? &reg : &cls;
-        int n = nf__mitra_keys(c, k);
+        int n = 0;
+        free(k);
+        k = NULL;
+        CHECK_RC(nf__wtable_expand(&nf__mitra_wtable, c, NULL, &k, &n, &err), NF_OK, &err);
+        CHECK(n == (t ? 393 : 392), "%s has %d keys", t ? "regressor (393)" : "classifier (392)", n);
         int64_t params = 0;
-        for (int i = 0; i < n; i++) params += k[i].shape[0] * (k[i].ndim == 2 ? k[i].shape[1] : 1);
+        for (int i = 0; i < n; i++) params += nf__wkey_numel(&k[i]);
         CHECK(params == (t ? 75661313 : 75670026), "parameter count %lld", (long long) params);
     }
-    CHECK(strcmp(k[0].name, "x_embedding.x_embedding.weight") == 0, "first key");
+    CHECK(k && strcmp(k[0].name, "x_embedding.x_embedding.weight") == 0, "first key");
     free(k);
 
     /* strict load on a small config, header in reverse order */
@@ -229,11 +233,12 @@ static void test_mitra_keys(void) {
     CHECK_RC(nf_backend_init("cpu", NF_PRECISION_EXACT, &be, &err), NF_OK, &err);
     struct nf_mitra_config small = {.dim = 8, .dim_output = 3, .n_layers = 2, .n_heads = 2, .task = NF_TASK_CLASSIFICATION};
     char dir[1024];
-    nf_mitra * m = NULL;
+    nf_model * m = NULL;
     snprintf(dir, sizeof(dir), "%s/m-ok", tmpdir);
     write_mitra(dir, &small, E_NONE, NULL);
-    CHECK_RC(nf_mitra_load(be, dir, &m, &err), NF_OK, &err);
-    nf_mitra_free(m);
+    CHECK_RC(nf_model_load(be, dir, &m, &err), NF_OK, &err);
+    CHECK(m && strcmp(nf_model_type(m), "mitra") == 0, "a config without model_type is Mitra");
+    nf_model_free(m);
     struct { enum edit e; const char * target; const char * needle; } cases[] = {
         {E_MISSING, "layers.1.attention2.k.bias", "missing 'layers.1.attention2.k.bias'"},
         {E_EXTRA, NULL, "unexpected 'layers.0.extra.weight'"},
@@ -244,7 +249,7 @@ static void test_mitra_keys(void) {
         snprintf(dir, sizeof(dir), "%s/m-bad%zu", tmpdir, i);
         write_mitra(dir, &small, cases[i].e, cases[i].target);
         m = NULL;
-        CHECK_RC(nf_mitra_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
+        CHECK_RC(nf_model_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
         CHECK_MSG(&err, cases[i].needle);
         CHECK(m == NULL, "no model on failure");
     }
@@ -256,18 +261,143 @@ static void test_mitra_keys(void) {
     FILE * f = fopen(p, "wb");
     fprintf(f, "{\"dim\": 8, \"dim_output\": 3, \"n_layers\": 2, \"n_heads\": 3, \"task\": \"CLASSIFICATION\"}");
     fclose(f);
-    CHECK_RC(nf_mitra_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
+    CHECK_RC(nf_model_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
     CHECK_MSG(&err, "multiple of n_heads");
     f = fopen(p, "wb");
     fprintf(f, "{\"dim\": 8, \"dim_output\": 3, \"n_layers\": 2, \"n_heads\": 2, \"task\": \"classification\"}");
     fclose(f);
-    CHECK_RC(nf_mitra_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
+    CHECK_RC(nf_model_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
     CHECK_MSG(&err, "unknown task");
     f = fopen(p, "wb");
     fprintf(f, "{\"dim\": 8, \"n_layers\": 2, \"n_heads\": 2, \"task\": \"CLASSIFICATION\"}");
     fclose(f);
-    CHECK_RC(nf_mitra_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
+    CHECK_RC(nf_model_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
     CHECK_MSG(&err, "dim_output");
+    /* model type detection */
+    f = fopen(p, "wb");
+    fprintf(f, "{\"model_type\": \"sptransformer-x\", \"dim\": 8}");
+    fclose(f);
+    CHECK_RC(nf_model_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
+    CHECK_MSG(&err, "model_type \"sptransformer-x\" is not supported (known: mitra");
+    f = fopen(p, "wb");
+    fprintf(f, "{\"model_type\": \"mitra\", \"dim\": 8, \"dim_output\": 3, \"n_layers\": 2, \"n_heads\": 2, \"task\": \"CLASSIFICATION\"}");
+    fclose(f);
+    CHECK_RC(nf_model_load(be, dir, &m, &err), NF_OK, &err);
+    nf_model_free(m);
+    nf_backend_free(be);
+}
+
+/* ---- the weight-table machinery on a toy model ------------------------------------ */
+struct toy_block { nf_tensor w, b, mean, q, k, v; };
+struct toy { nf_tensor emb, pos, opt, skip; struct toy_block * blocks; };
+static int64_t toy_dim(const void * cfg, char sym, const int * idx, int depth) {
+    switch (sym) {
+    case 'H': return 4;
+    case 'N': return 3;                          /* blocks */
+    case 'W': return depth > 0 && idx[0] >= 2 ? 5 : 3;   /* per-block kernel width */
+    default:  return -1;
+    }
+}
+#define TB_(f) NF_WSLOT(struct toy_block, f)
+static const struct nf_wentry toy_entries[] = {
+    {"emb.weight", "2H H", .init = NF_INIT_NORMAL, .slot = NF_WSLOT(struct toy, emb)},
+    {"pos.weights_0", "1 H", .alias = "pos.weights.0", .slot = NF_WSLOT(struct toy, pos)},
+    {"opt.weight", "H", .flags = NF_W_OPTIONAL, .slot = NF_WSLOT(struct toy, opt)},
+    {"position_ids", "1 H", .dtype = NF_ST_I64, .flags = NF_W_IGNORED},
+    NF_WREPEAT('N', struct toy, blocks, struct toy_block),
+        {"blocks.%d.conv.weight", "H H W", .fan_in = "HW", .slot = TB_(w)},
+        {"blocks.%d.conv.bias", "H", .fan_in = "HW", .slot = TB_(b)},
+        {"blocks.%d.bn.running_mean", "H", .flags = NF_W_BUFFER, .slot = TB_(mean)},
+        {"blocks.%d.bn.num_batches_tracked", "", .dtype = NF_ST_I64, .flags = NF_W_OPTIONAL},
+        {"blocks.%d.q", "H", .pack = 1, .slot = TB_(q)},
+        {"blocks.%d.k", "H", .pack = 1, .slot = TB_(k)},
+        {"blocks.%d.v", "H", .pack = 1, .slot = TB_(v)},
+    NF_WEND,
+};
+static const struct nf_wtable toy_table = {"toy", toy_entries, (int) (sizeof(toy_entries) / sizeof(toy_entries[0])), toy_dim};
+
+/* a toy checkpoint: every key the table writes, plus extras by flag */
+static void write_toy(const char * path, int alias, int with_opt, int with_ignored, int with_nbt, int bad_nbt) {
+    nf_err err = {0};
+    CHECK_RC(nf__weights_generate(path, &toy_table, NULL, 5, NULL, 0.0f, &err), NF_OK, &err);
+    /* rewrite the header: rename / add entries (the data stays valid) */
+    struct nf_safetensors st;
+    CHECK_RC(nf__st_open(path, &st, &err), NF_OK, &err);
+    struct nf_st_entry e[64];
+    static float zeros[64];
+    int n = 0;
+    for (int i = 0; i < st.n_tensors && n < 60; i++) {
+        const struct nf_st_tensor * t = &st.tensors[i];
+        if (!with_opt && strcmp(t->name, "opt.weight") == 0) continue;
+        e[n].name = strdup(alias && strcmp(t->name, "pos.weights_0") == 0 ? "pos.weights.0" : t->name);
+        e[n].ndim = t->ndim;
+        for (int d = 0; d < t->ndim; d++) e[n].shape[d] = t->shape[d];
+        float * copy = malloc((size_t) (t->end - t->begin) + 4);
+        memcpy(copy, nf__st_data(&st, t), (size_t) (t->end - t->begin));
+        e[n++].data = copy;
+    }
+    nf__st_close(&st);
+    /* an F32 stand-in for the ignored / int64 keys: the writer writes F32 only */
+    if (with_ignored) e[n++] = (struct nf_st_entry) {strdup("position_ids"), 2, {1, 4}, zeros};
+    if (with_nbt) e[n++] = (struct nf_st_entry) {strdup("blocks.1.bn.num_batches_tracked"), bad_nbt ? 1 : 0, {1}, zeros};
+    CHECK_RC(nf__st_write(path, e, n, &err), NF_OK, &err);
+    for (int i = 0; i < n; i++) { free((char *) e[i].name); if (e[i].data != zeros) free((float *) e[i].data); }
+}
+
+static void test_weight_table(void) {
+    nf_err err = {0};
+    struct nf_wkey * k = NULL;
+    int n = 0;
+    CHECK_RC(nf__wtable_expand(&toy_table, NULL, NULL, &k, &n, &err), NF_OK, &err);
+    CHECK(n == 4 + 3 * 7, "toy keys %d", n);
+    CHECK(n > 10 && strcmp(k[4].name, "blocks.0.conv.weight") == 0 && k[4].shape[2] == 3 && k[4].fan_in == 12, "block 0 conv");
+    CHECK(n > 20 && strcmp(k[18].name, "blocks.2.conv.weight") == 0 && k[18].shape[2] == 5 && k[18].fan_in == 20, "block 2 conv: W by index");
+    CHECK(n > 10 && k[7].ndim == 0 && nf__wkey_numel(&k[7]) == 1, "scalar key");
+    CHECK(n > 10 && k[8].pack && k[8].pack == k[10].pack && k[8].pack != k[15].pack, "pack ids per iteration");
+    free(k);
+
+    /* hash map: many names */
+    struct nf_namemap map;
+    CHECK_RC(nf__namemap_init(&map, 1000, &err), NF_OK, &err);
+    static char names[1000][16];
+    for (int i = 0; i < 1000; i++) { snprintf(names[i], sizeof(names[i]), "t.%d", i); CHECK(nf__namemap_put(&map, names[i], i) == 0, "put"); }
+    int ok = 1;
+    for (int i = 0; i < 1000; i++) ok &= nf__namemap_get(&map, names[i]) == i;
+    CHECK(ok && nf__namemap_get(&map, "t.1000") == -1 && nf__namemap_put(&map, names[3], 9) == -1, "namemap");
+    nf__namemap_free(&map);
+
+    nf_backend * be;
+    CHECK_RC(nf_backend_init("cpu", NF_PRECISION_EXACT, &be, &err), NF_OK, &err);
+    char p[1024];
+    struct toy toy = {0};
+    struct toy_block blocks[3];
+    struct nf_weights w;
+    /* 1. optional absent, alias spelling, ignored present, optional int64 absent */
+    path_of(p, sizeof(p), "toy1.safetensors");
+    write_toy(p, 1, 0, 1, 0, 0);
+    memset(blocks, 0, sizeof(blocks));
+    toy.blocks = blocks;
+    CHECK_RC(nf__weights_load(be, p, &toy_table, NULL, &toy, &w, &err), NF_OK, &err);
+    CHECK(toy.opt.buf == NULL, "absent optional key: slot unbound");
+    CHECK(toy.pos.buf != NULL && toy.pos.ndim == 2, "alias spelling bound");
+    CHECK(blocks[2].w.buf && blocks[2].w.ne[2] == 5, "block 2 slot bound");
+    /* q, k, v back to back */
+    CHECK(blocks[1].k.offs == blocks[1].q.offs + 16 && blocks[1].v.offs == blocks[1].k.offs + 16, "q, k, v packed back to back");
+    CHECK(w.n_params == 32 + 4 + 3 * (4 * 4 * 3 + 4 + 3 * 4) + 4 * 4 * 2, "n_params excludes buffers: %lld", (long long) w.n_params);
+    nf__weights_free(&w);
+    /* 2. optional present and loaded */
+    path_of(p, sizeof(p), "toy2.safetensors");
+    write_toy(p, 0, 1, 0, 0, 0);
+    memset(blocks, 0, sizeof(blocks));
+    CHECK_RC(nf__weights_load(be, p, &toy_table, NULL, &toy, &w, &err), NF_OK, &err);
+    CHECK(toy.opt.buf != NULL, "present optional key bound");
+    nf__weights_free(&w);
+    /* 3. optional int64 key present with the wrong dtype: named */
+    path_of(p, sizeof(p), "toy3.safetensors");
+    write_toy(p, 0, 1, 0, 1, 1);
+    CHECK_RC(nf__weights_load(be, p, &toy_table, NULL, &toy, &w, &err), NF_ERR_CHECKPOINT, &err);
+    CHECK_MSG(&err, "'blocks.1.bn.num_batches_tracked' has dtype F32 (expected I64)");
+    CHECK(w.keys == NULL && w.buf.buf == NULL, "nothing kept on failure");
     nf_backend_free(be);
 }
 
@@ -277,5 +407,6 @@ int main(void) {
     test_safetensors();
     test_npy();
     test_mitra_keys();
+    test_weight_table();
     return nf_test_done("test-io");
 }

@@ -44,16 +44,20 @@ int main(int argc, char ** argv) {
     nf_backend * lack = make_lacking();
     CHECK(lack != NULL, "test backend");
     lacking_iface.buffer_where = lacking_where;
-    nf_mitra * m = NULL;
-    CHECK_RC(nf_mitra_load(lack, argv[1], &m, &err), NF_OK, &err);
+    nf_model * m = NULL;
+    CHECK_RC(nf_model_load(lack, argv[1], &m, &err), NF_OK, &err);
     if (m) {
         float xs[4 * 3], xq[2 * 3], logits[2 * 16];
         int64_t ys[4] = {0, 1, 2, 1};
         for (int i = 0; i < 12; i++) xs[i] = (float) (i % 5);
         for (int i = 0; i < 6; i++) xq[i] = (float) (i % 3);
-        struct nf_mitra_input in = {.n_support = 4, .n_query = 2, .n_features = 3, .x_support = xs, .x_query = xq, .y_class = ys};
+        const struct nf_array in[3] = {
+            {"support_x", NF_ARRAY_F32, 2, {4, 3}, xs},
+            {"support_y", NF_ARRAY_I64, 1, {4}, ys},
+            {"query_x", NF_ARRAY_F32, 2, {2, 3}, xq},
+        };
         nf_trace_reset(lack, 0);
-        CHECK_RC(nf_mitra_forward(m, &in, logits, &err), NF_ERR_UNSUPPORTED, &err);
+        CHECK_RC(nf_model_forward(m, in, 3, logits, &err), NF_ERR_UNSUPPORTED, &err);
         CHECK_MSG(&err, "op ATTENTION");
         CHECK_MSG(&err, "lacks-attention:0");
         CHECK_MSG(&err, "does not fall back");
@@ -62,7 +66,7 @@ int main(int argc, char ** argv) {
         CHECK(tot.d2h_copies == 0, "no device->host copy happened (%lld)", (long long) tot.d2h_copies);
         CHECK(tot.ops_off_device == 0, "no op ran elsewhere");
         for (int64_t i = 0; i < lack->n_ops; i++) CHECK(lack->ops[i].type != NF_OP_ATTENTION, "ATTENTION never executed");
-        nf_mitra_free(m);
+        nf_model_free(m);
     }
 
     /* 2: an operand from another device */

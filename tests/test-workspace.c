@@ -7,7 +7,7 @@
  *  3. a chunked forward (chunk rows changed between forwards) over a reused
  *     workspace allocates nothing and gives the same logits within fp32
  *     rounding (another chunking is another code path);
- *  4. nf_mitra_release_workspace frees it: the next forward allocates again.
+ *  4. nf_model_release_workspace frees it: the next forward allocates again.
  * usage: test-workspace MODEL_DIR [DEVICE]   (DEVICE default "cpu") */
 #include "nf-test.h"
 #include "nofall.h"
@@ -35,11 +35,14 @@ static void table_make(struct table * t, int64_t ns, int64_t nq, int64_t F, uint
 static void table_free(struct table * t) { free(t->xs); free(t->xq); free(t->y); }
 
 /* one forward; returns the device allocations it made, or -1 on error */
-static int64_t forward(nf_backend * be, nf_mitra * m, const struct table * t, float * out, nf_err * err) {
-    struct nf_mitra_input in = {.n_support = t->ns, .n_query = t->nq, .n_features = t->F,
-                                .x_support = t->xs, .x_query = t->xq, .y_class = t->y};
+static int64_t forward(nf_backend * be, nf_model * m, const struct table * t, float * out, nf_err * err) {
+    const struct nf_array in[3] = {
+        {"support_x", NF_ARRAY_F32, 2, {t->ns, t->F}, t->xs},
+        {"support_y", NF_ARRAY_I64, 1, {t->ns}, t->y},
+        {"query_x", NF_ARRAY_F32, 2, {t->nq, t->F}, t->xq},
+    };
     nf_trace_reset(be, 0);
-    int rc = nf_mitra_forward(m, &in, out, err);
+    int rc = nf_model_forward(m, in, 3, out, err);
     CHECK(rc == NF_OK, "forward %lldx%lldx%lld: %s", (long long) t->ns, (long long) t->nq, (long long) t->F, err->msg);
     if (rc != NF_OK) return -1;
     struct nf_trace_totals tot;
@@ -52,15 +55,16 @@ int main(int argc, char ** argv) {
     const char * dev = argc > 2 ? argv[2] : "cpu";
     nf_err err = {0};
     nf_backend * be = NULL;
-    nf_mitra * m = NULL, * fresh = NULL;
+    nf_model * m = NULL, * fresh = NULL;
     if (nf_backend_init(dev, NF_PRECISION_EXACT, &be, &err) != NF_OK) {
         fprintf(stderr, "test-workspace: %s\n", err.msg);
         return 1;
     }
-    CHECK_RC(nf_mitra_load(be, argv[1], &m, &err), NF_OK, &err);
-    CHECK_RC(nf_mitra_load(be, argv[1], &fresh, &err), NF_OK, &err);
+    CHECK_RC(nf_model_load(be, argv[1], &m, &err), NF_OK, &err);
+    CHECK_RC(nf_model_load(be, argv[1], &fresh, &err), NF_OK, &err);
     if (!m || !fresh) return nf_test_done("test-workspace");
-    const int C = nf_mitra_get_config(m)->dim_output;
+    const int C = (int) nf_model_input(m, 1)->n_classes;   /* support_y: class labels */
+    CHECK(C > 1, "a classifier (%d classes)", C);
 
     struct table a, b;
     table_make(&a, 9, 5, 4, 11u, C);
@@ -82,24 +86,25 @@ int main(int argc, char ** argv) {
     /* 2 */
     const int64_t other = forward(be, m, &b, b1, &err);
     CHECK(other > 0, "another shape reallocates (%lld allocations)", (long long) other);
-    nf_mitra_release_workspace(fresh);
+    nf_model_release_workspace(fresh);
     forward(be, fresh, &b, bf, &err);
     CHECK(memcmp(b1, bf, nb * sizeof(float)) == 0, "shape B after shape A == fresh, byte for byte");
     forward(be, m, &a, a3, &err);
     CHECK(memcmp(a1, a3, na * sizeof(float)) == 0, "shape A after shape B: identical logits");
 
     /* 3: chunk rows change the schedule, not the allocation */
-    nf_mitra_set_chunk_rows(m, 2);
+    CHECK_RC(nf_model_set_option(m, "chunk_rows", 2, &err), NF_OK, &err);
+    CHECK_RC(nf_model_set_option(m, "chunk_size", 2, &err), NF_ERR_ARG, &err);
     const int64_t chunked = forward(be, m, &a, a4, &err);
     CHECK(chunked == 0, "chunked forward over the kept workspace allocates nothing (%lld)", (long long) chunked);
     /* another chunking is another code path (other GEMM shapes): equal within
      * fp32 rounding, not necessarily bytes (README "Determinism") */
     CHECK(nf_test_close("chunked vs unchunked", a4, a1, na, 1e-5, 1e-6), "chunked forward: logits within rounding");
-    nf_mitra_set_chunk_rows(m, 0);
+    nf_model_set_option(m, "chunk_rows", 0, &err);
 
     /* 4 */
-    nf_mitra_release_workspace(m);
-    nf_mitra_release_workspace(m);   /* twice is harmless */
+    nf_model_release_workspace(m);
+    nf_model_release_workspace(m);   /* twice is harmless */
     const int64_t after = forward(be, m, &a, a2, &err);
     /* (the backend's own scratch, grown by the first forward, stays) */
     CHECK(after > 0 && after <= first, "after release the forward allocates again (%lld, first %lld)", (long long) after, (long long) first);
@@ -107,8 +112,8 @@ int main(int argc, char ** argv) {
 
     free(a1); free(a2); free(a3); free(a4); free(af); free(b1); free(bf);
     table_free(&a); table_free(&b);
-    nf_mitra_free(m);
-    nf_mitra_free(fresh);
+    nf_model_free(m);
+    nf_model_free(fresh);
     nf_backend_free(be);
     return nf_test_done("test-workspace");
 }

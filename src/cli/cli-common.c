@@ -13,12 +13,48 @@ void nf_cli_table_free(struct nf_cli_table * t) {
     memset(t, 0, sizeof(*t));
 }
 
-struct nf_mitra_input nf_cli_table_input(const struct nf_cli_table * t) {
-    struct nf_mitra_input in = {
-        .n_support = t->n_support, .n_query = t->n_query, .n_features = t->n_features,
-        .x_support = t->xs, .x_query = t->xq, .y_class = t->yc, .y_value = t->yv,
-    };
-    return in;
+void nf_cli_table_arrays(const struct nf_cli_table * t, struct nf_array out[NF_CLI_TABLE_INPUTS]) {
+    out[0] = (struct nf_array) {"support_x", NF_ARRAY_F32, 2, {t->n_support, t->n_features}, t->xs};
+    out[1] = (struct nf_array) {"support_y", t->yc ? NF_ARRAY_I64 : NF_ARRAY_F32, 1, {t->n_support},
+                                t->yc ? (const void *) t->yc : (const void *) t->yv};
+    out[2] = (struct nf_array) {"query_x", NF_ARRAY_F32, 2, {t->n_query, t->n_features}, t->xq};
+}
+
+int nf_cli_table_model(const nf_model * m, int * class_labels, int64_t * n_classes, nf_err * err) {
+    static const char * const names[NF_CLI_TABLE_INPUTS] = {"support_x", "support_y", "query_x"};
+    int ok = nf_model_n_inputs(m) == NF_CLI_TABLE_INPUTS;
+    for (int i = 0; ok && i < NF_CLI_TABLE_INPUTS; i++) {
+        const struct nf_input_desc * d = nf_model_input(m, i);
+        ok = strcmp(d->name, names[i]) == 0 && d->ndim == (i == 1 ? 1 : 2) && (i == 1 || d->dtype == NF_ARRAY_F32);
+        if (ok && i == 1) {
+            *class_labels = d->dtype == NF_ARRAY_I64;
+            *n_classes = d->n_classes;
+        }
+    }
+    if (!ok) return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s does not take a table (support_x, support_y, query_x): "
+                                "the command line cannot feed it yet", nf_model_type(m));
+    return NF_OK;
+}
+
+int nf_cli_output_shape(const nf_model * m, const struct nf_cli_table * t, int * ndim, int64_t * shape, int * width, nf_err * err) {
+    struct nf_array in[NF_CLI_TABLE_INPUTS];
+    nf_cli_table_arrays(t, in);
+    NF_TRY(nf_model_output_shape(m, in, NF_CLI_TABLE_INPUTS, ndim, shape, err));
+    int64_t w = 1;
+    for (int d = 1; d < *ndim; d++) w *= shape[d];
+    *width = (int) w;
+    return NF_OK;
+}
+
+int nf_cli_same_config(const nf_model * a, const nf_model * b) {
+    if (strcmp(nf_model_type(a), nf_model_type(b)) != 0) return 0;
+    struct nf_config_item x, y;
+    for (int i = 0;; i++) {
+        const int ha = nf_model_config_item(a, i, &x), hb = nf_model_config_item(b, i, &y);
+        if (ha != hb) return 0;
+        if (!ha) return 1;
+        if (strcmp(x.key, y.key) != 0 || x.num != y.num || (!x.str) != (!y.str) || (x.str && strcmp(x.str, y.str) != 0)) return 0;
+    }
 }
 
 int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int class_labels, int n_classes,

@@ -7,7 +7,8 @@
 
 #include <stdbool.h>
 
-/* A host-side table for Mitra, owning its arrays. */
+/* A host-side table (support rows with labels, query rows), owning its
+ * arrays: the inputs of the table models (Mitra). */
 struct nf_cli_table {
     int64_t   n_support, n_query, n_features;
     float   * xs, * xq;
@@ -15,7 +16,16 @@ struct nf_cli_table {
     float   * yv;        /* regression targets, or NULL    */
 };
 void nf_cli_table_free(struct nf_cli_table * t);
-struct nf_mitra_input nf_cli_table_input(const struct nf_cli_table * t);
+/* The table as the model inputs support_x, support_y, query_x (3 arrays) */
+#define NF_CLI_TABLE_INPUTS 3
+void nf_cli_table_arrays(const struct nf_cli_table * t, struct nf_array out[NF_CLI_TABLE_INPUTS]);
+/* Does m take a table (the inputs above)? Its labels: class_labels (i64,
+ * n_classes of them) or float targets. NF_ERR_UNSUPPORTED otherwise. */
+int nf_cli_table_model(const nf_model * m, int * class_labels, int64_t * n_classes, nf_err * err);
+/* The output shape for table t; width = elements per query row. */
+int nf_cli_output_shape(const nf_model * m, const struct nf_cli_table * t, int * ndim, int64_t * shape, int * width, nf_err * err);
+/* config items as equal as two models' configurations */
+int nf_cli_same_config(const nf_model * a, const nf_model * b);
 
 /* Deterministic synthetic table from seed (host only, byte-identical on every
  * machine): x ~ rounded normal, labels in 0..n_classes-1 (class_labels) or

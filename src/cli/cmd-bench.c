@@ -35,31 +35,32 @@ int nf_cmd_bench(int argc, char ** argv) {
 
     nf_err err = {0};
     nf_backend * be = NULL;
-    nf_mitra * m = NULL;
+    nf_model * m = NULL;
     struct nf_cli_table t = {0};
     float * logits = NULL;
     double * ms = calloc((size_t) runs, sizeof(double));
     int rc = nf_backend_init(device, precision, &be, &err);
     if (rc == NF_OK) nf_cli_backend_warn(be);
-    if (rc == NF_OK) rc = nf_mitra_load(be, model, &m, &err);
+    if (rc == NF_OK) rc = nf_model_load(be, model, &m, &err);
+    int cls = 0, width = 0, out_ndim = 0;
+    int64_t n_classes = 0, out_shape[NF_ARRAY_MAX_DIMS];
+    if (rc == NF_OK) rc = nf_cli_table_model(m, &cls, &n_classes, &err);
+    if (rc == NF_OK) rc = nf_cli_table_generate(seed, ns, nq, nf, cls, cls ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t, &err);
+    if (rc == NF_OK) rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, &err);
     if (rc == NF_OK) {
-        const int cls = nf_mitra_uses_class_labels(m);
-        const int C = nf_mitra_get_config(m)->dim_output;
-        rc = nf_cli_table_generate(seed, ns, nq, nf, cls, cls ? (C < 10 ? C : 10) : 0, &t, &err);
-    }
-    if (rc == NF_OK) {
-        logits = malloc((size_t) (nq * nf_mitra_output_width(m)) * sizeof(float));
+        logits = malloc((size_t) (nq * width) * sizeof(float));
         if (!logits || !ms) rc = nf__err_set(&err, NF_ERR_NOMEM, "out of memory");
     }
-    struct nf_mitra_input in = nf_cli_table_input(&t);
-    for (int i = 0; rc == NF_OK && i < warmup; i++) rc = nf_mitra_forward(m, &in, logits, &err);
+    struct nf_array in[NF_CLI_TABLE_INPUTS];
+    nf_cli_table_arrays(&t, in);
+    for (int i = 0; rc == NF_OK && i < warmup; i++) rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, &err);
     struct nf_trace_totals tot = {0};
     if (rc == NF_OK) nf_trace_reset(be, 0);
     for (int i = 0; rc == NF_OK && i < runs; i++) {
-        /* nf_mitra_forward returns after the logits are downloaded (a device
+        /* nf_model_forward returns after the output is downloaded (a device
          * sync); the extra sync makes the end of the run explicit */
         const double t0 = nf_cli_now_ms();
-        rc = nf_mitra_forward(m, &in, logits, &err);
+        rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, &err);
         if (rc == NF_OK) rc = nf_backend_sync(be, &err);
         ms[i] = nf_cli_now_ms() - t0;
     }
@@ -67,12 +68,12 @@ int nf_cmd_bench(int argc, char ** argv) {
     if (rc == NF_OK && trace) {
         /* one more forward with a timed (per-op synchronized) trace */
         nf_trace_reset(be, 1);
-        rc = nf_mitra_forward(m, &in, logits, &err);
+        rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, &err);
         if (rc == NF_OK) rc = nf_cli_write_trace(be, trace, &err);
     }
     if (rc != NF_OK) {
         fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
-        free(ms); free(logits); nf_cli_table_free(&t); nf_mitra_free(m); nf_backend_free(be);
+        free(ms); free(logits); nf_cli_table_free(&t); nf_model_free(m); nf_backend_free(be);
         return 1;
     }
     struct nf_cli_stats st;
@@ -115,6 +116,6 @@ int nf_cmd_bench(int argc, char ** argv) {
         cJSON_Delete(doc);
         if (rc != NF_OK) fprintf(stderr, "error: %s\n", err.msg);
     }
-    free(ms); free(logits); nf_cli_table_free(&t); nf_mitra_free(m); nf_backend_free(be);
+    free(ms); free(logits); nf_cli_table_free(&t); nf_model_free(m); nf_backend_free(be);
     return rc == NF_OK ? 0 : 1;
 }

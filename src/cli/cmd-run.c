@@ -7,6 +7,7 @@
  *   CPU_FALLBACK   true iff any of those differs from the requested device;
  *   ASSETS_VERIFIED  the written files were read back and checked. */
 #include "cli.h"
+#include "weights.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -46,14 +47,15 @@ static int nf_run_rename(const char * dir, const char * file, nf_err * err) {
 }
 
 /* Read the artifacts back and check shape, dtype and finiteness. */
-static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t, int width, int has_classes, nf_err * err) {
+static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t, int out_ndim, const int64_t * out_shape,
+                                int width, int has_classes, nf_err * err) {
     char p[4096];
     struct nf_npy a;
     struct { const char * f; enum nf_npy_dtype dt; int nd; int64_t s0, s1; } want[5] = {
         {"support_x.npy", NF_NPY_F4, 2, t->n_support, t->n_features},
         {"support_y.npy", t->yc ? NF_NPY_I8 : NF_NPY_F4, 1, t->n_support, 0},
         {"query_x.npy",   NF_NPY_F4, 2, t->n_query, t->n_features},
-        {"logits.npy",    NF_NPY_F4, width > 1 ? 2 : 1, t->n_query, width},
+        {"logits.npy",    NF_NPY_F4, out_ndim, out_shape[0], out_ndim > 1 ? out_shape[1] : 0},
         {"class_ids.npy", NF_NPY_I8, 1, t->n_query, 0},
     };
     for (int i = 0; i < (has_classes ? 5 : 4); i++) {
@@ -107,7 +109,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     nf_run_remove_artifacts(o->out);
 
     nf_backend * be = NULL;
-    nf_mitra * m = NULL;
+    nf_model * m = NULL;
     struct nf_cli_table t = {0};
     float * logits = NULL;
     int64_t * cls = NULL;
@@ -116,21 +118,25 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
     nf_cli_backend_warn(be);
     nf_trace_reset(be, o->trace != NULL);
-    if ((rc = nf_mitra_load(be, o->model, &m, err)) != NF_OK) goto done;
-    if (o->chunk_rows > 0) nf_mitra_set_chunk_rows(m, o->chunk_rows);
-    const struct nf_mitra_config * cfg = nf_mitra_get_config(m);
-    const int class_labels = nf_mitra_uses_class_labels(m);
-    const int width = nf_mitra_output_width(m);
+    if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
+    if (o->chunk_rows > 0 && (rc = nf_model_set_option(m, "chunk_rows", o->chunk_rows, err)) != NF_OK) goto done;
+    int class_labels = 0;
+    int64_t n_classes = 0;
+    if ((rc = nf_cli_table_model(m, &class_labels, &n_classes, err)) != NF_OK) goto done;
     if (o->sx) rc = nf_cli_table_load(o->sx, o->sy, o->qx, class_labels, &t, err);
-    else       rc = nf_cli_table_generate(o->seed, 16, 8, 13, class_labels, class_labels ? (cfg->dim_output < 10 ? cfg->dim_output : 10) : 0, &t, err);
+    else       rc = nf_cli_table_generate(o->seed, 16, 8, 13, class_labels, class_labels ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t, err);
     if (rc != NF_OK) goto done;
+    int out_ndim = 0, width = 0;
+    int64_t out_shape[NF_ARRAY_MAX_DIMS];
+    if ((rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, err)) != NF_OK) goto done;
 
     logits = malloc((size_t) (t.n_query * width) * sizeof(float));
     cls = malloc((size_t) t.n_query * sizeof(int64_t));
     if (!logits || !cls) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
-    struct nf_mitra_input in = nf_cli_table_input(&t);
+    struct nf_array in[NF_CLI_TABLE_INPUTS];
+    nf_cli_table_arrays(&t, in);
     const double t0 = nf_cli_now_ms();
-    if ((rc = nf_mitra_forward(m, &in, logits, err)) != NF_OK) goto done;
+    if ((rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, err)) != NF_OK) goto done;
     const double wall_ms = nf_cli_now_ms() - t0;
 
     int finite = 1;
@@ -144,7 +150,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     if ((rc = nf_cli_table_write_tmp(o->out, &t, err)) != NF_OK) goto done;
     int64_t sh[2] = {t.n_query, width};
     nf_cli_tmp_name(p, sizeof(p), o->out, "logits.npy");
-    if ((rc = nf__npy_write(p, NF_NPY_F4, width > 1 ? 2 : 1, sh, logits, err)) != NF_OK) goto done;
+    if ((rc = nf__npy_write(p, NF_NPY_F4, out_ndim, out_shape, logits, err)) != NF_OK) goto done;
     if (has_classes) {
         nf_cli_tmp_name(p, sizeof(p), o->out, "class_ids.npy");
         if ((rc = nf__npy_write(p, NF_NPY_I8, 1, sh, cls, err)) != NF_OK) goto done;
@@ -153,24 +159,24 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         if (!has_classes && strcmp(nf_run_artifacts[i], "class_ids.npy") == 0) continue;
         if ((rc = nf_run_rename(o->out, nf_run_artifacts[i], err)) != NF_OK) goto done;
     }
-    if ((rc = nf_run_verify_assets(o->out, &t, width, has_classes, err)) != NF_OK) goto done;
+    if ((rc = nf_run_verify_assets(o->out, &t, out_ndim, out_shape, width, has_classes, err)) != NF_OK) goto done;
     const int assets_verified = 1;
 
     /* placement, measured */
-    struct nf_mitra_placement pl;
-    nf_mitra_get_placement(m, &pl);
+    struct nf_placement pl;
+    nf_model_get_placement(m, &pl);
     char model_dev[32];
-    if ((rc = nf_mitra_weights_device(m, model_dev, sizeof(model_dev), err)) != NF_OK) goto done;
+    if ((rc = nf_model_weights_device(m, model_dev, sizeof(model_dev), err)) != NF_OK) goto done;
     struct nf_trace_totals tot;
     nf_trace_totals_get(be, &tot);
     const char * dev = nf_backend_name(be);
     const int fallback = tot.ops_off_device > 0 || strcmp(model_dev, dev) != 0 || strcmp(pl.inputs, dev) != 0 ||
-                         strcmp(pl.logits, dev) != 0 || strcmp(pl.ops, dev) != 0;
+                         strcmp(pl.outputs, dev) != 0 || strcmp(pl.ops, dev) != 0;
 
-    char shape[64], classes[4096] = "";
-    if (width > 1) snprintf(shape, sizeof(shape), "1x%lldx%d", (long long) t.n_query, width);
-    else           snprintf(shape, sizeof(shape), "1x%lld", (long long) t.n_query);
-    size_t cl = 0;
+    char shape[64] = "1", classes[4096] = "";
+    size_t cl = 1;
+    for (int d = 0; d < out_ndim; d++) nf__msg_append(shape, sizeof(shape), &cl, "x%lld", (long long) out_shape[d]);
+    cl = 0;
     if (has_classes) {
         for (int64_t r = 0; r < t.n_query && cl + 24 < sizeof(classes); r++) {
             cl += (size_t) snprintf(classes + cl, sizeof(classes) - cl, r ? ",%lld" : "%lld", (long long) cls[r]);
@@ -183,13 +189,14 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     cJSON * rep = cJSON_CreateObject();
     cJSON_AddStringToObject(rep, "nofall_version", NF_VERSION);
     cJSON_AddStringToObject(rep, "model_dir", o->model);
+    cJSON_AddStringToObject(rep, "model_type", nf_model_type(m));
     cJSON * c = cJSON_AddObjectToObject(rep, "config");
-    cJSON_AddNumberToObject(c, "dim", cfg->dim);
-    cJSON_AddNumberToObject(c, "dim_output", cfg->dim_output);
-    cJSON_AddNumberToObject(c, "n_layers", cfg->n_layers);
-    cJSON_AddNumberToObject(c, "n_heads", cfg->n_heads);
-    cJSON_AddStringToObject(c, "task", cfg->task == NF_TASK_CLASSIFICATION ? "CLASSIFICATION" : "REGRESSION");
-    cJSON_AddNumberToObject(c, "n_params", (double) nf_mitra_n_params(m));
+    struct nf_config_item ci;
+    for (int i = 0; nf_model_config_item(m, i, &ci); i++) {
+        if (ci.str) cJSON_AddStringToObject(c, ci.key, ci.str);
+        else        cJSON_AddNumberToObject(c, ci.key, (double) ci.num);
+    }
+    cJSON_AddNumberToObject(c, "n_params", (double) nf_model_n_params(m));
     cJSON_AddStringToObject(rep, "device", dev);
     cJSON_AddStringToObject(rep, "device_description", nf_backend_description(be));
     cJSON_AddStringToObject(rep, "precision", nf_precision_name(nf_backend_precision(be)));
@@ -201,7 +208,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     cJSON * mk = cJSON_AddObjectToObject(rep, "markers");
     cJSON_AddStringToObject(mk, "INPUT_DEVICE", pl.inputs);
     cJSON_AddStringToObject(mk, "MODEL_DEVICE", model_dev);
-    cJSON_AddStringToObject(mk, "LOGITS_DEVICE", pl.logits);
+    cJSON_AddStringToObject(mk, "LOGITS_DEVICE", pl.outputs);
     cJSON_AddStringToObject(mk, "OUTPUT_DEVICE", pl.ops);
     cJSON_AddBoolToObject(mk, "CPU_FALLBACK", fallback);
     cJSON_AddStringToObject(mk, "LOGITS_SHAPE", shape);
@@ -224,7 +231,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
 
     printf("INPUT_DEVICE=%s\n", pl.inputs);
     printf("MODEL_DEVICE=%s\n", model_dev);
-    printf("LOGITS_DEVICE=%s\n", pl.logits);
+    printf("LOGITS_DEVICE=%s\n", pl.outputs);
     printf("OUTPUT_DEVICE=%s\n", pl.ops);
     printf("CPU_FALLBACK=%s\n", fallback ? "true" : "false");
     printf("LOGITS_SHAPE=%s\n", shape);
@@ -242,7 +249,7 @@ done:
     free(logits);
     free(cls);
     nf_cli_table_free(&t);
-    nf_mitra_free(m);
+    nf_model_free(m);
     nf_backend_free(be);
     return rc;
 }

@@ -21,13 +21,13 @@ struct nf_verify_opts {
     int bisect;            /* 0 off, 1 on failure, 2 always */
 };
 
-/* One stage of one side: name + host copies of the streams. */
-struct nf_stage_rec { char name[64]; float * s; int64_t ns; float * q; int64_t nq; };
+/* One stage of one side: name + a host copy of its array. */
+struct nf_stage_rec { char name[64]; float * data; int64_t n; };
 struct nf_stage_log { struct nf_stage_rec * r; int n, cap; int keep_all; };
 
-static int nf_stage_copy(void * user, const char * stage, const float * s, int64_t ns, const float * q, int64_t nq) {
+static int nf_stage_copy(void * user, const char * stage, const float * data, int ndim, const int64_t * shape) {
     struct nf_stage_log * log = user;
-    if (!log->keep_all && strcmp(stage, "inputs") != 0 && strcmp(stage, "head") != 0) return 0;
+    if (!log->keep_all && strncmp(stage, "inputs.", 7) != 0 && strcmp(stage, "head") != 0) return 0;
     if (log->n == log->cap) {
         int cap = log->cap ? log->cap * 2 : 64;
         struct nf_stage_rec * r = realloc(log->r, (size_t) cap * sizeof(*r));
@@ -35,19 +35,19 @@ static int nf_stage_copy(void * user, const char * stage, const float * s, int64
         log->r = r;
         log->cap = cap;
     }
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
     struct nf_stage_rec * r = &log->r[log->n];
     memset(r, 0, sizeof(*r));
     snprintf(r->name, sizeof(r->name), "%s", stage);
-    if (ns > 0) { r->s = malloc((size_t) ns * sizeof(float)); if (!r->s) return 1; memcpy(r->s, s, (size_t) ns * sizeof(float)); }
-    if (nq > 0) { r->q = malloc((size_t) nq * sizeof(float)); if (!r->q) { free(r->s); return 1; } memcpy(r->q, q, (size_t) nq * sizeof(float)); }
-    r->ns = ns;
-    r->nq = nq;
+    if (n > 0) { r->data = malloc((size_t) n * sizeof(float)); if (!r->data) return 1; memcpy(r->data, data, (size_t) n * sizeof(float)); }
+    r->n = n;
     log->n++;
     return 0;
 }
 
 static void nf_stage_log_clear(struct nf_stage_log * log) {
-    for (int i = 0; i < log->n; i++) { free(log->r[i].s); free(log->r[i].q); }
+    for (int i = 0; i < log->n; i++) free(log->r[i].data);
     log->n = 0;
 }
 
@@ -141,34 +141,65 @@ static int nf_verify_fixture_dirs(const char * against, char *** out, int * n, n
     return NF_OK;
 }
 
-/* Compare the two sides' stage logs; the first stage over a threshold. */
-static void nf_verify_bisect(const struct nf_stage_log * dev, const struct nf_stage_log * ref,
+/* Compare the two sides' stages, in the model's stage order; the first one
+ * over a threshold. */
+static void nf_verify_bisect(const nf_model * m, const struct nf_stage_log * dev, const struct nf_stage_log * ref,
                              const struct nf_verify_opts * o, struct nf_verify_case * c) {
     c->bisect_ran = 1;
     snprintf(c->bisect_stage, sizeof(c->bisect_stage), "none");
-    for (int i = 0; i < dev->n; i++) {
-        const struct nf_stage_rec * a = &dev->r[i];
-        if (strcmp(a->name, "inputs") == 0) continue;
-        const struct nf_stage_rec * b = nf_stage_find(ref, a->name);
-        if (!b || b->ns != a->ns || b->nq != a->nq) continue;
-        struct nf_cli_diff ds, dq;
-        nf_cli_diff(a->s ? a->s : a->q, b->s ? b->s : b->q, a->s ? a->ns : 0, 1, &ds);
-        nf_cli_diff(a->q, b->q, a->nq, 1, &dq);
-        const double mx = ds.max_abs > dq.max_abs ? ds.max_abs : dq.max_abs;
-        const double mean = (ds.mean_abs * (double) ds.n + dq.mean_abs * (double) dq.n) / (double) (ds.n + dq.n ? ds.n + dq.n : 1);
-        if (!(mx <= o->max_abs) || !(mean <= o->mean_abs)) {
+    char name[64];
+    for (int i = 0; nf_model_stage_name(m, i, name, sizeof(name)); i++) {
+        if (strncmp(name, "inputs.", 7) == 0) continue;
+        const struct nf_stage_rec * a = nf_stage_find(dev, name), * b = nf_stage_find(ref, name);
+        if (!a || !b || b->n != a->n) continue;
+        struct nf_cli_diff d;
+        nf_cli_diff(a->data, b->data, a->n, 1, &d);
+        if (!(d.max_abs <= o->max_abs) || !(d.mean_abs <= o->mean_abs)) {
             snprintf(c->bisect_stage, sizeof(c->bisect_stage), "%s", a->name);
-            c->bisect_max = mx;
-            c->bisect_mean = mean;
+            c->bisect_max = d.max_abs;
+            c->bisect_mean = d.mean_abs;
             return;
         }
     }
 }
 
-static int nf_verify_inputs_identical(const struct nf_stage_log * a, const float * xs, int64_t nxs, const float * xq, int64_t nxq) {
-    const struct nf_stage_rec * r = nf_stage_find(a, "inputs");
-    if (!r || r->ns != nxs || r->nq != nxq) return 0;
-    return memcmp(r->s, xs, (size_t) nxs * sizeof(float)) == 0 && memcmp(r->q, xq, (size_t) nxq * sizeof(float)) == 0;
+/* The input a stage "inputs.<name>" reads back, or NULL */
+static const struct nf_array * nf_verify_stage_input(const char * stage, const struct nf_array * in, int n_in) {
+    if (strncmp(stage, "inputs.", 7) != 0) return NULL;
+    for (int i = 0; i < n_in; i++) if (strcmp(in[i].name, stage + 7) == 0 && in[i].dtype == NF_ARRAY_F32) return &in[i];
+    return NULL;
+}
+
+/* Every input the model reads back ("inputs.<name>" stages) is in log and
+ * equals the given input, byte for byte. */
+static int nf_verify_inputs_identical(const nf_model * m, const struct nf_stage_log * log, const struct nf_array * in, int n_in) {
+    int seen = 0;
+    char name[64];
+    for (int s = 0; nf_model_stage_name(m, s, name, sizeof(name)); s++) {
+        const struct nf_array * a = nf_verify_stage_input(name, in, n_in);
+        if (!a) continue;
+        const struct nf_stage_rec * r = nf_stage_find(log, name);
+        int64_t n = 1;
+        for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
+        if (!r || r->n != n || memcmp(r->data, a->data, (size_t) n * sizeof(float)) != 0) return 0;
+        seen++;
+    }
+    return seen > 0;
+}
+
+/* the inputs with the data the reference side read back from its device */
+static int nf_verify_inputs_of(const nf_model * m, const struct nf_stage_log * log, const struct nf_array * in, int n_in,
+                               struct nf_array * out) {
+    for (int i = 0; i < n_in; i++) out[i] = in[i];
+    char name[64];
+    for (int s = 0; nf_model_stage_name(m, s, name, sizeof(name)); s++) {
+        const struct nf_array * a = nf_verify_stage_input(name, in, n_in);
+        if (!a) continue;
+        const struct nf_stage_rec * r = nf_stage_find(log, name);
+        if (!r) return 0;
+        out[a - in].data = r->data;
+    }
+    return 1;
 }
 
 static void nf_verify_print_case(const struct nf_verify_case * c, int width) {
@@ -185,7 +216,7 @@ static void nf_verify_print_case(const struct nf_verify_case * c, int width) {
 static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_err * err) {
     const int against_cpu = strcmp(o->against, "cpu") == 0;
     nf_backend * be = NULL, * rbe = NULL;
-    nf_mitra * m = NULL, * rm = NULL;
+    nf_model * m = NULL, * rm = NULL;
     char ** dirs = NULL;
     int n_dirs = 0, rc;
     struct nf_verify_case * cases = NULL;
@@ -196,23 +227,22 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
     nf_cli_backend_warn(be);
     nf_trace_reset(be, o->trace != NULL);
-    if ((rc = nf_mitra_load(be, o->model, &m, err)) != NF_OK) goto done;
-    const int cls = nf_mitra_uses_class_labels(m);
-    const int width = nf_mitra_output_width(m);
-    const struct nf_mitra_config * cfg = nf_mitra_get_config(m);
+    if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
+    int cls = 0, width = 0;
+    int64_t n_classes = 0;
+    if ((rc = nf_cli_table_model(m, &cls, &n_classes, err)) != NF_OK) goto done;
     if (against_cpu) {
         if ((rc = nf_backend_init("cpu", NF_PRECISION_EXACT, &rbe, err)) != NF_OK) goto done;
         nf_cli_backend_warn(rbe);
-        if ((rc = nf_mitra_load(rbe, o->ref_model ? o->ref_model : o->model, &rm, err)) != NF_OK) goto done;
-        const struct nf_mitra_config * rc2 = nf_mitra_get_config(rm);
-        if (memcmp(rc2, cfg, sizeof(*cfg)) != 0) { rc = nf__err_set(err, NF_ERR_ARG, "--reference-model has a different config"); goto done; }
+        if ((rc = nf_model_load(rbe, o->ref_model ? o->ref_model : o->model, &rm, err)) != NF_OK) goto done;
+        if (!nf_cli_same_config(m, rm)) { rc = nf__err_set(err, NF_ERR_ARG, "--reference-model has a different config"); goto done; }
     } else {
         if (o->bisect) { rc = nf__err_set(err, NF_ERR_ARG, "--bisect needs --against cpu (fixtures hold no intermediate stages)"); goto done; }
         if ((rc = nf_verify_fixture_dirs(o->against, &dirs, &n_dirs, err)) != NF_OK) goto done;
     }
     dlog.keep_all = rlog.keep_all = o->bisect != 0;
-    nf_mitra_set_stage_callback(m, o->bisect ? NF_STAGES_ALL : NF_STAGES_INPUTS, nf_stage_copy, &dlog);
-    if (rm) nf_mitra_set_stage_callback(rm, o->bisect ? NF_STAGES_ALL : NF_STAGES_INPUTS, nf_stage_copy, &rlog);
+    nf_model_set_stage_callback(m, o->bisect ? NF_STAGES_ALL : NF_STAGES_INPUTS, nf_stage_copy, &dlog);
+    if (rm) nf_model_set_stage_callback(rm, o->bisect ? NF_STAGES_ALL : NF_STAGES_INPUTS, nf_stage_copy, &rlog);
 
     const int total = against_cpu ? o->n_seeds * (1 + o->samples) : n_dirs;
     cases = calloc((size_t) total, sizeof(*cases));
@@ -242,7 +272,7 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
             } else {
                 snprintf(c->name, sizeof(c->name), "seed=%llu", (unsigned long long) seed);
             }
-            rc = nf_cli_table_generate(s, ns, nq, nf, cls, cls ? (cfg->dim_output < 10 ? cfg->dim_output : 10) : 0, &t, err);
+            rc = nf_cli_table_generate(s, ns, nq, nf, cls, cls ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t, err);
         } else {
             char a[4096], b[4096], q[4096], e[4096];
             nf__path_join(a, sizeof(a), dirs[ci], "support_x.npy");
@@ -253,15 +283,23 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
             snprintf(c->name, sizeof(c->name), "%s", base ? base + 1 : dirs[ci]);
             rc = nf_cli_table_load(a, b, q, cls, &t, err);
             struct nf_npy ex = {0};
+            int out_ndim = 0;
+            int64_t out_shape[NF_ARRAY_MAX_DIMS];
+            if (rc == NF_OK) rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, err);
             if (rc == NF_OK) rc = nf__npy_read(e, &ex, err);
             if (rc == NF_OK) {
-                const int ok = ex.dtype == NF_NPY_F4 && ex.shape[0] == t.n_query &&
-                               ((width > 1 && ex.ndim == 2 && ex.shape[1] == width) || (width == 1 && ex.ndim == 1));
+                int ok = ex.dtype == NF_NPY_F4 && ex.ndim == out_ndim;
+                for (int d = 0; ok && d < out_ndim; d++) ok = ex.shape[d] == out_shape[d];
                 if (!ok) rc = nf__err_set(err, NF_ERR_SHAPE, "%s: expected float32 shape (%lld%s) for this model", e,
                                           (long long) t.n_query, width > 1 ? ", C" : ",");
                 else { expected = ex.data; ex.data = NULL; }
             }
             nf__npy_free(&ex);
+        }
+        if (rc == NF_OK && !expected) {
+            int out_ndim = 0;
+            int64_t out_shape[NF_ARRAY_MAX_DIMS];
+            rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, err);
         }
         if (rc != NF_OK) { nf_cli_table_free(&t); free(expected); goto done; }
         c->ns = t.n_support; c->nq = t.n_query; c->nf = t.n_features;
@@ -269,25 +307,27 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
         l_dev = malloc((size_t) (t.n_query * width) * sizeof(float));
         l_ref = expected ? expected : malloc((size_t) (t.n_query * width) * sizeof(float));
         if (!l_dev || !l_ref) { nf_cli_table_free(&t); rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
-        struct nf_mitra_input in = nf_cli_table_input(&t);
+        struct nf_array in[NF_CLI_TABLE_INPUTS];
+        nf_cli_table_arrays(&t, in);
         nf_stage_log_clear(&dlog);
         nf_stage_log_clear(&rlog);
-        rc = nf_mitra_forward(m, &in, l_dev, err);
-        if (rc == NF_OK && rm) rc = nf_mitra_forward(rm, &in, l_ref, err);
+        rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, l_dev, err);
+        if (rc == NF_OK && rm) rc = nf_model_forward(rm, in, NF_CLI_TABLE_INPUTS, l_ref, err);
         if (rc != NF_OK) { nf_cli_table_free(&t); nf__err_prefix(err, "case %s", c->name); goto done; }
         nf_cli_diff(l_dev, l_ref, t.n_query, width, &c->d);
         /* byte-identical inputs: each side's device copy, read back, against
          * the other side's (cpu reference) or against the fixture's file */
         if (rm) {
-            const struct nf_stage_rec * ri = nf_stage_find(&rlog, "inputs");
-            c->inputs_identical = ri && nf_verify_inputs_identical(&dlog, ri->s, ri->ns, ri->q, ri->nq) &&
-                                  nf_verify_inputs_identical(&rlog, t.xs, t.n_support * t.n_features, t.xq, t.n_query * t.n_features);
+            struct nf_array rin[NF_CLI_TABLE_INPUTS];
+            c->inputs_identical = nf_verify_inputs_of(rm, &rlog, in, NF_CLI_TABLE_INPUTS, rin) &&
+                                  nf_verify_inputs_identical(m, &dlog, rin, NF_CLI_TABLE_INPUTS) &&
+                                  nf_verify_inputs_identical(rm, &rlog, in, NF_CLI_TABLE_INPUTS);
         } else {
-            c->inputs_identical = nf_verify_inputs_identical(&dlog, t.xs, t.n_support * t.n_features, t.xq, t.n_query * t.n_features);
+            c->inputs_identical = nf_verify_inputs_identical(m, &dlog, in, NF_CLI_TABLE_INPUTS);
         }
         c->pass = c->d.finite && c->d.max_abs <= o->max_abs && c->d.mean_abs <= o->mean_abs &&
                   c->d.class_disagree == 0 && c->inputs_identical;
-        if (o->bisect == 2 || (o->bisect == 1 && !c->pass)) nf_verify_bisect(&dlog, &rlog, o, c);
+        if (o->bisect == 2 || (o->bisect == 1 && !c->pass)) nf_verify_bisect(m, &dlog, &rlog, o, c);
         nf_verify_print_case(c, width);
         n_cases++;
         nf_cli_table_free(&t);
@@ -353,7 +393,7 @@ done:
     for (int i = 0; i < n_dirs; i++) free(dirs[i]);
     free(dirs);
     free(cases);
-    nf_mitra_free(m); nf_mitra_free(rm);
+    nf_model_free(m); nf_model_free(rm);
     nf_backend_free(be); nf_backend_free(rbe);
     return rc;
 }

@@ -1,6 +1,6 @@
 /* main.c -- `nofall`: run / verify / bench / devices / gen-weights. */
 #include "cli.h"
-#include "models/mitra-impl.h"
+#include "model.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,59 +22,62 @@ static void nf_usage(FILE * f) {
         "             --task classification|regression] [--perturb KEY:DELTA]\n", NF_VERSION);
 }
 
+/* gen-weights TYPE --out DIR [--seed N] [--perturb KEY:DELTA] [--OPTION VALUE ...]:
+ * the options are the model type's (nf_model_i.gen_options) */
 static int nf_cmd_gen_weights(int argc, char ** argv) {
-    if (argc < 2 || strcmp(argv[1], "mitra") != 0) {
-        fprintf(stderr, "error: gen-weights needs a model name (only 'mitra' is available)\n");
+    const struct nf_model_i * iface = argc >= 2 ? nf__model_find(argv[1]) : NULL;
+    if (!iface) {
+        char known[256] = "";
+        size_t len = 0;
+        for (int i = 0; i < nf_model_type_count(); i++) nf__msg_append(known, sizeof(known), &len, "%s'%s'", i ? ", " : "", nf_model_type_name(i));
+        if (nf_model_type_count() == 1) fprintf(stderr, "error: gen-weights needs a model name (only %s is available)\n", known);
+        else                            fprintf(stderr, "error: gen-weights needs a model name (one of %s)\n", known);
         return 2;
     }
-    struct nf_mitra_config cfg = {.dim = 512, .dim_output = 10, .n_layers = 12, .n_heads = 4, .task = NF_TASK_CLASSIFICATION};
-    int outputs_given = 0;
+    enum { NF_GEN_MAX_OPTS = 32 };
+    const char * keys[NF_GEN_MAX_OPTS], * values[NF_GEN_MAX_OPTS];
+    int n = 0;
     const char * out = NULL, * perturb = NULL;
+    static char key[128];
     float delta = 0.0f;
     uint64_t seed = 0;
     for (int i = 2; i < argc; i++) {
         const char * a = argv[i];
-        const char * v = NULL;
-        if (strcmp(a, "--out") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--dim") == 0 || strcmp(a, "--layers") == 0 ||
-            strcmp(a, "--heads") == 0 || strcmp(a, "--outputs") == 0 || strcmp(a, "--task") == 0 || strcmp(a, "--perturb") == 0) {
-            if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
-        } else {
+        int known = strcmp(a, "--out") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--perturb") == 0;
+        for (const struct nf_option_desc * o = iface->gen_options; !known && o && o->name; o++) {
+            known = strncmp(a, "--", 2) == 0 && strcmp(a + 2, o->name) == 0;
+        }
+        if (!known) {
             fprintf(stderr, "error: unknown option %s\n", a);
             return 2;
         }
-        if      (strcmp(a, "--out") == 0)     out = v;
-        else if (strcmp(a, "--seed") == 0)    seed = strtoull(v, NULL, 10);
-        else if (strcmp(a, "--dim") == 0)     cfg.dim = atoi(v);
-        else if (strcmp(a, "--layers") == 0)  cfg.n_layers = atoi(v);
-        else if (strcmp(a, "--heads") == 0)   cfg.n_heads = atoi(v);
-        else if (strcmp(a, "--outputs") == 0) { cfg.dim_output = atoi(v); outputs_given = 1; }
+        const char * v = nf_cli_need_value(argc, argv, &i);
+        if (!v) return 2;
+        if      (strcmp(a, "--out") == 0)  out = v;
+        else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
         else if (strcmp(a, "--perturb") == 0) {
             /* KEY:DELTA -- add DELTA to every element of KEY (bisect tests) */
-            static char key[128];
             const char * colon = strrchr(v, ':');
             if (!colon || colon == v || (size_t) (colon - v) >= sizeof(key)) { fprintf(stderr, "error: --perturb takes KEY:DELTA\n"); return 2; }
             memcpy(key, v, (size_t) (colon - v));
             key[colon - v] = '\0';
             perturb = key;
             delta = strtof(colon + 1, NULL);
-        }
-        else if (strcmp(a, "--task") == 0) {
-            if (strcmp(v, "classification") == 0) cfg.task = NF_TASK_CLASSIFICATION;
-            else if (strcmp(v, "regression") == 0) cfg.task = NF_TASK_REGRESSION;
-            else { fprintf(stderr, "error: --task must be classification or regression\n"); return 2; }
+        } else {
+            if (n == NF_GEN_MAX_OPTS) { fprintf(stderr, "error: too many options\n"); return 2; }
+            keys[n] = a + 2;
+            values[n++] = v;
         }
     }
     if (!out) { fprintf(stderr, "error: gen-weights needs --out DIR\n"); return 2; }
-    if (cfg.task == NF_TASK_REGRESSION && !outputs_given) cfg.dim_output = 1;
     nf_err err = {0};
-    int rc = nf__mitra_gen_weights_ex(out, &cfg, seed, perturb, delta, &err);
+    char summary[256] = "";
+    int rc = nf__model_gen_weights_ex(iface->type, out, seed, n, keys, values, perturb, delta, summary, sizeof(summary), &err);
     if (rc != NF_OK) {
         fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
         return 1;
     }
-    printf("wrote %s/config.json and %s/model.safetensors (dim %d, layers %d, heads %d, outputs %d, %s, seed %llu)\n",
-           out, out, cfg.dim, cfg.n_layers, cfg.n_heads, cfg.dim_output,
-           cfg.task == NF_TASK_CLASSIFICATION ? "CLASSIFICATION" : "REGRESSION", (unsigned long long) seed);
+    printf("wrote %s/config.json and %s/model.safetensors (%s, seed %llu)\n", out, out, summary, (unsigned long long) seed);
     return 0;
 }
 

@@ -19,6 +19,7 @@
  * back on the device, so each projection is one LINEAR into [q k v]
  * (tokens, 3D) and ATTENTION reads q, k, v from it by stride. */
 #include "mitra-impl.h"
+#include "model.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -26,162 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct nf_mitra_layer {
-    nf_tensor ln_w[4], ln_b[4];          /* layer_norm1..4                 */
-    nf_tensor aw[2][4], ab[2][4];         /* attention{1,2}.{q,k,v,o}       */
-    nf_tensor lw[4], lb[4];              /* linear1..4                     */
-    /* q, k, v of each attention are packed back to back on the device, so
-     * one LINEAR computes all three: qkv = [q; k; v] (3D, D), kv = [k; v] */
-    nf_tensor qkv_w[2], qkv_b[2], kv_w[2], kv_b[2];
-    char      qkv_name[2][2][48];        /* "layers.L.attentionA.{qkv,kv}" */
-};
-
-struct nf_mitra {
-    nf_backend * be;
-    struct nf_mitra_config cfg;
-    struct nf_mitra_key * keys;
-    int       n_keys;
-    nf_tensor wbuf;                      /* all weights, one device buffer */
-    nf_tensor * w;                       /* n_keys views into wbuf         */
-    nf_tensor x_w, x_b, y_w, y_b, y_mask, fln_w, fln_b, f_w, f_b;
-    struct nf_mitra_layer * layers;
-    int64_t   n_params;
-    int64_t   chunk_tokens;
-    int64_t   chunk_rows;
-    nf_stage_fn stage_fn;
-    void *      stage_user;
-    int         stages;
-    struct nf_mitra_placement placement;
-    struct nf__ws * ws;                  /* the last forward's device workspace, kept for the next one */
-};
-
-/* ---- config -------------------------------------------------------------------- */
-
-static int nf__json_int(const cJSON * doc, const char * key, const char * path, int * out, nf_err * err) {
-    const cJSON * v = cJSON_GetObjectItemCaseSensitive(doc, key);
-    if (!v) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: missing key \"%s\"", path, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double) (int) v->valuedouble) {
-        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"%s\" must be an integer", path, key);
-    }
-    *out = (int) v->valuedouble;
-    return NF_OK;
-}
-
-static int nf__mitra_config_read(const char * dir, struct nf_mitra_config * cfg, nf_err * err) {
-    char path[4096];
-    nf__path_join(path, sizeof(path), dir, "config.json");
-    cJSON * doc;
-    NF_TRY(nf__json_read_file(path, &doc, err));
-    int rc = NF_OK;
-    if (!cJSON_IsObject(doc)) { rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: not a JSON object", path); goto done; }
-    if ((rc = nf__json_int(doc, "dim", path, &cfg->dim, err)) != NF_OK) goto done;
-    if ((rc = nf__json_int(doc, "dim_output", path, &cfg->dim_output, err)) != NF_OK) goto done;
-    if ((rc = nf__json_int(doc, "n_layers", path, &cfg->n_layers, err)) != NF_OK) goto done;
-    if ((rc = nf__json_int(doc, "n_heads", path, &cfg->n_heads, err)) != NF_OK) goto done;
-    const cJSON * task = cJSON_GetObjectItemCaseSensitive(doc, "task");
-    /* upstream looks the task up by enum member name: Task[cfg["task"]] */
-    if (!cJSON_IsString(task)) { rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: missing string \"task\"", path); goto done; }
-    if      (strcmp(task->valuestring, "CLASSIFICATION") == 0) cfg->task = NF_TASK_CLASSIFICATION;
-    else if (strcmp(task->valuestring, "REGRESSION") == 0)     cfg->task = NF_TASK_REGRESSION;
-    else { rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: unknown task \"%s\" (CLASSIFICATION or REGRESSION)", path, task->valuestring); goto done; }
-    rc = nf__mitra_config_check(cfg, path, err);
-done:
-    cJSON_Delete(doc);
-    return rc;
-}
-
 /* ---- loading --------------------------------------------------------------------- */
 
-static void nf__msg_append(char * msg, size_t cap, size_t * len, const char * fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static void nf__msg_append(char * msg, size_t cap, size_t * len, const char * fmt, ...) {
-    if (*len + 1 >= cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(msg + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (w > 0) *len = *len + (size_t) w < cap ? *len + (size_t) w : cap - 1;
-}
-
-static void nf__shape_str(char * out, size_t n, int ndim, const int64_t * shape) {
-    size_t len = 0;
-    out[0] = '\0';
-    nf__msg_append(out, n, &len, "[");
-    for (int i = 0; i < ndim; i++) nf__msg_append(out, n, &len, i ? ", %lld" : "%lld", (long long) shape[i]);
-    nf__msg_append(out, n, &len, "]");
-}
-
-/* Strict load_state_dict: same set of names, F32, same shapes. Lists every
- * offending name (up to the message size). */
-static int nf__mitra_check_keys(const struct nf_safetensors * st, const struct nf_mitra_key * keys, int n_keys,
-                                const char * path, nf_err * err) {
-    char msg[3500];
-    size_t len = 0;
-    int bad = 0;
-    msg[0] = '\0';
-    for (int i = 0; i < n_keys; i++) {
-        const struct nf_st_tensor * t = nf__st_find(st, keys[i].name);
-        if (!t) { nf__msg_append(msg, sizeof(msg), &len, "%smissing '%s'", bad++ ? "; " : "", keys[i].name); continue; }
-        if (t->dtype != NF_ST_F32) {
-            nf__msg_append(msg, sizeof(msg), &len, "%s'%s' has dtype %s (expected F32)", bad++ ? "; " : "", keys[i].name, t->dtype_str);
-            continue;
-        }
-        int same = t->ndim == keys[i].ndim;
-        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == keys[i].shape[d];
-        if (!same) {
-            char got[96], want[96];
-            nf__shape_str(got, sizeof(got), t->ndim, t->shape);
-            nf__shape_str(want, sizeof(want), keys[i].ndim, keys[i].shape);
-            nf__msg_append(msg, sizeof(msg), &len, "%s'%s' has shape %s (expected %s)", bad++ ? "; " : "", keys[i].name, got, want);
-        }
-    }
-    for (int j = 0; j < st->n_tensors; j++) {
-        int known = 0;
-        for (int i = 0; i < n_keys && !known; i++) known = strcmp(st->tensors[j].name, keys[i].name) == 0;
-        if (!known) nf__msg_append(msg, sizeof(msg), &len, "%sunexpected '%s'", bad++ ? "; " : "", st->tensors[j].name);
-    }
-    if (bad) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: %d tensor(s) do not match the model: %s", path, bad, msg);
-    return NF_OK;
-}
-
-static nf_tensor * nf__mitra_w(nf_mitra * m, const char * name) {
-    for (int i = 0; i < m->n_keys; i++) {
-        if (strcmp(m->keys[i].name, name) == 0) return &m->w[i];
-    }
-    return NULL;   /* cannot happen: names come from the same generator */
-}
-
-static void nf__mitra_bind(nf_mitra * m) {
-    const int cls = nf__mitra_class_labels(&m->cfg);
-    m->x_w    = *nf__mitra_w(m, "x_embedding.x_embedding.weight");
-    m->x_b    = *nf__mitra_w(m, "x_embedding.x_embedding.bias");
-    m->y_w    = *nf__mitra_w(m, "y_embedding.y_embedding.weight");
-    if (!cls) m->y_b = *nf__mitra_w(m, "y_embedding.y_embedding.bias");
-    m->y_mask = *nf__mitra_w(m, "y_embedding.y_mask.weight");
-    m->fln_w  = *nf__mitra_w(m, "final_layer_norm.weight");
-    m->fln_b  = *nf__mitra_w(m, "final_layer_norm.bias");
-    m->f_w    = *nf__mitra_w(m, "final_layer.weight");
-    m->f_b    = *nf__mitra_w(m, "final_layer.bias");
-    static const char * const proj[4] = {"q", "k", "v", "o"};
-    char nm[64];
+/* views over the packed q, k, v (the weight table packs them back to back) */
+static void nf__mitra_bind_qkv(nf_mitra * m) {
+    const int64_t D = m->cfg.dim;
     for (int l = 0; l < m->cfg.n_layers; l++) {
         struct nf_mitra_layer * L = &m->layers[l];
-        for (int i = 0; i < 4; i++) {
-            snprintf(nm, sizeof(nm), "layers.%d.layer_norm%d.weight", l, i + 1); L->ln_w[i] = *nf__mitra_w(m, nm);
-            snprintf(nm, sizeof(nm), "layers.%d.layer_norm%d.bias", l, i + 1);   L->ln_b[i] = *nf__mitra_w(m, nm);
-            snprintf(nm, sizeof(nm), "layers.%d.linear%d.weight", l, i + 1);     L->lw[i] = *nf__mitra_w(m, nm);
-            snprintf(nm, sizeof(nm), "layers.%d.linear%d.bias", l, i + 1);       L->lb[i] = *nf__mitra_w(m, nm);
-        }
         for (int a = 0; a < 2; a++) {
-            for (int p = 0; p < 4; p++) {
-                snprintf(nm, sizeof(nm), "layers.%d.attention%d.%s.weight", l, a + 1, proj[p]); L->aw[a][p] = *nf__mitra_w(m, nm);
-                snprintf(nm, sizeof(nm), "layers.%d.attention%d.%s.bias", l, a + 1, proj[p]);   L->ab[a][p] = *nf__mitra_w(m, nm);
-            }
-            /* views over the packed q, k, v (nf_mitra_load placed them so) */
-            const int64_t D = m->cfg.dim;
             const int64_t ne_qkv_w[2] = {3 * D, D}, ne_kv_w[2] = {2 * D, D}, ne_qkv_b[1] = {3 * D}, ne_kv_b[1] = {2 * D};
             snprintf(L->qkv_name[a][0], sizeof(L->qkv_name[a][0]), "layers.%d.attention%d.qkv", l, a + 1);
             snprintf(L->qkv_name[a][1], sizeof(L->qkv_name[a][1]), "layers.%d.attention%d.kv", l, a + 1);
@@ -195,142 +48,184 @@ static void nf__mitra_bind(nf_mitra * m) {
     }
 }
 
-static int64_t nf__key_numel(const struct nf_mitra_key * k) {
-    return k->shape[0] * (k->ndim == 2 ? k->shape[1] : 1);
-}
+static void nf__mitra_describe_inputs(nf_mitra * m);
 
-static int nf__key_index(const nf_mitra * m, const char * name) {
-    for (int i = 0; i < m->n_keys; i++) if (strcmp(m->keys[i].name, name) == 0) return i;
-    return -1;
-}
-
-/* Element offsets of every key in the device weight buffer: 64-float
- * aligned slots in key order, except that each attention's q, k, v weights
- * (and likewise their biases) share one slot back to back, in that order,
- * so that [q; k; v] and [k; v] are single matrices (nf__mitra_bind). */
-static int nf__mitra_pack(nf_mitra * m, int64_t * offs, int64_t * total, nf_err * err) {
-    int64_t at = 0;
-    for (int i = 0; i < m->n_keys; i++) offs[i] = -1;
-    for (int i = 0; i < m->n_keys; i++) {
-        if (offs[i] >= 0) continue;
-        const int64_t numel = nf__key_numel(&m->keys[i]);
-        int l, a;
-        char kind[8] = "", back[64] = "";
-        if (sscanf(m->keys[i].name, "layers.%d.attention%d.q.%7s", &l, &a, kind) == 3) {
-            snprintf(back, sizeof(back), "layers.%d.attention%d.q.%s", l, a, kind);
-        }
-        if (back[0] && strcmp(back, m->keys[i].name) == 0) {
-            char nm[64];
-            snprintf(nm, sizeof(nm), "layers.%d.attention%d.k.%s", l, a, kind);
-            const int ik = nf__key_index(m, nm);
-            snprintf(nm, sizeof(nm), "layers.%d.attention%d.v.%s", l, a, kind);
-            const int iv = nf__key_index(m, nm);
-            if (ik <= i || iv <= i || nf__key_numel(&m->keys[ik]) != numel || nf__key_numel(&m->keys[iv]) != numel) {
-                return nf__err_set(err, NF_ERR_GENERIC, "internal: no k/v keys packable with '%s'", m->keys[i].name);
-            }
-            offs[i] = at; offs[ik] = at + numel; offs[iv] = at + 2 * numel;
-            at += (3 * numel + 63) & ~(int64_t) 63;
-            continue;
-        }
-        offs[i] = at;
-        at += (numel + 63) & ~(int64_t) 63;
-    }
-    *total = at;
-    return NF_OK;
-}
-
-void nf_mitra_free(nf_mitra * m) {
+static void nf__mitra_free(void * impl) {
+    nf_mitra * m = impl;
     if (!m) return;
     nf_mitra_release_workspace(m);
-    nf__tensor_free(&m->wbuf);
-    free(m->w);
-    free(m->keys);
+    nf__weights_free(&m->weights);
     free(m->layers);
     free(m);
 }
 
-int nf_mitra_load(nf_backend * be, const char * dir, nf_mitra ** out, nf_err * err) {
+static int nf__mitra_load(nf_backend * be, const char * dir, const cJSON * config, const char * config_path,
+                          void ** out, nf_err * err) {
     *out = NULL;
     nf_mitra * m = calloc(1, sizeof(*m));
     if (!m) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     m->be = be;
     m->chunk_tokens = be->chunk_tokens > 0 ? be->chunk_tokens : 4096;
-    int rc = nf__mitra_config_read(dir, &m->cfg, err);
-    if (rc != NF_OK) { nf_mitra_free(m); return rc; }
-    m->n_keys = nf__mitra_key_count(&m->cfg);
-    m->keys   = calloc((size_t) m->n_keys, sizeof(*m->keys));
-    m->w      = calloc((size_t) m->n_keys, sizeof(*m->w));
+    int rc = nf__mitra_config_parse(config, config_path, &m->cfg, err);
+    if (rc != NF_OK) { nf__mitra_free(m); return rc; }
     m->layers = calloc((size_t) (m->cfg.n_layers ? m->cfg.n_layers : 1), sizeof(*m->layers));
-    if (!m->keys || !m->w || !m->layers) { nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
-    nf__mitra_keys(&m->cfg, m->keys);
-
+    if (!m->layers) { nf__mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
     char path[4096];
     nf__path_join(path, sizeof(path), dir, "model.safetensors");
-    struct nf_safetensors st;
-    rc = nf__st_open(path, &st, err);
-    if (rc != NF_OK) { nf_mitra_free(m); return rc; }
-    rc = nf__mitra_check_keys(&st, m->keys, m->n_keys, path, err);
-    if (rc != NF_OK) { nf__st_close(&st); nf_mitra_free(m); return rc; }
-
-    /* pack every tensor into one host staging area (64-float aligned slots),
-     * check it is finite, then upload it to the device in one copy */
-    int64_t total = 0;
-    int64_t * offs = malloc((size_t) m->n_keys * sizeof(int64_t));
-    if (!offs) { nf__st_close(&st); nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
-    for (int i = 0; i < m->n_keys; i++) m->n_params += nf__key_numel(&m->keys[i]);
-    rc = nf__mitra_pack(m, offs, &total, err);
-    if (rc != NF_OK) { free(offs); nf__st_close(&st); nf_mitra_free(m); return rc; }
-    float * host = calloc((size_t) total, sizeof(float));
-    if (!host) { free(offs); nf__st_close(&st); nf_mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld weights)", (long long) total); }
-    for (int i = 0; i < m->n_keys && rc == NF_OK; i++) {
-        const struct nf_st_tensor * t = nf__st_find(&st, m->keys[i].name);
-        size_t nb = (size_t) (t->end - t->begin);
-        memcpy(host + offs[i], nf__st_data(&st, t), nb);
-        for (size_t e = 0; e < nb / sizeof(float); e++) {
-            if (!isfinite(host[offs[i] + (int64_t) e])) {
-                rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: tensor '%s' has a non-finite value at element %zu", path, m->keys[i].name, e);
-                break;
-            }
-        }
-    }
-    nf__st_close(&st);
-    if (rc == NF_OK) {
-        int64_t ne[1] = {total};
-        rc = nf__tensor_alloc(be, &m->wbuf, NF_F32, 1, ne, "weights", err);
-    }
-    if (rc == NF_OK) rc = nf__tensor_upload(&m->wbuf, host, err);
-    free(host);
-    if (rc != NF_OK) { free(offs); nf_mitra_free(m); return rc; }
-    for (int i = 0; i < m->n_keys; i++) {
-        m->w[i] = nf__tensor_view(&m->wbuf, offs[i], m->keys[i].ndim, m->keys[i].shape);
-        m->w[i].name = m->keys[i].name;
-    }
-    free(offs);
-    nf__mitra_bind(m);
-    snprintf(m->placement.weights, sizeof(m->placement.weights), "%s", m->wbuf.buf->where);
+    rc = nf__weights_load(be, path, &nf__mitra_wtable, &m->cfg, m, &m->weights, err);
+    if (rc != NF_OK) { nf__mitra_free(m); return rc; }
+    nf__mitra_bind_qkv(m);
+    nf__mitra_describe_inputs(m);
     *out = m;
     return NF_OK;
 }
 
-const struct nf_mitra_config * nf_mitra_get_config(const nf_mitra * m) { return &m->cfg; }
-int64_t nf_mitra_n_params(const nf_mitra * m) { return m->n_params; }
-int nf_mitra_uses_class_labels(const nf_mitra * m) { return nf__mitra_class_labels(&m->cfg); }
-int nf_mitra_output_width(const nf_mitra * m) {
-    return (m->cfg.task == NF_TASK_REGRESSION && m->cfg.dim_output == 1) ? 1 : m->cfg.dim_output;
+/* ---- the model interface ------------------------------------------------------------ */
+
+static const struct nf_weights * nf__mitra_weights(const void * impl) { return &((const nf_mitra *) impl)->weights; }
+
+static int nf__mitra_config_item(const void * impl, int i, struct nf_config_item * out) {
+    const struct nf_mitra_config * c = &((const nf_mitra *) impl)->cfg;
+    static const char * const tasks[2] = {"CLASSIFICATION", "REGRESSION"};
+    switch (i) {
+    case 0: *out = (struct nf_config_item) {"dim", NULL, c->dim}; return 1;
+    case 1: *out = (struct nf_config_item) {"dim_output", NULL, c->dim_output}; return 1;
+    case 2: *out = (struct nf_config_item) {"n_layers", NULL, c->n_layers}; return 1;
+    case 3: *out = (struct nf_config_item) {"n_heads", NULL, c->n_heads}; return 1;
+    case 4: *out = (struct nf_config_item) {"task", tasks[c->task], 0}; return 1;
+    default: return 0;
+    }
 }
-void nf_mitra_get_placement(const nf_mitra * m, struct nf_mitra_placement * out) { *out = m->placement; }
-void nf_mitra_set_chunk_rows(nf_mitra * m, int64_t rows) { m->chunk_rows = rows > 0 ? rows : 0; }
-void nf_mitra_set_stage_callback(nf_mitra * m, int stages, nf_stage_fn fn, void * user) {
+
+static int nf__mitra_n_inputs(const void * impl) { return NF_MITRA_N_INPUTS; }
+
+static const struct nf_input_desc * nf__mitra_input(const void * impl, int i) {
+    const nf_mitra * m = impl;
+    return i >= 0 && i < NF_MITRA_N_INPUTS ? &m->inputs[i] : NULL;
+}
+
+static void nf__mitra_describe_inputs(nf_mitra * m) {
+    const int cls = nf__mitra_class_labels(&m->cfg);
+    m->inputs[NF_MITRA_SUPPORT_X] = (struct nf_input_desc) {"support_x", NF_ARRAY_F32, 2, "n_support n_features", 0};
+    m->inputs[NF_MITRA_SUPPORT_Y] = (struct nf_input_desc) {"support_y", cls ? NF_ARRAY_I64 : NF_ARRAY_F32, 1, "n_support",
+                                                            cls ? m->cfg.dim_output : 0};
+    m->inputs[NF_MITRA_QUERY_X]   = (struct nf_input_desc) {"query_x", NF_ARRAY_F32, 2, "n_query n_features", 0};
+}
+
+/* the generic inputs as Mitra's: by name, dtype and shape */
+static int nf__mitra_inputs(const nf_mitra * m, const struct nf_array * in, int n_in, struct nf_mitra_input * out, nf_err * err) {
+    const struct nf_array * a[NF_MITRA_N_INPUTS] = {NULL};
+    for (int i = 0; i < n_in; i++) {
+        int k = 0;
+        while (k < NF_MITRA_N_INPUTS && strcmp(in[i].name, nf__mitra_input(m, k)->name) != 0) k++;
+        if (k == NF_MITRA_N_INPUTS) return nf__err_set(err, NF_ERR_ARG, "mitra takes no input named '%s'", in[i].name);
+        if (a[k]) return nf__err_set(err, NF_ERR_ARG, "input '%s' given twice", in[i].name);
+        a[k] = &in[i];
+    }
+    for (int k = 0; k < NF_MITRA_N_INPUTS; k++) {
+        const struct nf_input_desc * d = nf__mitra_input(m, k);
+        if (!a[k]) return nf__err_set(err, NF_ERR_ARG, "missing input '%s'", d->name);
+        if (a[k]->ndim != d->ndim) return nf__err_set(err, NF_ERR_SHAPE, "input '%s' must be %d-D (%s), got %d-D", d->name, d->ndim, d->dims, a[k]->ndim);
+        if (a[k]->dtype != d->dtype) {
+            return nf__err_set(err, NF_ERR_INPUT, d->dtype == NF_ARRAY_I64 ? "this model needs integer class labels"
+                                                                           : "input '%s' must be float32", d->name);
+        }
+    }
+    const struct nf_array * xs = a[NF_MITRA_SUPPORT_X], * ys = a[NF_MITRA_SUPPORT_Y], * xq = a[NF_MITRA_QUERY_X];
+    if (xq->shape[1] != xs->shape[1]) {
+        return nf__err_set(err, NF_ERR_SHAPE, "query_x has %lld features but support_x has %lld", (long long) xq->shape[1], (long long) xs->shape[1]);
+    }
+    if (ys->shape[0] != xs->shape[0]) {
+        return nf__err_set(err, NF_ERR_SHAPE, "support_y has %lld rows but support_x has %lld", (long long) ys->shape[0], (long long) xs->shape[0]);
+    }
+    *out = (struct nf_mitra_input) {
+        .n_support = xs->shape[0], .n_query = xq->shape[0], .n_features = xs->shape[1],
+        .x_support = xs->data, .x_query = xq->data,
+        .y_class = ys->dtype == NF_ARRAY_I64 ? ys->data : NULL,
+        .y_value = ys->dtype == NF_ARRAY_F32 ? ys->data : NULL,
+    };
+    return NF_OK;
+}
+
+static int nf__mitra_output_shape(const void * impl, const struct nf_array * in, int n_in, int * ndim, int64_t * shape, nf_err * err) {
+    const nf_mitra * m = impl;
+    struct nf_mitra_input mi;
+    NF_TRY(nf__mitra_inputs(m, in, n_in, &mi, err));
+    shape[0] = mi.n_query;
+    /* one value per query row for a regressor with one output */
+    if (m->cfg.task == NF_TASK_REGRESSION && m->cfg.dim_output == 1) {
+        *ndim = 1;
+    } else {
+        *ndim = 2;
+        shape[1] = m->cfg.dim_output;
+    }
+    return NF_OK;
+}
+
+static int nf__mitra_forward(void * impl, const struct nf_array * in, int n_in, float * out, nf_err * err) {
+    struct nf_mitra_input mi;
+    NF_TRY(nf__mitra_inputs(impl, in, n_in, &mi, err));
+    return nf_mitra_forward(impl, &mi, out, err);
+}
+
+static void nf__mitra_release(void * impl) { nf_mitra_release_workspace(impl); }
+
+static int nf__mitra_set_option(void * impl, const char * key, int64_t value, nf_err * err) {
+    nf_mitra * m = impl;
+    if (strcmp(key, "chunk_rows") == 0) { m->chunk_rows = value > 0 ? value : 0; return NF_OK; }
+    return nf__err_set(err, NF_ERR_ARG, "mitra has no option \"%s\" (chunk_rows)", key);
+}
+
+/* inputs.support_x, inputs.query_x, embedding, 4 per layer, head */
+static int nf__mitra_stage_count(const void * impl) { return 4 + 4 * ((const nf_mitra *) impl)->cfg.n_layers; }
+
+static int nf__mitra_stage_name(const void * impl, int i, char * out, size_t n) {
+    static const char * const sub[4] = {"row_attention", "mlp1", "feature_attention", "mlp2"};
+    const int count = nf__mitra_stage_count(impl);
+    if (i < 0 || i >= count) return 0;
+    if (i == 0) snprintf(out, n, "inputs.support_x");
+    else if (i == 1) snprintf(out, n, "inputs.query_x");
+    else if (i == 2) snprintf(out, n, "embedding");
+    else if (i == count - 1) snprintf(out, n, "head");
+    else snprintf(out, n, "layers.%d.%s", (i - 3) / 4, sub[(i - 3) % 4]);
+    return 1;
+}
+
+static void nf__mitra_set_stage_callback(void * impl, int stages, nf_stage_fn fn, void * user) {
+    nf_mitra * m = impl;
     m->stage_fn = fn;
     m->stage_user = user;
     m->stages = fn ? stages : NF_STAGES_NONE;
 }
 
-int nf_mitra_weights_device(const nf_mitra * m, char * out, size_t n, nf_err * err) {
-    /* ask the driver again, now, rather than trusting the allocation-time answer */
-    nf_backend * be = m->wbuf.buf->be;
-    return be->iface->buffer_where(be, m->wbuf.buf->handle, out, n, err);
+static void nf__mitra_placement(const void * impl, struct nf_placement * out) {
+    const nf_mitra * m = impl;
+    snprintf(out->inputs, sizeof(out->inputs), "%s", m->placement.inputs);
+    snprintf(out->outputs, sizeof(out->outputs), "%s", m->placement.logits);
+    snprintf(out->ops, sizeof(out->ops), "%s", m->placement.ops);
 }
+
+const struct nf_model_i nf__mitra_model = {
+    .type = "mitra",
+    .description = "Mitra (AutoGluon Tab2D) in-context tabular classifier / regressor",
+    .load = nf__mitra_load,
+    .free = nf__mitra_free,
+    .weights = nf__mitra_weights,
+    .config_item = nf__mitra_config_item,
+    .n_inputs = nf__mitra_n_inputs,
+    .input = nf__mitra_input,
+    .output_name = "logits",
+    .output_shape = nf__mitra_output_shape,
+    .forward = nf__mitra_forward,
+    .release_workspace = nf__mitra_release,
+    .set_option = nf__mitra_set_option,
+    .stage_count = nf__mitra_stage_count,
+    .stage_name = nf__mitra_stage_name,
+    .set_stage_callback = nf__mitra_set_stage_callback,
+    .placement = nf__mitra_placement,
+    .gen_options = nf__mitra_gen_options,
+    .gen_weights = nf__mitra_gen_weights,
+};
 
 /* ---- forward: op helpers ----------------------------------------------------------- */
 
@@ -531,10 +426,11 @@ static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mi
 
 static int nf__stage(nf_mitra * m, struct nf__ws * w, const char * name, nf_err * err) {
     if (m->stages != NF_STAGES_ALL) return NF_OK;
-    nf_tensor s = nf__rows(w, &w->X, 0, w->ns), q = nf__rows(w, &w->X, w->ns, w->n);
-    NF_TRY(nf__tensor_download(&s, w->host_s, err));
-    NF_TRY(nf__tensor_download(&q, w->host_q, err));
-    if (m->stage_fn(m->stage_user, name, w->host_s, nf__tensor_numel(&s), w->host_q, nf__tensor_numel(&q)) != 0) {
+    /* the whole stream, support rows first */
+    nf_tensor x = nf__rows(w, &w->X, 0, w->n);
+    NF_TRY(nf__tensor_download(&x, w->host_s, err));
+    const int64_t shape[3] = {w->n, w->T, w->D};
+    if (m->stage_fn(m->stage_user, name, w->host_s, 3, shape) != 0) {
         return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at %s", name);
     }
     return NF_OK;
@@ -601,7 +497,7 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     const int cls = nf__mitra_class_labels(&m->cfg);
     const int64_t C = m->cfg.dim_output, D = w->D, T = w->T;
     if (m->stages != NF_STAGES_NONE) {
-        const int64_t ns = w->ns * T * D, nq = w->nq * T * D;
+        const int64_t ns = w->n * T * D, nq = 0;
         const int64_t xs = nf__tensor_numel(&w->xs), xq = nf__tensor_numel(&w->xq);
         w->host_s = malloc((size_t) (ns > xs ? ns : xs) * sizeof(float));
         w->host_q = malloc((size_t) (nq > xq ? nq : xq) * sizeof(float));
@@ -628,7 +524,9 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
          * both sides computed on byte-identical data */
         NF_TRY(nf__tensor_download(&w->xs, w->host_s, err));
         NF_TRY(nf__tensor_download(&w->xq, w->host_q, err));
-        if (m->stage_fn(m->stage_user, "inputs", w->host_s, nf__tensor_numel(&w->xs), w->host_q, nf__tensor_numel(&w->xq)) != 0) {
+        const int64_t sx[2] = {w->ns, w->F}, qx[2] = {w->nq, w->F};
+        if (m->stage_fn(m->stage_user, "inputs.support_x", w->host_s, 2, sx) != 0 ||
+            m->stage_fn(m->stage_user, "inputs.query_x", w->host_q, 2, qx) != 0) {
             return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at inputs");
         }
     }
@@ -689,7 +587,8 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     /* outputs out: the only device->host copy */
     NF_TRY(nf__tensor_download(&w->logits, logits, err));
     if (m->stages != NF_STAGES_NONE) {
-        if (m->stage_fn(m->stage_user, "head", NULL, 0, logits, w->nq * C) != 0) {
+        const int64_t sh[2] = {w->nq, C};
+        if (m->stage_fn(m->stage_user, "head", logits, m->cfg.task == NF_TASK_REGRESSION && C == 1 ? 1 : 2, sh) != 0) {
             return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at head");
         }
     }

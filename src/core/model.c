@@ -1,0 +1,173 @@
+/* model.c -- the public nf_model_* API over the model vtable, the registry
+ * and type detection, config.json helpers. */
+#include "model.h"
+#include "io/nf-io.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const struct nf_model_i nf__mitra_model;
+
+static const struct nf_model_i * const nf__models[] = {
+    &nf__mitra_model,
+};
+#define NF_N_MODELS ((int) (sizeof(nf__models) / sizeof(nf__models[0])))
+
+int nf_model_type_count(void) { return NF_N_MODELS; }
+const char * nf_model_type_name(int i) { return i >= 0 && i < NF_N_MODELS ? nf__models[i]->type : NULL; }
+
+const struct nf_model_i * nf__model_find(const char * type) {
+    for (int i = 0; i < NF_N_MODELS; i++) if (strcmp(nf__models[i]->type, type) == 0) return nf__models[i];
+    return NULL;
+}
+
+static void nf__model_types(char * out, size_t n) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < NF_N_MODELS; i++) nf__msg_append(out, n, &len, "%s%s", i ? ", " : "", nf__models[i]->type);
+}
+
+/* ---- config.json helpers ----------------------------------------------------------- */
+
+int nf__config_int(const cJSON * doc, const char * key, const char * path, int * out, nf_err * err) {
+    const cJSON * v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (!v) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: missing key \"%s\"", path, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double) (int) v->valuedouble) {
+        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"%s\" must be an integer", path, key);
+    }
+    *out = (int) v->valuedouble;
+    return NF_OK;
+}
+
+int nf__config_enum(const cJSON * doc, const char * key, const char * path, const char * const * names, int n,
+                    int * out, nf_err * err) {
+    const cJSON * v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (!cJSON_IsString(v)) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: missing string \"%s\"", path, key);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(v->valuestring, names[i]) == 0) { *out = i; return NF_OK; }
+    }
+    char alts[512];
+    size_t len = 0;
+    alts[0] = '\0';
+    for (int i = 0; i < n; i++) nf__msg_append(alts, sizeof(alts), &len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+    return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: unknown %s \"%s\" (%s)", path, key, v->valuestring, alts);
+}
+
+int nf__option_int(const char * key, const char * value, int * out, nf_err * err) {
+    char * end = NULL;
+    long v = strtol(value, &end, 10);
+    if (!*value || *end || v < -2147483647L || v > 2147483647L) return nf__err_set(err, NF_ERR_ARG, "--%s takes an integer, got '%s'", key, value);
+    *out = (int) v;
+    return NF_OK;
+}
+
+/* ---- load / free ---------------------------------------------------------------------- */
+
+int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * err) {
+    *out = NULL;
+    char path[4096];
+    nf__path_join(path, sizeof(path), dir, "config.json");
+    cJSON * doc;
+    NF_TRY(nf__json_read_file(path, &doc, err));
+    int rc = NF_OK;
+    const struct nf_model_i * iface = NULL;
+    if (!cJSON_IsObject(doc)) { rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: not a JSON object", path); goto done; }
+    const cJSON * type = cJSON_GetObjectItemCaseSensitive(doc, "model_type");
+    if (!type) {
+        iface = &nf__mitra_model;   /* Mitra's official config.json has no model_type */
+    } else if (!cJSON_IsString(type)) {
+        rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"model_type\" must be a string", path);
+        goto done;
+    } else if (!(iface = nf__model_find(type->valuestring))) {
+        char known[256];
+        nf__model_types(known, sizeof(known));
+        rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: model_type \"%s\" is not supported (known: %s)", path, type->valuestring, known);
+        goto done;
+    }
+    nf_model * m = calloc(1, sizeof(*m));
+    if (!m) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+    m->iface = iface;
+    rc = iface->load(be, dir, doc, path, &m->impl, err);
+    if (rc != NF_OK) { free(m); goto done; }
+    *out = m;
+done:
+    cJSON_Delete(doc);
+    return rc;
+}
+
+void nf_model_free(nf_model * m) {
+    if (!m) return;
+    m->iface->free(m->impl);
+    free(m);
+}
+
+/* ---- queries ---------------------------------------------------------------------------- */
+
+const char * nf_model_type(const nf_model * m) { return m->iface->type; }
+int64_t nf_model_n_params(const nf_model * m) { return m->iface->weights(m->impl)->n_params; }
+int nf_model_config_item(const nf_model * m, int i, struct nf_config_item * out) { return m->iface->config_item(m->impl, i, out); }
+int nf_model_n_inputs(const nf_model * m) { return m->iface->n_inputs(m->impl); }
+const struct nf_input_desc * nf_model_input(const nf_model * m, int i) {
+    return i >= 0 && i < m->iface->n_inputs(m->impl) ? m->iface->input(m->impl, i) : NULL;
+}
+const char * nf_model_output_name(const nf_model * m) { return m->iface->output_name; }
+int nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in, int * ndim, int64_t * shape, nf_err * err) {
+    return m->iface->output_shape(m->impl, in, n_in, ndim, shape, err);
+}
+
+void nf_model_get_placement(const nf_model * m, struct nf_placement * out) {
+    memset(out, 0, sizeof(*out));
+    m->iface->placement(m->impl, out);
+    const struct nf_weights * w = m->iface->weights(m->impl);
+    if (w->buf.buf) snprintf(out->weights, sizeof(out->weights), "%s", w->buf.buf->where);
+}
+
+int nf_model_weights_device(const nf_model * m, char * out, size_t n, nf_err * err) {
+    return nf__weights_where(m->iface->weights(m->impl), out, n, err);
+}
+
+int nf_model_set_option(nf_model * m, const char * key, int64_t value, nf_err * err) {
+    if (!m->iface->set_option) return nf__err_set(err, NF_ERR_ARG, "%s has no option \"%s\"", m->iface->type, key);
+    return m->iface->set_option(m->impl, key, value, err);
+}
+
+void nf_model_set_stage_callback(nf_model * m, int stages, nf_stage_fn fn, void * user) {
+    m->iface->set_stage_callback(m->impl, fn ? stages : NF_STAGES_NONE, fn, user);
+}
+int nf_model_stage_count(const nf_model * m) { return m->iface->stage_count(m->impl); }
+int nf_model_stage_name(const nf_model * m, int i, char * out, size_t n) { return m->iface->stage_name(m->impl, i, out, n); }
+
+int nf_model_forward(nf_model * m, const struct nf_array * in, int n_in, float * out, nf_err * err) {
+    return m->iface->forward(m->impl, in, n_in, out, err);
+}
+
+void nf_model_release_workspace(nf_model * m) {
+    if (m) m->iface->release_workspace(m->impl);
+}
+
+/* ---- gen-weights ---------------------------------------------------------------------------- */
+
+int nf__model_gen_weights_ex(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
+                             const char * const * values, const char * perturb_key, float perturb_delta,
+                             char * summary, size_t summary_n, nf_err * err) {
+    const struct nf_model_i * iface = nf__model_find(type);
+    if (!iface) {
+        char known[256];
+        nf__model_types(known, sizeof(known));
+        return nf__err_set(err, NF_ERR_ARG, "unknown model type '%s' (known: %s)", type, known);
+    }
+    for (int i = 0; i < n; i++) {
+        int ok = 0;
+        for (const struct nf_option_desc * o = iface->gen_options; o && o->name && !ok; o++) ok = strcmp(o->name, keys[i]) == 0;
+        if (!ok) return nf__err_set(err, NF_ERR_ARG, "%s has no option '%s'", type, keys[i]);
+    }
+    char dummy[8];
+    return iface->gen_weights(dir, seed, n, keys, values, perturb_key, perturb_delta, summary ? summary : dummy,
+                              summary ? summary_n : sizeof(dummy), err);
+}
+
+int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
+                         const char * const * values, nf_err * err) {
+    return nf__model_gen_weights_ex(type, dir, seed, n, keys, values, NULL, 0.0f, NULL, 0, err);
+}
