@@ -4,7 +4,11 @@
 
 #include <stdarg.h>
 
-/* each op's validator and FLOP function, as named in nf-ops.def */
+/* each op's validator and FLOP function, as named in nf-ops.def; the
+ * generic ones (nf__validate_elementwise, nf__flops_zero,
+ * nf__flops_elementwise) serve any op they fit */
+int nf__validate_elementwise(nf_backend * be, const nf_op * op, nf_err * err);
+double nf__flops_elementwise(const nf_op * op);
 #define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) \
     int validate(nf_backend * be, const nf_op * op, nf_err * err); double flops(const nf_op * op);
 #include "nf-ops.def"
@@ -131,9 +135,26 @@ int nf__validate_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
+/* Generic: every operand present has the numel of dst[0] (elementwise ops). */
+int nf__validate_elementwise(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int64_t n = nf__tensor_numel(&op->dst[0]);
+    for (int i = 0; i < op->n_src + op->n_dst; i++) {
+        const nf_tensor * t = i < op->n_src ? &op->src[i] : &op->dst[i - op->n_src];
+        if (t->buf && nf__tensor_numel(t) != n) {
+            return NF__OPERR(NF_ERR_SHAPE, "%s[%d] '%s' has %lld elements, dst[0] has %lld", i < op->n_src ? "src" : "dst",
+                             i < op->n_src ? i : i - op->n_src, t->name ? t->name : "?",
+                             (long long) nf__tensor_numel(t), (long long) n);
+        }
+    }
+    return NF_OK;
+}
+
 /* ---- FLOP counts ---------------------------------------------------------------- */
 
 double nf__flops_zero(const nf_op * op) { (void) op; return 0.0; }
+
+/* one per element of dst[0] (elementwise ops) */
+double nf__flops_elementwise(const nf_op * op) { return (double) nf__tensor_numel(&op->dst[0]); }
 
 double nf__flops_layer_norm(const nf_op * op) {
     const struct nf_layer_norm_params * p = &op->p.layer_norm;

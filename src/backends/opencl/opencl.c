@@ -158,18 +158,28 @@ static int cl_rc_code(cl_int e)
 
 /* ---- state -------------------------------------------------------------------- */
 
+/* the program's kernels: one entry each (enum value, kernel name in kernels.cl) */
+#define CL_KERNELS(X)                                                               \
+    X(K_QUANTILE_SORT, "nf_quantile_sort") X(K_QUANTILE_INTERP, "nf_quantile_interp") \
+    X(K_BUCKETIZE_U, "nf_bucketize_u") X(K_BUCKETIZE_STATS, "nf_bucketize_stats")     \
+    X(K_BUCKETIZE_Z, "nf_bucketize_z")                                              \
+    X(K_EMBED_FEATURES, "nf_embed_features")                                        \
+    X(K_LABEL_CLASS, "nf_label_class") X(K_LABEL_VALUE, "nf_label_value")           \
+    X(K_LABEL_MASK, "nf_label_mask")                                                \
+    X(K_LAYER_NORM, "nf_layer_norm")                                                \
+    X(K_LINEAR, "nf_linear") X(K_LINEAR_EPILOGUE, "nf_linear_epilogue")             \
+    X(K_ATTENTION, "nf_attention")
+
 enum {
-    K_QUANTILE_SORT, K_QUANTILE_INTERP,
-    K_BUCKETIZE_U, K_BUCKETIZE_STATS, K_BUCKETIZE_Z,
-    K_EMBED_FEATURES, K_LABEL_CLASS, K_LABEL_VALUE, K_LABEL_MASK,
-    K_LAYER_NORM, K_LINEAR, K_LINEAR_EPILOGUE, K_ATTENTION,
+#define X(id, kname) id,
+    CL_KERNELS(X)
+#undef X
     K_COUNT
 };
 static const char * const k_names[K_COUNT] = {
-    "nf_quantile_sort", "nf_quantile_interp",
-    "nf_bucketize_u", "nf_bucketize_stats", "nf_bucketize_z",
-    "nf_embed_features", "nf_label_class", "nf_label_value", "nf_label_mask",
-    "nf_layer_norm", "nf_linear", "nf_linear_epilogue", "nf_attention",
+#define X(id, kname) kname,
+    CL_KERNELS(X)
+#undef X
 };
 
 struct nf_cl {
