@@ -40,7 +40,8 @@ void nf_graph_prefix(nf_graph * g, const char * fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* prefix + the formatted label, in g's ring: valid until NF_GRAPH_LABELS
+/* prefix + the formatted label (a label passed as a plain string is used as
+ * it is, unprefixed), in g's ring: valid until NF_GRAPH_LABELS
  * more nf_label calls (long enough for one op or one sub-block). */
 const char * nf_label(nf_graph * g, const char * fmt, ...)
 #if defined(__GNUC__)

@@ -332,7 +332,7 @@ int nf_mitra_weights_device(const nf_mitra * m, char * out, size_t n, nf_err * e
     return be->iface->buffer_where(be, m->wbuf.buf->handle, out, n, err);
 }
 
-/* ---- forward: op helpers ----------------------------------------------------------- */
+/* ---- forward: on the core's typed op calls ---------------------------------------- */
 
 /* The forward is written with the core's typed op calls and sub-blocks;
  * labels are formatted by the graph context. */

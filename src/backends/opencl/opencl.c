@@ -1033,7 +1033,7 @@ static bool has_tensor(const nf_tensor * t)
     return t->buf != NULL && t->buf->handle != NULL;
 }
 
-/* ---- supports_op ------------------------------------------------------------------ */
+/* ---- per-op limits (kernel table .supports) ------------------------------------- */
 
 static bool is_f32(const nf_tensor * t)
 {
