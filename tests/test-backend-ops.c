@@ -247,80 +247,79 @@ static int run_case(nf_backend * be, const struct tcase * tc, struct run_out * o
 
 /* ---- tolerances ------------------------------------------------------------------------- */
 
-/* tol[i] for every element of dst j's view: 0 = exact, > 0 = absolute bound */
-static void tolerances(const struct tcase * tc, int j, const float * ref, double * tol)
+/* tol[i] for every element of dst j's view: 0 = exact, > 0 = absolute bound.
+ * One function per op with a tolerance (its test descriptor names it); ops
+ * without one are compared exactly. */
+typedef void (*tol_fn)(const struct tcase * tc, int j, const float * ref, double * tol);
+
+static void tol_layer_norm(const struct tcase * tc, int j, const float * ref, double * tol)
 {
-    const struct nf_op_params * p = &tc->op.p;
-    const int64_t n_el = opnd_numel(&tc->dst[j]);
-    for (int64_t i = 0; i < n_el; i++) {
-        tol[i] = 0.0;
+    const struct nf_layer_norm_params * p = &tc->op.p.layer_norm;
+    for (int64_t r = 0; r < p->m; r++) {
+        for (int64_t c = 0; c < p->k; c++) {
+            const int64_t i = r * p->ldy + c;
+            tol[i] = 1e-5 * (1.0 + fabs((double)ref[i]));
+        }
     }
+}
+
+static void tol_linear(const struct tcase * tc, int j, const float * ref, double * tol)
+{
+    const struct nf_linear_params * p = &tc->op.p.linear;
     const double eps = FLT_EPSILON;
-    switch (tc->op.type) {
-        case NF_OP_LAYER_NORM:
-            for (int64_t r = 0; r < p->m; r++) {
-                for (int64_t c = 0; c < p->k; c++) {
-                    const int64_t i = r * p->ldy + c;
-                    tol[i] = 1e-5 * (1.0 + fabs((double)ref[i]));
-                }
+    const float * x = opnd_f(&tc->src[0]);
+    const float * W = opnd_f(&tc->src[1]);
+    const float * b = tc->op.n_src == 3 ? opnd_f(&tc->src[2]) : NULL;
+    const float * y0 = opnd_f(&tc->dst[0]);
+    for (int64_t r = 0; r < p->m; r++) {
+        for (int64_t o = 0; o < p->n; o++) {
+            double mag = b ? fabs((double)b[o]) : 0.0;
+            for (int64_t c = 0; c < p->k; c++) {
+                mag += fabs((double)x[r * p->ldx + c] * (double)W[o * p->k + c]);
             }
-            break;
-        case NF_OP_LINEAR: {
-            const float * x = opnd_f(&tc->src[0]);
-            const float * W = opnd_f(&tc->src[1]);
-            const float * b = tc->op.n_src == 3 ? opnd_f(&tc->src[2]) : NULL;
-            const float * y0 = opnd_f(&tc->dst[0]);
-            for (int64_t r = 0; r < p->m; r++) {
-                for (int64_t o = 0; o < p->n; o++) {
-                    double mag = b ? fabs((double)b[o]) : 0.0;
-                    for (int64_t c = 0; c < p->k; c++) {
-                        mag += fabs((double)x[r * p->ldx + c] * (double)W[o * p->k + c]);
-                    }
-                    const int64_t i = r * p->ldy + o;
-                    if (p->accumulate) {
-                        mag += fabs((double)y0[i]);
-                    }
-                    tol[i] = 8.0 * eps * (mag + fabs((double)ref[i])) + 1e-37;
-                }
+            const int64_t i = r * p->ldy + o;
+            if (p->accumulate) {
+                mag += fabs((double)y0[i]);
             }
-            break;
+            tol[i] = 8.0 * eps * (mag + fabs((double)ref[i])) + 1e-37;
         }
-        case NF_OP_ATTENTION: {
-            const float * q = opnd_f(&tc->src[0]);
-            const float * k = opnd_f(&tc->src[1]);
-            const float * v = opnd_f(&tc->src[2]);
-            const int64_t E = p->head_dim;
-            for (int64_t g = 0; g < p->n_groups; g++) {
-                for (int64_t h = 0; h < p->n_heads; h++) {
-                    double vmax = 0.0;
-                    for (int64_t jj = 0; jj < p->lk; jj++) {
-                        for (int64_t e = 0; e < E; e++) {
-                            const double a = fabs((double)v[g * p->kv_gs + jj * p->kv_ss + h * E + e]);
-                            vmax = a > vmax ? a : vmax;
-                        }
-                    }
-                    for (int64_t i = 0; i < p->lq; i++) {
-                        double smag = 0.0;
-                        for (int64_t jj = 0; jj < p->lk; jj++) {
-                            double s = 0.0;
-                            for (int64_t e = 0; e < E; e++) {
-                                s += fabs((double)q[g * p->q_gs + i * p->q_ss + h * E + e] *
-                                          (double)k[g * p->kv_gs + jj * p->kv_ss + h * E + e]);
-                            }
-                            s *= fabs((double)p->scale);
-                            smag = s > smag ? s : smag;
-                        }
-                        const double t = 8.0 * eps * vmax * (sqrt((double)p->lk) + 4.0 * smag + 4.0) + 1e-37;
-                        for (int64_t e = 0; e < E; e++) {
-                            tol[g * p->o_gs + i * p->o_ss + h * E + e] = t;
-                        }
-                    }
+    }
+}
+
+static void tol_attention(const struct tcase * tc, int j, const float * ref, double * tol)
+{
+    const struct nf_attention_params * p = &tc->op.p.attention;
+    const double eps = FLT_EPSILON;
+    const float * q = opnd_f(&tc->src[0]);
+    const float * k = opnd_f(&tc->src[1]);
+    const float * v = opnd_f(&tc->src[2]);
+    const int64_t E = p->head_dim;
+    for (int64_t g = 0; g < p->n_groups; g++) {
+        for (int64_t h = 0; h < p->n_heads; h++) {
+            double vmax = 0.0;
+            for (int64_t jj = 0; jj < p->lk; jj++) {
+                for (int64_t e = 0; e < E; e++) {
+                    const double a = fabs((double)v[g * p->kv_gs + jj * p->kv_ss + h * E + e]);
+                    vmax = a > vmax ? a : vmax;
                 }
             }
-            break;
+            for (int64_t i = 0; i < p->lq; i++) {
+                double smag = 0.0;
+                for (int64_t jj = 0; jj < p->lk; jj++) {
+                    double s = 0.0;
+                    for (int64_t e = 0; e < E; e++) {
+                        s += fabs((double)q[g * p->q_gs + i * p->q_ss + h * E + e] *
+                                  (double)k[g * p->kv_gs + jj * p->kv_ss + h * E + e]);
+                    }
+                    s *= fabs((double)p->scale);
+                    smag = s > smag ? s : smag;
+                }
+                const double t = 8.0 * eps * vmax * (sqrt((double)p->lk) + 4.0 * smag + 4.0) + 1e-37;
+                for (int64_t e = 0; e < E; e++) {
+                    tol[g * p->o_gs + i * p->o_ss + h * E + e] = t;
+                }
+            }
         }
-        default:
-            break;   /* exact */
     }
 }
 
@@ -334,8 +333,8 @@ struct cmp {
     int     worst_dst;
 };
 
-static void compare_dst(const struct tcase * tc, int j, const uint32_t * ref_full, const uint32_t * dev_full,
-                        const uint32_t * dev_full2, struct cmp * c)
+static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const uint32_t * ref_full,
+                        const uint32_t * dev_full, const uint32_t * dev_full2, struct cmp * c)
 {
     const struct operand * o = &tc->dst[j];
     const int64_t n_el = opnd_numel(o);
@@ -355,7 +354,12 @@ static void compare_dst(const struct tcase * tc, int j, const uint32_t * ref_ful
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
-    tolerances(tc, j, ref, tol);
+    for (int64_t i = 0; i < n_el; i++) {
+        tol[i] = 0.0;
+    }
+    if (tolerances) {
+        tolerances(tc, j, ref, tol);
+    }
     const int is_int = o->type == NF_I32;
     for (int64_t i = 0; i < n_el; i++) {
         int ok;
@@ -412,8 +416,8 @@ static void case_quantile(struct tcase * tc, int v)
     const int64_t n = quantile_shapes[v].n, F = quantile_shapes[v].F;
     const int nq = quantile_shapes[v].nq, levels = quantile_shapes[v].levels;
     tcase_begin(tc, NF_OP_QUANTILE, 1, 1);
-    tc->op.p.nq = nq;
-    tc->op.p.q_denom = quantile_shapes[v].denom;
+    tc->op.p.quantile.nq = nq;
+    tc->op.p.quantile.q_denom = quantile_shapes[v].denom;
     opnd_init(&tc->src[0], NF_F32, 2, n, F, 0);
     float * x = opnd_f(&tc->src[0]);
     for (int64_t i = 0; i < n * F; i++) {
@@ -528,7 +532,7 @@ static void case_label(struct tcase * tc, int v)
         opnd_init(&tc->src[1], NF_F32, 2, 1, D, 0);
         fill_unif(&tc->src[1], -1.0f, 1.0f);
     }
-    tc->op.p.mode = mode;
+    tc->op.p.label_tokens.mode = mode;
     opnd_init(&tc->dst[0], NF_F32, 3, n, T, D);   /* tokens 1.. stay SENTINEL */
     snprintf(tc->desc, sizeof(tc->desc), "%s n=%lld T=%lld D=%lld%s", mname[mode], (long long)n, (long long)T,
              (long long)D, mode == NF_LABEL_CLASS ? (C == 1 ? " C=1" : " C=10") : "");
@@ -544,11 +548,11 @@ static void case_layer_norm(struct tcase * tc, int v)
     const int64_t m = ln_shapes[v].m, k = ln_shapes[v].k;
     const int64_t ldx = k + ln_shapes[v].xpad, ldy = k + ln_shapes[v].ypad;
     tcase_begin(tc, NF_OP_LAYER_NORM, 3, 1);
-    tc->op.p.m = m;
-    tc->op.p.k = k;
-    tc->op.p.ldx = ldx;
-    tc->op.p.ldy = ldy;
-    tc->op.p.eps = 1e-5f;
+    tc->op.p.layer_norm.m = m;
+    tc->op.p.layer_norm.k = k;
+    tc->op.p.layer_norm.ldx = ldx;
+    tc->op.p.layer_norm.ldy = ldy;
+    tc->op.p.layer_norm.eps = 1e-5f;
     opnd_init(&tc->src[0], NF_F32, 1, (m - 1) * ldx + k, 0, 0);
     fill_unif(&tc->src[0], ln_shapes[v].offset - 1.0f, ln_shapes[v].offset + 1.0f);
     opnd_init(&tc->src[1], NF_F32, 1, k, 0, 0);
@@ -575,13 +579,13 @@ static void case_linear(struct tcase * tc, int v)
     const int pad  = (v % 5) == 2;
     const int64_t ldx = k + (pad ? 3 : 0), ldy = n + (pad ? 2 : 0);
     tcase_begin(tc, NF_OP_LINEAR, bias ? 3 : 2, 1);
-    tc->op.p.m = m;
-    tc->op.p.k = k;
-    tc->op.p.n = n;
-    tc->op.p.ldx = ldx;
-    tc->op.p.ldy = ldy;
-    tc->op.p.act = gelu ? NF_ACT_GELU : NF_ACT_NONE;
-    tc->op.p.accumulate = acc;
+    tc->op.p.linear.m = m;
+    tc->op.p.linear.k = k;
+    tc->op.p.linear.n = n;
+    tc->op.p.linear.ldx = ldx;
+    tc->op.p.linear.ldy = ldy;
+    tc->op.p.linear.act = gelu ? NF_ACT_GELU : NF_ACT_NONE;
+    tc->op.p.linear.accumulate = acc;
     opnd_init(&tc->src[0], NF_F32, 1, (m - 1) * ldx + k, 0, 0);
     fill_unif(&tc->src[0], -1.0f, 1.0f);
     opnd_init(&tc->src[1], NF_F32, 2, n, k, 0);
@@ -627,7 +631,7 @@ static void case_attention(struct tcase * tc, int v)
     const int64_t lq = attn_shapes[v].lq, lk = attn_shapes[v].lk, H = attn_shapes[v].H, E = attn_shapes[v].E;
     const int64_t G = attn_shapes[v].G, D = H * E;
     tcase_begin(tc, NF_OP_ATTENTION, 3, 1);
-    struct nf_op_params * p = &tc->op.p;
+    struct nf_attention_params * p = &tc->op.p.attention;
     p->n_groups = G;
     p->lq = lq;
     p->lk = lk;
@@ -665,18 +669,22 @@ static void case_attention(struct tcase * tc, int v)
              (long long)p->q_ss, (long long)o_ss);
 }
 
+/* One test descriptor per op: its case builder, how many variants it
+ * builds, its tolerance (NULL: exact). Every op of the table (nf-ops.def)
+ * must have one: main() fails otherwise. */
 static const struct {
     enum nf_op_type type;
     case_fn         fn;
     int             n;
+    tol_fn          tol;
 } g_ops[] = {
-    { NF_OP_QUANTILE,       case_quantile,   (int)(sizeof(quantile_shapes) / sizeof(quantile_shapes[0])) },
-    { NF_OP_BUCKETIZE_NORM, case_bucketize,  (int)(sizeof(bucketize_shapes) / sizeof(bucketize_shapes[0])) },
-    { NF_OP_EMBED_FEATURES, case_embed,      (int)(sizeof(embed_shapes) / sizeof(embed_shapes[0])) },
-    { NF_OP_LABEL_TOKENS,   case_label,      (int)(sizeof(label_shapes) / sizeof(label_shapes[0])) },
-    { NF_OP_LAYER_NORM,     case_layer_norm, (int)(sizeof(ln_shapes) / sizeof(ln_shapes[0])) },
-    { NF_OP_LINEAR,         case_linear,     N_LINEAR },
-    { NF_OP_ATTENTION,      case_attention,  (int)(sizeof(attn_shapes) / sizeof(attn_shapes[0])) },
+    { NF_OP_QUANTILE,       case_quantile,   (int)(sizeof(quantile_shapes) / sizeof(quantile_shapes[0])), NULL },
+    { NF_OP_BUCKETIZE_NORM, case_bucketize,  (int)(sizeof(bucketize_shapes) / sizeof(bucketize_shapes[0])), NULL },
+    { NF_OP_EMBED_FEATURES, case_embed,      (int)(sizeof(embed_shapes) / sizeof(embed_shapes[0])), NULL },
+    { NF_OP_LABEL_TOKENS,   case_label,      (int)(sizeof(label_shapes) / sizeof(label_shapes[0])), NULL },
+    { NF_OP_LAYER_NORM,     case_layer_norm, (int)(sizeof(ln_shapes) / sizeof(ln_shapes[0])), tol_layer_norm },
+    { NF_OP_LINEAR,         case_linear,     N_LINEAR, tol_linear },
+    { NF_OP_ATTENTION,      case_attention,  (int)(sizeof(attn_shapes) / sizeof(attn_shapes[0])), tol_attention },
 };
 #define N_OPS ((int)(sizeof(g_ops) / sizeof(g_ops[0])))
 
@@ -730,11 +738,11 @@ static void check_placement(nf_backend * be, nf_backend * cpu)
     op.src[1] = g;
     op.src[2] = b;
     op.dst[0] = y;
-    op.p.m = 1;
-    op.p.k = k;
-    op.p.ldx = k;
-    op.p.ldy = k;
-    op.p.eps = 1e-5f;
+    op.p.layer_norm.m = 1;
+    op.p.layer_norm.k = k;
+    op.p.layer_norm.ldx = k;
+    op.p.layer_norm.ldy = k;
+    op.p.layer_norm.eps = 1e-5f;
     rc = nf__op_run(be, &op, &err);
     report(nf_backend_name(be), "placement", rc == NF_ERR_PLACEMENT && where_ok,
            "cpu operand -> %s (%s); buffer_where = \"%s\"", nf_result_name(rc), rc ? err.msg : "ran!", y.buf->where);
@@ -828,7 +836,7 @@ static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, c
             memset(&c, 0, sizeof(c));
             for (int j = 0; j < tc.op.n_dst; j++) {
                 if (tc.dst[j].used) {
-                    compare_dst(&tc, j, ref.dst[j], dev1.dst[j], dev2.dst[j], &c);
+                    compare_dst(&tc, g_ops[oi].tol, j, ref.dst[j], dev1.dst[j], dev2.dst[j], &c);
                 }
             }
             const int ok = c.n_bad == 0 && c.n_guard == 0 && c.n_nondet == 0 && !dev1.src_clobbered &&
@@ -898,6 +906,17 @@ int main(int argc, char ** argv)
     if (nf_backend_init("cpu", NF_PRECISION_EXACT, &cpu, &err) != NF_OK) {
         printf("FAIL cpu: init: %s\n", err.msg);
         return 1;
+    }
+
+    /* the suite covers the whole op table */
+    for (int t = 0; t < NF_OP_COUNT; t++) {
+        int have = 0;
+        for (int oi = 0; oi < N_OPS; oi++) {
+            have |= g_ops[oi].type == (enum nf_op_type)t;
+        }
+        if (!have) {
+            report("-", nf__op_name((enum nf_op_type)t), 0, "no test descriptor in test-backend-ops.c");
+        }
     }
 
     int n_cases = 0, n_ok = 0, n_tested_devs = 0;

@@ -38,7 +38,7 @@ static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int b
     nf_tensor tx = mk(m * ldx, x), tW = shaped(mk(n * k, W), 2, n, k, 0), tb = mk(n, b), ty = mk(m * ldy, y0);
     nf_op op = {.type = NF_OP_LINEAR, .label = "test", .n_src = bias ? 3 : 2, .n_dst = 1};
     op.src[0] = tx; op.src[1] = tW; op.src[2] = tb; op.dst[0] = ty;
-    op.p.m = m; op.p.k = k; op.p.n = n; op.p.ldx = ldx; op.p.ldy = ldy; op.p.act = act; op.p.accumulate = acc;
+    op.p.linear.m = m; op.p.linear.k = k; op.p.linear.n = n; op.p.linear.ldx = ldx; op.p.linear.ldy = ldy; op.p.linear.act = act; op.p.linear.accumulate = acc;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     double worst = 0;
@@ -65,7 +65,7 @@ static void test_layer_norm(int64_t m, int64_t k) {
     nf_tensor tx = mk(m * ld, x), tg = mk(k, g), tb = mk(k, b), ty = mk(m * ld, NULL);
     nf_op op = {.type = NF_OP_LAYER_NORM, .label = "test", .n_src = 3, .n_dst = 1};
     op.src[0] = tx; op.src[1] = tg; op.src[2] = tb; op.dst[0] = ty;
-    op.p.m = m; op.p.k = k; op.p.ldx = ld; op.p.ldy = ld; op.p.eps = 1e-5f;
+    op.p.layer_norm.m = m; op.p.layer_norm.k = k; op.p.layer_norm.ldx = ld; op.p.layer_norm.ldy = ld; op.p.layer_norm.eps = 1e-5f;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     double worst = 0;
@@ -96,17 +96,17 @@ static void test_attention(int64_t rows, int64_t T, int64_t H, int64_t E, int ro
     nf_tensor tq = mk(nq, q), tk = mk(nk, k), tv = mk(nk, v), to = mk(nq, NULL);
     nf_op op = {.type = NF_OP_ATTENTION, .label = "test", .n_src = 3, .n_dst = 1};
     op.src[0] = tq; op.src[1] = tk; op.src[2] = tv; op.dst[0] = to;
-    op.p.n_heads = H; op.p.head_dim = E; op.p.scale = 1.0f / sqrtf((float) E);
+    op.p.attention.n_heads = H; op.p.attention.head_dim = E; op.p.attention.scale = 1.0f / sqrtf((float) E);
     if (row_mode) {
-        op.p.n_groups = T; op.p.lq = rows; op.p.lk = lk_rows;
-        op.p.q_gs = op.p.kv_gs = op.p.o_gs = D; op.p.q_ss = op.p.kv_ss = op.p.o_ss = T * D;
+        op.p.attention.n_groups = T; op.p.attention.lq = rows; op.p.attention.lk = lk_rows;
+        op.p.attention.q_gs = op.p.attention.kv_gs = op.p.attention.o_gs = D; op.p.attention.q_ss = op.p.attention.kv_ss = op.p.attention.o_ss = T * D;
     } else {
-        op.p.n_groups = rows; op.p.lq = T; op.p.lk = T;
-        op.p.q_gs = op.p.kv_gs = op.p.o_gs = T * D; op.p.q_ss = op.p.kv_ss = op.p.o_ss = D;
+        op.p.attention.n_groups = rows; op.p.attention.lq = T; op.p.attention.lk = T;
+        op.p.attention.q_gs = op.p.attention.kv_gs = op.p.attention.o_gs = T * D; op.p.attention.q_ss = op.p.attention.kv_ss = op.p.attention.o_ss = D;
     }
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
-    const struct nf_op_params * p = &op.p;
+    const struct nf_attention_params * p = &op.p.attention;
     double worst = 0;
     double * s = malloc((size_t) p->lk * sizeof(double));
     for (int64_t g = 0; g < p->n_groups; g++) for (int64_t h = 0; h < H; h++) for (int64_t i = 0; i < p->lq; i++) {
@@ -138,7 +138,7 @@ static void test_attention(int64_t rows, int64_t T, int64_t H, int64_t E, int ro
 static void run_quantile(const float * col, int64_t n, float * B) {
     nf_tensor tx = shaped(mk(n, col), 2, n, 1, 0), tB = shaped(mk(999, NULL), 2, 1, 999, 0);
     nf_op op = {.type = NF_OP_QUANTILE, .label = "test", .n_src = 1, .n_dst = 1};
-    op.src[0] = tx; op.dst[0] = tB; op.p.nq = 999; op.p.q_denom = 1000;
+    op.src[0] = tx; op.dst[0] = tB; op.p.quantile.nq = 999; op.p.quantile.q_denom = 1000;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     memcpy(B, host(&tB), 999 * 4);
@@ -226,7 +226,7 @@ static void test_bucketize_naive(int64_t ns, int64_t nq, int64_t F) {
     nf_tensor tB = shaped(mk(F * 999, NULL), 2, F, 999, 0);
     nf_tensor tzs = shaped(mk(ns * F, NULL), 2, ns, F, 0), tzq = shaped(mk(nq * F, NULL), 2, nq, F, 0);
     nf_op op = {.type = NF_OP_QUANTILE, .label = "test", .n_src = 1, .n_dst = 1};
-    op.src[0] = txs; op.dst[0] = tB; op.p.nq = 999; op.p.q_denom = 1000;
+    op.src[0] = txs; op.dst[0] = tB; op.p.quantile.nq = 999; op.p.quantile.q_denom = 1000;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     op = (nf_op) {.type = NF_OP_BUCKETIZE_NORM, .label = "test", .n_src = 3, .n_dst = 2};
@@ -292,7 +292,7 @@ static void test_embed_and_labels(void) {
     for (int i = 0; i < 12; i++) E[i] = (float) i;
     nf_tensor tE = shaped(mk(12, E), 2, 3, D, 0);
     op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 2, .n_dst = 1};
-    op.p.mode = NF_LABEL_CLASS; op.src[0] = ty; op.src[1] = tE; op.dst[0] = tok;
+    op.p.label_tokens.mode = NF_LABEL_CLASS; op.src[0] = ty; op.src[1] = tE; op.dst[0] = tok;
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     CHECK(host(&tok)[0 * T * D + 1] == 9.0f && host(&tok)[1 * T * D + 3] == 3.0f, "class label rows");
     yv[1] = 3;   /* out of range is an error, not a read past the table */
@@ -300,13 +300,13 @@ static void test_embed_and_labels(void) {
     CHECK_RC(nf__op_run(be, &op, &err), NF_ERR_INPUT, &err);
     /* mask */
     op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 2, .n_dst = 1};
-    op.p.mode = NF_LABEL_MASK; op.src[1] = tw; op.dst[0] = tok;
+    op.p.label_tokens.mode = NF_LABEL_MASK; op.src[1] = tw; op.dst[0] = tok;
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     CHECK(host(&tok)[2 * T * D + 2] == 3.0f, "mask row");
     /* value */
     nf_tensor tyv = mk(3, z);
     op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 3, .n_dst = 1};
-    op.p.mode = NF_LABEL_VALUE; op.src[0] = tyv; op.src[1] = tw; op.src[2] = tb; op.dst[0] = tok;
+    op.p.label_tokens.mode = NF_LABEL_VALUE; op.src[0] = tyv; op.src[1] = tw; op.src[2] = tb; op.dst[0] = tok;
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     CHECK(host(&tok)[2 * T * D + 1] == 2.0f * 2 + 0.2f, "value row");
     nf__tensor_free(&tz); nf__tensor_free(&tw); nf__tensor_free(&tb); nf__tensor_free(&tok);
@@ -343,7 +343,7 @@ static void test_bounds(void) {
     nf_tensor x = mk(10, NULL), W = shaped(mk(4, NULL), 2, 2, 2, 0), y = mk(10, NULL);
     nf_op op = {.type = NF_OP_LINEAR, .label = "oob", .n_src = 2, .n_dst = 1};
     op.src[0] = x; op.src[1] = W; op.dst[0] = y;
-    op.p.m = 6; op.p.k = 2; op.p.n = 2; op.p.ldx = 2; op.p.ldy = 2;
+    op.p.linear.m = 6; op.p.linear.k = 2; op.p.linear.n = 2; op.p.linear.ldx = 2; op.p.linear.ldy = 2;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_ERR_SHAPE, &err);
     CHECK_MSG(&err, "LINEAR (oob)");

@@ -7,24 +7,21 @@
 #include "nf-impl.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* "lacks-attention:0": the cpu kernels, minus NF_OP_ATTENTION. */
 static struct nf_backend_i lacking_iface;
-static const struct nf_backend_i * cpu_iface;
-
-static bool lacking_supports_op(nf_backend * be, const nf_op * op) {
-    if (op->type == NF_OP_ATTENTION) return false;
-    return cpu_iface->supports_op(be, op);
-}
+static struct nf_kernel lacking_kernels[NF_OP_COUNT];
 
 static nf_backend * make_lacking(void) {
     nf_err err = {0};
     nf_backend * cpu;
     if (nf_backend_init("cpu", NF_PRECISION_EXACT, &cpu, &err) != NF_OK) return NULL;
-    cpu_iface = cpu->iface;
     lacking_iface = *cpu->iface;
     lacking_iface.kind = "lacks-attention";
-    lacking_iface.supports_op = lacking_supports_op;
+    memcpy(lacking_kernels, cpu->iface->kernels, sizeof(lacking_kernels));
+    lacking_kernels[NF_OP_ATTENTION] = (struct nf_kernel) {0};
+    lacking_iface.kernels = lacking_kernels;
     /* buffers of this device must report themselves as living on it */
     nf_backend * be = nf__backend_new(&lacking_iface, NULL, "lacks-attention:0");
     nf_backend_free(cpu);
@@ -80,7 +77,7 @@ int main(int argc, char ** argv) {
     CHECK_RC(nf__tensor_alloc(lack, &y, NF_F32, 1, ne, "y", &err), NF_OK, &err);
     nf_op op = {.type = NF_OP_LAYER_NORM, .label = "mixed", .n_src = 3, .n_dst = 1};
     op.src[0] = x; op.src[1] = g; op.src[2] = b; op.dst[0] = y;
-    op.p.m = 1; op.p.k = 8; op.p.ldx = 8; op.p.ldy = 8; op.p.eps = 1e-5f;
+    op.p.layer_norm.m = 1; op.p.layer_norm.k = 8; op.p.layer_norm.ldx = 8; op.p.layer_norm.ldy = 8; op.p.layer_norm.eps = 1e-5f;
     nf_trace_reset(lack, 0);
     CHECK_RC(nf__op_run(lack, &op, &err), NF_ERR_PLACEMENT, &err);
     CHECK_MSG(&err, "x_on_cpu");

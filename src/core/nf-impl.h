@@ -2,7 +2,7 @@
  * nf-impl.h -- private core of libnofall: tensors, ops, the backend vtable.
  *
  * Every backend (cpu, opencl, cuda, and test backends) is one
- * `struct nf_backend_i` and implements the ops below with exactly the
+ * `struct nf_backend_i` and implements the ops of nf-ops.def with exactly the
  * semantics written here. tests/test-backend-ops.c checks every op of every
  * available backend against the cpu backend.
  *
@@ -19,6 +19,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {   /* cuda-kernels.cu implements ops against this header */
+#endif
 
 /* ---- errors -------------------------------------------------------------- */
 /* Set err (may be NULL) and return code. printf-style message. */
@@ -85,74 +89,24 @@ int nf__tensor_upload(nf_tensor * t, const void * src, nf_err * err);
 int nf__tensor_download(const nf_tensor * t, void * dst, nf_err * err);
 
 /* ---- ops ------------------------------------------------------------------- */
+/* The ops, their operands, parameters and contracts: src/core/nf-ops.def. */
 enum nf_op_type {
-    /* QUANTILE: torch.quantile(x, q, dim=0, interpolation='linear') per column.
-     *   src[0] x (n, F) f32 contiguous;  dst[0] B (F, nq) f32.
-     *   q_k = (float)k / (float)p.q_denom for k = 1..nq (float32 divide).
-     *   Column j: v = ascending sort of x[:, j] (NaN sorts last);
-     *   if any NaN in the column every boundary is NaN; else
-     *   pos = q_k * (float)(n-1); lo = (int64)pos; w = pos - (float)lo;
-     *   hi = (int64)ceilf(pos); a = v[lo]; b = v[hi];
-     *   B[j][k-1] = |w| < 0.5 ? fmaf(w, b-a, a) : fmaf(w-1, b-a, b).        */
-    NF_OP_QUANTILE = 0,
-    /* BUCKETIZE_NORM: Mitra's quantile embedding statistics.
-     *   src[0] xs (n_s, F), src[1] xq (n_q, F) (n_q may be 0: then src[1] and
-     *   dst[1] are unused), src[2] B (F, nb);  dst[0] zs (n_s, F), dst[1] zq.
-     *   idx(x) = #{k : B[j][k] < x}  (lower_bound; NaN x -> nb), as float.
-     *   u = idx / (float)n_s;  mean = (float)(sum_s u) / (float)n_s;
-     *   u -= mean;  var = (float)(sum_s u*u) / (float)n_s;
-     *   z = var == 0 ? 0 : u / sqrtf(var).   Sums may be taken in double.  */
-    NF_OP_BUCKETIZE_NORM,
-    /* EMBED_FEATURES: dst[0] tok (n, T, D) with T = F + 1:
-     *   tok[r][1+j][:] = z[r][j] * w[:] + b[:]  for j < F; token 0 untouched.
-     *   src[0] z (n, F), src[1] w (D) (the [D,1] weight), src[2] b (D).     */
-    NF_OP_EMBED_FEATURES,
-    /* LABEL_TOKENS: writes token 0 of every row of dst[0] tok (n, T, D).
-     *   p.mode == NF_LABEL_CLASS:  src[0] y (n) i32, src[1] E (C, D):  tok[r][0] = E[y[r]]
-     *   p.mode == NF_LABEL_VALUE:  src[0] y (n) f32, src[1] w (D), src[2] b (D):
-     *                              tok[r][0] = y[r] * w + b
-     *   p.mode == NF_LABEL_MASK:   src[1] M (1, D): tok[r][0] = M[0]  (src[0] unused) */
-    NF_OP_LABEL_TOKENS,
-    /* LAYER_NORM: for r < p.m rows:  x = src[0] + r*p.ldx (p.k elements),
-     *   mu = mean(x), var = mean((x-mu)^2) (biased, two-pass),
-     *   rstd = 1.0f / sqrtf(var + p.eps);
-     *   dst[0][r*p.ldy + c] = (x[c]-mu) * rstd * g[c] + b[c].
-     *   src[1] g (k), src[2] b (k).                                          */
-    NF_OP_LAYER_NORM,
-    /* LINEAR: y = act(x · Wᵀ + bias), optionally accumulated into dst.
-     *   src[0] x: row r at offset r*p.ldx, p.k elements;  src[1] W (p.n, p.k);
-     *   src[2] bias (p.n) or absent (n_src == 2);  dst[0] y: row r at r*p.ldy.
-     *   t = sum_c x[r][c]*W[o][c] + bias[o];  t = p.act == NF_ACT_GELU ?
-     *   0.5f*t*(1.0f+erf(t*0.70710678f)) : t (a float constant; erf exact to float
-     *   rounding: libm erff, OpenCL erf, CUDA erff, the cpu's own series);
-     *   y[r][o] = p.accumulate ? y[r][o] + t : t. */
-    NF_OP_LINEAR,
-    /* ATTENTION: softmax(scale · q kᵀ) v, per group g and head h.
-     *   q row i of group g, head h: src[0] + g*p.q_gs + i*p.q_ss + h*p.head_dim
-     *   k row j: src[1] + g*p.kv_gs + j*p.kv_ss + h*p.head_dim, v likewise in src[2]
-     *   o row i: dst[0] + g*p.o_gs + i*p.o_ss + h*p.head_dim
-     *   for g < p.n_groups, i < p.lq, j < p.lk, h < p.n_heads, e < p.head_dim.
-     *   No mask. Softmax with max subtraction, expf exact.                   */
-    NF_OP_ATTENTION,
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) NF_OP_##NAME,
+#include "nf-ops.def"
     NF_OP_COUNT
 };
 
 enum nf_label_mode { NF_LABEL_CLASS = 0, NF_LABEL_VALUE = 1, NF_LABEL_MASK = 2 };
 enum nf_act        { NF_ACT_NONE = 0, NF_ACT_GELU = 1 };
 
-struct nf_op_params {
-    /* QUANTILE */
-    int32_t nq, q_denom;
-    /* LABEL_TOKENS */
-    int32_t mode;
-    /* LAYER_NORM / LINEAR */
-    int64_t m, k, n, ldx, ldy;
-    float   eps;
-    int32_t act, accumulate;
-    /* ATTENTION */
-    int64_t n_groups, lq, lk, n_heads, head_dim;
-    int64_t q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss;
-    float   scale;
+#define NF__UNPAREN(...) __VA_ARGS__
+/* struct nf_<name>_params, one per op */
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) struct nf_##name##_params { NF__UNPAREN PARAMS };
+#include "nf-ops.def"
+
+union nf_op_params {
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) struct nf_##name##_params name;
+#include "nf-ops.def"
 };
 
 #define NF_OP_MAX_SRC 4
@@ -164,16 +118,44 @@ typedef struct nf_op {
     int                 n_src, n_dst;
     nf_tensor           src[NF_OP_MAX_SRC];
     nf_tensor           dst[NF_OP_MAX_DST];
-    struct nf_op_params p;
+    union nf_op_params  p;       /* p.<name>: the params of op `type` */
 } nf_op;
+
+/* One row of the op table (nf-ops.def), indexed by op type. */
+struct nf_op_info {
+    const char * name;        /* "LINEAR", ...                        */
+    const char * src, * dst;  /* operand specs, see nf-ops.def         */
+    int (*validate)(nf_backend * be, const nf_op * op, nf_err * err);
+    double (*flops)(const nf_op * op);
+};
+extern const struct nf_op_info nf__op_table[NF_OP_COUNT];
 
 const char * nf__op_name(enum nf_op_type t);   /* "LINEAR", ... */
 double       nf__op_flops(const nf_op * op);
-/* Validate operand devices, dtypes and that every strided access stays inside
- * each tensor; then ask supports_op; then compute and record the op. */
+/* Validate operand counts, devices, dtypes and that every strided access
+ * stays inside each tensor; then ask the backend's kernel table; then compute
+ * and record the op. */
 int nf__op_run(nf_backend * be, const nf_op * op, nf_err * err);
-/* Checks only (device, bounds, supports_op): used at plan time. */
+/* Checks only (counts, device, bounds, kernel support): used at plan time. */
 int nf__op_check(nf_backend * be, const nf_op * op, nf_err * err);
+/* "op NAME (label) on DEVICE: <fmt>" -- the message form of every op error. */
+int nf__op_err(nf_err * err, const nf_op * op, const nf_backend * be, int code, const char * fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* ---- kernels ---------------------------------------------------------------- */
+/* A backend implements op type t with kernels[t]: `run` computes it (NULL:
+ * the backend lacks the op, NF_ERR_UNSUPPORTED at dispatch); `supports`, if
+ * not NULL, may refuse an op that validated (e.g. a head_dim over a kernel's
+ * limit), with the same error. */
+typedef int  (*nf_kernel_fn)(nf_backend * be, const nf_op * op, nf_err * err);
+typedef bool (*nf_supports_fn)(nf_backend * be, const nf_op * op);
+struct nf_kernel {
+    nf_kernel_fn   run;
+    nf_supports_fn supports;
+};
 
 /* ---- backend vtable -------------------------------------------------------- */
 struct nf_backend_i {
@@ -186,8 +168,11 @@ struct nf_backend_i {
     /* Where does this buffer's memory live, asked of the driver: writes e.g.
      * "cpu", "cuda:0", "opencl:0" (host memory on a device backend = "cpu"). */
     int  (*buffer_where)(nf_backend * be, void * handle, char * out, size_t n, nf_err * err);
-    bool (*supports_op)(nf_backend * be, const nf_op * op);
-    int  (*compute)(nf_backend * be, const nf_op * op, nf_err * err);
+    /* per-op kernels, indexed by op type (NF_OP_COUNT entries) */
+    const struct nf_kernel * kernels;
+    /* optional: runs every kernel (per-op device setup, error context);
+     * NULL calls k->run directly */
+    int  (*launch)(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err);
     int  (*sync)(nf_backend * be, nf_err * err);
 };
 
@@ -242,10 +227,13 @@ void nf__backend_cuda_list(FILE * f);
 /* Allocate the common part; backends fill iface/ctx/name/desc. */
 nf_backend * nf__backend_new(const struct nf_backend_i * iface, void * ctx, const char * name);
 
-/* CPU reference kernels, shared by the cpu backend and by tests. Operate on
- * host pointers with the op's semantics. */
-int nf__cpu_compute(const nf_op * op, nf_err * err);
+/* CPU reference kernels (host pointers, the ops' semantics), the cpu
+ * backend's kernel table; tests reuse it for test backends. */
+extern const struct nf_kernel nf__cpu_kernels[NF_OP_COUNT];
 /* the cpu backend's erf (double-precision Chebyshev series, see cpu-kernels.c) */
 float nf__erf_f32(float x);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* NF_IMPL_H */

@@ -227,46 +227,11 @@ const struct nf_model_i nf__mitra_model = {
     .gen_weights = nf__mitra_gen_weights,
 };
 
-/* ---- forward: op helpers ----------------------------------------------------------- */
+/* ---- forward: on the core's typed op calls ---------------------------------------- */
 
-/* 1-D view of n elements starting at element off */
-static nf_tensor nf__v(const nf_tensor * t, int64_t off, int64_t n) {
-    int64_t ne[1] = {n};
-    return nf__tensor_view(t, off, 1, ne);
-}
-
-static int nf__layer_norm(nf_backend * be, const char * label, nf_tensor x, int64_t m, int64_t ldx,
-                          const nf_tensor * g, const nf_tensor * b, nf_tensor y, int64_t ldy, nf_err * err) {
-    nf_op op = {.type = NF_OP_LAYER_NORM, .label = label, .n_src = 3, .n_dst = 1};
-    op.src[0] = x; op.src[1] = *g; op.src[2] = *b; op.dst[0] = y;
-    op.p.m = m; op.p.k = g->ne[0]; op.p.ldx = ldx; op.p.ldy = ldy; op.p.eps = NF_MITRA_LN_EPS;
-    return nf__op_run(be, &op, err);
-}
-
-static int nf__linear(nf_backend * be, const char * label, nf_tensor x, int64_t m, int64_t ldx,
-                      const nf_tensor * W, const nf_tensor * bias, nf_tensor y, int64_t ldy,
-                      int act, int accumulate, nf_err * err) {
-    nf_op op = {.type = NF_OP_LINEAR, .label = label, .n_src = bias ? 3 : 2, .n_dst = 1};
-    op.src[0] = x; op.src[1] = *W; if (bias) op.src[2] = *bias; op.dst[0] = y;
-    op.p.m = m; op.p.n = W->ne[0]; op.p.k = W->ne[1]; op.p.ldx = ldx; op.p.ldy = ldy;
-    op.p.act = act; op.p.accumulate = accumulate;
-    return nf__op_run(be, &op, err);
-}
-
-struct nf__attn_layout { int64_t groups, lq, lk, q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss; };
-
-static int nf__attention(nf_backend * be, const char * label, int64_t n_heads, int64_t head_dim,
-                         nf_tensor q, nf_tensor k, nf_tensor v, nf_tensor o,
-                         const struct nf__attn_layout * L, nf_err * err) {
-    nf_op op = {.type = NF_OP_ATTENTION, .label = label, .n_src = 3, .n_dst = 1};
-    op.src[0] = q; op.src[1] = k; op.src[2] = v; op.dst[0] = o;
-    op.p.n_groups = L->groups; op.p.lq = L->lq; op.p.lk = L->lk;
-    op.p.n_heads = n_heads; op.p.head_dim = head_dim;
-    op.p.q_gs = L->q_gs; op.p.q_ss = L->q_ss; op.p.kv_gs = L->kv_gs; op.p.kv_ss = L->kv_ss;
-    op.p.o_gs = L->o_gs; op.p.o_ss = L->o_ss;
-    op.p.scale = 1.0f / sqrtf((float) head_dim);
-    return nf__op_run(be, &op, err);
-}
+/* The forward is written with the core's typed op calls and sub-blocks;
+ * labels are formatted by the graph context. */
+#include "nf-ops.h"
 
 /* ---- forward: the work area ------------------------------------------------------------ */
 
@@ -322,50 +287,46 @@ static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err
 
 /* rows [r0, r1) of the stream, as a flat view */
 static nf_tensor nf__rows(const struct nf__ws * w, const nf_tensor * t, int64_t r0, int64_t r1) {
-    return nf__v(t, r0 * w->T * w->D, (r1 - r0) * w->T * w->D);
+    return nf_view1(t, r0 * w->T * w->D, (r1 - r0) * w->T * w->D);
 }
 
 /* ---- forward: sub-blocks ------------------------------------------------------------------- */
 
-/* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows [r0, n) */
-static int nf__mlp(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l, int half,
-                   int64_t rbeg, int64_t crows, nf_err * err) {
-    const int64_t D = w->D, T = w->T;
-    char lab[48];
+/* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows [rbeg, n) */
+static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, int half,
+                   int64_t rbeg, int64_t crows) {
+    const struct nf_mlp mlp = {
+        .ln_g = &L->ln_w[1 + 2 * half], .ln_b = &L->ln_b[1 + 2 * half],
+        .w1 = &L->lw[2 * half],     .b1 = &L->lb[2 * half],
+        .w2 = &L->lw[1 + 2 * half], .b2 = &L->lb[1 + 2 * half],
+        .eps = NF_MITRA_LN_EPS, .act = NF_ACT_GELU,
+        .ln_label  = nf_label(g, "layer_norm%d", 2 + 2 * half),
+        .fc1_label = nf_label(g, "linear%d", 1 + 2 * half),
+        .fc2_label = nf_label(g, "linear%d", 2 + 2 * half),
+    };
     for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
-        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n, tok = (r1 - r0) * T;
-        nf_tensor x = nf__rows(w, &w->X, r0, r1);
-        snprintf(lab, sizeof(lab), "layers.%d.layer_norm%d", l, 2 + 2 * half);
-        NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[1 + 2 * half], &L->ln_b[1 + 2 * half], w->Xn, D, err));
-        snprintf(lab, sizeof(lab), "layers.%d.linear%d", l, 1 + 2 * half);
-        NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->lw[2 * half], &L->lb[2 * half], w->H, 4 * D, NF_ACT_GELU, 0, err));
-        snprintf(lab, sizeof(lab), "layers.%d.linear%d", l, 2 + 2 * half);
-        NF_TRY(nf__linear(m->be, lab, w->H, tok, 4 * D, &L->lw[1 + 2 * half], &L->lb[1 + 2 * half], x, D, NF_ACT_NONE, 1, err));
+        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n;
+        NF_TRY(nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), (r1 - r0) * w->T, w->D, w->Xn, w->H));
     }
     return NF_OK;
 }
 
-/* (c): X[r] += O2(MHA over the T tokens of row r) for rows [r0, n) */
-static int nf__feature_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l,
-                                 int64_t rbeg, int64_t crows, nf_err * err) {
-    const int64_t D = w->D, T = w->T, H = m->cfg.n_heads;
-    char lab[48];
+/* (c): X[r] += O2(MHA over the T tokens of row r) for rows [rbeg, n) */
+static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
+                                 int64_t rbeg, int64_t crows) {
+    const struct nf_mhsa mhsa = {
+        .ln_g = &L->ln_w[2], .ln_b = &L->ln_b[2],
+        .w_qkv = &L->qkv_w[1], .b_qkv = &L->qkv_b[1],
+        .w_o = &L->aw[1][3], .b_o = &L->ab[1][3],
+        .n_heads = m->cfg.n_heads, .eps = NF_MITRA_LN_EPS,
+        .ln_label   = nf_label(g, "layer_norm3"),
+        .qkv_label  = nf_label(g, "attention2.qkv"),
+        .attn_label = nf_label(g, "attention2"),
+        .o_label    = nf_label(g, "attention2.o"),
+    };
     for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
-        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n, c = r1 - r0, tok = c * T;
-        nf_tensor x = nf__rows(w, &w->X, r0, r1);
-        snprintf(lab, sizeof(lab), "layers.%d.layer_norm3", l);
-        NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[2], &L->ln_b[2], w->Xn, D, err));
-        /* [q k v] (tok, 3D) = LN3(x) [Wq; Wk; Wv]ᵀ + [bq bk bv] */
-        NF_TRY(nf__linear(m->be, L->qkv_name[1][0], w->Xn, tok, D, &L->qkv_w[1], &L->qkv_b[1], w->Pqkv, 3 * D,
-                          NF_ACT_NONE, 0, err));
-        const int64_t n3 = tok * 3 * D;
-        const struct nf__attn_layout lay = {.groups = c, .lq = T, .lk = T, .q_gs = T * 3 * D, .q_ss = 3 * D,
-                                            .kv_gs = T * 3 * D, .kv_ss = 3 * D, .o_gs = T * D, .o_ss = D};
-        snprintf(lab, sizeof(lab), "layers.%d.attention2", l);
-        NF_TRY(nf__attention(m->be, lab, H, D / H, nf__v(&w->Pqkv, 0, n3), nf__v(&w->Pqkv, D, n3 - D),
-                             nf__v(&w->Pqkv, 2 * D, n3 - 2 * D), w->A, &lay, err));
-        snprintf(lab, sizeof(lab), "layers.%d.attention2.o", l);
-        NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[1][3], &L->ab[1][3], x, D, NF_ACT_NONE, 1, err));
+        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n;
+        NF_TRY(nf_prenorm_self_attention(g, &mhsa, nf__rows(w, &w->X, r0, r1), r1 - r0, w->T, w->Xn, w->Pqkv, w->A));
     }
     return NF_OK;
 }
@@ -375,24 +336,24 @@ static int nf__feature_attention(nf_mitra * m, struct nf__ws * w, const struct n
  * attends too) before any row changes; pass 2 attends and adds O1(.) to the
  * stream -- support rows with their stored q, query rows projecting q chunk
  * by chunk, so no per-query q is kept. */
-static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_layer * L, int l,
-                             int64_t rbeg, int64_t crows, nf_err * err) {
-    const int64_t D = w->D, T = w->T, H = m->cfg.n_heads, D3 = 3 * D;
+static int nf__row_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
+                             int64_t rbeg, int64_t crows) {
+    const int64_t D = w->D, T = w->T, D3 = 3 * D;
     const int64_t ns3 = w->ns * T * D3;   /* elements of Sqkv */
-    char lab[48];
+    const float eps = NF_MITRA_LN_EPS;
     for (int64_t r0 = 0; r0 < w->ns; r0 += crows) {
         const int64_t r1 = r0 + crows < w->ns ? r0 + crows : w->ns, tok = (r1 - r0) * T;
-        snprintf(lab, sizeof(lab), "layers.%d.layer_norm1", l);
-        NF_TRY(nf__layer_norm(m->be, lab, nf__rows(w, &w->X, r0, r1), tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
+        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), nf__rows(w, &w->X, r0, r1), tok, D,
+                             &L->ln_w[0], &L->ln_b[0], w->Xn, D, eps));
         /* Sqkv rows (tok, 3D) = [q k v], or only [k v] into columns D.. when
          * no support row attends (the last layer) */
         const int64_t at = r0 * T * D3;
         if (rbeg < w->ns) {
-            NF_TRY(nf__linear(m->be, L->qkv_name[0][0], w->Xn, tok, D, &L->qkv_w[0], &L->qkv_b[0],
-                              nf__v(&w->Sqkv, at, tok * D3), D3, NF_ACT_NONE, 0, err));
+            NF_TRY(nf_linear(g, nf_label(g, "attention1.qkv"), w->Xn, tok, D, &L->qkv_w[0], &L->qkv_b[0],
+                             nf_view1(&w->Sqkv, at, tok * D3), D3, NF_ACT_NONE, 0));
         } else {
-            NF_TRY(nf__linear(m->be, L->qkv_name[0][1], w->Xn, tok, D, &L->kv_w[0], &L->kv_b[0],
-                              nf__v(&w->Sqkv, at + D, tok * D3 - D), D3, NF_ACT_NONE, 0, err));
+            NF_TRY(nf_linear(g, nf_label(g, "attention1.kv"), w->Xn, tok, D, &L->kv_w[0], &L->kv_b[0],
+                             nf_view1(&w->Sqkv, at + D, tok * D3 - D), D3, NF_ACT_NONE, 0));
         }
     }
     for (int64_t r0 = rbeg, r1; r0 < w->n; r0 = r1) {
@@ -403,23 +364,23 @@ static int nf__row_attention(nf_mitra * m, struct nf__ws * w, const struct nf_mi
         nf_tensor x = nf__rows(w, &w->X, r0, r1), q;
         int64_t q_ld;   /* row stride of q's tokens */
         if (r0 < w->ns) {
-            q = nf__v(&w->Sqkv, r0 * T * D3, tok * D3);
+            q = nf_view1(&w->Sqkv, r0 * T * D3, tok * D3);
             q_ld = D3;
         } else {
-            snprintf(lab, sizeof(lab), "layers.%d.layer_norm1", l);
-            NF_TRY(nf__layer_norm(m->be, lab, x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, err));
-            snprintf(lab, sizeof(lab), "layers.%d.attention1.q", l);
-            q = nf__v(&w->Pqkv, 0, tok * D);
-            NF_TRY(nf__linear(m->be, lab, w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE, 0, err));
+            NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, eps));
+            q = nf_view1(&w->Pqkv, 0, tok * D);
+            NF_TRY(nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D,
+                             NF_ACT_NONE, 0));
             q_ld = D;
         }
-        const struct nf__attn_layout lay = {.groups = T, .lq = c, .lk = w->ns, .q_gs = q_ld, .q_ss = T * q_ld,
-                                            .kv_gs = D3, .kv_ss = T * D3, .o_gs = D, .o_ss = T * D};
-        snprintf(lab, sizeof(lab), "layers.%d.attention1", l);
-        NF_TRY(nf__attention(m->be, lab, H, D / H, q, nf__v(&w->Sqkv, D, ns3 - D), nf__v(&w->Sqkv, 2 * D, ns3 - 2 * D),
-                             w->A, &lay, err));
-        snprintf(lab, sizeof(lab), "layers.%d.attention1.o", l);
-        NF_TRY(nf__linear(m->be, lab, w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D, NF_ACT_NONE, 1, err));
+        const struct nf_attn_layout lay = {
+            .groups = T, .lq = c, .lk = w->ns, .n_heads = m->cfg.n_heads, .head_dim = D / m->cfg.n_heads,
+            .q_gs = q_ld, .q_ss = T * q_ld, .kv_gs = D3, .kv_ss = T * D3, .o_gs = D, .o_ss = T * D,
+        };
+        NF_TRY(nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&w->Sqkv, D, ns3 - D),
+                            nf_view1(&w->Sqkv, 2 * D, ns3 - 2 * D), w->A));
+        NF_TRY(nf_linear(g, nf_label(g, "attention1.o"), w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D,
+                         NF_ACT_NONE, 1));
     }
     return NF_OK;
 }
@@ -531,31 +492,21 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
         }
     }
 
+    nf_graph gr, * g = &gr;
+    nf_graph_init(g, be, err);
+
     /* step 1: quantile embedding statistics (spec §4.2) */
-    nf_op op = {.type = NF_OP_QUANTILE, .label = "x_quantile", .n_src = 1, .n_dst = 1};
-    op.src[0] = w->xs; op.dst[0] = w->B; op.p.nq = NF_MITRA_N_QUANTILES; op.p.q_denom = NF_MITRA_Q_DENOM;
-    NF_TRY(nf__op_run(be, &op, err));
-    op = (nf_op) {.type = NF_OP_BUCKETIZE_NORM, .label = "x_quantile", .n_src = 3, .n_dst = 2};
-    op.src[0] = w->xs; op.src[1] = w->xq; op.src[2] = w->B; op.dst[0] = w->zs; op.dst[1] = w->zq;
-    NF_TRY(nf__op_run(be, &op, err));
+    NF_TRY(nf_quantile(g, "x_quantile", w->xs, w->B, NF_MITRA_N_QUANTILES, NF_MITRA_Q_DENOM));
+    NF_TRY(nf_bucketize_norm(g, "x_quantile", w->xs, w->xq, w->B, w->zs, w->zq));
 
     /* step 2: token embeddings (spec §4.3): token 0 = label, 1..F = features */
     int64_t ne_s[3] = {w->ns, T, D}, ne_q[3] = {w->nq, T, D};
     nf_tensor S = nf__tensor_view(&w->X, 0, 3, ne_s), Q = nf__tensor_view(&w->X, w->ns * T * D, 3, ne_q);
-    nf_tensor * zsrc[2] = {&w->zs, &w->zq};
-    nf_tensor * tdst[2] = {&S, &Q};
-    for (int i = 0; i < 2; i++) {
-        op = (nf_op) {.type = NF_OP_EMBED_FEATURES, .label = "x_embedding", .n_src = 3, .n_dst = 1};
-        op.src[0] = *zsrc[i]; op.src[1] = m->x_w; op.src[2] = m->x_b; op.dst[0] = *tdst[i];
-        NF_TRY(nf__op_run(be, &op, err));
-    }
-    op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "y_embedding", .n_src = cls ? 2 : 3, .n_dst = 1};
-    op.p.mode = cls ? NF_LABEL_CLASS : NF_LABEL_VALUE;
-    op.src[0] = w->ys; op.src[1] = m->y_w; if (!cls) op.src[2] = m->y_b; op.dst[0] = S;
-    NF_TRY(nf__op_run(be, &op, err));
-    op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "y_embedding.y_mask", .n_src = 2, .n_dst = 1};
-    op.p.mode = NF_LABEL_MASK; op.src[1] = m->y_mask; op.dst[0] = Q;
-    NF_TRY(nf__op_run(be, &op, err));
+    NF_TRY(nf_embed_features(g, "x_embedding", w->zs, &m->x_w, &m->x_b, S));
+    NF_TRY(nf_embed_features(g, "x_embedding", w->zq, &m->x_w, &m->x_b, Q));
+    if (cls) NF_TRY(nf_label_tokens_class(g, "y_embedding", w->ys, &m->y_w, S));
+    else     NF_TRY(nf_label_tokens_value(g, "y_embedding", w->ys, &m->y_w, &m->y_b, S));
+    NF_TRY(nf_label_tokens_mask(g, "y_embedding.y_mask", &m->y_mask, Q));
     NF_TRY(nf__stage(m, w, "embedding", err));
 
     /* step 3: the layers (spec §4.4). In the last layer the support rows only
@@ -567,23 +518,20 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const struct nf_mitra_layer * L = &m->layers[l];
         const int64_t rbeg = l == m->cfg.n_layers - 1 ? w->ns : 0;
-        NF_TRY(nf__row_attention(m, w, L, l, rbeg, crows, err));
-        snprintf(st, sizeof(st), "layers.%d.row_attention", l);
-        NF_TRY(nf__stage(m, w, st, err));
-        NF_TRY(nf__mlp(m, w, L, l, 0, rbeg, crows, err));
-        snprintf(st, sizeof(st), "layers.%d.mlp1", l);
-        NF_TRY(nf__stage(m, w, st, err));
-        NF_TRY(nf__feature_attention(m, w, L, l, rbeg, crows, err));
-        snprintf(st, sizeof(st), "layers.%d.feature_attention", l);
-        NF_TRY(nf__stage(m, w, st, err));
-        NF_TRY(nf__mlp(m, w, L, l, 1, rbeg, crows, err));
-        snprintf(st, sizeof(st), "layers.%d.mlp2", l);
-        NF_TRY(nf__stage(m, w, st, err));
+        nf_graph_prefix(g, "layers.%d.", l);
+#define NF__STAGE(name) do { snprintf(st, sizeof(st), "layers.%d." name, l); NF_TRY(nf__stage(m, w, st, err)); } while (0)
+        NF_TRY(nf__row_attention(g, w, m, L, rbeg, crows));      NF__STAGE("row_attention");
+        NF_TRY(nf__mlp(g, w, L, 0, rbeg, crows));                NF__STAGE("mlp1");
+        NF_TRY(nf__feature_attention(g, w, m, L, rbeg, crows));  NF__STAGE("feature_attention");
+        NF_TRY(nf__mlp(g, w, L, 1, rbeg, crows));                NF__STAGE("mlp2");
+#undef NF__STAGE
     }
+    nf_graph_prefix(g, "%s", "");
 
     /* step 4: head on token 0 of every query row (spec §4.5) */
-    NF_TRY(nf__layer_norm(be, "final_layer_norm", nf__rows(w, &w->X, w->ns, w->n), w->nq, T * D, &m->fln_w, &m->fln_b, w->hq, D, err));
-    NF_TRY(nf__linear(be, "final_layer", w->hq, w->nq, D, &m->f_w, &m->f_b, w->logits, C, NF_ACT_NONE, 0, err));
+    NF_TRY(nf_layer_norm(g, "final_layer_norm", nf__rows(w, &w->X, w->ns, w->n), w->nq, T * D, &m->fln_w, &m->fln_b,
+                         w->hq, D, NF_MITRA_LN_EPS));
+    NF_TRY(nf_linear(g, "final_layer", w->hq, w->nq, D, &m->f_w, &m->f_b, w->logits, C, NF_ACT_NONE, 0));
     /* outputs out: the only device->host copy */
     NF_TRY(nf__tensor_download(&w->logits, logits, err));
     if (m->stages != NF_STAGES_NONE) {

@@ -24,12 +24,12 @@ static int nf__cmp_float_nan_last(const void * pa, const void * pb) {
 }
 
 /* x (n, F) -> B (F, nq): torch.quantile linear interpolation, float32 lerp. */
-static int nf__cpu_quantile(const nf_op * op, nf_err * err) {
+static int nf__cpu_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
     const float * x = NF__PTR(&op->src[0]);
     float * B = NF__PTR(&op->dst[0]);
     const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
-    const int nq = op->p.nq;
-    const float denom = (float) op->p.q_denom;
+    const int nq = op->p.quantile.nq;
+    const float denom = (float) op->p.quantile.q_denom;
     float * v = malloc((size_t) n * sizeof(float));
     if (!v) return nf__err_set(err, NF_ERR_NOMEM, "QUANTILE: out of memory");
     for (int64_t j = 0; j < F; j++) {
@@ -69,7 +69,7 @@ static int64_t nf__lower_bound(const float * B, int64_t nb, float x) {
     return lo;
 }
 
-static int nf__cpu_bucketize_norm(const nf_op * op, nf_err * err) {
+static int nf__cpu_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const float * xs = NF__PTR(&op->src[0]);
     const float * xq = op->src[1].ne[0] ? NF__PTR(&op->src[1]) : NULL;
     const float * B  = NF__PTR(&op->src[2]);
@@ -107,7 +107,7 @@ static int nf__cpu_bucketize_norm(const nf_op * op, nf_err * err) {
 
 /* ---- token embeddings -------------------------------------------------------------- */
 
-static int nf__cpu_embed_features(const nf_op * op, nf_err * err) {
+static int nf__cpu_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
     const float * z = NF__PTR(&op->src[0]);
     const float * w = NF__PTR(&op->src[1]);
     const float * b = NF__PTR(&op->src[2]);
@@ -124,19 +124,19 @@ static int nf__cpu_embed_features(const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-static int nf__cpu_label_tokens(const nf_op * op, nf_err * err) {
+static int nf__cpu_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
     float * tok = NF__PTR(&op->dst[0]);
     const int64_t n = op->dst[0].ne[0], T = op->dst[0].ne[1], D = op->dst[0].ne[2];
     for (int64_t r = 0; r < n; r++) {
         float * t = tok + r * T * D;
-        if (op->p.mode == NF_LABEL_CLASS) {
+        if (op->p.label_tokens.mode == NF_LABEL_CLASS) {
             const int32_t y = NF__IPTR(&op->src[0])[r];
             if (y < 0 || y >= op->src[1].ne[0]) {
                 return nf__err_set(err, NF_ERR_INPUT, "LABEL_TOKENS: label %d out of range 0..%lld",
                                    (int) y, (long long) op->src[1].ne[0] - 1);
             }
             memcpy(t, NF__PTR(&op->src[1]) + (int64_t) y * D, (size_t) D * sizeof(float));
-        } else if (op->p.mode == NF_LABEL_VALUE) {
+        } else if (op->p.label_tokens.mode == NF_LABEL_VALUE) {
             const float y = NF__PTR(&op->src[0])[r];
             const float * w = NF__PTR(&op->src[1]);
             const float * b = NF__PTR(&op->src[2]);
@@ -150,8 +150,8 @@ static int nf__cpu_label_tokens(const nf_op * op, nf_err * err) {
 
 /* ---- LAYER_NORM ------------------------------------------------------------------ */
 
-static int nf__cpu_layer_norm(const nf_op * op, nf_err * err) {
-    const struct nf_op_params * p = &op->p;
+static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_layer_norm_params * p = &op->p.layer_norm;
     const float * x = NF__PTR(&op->src[0]);
     const float * g = NF__PTR(&op->src[1]);
     const float * b = NF__PTR(&op->src[2]);
@@ -282,8 +282,8 @@ static float * nf__scratch_get(size_t n) {
     return nf__scratch;
 }
 
-static int nf__cpu_linear(const nf_op * op, nf_err * err) {
-    const struct nf_op_params * p = &op->p;
+static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_linear_params * p = &op->p.linear;
     if (p->m == 0) return NF_OK;
     const float * x = NF__PTR(&op->src[0]);
     const float * W = NF__PTR(&op->src[1]);
@@ -330,8 +330,8 @@ static void nf__softmax_row(float * s, int64_t n) {
     for (int64_t j = 0; j < n; j++) s[j] *= inv;
 }
 
-static int nf__cpu_attention(const nf_op * op, nf_err * err) {
-    const struct nf_op_params * p = &op->p;
+static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_attention_params * p = &op->p.attention;
     const float * q = NF__PTR(&op->src[0]);
     const float * k = NF__PTR(&op->src[1]);
     const float * v = NF__PTR(&op->src[2]);
@@ -419,18 +419,11 @@ static int nf__cpu_attention(const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-/* ---- dispatch ---------------------------------------------------------------------- */
+/* ---- the kernel table ------------------------------------------------------------------ */
 
-int nf__cpu_compute(const nf_op * op, nf_err * err) {
-    switch (op->type) {
-        case NF_OP_QUANTILE:       return nf__cpu_quantile(op, err);
-        case NF_OP_BUCKETIZE_NORM: return nf__cpu_bucketize_norm(op, err);
-        case NF_OP_EMBED_FEATURES: return nf__cpu_embed_features(op, err);
-        case NF_OP_LABEL_TOKENS:   return nf__cpu_label_tokens(op, err);
-        case NF_OP_LAYER_NORM:     return nf__cpu_layer_norm(op, err);
-        case NF_OP_LINEAR:         return nf__cpu_linear(op, err);
-        case NF_OP_ATTENTION:      return nf__cpu_attention(op, err);
-        case NF_OP_COUNT:          break;
-    }
-    return nf__err_set(err, NF_ERR_UNSUPPORTED, "cpu: unknown op %d", (int) op->type);
-}
+/* Every op has a reference kernel nf__cpu_<name>: the table is generated
+ * from nf-ops.def, so an op without one does not compile. */
+const struct nf_kernel nf__cpu_kernels[NF_OP_COUNT] = {
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) [NF_OP_##NAME] = {nf__cpu_##name, NULL},
+#include "nf-ops.def"
+};

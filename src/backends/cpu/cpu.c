@@ -33,26 +33,6 @@ static int nf__cpu_buffer_where(nf_backend * be, void * handle, char * out, size
     return NF_OK;
 }
 
-static bool nf__cpu_supports_op(nf_backend * be, const nf_op * op) {
-    switch (op->type) {
-        case NF_OP_QUANTILE:
-        case NF_OP_BUCKETIZE_NORM:
-        case NF_OP_EMBED_FEATURES:
-        case NF_OP_LABEL_TOKENS:
-        case NF_OP_LAYER_NORM:
-        case NF_OP_LINEAR:
-        case NF_OP_ATTENTION:
-            return true;
-        case NF_OP_COUNT:
-            break;
-    }
-    return false;
-}
-
-static int nf__cpu_compute_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    return nf__cpu_compute(op, err);
-}
-
 static const struct nf_backend_i nf__cpu_iface = {
     .kind         = "cpu",
     .free         = nf__cpu_free,
@@ -61,8 +41,8 @@ static const struct nf_backend_i nf__cpu_iface = {
     .upload       = nf__cpu_upload,
     .download     = nf__cpu_download,
     .buffer_where = nf__cpu_buffer_where,
-    .supports_op  = nf__cpu_supports_op,
-    .compute      = nf__cpu_compute_op,
+    .kernels      = nf__cpu_kernels,
+    .launch       = NULL,
     .sync         = NULL,
 };
 

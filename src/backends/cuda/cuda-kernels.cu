@@ -36,6 +36,7 @@
 
 #include "cuda-kernels.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -453,14 +454,14 @@ static size_t nf_sort_temp_bytes(int64_t n, int64_t F) {
 #endif
 }
 
-extern "C" size_t nf__cuda_quantile_scratch(int64_t n, int64_t F) {
+static size_t nf_quantile_scratch(int64_t n, int64_t F) {
     if (n <= 0 || F <= 0) return 0;
     const size_t items = (size_t)n * (size_t)F;
     return 2 * nf_align256(items * sizeof(float)) + nf_align256((size_t)(F + 1) * sizeof(int)) +
            nf_align256((size_t)F * sizeof(int)) + nf_align256(nf_sort_temp_bytes(n, F));
 }
 
-extern "C" cudaError_t nf__cuda_quantile(cudaStream_t st, const float * x, int64_t n, int64_t F,
+static cudaError_t nf_quantile(cudaStream_t st, const float * x, int64_t n, int64_t F,
                                          int32_t nq, int32_t q_denom, float * B,
                                          void * scratch, size_t scratch_size, const char ** kernel) {
     if (F <= 0 || nq <= 0) return cudaSuccess;
@@ -518,7 +519,7 @@ extern "C" cudaError_t nf__cuda_quantile(cudaStream_t st, const float * x, int64
     return cudaSuccess;
 }
 
-extern "C" cudaError_t nf__cuda_bucketize_norm(cudaStream_t st, const float * xs, int64_t n_s,
+static cudaError_t nf_bucketize_norm(cudaStream_t st, const float * xs, int64_t n_s,
                                                const float * xq, int64_t n_q, int64_t F,
                                                const float * B, int64_t nb,
                                                float * zs, float * zq, const char ** kernel) {
@@ -529,7 +530,7 @@ extern "C" cudaError_t nf__cuda_bucketize_norm(cudaStream_t st, const float * xs
     return cudaSuccess;
 }
 
-extern "C" cudaError_t nf__cuda_embed_features(cudaStream_t st, const float * z, int64_t n, int64_t F,
+static cudaError_t nf_embed_features(cudaStream_t st, const float * z, int64_t n, int64_t F,
                                                const float * w, const float * b,
                                                float * tok, int64_t T, int64_t D, const char ** kernel) {
     const int64_t work = n * F * D;
@@ -539,7 +540,7 @@ extern "C" cudaError_t nf__cuda_embed_features(cudaStream_t st, const float * z,
     return cudaSuccess;
 }
 
-extern "C" cudaError_t nf__cuda_label_tokens(cudaStream_t st, int mode, int64_t n,
+static cudaError_t nf_label_tokens(cudaStream_t st, int mode, int64_t n,
                                              const int32_t * yi, const float * yf,
                                              const float * E, int64_t C,
                                              const float * w, const float * b,
@@ -552,7 +553,7 @@ extern "C" cudaError_t nf__cuda_label_tokens(cudaStream_t st, int mode, int64_t 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t nf__cuda_layer_norm(cudaStream_t st, const float * x, int64_t ldx,
+static cudaError_t nf_layer_norm(cudaStream_t st, const float * x, int64_t ldx,
                                            const float * g, const float * b, float eps,
                                            float * y, int64_t ldy, int64_t m, int64_t k,
                                            const char ** kernel) {
@@ -562,6 +563,94 @@ extern "C" cudaError_t nf__cuda_layer_norm(cudaStream_t st, const float * x, int
     NF_CHECK_LAUNCH("nf_k_layer_norm");
     return cudaSuccess;
 }
+
+
+/* ---- the ops (kernel-table entries, see NF_CUDA_DEVICE_OPS) ---------------- */
+
+#define NF_F(t) ((float *)((char *)(t)->buf->handle + (t)->offs))
+#define NF_I(t) ((int32_t *)((char *)(t)->buf->handle + (t)->offs))
+/* run a launcher; on failure report the kernel it names */
+#define NF_OP_LAUNCH(call)                                                         \
+    do {                                                                           \
+        const char * kname_ = NULL;                                                \
+        cudaError_t e_ = (call);                                                   \
+        if (e_ != cudaSuccess)                                                     \
+            return nf__cuda_op_launch_err(be, op, kname_ ? kname_ : #call, e_, err); \
+    } while (0)
+#define NF_K (&kname_)
+
+int nf__cuda_op_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
+    void * scratch = NULL;
+    size_t size = 0;
+    int rc = nf__cuda_op_scratch(be, nf_quantile_scratch(n, F), &scratch, &size, err);
+    if (rc != NF_OK) return rc;
+    NF_OP_LAUNCH(nf_quantile(nf__cuda_op_stream(be), NF_F(&op->src[0]), n, F, op->p.quantile.nq,
+                             op->p.quantile.q_denom, NF_F(&op->dst[0]), scratch, size, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_quantile(nf_backend * be, const nf_op * op) {
+    const struct nf_quantile_params * p = &op->p.quantile;
+    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
+    return op->src[0].ndim == 2 && p->q_denom > 0 && p->nq >= 0 && n >= 0 && F >= 0 &&
+           (n == 0 || F <= INT_MAX / n);   /* CUB segmented sort: int item counts */
+}
+
+int nf__cuda_op_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int64_t n_s = op->src[0].ne[0], F = op->src[0].ne[1];
+    const int64_t n_q = (op->src[1].buf && op->dst[1].buf) ? op->src[1].ne[0] : 0;
+    const int64_t nb = op->src[2].ne[1];
+    NF_OP_LAUNCH(nf_bucketize_norm(nf__cuda_op_stream(be), NF_F(&op->src[0]), n_s,
+                                   n_q ? NF_F(&op->src[1]) : NULL, n_q, F, NF_F(&op->src[2]), nb,
+                                   NF_F(&op->dst[0]), n_q ? NF_F(&op->dst[1]) : NULL, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_bucketize_norm(nf_backend * be, const nf_op * op) { return true; }
+
+int nf__cuda_op_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
+    const nf_tensor * tok = &op->dst[0];
+    NF_OP_LAUNCH(nf_embed_features(nf__cuda_op_stream(be), NF_F(&op->src[0]), op->src[0].ne[0], op->src[0].ne[1],
+                                   NF_F(&op->src[1]), NF_F(&op->src[2]), NF_F(tok), tok->ne[1], tok->ne[2], NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_embed_features(nf_backend * be, const nf_op * op) { return true; }
+
+int nf__cuda_op_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
+    const nf_tensor * tok = &op->dst[0];
+    const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
+    cudaStream_t st = nf__cuda_op_stream(be);
+    switch (op->p.label_tokens.mode) {
+        case NF_LABEL_CLASS:
+            NF_OP_LAUNCH(nf_label_tokens(st, 0, n, NF_I(&op->src[0]), NULL, NF_F(&op->src[1]), op->src[1].ne[0],
+                                         NULL, NULL, NF_F(tok), T, D, NF_K));
+            return NF_OK;
+        case NF_LABEL_VALUE:
+            NF_OP_LAUNCH(nf_label_tokens(st, 1, n, NULL, NF_F(&op->src[0]), NULL, 0,
+                                         NF_F(&op->src[1]), NF_F(&op->src[2]), NF_F(tok), T, D, NF_K));
+            return NF_OK;
+        case NF_LABEL_MASK:
+            NF_OP_LAUNCH(nf_label_tokens(st, 2, n, NULL, NULL, NF_F(&op->src[1]), 1,
+                                         NULL, NULL, NF_F(tok), T, D, NF_K));
+            return NF_OK;
+        default:
+            break;
+    }
+    return nf__err_set(err, NF_ERR_UNSUPPORTED, "op LABEL_TOKENS (%s) on %s: unknown label mode %d",
+                       op->label ? op->label : "-", be->name, (int)op->p.label_tokens.mode);
+}
+bool nf__cuda_ok_label_tokens(nf_backend * be, const nf_op * op) {
+    const int mode = op->p.label_tokens.mode;
+    if (mode == NF_LABEL_CLASS) return op->src[0].type == NF_I32;
+    return mode == NF_LABEL_VALUE || mode == NF_LABEL_MASK;
+}
+
+int nf__cuda_op_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_layer_norm_params * p = &op->p.layer_norm;
+    NF_OP_LAUNCH(nf_layer_norm(nf__cuda_op_stream(be), NF_F(&op->src[0]), p->ldx, NF_F(&op->src[1]),
+                               NF_F(&op->src[2]), p->eps, NF_F(&op->dst[0]), p->ldy, p->m, p->k, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_layer_norm(nf_backend * be, const nf_op * op) { return true; }
 
 extern "C" cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s, int64_t lds,
                                                 const float * bias, int act, int accumulate,

@@ -2,8 +2,8 @@
  * cuda-kernels.h -- launchers of the CUDA backend's kernels (cuda-kernels.cu).
  *
  * Plain C interface, so that the host side (cuda.c) is C11 compiled with the
- * project's -Werror flags. Every pointer is a device pointer that already
- * includes the tensor's byte offset. Each launcher enqueues its kernels on
+ * project's -Werror flags. In the launchers every pointer is a device pointer
+ * that already includes the tensor's byte offset. Each launcher enqueues its kernels on
  * `st` (asynchronously) and returns cudaSuccess or the first launch error; on
  * error *kernel (if not NULL) names the kernel that failed.
  *
@@ -19,6 +19,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "nf-impl.h"
 
 #ifdef NF_CUDA_EMU
 #include "cuda-emu.h"
@@ -37,39 +39,34 @@ extern "C" {
  * device (cudaFuncGetAttributes): sm_90 SASS or compute_90 PTX. */
 cudaError_t nf__cuda_probe(const char ** kernel);
 
-/* QUANTILE. x (n, F) -> B (F, nq). Scratch: nf__cuda_quantile_scratch bytes,
- * 256-byte aligned. Needs n*F <= INT_MAX (CUB offsets). */
-size_t      nf__cuda_quantile_scratch(int64_t n, int64_t F);
-cudaError_t nf__cuda_quantile(cudaStream_t st, const float * x, int64_t n, int64_t F,
-                              int32_t nq, int32_t q_denom, float * B,
-                              void * scratch, size_t scratch_size, const char ** kernel);
+/* ---- the ops with their own device code -----------------------------------
+ * Each op NAME listed here is implemented once, in cuda-kernels.cu, by
+ *   int  nf__cuda_op_<name>(nf_backend *, const nf_op *, nf_err *)  the kernel
+ *   bool nf__cuda_ok_<name>(nf_backend *, const nf_op *)            its limits
+ * (the kernel-table types of nf-impl.h); this list declares them and puts
+ * them in cuda.c's kernel table. LINEAR and ATTENTION, which drive cuBLAS
+ * from the host, are in cuda.c itself. */
+#define NF_CUDA_DEVICE_OPS(X)          \
+    X(QUANTILE,       quantile)        \
+    X(BUCKETIZE_NORM, bucketize_norm)  \
+    X(EMBED_FEATURES, embed_features)  \
+    X(LABEL_TOKENS,   label_tokens)    \
+    X(LAYER_NORM,     layer_norm)
 
-/* BUCKETIZE_NORM. xq/zq may be NULL when n_q == 0. */
-cudaError_t nf__cuda_bucketize_norm(cudaStream_t st, const float * xs, int64_t n_s,
-                                    const float * xq, int64_t n_q, int64_t F,
-                                    const float * B, int64_t nb,
-                                    float * zs, float * zq, const char ** kernel);
+#define NF__CUDA_DECLARE_OP(NAME, name)                                    \
+    int  nf__cuda_op_##name(nf_backend * be, const nf_op * op, nf_err * err); \
+    bool nf__cuda_ok_##name(nf_backend * be, const nf_op * op);
+NF_CUDA_DEVICE_OPS(NF__CUDA_DECLARE_OP)
+#undef NF__CUDA_DECLARE_OP
 
-/* EMBED_FEATURES. z (n, F), w (D), b (D) -> tok (n, T, D), tokens 1..F. */
-cudaError_t nf__cuda_embed_features(cudaStream_t st, const float * z, int64_t n, int64_t F,
-                                    const float * w, const float * b,
-                                    float * tok, int64_t T, int64_t D, const char ** kernel);
+/* What the ops above need of the backend (cuda.c): its stream, its scratch
+ * (grown on demand; *size is what is available), the error of a failed
+ * launch ("op NAME (label) on cuda:N: kernel K failed: ..."). */
+cudaStream_t nf__cuda_op_stream(nf_backend * be);
+int nf__cuda_op_scratch(nf_backend * be, size_t bytes, void ** out, size_t * size, nf_err * err);
+int nf__cuda_op_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err);
 
-/* LABEL_TOKENS, token 0 of each of n rows of tok (n, T, D).
- * mode 0 class: yi (n) i32, E (C, D) (an out-of-range label writes NaN: the
- *               kernel cannot fail; nf_mitra_forward checks labels on the host);
- * mode 1 value: yf (n), w (D), b (D);  mode 2 mask: M (D) passed as E. */
-cudaError_t nf__cuda_label_tokens(cudaStream_t st, int mode, int64_t n,
-                                  const int32_t * yi, const float * yf,
-                                  const float * E, int64_t C,
-                                  const float * w, const float * b,
-                                  float * tok, int64_t T, int64_t D, const char ** kernel);
-
-/* LAYER_NORM over m rows of k elements. */
-cudaError_t nf__cuda_layer_norm(cudaStream_t st, const float * x, int64_t ldx,
-                                const float * g, const float * b, float eps,
-                                float * y, int64_t ldy, int64_t m, int64_t k,
-                                const char ** kernel);
+/* ---- launchers used by the host-side ops (cuda.c) ------------------------ */
 
 /* LINEAR epilogue: t = s[r][o] (+ bias[o]); t = gelu(t) if act; 
  * y[r][o] = accumulate ? y[r][o] + t : t.  s may equal y (in place, then

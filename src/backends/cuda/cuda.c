@@ -184,6 +184,17 @@ static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta
 
 /* ---- ops ------------------------------------------------------------------------- */
 
+/* for the ops in cuda-kernels.cu */
+cudaStream_t nf__cuda_op_stream(nf_backend * be) { return nf__cuda(be)->stream; }
+int nf__cuda_op_scratch(nf_backend * be, size_t bytes, void ** out, size_t * size, nf_err * err) {
+    NF_TRY(nf__cuda_scratch(be, bytes, out, err));
+    *size = nf__cuda(be)->scratch_size;
+    return NF_OK;
+}
+int nf__cuda_op_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err) {
+    return nf__cuda_launch_err(be, op, kernel, e, err);
+}
+
 #define NF__LAUNCH(call)                                                   \
     do {                                                                   \
         const char * kname_ = NULL;                                        \
@@ -193,65 +204,6 @@ static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta
 /* the launchers report the failing kernel through their last argument */
 #define NF__K (&kname_)
 
-static int nf__cuda_quantile_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
-    const size_t need = nf__cuda_quantile_scratch(n, F);
-    void * scratch = NULL;
-    NF_TRY(nf__cuda_scratch(be, need, &scratch, err));
-    NF__LAUNCH(nf__cuda_quantile(nf__cuda(be)->stream, NF__F(&op->src[0]), n, F, op->p.nq, op->p.q_denom,
-                                 NF__F(&op->dst[0]), scratch, nf__cuda(be)->scratch_size, NF__K));
-    return NF_OK;
-}
-
-static int nf__cuda_bucketize_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const int64_t n_s = op->src[0].ne[0], F = op->src[0].ne[1];
-    const int64_t n_q = (op->src[1].buf && op->dst[1].buf) ? op->src[1].ne[0] : 0;
-    const int64_t nb = op->src[2].ne[1];
-    NF__LAUNCH(nf__cuda_bucketize_norm(nf__cuda(be)->stream, NF__F(&op->src[0]), n_s,
-                                       n_q ? NF__F(&op->src[1]) : NULL, n_q, F, NF__F(&op->src[2]), nb,
-                                       NF__F(&op->dst[0]), n_q ? NF__F(&op->dst[1]) : NULL, NF__K));
-    return NF_OK;
-}
-
-static int nf__cuda_embed_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const nf_tensor * tok = &op->dst[0];
-    NF__LAUNCH(nf__cuda_embed_features(nf__cuda(be)->stream, NF__F(&op->src[0]), op->src[0].ne[0], op->src[0].ne[1],
-                                       NF__F(&op->src[1]), NF__F(&op->src[2]),
-                                       NF__F(tok), tok->ne[1], tok->ne[2], NF__K));
-    return NF_OK;
-}
-
-static int nf__cuda_label_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const nf_tensor * tok = &op->dst[0];
-    const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
-    cudaStream_t st = nf__cuda(be)->stream;
-    switch (op->p.mode) {
-        case NF_LABEL_CLASS:
-            NF__LAUNCH(nf__cuda_label_tokens(st, 0, n, NF__I(&op->src[0]), NULL, NF__F(&op->src[1]), op->src[1].ne[0],
-                                             NULL, NULL, NF__F(tok), T, D, NF__K));
-            return NF_OK;
-        case NF_LABEL_VALUE:
-            NF__LAUNCH(nf__cuda_label_tokens(st, 1, n, NULL, NF__F(&op->src[0]), NULL, 0,
-                                             NF__F(&op->src[1]), NF__F(&op->src[2]), NF__F(tok), T, D, NF__K));
-            return NF_OK;
-        case NF_LABEL_MASK:
-            NF__LAUNCH(nf__cuda_label_tokens(st, 2, n, NULL, NULL, NF__F(&op->src[1]), 1,
-                                             NULL, NULL, NF__F(tok), T, D, NF__K));
-            return NF_OK;
-        default:
-            break;
-    }
-    return nf__err_set(err, NF_ERR_UNSUPPORTED, "op LABEL_TOKENS (%s) on %s: unknown label mode %d",
-                       nf__op_label(op), be->name, (int) op->p.mode);
-}
-
-static int nf__cuda_layer_norm_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const struct nf_op_params * p = &op->p;
-    NF__LAUNCH(nf__cuda_layer_norm(nf__cuda(be)->stream, NF__F(&op->src[0]), p->ldx, NF__F(&op->src[1]),
-                                   NF__F(&op->src[2]), p->eps, NF__F(&op->dst[0]), p->ldy, p->m, p->k, NF__K));
-    return NF_OK;
-}
-
 /* y = act(x·Wᵀ + bias) [+ y]. Three shapes, all with the cpu reference's
  * rounding sequence (t = round(x·Wᵀ); t = t + bias; gelu; y = y + t):
  *  - no bias, no act: one GEMM straight into y, beta = accumulate (y + t
@@ -260,7 +212,7 @@ static int nf__cuda_layer_norm_op(nf_backend * be, const nf_op * op, nf_err * er
  *  - accumulating with bias or act: GEMM into scratch by chunks of rows,
  *    then the epilogue adds into y. */
 static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const struct nf_op_params * p = &op->p;
+    const struct nf_linear_params * p = &op->p.linear;
     const int64_t m = p->m, n = p->n, k = p->k;
     if (m <= 0 || n <= 0) return NF_OK;
     const float * x = NF__F(&op->src[0]);
@@ -307,7 +259,7 @@ static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
  * In column-major terms: Sᵀ (lk x nl) = op_T(K: hd x lk, ld kv_ss) · Qᵀ (hd x nl, ld q_ss),
  * and Oᵀ (hd x nl, ld o_ss) = Vᵀ (hd x lk, ld kv_ss) · Sᵀ (lk x nl, ld lk). */
 static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const struct nf_op_params * p = &op->p;
+    const struct nf_attention_params * p = &op->p.attention;
     const int64_t G = p->n_groups, lq = p->lq, lk = p->lk, H = p->n_heads, hd = p->head_dim;
     if (G <= 0 || lq <= 0 || H <= 0 || hd <= 0) return NF_OK;
     const float * q = NF__F(&op->src[0]);
@@ -365,40 +317,32 @@ static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err
 
 static bool nf__fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-static bool nf__cuda_supports_op(nf_backend * be, const nf_op * op) {
-    const struct nf_op_params * p = &op->p;
-    switch (op->type) {
-        case NF_OP_QUANTILE: {
-            const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
-            return op->src[0].ndim == 2 && p->q_denom > 0 && p->nq >= 0 && n >= 0 && F >= 0 &&
-                   (n == 0 || F <= INT_MAX / n);   /* CUB segmented sort: int item counts */
-        }
-        case NF_OP_BUCKETIZE_NORM:
-        case NF_OP_EMBED_FEATURES:
-            return true;
-        case NF_OP_LABEL_TOKENS:
-            if (p->mode == NF_LABEL_CLASS) return op->src[0].type == NF_I32;
-            return p->mode == NF_LABEL_VALUE || p->mode == NF_LABEL_MASK;
-        case NF_OP_LAYER_NORM:
-            return true;
-        case NF_OP_LINEAR:
-            return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU) && nf__fits_int(p->m) && nf__fits_int(p->n) &&
-                   nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
-                   (p->m <= 1 || (p->ldx >= p->k && p->ldy >= p->n));
-        case NF_OP_ATTENTION: {
-            const int64_t hd = p->head_dim;
-            return p->lk >= 1 && nf__fits_int(p->lq) && nf__fits_int(p->lk) && nf__fits_int(hd) &&
-                   nf__fits_int(p->q_ss) && nf__fits_int(p->kv_ss) && nf__fits_int(p->o_ss) &&
-                   p->q_gs >= 0 && p->kv_gs >= 0 && p->o_gs >= 0 &&
-                   (p->lq <= 1 || (p->q_ss >= hd && p->o_ss >= hd)) && (p->lk <= 1 || p->kv_ss >= hd);
-        }
-        case NF_OP_COUNT:
-            break;
-    }
-    return false;
+static bool nf__cuda_ok_linear(nf_backend * be, const nf_op * op) {
+    const struct nf_linear_params * p = &op->p.linear;
+    return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU) && nf__fits_int(p->m) && nf__fits_int(p->n) &&
+           nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
+           (p->m <= 1 || (p->ldx >= p->k && p->ldy >= p->n));
 }
 
-static int nf__cuda_compute(nf_backend * be, const nf_op * op, nf_err * err) {
+static bool nf__cuda_ok_attention(nf_backend * be, const nf_op * op) {
+    const struct nf_attention_params * p = &op->p.attention;
+    const int64_t hd = p->head_dim;
+    return p->lk >= 1 && nf__fits_int(p->lq) && nf__fits_int(p->lk) && nf__fits_int(hd) &&
+           nf__fits_int(p->q_ss) && nf__fits_int(p->kv_ss) && nf__fits_int(p->o_ss) &&
+           p->q_gs >= 0 && p->kv_gs >= 0 && p->o_gs >= 0 &&
+           (p->lq <= 1 || (p->q_ss >= hd && p->o_ss >= hd)) && (p->lk <= 1 || p->kv_ss >= hd);
+}
+
+static const struct nf_kernel nf__cuda_kernels[NF_OP_COUNT] = {
+#define NF__CUDA_DEVICE_OP(NAME, name) [NF_OP_##NAME] = {nf__cuda_op_##name, nf__cuda_ok_##name},
+    NF_CUDA_DEVICE_OPS(NF__CUDA_DEVICE_OP)
+#undef NF__CUDA_DEVICE_OP
+    [NF_OP_LINEAR]    = {nf__cuda_linear_op, nf__cuda_ok_linear},
+    [NF_OP_ATTENTION] = {nf__cuda_attention_op, nf__cuda_ok_attention},
+};
+
+/* every kernel runs on this backend's device, from a clean error state */
+static int nf__cuda_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
     NF_TRY(nf__cuda_set_device(be, err));
     /* errors are reported per launch: start clean (a sticky error, after an
      * illegal access say, would reappear at once and be reported here) */
@@ -407,18 +351,7 @@ static int nf__cuda_compute(nf_backend * be, const nf_op * op, nf_err * err) {
         return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: device already in error before the op: %s (%s)",
                            nf__op_name(op->type), nf__op_label(op), be->name, cudaGetErrorName(e), cudaGetErrorString(e));
     }
-    switch (op->type) {
-        case NF_OP_QUANTILE:       return nf__cuda_quantile_op(be, op, err);
-        case NF_OP_BUCKETIZE_NORM: return nf__cuda_bucketize_op(be, op, err);
-        case NF_OP_EMBED_FEATURES: return nf__cuda_embed_op(be, op, err);
-        case NF_OP_LABEL_TOKENS:   return nf__cuda_label_op(be, op, err);
-        case NF_OP_LAYER_NORM:     return nf__cuda_layer_norm_op(be, op, err);
-        case NF_OP_LINEAR:         return nf__cuda_linear_op(be, op, err);
-        case NF_OP_ATTENTION:      return nf__cuda_attention_op(be, op, err);
-        case NF_OP_COUNT:          break;
-    }
-    return nf__err_set(err, NF_ERR_UNSUPPORTED, "op %s (type %d, %s) on %s: not implemented by the cuda backend",
-                       nf__op_name(op->type), (int) op->type, nf__op_label(op), be->name);
+    return k->run(be, op, err);
 }
 
 static int nf__cuda_buffer_alloc(nf_backend * be, size_t size, void ** handle, nf_err * err) {
@@ -505,8 +438,8 @@ static const struct nf_backend_i nf__cuda_iface = {
     .upload       = nf__cuda_upload,
     .download     = nf__cuda_download,
     .buffer_where = nf__cuda_buffer_where,
-    .supports_op  = nf__cuda_supports_op,
-    .compute      = nf__cuda_compute,
+    .kernels      = nf__cuda_kernels,
+    .launch       = nf__cuda_launch,
     .sync         = nf__cuda_sync,
 };
 

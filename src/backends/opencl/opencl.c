@@ -158,18 +158,28 @@ static int cl_rc_code(cl_int e)
 
 /* ---- state -------------------------------------------------------------------- */
 
+/* the program's kernels: one entry each (enum value, kernel name in kernels.cl) */
+#define CL_KERNELS(X)                                                               \
+    X(K_QUANTILE_SORT, "nf_quantile_sort") X(K_QUANTILE_INTERP, "nf_quantile_interp") \
+    X(K_BUCKETIZE_U, "nf_bucketize_u") X(K_BUCKETIZE_STATS, "nf_bucketize_stats")     \
+    X(K_BUCKETIZE_Z, "nf_bucketize_z")                                              \
+    X(K_EMBED_FEATURES, "nf_embed_features")                                        \
+    X(K_LABEL_CLASS, "nf_label_class") X(K_LABEL_VALUE, "nf_label_value")           \
+    X(K_LABEL_MASK, "nf_label_mask")                                                \
+    X(K_LAYER_NORM, "nf_layer_norm")                                                \
+    X(K_LINEAR, "nf_linear") X(K_LINEAR_EPILOGUE, "nf_linear_epilogue")             \
+    X(K_ATTENTION, "nf_attention")
+
 enum {
-    K_QUANTILE_SORT, K_QUANTILE_INTERP,
-    K_BUCKETIZE_U, K_BUCKETIZE_STATS, K_BUCKETIZE_Z,
-    K_EMBED_FEATURES, K_LABEL_CLASS, K_LABEL_VALUE, K_LABEL_MASK,
-    K_LAYER_NORM, K_LINEAR, K_LINEAR_EPILOGUE, K_ATTENTION,
+#define X(id, kname) id,
+    CL_KERNELS(X)
+#undef X
     K_COUNT
 };
 static const char * const k_names[K_COUNT] = {
-    "nf_quantile_sort", "nf_quantile_interp",
-    "nf_bucketize_u", "nf_bucketize_stats", "nf_bucketize_z",
-    "nf_embed_features", "nf_label_class", "nf_label_value", "nf_label_mask",
-    "nf_layer_norm", "nf_linear", "nf_linear_epilogue", "nf_attention",
+#define X(id, kname) kname,
+    CL_KERNELS(X)
+#undef X
 };
 
 struct nf_cl {
@@ -1023,7 +1033,7 @@ static bool has_tensor(const nf_tensor * t)
     return t->buf != NULL && t->buf->handle != NULL;
 }
 
-/* ---- supports_op ------------------------------------------------------------------ */
+/* ---- per-op limits (kernel table .supports) ------------------------------------- */
 
 static bool is_f32(const nf_tensor * t)
 {
@@ -1035,81 +1045,97 @@ static bool fits_int(int64_t v)
     return v >= 0 && v <= INT32_MAX;
 }
 
-static bool be_supports_op(nf_backend * be, const nf_op * op)
+/* per-op limits of the kernels below (the dispatcher has validated the op) */
+static bool sup_quantile(nf_backend * be, const nf_op * op)
 {
-    struct nf_cl * c = be->ctx;
-    const struct nf_op_params * p = &op->p;
-    switch (op->type) {
-        case NF_OP_QUANTILE: {
-            if (op->n_src < 1 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->dst[0])) {
-                return false;
-            }
-            const int64_t n = dim(&op->src[0], 0);
-            return n >= 1 && n <= (1 << 24) && fits_int(cols(&op->src[0])) && p->nq >= 1 && p->q_denom >= 1;
-        }
-        case NF_OP_BUCKETIZE_NORM: {
-            if (op->n_src < 3 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[2]) ||
-                !is_f32(&op->dst[0])) {
-                return false;
-            }
-            const int64_t n_s = dim(&op->src[0], 0);
-            if (n_s < 1 || !fits_int(n_s) || !fits_int(cols(&op->src[0])) || !fits_int(cols(&op->src[2]))) {
-                return false;
-            }
-            if (op->n_src >= 2 && has_tensor(&op->src[1]) && nf__tensor_numel(&op->src[1]) > 0) {
-                return op->n_dst >= 2 && is_f32(&op->src[1]) && is_f32(&op->dst[1]);
-            }
-            return true;
-        }
-        case NF_OP_EMBED_FEATURES:
-            return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) &&
-                   is_f32(&op->src[2]) && is_f32(&op->dst[0]) && op->dst[0].ndim == 3 &&
-                   fits_int(op->dst[0].ne[1]) && fits_int(op->dst[0].ne[2]);
-        case NF_OP_LABEL_TOKENS: {
-            if (op->n_dst < 1 || !is_f32(&op->dst[0]) || op->dst[0].ndim != 3 ||
-                !fits_int(op->dst[0].ne[0]) || !fits_int(op->dst[0].ne[1]) || !fits_int(op->dst[0].ne[2])) {
-                return false;
-            }
-            switch (p->mode) {
-                case NF_LABEL_CLASS:
-                    return op->n_src >= 2 && has_tensor(&op->src[0]) && op->src[0].type == NF_I32 &&
-                           op->src[0].offs % 4 == 0 && is_f32(&op->src[1]) && fits_int(dim(&op->src[1], 0));
-                case NF_LABEL_VALUE:
-                    return op->n_src >= 3 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]);
-                case NF_LABEL_MASK:
-                    return op->n_src >= 2 && is_f32(&op->src[1]);
-                default:
-                    return false;
-            }
-        }
-        case NF_OP_LAYER_NORM:
-            return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) &&
-                   is_f32(&op->src[2]) && is_f32(&op->dst[0]) && p->k >= 1 && fits_int(p->k) && p->m >= 0;
-        case NF_OP_LINEAR:
-            if (op->n_src < 2 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[1]) ||
-                !is_f32(&op->dst[0]) || (op->n_src >= 3 && !is_f32(&op->src[2]))) {
-                return false;
-            }
-            if (p->act != NF_ACT_NONE && p->act != NF_ACT_GELU) {
-                return false;
-            }
-            return fits_int(p->m) && fits_int(p->n) && fits_int(p->k) &&
-                   (c->use_clblast || c->kwg[K_LINEAR] >= (size_t)c->lin.wx * c->lin.wy);
-        case NF_OP_ATTENTION:
-            return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) &&
-                   is_f32(&op->src[2]) && is_f32(&op->dst[0]) &&
-                   p->head_dim >= 1 && p->head_dim <= NF_CL_ATTN_MAX_HD && p->lk >= 1 &&
-                   fits_int(p->lq) && fits_int(p->lk) && fits_int(p->n_heads) && fits_int(p->n_groups) &&
-                   c->kwg[K_ATTENTION] >= NF_CL_ATTN_WG;
+    const struct nf_quantile_params * p = &op->p.quantile;
+    if (op->n_src < 1 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->dst[0])) {
+        return false;
+    }
+    const int64_t n = dim(&op->src[0], 0);
+    return n >= 1 && n <= (1 << 24) && fits_int(cols(&op->src[0])) && p->nq >= 1 && p->q_denom >= 1;
+}
+
+static bool sup_bucketize(nf_backend * be, const nf_op * op)
+{
+    if (op->n_src < 3 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[2]) ||
+        !is_f32(&op->dst[0])) {
+        return false;
+    }
+    const int64_t n_s = dim(&op->src[0], 0);
+    if (n_s < 1 || !fits_int(n_s) || !fits_int(cols(&op->src[0])) || !fits_int(cols(&op->src[2]))) {
+        return false;
+    }
+    if (op->n_src >= 2 && has_tensor(&op->src[1]) && nf__tensor_numel(&op->src[1]) > 0) {
+        return op->n_dst >= 2 && is_f32(&op->src[1]) && is_f32(&op->dst[1]);
+    }
+    return true;
+}
+
+static bool sup_embed(nf_backend * be, const nf_op * op)
+{
+    return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) &&
+           is_f32(&op->src[2]) && is_f32(&op->dst[0]) && op->dst[0].ndim == 3 &&
+           fits_int(op->dst[0].ne[1]) && fits_int(op->dst[0].ne[2]);
+}
+
+static bool sup_label(nf_backend * be, const nf_op * op)
+{
+    if (op->n_dst < 1 || !is_f32(&op->dst[0]) || op->dst[0].ndim != 3 ||
+        !fits_int(op->dst[0].ne[0]) || !fits_int(op->dst[0].ne[1]) || !fits_int(op->dst[0].ne[2])) {
+        return false;
+    }
+    switch (op->p.label_tokens.mode) {
+        case NF_LABEL_CLASS:
+            return op->n_src >= 2 && has_tensor(&op->src[0]) && op->src[0].type == NF_I32 &&
+                   op->src[0].offs % 4 == 0 && is_f32(&op->src[1]) && fits_int(dim(&op->src[1], 0));
+        case NF_LABEL_VALUE:
+            return op->n_src >= 3 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]);
+        case NF_LABEL_MASK:
+            return op->n_src >= 2 && is_f32(&op->src[1]);
         default:
             return false;
     }
 }
 
+static bool sup_layer_norm(nf_backend * be, const nf_op * op)
+{
+    const struct nf_layer_norm_params * p = &op->p.layer_norm;
+    return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) &&
+           is_f32(&op->src[2]) && is_f32(&op->dst[0]) && p->k >= 1 && fits_int(p->k) && p->m >= 0;
+}
+
+static bool sup_linear(nf_backend * be, const nf_op * op)
+{
+    struct nf_cl * c = be->ctx;
+    const struct nf_linear_params * p = &op->p.linear;
+    if (op->n_src < 2 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[1]) ||
+        !is_f32(&op->dst[0]) || (op->n_src >= 3 && !is_f32(&op->src[2]))) {
+        return false;
+    }
+    if (p->act != NF_ACT_NONE && p->act != NF_ACT_GELU) {
+        return false;
+    }
+    return fits_int(p->m) && fits_int(p->n) && fits_int(p->k) &&
+           (c->use_clblast || c->kwg[K_LINEAR] >= (size_t)c->lin.wx * c->lin.wy);
+}
+
+static bool sup_attention(nf_backend * be, const nf_op * op)
+{
+    struct nf_cl * c = be->ctx;
+    const struct nf_attention_params * p = &op->p.attention;
+    return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) &&
+           is_f32(&op->src[2]) && is_f32(&op->dst[0]) &&
+           p->head_dim >= 1 && p->head_dim <= NF_CL_ATTN_MAX_HD && p->lk >= 1 &&
+           fits_int(p->lq) && fits_int(p->lk) && fits_int(p->n_heads) && fits_int(p->n_groups) &&
+           c->kwg[K_ATTENTION] >= NF_CL_ATTN_WG;
+}
+
 /* ---- compute ------------------------------------------------------------------------ */
 
-static int op_quantile(struct nf_cl * c, const nf_op * op, nf_err * err)
+static int op_quantile(nf_backend * be, const nf_op * op, nf_err * err)
 {
+    struct nf_cl * c = be->ctx;
     const nf_tensor * x = &op->src[0];
     const nf_tensor * B = &op->dst[0];
     const int64_t n = dim(x, 0);
@@ -1127,14 +1153,15 @@ static int op_quantile(struct nf_cl * c, const nf_op * op, nf_err * err)
     const size_t ls[1] = { wg };
     NF_TRY(LAUNCH(c, K_QUANTILE_SORT, 1, gs, ls, err,
                   KMEM(tmem(x)), KLONG(toff(x)), KINT(n), KINT(F), KMEM(c->scratch), KINT(P)));
-    const size_t gi[2] = { (size_t)op->p.nq, (size_t)F };
+    const size_t gi[2] = { (size_t)op->p.quantile.nq, (size_t)F };
     return LAUNCH(c, K_QUANTILE_INTERP, 2, gi, NULL, err,
-                  KMEM(c->scratch), KINT(P), KINT(n), KINT(op->p.nq), KINT(op->p.q_denom), KINT(F),
+                  KMEM(c->scratch), KINT(P), KINT(n), KINT(op->p.quantile.nq), KINT(op->p.quantile.q_denom), KINT(F),
                   KMEM(tmem(B)), KLONG(toff(B)));
 }
 
-static int op_bucketize(struct nf_cl * c, const nf_op * op, nf_err * err)
+static int op_bucketize(nf_backend * be, const nf_op * op, nf_err * err)
 {
+    struct nf_cl * c = be->ctx;
     const nf_tensor * xs = &op->src[0];
     const nf_tensor * xq = &op->src[1];
     const nf_tensor * B  = &op->src[2];
@@ -1173,8 +1200,9 @@ static int op_bucketize(struct nf_cl * c, const nf_op * op, nf_err * err)
     return NF_OK;
 }
 
-static int op_embed(struct nf_cl * c, const nf_op * op, nf_err * err)
+static int op_embed(nf_backend * be, const nf_op * op, nf_err * err)
 {
+    struct nf_cl * c = be->ctx;
     const nf_tensor * z = &op->src[0];
     const nf_tensor * w = &op->src[1];
     const nf_tensor * b = &op->src[2];
@@ -1189,13 +1217,14 @@ static int op_embed(struct nf_cl * c, const nf_op * op, nf_err * err)
                   KLONG(n * F), KINT(F), KINT(T), KINT(D));
 }
 
-static int op_label(struct nf_cl * c, const nf_op * op, nf_err * err)
+static int op_label(nf_backend * be, const nf_op * op, nf_err * err)
 {
+    struct nf_cl * c = be->ctx;
     const nf_tensor * tok = &op->dst[0];
     const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
     const size_t ls[2] = { D >= 64 ? 64 : (size_t)D, 1 };
     const size_t gs[2] = { (size_t)D, (size_t)n };
-    switch (op->p.mode) {
+    switch (op->p.label_tokens.mode) {
         case NF_LABEL_CLASS: {
             const nf_tensor * y = &op->src[0];
             const nf_tensor * E = &op->src[1];
@@ -1219,17 +1248,18 @@ static int op_label(struct nf_cl * c, const nf_op * op, nf_err * err)
                           KMEM(tmem(tok)), KLONG(toff(tok)), KINT(n), KINT(T), KINT(D));
         }
         default:
-            return nf__err_set(err, NF_ERR_UNSUPPORTED, "%s: LABEL_TOKENS mode %d", c->name, (int)op->p.mode);
+            return nf__err_set(err, NF_ERR_UNSUPPORTED, "%s: LABEL_TOKENS mode %d", c->name, (int)op->p.label_tokens.mode);
     }
 }
 
-static int op_layer_norm(struct nf_cl * c, const nf_op * op, nf_err * err)
+static int op_layer_norm(nf_backend * be, const nf_op * op, nf_err * err)
 {
+    struct nf_cl * c = be->ctx;
     const nf_tensor * x = &op->src[0];
     const nf_tensor * g = &op->src[1];
     const nf_tensor * b = &op->src[2];
     const nf_tensor * y = &op->dst[0];
-    const struct nf_op_params * p = &op->p;
+    const struct nf_layer_norm_params * p = &op->p.layer_norm;
     const size_t ls[1] = { c->ln_wg };
     const size_t gs[1] = { (size_t)p->m * c->ln_wg };
     return LAUNCH(c, K_LAYER_NORM, 1, gs, ls, err,
@@ -1271,14 +1301,15 @@ static const char * clblast_status_name(CLBlastStatusCode s)
 /* raw products of a chunk of rows into scratch (ldc = n), then the epilogue */
 #define NF_CL_GEMM_CHUNK_BYTES ((size_t)64 << 20)
 
-static int op_linear_clblast(struct nf_cl * c, const nf_op * op, nf_err * err)
+static int op_linear_clblast(nf_backend * be, const nf_op * op, nf_err * err)
 {
+    struct nf_cl * c = be->ctx;
     const nf_tensor * x = &op->src[0];
     const nf_tensor * W = &op->src[1];
     const int has_bias = op->n_src >= 3 && has_tensor(&op->src[2]);
     const nf_tensor * bias = has_bias ? &op->src[2] : &op->src[1];
     const nf_tensor * y = &op->dst[0];
-    const struct nf_op_params * p = &op->p;
+    const struct nf_linear_params * p = &op->p.linear;
     const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
     if (M == 0) {
         return NF_OK;
@@ -1323,11 +1354,12 @@ static int op_linear_clblast(struct nf_cl * c, const nf_op * op, nf_err * err)
 }
 #endif
 
-static int op_linear(struct nf_cl * c, const nf_op * op, nf_err * err)
+static int op_linear(nf_backend * be, const nf_op * op, nf_err * err)
 {
+    struct nf_cl * c = be->ctx;
 #ifdef NF_HAVE_CLBLAST
     if (c->use_clblast) {
-        return op_linear_clblast(c, op, err);
+        return op_linear_clblast(be, op, err);
     }
 #endif
     const nf_tensor * x = &op->src[0];
@@ -1335,7 +1367,7 @@ static int op_linear(struct nf_cl * c, const nf_op * op, nf_err * err)
     const int has_bias = op->n_src >= 3 && has_tensor(&op->src[2]);
     const nf_tensor * bias = has_bias ? &op->src[2] : &op->src[1];   /* any valid buffer when absent */
     const nf_tensor * y = &op->dst[0];
-    const struct nf_op_params * p = &op->p;
+    const struct nf_linear_params * p = &op->p.linear;
     const struct nf_cl_lin_geo * g = &c->lin;
     const size_t ls[2] = { (size_t)g->wx, (size_t)g->wy };
     const size_t gs[2] = { ((size_t)p->n + g->tn - 1) / g->tn * g->wx, ((size_t)p->m + g->tm - 1) / g->tm * g->wy };
@@ -1347,13 +1379,14 @@ static int op_linear(struct nf_cl * c, const nf_op * op, nf_err * err)
                   KINT(p->m), KINT(p->n), KINT(p->k), KINT(p->act == NF_ACT_GELU), KINT(p->accumulate != 0));
 }
 
-static int op_attention(struct nf_cl * c, const nf_op * op, nf_err * err)
+static int op_attention(nf_backend * be, const nf_op * op, nf_err * err)
 {
+    struct nf_cl * c = be->ctx;
     const nf_tensor * q = &op->src[0];
     const nf_tensor * k = &op->src[1];
     const nf_tensor * v = &op->src[2];
     const nf_tensor * o = &op->dst[0];
-    const struct nf_op_params * p = &op->p;
+    const struct nf_attention_params * p = &op->p.attention;
     const size_t ls[3] = { NF_CL_ATTN_WG, 1, 1 };
     const size_t gs[3] = { ((size_t)p->lq + NF_CL_ATTN_ROWS - 1) / NF_CL_ATTN_ROWS * NF_CL_ATTN_WG,
                            (size_t)p->n_heads, (size_t)p->n_groups };
@@ -1365,23 +1398,20 @@ static int op_attention(struct nf_cl * c, const nf_op * op, nf_err * err)
                   KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale));
 }
 
-static int be_compute(nf_backend * be, const nf_op * op, nf_err * err)
+static const struct nf_kernel cl_kernels[NF_OP_COUNT] = {
+    [NF_OP_QUANTILE]       = { op_quantile,   sup_quantile },
+    [NF_OP_BUCKETIZE_NORM] = { op_bucketize,  sup_bucketize },
+    [NF_OP_EMBED_FEATURES] = { op_embed,      sup_embed },
+    [NF_OP_LABEL_TOKENS]   = { op_label,      sup_label },
+    [NF_OP_LAYER_NORM]     = { op_layer_norm, sup_layer_norm },
+    [NF_OP_LINEAR]         = { op_linear,     sup_linear },
+    [NF_OP_ATTENTION]      = { op_attention,  sup_attention },
+};
+
+/* every kernel's errors name the op */
+static int be_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err)
 {
-    struct nf_cl * c = be->ctx;
-    int rc;
-    switch (op->type) {
-        case NF_OP_QUANTILE:       rc = op_quantile(c, op, err);   break;
-        case NF_OP_BUCKETIZE_NORM: rc = op_bucketize(c, op, err);  break;
-        case NF_OP_EMBED_FEATURES: rc = op_embed(c, op, err);      break;
-        case NF_OP_LABEL_TOKENS:   rc = op_label(c, op, err);      break;
-        case NF_OP_LAYER_NORM:     rc = op_layer_norm(c, op, err); break;
-        case NF_OP_LINEAR:         rc = op_linear(c, op, err);     break;
-        case NF_OP_ATTENTION:      rc = op_attention(c, op, err);  break;
-        default:
-            return nf__err_set(err, NF_ERR_UNSUPPORTED, "%s: op %s (%d) is not implemented by the OpenCL backend",
-                               c->name, (int)op->type >= 0 && op->type < NF_OP_COUNT ? nf__op_name(op->type) : "?",
-                               (int)op->type);
-    }
+    int rc = k->run(be, op, err);
     if (rc != NF_OK) {
         nf__err_prefix(err, "op %s (%s)", nf__op_name(op->type), op->label ? op->label : "-");
     }
@@ -1396,7 +1426,7 @@ static const struct nf_backend_i cl_iface = {
     .upload       = be_upload,
     .download     = be_download,
     .buffer_where = be_buffer_where,
-    .supports_op  = be_supports_op,
-    .compute      = be_compute,
+    .kernels      = cl_kernels,
+    .launch       = be_launch,
     .sync         = be_sync,
 };

@@ -1,0 +1,125 @@
+/*
+ * nf-ops.h -- typed op calls and shared sub-blocks, for models' forwards.
+ *
+ * A forward is a sequence of one-line calls on a graph context `g` (the
+ * backend, the caller's error, labels for the trace):
+ *
+ *     nf_graph g;
+ *     nf_graph_init(&g, be, err);
+ *     nf_graph_prefix(&g, "layers.%d.", l);
+ *     NF_TRY(nf_layer_norm(&g, nf_label(&g, "layer_norm%d", 1), x, rows, D, &ln_g, &ln_b, xn, D, 1e-5f));
+ *
+ * Each call fills one nf_op (nf-ops.def has every op's contract) and runs
+ * it through the dispatcher (nf__op_run): the same checks, no fallback.
+ * Conventions: activations (views) are passed by value, weights by pointer;
+ * strides are in elements; every call returns NF_OK or the error code set
+ * in g->err.
+ */
+#ifndef NF_OPS_H
+#define NF_OPS_H
+
+#include "nf-impl.h"
+
+/* ---- the graph context ------------------------------------------------------------ */
+
+#define NF_GRAPH_LABELS   8    /* labels alive at once (nf_label's ring)  */
+#define NF_GRAPH_LABEL_SZ 48   /* the trace keeps 47 characters of a label */
+
+typedef struct nf_graph {
+    nf_backend * be;
+    nf_err     * err;
+    char         prefix[NF_GRAPH_LABEL_SZ];
+    char         labels[NF_GRAPH_LABELS][NF_GRAPH_LABEL_SZ];
+    int          next;
+} nf_graph;
+
+void nf_graph_init(nf_graph * g, nf_backend * be, nf_err * err);
+/* Prefix of the labels nf_label formats from now on ("layers.3."; "" for none). */
+void nf_graph_prefix(nf_graph * g, const char * fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* prefix + the formatted label (a label passed as a plain string is used as
+ * it is, unprefixed), in g's ring: valid until NF_GRAPH_LABELS
+ * more nf_label calls (long enough for one op or one sub-block). */
+const char * nf_label(nf_graph * g, const char * fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* 1-D view of n elements of t starting at element off */
+static inline nf_tensor nf_view1(const nf_tensor * t, int64_t off, int64_t n) {
+    const int64_t ne[1] = {n};
+    return nf__tensor_view(t, off, 1, ne);
+}
+
+/* ---- typed op calls (one per op of nf-ops.def) ---------------------------------------- */
+
+/* B (F, nq) = quantiles k/q_denom, k = 1..nq, of each column of x (n, F) */
+int nf_quantile(nf_graph * g, const char * label, nf_tensor x, nf_tensor B, int32_t nq, int32_t q_denom);
+/* zs, zq = standardised bucket indices of xs, xq against boundaries B */
+int nf_bucketize_norm(nf_graph * g, const char * label, nf_tensor xs, nf_tensor xq, nf_tensor B,
+                      nf_tensor zs, nf_tensor zq);
+/* tok[r][1+j] = z[r][j] * w + b */
+int nf_embed_features(nf_graph * g, const char * label, nf_tensor z, const nf_tensor * w, const nf_tensor * b,
+                      nf_tensor tok);
+/* token 0 of every row of tok: E[y] (class), y * w + b (value), M (mask) */
+int nf_label_tokens_class(nf_graph * g, const char * label, nf_tensor y, const nf_tensor * E, nf_tensor tok);
+int nf_label_tokens_value(nf_graph * g, const char * label, nf_tensor y, const nf_tensor * w, const nf_tensor * b,
+                          nf_tensor tok);
+int nf_label_tokens_mask(nf_graph * g, const char * label, const nf_tensor * M, nf_tensor tok);
+/* y = LayerNorm(x) * gamma + beta over `rows` rows of gamma->ne[0] elements */
+int nf_layer_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
+                  const nf_tensor * gamma, const nf_tensor * beta, nf_tensor y, int64_t ldy, float eps);
+/* y (+)= act(x · Wᵀ + bias) over `rows` rows; W (n, k); bias may be NULL */
+int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
+              const nf_tensor * W, const nf_tensor * bias, nf_tensor y, int64_t ldy,
+              enum nf_act act, int accumulate);
+
+/* Where the rows of q, k, v and o of ATTENTION are (strides in elements). */
+struct nf_attn_layout {
+    int64_t groups, lq, lk, n_heads, head_dim;
+    int64_t q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss;
+    float   scale;   /* 0: the usual 1 / sqrtf(head_dim) */
+};
+int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L,
+                 nf_tensor q, nf_tensor k, nf_tensor v, nf_tensor o);
+
+/* ---- shared sub-blocks ------------------------------------------------------------- */
+
+/* Pre-norm MLP with a residual add (Mitra, BERT's and SpTransformer's
+ * feed-forward; post-norm models call the three ops themselves):
+ *   x += fc2(act(fc1(LayerNorm(x))))
+ * over `rows` rows of D = ln_g->ne[0] elements at stride ldx. Scratch: xn
+ * (rows, D) contiguous, h (rows, hidden = w1->ne[0]) contiguous. */
+struct nf_mlp {
+    const nf_tensor * ln_g, * ln_b;   /* the pre-norm                  */
+    const nf_tensor * w1, * b1;       /* (hidden, D), (hidden) or NULL */
+    const nf_tensor * w2, * b2;       /* (D, hidden), (D) or NULL      */
+    float             eps;
+    enum nf_act       act;
+    const char      * ln_label, * fc1_label, * fc2_label;
+};
+int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx,
+                   nf_tensor xn, nf_tensor h);
+
+/* Pre-norm multi-head self-attention with packed q, k, v and a residual add:
+ *   x += o(MHA(qkv(LayerNorm(x))))
+ * x: `groups` sequences of `seq` tokens of D = ln_g->ne[0] elements,
+ * contiguous; each sequence attends to itself. w_qkv (3D, D) = [Wq; Wk; Wv]
+ * and b_qkv (3D) are packed. Scratch: xn (groups*seq, D), qkv
+ * (groups*seq, 3D), a (groups*seq, D), all contiguous. */
+struct nf_mhsa {
+    const nf_tensor * ln_g, * ln_b;
+    const nf_tensor * w_qkv, * b_qkv;
+    const nf_tensor * w_o, * b_o;
+    int64_t           n_heads;
+    float             eps;
+    const char      * ln_label, * qkv_label, * attn_label, * o_label;
+};
+int nf_prenorm_self_attention(nf_graph * g, const struct nf_mhsa * p, nf_tensor x, int64_t groups, int64_t seq,
+                              nf_tensor xn, nf_tensor qkv, nf_tensor a);
+
+#endif /* NF_OPS_H */

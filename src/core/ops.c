@@ -1,0 +1,155 @@
+/* ops.c -- typed op calls and shared sub-blocks (nf-ops.h). */
+#include "nf-ops.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+void nf_graph_init(nf_graph * g, nf_backend * be, nf_err * err) {
+    memset(g, 0, sizeof(*g));
+    g->be = be;
+    g->err = err;
+}
+
+void nf_graph_prefix(nf_graph * g, const char * fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->prefix, sizeof(g->prefix), fmt, ap);
+    va_end(ap);
+}
+
+const char * nf_label(nf_graph * g, const char * fmt, ...) {
+    char * out = g->labels[g->next];
+    g->next = (g->next + 1) % NF_GRAPH_LABELS;
+    int n = snprintf(out, NF_GRAPH_LABEL_SZ, "%s", g->prefix);
+    if (n < 0 || n >= NF_GRAPH_LABEL_SZ) return out;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + n, (size_t) (NF_GRAPH_LABEL_SZ - n), fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* ---- typed op calls ------------------------------------------------------------------- */
+
+static nf_op nf__op(enum nf_op_type type, const char * label, int n_src, int n_dst) {
+    nf_op op;
+    memset(&op, 0, sizeof(op));
+    op.type = type;
+    op.label = label;
+    op.n_src = n_src;
+    op.n_dst = n_dst;
+    return op;
+}
+
+int nf_quantile(nf_graph * g, const char * label, nf_tensor x, nf_tensor B, int32_t nq, int32_t q_denom) {
+    nf_op op = nf__op(NF_OP_QUANTILE, label, 1, 1);
+    op.src[0] = x;
+    op.dst[0] = B;
+    op.p.quantile.nq = nq;
+    op.p.quantile.q_denom = q_denom;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_bucketize_norm(nf_graph * g, const char * label, nf_tensor xs, nf_tensor xq, nf_tensor B,
+                      nf_tensor zs, nf_tensor zq) {
+    nf_op op = nf__op(NF_OP_BUCKETIZE_NORM, label, 3, 2);
+    op.src[0] = xs; op.src[1] = xq; op.src[2] = B;
+    op.dst[0] = zs; op.dst[1] = zq;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_embed_features(nf_graph * g, const char * label, nf_tensor z, const nf_tensor * w, const nf_tensor * b,
+                      nf_tensor tok) {
+    nf_op op = nf__op(NF_OP_EMBED_FEATURES, label, 3, 1);
+    op.src[0] = z; op.src[1] = *w; op.src[2] = *b;
+    op.dst[0] = tok;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_label_tokens_class(nf_graph * g, const char * label, nf_tensor y, const nf_tensor * E, nf_tensor tok) {
+    nf_op op = nf__op(NF_OP_LABEL_TOKENS, label, 2, 1);
+    op.p.label_tokens.mode = NF_LABEL_CLASS;
+    op.src[0] = y; op.src[1] = *E;
+    op.dst[0] = tok;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_label_tokens_value(nf_graph * g, const char * label, nf_tensor y, const nf_tensor * w, const nf_tensor * b,
+                          nf_tensor tok) {
+    nf_op op = nf__op(NF_OP_LABEL_TOKENS, label, 3, 1);
+    op.p.label_tokens.mode = NF_LABEL_VALUE;
+    op.src[0] = y; op.src[1] = *w; op.src[2] = *b;
+    op.dst[0] = tok;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_label_tokens_mask(nf_graph * g, const char * label, const nf_tensor * M, nf_tensor tok) {
+    nf_op op = nf__op(NF_OP_LABEL_TOKENS, label, 2, 1);
+    op.p.label_tokens.mode = NF_LABEL_MASK;
+    op.src[1] = *M;   /* src[0] unused */
+    op.dst[0] = tok;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_layer_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
+                  const nf_tensor * gamma, const nf_tensor * beta, nf_tensor y, int64_t ldy, float eps) {
+    nf_op op = nf__op(NF_OP_LAYER_NORM, label, 3, 1);
+    op.src[0] = x; op.src[1] = *gamma; op.src[2] = *beta;
+    op.dst[0] = y;
+    struct nf_layer_norm_params * p = &op.p.layer_norm;
+    p->m = rows; p->k = gamma->ne[0]; p->ldx = ldx; p->ldy = ldy; p->eps = eps;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
+              const nf_tensor * W, const nf_tensor * bias, nf_tensor y, int64_t ldy,
+              enum nf_act act, int accumulate) {
+    nf_op op = nf__op(NF_OP_LINEAR, label, bias ? 3 : 2, 1);
+    op.src[0] = x; op.src[1] = *W;
+    if (bias) op.src[2] = *bias;
+    op.dst[0] = y;
+    struct nf_linear_params * p = &op.p.linear;
+    p->m = rows; p->n = W->ne[0]; p->k = W->ne[1]; p->ldx = ldx; p->ldy = ldy;
+    p->act = act; p->accumulate = accumulate;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L,
+                 nf_tensor q, nf_tensor k, nf_tensor v, nf_tensor o) {
+    nf_op op = nf__op(NF_OP_ATTENTION, label, 3, 1);
+    op.src[0] = q; op.src[1] = k; op.src[2] = v;
+    op.dst[0] = o;
+    struct nf_attention_params * p = &op.p.attention;
+    p->n_groups = L->groups; p->lq = L->lq; p->lk = L->lk;
+    p->n_heads = L->n_heads; p->head_dim = L->head_dim;
+    p->q_gs = L->q_gs; p->q_ss = L->q_ss; p->kv_gs = L->kv_gs; p->kv_ss = L->kv_ss;
+    p->o_gs = L->o_gs; p->o_ss = L->o_ss;
+    p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim);
+    return nf__op_run(g->be, &op, g->err);
+}
+
+/* ---- shared sub-blocks ------------------------------------------------------------- */
+
+int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx,
+                   nf_tensor xn, nf_tensor h) {
+    const int64_t D = p->ln_g->ne[0], hidden = p->w1->ne[0];
+    NF_TRY(nf_layer_norm(g, p->ln_label, x, rows, ldx, p->ln_g, p->ln_b, xn, D, p->eps));
+    NF_TRY(nf_linear(g, p->fc1_label, xn, rows, D, p->w1, p->b1, h, hidden, p->act, 0));
+    return nf_linear(g, p->fc2_label, h, rows, hidden, p->w2, p->b2, x, ldx, NF_ACT_NONE, 1);
+}
+
+int nf_prenorm_self_attention(nf_graph * g, const struct nf_mhsa * p, nf_tensor x, int64_t groups, int64_t seq,
+                              nf_tensor xn, nf_tensor qkv, nf_tensor a) {
+    const int64_t D = p->ln_g->ne[0], D3 = 3 * D, tok = groups * seq, n3 = tok * D3;
+    NF_TRY(nf_layer_norm(g, p->ln_label, x, tok, D, p->ln_g, p->ln_b, xn, D, p->eps));
+    /* [q k v] (tok, 3D) = LN(x) [Wq; Wk; Wv]ᵀ + [bq bk bv] */
+    NF_TRY(nf_linear(g, p->qkv_label, xn, tok, D, p->w_qkv, p->b_qkv, qkv, D3, NF_ACT_NONE, 0));
+    const struct nf_attn_layout lay = {
+        .groups = groups, .lq = seq, .lk = seq, .n_heads = p->n_heads, .head_dim = D / p->n_heads,
+        .q_gs = seq * D3, .q_ss = D3, .kv_gs = seq * D3, .kv_ss = D3, .o_gs = seq * D, .o_ss = D,
+    };
+    NF_TRY(nf_attention(g, p->attn_label, &lay, nf_view1(&qkv, 0, n3), nf_view1(&qkv, D, n3 - D),
+                        nf_view1(&qkv, 2 * D, n3 - 2 * D), a));
+    return nf_linear(g, p->o_label, a, tok, D, p->w_o, p->b_o, x, D, NF_ACT_NONE, 1);
+}
