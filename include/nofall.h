@@ -16,7 +16,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,7 +53,7 @@ typedef struct nf_err {
     char msg[4096];
 } nf_err;
 
-const char * nf_result_name(int code);   /* "NF_ERR_IO", ... */
+NF_API const char * nf_result_name(int code);   /* "NF_ERR_IO", ... */
 
 /* ---- backends / devices ------------------------------------------------- */
 typedef struct nf_backend nf_backend;   /* opaque: one device, one run */
@@ -63,40 +62,90 @@ enum nf_precision {
     NF_PRECISION_EXACT = 0,  /* exact fp32 everywhere (default)                */
     NF_PRECISION_TF32  = 1,  /* opt-in: TF32 tensor-op GEMM where the device has it */
 };
-const char * nf_precision_name(int precision);
+NF_API const char * nf_precision_name(int precision);
+
+/* How a backend is set up, passed explicitly: the library reads no
+ * environment variable to steer a backend (the CLI maps its NOFALL_* / NF_*
+ * variables to these, see nf_backend_env_read). */
+struct nf_backend_opts {
+    int precision;                /* enum nf_precision                              */
+    const char * cache_dir;       /* opencl: where compiled kernel binaries are kept;
+                                     NULL or "" = no cache                           */
+    const char * const * options; /* NULL, or a NULL-terminated list of "key=value":
+                                       opencl.gemm=own|clblast        LINEAR's GEMM (default: CLBlast where allowed)
+                                       opencl.gemm_geometry="TM TN TK WX WY VEC"   the built-in GEMM's tiles
+                                       opencl.test_break_build=1     (tests) a kernel source that fails to build
+                                       cuda.attention=auto|cublas    ATTENTION's path
+                                       cuda.chunk_floats=N           (tests) cap on cuda's attention work buffer
+                                     keys of other backends are ignored; an unknown
+                                     key of the chosen backend is NF_ERR_ARG         */
+};
 
 /* device: "cpu", "opencl[:N]", "cuda[:N]". Fails at once (NF_ERR_DEVICE) when
  * the backend is not compiled in or the device is absent; never falls back. */
-int  nf_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err);
-void nf_backend_free(nf_backend * be);
-const char * nf_backend_name(const nf_backend * be);        /* e.g. "opencl:0"      */
-const char * nf_backend_kind(const nf_backend * be);        /* "cpu", "opencl", ... */
-const char * nf_backend_description(const nf_backend * be); /* device name etc.     */
-int          nf_backend_precision(const nf_backend * be);
-const char * nf_backend_precision_detail(const nf_backend * be); /* build options, math mode */
+NF_API int  nf_backend_init_opts(const char * device, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err);
+/* = nf_backend_init_opts with only the precision set */
+NF_API int  nf_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err);
+NF_API void nf_backend_free(nf_backend * be);
+NF_API const char * nf_backend_name(const nf_backend * be);        /* e.g. "opencl:0"      */
+NF_API const char * nf_backend_kind(const nf_backend * be);        /* "cpu", "opencl", ... */
+NF_API const char * nf_backend_description(const nf_backend * be); /* device name etc.     */
+NF_API int          nf_backend_precision(const nf_backend * be);
+NF_API const char * nf_backend_precision_detail(const nf_backend * be); /* build options, math mode */
 /* "" or a warning the user should see, e.g. that the cpu GEMM library runs
  * kernels well below what this CPU can do */
-const char * nf_backend_warning(const nf_backend * be);
-int  nf_backend_sync(nf_backend * be, nf_err * err);
+NF_API const char * nf_backend_warning(const nf_backend * be);
+NF_API int  nf_backend_sync(nf_backend * be, nf_err * err);
 
-/* Write the compiled-in backends and the devices each sees to f. */
-void nf_devices_print(FILE * f);
+/* A convenience for command-line tools, and the only place the library looks
+ * at the environment, when asked: fills e->opts from NOFALL_CACHE_DIR /
+ * XDG_CACHE_HOME / HOME (cache dir; NOFALL_OPENCL_NO_CACHE=1: none),
+ * NOFALL_OPENCL_GEMM, NOFALL_OPENCL_GEMM_GEOMETRY,
+ * NOFALL_OPENCL_TEST_BREAK_BUILD, NF_CUDA_ATTENTION, NF_CUDA_CHUNK_FLOATS. */
+struct nf_backend_env {
+    struct nf_backend_opts opts;
+    char cache_dir[4096];
+    char kv[8][256];
+    const char * list[9];
+};
+NF_API void nf_backend_env_read(struct nf_backend_env * e, int precision);
+
+/* The compiled-in backends and the devices each sees, as text (one line per
+ * backend, then one indented line per device), malloc'ed: release with
+ * nf_free. NULL and err set on failure. */
+NF_API char * nf_devices_describe(nf_err * err);
 
 /* ---- op trace ------------------------------------------------------------ */
+/* Every backend keeps running totals of the ops and transfers since the last
+ * nf_trace_reset (O(1) memory, always on). Per-op and per-transfer records
+ * are kept only when asked (NF_TRACE_RECORDS), at most NF_TRACE_MAX_RECORDS
+ * of each; further ones are counted in records_dropped. So a long-lived
+ * process (a server, the Python binding) holds its memory flat. */
 struct nf_trace_totals {
-    int64_t ops;            /* op records                                    */
-    int64_t ops_off_device; /* ops whose executing device != the run device  */
+    int64_t ops;            /* ops run                                       */
+    int64_t ops_off_device; /* ops with an operand measured off the run device */
     int64_t h2d_copies, d2h_copies;
     int64_t h2d_bytes,  d2h_bytes;
     int64_t allocs, alloc_bytes; /* device allocations (tensors, backend scratch) */
+    int64_t records_dropped;     /* op/transfer records not kept (over the cap)   */
     double  flops;          /* sum of the ops' FLOP counts                   */
     double  op_ms;          /* sum of per-op elapsed time (timed traces only) */
 };
-/* timed != 0: sync after every op and record its elapsed time. */
-void nf_trace_reset(nf_backend * be, int timed);
-void nf_trace_totals_get(const nf_backend * be, struct nf_trace_totals * out);
-/* JSON document {"device":..,"ops":[..],"transfers":[..],"totals":{..}} */
-int  nf_trace_write_json(const nf_backend * be, FILE * f);
+enum nf_trace_mode {
+    NF_TRACE_TOTALS  = 0,   /* totals only (the default)                          */
+    NF_TRACE_RECORDS = 1,   /* also a record per op and per transfer (bounded)    */
+    NF_TRACE_TIMED   = 3,   /* records, and a sync after every op to time it      */
+};
+#define NF_TRACE_MAX_RECORDS 65536
+/* Clear the totals and records; mode is an nf_trace_mode. */
+NF_API void nf_trace_reset(nf_backend * be, int mode);
+NF_API void nf_trace_totals_get(const nf_backend * be, struct nf_trace_totals * out);
+/* The trace as a JSON document {"device":..,"ops":[..],"transfers":[..],
+ * "totals":{..}}, malloc'ed (release with nf_free); NULL and err set on
+ * failure. */
+NF_API char * nf_trace_json(const nf_backend * be, nf_err * err);
+/* Release memory the library returned (nf_trace_json, nf_devices_describe). */
+NF_API void nf_free(void * p);
 
 /* ---- models -------------------------------------------------------------- */
 /* A model is loaded from a checkpoint directory: DIR/config.json and

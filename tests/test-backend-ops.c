@@ -779,10 +779,10 @@ static void check_opencl_errors(void)
         printf("SKIP opencl    build-failure   not available: %s\n", err.msg);
         return;
     }
-    setenv("NOFALL_OPENCL_TEST_BREAK_BUILD", "1", 1);
+    static const char * const broken[] = { "opencl.test_break_build=1", NULL };
+    const struct nf_backend_opts bo = { .precision = NF_PRECISION_EXACT, .options = broken };
     memset(&err, 0, sizeof(err));
-    rc = nf_backend_init("opencl:0", NF_PRECISION_EXACT, &be, &err);
-    unsetenv("NOFALL_OPENCL_TEST_BREAK_BUILD");
+    rc = nf_backend_init_opts("opencl:0", &bo, &be, &err);
     const char * nl = strchr(err.msg, '\n');
     report("opencl", "build-failure", rc == NF_ERR_DEVICE && !be && strstr(err.msg, "kernel build failed") != NULL &&
            nl != NULL && nl[1] != '\0', "%s: %.*s (+ build log, %zu chars)", nf_result_name(rc),
@@ -950,13 +950,12 @@ int main(int argc, char ** argv)
             }
             for (size_t a = 0; want && a < sizeof(alt) / sizeof(alt[0]); a++) {
                 nf_backend * ob = NULL;
-                setenv("NOFALL_OPENCL_GEMM", alt[a].gemm, 1);
-                if (alt[a].geo) {
-                    setenv("NOFALL_OPENCL_GEMM_GEOMETRY", alt[a].geo, 1);
-                }
-                const int rc = nf_backend_init(devs[di], NF_PRECISION_EXACT, &ob, &err);
-                unsetenv("NOFALL_OPENCL_GEMM");
-                unsetenv("NOFALL_OPENCL_GEMM_GEOMETRY");
+                char kv_gemm[64], kv_geo[96];
+                snprintf(kv_gemm, sizeof(kv_gemm), "opencl.gemm=%s", alt[a].gemm);
+                snprintf(kv_geo, sizeof(kv_geo), "opencl.gemm_geometry=%s", alt[a].geo ? alt[a].geo : "");
+                const char * const kvs[] = { kv_gemm, alt[a].geo ? kv_geo : NULL, NULL };
+                const struct nf_backend_opts ao = { .precision = NF_PRECISION_EXACT, .options = kvs };
+                const int rc = nf_backend_init_opts(devs[di], &ao, &ob, &err);
                 char disp[48];
                 snprintf(disp, sizeof(disp), "%s/%s", nf_backend_name(be), alt[a].tag);
                 if (rc != NF_OK) {

@@ -53,7 +53,7 @@ int main(int argc, char ** argv) {
             {"support_y", NF_ARRAY_I64, 1, {4}, ys},
             {"query_x", NF_ARRAY_F32, 2, {2, 3}, xq},
         };
-        nf_trace_reset(lack, 0);
+        nf_trace_reset(lack, NF_TRACE_RECORDS);
         CHECK_RC(nf_model_forward(m, in, 3, logits, &err), NF_ERR_UNSUPPORTED, &err);
         CHECK_MSG(&err, "op ATTENTION");
         CHECK_MSG(&err, "lacks-attention:0");
@@ -62,6 +62,7 @@ int main(int argc, char ** argv) {
         nf_trace_totals_get(lack, &tot);
         CHECK(tot.d2h_copies == 0, "no device->host copy happened (%lld)", (long long) tot.d2h_copies);
         CHECK(tot.ops_off_device == 0, "no op ran elsewhere");
+        CHECK(lack->n_ops > 0 && lack->n_ops == tot.ops, "the ops before the refused one were recorded (%lld)", (long long) lack->n_ops);
         for (int64_t i = 0; i < lack->n_ops; i++) CHECK(lack->ops[i].type != NF_OP_ATTENTION, "ATTENTION never executed");
         nf_model_free(m);
     }
@@ -78,11 +79,11 @@ int main(int argc, char ** argv) {
     nf_op op = {.type = NF_OP_LAYER_NORM, .label = "mixed", .n_src = 3, .n_dst = 1};
     op.src[0] = x; op.src[1] = g; op.src[2] = b; op.dst[0] = y;
     op.p.layer_norm.m = 1; op.p.layer_norm.k = 8; op.p.layer_norm.ldx = 8; op.p.layer_norm.ldy = 8; op.p.layer_norm.eps = 1e-5f;
-    nf_trace_reset(lack, 0);
+    nf_trace_reset(lack, NF_TRACE_RECORDS);
     CHECK_RC(nf__op_run(lack, &op, &err), NF_ERR_PLACEMENT, &err);
     CHECK_MSG(&err, "x_on_cpu");
     CHECK_MSG(&err, "lives on cpu");
-    CHECK(lack->n_ops == 0, "the refused op was not recorded as run");
+    CHECK(lack->n_ops == 0 && lack->totals.ops == 0, "the refused op was not recorded as run");
     /* the same op with all operands on one device runs */
     nf_tensor x2;
     CHECK_RC(nf__tensor_alloc(lack, &x2, NF_F32, 1, ne, "x", &err), NF_OK, &err);
@@ -92,6 +93,15 @@ int main(int argc, char ** argv) {
     nf__tensor_upload(&b, ones, &err);
     op.src[0] = x2;
     CHECK_RC(nf__op_run(lack, &op, &err), NF_OK, &err);
+    /* a view cannot free its owner's memory: freeing it leaves x2 usable
+     * (ASan would report the use after free otherwise) */
+    const int64_t ne4[1] = {4};
+    nf_tensor v = nf__tensor_view(&x2, 4, 1, ne4);
+    CHECK(!v.owner && x2.owner, "views are not owners");
+    nf__tensor_free(&v);
+    float back[8] = {0};
+    CHECK_RC(nf__tensor_download(&x2, back, &err), NF_OK, &err);
+    CHECK(memcmp(back, ones, sizeof(ones)) == 0, "the owner's data survives freeing a view");
     nf__tensor_free(&x); nf__tensor_free(&g); nf__tensor_free(&b); nf__tensor_free(&y); nf__tensor_free(&x2);
 
     /* 3: devices that are not there */
@@ -101,6 +111,24 @@ int main(int argc, char ** argv) {
     CHECK(none == NULL, "no backend returned");
     CHECK_RC(nf_backend_init("cpu:1", NF_PRECISION_EXACT, &none, &err), NF_ERR_DEVICE, &err);
     CHECK_RC(nf_backend_init("cpu", NF_PRECISION_TF32, &none, &err), NF_ERR_ARG, &err);
+
+    /* 4: backend options are explicit and checked: an unknown key of the
+     * chosen backend is refused, another backend's keys are ignored */
+    static const char * const bogus[] = {"cpu.bogus=1", NULL};
+    static const char * const other[] = {"opencl.gemm=own", "cuda.attention=cublas", NULL};
+    static const char * const novalue[] = {"cpu", NULL};
+    struct nf_backend_opts o = {.precision = NF_PRECISION_EXACT, .options = bogus};
+    CHECK_RC(nf_backend_init_opts("cpu", &o, &none, &err), NF_ERR_ARG, &err);
+    CHECK_MSG(&err, "unknown cpu backend option \"cpu.bogus\"");
+    o.options = novalue;
+    CHECK_RC(nf_backend_init_opts("cpu", &o, &none, &err), NF_ERR_ARG, &err);
+    CHECK_MSG(&err, "expected key=value");
+    o.options = other;
+    CHECK_RC(nf_backend_init_opts("cpu", &o, &none, &err), NF_OK, &err);
+    nf_backend_free(none);
+    none = NULL;
+    CHECK_RC(nf_backend_init_opts("cpu", NULL, &none, &err), NF_OK, &err);
+    nf_backend_free(none);
 
     nf_backend_free(cpu);
     nf_backend_free(lack);

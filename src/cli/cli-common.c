@@ -254,10 +254,21 @@ int nf_cli_write_trace(const nf_backend * be, const char * path, nf_err * err) {
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE * f = fopen(tmp, "wb");
     if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    int rc = nf_trace_write_json(be, f);
+    char * json = nf_trace_json(be, err);
+    int rc = json ? NF_OK : NF_ERR_NOMEM;
+    if (json && fputs(json, f) < 0) rc = NF_ERR_IO;
+    nf_free(json);
     if (fclose(f) != 0 && rc == NF_OK) rc = NF_ERR_IO;
-    if (rc != NF_OK) { remove(tmp); return nf__err_set(err, rc, "%s: write failed", tmp); }
+    if (rc != NF_OK) { remove(tmp); return rc == NF_ERR_IO ? nf__err_set(err, rc, "%s: write failed", tmp) : rc; }
     if (rename(tmp, path) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed", path);
+    return NF_OK;
+}
+
+int nf_cli_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err) {
+    struct nf_backend_env env;
+    nf_backend_env_read(&env, precision);
+    NF_TRY(nf_backend_init_opts(device, &env.opts, out, err));
+    nf_cli_backend_warn(*out);
     return NF_OK;
 }
 

@@ -48,6 +48,10 @@ int nf_cli_parse_precision(const char * s, int * out);
 double nf_cli_now_ms(void);
 /* Print the backend's warning (nf_backend_warning), if any, to stderr. */
 void nf_cli_backend_warn(const nf_backend * be);
+/* nf_backend_init_opts with the options the environment gives
+ * (nf_backend_env_read: the CLI's NOFALL_* / NF_CUDA_* conveniences), then
+ * the backend's warning, if any, on stderr. */
+int nf_cli_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err);
 /* Write be's trace as JSON to path (temp name + rename). */
 int nf_cli_write_trace(const nf_backend * be, const char * path, nf_err * err);
 

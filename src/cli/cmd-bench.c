@@ -39,8 +39,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     struct nf_cli_table t = {0};
     float * logits = NULL;
     double * ms = calloc((size_t) runs, sizeof(double));
-    int rc = nf_backend_init(device, precision, &be, &err);
-    if (rc == NF_OK) nf_cli_backend_warn(be);
+    int rc = nf_cli_backend_init(device, precision, &be, &err);
     if (rc == NF_OK) rc = nf_model_load(be, model, &m, &err);
     int cls = 0, width = 0, out_ndim = 0;
     int64_t n_classes = 0, out_shape[NF_ARRAY_MAX_DIMS];
@@ -67,7 +66,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     if (rc == NF_OK) nf_trace_totals_get(be, &tot);
     if (rc == NF_OK && trace) {
         /* one more forward with a timed (per-op synchronized) trace */
-        nf_trace_reset(be, 1);
+        nf_trace_reset(be, NF_TRACE_TIMED);
         rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, &err);
         if (rc == NF_OK) rc = nf_cli_write_trace(be, trace, &err);
     }

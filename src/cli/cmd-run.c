@@ -115,9 +115,8 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     int64_t * cls = NULL;
     int rc;
     /* the device first: an absent device fails before any work */
-    if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
-    nf_cli_backend_warn(be);
-    nf_trace_reset(be, o->trace != NULL);
+    if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
+    nf_trace_reset(be, o->trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
     if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
     if (o->chunk_rows > 0 && (rc = nf_model_set_option(m, "chunk_rows", o->chunk_rows, err)) != NF_OK) goto done;
     int class_labels = 0;

@@ -224,16 +224,14 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     struct nf_stage_log dlog = {0}, rlog = {0};
     float * l_dev = NULL, * l_ref = NULL;
 
-    if ((rc = nf_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
-    nf_cli_backend_warn(be);
-    nf_trace_reset(be, o->trace != NULL);
+    if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
+    nf_trace_reset(be, o->trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
     if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
     int cls = 0, width = 0;
     int64_t n_classes = 0;
     if ((rc = nf_cli_table_model(m, &cls, &n_classes, err)) != NF_OK) goto done;
     if (against_cpu) {
-        if ((rc = nf_backend_init("cpu", NF_PRECISION_EXACT, &rbe, err)) != NF_OK) goto done;
-        nf_cli_backend_warn(rbe);
+        if ((rc = nf_cli_backend_init("cpu", NF_PRECISION_EXACT, &rbe, err)) != NF_OK) goto done;
         if ((rc = nf_model_load(rbe, o->ref_model ? o->ref_model : o->model, &rm, err)) != NF_OK) goto done;
         if (!nf_cli_same_config(m, rm)) { rc = nf__err_set(err, NF_ERR_ARG, "--reference-model has a different config"); goto done; }
     } else {

@@ -91,7 +91,15 @@ int main(int argc, char ** argv) {
     if (strcmp(cmd, "verify") == 0)      return nf_cmd_verify(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)       return nf_cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "gen-weights") == 0) return nf_cmd_gen_weights(argc - 1, argv + 1);
-    if (strcmp(cmd, "devices") == 0)     { nf_devices_print(stdout); return 0; }
+    if (strcmp(cmd, "devices") == 0) {
+        nf_err err = {0};
+        char * text = nf_devices_describe(&err);
+        if (!text) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+        const int ok = fputs(text, stdout) >= 0 && fflush(stdout) == 0;
+        nf_free(text);
+        if (!ok) { fprintf(stderr, "error: writing to stdout failed\n"); return 1; }
+        return 0;
+    }
     if (strcmp(cmd, "--version") == 0)   { printf("nofall %s\n", NF_VERSION); return 0; }
     fprintf(stderr, "error: unknown command '%s'\n\n", cmd);
     nf_usage(stderr);

@@ -33,27 +33,51 @@ static int nf__parse_index(const char * s, int * idx) {
 }
 
 int nf_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err) {
+    const struct nf_backend_opts opts = {.precision = precision};
+    return nf_backend_init_opts(device, &opts, out, err);
+}
+
+int nf_backend_init_opts(const char * device, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err) {
     *out = NULL;
     if (!device) return nf__err_set(err, NF_ERR_ARG, "no device given");
-    if (precision != NF_PRECISION_EXACT && precision != NF_PRECISION_TF32) {
-        return nf__err_set(err, NF_ERR_ARG, "unknown precision mode %d", precision);
+    const struct nf_backend_opts none = {0};
+    if (!opts) opts = &none;
+    if (opts->precision != NF_PRECISION_EXACT && opts->precision != NF_PRECISION_TF32) {
+        return nf__err_set(err, NF_ERR_ARG, "unknown precision mode %d", opts->precision);
     }
     int idx = 0;
     if (strncmp(device, "cpu", 3) == 0 && nf__parse_index(device + 3, &idx) && idx == 0) {
-        return nf__backend_cpu_init(precision, out, err);
+        static const char * const known[] = {NULL};
+        NF_TRY(nf__opts_check(opts, "cpu", known, err));
+        return nf__backend_cpu_init(opts, out, err);
     }
     if (strncmp(device, "opencl", 6) == 0 && nf__parse_index(device + 6, &idx)) {
-        return nf__backend_opencl_init(idx, precision, out, err);
+        static const char * const known[] = {"gemm", "gemm_geometry", "test_break_build", NULL};
+        NF_TRY(nf__opts_check(opts, "opencl", known, err));
+        return nf__backend_opencl_init(idx, opts, out, err);
     }
     if (strncmp(device, "cuda", 4) == 0 && nf__parse_index(device + 4, &idx)) {
-        return nf__backend_cuda_init(idx, precision, out, err);
+        static const char * const known[] = {"attention", "chunk_floats", NULL};
+        NF_TRY(nf__opts_check(opts, "cuda", known, err));
+        return nf__backend_cuda_init(idx, opts, out, err);
     }
     return nf__err_set(err, NF_ERR_DEVICE,
                        "unknown device '%s' (expected cpu, opencl[:N] or cuda[:N])", device);
 }
 
+void * nf__backend_host_scratch(nf_backend * be, size_t bytes) {
+    if (bytes > be->host_scratch_bytes) {
+        free(be->host_scratch);
+        be->host_scratch = malloc(bytes);
+        be->host_scratch_bytes = be->host_scratch ? bytes : 0;
+        if (be->host_scratch) nf__trace_alloc(be, (int64_t) bytes);
+    }
+    return be->host_scratch;
+}
+
 void nf_backend_free(nf_backend * be) {
     if (!be) return;
+    free(be->host_scratch);
     free(be->ops);
     free(be->xfers);
     if (be->iface && be->iface->free) be->iface->free(be);
@@ -71,29 +95,42 @@ int nf_backend_sync(nf_backend * be, nf_err * err) {
     return be->iface->sync ? be->iface->sync(be, err) : NF_OK;
 }
 
-void nf_devices_print(FILE * f) {
+char * nf_devices_describe(nf_err * err) {
+    char * text = NULL;
+    size_t len = 0;
+    FILE * f = open_memstream(&text, &len);
+    if (!f) {
+        nf__err_set(err, NF_ERR_NOMEM, "devices: out of memory");
+        return NULL;
+    }
     nf_backend * cpu = NULL;
-    nf_err err = {0};
-    if (nf__backend_cpu_init(NF_PRECISION_EXACT, &cpu, &err) == NF_OK) {
+    nf_err cerr = {0};
+    if (nf__backend_cpu_init(NULL, &cpu, &cerr) == NF_OK) {
         fprintf(f, "cpu: compiled in\n  cpu  %s\n", cpu->desc);
         if (cpu->warning[0]) fprintf(f, "  cpu  warning: %s\n", cpu->warning);
         nf_backend_free(cpu);
     } else {
-        fprintf(f, "cpu: compiled in, failed: %s\n", err.msg);
+        fprintf(f, "cpu: compiled in, failed: %s\n", cerr.msg);
     }
     nf__backend_opencl_list(f);
     nf__backend_cuda_list(f);
+    if (fclose(f) != 0 || !text) {
+        free(text);
+        nf__err_set(err, NF_ERR_NOMEM, "devices: out of memory");
+        return NULL;
+    }
+    return text;
 }
 
 #ifndef NF_HAVE_OPENCL
-int nf__backend_opencl_init(int index, int precision, nf_backend ** out, nf_err * err) {
+int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err) {
     *out = NULL;
     return nf__err_set(err, NF_ERR_DEVICE, "opencl:%d: the opencl backend is not compiled into this build", index);
 }
 void nf__backend_opencl_list(FILE * f) { fprintf(f, "opencl: not compiled in\n"); }
 #endif
 #ifndef NF_HAVE_CUDA
-int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * err) {
+int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err) {
     *out = NULL;
     return nf__err_set(err, NF_ERR_DEVICE, "cuda:%d: the cuda backend is not compiled into this build", index);
 }
@@ -188,50 +225,10 @@ static double nf__now_ms(void) {
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
 }
 
-static void nf__trace_op(nf_backend * be, const nf_op * op, double ms) {
-    if (be->n_ops == be->cap_ops) {
-        int64_t cap = be->cap_ops ? be->cap_ops * 2 : 256;
-        struct nf_trace_op * r = realloc(be->ops, (size_t) cap * sizeof(*r));
-        if (!r) { be->totals.ops++; return; }   /* totals stay exact even if records can't grow */
-        be->ops = r;
-        be->cap_ops = cap;
-    }
-    struct nf_trace_op * r = &be->ops[be->n_ops++];
-    memset(r, 0, sizeof(*r));
-    r->type = op->type;
-    snprintf(r->label, sizeof(r->label), "%s", op->label ? op->label : "");
-    /* the executing backend, and where its operands were measured to live */
-    snprintf(r->device, sizeof(r->device), "%s", be->name);
-    snprintf(r->where, sizeof(r->where), "%s", be->name);
-    for (int i = 0; i < op->n_src + op->n_dst; i++) {
-        const nf_tensor * t = i < op->n_src ? &op->src[i] : &op->dst[i - op->n_src];
-        if (t->buf && strcmp(t->buf->where, be->name) != 0) {
-            snprintf(r->where, sizeof(r->where), "%s", t->buf->where);
-            break;
-        }
-    }
-    int off = 0;
-    for (int i = 0; i < op->n_src + op->n_dst && off < (int) sizeof(r->shapes) - 24; i++) {
-        const nf_tensor * t = i < op->n_src ? &op->src[i] : &op->dst[i - op->n_src];
-        if (i == op->n_src) off += snprintf(r->shapes + off, sizeof(r->shapes) - off, "->");
-        else if (i) off += snprintf(r->shapes + off, sizeof(r->shapes) - off, ",");
-        if (!t->buf) { off += snprintf(r->shapes + off, sizeof(r->shapes) - off, "_"); continue; }
-        for (int dd = 0; dd < t->ndim && off < (int) sizeof(r->shapes) - 12; dd++) {
-            off += snprintf(r->shapes + off, sizeof(r->shapes) - off, dd ? "x%lld" : "%lld", (long long) t->ne[dd]);
-        }
-    }
-    r->ms = ms;
-    r->flops = nf__op_flops(op);
-    be->totals.ops++;
-    be->totals.flops += r->flops;
-    if (ms > 0) be->totals.op_ms += ms;
-    if (strcmp(r->where, be->name) != 0) be->totals.ops_off_device++;
-}
-
 int nf__op_run(nf_backend * be, const nf_op * op, nf_err * err) {
     NF_TRY(nf__op_check(be, op, err));
     double t0 = 0;
-    if (be->trace_timed) {
+    if (be->trace_mode == NF_TRACE_TIMED) {
         NF_TRY(nf_backend_sync(be, err));
         t0 = nf__now_ms();
     }
@@ -239,7 +236,7 @@ int nf__op_run(nf_backend * be, const nf_op * op, nf_err * err) {
     int rc = be->iface->launch ? be->iface->launch(be, k, op, err) : k->run(be, op, err);
     if (rc != NF_OK) return rc;
     double ms = -1.0;
-    if (be->trace_timed) {
+    if (be->trace_mode == NF_TRACE_TIMED) {
         NF_TRY(nf_backend_sync(be, err));
         ms = nf__now_ms() - t0;
     }

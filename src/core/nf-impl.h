@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {   /* cuda-kernels.cu implements ops against this header */
@@ -74,6 +75,9 @@ typedef struct nf_tensor {
     int           ndim;
     int64_t       ne[NF_MAX_DIMS]; /* ne[0] is the OUTERMOST dim (numpy order) */
     const char  * name;            /* for messages; may be NULL              */
+    bool          owner;           /* made by nf__tensor_alloc: frees buf. A view
+                                      (nf__tensor_view) is never an owner, so
+                                      freeing a view cannot free its owner's memory */
 } nf_tensor;
 
 int64_t nf__tensor_numel(const nf_tensor * t);
@@ -81,7 +85,8 @@ size_t  nf__tensor_nbytes(const nf_tensor * t);
 /* Allocate a new buffer on be holding one tensor of the given shape. */
 int  nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim,
                       const int64_t * ne, const char * name, nf_err * err);
-void nf__tensor_free(nf_tensor * t);   /* frees t->buf (owner only) */
+/* Frees t's buffer if t is its owner; a view (or NULL) is left alone. */
+void nf__tensor_free(nf_tensor * t);
 /* A view of t's buffer starting `elem_offs` elements after t's start. */
 nf_tensor nf__tensor_view(const nf_tensor * t, int64_t elem_offs, int ndim, const int64_t * ne);
 /* Boundary transfers (recorded in the trace). */
@@ -203,13 +208,30 @@ struct nf_backend {
     /* tokens a model should process per sub-block chunk on this device
      * (bigger GEMMs, fewer launches on a GPU); 0 = the model's default */
     int64_t chunk_tokens;
-    /* trace */
-    int    trace_timed;
+    /* trace: totals always; records (bounded) only in NF_TRACE_RECORDS mode */
+    int    trace_mode;
     struct nf_trace_op   * ops;   int64_t n_ops,   cap_ops;
     struct nf_trace_xfer * xfers; int64_t n_xfers, cap_xfers;
     struct nf_trace_totals totals;
+    /* the distinct locations ops' operands were measured at since the last
+     * nf__trace_where_reset (a model's forward): what OUTPUT_DEVICE reports */
+    char   op_where[4][32];
+    int    n_op_where;
+    /* host scratch a kernel may borrow for the duration of one op (the cpu
+     * LINEAR's accumulate buffer): owned here, freed with the backend,
+     * counted in the trace when it grows */
+    void * host_scratch;
+    size_t host_scratch_bytes;
 };
 
+/* be's host scratch of at least `bytes`, or NULL (out of memory). */
+void * nf__backend_host_scratch(nf_backend * be, size_t bytes);
+
+/* Record one executed op (nf__op_run). ms < 0: untimed. */
+void nf__trace_op(nf_backend * be, const nf_op * op, double ms);
+/* Start a new set of op locations / write it as "a,b" (see op_where). */
+void nf__trace_where_reset(nf_backend * be);
+void nf__trace_where(const nf_backend * be, char * out, size_t n);
 /* Record a transfer (called by nf__tensor_upload/download). */
 void nf__trace_xfer(nf_backend * be, int h2d, int64_t bytes, const char * what);
 /* Count one device allocation (a tensor buffer, or a backend's own scratch). */
@@ -217,9 +239,13 @@ void nf__trace_alloc(nf_backend * be, int64_t bytes);
 
 /* Backend constructors. Each returns NF_ERR_DEVICE with a clear message when
  * the device is absent or the backend is not compiled in. */
-int nf__backend_cpu_init(int precision, nf_backend ** out, nf_err * err);
-int nf__backend_opencl_init(int index, int precision, nf_backend ** out, nf_err * err);
-int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * err);
+int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err);   /* opts may be NULL */
+int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err);
+int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err);
+/* The value of backend option `key` ("opencl.gemm"), or NULL. */
+const char * nf__opt(const struct nf_backend_opts * o, const char * key);
+/* Every option of backend `kind` is one of `known` (NULL-terminated names). */
+int nf__opts_check(const struct nf_backend_opts * o, const char * kind, const char * const * known, nf_err * err);
 /* Listing for `nofall devices`. */
 void nf__backend_opencl_list(FILE * f);
 void nf__backend_cuda_list(FILE * f);

@@ -55,20 +55,23 @@ int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndi
         return nf__err_prefix(err, "%s: locating tensor %s", be->name, name ? name : "?");
     }
     t->buf = buf;
+    t->owner = true;
     nf__trace_alloc(be, (int64_t) nbytes);
     return NF_OK;
 }
 
 void nf__tensor_free(nf_tensor * t) {
-    if (!t || !t->buf) return;
+    if (!t || !t->buf || !t->owner) return;
     nf_backend * be = t->buf->be;
     if (t->buf->handle) be->iface->buffer_free(be, t->buf->handle);
     free(t->buf);
     t->buf = NULL;
+    t->owner = false;
 }
 
 nf_tensor nf__tensor_view(const nf_tensor * t, int64_t elem_offs, int ndim, const int64_t * ne) {
     nf_tensor v = *t;
+    v.owner = false;
     v.offs = t->offs + (size_t) elem_offs * nf__dtype_size(t->type);
     v.ndim = ndim;
     for (int i = 0; i < NF_MAX_DIMS; i++) v.ne[i] = i < ndim ? ne[i] : 0;

@@ -433,26 +433,6 @@ static int nf__mitra_check_input(const nf_mitra * m, const struct nf_mitra_input
     return NF_OK;
 }
 
-static void nf__ops_devices(const nf_backend * be, int64_t from, char * out, size_t n) {
-    out[0] = '\0';
-    size_t len = 0;
-    for (int64_t i = from; i < be->n_ops; i++) {
-        const char * d = be->ops[i].where;
-        char tag[40];
-        snprintf(tag, sizeof(tag), "%s,", d);
-        char * hay = out;
-        int seen = 0;
-        /* out is a comma-terminated list during construction */
-        while (hay && *hay) {
-            if (strncmp(hay, tag, strlen(tag)) == 0) { seen = 1; break; }
-            hay = strchr(hay, ',');
-            if (hay) hay++;
-        }
-        if (!seen) nf__msg_append(out, n, &len, "%s", tag);
-    }
-    if (len > 0 && out[len - 1] == ',') out[len - 1] = '\0';
-}
-
 static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_input * in, float * logits, nf_err * err) {
     nf_backend * be = m->be;
     const int cls = nf__mitra_class_labels(&m->cfg);
@@ -576,12 +556,12 @@ static int nf__ws_get(nf_mitra * m, const struct nf_mitra_input * in, struct nf_
 
 int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * logits, nf_err * err) {
     NF_TRY(nf__mitra_check_input(m, in, err));
-    const int64_t first_op = m->be->n_ops;
+    nf__trace_where_reset(m->be);
     struct nf__ws * w = NULL;
     int rc = nf__ws_get(m, in, &w, err);
     if (rc == NF_OK) rc = nf__mitra_forward_ws(m, w, in, logits, err);
     if (w) nf__ws_free_host(w);
     if (rc != NF_OK) nf_mitra_release_workspace(m);   /* the device may be in error: start afresh */
-    nf__ops_devices(m->be, first_op, m->placement.ops, sizeof(m->placement.ops));
+    nf__trace_where(m->be, m->placement.ops, sizeof(m->placement.ops));
     return rc;
 }

@@ -270,18 +270,6 @@ static void nf__linear_epilogue(float * yr, float * tr, const float * restrict b
     }
 }
 
-static _Thread_local float * nf__scratch;
-static _Thread_local size_t  nf__scratch_cap;
-
-static float * nf__scratch_get(size_t n) {
-    if (n > nf__scratch_cap) {
-        free(nf__scratch);
-        nf__scratch = malloc(n * sizeof(float));
-        nf__scratch_cap = nf__scratch ? n : 0;
-    }
-    return nf__scratch;
-}
-
 static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_linear_params * p = &op->p.linear;
     if (p->m == 0) return NF_OK;
@@ -295,7 +283,7 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     float * t = y;
     int64_t ldt = p->ldy;
     if (p->accumulate) {
-        t = nf__scratch_get((size_t) m * (size_t) n);
+        t = nf__backend_host_scratch(be, (size_t) m * (size_t) n * sizeof(float));
         if (!t) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
         ldt = n;
     }

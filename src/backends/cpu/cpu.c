@@ -46,8 +46,9 @@ static const struct nf_backend_i nf__cpu_iface = {
     .sync         = NULL,
 };
 
-int nf__backend_cpu_init(int precision, nf_backend ** out, nf_err * err) {
+int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err) {
     *out = NULL;
+    const int precision = opts ? opts->precision : NF_PRECISION_EXACT;
     if (precision != NF_PRECISION_EXACT) {
         return nf__err_set(err, NF_ERR_ARG, "cpu: precision '%s' is not available (the cpu backend is exact fp32 only)",
                            nf_precision_name(precision));

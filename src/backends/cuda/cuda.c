@@ -37,7 +37,7 @@
 
 /* Work buffers for attention scores and for accumulating LINEAR chunks are
  * capped at this many floats (256 MiB); larger problems run in chunks.
- * NF_CUDA_CHUNK_FLOATS=<n> in the environment lowers the cap (tests use it
+ * the cuda.chunk_floats=<n> option (CLI: NF_CUDA_CHUNK_FLOATS) lowers the cap (tests use it
  * to exercise the chunked paths on small problems). */
 #define NF_CUDA_CHUNK_FLOATS_DEFAULT ((int64_t)64 * 1024 * 1024)
 /* cuBLAS batched GEMMs: at most this many matrices per call. */
@@ -52,7 +52,7 @@ typedef struct nf_cuda_ctx {
     void              * scratch;
     size_t              scratch_size;
     int64_t             chunk_floats;
-    int                 attention_small;   /* 0: NF_CUDA_ATTENTION=cublas (every ATTENTION through cuBLAS) */
+    int                 attention_small;   /* 0: cuda.attention=cublas (every ATTENTION through cuBLAS) */
 } nf_cuda_ctx;
 
 static nf_cuda_ctx * nf__cuda(nf_backend * be) { return (nf_cuda_ctx *) be->ctx; }
@@ -453,8 +453,9 @@ static void nf__cuda_versions(char * out, size_t n) {
     snprintf(out, n, "runtime %d.%d, driver %d.%d", rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10);
 }
 
-int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * err) {
+int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err) {
     *out = NULL;
+    const int precision = opts->precision;
     char name[32];
     snprintf(name, sizeof(name), "cuda:%d", index);
     if (precision != NF_PRECISION_EXACT && precision != NF_PRECISION_TF32) {
@@ -496,11 +497,21 @@ int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * 
     c->device = index;
     c->chunk_floats = NF_CUDA_CHUNK_FLOATS_DEFAULT;
     {
-        const char * cf = getenv("NF_CUDA_CHUNK_FLOATS");
-        if (cf && atoll(cf) > 0 && atoll(cf) < c->chunk_floats) c->chunk_floats = atoll(cf);
-    }
-    {
-        const char * am = getenv("NF_CUDA_ATTENTION");
+        /* cuda.chunk_floats=N (tests): a smaller attention work buffer */
+        const char * cf = nf__opt(opts, "cuda.chunk_floats");
+        char * end = NULL;
+        const long long v = cf ? strtoll(cf, &end, 10) : 0;
+        if (cf && (!cf[0] || *end || v < 1)) {
+            nf__cuda_ctx_free(c);
+            return nf__err_set(err, NF_ERR_ARG, "%s: cuda.chunk_floats=%s: expected a positive integer", name, cf);
+        }
+        if (cf && v < c->chunk_floats) c->chunk_floats = v;
+        /* cuda.attention=cublas: every ATTENTION through cuBLAS */
+        const char * am = nf__opt(opts, "cuda.attention");
+        if (am && strcmp(am, "auto") != 0 && strcmp(am, "cublas") != 0) {
+            nf__cuda_ctx_free(c);
+            return nf__err_set(err, NF_ERR_ARG, "%s: cuda.attention=%s: expected \"auto\" or \"cublas\"", name, am);
+        }
         c->attention_small = !(am && strcmp(am, "cublas") == 0);
     }
     e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
@@ -552,7 +563,7 @@ int nf__backend_cuda_init(int index, int precision, nf_backend ** out, nf_err * 
         snprintf(att, sizeof(att), "one fp32 kernel where lk <= %d and head_dim <= %d, else cuBLAS",
                  NF_CUDA_ATT_MAX_LK, NF_CUDA_ATT_MAX_HD);
     } else {
-        snprintf(att, sizeof(att), "cuBLAS for every op (NF_CUDA_ATTENTION=cublas)");
+        snprintf(att, sizeof(att), "cuBLAS for every op (cuda.attention=cublas)");
     }
     snprintf(be->precision_detail, sizeof(be->precision_detail),
              "%s; cuBLAS %d math mode %s, GEMM compute type %s; NVIDIA_TF32_OVERRIDE=%s%s; "

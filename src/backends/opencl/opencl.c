@@ -206,6 +206,11 @@ struct nf_cl {
     char             gemm_desc[160];
     cl_mem           gemm_tmp;         /* CLBlast's temporary buffer */
     size_t           gemm_tmp_size;
+    /* the backend options (struct nf_backend_opts), copied at init */
+    char             cache_dir[1024];  /* "" = no binary cache */
+    char             opt_gemm[16];     /* opencl.gemm: "", "own", "clblast" */
+    char             opt_geometry[64]; /* opencl.gemm_geometry */
+    int              opt_break_build;  /* opencl.test_break_build=1 */
 };
 
 /* ---- device enumeration ------------------------------------------------------- */
@@ -336,27 +341,6 @@ static int mkdirs(char * path)
         return -1;
     }
     return 0;
-}
-
-/* The cache directory, or 0 when there is none (no env, no HOME). */
-static int cache_dir(char * out, size_t n)
-{
-    const char * e = getenv("NOFALL_OPENCL_NO_CACHE");
-    if (e && e[0] && strcmp(e, "0") != 0) {
-        return 0;
-    }
-    const char * d = getenv("NOFALL_CACHE_DIR");
-    int w;
-    if (d && d[0]) {
-        w = snprintf(out, n, "%s/opencl", d);
-    } else if ((d = getenv("XDG_CACHE_HOME")) && d[0]) {
-        w = snprintf(out, n, "%s/nofall/opencl", d);
-    } else if ((d = getenv("HOME")) && d[0]) {
-        w = snprintf(out, n, "%s/.cache/nofall/opencl", d);
-    } else {
-        return 0;
-    }
-    return w > 0 && (size_t)w < n;
 }
 
 #define NF_CL_CACHE_MAGIC "NFCLBIN1"
@@ -526,10 +510,9 @@ static int build_program(struct nf_cl * c, const char * opts, char * dev_name, c
                          char * plat_name, nf_err * err)
 {
     /* source (+ the test hook's broken line) */
-    const char * brk = getenv("NOFALL_OPENCL_TEST_BREAK_BUILD");
-    const int broken = brk && strcmp(brk, "1") == 0;
+    const int broken = c->opt_break_build;
     static const char broken_line[] =
-        "\n/* NOFALL_OPENCL_TEST_BREAK_BUILD=1 */ this is not OpenCL C ;\n";
+        "\n/* opencl.test_break_build=1 */ this is not OpenCL C ;\n";
     size_t len = nf__opencl_kernels_src_len + (broken ? sizeof(broken_line) - 1 : 0);
     char * src = malloc(len + 1);
     if (!src) {
@@ -548,8 +531,9 @@ static int build_program(struct nf_cl * c, const char * opts, char * dev_name, c
     hash = fnv1a_str(hash, drv);
     hash = fnv1a_str(hash, plat_name);
 
-    char dir[1024], path[1100];
-    const int have_cache = cache_dir(dir, sizeof(dir)) &&
+    char path[1100];
+    const char * dir = c->cache_dir;
+    const int have_cache = dir[0] &&
         snprintf(path, sizeof(path), "%s/%016" PRIx64 ".bin", dir, hash) < (int)sizeof(path);
     if (have_cache) {
         c->program = cache_load(c, path, hash, opts);
@@ -583,7 +567,7 @@ static int build_program(struct nf_cl * c, const char * opts, char * dev_name, c
             shown += sl - 3000;
         }
         nf__err_set(err, NF_ERR_DEVICE, "kernel build failed (clBuildProgram: %s (%d), options \"%s\")%s:\n%s",
-                    cl_err_name(rc), (int)rc, opts, broken ? " [NOFALL_OPENCL_TEST_BREAK_BUILD=1]" : "",
+                    cl_err_name(rc), (int)rc, opts, broken ? " [opencl.test_break_build=1]" : "",
                     shown);
         free(log);
         return NF_ERR_DEVICE;
@@ -622,9 +606,9 @@ static int contains_ci(const char * hay, const char * needle)
 /* LINEAR's GEMM: CLBlast or our kernel (see the file comment). */
 static int choose_gemm(struct nf_cl * c, nf_err * err)
 {
-    const char * force = getenv("NOFALL_OPENCL_GEMM");
-    if (force && force[0] && strcmp(force, "own") != 0 && strcmp(force, "clblast") != 0) {
-        return nf__err_set(err, NF_ERR_ARG, "NOFALL_OPENCL_GEMM=%s: expected \"own\" or \"clblast\"", force);
+    const char * force = c->opt_gemm[0] ? c->opt_gemm : NULL;
+    if (force && strcmp(force, "own") != 0 && strcmp(force, "clblast") != 0) {
+        return nf__err_set(err, NF_ERR_ARG, "opencl.gemm=%s: expected \"own\" or \"clblast\"", force);
     }
 #ifdef NF_HAVE_CLBLAST
     char vendor[256];
@@ -644,19 +628,19 @@ static int choose_gemm(struct nf_cl * c, nf_err * err)
         why_not = "CLBLAST_BUILD_OPTIONS asks for relaxed math";
     }
     if (force && strcmp(force, "clblast") == 0 && why_not) {
-        return nf__err_set(err, NF_ERR_DEVICE, "NOFALL_OPENCL_GEMM=clblast: not allowed on %s: %s", c->name, why_not);
+        return nf__err_set(err, NF_ERR_DEVICE, "opencl.gemm=clblast: not allowed on %s: %s", c->name, why_not);
     }
     if ((force && strcmp(force, "own") == 0) || why_not) {
         c->use_clblast = 0;
         snprintf(c->gemm_desc, sizeof(c->gemm_desc), "GEMM: built-in tiled kernel (%s)",
-                 why_not ? why_not : "NOFALL_OPENCL_GEMM=own");
+                 why_not ? why_not : "opencl.gemm=own");
     } else {
         c->use_clblast = 1;
         snprintf(c->gemm_desc, sizeof(c->gemm_desc), "GEMM: CLBlast SGEMM (IEEE mul/fma, no mad) + nofall epilogue");
     }
 #else
     if (force && strcmp(force, "clblast") == 0) {
-        return nf__err_set(err, NF_ERR_ARG, "NOFALL_OPENCL_GEMM=clblast: this build has no CLBlast");
+        return nf__err_set(err, NF_ERR_ARG, "opencl.gemm=clblast: this build has no CLBlast");
     }
     snprintf(c->gemm_desc, sizeof(c->gemm_desc), "GEMM: built-in tiled kernel");
 #endif
@@ -721,15 +705,15 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof(dtype), &dtype, NULL), err,
              "clGetDeviceInfo(CL_DEVICE_TYPE)");
     c->lin = nf__cl_lin_geo((dtype & CL_DEVICE_TYPE_CPU) != 0);
-    /* NOFALL_OPENCL_GEMM_GEOMETRY="TM TN TK WX WY VEC" overrides the built-in
-     * GEMM's geometry (tests use it to run the GPU geometry on a CPU device) */
-    const char * geo = getenv("NOFALL_OPENCL_GEMM_GEOMETRY");
+    /* opencl.gemm_geometry="TM TN TK WX WY VEC" overrides the built-in GEMM's
+     * geometry (tests use it to run the GPU geometry on a CPU device) */
+    const char * geo = c->opt_geometry;
     if (geo && geo[0]) {
         struct nf_cl_lin_geo g;
         if (sscanf(geo, "%d %d %d %d %d %d", &g.tm, &g.tn, &g.tk, &g.wx, &g.wy, &g.vec) != 6 ||
             g.tm < 1 || g.tn < 1 || g.tk < 1 || g.wx < 1 || g.wy < 1 || g.tm % g.wy || g.tn % g.wx ||
             (g.vec != 0 && g.vec != 1) || (g.vec && g.tn != 4 * g.wx)) {
-            return nf__err_set(err, NF_ERR_ARG, "NOFALL_OPENCL_GEMM_GEOMETRY=\"%s\": expected \"TM TN TK WX WY VEC\" "
+            return nf__err_set(err, NF_ERR_ARG, "opencl.gemm_geometry=\"%s\": expected \"TM TN TK WX WY VEC\" "
                                "with TM %% WY == 0, TN %% WX == 0, VEC 0/1 and TN == 4*WX when VEC", geo);
         }
         c->lin = g;
@@ -770,9 +754,10 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     return NF_OK;
 }
 
-int nf__backend_opencl_init(int index, int precision, nf_backend ** out, nf_err * err)
+int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err)
 {
     *out = NULL;
+    const int precision = opts->precision;
     if (precision == NF_PRECISION_TF32) {
         return nf__err_set(err, NF_ERR_ARG, "opencl:%d: precision tf32 is a CUDA-only mode "
                            "(the OpenCL backend is exact fp32 only)", index);
@@ -786,6 +771,14 @@ int nf__backend_opencl_init(int index, int precision, nf_backend ** out, nf_err 
     }
     c->index = index;
     snprintf(c->name, sizeof(c->name), "opencl:%d", index);
+    const char * v;
+    if (opts->cache_dir && snprintf(c->cache_dir, sizeof(c->cache_dir), "%s", opts->cache_dir) >= (int) sizeof(c->cache_dir)) {
+        cl_ctx_free(c);
+        return nf__err_set(err, NF_ERR_ARG, "opencl:%d: cache directory name too long", index);
+    }
+    if ((v = nf__opt(opts, "opencl.gemm")))          snprintf(c->opt_gemm, sizeof(c->opt_gemm), "%s", v);
+    if ((v = nf__opt(opts, "opencl.gemm_geometry"))) snprintf(c->opt_geometry, sizeof(c->opt_geometry), "%s", v);
+    if ((v = nf__opt(opts, "opencl.test_break_build"))) c->opt_break_build = strcmp(v, "1") == 0;
     int rc = cl_init(c, index, out, err);
     if (rc != NF_OK) {
         cl_ctx_free(c);
