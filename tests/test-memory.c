@@ -13,6 +13,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* AddressSanitizer keeps freed memory in quarantine, so RSS grows there
+ * whatever the program does: the RSS bounds are only asserted without it
+ * (LeakSanitizer checks for leaks in that build instead). */
+#if defined(__SANITIZE_ADDRESS__)
+#define NF_RSS_ASSERTED 0
+#else
+#define NF_RSS_ASSERTED 1
+#endif
+
 static long rss_kib(void) {
     FILE * f = fopen("/proc/self/statm", "r");
     long pages = 0, res = 0;
@@ -48,6 +57,7 @@ int main(int argc, char ** argv) {
         {"query_x", NF_ARRAY_F32, 2, {2, 3}, xq},
     };
 
+    if (!NF_RSS_ASSERTED) printf("AddressSanitizer build: RSS is printed, not asserted (its quarantine holds freed memory)\n");
     for (int mode = 0; mode < 2; mode++) {
         nf_trace_reset(be, mode ? NF_TRACE_RECORDS : NF_TRACE_TOTALS);
         long at100 = -1;
@@ -67,14 +77,14 @@ int main(int argc, char ** argv) {
         CHECK(t.ops > 0 && t.ops % n_fwd == 0, "totals count every op (%lld over %ld forwards)", (long long) t.ops, n_fwd);
         if (mode == 0) {
             CHECK(be->n_ops == 0 && t.records_dropped == 0, "no records kept by default");
-            CHECK(at_end - at100 <= 1024, "memory flat over %ld forwards: %+ld KiB", n_fwd, at_end - at100);
+            CHECK(!NF_RSS_ASSERTED || at_end - at100 <= 1024, "memory flat over %ld forwards: %+ld KiB", n_fwd, at_end - at100);
         } else {
             const long cap_kib = (long) ((sizeof(struct nf_trace_op) + sizeof(struct nf_trace_xfer)) * NF_TRACE_MAX_RECORDS / 1024);
             CHECK(be->n_ops <= NF_TRACE_MAX_RECORDS, "records capped (%lld)", (long long) be->n_ops);
             CHECK(t.ops <= NF_TRACE_MAX_RECORDS || t.records_dropped > 0, "records over the cap are counted as dropped");
             CHECK(be->n_ops + be->n_xfers + t.records_dropped == t.ops + t.h2d_copies + t.d2h_copies,
                   "every op and transfer is either recorded or counted as dropped");
-            CHECK(at_end - at100 <= cap_kib + 1024, "memory bounded by the record cap: %+ld KiB (cap %ld KiB)",
+            CHECK(!NF_RSS_ASSERTED || at_end - at100 <= cap_kib + 1024, "memory bounded by the record cap: %+ld KiB (cap %ld KiB)",
                   at_end - at100, cap_kib);
         }
     }

@@ -22,9 +22,13 @@ static nf_tensor mk(int64_t n, const float * data) {
     if (data) nf__tensor_upload(&t, data, &err);
     return t;
 }
+/* t (an owner, passed by value and discarded) reshaped: the result takes
+ * over the ownership, unlike a view */
 static nf_tensor shaped(nf_tensor t, int nd, int64_t a, int64_t b, int64_t c) {
     int64_t ne[3] = {a, b, c};
-    return nf__tensor_view(&t, 0, nd, ne);
+    nf_tensor v = nf__tensor_view(&t, 0, nd, ne);
+    v.owner = t.owner;
+    return v;
 }
 static float * host(const nf_tensor * t) { return (float *) ((char *) t->buf->handle + t->offs); }
 
