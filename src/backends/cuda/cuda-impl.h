@@ -24,20 +24,20 @@
  * capped at this many floats (256 MiB); larger problems run in chunks.
  * the cuda.chunk_floats=<n> option (CLI: NF_CUDA_CHUNK_FLOATS) lowers the cap (tests use it
  * to exercise the chunked paths on small problems). */
-#define NF_CUDA_CHUNK_FLOATS_DEFAULT ((int64_t)64 * 1024 * 1024)
+#define NF_CUDA_CHUNK_FLOATS_DEFAULT ((int64_t) 64 * 1024 * 1024)
 /* cuBLAS batched GEMMs: at most this many matrices per call. */
 #define NF_CUDA_MAX_BATCH 65535
 
 typedef struct nf_cuda_ctx {
-    int                 device;
-    cudaStream_t        stream;
-    cublasHandle_t      blas;
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t blas;
     cublasComputeType_t compute;
-    const char        * compute_name;
-    void              * scratch;
-    size_t              scratch_size;
-    int64_t             chunk_floats;
-    int                 attention_small;   /* 0: cuda.attention=cublas (every ATTENTION through cuBLAS) */
+    const char * compute_name;
+    void * scratch;
+    size_t scratch_size;
+    int64_t chunk_floats;
+    int attention_small; /* 0: cuda.attention=cublas (every ATTENTION through cuBLAS) */
 } nf_cuda_ctx;
 
 static inline nf_cuda_ctx * nf__cuda(nf_backend * be) { return (nf_cuda_ctx *) be->ctx; }

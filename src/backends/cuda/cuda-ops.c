@@ -11,13 +11,12 @@
 /* ---- errors -------------------------------------------------------------------- */
 
 static int nf__cuda_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err) {
-    return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: kernel %s failed: %s (%s)",
-                       nf__op_name(op->type), nf__op_label(op), be->name, kernel ? kernel : "?",
-                       cudaGetErrorName(e), cudaGetErrorString(e));
+    return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: kernel %s failed: %s (%s)", nf__op_name(op->type),
+                       nf__op_label(op), be->name, kernel ? kernel : "?", cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-static int nf__cublas_err(nf_backend * be, const nf_op * op, const char * call, cublasStatus_t s,
-                          int m, int n, int k, int batch, nf_err * err) {
+static int nf__cublas_err(nf_backend * be, const nf_op * op, const char * call, cublasStatus_t s, int m, int n, int k,
+                          int batch, nf_err * err) {
     return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: %s (m=%d n=%d k=%d batch=%d, %s) failed: %s (%s)",
                        nf__op_name(op->type), nf__op_label(op), be->name, call, m, n, k, batch,
                        nf__cuda(be)->compute_name, cublasGetStatusName(s), cublasGetStatusString(s));
@@ -28,11 +27,10 @@ static int nf__cublas_err(nf_backend * be, const nf_op * op, const char * call, 
 /* Column-major C = alpha op(A) op(B) + beta C, batched by strides when
  * batch > 1. Leading dimensions are raised to the minimum cuBLAS accepts
  * where the matrix has a single column (the stride is then never used). */
-static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta, cublasOperation_t tb,
-                         int64_t m, int64_t n, int64_t k, float alpha,
-                         const float * A, int64_t lda, int64_t sA,
-                         const float * B, int64_t ldb, int64_t sB, float beta,
-                         float * C, int64_t ldc, int64_t sC, int64_t batch, nf_err * err) {
+static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+                         int64_t n, int64_t k, float alpha, const float * A, int64_t lda, int64_t sA, const float * B,
+                         int64_t ldb, int64_t sB, float beta, float * C, int64_t ldc, int64_t sC, int64_t batch,
+                         nf_err * err) {
     nf_cuda_ctx * c = nf__cuda(be);
     const int64_t a_rows = ta == CUBLAS_OP_N ? m : k, a_cols = ta == CUBLAS_OP_N ? k : m;
     const int64_t b_rows = tb == CUBLAS_OP_N ? k : n, b_cols = tb == CUBLAS_OP_N ? n : k;
@@ -42,22 +40,21 @@ static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta
     if (lda < 1) lda = 1;
     if (ldb < 1) ldb = 1;
     if (ldc < 1) ldc = 1;
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX || batch > INT_MAX) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX ||
+        batch > INT_MAX) {
         return nf__err_set(err, NF_ERR_UNSUPPORTED, "op %s (%s) on %s: GEMM dimensions exceed cuBLAS's int range",
                            nf__op_name(op->type), nf__op_label(op), be->name);
     }
     cublasStatus_t s;
     if (batch == 1) {
-        s = cublasGemmEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha,
-                         A, CUDA_R_32F, (int) lda, B, CUDA_R_32F, (int) ldb, &beta,
-                         C, CUDA_R_32F, (int) ldc, c->compute, CUBLAS_GEMM_DEFAULT);
-        if (s != CUBLAS_STATUS_SUCCESS) return nf__cublas_err(be, op, "cublasGemmEx", s, (int) m, (int) n, (int) k, 1, err);
+        s = cublasGemmEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha, A, CUDA_R_32F, (int) lda, B, CUDA_R_32F,
+                         (int) ldb, &beta, C, CUDA_R_32F, (int) ldc, c->compute, CUBLAS_GEMM_DEFAULT);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return nf__cublas_err(be, op, "cublasGemmEx", s, (int) m, (int) n, (int) k, 1, err);
     } else {
-        s = cublasGemmStridedBatchedEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha,
-                                       A, CUDA_R_32F, (int) lda, (long long) sA,
-                                       B, CUDA_R_32F, (int) ldb, (long long) sB, &beta,
-                                       C, CUDA_R_32F, (int) ldc, (long long) sC, (int) batch,
-                                       c->compute, CUBLAS_GEMM_DEFAULT);
+        s = cublasGemmStridedBatchedEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha, A, CUDA_R_32F, (int) lda,
+                                       (long long) sA, B, CUDA_R_32F, (int) ldb, (long long) sB, &beta, C, CUDA_R_32F,
+                                       (int) ldc, (long long) sC, (int) batch, c->compute, CUBLAS_GEMM_DEFAULT);
         if (s != CUBLAS_STATUS_SUCCESS) {
             return nf__cublas_err(be, op, "cublasGemmStridedBatchedEx", s, (int) m, (int) n, (int) k, (int) batch, err);
         }
@@ -80,10 +77,10 @@ int nf__cuda_op_launch_err(nf_backend * be, const nf_op * op, const char * kerne
     return nf__cuda_launch_err(be, op, kernel, e, err);
 }
 
-#define NF__LAUNCH(call)                                                   \
-    do {                                                                   \
-        const char * kname_ = NULL;                                        \
-        cudaError_t e_ = (call);                                           \
+#define NF__LAUNCH(call)                                                                             \
+    do {                                                                                             \
+        const char * kname_ = NULL;                                                                  \
+        cudaError_t e_ = (call);                                                                     \
         if (e_ != cudaSuccess) return nf__cuda_launch_err(be, op, kname_ ? kname_ : #call, e_, err); \
     } while (0)
 /* the launchers report the failing kernel through their last argument */
@@ -112,8 +109,8 @@ static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
                              p->accumulate ? 1.0f : 0.0f, y, p->ldy, 0, 1, err);
     }
     if (!p->accumulate) {
-        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0,
-                             0.0f, y, p->ldy, 0, 1, err));
+        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0, 0.0f, y, p->ldy, 0,
+                             1, err));
         NF__LAUNCH(nf__cuda_linear_epilogue(st, y, p->ldy, bias, act, 0, y, p->ldy, m, n, NF__K));
         return NF_OK;
     }
@@ -162,14 +159,14 @@ static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err
     const int64_t budget = nf__cuda(be)->chunk_floats;
     int64_t gc, L;
     if (lq * lk <= budget) {
-        L  = lq;
+        L = lq;
         gc = budget / (lq * lk);
         if (gc > G) gc = G;
         if (gc > NF_CUDA_MAX_BATCH) gc = NF_CUDA_MAX_BATCH;
         if (gc < 1) gc = 1;
     } else {
         gc = 1;
-        L  = budget / lk;
+        L = budget / lk;
         if (L < 1) L = 1;
     }
     void * scratch = NULL;
@@ -185,13 +182,11 @@ static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err
                 const float * K = k + g0 * p->kv_gs + h * hd;
                 const float * V = v + g0 * p->kv_gs + h * hd;
                 float * O = o + g0 * p->o_gs + i0 * p->o_ss + h * hd;
-                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, lk, nl, hd, p->scale,
-                                     K, p->kv_ss, p->kv_gs, Q, p->q_ss, p->q_gs, 0.0f,
-                                     S, lk, nl * lk, nb, err));
+                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, lk, nl, hd, p->scale, K, p->kv_ss, p->kv_gs, Q,
+                                     p->q_ss, p->q_gs, 0.0f, S, lk, nl * lk, nb, err));
                 NF__LAUNCH(nf__cuda_softmax_rows(st, S, nb * nl, lk, NF__K));
-                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_N, CUBLAS_OP_N, hd, nl, lk, 1.0f,
-                                     V, p->kv_ss, p->kv_gs, S, lk, nl * lk, 0.0f,
-                                     O, p->o_ss, p->o_gs, nb, err));
+                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_N, CUBLAS_OP_N, hd, nl, lk, 1.0f, V, p->kv_ss, p->kv_gs, S, lk,
+                                     nl * lk, 0.0f, O, p->o_ss, p->o_gs, nb, err));
             }
         }
     }
@@ -212,9 +207,8 @@ static bool nf__cuda_ok_linear(nf_backend * be, const nf_op * op) {
 static bool nf__cuda_ok_attention(nf_backend * be, const nf_op * op) {
     const struct nf_attention_params * p = &op->p.attention;
     const int64_t hd = p->head_dim;
-    return p->lk >= 1 && nf__fits_int(p->lq) && nf__fits_int(p->lk) && nf__fits_int(hd) &&
-           nf__fits_int(p->q_ss) && nf__fits_int(p->kv_ss) && nf__fits_int(p->o_ss) &&
-           p->q_gs >= 0 && p->kv_gs >= 0 && p->o_gs >= 0 &&
+    return p->lk >= 1 && nf__fits_int(p->lq) && nf__fits_int(p->lk) && nf__fits_int(hd) && nf__fits_int(p->q_ss) &&
+           nf__fits_int(p->kv_ss) && nf__fits_int(p->o_ss) && p->q_gs >= 0 && p->kv_gs >= 0 && p->o_gs >= 0 &&
            (p->lq <= 1 || (p->q_ss >= hd && p->o_ss >= hd)) && (p->lk <= 1 || p->kv_ss >= hd);
 }
 
@@ -222,6 +216,6 @@ const struct nf_kernel nf__cuda_kernels[NF_OP_COUNT] = {
 #define NF__CUDA_DEVICE_OP(NAME, name) [NF_OP_##NAME] = {nf__cuda_op_##name, nf__cuda_ok_##name},
     NF_CUDA_DEVICE_OPS(NF__CUDA_DEVICE_OP)
 #undef NF__CUDA_DEVICE_OP
-    [NF_OP_LINEAR]    = {nf__cuda_linear_op, nf__cuda_ok_linear},
+        [NF_OP_LINEAR] = {nf__cuda_linear_op, nf__cuda_ok_linear},
     [NF_OP_ATTENTION] = {nf__cuda_attention_op, nf__cuda_ok_attention},
 };

@@ -38,7 +38,8 @@ static int nf__cuda_err(nf_err * err, int code, const char * who, const char * w
 
 /* cudaGetDeviceCount's error, with what it usually means */
 static const char * nf__cuda_count_hint(cudaError_t e) {
-    if (e == cudaErrorInsufficientDriver) return "; no NVIDIA driver is loaded on this machine, or it is older than this CUDA runtime";
+    if (e == cudaErrorInsufficientDriver)
+        return "; no NVIDIA driver is loaded on this machine, or it is older than this CUDA runtime";
     if (e == cudaErrorNoDevice) return "; the driver sees no GPU (check CUDA_VISIBLE_DEVICES)";
     return "";
 }
@@ -56,20 +57,21 @@ static int nf__cuda_malloc(nf_backend * be, void ** p, size_t size, const char *
     *p = NULL;
     cudaError_t e = cudaMalloc(p, size ? size : 1);
     if (e == cudaSuccess) return NF_OK;
-    (void) cudaGetLastError();   /* an allocation failure is not sticky: clear it */
+    (void) cudaGetLastError(); /* an allocation failure is not sticky: clear it */
     *p = NULL;
     size_t free_b = 0, total_b = 0;
     cudaError_t e2 = cudaMemGetInfo(&free_b, &total_b);
     (void) cudaGetLastError();
     int code = e == cudaErrorMemoryAllocation ? NF_ERR_NOMEM : NF_ERR_DEVICE;
     if (e2 == cudaSuccess) {
-        return nf__err_set(err, code,
-                           "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s); the device has %zu bytes (%.1f MiB) free of %.2f GiB",
-                           be->name, size, nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e),
-                           free_b, nf__mib(free_b), nf__gib(total_b));
+        return nf__err_set(
+            err, code,
+            "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s); the device has %zu bytes (%.1f MiB) free of %.2f GiB",
+            be->name, size, nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e), free_b, nf__mib(free_b),
+            nf__gib(total_b));
     }
-    return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s)",
-                       be->name, size, nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e));
+    return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s)", be->name, size,
+                       nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
 /* Scratch device memory, grown on demand (never shrunk). */
@@ -79,7 +81,8 @@ int nf__cuda_scratch(nf_backend * be, size_t bytes, void ** out, nf_err * err) {
         if (c->scratch) {
             /* earlier kernels may still read it */
             cudaError_t e = cudaStreamSynchronize(c->stream);
-            if (e != cudaSuccess) return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaStreamSynchronize (scratch)", e);
+            if (e != cudaSuccess)
+                return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaStreamSynchronize (scratch)", e);
             cudaFree(c->scratch);
             c->scratch = NULL;
             c->scratch_size = 0;
@@ -103,7 +106,8 @@ static int nf__cuda_launch(nf_backend * be, const struct nf_kernel * k, const nf
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: device already in error before the op: %s (%s)",
-                           nf__op_name(op->type), nf__op_label(op), be->name, cudaGetErrorName(e), cudaGetErrorString(e));
+                           nf__op_name(op->type), nf__op_label(op), be->name, cudaGetErrorName(e),
+                           cudaGetErrorString(e));
     }
     return k->run(be, op, err);
 }
@@ -153,11 +157,11 @@ static int nf__cuda_buffer_where(nf_backend * be, void * handle, char * out, siz
         return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaPointerGetAttributes", e);
     }
     switch (a.type) {
-        case cudaMemoryTypeDevice:  snprintf(out, n, "cuda:%d", a.device); break;
+        case cudaMemoryTypeDevice: snprintf(out, n, "cuda:%d", a.device); break;
         case cudaMemoryTypeManaged: snprintf(out, n, "cuda:%d/managed", a.device); break;
         case cudaMemoryTypeHost:
         case cudaMemoryTypeUnregistered:
-        default:                    snprintf(out, n, "cpu"); break;
+        default: snprintf(out, n, "cpu"); break;
     }
     return NF_OK;
 }
@@ -185,16 +189,16 @@ static void nf__cuda_free(nf_backend * be) {
 }
 
 static const struct nf_backend_i nf__cuda_iface = {
-    .kind         = "cuda",
-    .free         = nf__cuda_free,
+    .kind = "cuda",
+    .free = nf__cuda_free,
     .buffer_alloc = nf__cuda_buffer_alloc,
-    .buffer_free  = nf__cuda_buffer_free,
-    .upload       = nf__cuda_upload,
-    .download     = nf__cuda_download,
+    .buffer_free = nf__cuda_buffer_free,
+    .upload = nf__cuda_upload,
+    .download = nf__cuda_download,
     .buffer_where = nf__cuda_buffer_where,
-    .kernels      = nf__cuda_kernels,
-    .launch       = nf__cuda_launch,
-    .sync         = nf__cuda_sync,
+    .kernels = nf__cuda_kernels,
+    .launch = nf__cuda_launch,
+    .sync = nf__cuda_sync,
 };
 
 /* ---- init / list ------------------------------------------------------------------ */
@@ -219,12 +223,13 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         (void) cudaGetLastError();
-        return nf__err_set(err, NF_ERR_DEVICE, "%s: cudaGetDeviceCount failed: %s (%s)%s", name,
-                           cudaGetErrorName(e), cudaGetErrorString(e), nf__cuda_count_hint(e));
+        return nf__err_set(err, NF_ERR_DEVICE, "%s: cudaGetDeviceCount failed: %s (%s)%s", name, cudaGetErrorName(e),
+                           cudaGetErrorString(e), nf__cuda_count_hint(e));
     }
     if (count <= 0) return nf__err_set(err, NF_ERR_DEVICE, "%s: no CUDA device is present", name);
     if (index < 0 || index >= count) {
-        if (count == 1) return nf__err_set(err, NF_ERR_DEVICE, "%s: no such device: 1 CUDA device is present (cuda:0)", name);
+        if (count == 1)
+            return nf__err_set(err, NF_ERR_DEVICE, "%s: no such device: 1 CUDA device is present (cuda:0)", name);
         return nf__err_set(err, NF_ERR_DEVICE, "%s: no such device: %d CUDA devices are present (cuda:0 .. cuda:%d)",
                            name, count, count - 1);
     }
@@ -240,9 +245,9 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
         if (e != cudaSuccess) {
             (void) cudaGetLastError();
             return nf__err_set(err, NF_ERR_DEVICE,
-                               "%s: %s (sm_%d%d) cannot run this build's kernels (%s): %s (%s); built for %s",
-                               name, prop.name, prop.major, prop.minor, kname ? kname : "?",
-                               cudaGetErrorName(e), cudaGetErrorString(e), NF_CUDA_ARCHS);
+                               "%s: %s (sm_%d%d) cannot run this build's kernels (%s): %s (%s); built for %s", name,
+                               prop.name, prop.major, prop.minor, kname ? kname : "?", cudaGetErrorName(e),
+                               cudaGetErrorString(e), NF_CUDA_ARCHS);
         }
     }
 
@@ -277,7 +282,10 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     cublasStatus_t s = cublasCreate(&c->blas);
     const char * what = "cublasCreate";
     if (s != CUBLAS_STATUS_SUCCESS) c->blas = NULL;
-    if (s == CUBLAS_STATUS_SUCCESS) { what = "cublasSetStream"; s = cublasSetStream(c->blas, c->stream); }
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        what = "cublasSetStream";
+        s = cublasSetStream(c->blas, c->stream);
+    }
     const int tf32 = precision == NF_PRECISION_TF32;
     if (s == CUBLAS_STATUS_SUCCESS) {
         what = tf32 ? "cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH)" : "cublasSetMathMode(CUBLAS_PEDANTIC_MATH)";
@@ -288,12 +296,12 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
         s = cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED);
     }
     if (s != CUBLAS_STATUS_SUCCESS) {
-        int rc = nf__err_set(err, NF_ERR_DEVICE, "%s: %s failed: %s (%s)", name, what,
-                             cublasGetStatusName(s), cublasGetStatusString(s));
+        int rc = nf__err_set(err, NF_ERR_DEVICE, "%s: %s failed: %s (%s)", name, what, cublasGetStatusName(s),
+                             cublasGetStatusString(s));
         nf__cuda_ctx_free(c);
         return rc;
     }
-    c->compute      = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
+    c->compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
     c->compute_name = tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F_PEDANTIC";
 
     nf_backend * be = nf__backend_new(&nf__cuda_iface, c, name);
@@ -314,8 +322,8 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     char vers[64], att[128];
     nf__cuda_versions(vers, sizeof(vers));
     if (c->attention_small) {
-        snprintf(att, sizeof(att), "one fp32 kernel where lk <= %d and head_dim <= %d, else cuBLAS",
-                 NF_CUDA_ATT_MAX_LK, NF_CUDA_ATT_MAX_HD);
+        snprintf(att, sizeof(att), "one fp32 kernel where lk <= %d and head_dim <= %d, else cuBLAS", NF_CUDA_ATT_MAX_LK,
+                 NF_CUDA_ATT_MAX_HD);
     } else {
         snprintf(att, sizeof(att), "cuBLAS for every op (cuda.attention=cublas)");
     }
@@ -327,8 +335,7 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
              blas_ver, tf32 ? "CUBLAS_TF32_TENSOR_OP_MATH" : "CUBLAS_PEDANTIC_MATH", c->compute_name,
              ovr ? ovr : "unset",
              (tf32 && ovr && strcmp(ovr, "0") == 0) ? " (the driver disables TF32: GEMMs run in fp32)" : "",
-             NF_CUDA_BUILD_FLAGS,
-             att, vers);
+             NF_CUDA_BUILD_FLAGS, att, vers);
     *out = be;
     return NF_OK;
 }
@@ -359,7 +366,7 @@ void nf__backend_cuda_list(FILE * f) {
             fprintf(f, "  cuda:%d  (cudaGetDeviceProperties failed: %s)\n", i, cudaGetErrorName(e));
             continue;
         }
-        fprintf(f, "  cuda:%d  %s  %.1f GiB  sm_%d%d  %d SMs\n", i, prop.name, nf__gib(prop.totalGlobalMem),
-                prop.major, prop.minor, prop.multiProcessorCount);
+        fprintf(f, "  cuda:%d  %s  %.1f GiB  sm_%d%d  %d SMs\n", i, prop.name, nf__gib(prop.totalGlobalMem), prop.major,
+                prop.minor, prop.multiProcessorCount);
     }
 }

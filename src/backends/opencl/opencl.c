@@ -26,10 +26,10 @@
 
 /* ---- error names ------------------------------------------------------------ */
 
-const char * nf__cl_err_name(cl_int e)
-{
+const char * nf__cl_err_name(cl_int e) {
     switch (e) {
-#define E(x) case x: return #x
+#define E(x) \
+    case x: return #x
         E(CL_SUCCESS);
         E(CL_DEVICE_NOT_FOUND);
         E(CL_DEVICE_NOT_AVAILABLE);
@@ -105,33 +105,26 @@ const char * const nf__cl_k_names[K_COUNT] = {
 
 struct cl_dev_ref {
     cl_platform_id platform;
-    cl_device_id   device;
+    cl_device_id device;
 };
 
 /* All (platform, device) pairs in "opencl:N" order. On "none found" returns
  * NF_ERR_DEVICE with a message naming the failing call. *out is malloc'ed. */
-static int cl_enumerate(struct cl_dev_ref ** out, int * n_out, nf_err * err)
-{
+static int cl_enumerate(struct cl_dev_ref ** out, int * n_out, nf_err * err) {
     *out = NULL;
     *n_out = 0;
     cl_uint np = 0;
     cl_int rc = clGetPlatformIDs(0, NULL, &np);
     if (rc != CL_SUCCESS || np == 0) {
-        if (rc == CL_SUCCESS) {
-            rc = CL_PLATFORM_NOT_FOUND_KHR;
-        }
-        return nf__err_set(err, NF_ERR_DEVICE, "no OpenCL platform found (clGetPlatformIDs: %s)",
-                           nf__cl_err_name(rc));
+        if (rc == CL_SUCCESS) { rc = CL_PLATFORM_NOT_FOUND_KHR; }
+        return nf__err_set(err, NF_ERR_DEVICE, "no OpenCL platform found (clGetPlatformIDs: %s)", nf__cl_err_name(rc));
     }
     cl_platform_id * plats = calloc(np, sizeof(*plats));
-    if (!plats) {
-        return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
-    }
+    if (!plats) { return nf__err_set(err, NF_ERR_NOMEM, "out of host memory"); }
     rc = clGetPlatformIDs(np, plats, NULL);
     if (rc != CL_SUCCESS) {
         free(plats);
-        return nf__err_set(err, NF_ERR_DEVICE, "no OpenCL platform found (clGetPlatformIDs: %s)",
-                           nf__cl_err_name(rc));
+        return nf__err_set(err, NF_ERR_DEVICE, "no OpenCL platform found (clGetPlatformIDs: %s)", nf__cl_err_name(rc));
     }
     struct cl_dev_ref * refs = NULL;
     int n = 0;
@@ -144,7 +137,7 @@ static int cl_enumerate(struct cl_dev_ref ** out, int * n_out, nf_err * err)
             continue;
         }
         cl_device_id * devs = calloc(nd, sizeof(*devs));
-        struct cl_dev_ref * nr = realloc(refs, (size_t)(n + (int)nd) * sizeof(*refs));
+        struct cl_dev_ref * nr = realloc(refs, (size_t) (n + (int) nd) * sizeof(*refs));
         if (!devs || !nr) {
             free(devs);
             free(nr ? nr : refs);
@@ -160,7 +153,7 @@ static int cl_enumerate(struct cl_dev_ref ** out, int * n_out, nf_err * err)
         }
         for (cl_uint d = 0; d < nd; d++) {
             refs[n].platform = plats[p];
-            refs[n].device   = devs[d];
+            refs[n].device = devs[d];
             n++;
         }
         free(devs);
@@ -168,40 +161,27 @@ static int cl_enumerate(struct cl_dev_ref ** out, int * n_out, nf_err * err)
     free(plats);
     if (n == 0) {
         free(refs);
-        return nf__err_set(err, NF_ERR_DEVICE,
-                           "no OpenCL device found (%u platform%s; clGetDeviceIDs: %s)",
-                           (unsigned)np, np == 1 ? "" : "s", nf__cl_err_name(last));
+        return nf__err_set(err, NF_ERR_DEVICE, "no OpenCL device found (%u platform%s; clGetDeviceIDs: %s)",
+                           (unsigned) np, np == 1 ? "" : "s", nf__cl_err_name(last));
     }
     *out = refs;
     *n_out = n;
     return NF_OK;
 }
 
-static void plat_str(cl_platform_id p, cl_platform_info what, char * out, size_t n)
-{
+static void plat_str(cl_platform_id p, cl_platform_info what, char * out, size_t n) {
     out[0] = '\0';
-    if (clGetPlatformInfo(p, what, n, out, NULL) != CL_SUCCESS) {
-        snprintf(out, n, "?");
-    }
+    if (clGetPlatformInfo(p, what, n, out, NULL) != CL_SUCCESS) { snprintf(out, n, "?"); }
     out[n - 1] = '\0';
 }
 
 /* ---- init / free -------------------------------------------------------------- */
 
-static void cl_ctx_free(struct nf_cl * c)
-{
-    if (!c) {
-        return;
-    }
-    if (c->queue) {
-        clFinish(c->queue);
-    }
-    if (c->scratch) {
-        clReleaseMemObject(c->scratch);
-    }
-    if (c->gemm_tmp) {
-        clReleaseMemObject(c->gemm_tmp);
-    }
+static void cl_ctx_free(struct nf_cl * c) {
+    if (!c) { return; }
+    if (c->queue) { clFinish(c->queue); }
+    if (c->scratch) { clReleaseMemObject(c->scratch); }
+    if (c->gemm_tmp) { clReleaseMemObject(c->gemm_tmp); }
 #ifdef NF_HAVE_CLBLAST
     if (c->use_clblast) {
         /* CLBlast's program cache holds references to our context */
@@ -209,51 +189,38 @@ static void cl_ctx_free(struct nf_cl * c)
     }
 #endif
     for (int i = 0; i < K_COUNT; i++) {
-        if (c->k[i]) {
-            clReleaseKernel(c->k[i]);
-        }
+        if (c->k[i]) { clReleaseKernel(c->k[i]); }
     }
-    if (c->program) {
-        clReleaseProgram(c->program);
-    }
-    if (c->queue) {
-        clReleaseCommandQueue(c->queue);
-    }
-    if (c->context) {
-        clReleaseContext(c->context);
-    }
+    if (c->program) { clReleaseProgram(c->program); }
+    if (c->queue) { clReleaseCommandQueue(c->queue); }
+    if (c->context) { clReleaseContext(c->context); }
     free(c);
 }
 
-static void be_free(nf_backend * be)
-{
+static void be_free(nf_backend * be) {
     cl_ctx_free(be->ctx);
     be->ctx = NULL;
 }
 
-static size_t pow2_floor(size_t v)
-{
+static size_t pow2_floor(size_t v) {
     size_t p = 1;
-    while (p * 2 <= v) {
-        p *= 2;
-    }
+    while (p * 2 <= v) { p *= 2; }
     return p;
 }
 
 static const struct nf_backend_i cl_iface;
 
-static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
-{
+static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err) {
     struct cl_dev_ref * refs = NULL;
     int n = 0;
     NF_TRY(cl_enumerate(&refs, &n, err));
     if (index < 0 || index >= n) {
         free(refs);
-        return nf__err_set(err, NF_ERR_DEVICE, "opencl:%d: no such device (%d OpenCL device%s found)",
-                           index, n, n == 1 ? "" : "s");
+        return nf__err_set(err, NF_ERR_DEVICE, "opencl:%d: no such device (%d OpenCL device%s found)", index, n,
+                           n == 1 ? "" : "s");
     }
     c->platform = refs[index].platform;
-    c->device   = refs[index].device;
+    c->device = refs[index].device;
     free(refs);
 
     char dev_name[256], drv[128], plat_name[256], clc[128], ext[8192];
@@ -266,28 +233,28 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     cl_bool avail = CL_FALSE, compiler = CL_FALSE;
     CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_AVAILABLE, sizeof(avail), &avail, NULL), err,
              "clGetDeviceInfo(CL_DEVICE_AVAILABLE)");
-    CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_COMPILER_AVAILABLE, sizeof(compiler), &compiler, NULL),
-             err, "clGetDeviceInfo(CL_DEVICE_COMPILER_AVAILABLE)");
+    CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_COMPILER_AVAILABLE, sizeof(compiler), &compiler, NULL), err,
+             "clGetDeviceInfo(CL_DEVICE_COMPILER_AVAILABLE)");
     if (!avail) {
-        return nf__err_set(err, NF_ERR_DEVICE, "%s (%s) is not available (CL_DEVICE_AVAILABLE = false)",
-                           c->name, dev_name);
+        return nf__err_set(err, NF_ERR_DEVICE, "%s (%s) is not available (CL_DEVICE_AVAILABLE = false)", c->name,
+                           dev_name);
     }
     if (!compiler) {
-        return nf__err_set(err, NF_ERR_DEVICE, "%s (%s) has no OpenCL C compiler (CL_COMPILER_NOT_AVAILABLE)",
-                           c->name, dev_name);
+        return nf__err_set(err, NF_ERR_DEVICE, "%s (%s) has no OpenCL C compiler (CL_COMPILER_NOT_AVAILABLE)", c->name,
+                           dev_name);
     }
     cl_device_fp_config fp = 0;
     CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, NULL), err,
              "clGetDeviceInfo(CL_DEVICE_SINGLE_FP_CONFIG)");
     c->cr_divsqrt = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
     c->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
-    CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(c->max_wg), &c->max_wg, NULL),
-             err, "clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE)");
-    CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(c->max_alloc), &c->max_alloc,
-                             NULL), err, "clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
+    CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(c->max_wg), &c->max_wg, NULL), err,
+             "clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE)");
+    CL_CHECK(clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(c->max_alloc), &c->max_alloc, NULL), err,
+             "clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
 
     cl_int rc = CL_SUCCESS;
-    cl_context_properties props[] = { CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0 };
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties) c->platform, 0};
     c->context = clCreateContext(props, 1, &c->device, NULL, NULL, &rc);
     CL_CHECK(rc, err, "clCreateContext");
     /* in-order queue; no profiling (the core times ops with sync + wall clock) */
@@ -303,11 +270,13 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     const char * geo = c->opt_geometry;
     if (geo && geo[0]) {
         struct nf_cl_lin_geo g;
-        if (sscanf(geo, "%d %d %d %d %d %d", &g.tm, &g.tn, &g.tk, &g.wx, &g.wy, &g.vec) != 6 ||
-            g.tm < 1 || g.tn < 1 || g.tk < 1 || g.wx < 1 || g.wy < 1 || g.tm % g.wy || g.tn % g.wx ||
-            (g.vec != 0 && g.vec != 1) || (g.vec && g.tn != 4 * g.wx)) {
-            return nf__err_set(err, NF_ERR_ARG, "opencl.gemm_geometry=\"%s\": expected \"TM TN TK WX WY VEC\" "
-                               "with TM %% WY == 0, TN %% WX == 0, VEC 0/1 and TN == 4*WX when VEC", geo);
+        if (sscanf(geo, "%d %d %d %d %d %d", &g.tm, &g.tn, &g.tk, &g.wx, &g.wy, &g.vec) != 6 || g.tm < 1 || g.tn < 1 ||
+            g.tk < 1 || g.wx < 1 || g.wy < 1 || g.tm % g.wy || g.tn % g.wx || (g.vec != 0 && g.vec != 1) ||
+            (g.vec && g.tn != 4 * g.wx)) {
+            return nf__err_set(err, NF_ERR_ARG,
+                               "opencl.gemm_geometry=\"%s\": expected \"TM TN TK WX WY VEC\" "
+                               "with TM %% WY == 0, TN %% WX == 0, VEC 0/1 and TN == 4*WX when VEC",
+                               geo);
         }
         c->lin = g;
     }
@@ -322,17 +291,15 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
         char what[96];
         snprintf(what, sizeof(what), "clCreateKernel(%s)", nf__cl_k_names[i]);
         CL_CHECK(rc, err, what);
-        CL_CHECK(clGetKernelWorkGroupInfo(c->k[i], c->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                          sizeof(c->kwg[i]), &c->kwg[i], NULL), err,
-                 "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)");
+        CL_CHECK(clGetKernelWorkGroupInfo(c->k[i], c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(c->kwg[i]), &c->kwg[i],
+                                          NULL),
+                 err, "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)");
     }
-    c->ln_wg   = pow2_floor(c->kwg[K_LAYER_NORM] < 256 ? c->kwg[K_LAYER_NORM] : 256);
+    c->ln_wg = pow2_floor(c->kwg[K_LAYER_NORM] < 256 ? c->kwg[K_LAYER_NORM] : 256);
     c->sort_wg = pow2_floor(c->kwg[K_QUANTILE_SORT] < 256 ? c->kwg[K_QUANTILE_SORT] : 256);
 
     nf_backend * be = nf__backend_new(&cl_iface, c, c->name);
-    if (!be) {
-        return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
-    }
+    if (!be) { return nf__err_set(err, NF_ERR_NOMEM, "out of host memory"); }
     c->be = be;
     be->precision = NF_PRECISION_EXACT;
     snprintf(be->desc, sizeof(be->desc), "%s (%s, %s)", dev_name, plat_name, drv);
@@ -340,36 +307,38 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
              "opencl build options: %s; precision exact (no relaxed/fast math, FP_CONTRACT OFF, "
              "div/sqrt correctly rounded%s, exp/erf %s); %s",
              opts[0] ? opts : "(none)",
-             c->cr_divsqrt ? "" : (c->fp64 ? " via fp64" : " NOT guaranteed: device lacks "
-                                   "CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT and fp64"),
+             c->cr_divsqrt ? ""
+                           : (c->fp64 ? " via fp64"
+                                      : " NOT guaranteed: device lacks "
+                                        "CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT and fp64"),
              c->fp64 ? "via fp64, rounded once" : "OpenCL float built-ins (<= 3 / 16 ulp)", c->gemm_desc);
     *out = be;
     return NF_OK;
 }
 
-int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err)
-{
+int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err) {
     *out = NULL;
     const int precision = opts->precision;
     if (precision == NF_PRECISION_TF32) {
-        return nf__err_set(err, NF_ERR_ARG, "opencl:%d: precision tf32 is a CUDA-only mode "
-                           "(the OpenCL backend is exact fp32 only)", index);
+        return nf__err_set(err, NF_ERR_ARG,
+                           "opencl:%d: precision tf32 is a CUDA-only mode "
+                           "(the OpenCL backend is exact fp32 only)",
+                           index);
     }
     if (precision != NF_PRECISION_EXACT) {
         return nf__err_set(err, NF_ERR_ARG, "opencl:%d: unknown precision %d", index, precision);
     }
     struct nf_cl * c = calloc(1, sizeof(*c));
-    if (!c) {
-        return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
-    }
+    if (!c) { return nf__err_set(err, NF_ERR_NOMEM, "out of host memory"); }
     c->index = index;
     snprintf(c->name, sizeof(c->name), "opencl:%d", index);
     const char * v;
-    if (opts->cache_dir && snprintf(c->cache_dir, sizeof(c->cache_dir), "%s", opts->cache_dir) >= (int) sizeof(c->cache_dir)) {
+    if (opts->cache_dir &&
+        snprintf(c->cache_dir, sizeof(c->cache_dir), "%s", opts->cache_dir) >= (int) sizeof(c->cache_dir)) {
         cl_ctx_free(c);
         return nf__err_set(err, NF_ERR_ARG, "opencl:%d: cache directory name too long", index);
     }
-    if ((v = nf__opt(opts, "opencl.gemm")))          snprintf(c->opt_gemm, sizeof(c->opt_gemm), "%s", v);
+    if ((v = nf__opt(opts, "opencl.gemm"))) snprintf(c->opt_gemm, sizeof(c->opt_gemm), "%s", v);
     if ((v = nf__opt(opts, "opencl.gemm_geometry"))) snprintf(c->opt_geometry, sizeof(c->opt_geometry), "%s", v);
     if ((v = nf__opt(opts, "opencl.test_break_build"))) c->opt_break_build = strcmp(v, "1") == 0;
     int rc = cl_init(c, index, out, err);
@@ -377,9 +346,7 @@ int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_b
         cl_ctx_free(c);
         *out = NULL;
         /* messages from cl_enumerate / CL_CHECK do not name the device yet */
-        if (err && strncmp(err->msg, "opencl:", 7) != 0) {
-            nf__err_prefix(err, "opencl:%d", index);
-        }
+        if (err && strncmp(err->msg, "opencl:", 7) != 0) { nf__err_prefix(err, "opencl:%d", index); }
         return rc;
     }
     return NF_OK;
@@ -387,8 +354,7 @@ int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_b
 
 /* ---- listing -------------------------------------------------------------------- */
 
-void nf__backend_opencl_list(FILE * f)
-{
+void nf__backend_opencl_list(FILE * f) {
     nf_err err;
     memset(&err, 0, sizeof(err));
     struct cl_dev_ref * refs = NULL;
@@ -419,13 +385,12 @@ void nf__backend_opencl_list(FILE * f)
             cu = 0;
         }
         fprintf(f, "  opencl:%d  %s  %.1f GiB, %u compute units, %s, driver %s\n", i, dn,
-                (double)mem / (1024.0 * 1024.0 * 1024.0), (unsigned)cu, dv, drv);
+                (double) mem / (1024.0 * 1024.0 * 1024.0), (unsigned) cu, dv, drv);
     }
     free(refs);
 }
 
-static int be_sync(nf_backend * be, nf_err * err)
-{
+static int be_sync(nf_backend * be, nf_err * err) {
     struct nf_cl * c = be->ctx;
     CL_CHECK(clFinish(c->queue), err, "clFinish");
     return NF_OK;
@@ -434,24 +399,21 @@ static int be_sync(nf_backend * be, nf_err * err)
 /* ---- vtable ---------------------------------------------------------------------- */
 
 /* every kernel's errors name the op */
-static int be_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err)
-{
+static int be_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
     int rc = k->run(be, op, err);
-    if (rc != NF_OK) {
-        nf__err_prefix(err, "op %s (%s)", nf__op_name(op->type), op->label ? op->label : "-");
-    }
+    if (rc != NF_OK) { nf__err_prefix(err, "op %s (%s)", nf__op_name(op->type), op->label ? op->label : "-"); }
     return rc;
 }
 
 static const struct nf_backend_i cl_iface = {
-    .kind         = "opencl",
-    .free         = be_free,
+    .kind = "opencl",
+    .free = be_free,
     .buffer_alloc = nf__cl_buffer_alloc,
-    .buffer_free  = nf__cl_buffer_free,
-    .upload       = nf__cl_upload,
-    .download     = nf__cl_download,
+    .buffer_free = nf__cl_buffer_free,
+    .upload = nf__cl_upload,
+    .download = nf__cl_download,
     .buffer_where = nf__cl_buffer_where,
-    .kernels      = nf__cl_kernels,
-    .launch       = be_launch,
-    .sync         = be_sync,
+    .kernels = nf__cl_kernels,
+    .launch = be_launch,
+    .sync = be_sync,
 };
