@@ -1,6 +1,6 @@
 /*
  * cuda-kernels.cu -- the CUDA backend's own kernels (everything but the
- * GEMMs, which go through cuBLAS in cuda.c).
+ * GEMMs, which go through cuBLAS in cuda-ops.c).
  *
  * Exactness rules (see src/core/nf-impl.h for each op's definition):
  *  - built WITHOUT -use_fast_math and WITH --fmad=false: nvcc contracts no

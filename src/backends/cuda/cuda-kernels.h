@@ -1,7 +1,7 @@
 /*
  * cuda-kernels.h -- launchers of the CUDA backend's kernels (cuda-kernels.cu).
  *
- * Plain C interface, so that the host side (cuda.c) is C11 compiled with the
+ * Plain C interface, so that the host side (cuda.c, cuda-ops.c) is C11 compiled with the
  * project's -Werror flags. In the launchers every pointer is a device pointer
  * that already includes the tensor's byte offset. Each launcher enqueues its kernels on
  * `st` (asynchronously) and returns cudaSuccess or the first launch error; on
@@ -44,8 +44,8 @@ cudaError_t nf__cuda_probe(const char ** kernel);
  *   int  nf__cuda_op_<name>(nf_backend *, const nf_op *, nf_err *)  the kernel
  *   bool nf__cuda_ok_<name>(nf_backend *, const nf_op *)            its limits
  * (the kernel-table types of nf-impl.h); this list declares them and puts
- * them in cuda.c's kernel table. LINEAR and ATTENTION, which drive cuBLAS
- * from the host, are in cuda.c itself. */
+ * them in cuda-ops.c's kernel table. LINEAR and ATTENTION, which drive cuBLAS
+ * from the host, are in cuda-ops.c itself. */
 #define NF_CUDA_DEVICE_OPS(X)         \
     X(QUANTILE, quantile)             \
     X(BUCKETIZE_NORM, bucketize_norm) \
@@ -59,14 +59,14 @@ cudaError_t nf__cuda_probe(const char ** kernel);
 NF_CUDA_DEVICE_OPS(NF__CUDA_DECLARE_OP)
 #undef NF__CUDA_DECLARE_OP
 
-/* What the ops above need of the backend (cuda.c): its stream, its scratch
+/* What the ops above need of the backend (cuda-ops.c): its stream, its scratch
  * (grown on demand; *size is what is available), the error of a failed
  * launch ("op NAME (label) on cuda:N: kernel K failed: ..."). */
 cudaStream_t nf__cuda_op_stream(nf_backend * be);
 int nf__cuda_op_scratch(nf_backend * be, size_t bytes, void ** out, size_t * size, nf_err * err);
 int nf__cuda_op_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err);
 
-/* ---- launchers used by the host-side ops (cuda.c) ------------------------ */
+/* ---- launchers used by the host-side ops (cuda-ops.c) -------------------- */
 
 /* LINEAR epilogue: t = s[r][o] (+ bias[o]); t = gelu(t) if act; 
  * y[r][o] = accumulate ? y[r][o] + t : t.  s may equal y (in place, then

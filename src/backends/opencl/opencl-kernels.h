@@ -1,6 +1,6 @@
 /*
  * opencl-kernels.h -- the embedded kernels.cl source and the launch geometry
- * that the host code must agree on with kernels.cl (shared by opencl.c and
+ * that the host code must agree on with kernels.cl (shared by opencl-*.c and
  * bench/opencl-gemm.c).
  */
 #ifndef NF_OPENCL_KERNELS_H
