@@ -32,12 +32,16 @@ int nf__cl_buffer_alloc(nf_backend * be, size_t size, void ** handle, nf_err * e
 }
 
 void nf__cl_buffer_free(nf_backend * be, void * handle) {
-    if (handle) { clReleaseMemObject((cl_mem) handle); }
+    if (handle) {
+        clReleaseMemObject((cl_mem) handle);
+    }
 }
 
 int nf__cl_upload(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err) {
     struct nf_cl * c = be->ctx;
-    if (n == 0) { return NF_OK; }
+    if (n == 0) {
+        return NF_OK;
+    }
     cl_int rc = clEnqueueWriteBuffer(c->queue, (cl_mem) handle, CL_TRUE, offs, n, src, 0, NULL, NULL);
     if (rc != CL_SUCCESS) {
         return nf__err_set(err, cl_rc_code(rc), "%s: clEnqueueWriteBuffer(%zu bytes at %zu): %s (%d)", c->name, n, offs,
@@ -48,7 +52,9 @@ int nf__cl_upload(nf_backend * be, void * handle, size_t offs, const void * src,
 
 int nf__cl_download(nf_backend * be, void * handle, size_t offs, void * dst, size_t n, nf_err * err) {
     struct nf_cl * c = be->ctx;
-    if (n == 0) { return NF_OK; }
+    if (n == 0) {
+        return NF_OK;
+    }
     cl_int rc = clEnqueueReadBuffer(c->queue, (cl_mem) handle, CL_TRUE, offs, n, dst, 0, NULL, NULL);
     if (rc != CL_SUCCESS) {
         return nf__err_set(err, cl_rc_code(rc), "%s: clEnqueueReadBuffer(%zu bytes at %zu): %s (%d)", c->name, n, offs,
@@ -79,8 +85,12 @@ int nf__cl_buffer_where(nf_backend * be, void * handle, char * out, size_t n, nf
 
 /* Grow a device buffer to at least size bytes (contents are not kept). */
 int nf__cl_reserve_buffer(struct nf_cl * c, cl_mem * buf, size_t * cur, size_t size, const char * what, nf_err * err) {
-    if (size == 0) { size = 4; }
-    if (*buf && *cur >= size) { return NF_OK; }
+    if (size == 0) {
+        size = 4;
+    }
+    if (*buf && *cur >= size) {
+        return NF_OK;
+    }
     if (size > c->max_alloc) {
         return nf__err_set(err, NF_ERR_NOMEM,
                            "%s: %s buffer of %zu bytes exceeds "

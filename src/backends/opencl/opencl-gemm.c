@@ -23,8 +23,12 @@
 static int contains_ci(const char * hay, const char * needle) {
     for (const char * h = hay; *h; h++) {
         size_t i = 0;
-        while (needle[i] && h[i] && (h[i] | 0x20) == (needle[i] | 0x20)) { i++; }
-        if (!needle[i]) { return 1; }
+        while (needle[i] && h[i] && (h[i] | 0x20) == (needle[i] | 0x20)) {
+            i++;
+        }
+        if (!needle[i]) {
+            return 1;
+        }
     }
     return 0;
 }
@@ -82,7 +86,9 @@ bool nf__cl_sup_linear(nf_backend * be, const nf_op * op) {
         (op->n_src >= 3 && !is_f32(&op->src[2]))) {
         return false;
     }
-    if (p->act != NF_ACT_NONE && p->act != NF_ACT_GELU) { return false; }
+    if (p->act != NF_ACT_NONE && p->act != NF_ACT_GELU) {
+        return false;
+    }
     return fits_int(p->m) && fits_int(p->n) && fits_int(p->k) &&
            (c->use_clblast || c->kwg[K_LINEAR] >= (size_t) c->lin.wx * c->lin.wy);
 }
@@ -91,7 +97,9 @@ bool nf__cl_sup_linear(nf_backend * be, const nf_op * op) {
 
 #ifdef NF_HAVE_CLBLAST
 static const char * clblast_status_name(CLBlastStatusCode s) {
-    if ((int) s > -1000) { return nf__cl_err_name((cl_int) s); /* CLBlast passes OpenCL codes through */ }
+    if ((int) s > -1000) {
+        return nf__cl_err_name((cl_int) s); /* CLBlast passes OpenCL codes through */
+    }
     switch (s) {
 #define E(x) \
     case x: return #x
@@ -128,7 +136,9 @@ static int op_linear_clblast(nf_backend * be, const nf_op * op, nf_err * err) {
     const nf_tensor * y = &op->dst[0];
     const struct nf_linear_params * p = &op->p.linear;
     const size_t M = (size_t) p->m, N = (size_t) p->n, K = (size_t) p->k;
-    if (M == 0) { return NF_OK; }
+    if (M == 0) {
+        return NF_OK;
+    }
     size_t mc = NF_CL_GEMM_CHUNK_BYTES / sizeof(float) / N;
     mc = mc < 1 ? 1 : mc > M ? M : mc;
     NF_TRY(nf__cl_ensure_scratch(c, mc * N * sizeof(float), err));
@@ -145,7 +155,9 @@ static int op_linear_clblast(nf_backend * be, const nf_op * op, nf_err * err) {
         }
         if (need > 0) {
             int rr = nf__cl_reserve_buffer(c, &c->gemm_tmp, &c->gemm_tmp_size, need, "CLBlast temp", err);
-            if (rr != NF_OK) { return rr; }
+            if (rr != NF_OK) {
+                return rr;
+            }
         }
         st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, rows, N, K,
                                         1.0f, tmem(x), a_off, (size_t) p->ldx, tmem(W), (size_t) toff(W), K, 0.0f,
@@ -168,7 +180,9 @@ static int op_linear_clblast(nf_backend * be, const nf_op * op, nf_err * err) {
 int nf__cl_op_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
 #ifdef NF_HAVE_CLBLAST
-    if (c->use_clblast) { return op_linear_clblast(be, op, err); }
+    if (c->use_clblast) {
+        return op_linear_clblast(be, op, err);
+    }
 #endif
     const nf_tensor * x = &op->src[0];
     const nf_tensor * W = &op->src[1];

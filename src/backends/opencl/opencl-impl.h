@@ -117,7 +117,9 @@ struct nf_cl {
 /* a device info string, "?" when the query fails */
 static inline void nf__cl_dev_str(cl_device_id d, cl_device_info what, char * out, size_t n) {
     out[0] = '\0';
-    if (clGetDeviceInfo(d, what, n, out, NULL) != CL_SUCCESS) { snprintf(out, n, "?"); }
+    if (clGetDeviceInfo(d, what, n, out, NULL) != CL_SUCCESS) {
+        snprintf(out, n, "?");
+    }
     out[n - 1] = '\0';
 }
 
@@ -187,7 +189,9 @@ static inline int64_t dim(const nf_tensor * t, int i) { return i < t->ndim ? t->
 
 static inline int64_t cols(const nf_tensor * t) {
     int64_t n = 1;
-    for (int i = 1; i < t->ndim; i++) { n *= t->ne[i]; }
+    for (int i = 1; i < t->ndim; i++) {
+        n *= t->ne[i];
+    }
     return n;
 }
 

@@ -13,9 +13,13 @@ int nf__cl_launch(struct nf_cl * c, int kid, const struct karg * a, int na, cl_u
                   const size_t * lws, nf_err * err) {
     size_t gws[3];
     for (cl_uint d = 0; d < dims; d++) {
-        if (gws_in[d] == 0) { return NF_OK; /* nothing to do */ }
+        if (gws_in[d] == 0) {
+            return NF_OK; /* nothing to do */
+        }
         gws[d] = gws_in[d];
-        if (lws) { gws[d] = (gws[d] + lws[d] - 1) / lws[d] * lws[d]; }
+        if (lws) {
+            gws[d] = (gws[d] + lws[d] - 1) / lws[d] * lws[d];
+        }
     }
     char what[96];
     for (int i = 0; i < na; i++) {
@@ -38,7 +42,9 @@ int nf__cl_launch(struct nf_cl * c, int kid, const struct karg * a, int na, cl_u
 /* per-op limits of the kernels below (the dispatcher has validated the op) */
 static bool sup_quantile(nf_backend * be, const nf_op * op) {
     const struct nf_quantile_params * p = &op->p.quantile;
-    if (op->n_src < 1 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->dst[0])) { return false; }
+    if (op->n_src < 1 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->dst[0])) {
+        return false;
+    }
     const int64_t n = dim(&op->src[0], 0);
     return n >= 1 && n <= (1 << 24) && fits_int(cols(&op->src[0])) && p->nq >= 1 && p->q_denom >= 1;
 }
@@ -48,7 +54,9 @@ static bool sup_bucketize(nf_backend * be, const nf_op * op) {
         return false;
     }
     const int64_t n_s = dim(&op->src[0], 0);
-    if (n_s < 1 || !fits_int(n_s) || !fits_int(cols(&op->src[0])) || !fits_int(cols(&op->src[2]))) { return false; }
+    if (n_s < 1 || !fits_int(n_s) || !fits_int(cols(&op->src[0])) || !fits_int(cols(&op->src[2]))) {
+        return false;
+    }
     if (op->n_src >= 2 && has_tensor(&op->src[1]) && nf__tensor_numel(&op->src[1]) > 0) {
         return op->n_dst >= 2 && is_f32(&op->src[1]) && is_f32(&op->dst[1]);
     }
@@ -99,10 +107,14 @@ static int op_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t n = dim(x, 0);
     const int64_t F = cols(x);
     size_t P = 1;
-    while ((int64_t) P < n) { P *= 2; }
+    while ((int64_t) P < n) {
+        P *= 2;
+    }
     NF_TRY(nf__cl_ensure_scratch(c, (size_t) F * P * sizeof(float), err));
     size_t wg = c->sort_wg;
-    if (wg > P / 2) { wg = P / 2 > 0 ? P / 2 : 1; }
+    if (wg > P / 2) {
+        wg = P / 2 > 0 ? P / 2 : 1;
+    }
     const size_t gs[1] = {(size_t) F * wg};
     const size_t ls[1] = {wg};
     NF_TRY(LAUNCH(c, K_QUANTILE_SORT, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KINT(n), KINT(F), KMEM(c->scratch),

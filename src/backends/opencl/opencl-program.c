@@ -50,7 +50,9 @@ static int mkdirs(char * path) {
             *p = '/';
         }
     }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) { return -1; }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        return -1;
+    }
     return 0;
 }
 
@@ -59,7 +61,9 @@ static int mkdirs(char * path) {
 /* Try to load a cached binary and build it. Returns the program or NULL. */
 static cl_program cache_load(struct nf_cl * c, const char * path, uint64_t hash, const char * opts) {
     FILE * f = fopen(path, "rb");
-    if (!f) { return NULL; }
+    if (!f) {
+        return NULL;
+    }
     char magic[8];
     uint64_t h = 0, len = 0;
     unsigned char * bin = NULL;
@@ -69,14 +73,18 @@ static cl_program cache_load(struct nf_cl * c, const char * path, uint64_t hash,
         goto done;
     }
     bin = malloc((size_t) len);
-    if (!bin || fread(bin, 1, (size_t) len, f) != (size_t) len) { goto done; }
+    if (!bin || fread(bin, 1, (size_t) len, f) != (size_t) len) {
+        goto done;
+    }
     {
         size_t sz = (size_t) len;
         const unsigned char * bp = bin;
         cl_int st = CL_SUCCESS, rc = CL_SUCCESS;
         prog = clCreateProgramWithBinary(c->context, 1, &c->device, &sz, &bp, &st, &rc);
         if (rc != CL_SUCCESS || st != CL_SUCCESS) {
-            if (prog) { clReleaseProgram(prog); }
+            if (prog) {
+                clReleaseProgram(prog);
+            }
             prog = NULL;
             goto done;
         }
@@ -98,7 +106,9 @@ static void cache_store(struct nf_cl * c, const char * dir, const char * path, u
         return;
     }
     unsigned char * bin = malloc(sz);
-    if (!bin) { return; }
+    if (!bin) {
+        return;
+    }
     unsigned char * bins[1] = {bin};
     if (clGetProgramInfo(c->program, CL_PROGRAM_BINARIES, sizeof(bins), bins, NULL) != CL_SUCCESS) {
         free(bin);
@@ -120,7 +130,9 @@ static void cache_store(struct nf_cl * c, const char * dir, const char * path, u
     int ok = fwrite(NF_CL_CACHE_MAGIC, 1, 8, f) == 8 && fwrite(&hash, sizeof(hash), 1, f) == 1 &&
              fwrite(&len, sizeof(len), 1, f) == 1 && fwrite(bin, 1, sz, f) == sz;
     ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) { remove(tmp); }
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+    }
     free(bin);
 }
 
@@ -142,12 +154,16 @@ void nf__cl_build_options(const struct nf_cl * c, const char * clc_version, char
         int nf__w = snprintf(out + w, n - w, "%s%s", w ? " " : "", (s)); \
         if (nf__w > 0 && (size_t) nf__w < n - w) w += (size_t) nf__w;    \
     } while (0)
-    if (maj > 1 || (maj == 1 && min >= 2)) { APPEND("-cl-std=CL1.2"); }
+    if (maj > 1 || (maj == 1 && min >= 2)) {
+        APPEND("-cl-std=CL1.2");
+    }
     if (c->cr_divsqrt) {
         APPEND("-cl-fp32-correctly-rounded-divide-sqrt");
         APPEND("-DNF_CR_DIVSQRT=1");
     }
-    if (c->fp64) { APPEND("-DNF_FP64=1"); }
+    if (c->fp64) {
+        APPEND("-DNF_FP64=1");
+    }
     char geo[160];
     snprintf(geo, sizeof(geo),
              "-DNF_LIN_TM=%d -DNF_LIN_TN=%d -DNF_LIN_TK=%d -DNF_LIN_WX=%d -DNF_LIN_WY=%d -DNF_LIN_VEC=%d", c->lin.tm,
@@ -163,9 +179,13 @@ int nf__cl_build_program(struct nf_cl * c, const char * opts, char * dev_name, c
     static const char broken_line[] = "\n/* opencl.test_break_build=1 */ this is not OpenCL C ;\n";
     size_t len = nf__opencl_kernels_src_len + (broken ? sizeof(broken_line) - 1 : 0);
     char * src = malloc(len + 1);
-    if (!src) { return nf__err_set(err, NF_ERR_NOMEM, "out of host memory"); }
+    if (!src) {
+        return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
+    }
     memcpy(src, nf__opencl_kernels_src, nf__opencl_kernels_src_len);
-    if (broken) { memcpy(src + nf__opencl_kernels_src_len, broken_line, sizeof(broken_line) - 1); }
+    if (broken) {
+        memcpy(src + nf__opencl_kernels_src_len, broken_line, sizeof(broken_line) - 1);
+    }
     src[len] = '\0';
 
     uint64_t hash = 1469598103934665603ULL;
@@ -206,12 +226,16 @@ int nf__cl_build_program(struct nf_cl * c, const char * opts, char * dev_name, c
         /* keep the tail of the log: the message buffer is 4 KiB */
         const char * shown = log ? log : "(no build log)";
         size_t sl = strlen(shown);
-        if (sl > 3000) { shown += sl - 3000; }
+        if (sl > 3000) {
+            shown += sl - 3000;
+        }
         nf__err_set(err, NF_ERR_DEVICE, "kernel build failed (clBuildProgram: %s (%d), options \"%s\")%s:\n%s",
                     nf__cl_err_name(rc), (int) rc, opts, broken ? " [opencl.test_break_build=1]" : "", shown);
         free(log);
         return NF_ERR_DEVICE;
     }
-    if (have_cache) { cache_store(c, dir, path, hash); }
+    if (have_cache) {
+        cache_store(c, dir, path, hash);
+    }
     return NF_OK;
 }

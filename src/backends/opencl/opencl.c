@@ -116,11 +116,15 @@ static int cl_enumerate(struct cl_dev_ref ** out, int * n_out, nf_err * err) {
     cl_uint np = 0;
     cl_int rc = clGetPlatformIDs(0, NULL, &np);
     if (rc != CL_SUCCESS || np == 0) {
-        if (rc == CL_SUCCESS) { rc = CL_PLATFORM_NOT_FOUND_KHR; }
+        if (rc == CL_SUCCESS) {
+            rc = CL_PLATFORM_NOT_FOUND_KHR;
+        }
         return nf__err_set(err, NF_ERR_DEVICE, "no OpenCL platform found (clGetPlatformIDs: %s)", nf__cl_err_name(rc));
     }
     cl_platform_id * plats = calloc(np, sizeof(*plats));
-    if (!plats) { return nf__err_set(err, NF_ERR_NOMEM, "out of host memory"); }
+    if (!plats) {
+        return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
+    }
     rc = clGetPlatformIDs(np, plats, NULL);
     if (rc != CL_SUCCESS) {
         free(plats);
@@ -171,17 +175,27 @@ static int cl_enumerate(struct cl_dev_ref ** out, int * n_out, nf_err * err) {
 
 static void plat_str(cl_platform_id p, cl_platform_info what, char * out, size_t n) {
     out[0] = '\0';
-    if (clGetPlatformInfo(p, what, n, out, NULL) != CL_SUCCESS) { snprintf(out, n, "?"); }
+    if (clGetPlatformInfo(p, what, n, out, NULL) != CL_SUCCESS) {
+        snprintf(out, n, "?");
+    }
     out[n - 1] = '\0';
 }
 
 /* ---- init / free -------------------------------------------------------------- */
 
 static void cl_ctx_free(struct nf_cl * c) {
-    if (!c) { return; }
-    if (c->queue) { clFinish(c->queue); }
-    if (c->scratch) { clReleaseMemObject(c->scratch); }
-    if (c->gemm_tmp) { clReleaseMemObject(c->gemm_tmp); }
+    if (!c) {
+        return;
+    }
+    if (c->queue) {
+        clFinish(c->queue);
+    }
+    if (c->scratch) {
+        clReleaseMemObject(c->scratch);
+    }
+    if (c->gemm_tmp) {
+        clReleaseMemObject(c->gemm_tmp);
+    }
 #ifdef NF_HAVE_CLBLAST
     if (c->use_clblast) {
         /* CLBlast's program cache holds references to our context */
@@ -189,11 +203,19 @@ static void cl_ctx_free(struct nf_cl * c) {
     }
 #endif
     for (int i = 0; i < K_COUNT; i++) {
-        if (c->k[i]) { clReleaseKernel(c->k[i]); }
+        if (c->k[i]) {
+            clReleaseKernel(c->k[i]);
+        }
     }
-    if (c->program) { clReleaseProgram(c->program); }
-    if (c->queue) { clReleaseCommandQueue(c->queue); }
-    if (c->context) { clReleaseContext(c->context); }
+    if (c->program) {
+        clReleaseProgram(c->program);
+    }
+    if (c->queue) {
+        clReleaseCommandQueue(c->queue);
+    }
+    if (c->context) {
+        clReleaseContext(c->context);
+    }
     free(c);
 }
 
@@ -204,7 +226,9 @@ static void be_free(nf_backend * be) {
 
 static size_t pow2_floor(size_t v) {
     size_t p = 1;
-    while (p * 2 <= v) { p *= 2; }
+    while (p * 2 <= v) {
+        p *= 2;
+    }
     return p;
 }
 
@@ -299,7 +323,9 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
     c->sort_wg = pow2_floor(c->kwg[K_QUANTILE_SORT] < 256 ? c->kwg[K_QUANTILE_SORT] : 256);
 
     nf_backend * be = nf__backend_new(&cl_iface, c, c->name);
-    if (!be) { return nf__err_set(err, NF_ERR_NOMEM, "out of host memory"); }
+    if (!be) {
+        return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
+    }
     c->be = be;
     be->precision = NF_PRECISION_EXACT;
     snprintf(be->desc, sizeof(be->desc), "%s (%s, %s)", dev_name, plat_name, drv);
@@ -329,7 +355,9 @@ int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_b
         return nf__err_set(err, NF_ERR_ARG, "opencl:%d: unknown precision %d", index, precision);
     }
     struct nf_cl * c = calloc(1, sizeof(*c));
-    if (!c) { return nf__err_set(err, NF_ERR_NOMEM, "out of host memory"); }
+    if (!c) {
+        return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
+    }
     c->index = index;
     snprintf(c->name, sizeof(c->name), "opencl:%d", index);
     const char * v;
@@ -346,7 +374,9 @@ int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_b
         cl_ctx_free(c);
         *out = NULL;
         /* messages from cl_enumerate / CL_CHECK do not name the device yet */
-        if (err && strncmp(err->msg, "opencl:", 7) != 0) { nf__err_prefix(err, "opencl:%d", index); }
+        if (err && strncmp(err->msg, "opencl:", 7) != 0) {
+            nf__err_prefix(err, "opencl:%d", index);
+        }
         return rc;
     }
     return NF_OK;
@@ -401,7 +431,9 @@ static int be_sync(nf_backend * be, nf_err * err) {
 /* every kernel's errors name the op */
 static int be_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
     int rc = k->run(be, op, err);
-    if (rc != NF_OK) { nf__err_prefix(err, "op %s (%s)", nf__op_name(op->type), op->label ? op->label : "-"); }
+    if (rc != NF_OK) {
+        nf__err_prefix(err, "op %s (%s)", nf__op_name(op->type), op->label ? op->label : "-");
+    }
     return rc;
 }
 
