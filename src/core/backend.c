@@ -15,13 +15,16 @@ nf_backend * nf__backend_new(const struct nf_backend_i * iface, void * ctx, cons
     nf_backend * be = calloc(1, sizeof(*be));
     if (!be) return NULL;
     be->iface = iface;
-    be->ctx   = ctx;
+    be->ctx = ctx;
     snprintf(be->name, sizeof(be->name), "%s", name);
     return be;
 }
 
 static int nf__parse_index(const char * s, int * idx) {
-    if (*s == '\0') { *idx = 0; return 1; }
+    if (*s == '\0') {
+        *idx = 0;
+        return 1;
+    }
     if (*s != ':') return 0;
     s++;
     if (*s < '0' || *s > '9') return 0;
@@ -61,8 +64,7 @@ int nf_backend_init_opts(const char * device, const struct nf_backend_opts * opt
         NF_TRY(nf__opts_check(opts, "cuda", known, err));
         return nf__backend_cuda_init(idx, opts, out, err);
     }
-    return nf__err_set(err, NF_ERR_DEVICE,
-                       "unknown device '%s' (expected cpu, opencl[:N] or cuda[:N])", device);
+    return nf__err_set(err, NF_ERR_DEVICE, "unknown device '%s' (expected cpu, opencl[:N] or cuda[:N])", device);
 }
 
 void * nf__backend_host_scratch(nf_backend * be, size_t bytes) {
@@ -84,16 +86,14 @@ void nf_backend_free(nf_backend * be) {
     free(be);
 }
 
-const char * nf_backend_name(const nf_backend * be)        { return be->name; }
-const char * nf_backend_kind(const nf_backend * be)        { return be->iface->kind; }
+const char * nf_backend_name(const nf_backend * be) { return be->name; }
+const char * nf_backend_kind(const nf_backend * be) { return be->iface->kind; }
 const char * nf_backend_description(const nf_backend * be) { return be->desc; }
-int          nf_backend_precision(const nf_backend * be)   { return be->precision; }
+int nf_backend_precision(const nf_backend * be) { return be->precision; }
 const char * nf_backend_precision_detail(const nf_backend * be) { return be->precision_detail; }
 const char * nf_backend_warning(const nf_backend * be) { return be->warning; }
 
-int nf_backend_sync(nf_backend * be, nf_err * err) {
-    return be->iface->sync ? be->iface->sync(be, err) : NF_OK;
-}
+int nf_backend_sync(nf_backend * be, nf_err * err) { return be->iface->sync ? be->iface->sync(be, err) : NF_OK; }
 
 char * nf_devices_describe(nf_err * err) {
     char * text = NULL;
@@ -141,7 +141,10 @@ void nf__backend_cuda_list(FILE * f) { fprintf(f, "cuda: not compiled in\n"); }
 
 /* Operand i of a spec string ("x:f W:f bias:f?", see nf-ops.def): its dtype
  * letter and flags. Returns 0 when the spec has fewer operands. */
-struct nf__opnd { char type; int optional, nullable; };
+struct nf__opnd {
+    char type;
+    int optional, nullable;
+};
 static int nf__opnd_spec(const char * spec, int i, struct nf__opnd * o) {
     const char * s = spec;
     for (;;) {
@@ -149,7 +152,7 @@ static int nf__opnd_spec(const char * spec, int i, struct nf__opnd * o) {
         if (!*s) return 0;
         const char * colon = s;
         while (*colon && *colon != ':' && *colon != ' ') colon++;
-        if (*colon != ':') return 0;   /* malformed spec: caught by the tests */
+        if (*colon != ':') return 0; /* malformed spec: caught by the tests */
         if (i-- == 0) {
             o->type = colon[1];
             o->optional = o->nullable = 0;
@@ -174,15 +177,16 @@ static void nf__opnd_count(const char * spec, int * lo, int * hi) {
 }
 
 int nf__op_check(nf_backend * be, const nf_op * op, nf_err * err) {
-    if ((int) op->type < 0 || op->type >= NF_OP_COUNT) return NF__OPERR(NF_ERR_UNSUPPORTED, "unknown op type %d", (int) op->type);
+    if ((int) op->type < 0 || op->type >= NF_OP_COUNT)
+        return NF__OPERR(NF_ERR_UNSUPPORTED, "unknown op type %d", (int) op->type);
     const struct nf_op_info * info = &nf__op_table[op->type];
     int slo, shi, dlo, dhi;
     nf__opnd_count(info->src, &slo, &shi);
     nf__opnd_count(info->dst, &dlo, &dhi);
-    if (op->n_src < slo || op->n_src > shi || op->n_dst < dlo || op->n_dst > dhi ||
-        op->n_src > NF_OP_MAX_SRC || op->n_dst > NF_OP_MAX_DST) {
-        return NF__OPERR(NF_ERR_ARG, "expects operands (%s) -> (%s), got %d src and %d dst",
-                         info->src, info->dst, op->n_src, op->n_dst);
+    if (op->n_src < slo || op->n_src > shi || op->n_dst < dlo || op->n_dst > dhi || op->n_src > NF_OP_MAX_SRC ||
+        op->n_dst > NF_OP_MAX_DST) {
+        return NF__OPERR(NF_ERR_ARG, "expects operands (%s) -> (%s), got %d src and %d dst", info->src, info->dst,
+                         op->n_src, op->n_dst);
     }
     /* placement: every operand must live on the run's device */
     for (int i = 0; i < op->n_src + op->n_dst; i++) {
@@ -193,16 +197,17 @@ int nf__op_check(nf_backend * be, const nf_op * op, nf_err * err) {
         struct nf__opnd o = {0};
         nf__opnd_spec(is_src ? info->src : info->dst, ri, &o);
         if (!t->buf) {
-            if (o.nullable) continue;   /* the validator says whether it may be absent */
+            if (o.nullable) continue; /* the validator says whether it may be absent */
             return NF__OPERR(NF_ERR_ARG, "%s[%d] has no buffer", role, ri);
         }
         if (t->buf->be != be) {
             return NF__OPERR(NF_ERR_PLACEMENT,
-                             "%s[%d] '%s' lives on %s, not on %s; nofall never copies operands implicitly",
-                             role, ri, t->name ? t->name : "?", t->buf->be->name, be->name);
+                             "%s[%d] '%s' lives on %s, not on %s; nofall never copies operands implicitly", role, ri,
+                             t->name ? t->name : "?", t->buf->be->name, be->name);
         }
         if (t->offs + nf__tensor_nbytes(t) > t->buf->size) {
-            return NF__OPERR(NF_ERR_SHAPE, "%s[%d] '%s' extends past the end of its buffer", role, ri, t->name ? t->name : "?");
+            return NF__OPERR(NF_ERR_SHAPE, "%s[%d] '%s' extends past the end of its buffer", role, ri,
+                             t->name ? t->name : "?");
         }
         if ((o.type == 'f' && t->type != NF_F32) || (o.type == 'i' && t->type != NF_I32)) {
             return NF__OPERR(NF_ERR_ARG, "%s[%d] '%s' must be %s", role, ri, t->name ? t->name : "?",

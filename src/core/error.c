@@ -5,19 +5,19 @@
 #include <string.h>
 
 static const char * const nf__result_names[NF_RESULT_COUNT] = {
-    [NF_OK]              = "NF_OK",
-    [NF_ERR_GENERIC]     = "NF_ERR_GENERIC",
-    [NF_ERR_IO]          = "NF_ERR_IO",
-    [NF_ERR_FORMAT]      = "NF_ERR_FORMAT",
-    [NF_ERR_CHECKPOINT]  = "NF_ERR_CHECKPOINT",
-    [NF_ERR_SHAPE]       = "NF_ERR_SHAPE",
-    [NF_ERR_INPUT]       = "NF_ERR_INPUT",
-    [NF_ERR_NOMEM]       = "NF_ERR_NOMEM",
-    [NF_ERR_DEVICE]      = "NF_ERR_DEVICE",
+    [NF_OK] = "NF_OK",
+    [NF_ERR_GENERIC] = "NF_ERR_GENERIC",
+    [NF_ERR_IO] = "NF_ERR_IO",
+    [NF_ERR_FORMAT] = "NF_ERR_FORMAT",
+    [NF_ERR_CHECKPOINT] = "NF_ERR_CHECKPOINT",
+    [NF_ERR_SHAPE] = "NF_ERR_SHAPE",
+    [NF_ERR_INPUT] = "NF_ERR_INPUT",
+    [NF_ERR_NOMEM] = "NF_ERR_NOMEM",
+    [NF_ERR_DEVICE] = "NF_ERR_DEVICE",
     [NF_ERR_UNSUPPORTED] = "NF_ERR_UNSUPPORTED",
-    [NF_ERR_PLACEMENT]   = "NF_ERR_PLACEMENT",
-    [NF_ERR_ARG]         = "NF_ERR_ARG",
-    [NF_ERR_MISMATCH]    = "NF_ERR_MISMATCH",
+    [NF_ERR_PLACEMENT] = "NF_ERR_PLACEMENT",
+    [NF_ERR_ARG] = "NF_ERR_ARG",
+    [NF_ERR_MISMATCH] = "NF_ERR_MISMATCH",
 };
 
 const char * nf_result_name(int code) {
@@ -52,7 +52,7 @@ int nf__err_prefix(nf_err * err, const char * fmt, ...) {
 const char * nf_precision_name(int precision) {
     switch (precision) {
         case NF_PRECISION_EXACT: return "exact-fp32";
-        case NF_PRECISION_TF32:  return "tf32";
-        default:                 return "unknown";
+        case NF_PRECISION_TF32: return "tf32";
+        default: return "unknown";
     }
 }

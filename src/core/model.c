@@ -18,7 +18,8 @@ int nf_model_type_count(void) { return NF_N_MODELS; }
 const char * nf_model_type_name(int i) { return i >= 0 && i < NF_N_MODELS ? nf__models[i]->type : NULL; }
 
 const struct nf_model_i * nf__model_find(const char * type) {
-    for (int i = 0; i < NF_N_MODELS; i++) if (strcmp(nf__models[i]->type, type) == 0) return nf__models[i];
+    for (int i = 0; i < NF_N_MODELS; i++)
+        if (strcmp(nf__models[i]->type, type) == 0) return nf__models[i];
     return NULL;
 }
 
@@ -45,19 +46,24 @@ int nf__config_enum(const cJSON * doc, const char * key, const char * path, cons
     const cJSON * v = cJSON_GetObjectItemCaseSensitive(doc, key);
     if (!cJSON_IsString(v)) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: missing string \"%s\"", path, key);
     for (int i = 0; i < n; i++) {
-        if (strcmp(v->valuestring, names[i]) == 0) { *out = i; return NF_OK; }
+        if (strcmp(v->valuestring, names[i]) == 0) {
+            *out = i;
+            return NF_OK;
+        }
     }
     char alts[512];
     size_t len = 0;
     alts[0] = '\0';
-    for (int i = 0; i < n; i++) nf__msg_append(alts, sizeof(alts), &len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+    for (int i = 0; i < n; i++)
+        nf__msg_append(alts, sizeof(alts), &len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
     return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: unknown %s \"%s\" (%s)", path, key, v->valuestring, alts);
 }
 
 int nf__option_int(const char * key, const char * value, int * out, nf_err * err) {
     char * end = NULL;
     long v = strtol(value, &end, 10);
-    if (!*value || *end || v < -2147483647L || v > 2147483647L) return nf__err_set(err, NF_ERR_ARG, "--%s takes an integer, got '%s'", key, value);
+    if (!*value || *end || v < -2147483647L || v > 2147483647L)
+        return nf__err_set(err, NF_ERR_ARG, "--%s takes an integer, got '%s'", key, value);
     *out = (int) v;
     return NF_OK;
 }
@@ -72,24 +78,34 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
     NF_TRY(nf__json_read_file(path, &doc, err));
     int rc = NF_OK;
     const struct nf_model_i * iface = NULL;
-    if (!cJSON_IsObject(doc)) { rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: not a JSON object", path); goto done; }
+    if (!cJSON_IsObject(doc)) {
+        rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: not a JSON object", path);
+        goto done;
+    }
     const cJSON * type = cJSON_GetObjectItemCaseSensitive(doc, "model_type");
     if (!type) {
-        iface = &nf__mitra_model;   /* Mitra's official config.json has no model_type */
+        iface = &nf__mitra_model; /* Mitra's official config.json has no model_type */
     } else if (!cJSON_IsString(type)) {
         rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"model_type\" must be a string", path);
         goto done;
     } else if (!(iface = nf__model_find(type->valuestring))) {
         char known[256];
         nf__model_types(known, sizeof(known));
-        rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: model_type \"%s\" is not supported (known: %s)", path, type->valuestring, known);
+        rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: model_type \"%s\" is not supported (known: %s)", path,
+                         type->valuestring, known);
         goto done;
     }
     nf_model * m = calloc(1, sizeof(*m));
-    if (!m) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+    if (!m) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     m->iface = iface;
     rc = iface->load(be, dir, doc, path, &m->impl, err);
-    if (rc != NF_OK) { free(m); goto done; }
+    if (rc != NF_OK) {
+        free(m);
+        goto done;
+    }
     *out = m;
 done:
     cJSON_Delete(doc);
@@ -106,13 +122,16 @@ void nf_model_free(nf_model * m) {
 
 const char * nf_model_type(const nf_model * m) { return m->iface->type; }
 int64_t nf_model_n_params(const nf_model * m) { return m->iface->weights(m->impl)->n_params; }
-int nf_model_config_item(const nf_model * m, int i, struct nf_config_item * out) { return m->iface->config_item(m->impl, i, out); }
+int nf_model_config_item(const nf_model * m, int i, struct nf_config_item * out) {
+    return m->iface->config_item(m->impl, i, out);
+}
 int nf_model_n_inputs(const nf_model * m) { return m->iface->n_inputs(m->impl); }
 const struct nf_input_desc * nf_model_input(const nf_model * m, int i) {
     return i >= 0 && i < m->iface->n_inputs(m->impl) ? m->iface->input(m->impl, i) : NULL;
 }
 const char * nf_model_output_name(const nf_model * m) { return m->iface->output_name; }
-int nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in, int * ndim, int64_t * shape, nf_err * err) {
+int nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in, int * ndim, int64_t * shape,
+                          nf_err * err) {
     return m->iface->output_shape(m->impl, in, n_in, ndim, shape, err);
 }
 
@@ -136,7 +155,9 @@ void nf_model_set_stage_callback(nf_model * m, int stages, nf_stage_fn fn, void 
     m->iface->set_stage_callback(m->impl, fn ? stages : NF_STAGES_NONE, fn, user);
 }
 int nf_model_stage_count(const nf_model * m) { return m->iface->stage_count(m->impl); }
-int nf_model_stage_name(const nf_model * m, int i, char * out, size_t n) { return m->iface->stage_name(m->impl, i, out, n); }
+int nf_model_stage_name(const nf_model * m, int i, char * out, size_t n) {
+    return m->iface->stage_name(m->impl, i, out, n);
+}
 
 int nf_model_forward(nf_model * m, const struct nf_array * in, int n_in, float * out, nf_err * err) {
     return m->iface->forward(m->impl, in, n_in, out, err);
@@ -149,8 +170,8 @@ void nf_model_release_workspace(nf_model * m) {
 /* ---- gen-weights ---------------------------------------------------------------------------- */
 
 int nf__model_gen_weights_ex(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
-                             const char * const * values, const char * perturb_key, float perturb_delta,
-                             char * summary, size_t summary_n, nf_err * err) {
+                             const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
+                             size_t summary_n, nf_err * err) {
     const struct nf_model_i * iface = nf__model_find(type);
     if (!iface) {
         char known[256];
@@ -159,7 +180,8 @@ int nf__model_gen_weights_ex(const char * type, const char * dir, uint64_t seed,
     }
     for (int i = 0; i < n; i++) {
         int ok = 0;
-        for (const struct nf_option_desc * o = iface->gen_options; o && o->name && !ok; o++) ok = strcmp(o->name, keys[i]) == 0;
+        for (const struct nf_option_desc * o = iface->gen_options; o && o->name && !ok; o++)
+            ok = strcmp(o->name, keys[i]) == 0;
         if (!ok) return nf__err_set(err, NF_ERR_ARG, "%s has no option '%s'", type, keys[i]);
     }
     char dummy[8];

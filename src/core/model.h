@@ -12,33 +12,37 @@
 struct cJSON;
 
 /* A gen-weights option of a model type: `--<name> VALUE` on the CLI. */
-struct nf_option_desc { const char * name; const char * help; };
+struct nf_option_desc {
+    const char * name;
+    const char * help;
+};
 
 struct nf_model_i {
-    const char * type;                 /* "mitra": config.json "model_type" */
+    const char * type; /* "mitra": config.json "model_type" */
     const char * description;
     /* build from the parsed config.json (at config_path) and DIR/model.safetensors */
-    int  (*load)(nf_backend * be, const char * dir, const struct cJSON * config, const char * config_path,
-                 void ** impl, nf_err * err);
+    int (*load)(nf_backend * be, const char * dir, const struct cJSON * config, const char * config_path, void ** impl,
+                nf_err * err);
     void (*free)(void * impl);
     const struct nf_weights * (*weights)(const void * impl);
-    int  (*config_item)(const void * impl, int i, struct nf_config_item * out);
-    int  (*n_inputs)(const void * impl);
+    int (*config_item)(const void * impl, int i, struct nf_config_item * out);
+    int (*n_inputs)(const void * impl);
     const struct nf_input_desc * (*input)(const void * impl, int i);
     const char * output_name;
-    int  (*output_shape)(const void * impl, const struct nf_array * in, int n_in, int * ndim, int64_t * shape, nf_err * err);
-    int  (*forward)(void * impl, const struct nf_array * in, int n_in, float * out, nf_err * err);
+    int (*output_shape)(const void * impl, const struct nf_array * in, int n_in, int * ndim, int64_t * shape,
+                        nf_err * err);
+    int (*forward)(void * impl, const struct nf_array * in, int n_in, float * out, nf_err * err);
     void (*release_workspace)(void * impl);
-    int  (*set_option)(void * impl, const char * key, int64_t value, nf_err * err);
-    int  (*stage_count)(const void * impl);
-    int  (*stage_name)(const void * impl, int i, char * out, size_t n);
+    int (*set_option)(void * impl, const char * key, int64_t value, nf_err * err);
+    int (*stage_count)(const void * impl);
+    int (*stage_name)(const void * impl, int i, char * out, size_t n);
     void (*set_stage_callback)(void * impl, int stages, nf_stage_fn fn, void * user);
     void (*placement)(const void * impl, struct nf_placement * out);
     /* gen-weights: options by name (values as text; NULL-terminated list) */
     const struct nf_option_desc * gen_options;
     /* writes DIR/config.json + DIR/model.safetensors; summary: the config in words */
-    int  (*gen_weights)(const char * dir, uint64_t seed, int n, const char * const * keys, const char * const * values,
-                        const char * perturb_key, float perturb_delta, char * summary, size_t summary_n, nf_err * err);
+    int (*gen_weights)(const char * dir, uint64_t seed, int n, const char * const * keys, const char * const * values,
+                       const char * perturb_key, float perturb_delta, char * summary, size_t summary_n, nf_err * err);
 };
 
 struct nf_model {
@@ -50,8 +54,8 @@ struct nf_model {
 const struct nf_model_i * nf__model_find(const char * type);
 /* gen-weights with one tensor shifted by delta (bisect tests); perturb_key may be NULL */
 int nf__model_gen_weights_ex(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
-                             const char * const * values, const char * perturb_key, float perturb_delta,
-                             char * summary, size_t summary_n, nf_err * err);
+                             const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
+                             size_t summary_n, nf_err * err);
 
 /* ---- config.json helpers: messages name the file and the key ------------------- */
 int nf__config_int(const struct cJSON * doc, const char * key, const char * path, int * out, nf_err * err);

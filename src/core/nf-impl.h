@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #ifdef __cplusplus
-extern "C" {   /* cuda-kernels.cu implements ops against this header */
+extern "C" { /* cuda-kernels.cu implements ops against this header */
 #endif
 
 /* ---- errors -------------------------------------------------------------- */
@@ -48,11 +48,13 @@ static inline uint64_t nf__rng_next(uint64_t * s) {
     return z ^ (z >> 31);
 }
 /* uniform in [0, 1) with 24 random bits: exact in float */
-static inline float nf__rng_unif(uint64_t * s) {
-    return (float) (nf__rng_next(s) >> 40) * (1.0f / 16777216.0f);
-}
+static inline float nf__rng_unif(uint64_t * s) { return (float) (nf__rng_next(s) >> 40) * (1.0f / 16777216.0f); }
 
-#define NF_TRY(expr) do { int nf__rc = (expr); if (nf__rc != NF_OK) return nf__rc; } while (0)
+#define NF_TRY(expr)                        \
+    do {                                    \
+        int nf__rc = (expr);                \
+        if (nf__rc != NF_OK) return nf__rc; \
+    } while (0)
 
 /* ---- tensors --------------------------------------------------------------- */
 enum nf_dtype { NF_F32 = 0, NF_I32 = 1 };
@@ -61,30 +63,30 @@ size_t nf__dtype_size(enum nf_dtype t);
 #define NF_MAX_DIMS 4
 
 struct nf_buffer {
-    nf_backend * be;       /* the device that owns this memory            */
-    void       * handle;   /* host pointer / cl_mem / CUDA device pointer */
-    size_t       size;     /* bytes                                       */
-    char         where[32];/* where the memory lives, asked of the driver at
-                              allocation ("cpu", "cuda:0", ...)            */
+    nf_backend * be; /* the device that owns this memory            */
+    void * handle;   /* host pointer / cl_mem / CUDA device pointer */
+    size_t size;     /* bytes                                       */
+    char where[32];  /* where the memory lives, asked of the driver at
+                        allocation ("cpu", "cuda:0", ...)            */
 };
 
 typedef struct nf_tensor {
     struct nf_buffer * buf;
-    size_t        offs;            /* byte offset into buf                   */
+    size_t offs; /* byte offset into buf                   */
     enum nf_dtype type;
-    int           ndim;
-    int64_t       ne[NF_MAX_DIMS]; /* ne[0] is the OUTERMOST dim (numpy order) */
-    const char  * name;            /* for messages; may be NULL              */
-    bool          owner;           /* made by nf__tensor_alloc: frees buf. A view
-                                      (nf__tensor_view) is never an owner, so
-                                      freeing a view cannot free its owner's memory */
+    int ndim;
+    int64_t ne[NF_MAX_DIMS]; /* ne[0] is the OUTERMOST dim (numpy order) */
+    const char * name;       /* for messages; may be NULL              */
+    bool owner;              /* made by nf__tensor_alloc: frees buf. A view
+                                (nf__tensor_view) is never an owner, so
+                                freeing a view cannot free its owner's memory */
 } nf_tensor;
 
 int64_t nf__tensor_numel(const nf_tensor * t);
-size_t  nf__tensor_nbytes(const nf_tensor * t);
+size_t nf__tensor_nbytes(const nf_tensor * t);
 /* Allocate a new buffer on be holding one tensor of the given shape. */
-int  nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim,
-                      const int64_t * ne, const char * name, nf_err * err);
+int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim, const int64_t * ne,
+                     const char * name, nf_err * err);
 /* Frees t's buffer if t is its owner; a view (or NULL) is left alone. */
 void nf__tensor_free(nf_tensor * t);
 /* A view of t's buffer starting `elem_offs` elements after t's start. */
@@ -102,11 +104,14 @@ enum nf_op_type {
 };
 
 enum nf_label_mode { NF_LABEL_CLASS = 0, NF_LABEL_VALUE = 1, NF_LABEL_MASK = 2 };
-enum nf_act        { NF_ACT_NONE = 0, NF_ACT_GELU = 1 };
+enum nf_act { NF_ACT_NONE = 0, NF_ACT_GELU = 1 };
 
 #define NF__UNPAREN(...) __VA_ARGS__
 /* struct nf_<name>_params, one per op */
-#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) struct nf_##name##_params { NF__UNPAREN PARAMS };
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) \
+    struct nf_##name##_params {                              \
+        NF__UNPAREN PARAMS                                   \
+    };
 #include "nf-ops.def"
 
 union nf_op_params {
@@ -118,25 +123,25 @@ union nf_op_params {
 #define NF_OP_MAX_DST 2
 
 typedef struct nf_op {
-    enum nf_op_type     type;
-    const char        * label;   /* e.g. "layers.3.attention1" for traces */
-    int                 n_src, n_dst;
-    nf_tensor           src[NF_OP_MAX_SRC];
-    nf_tensor           dst[NF_OP_MAX_DST];
-    union nf_op_params  p;       /* p.<name>: the params of op `type` */
+    enum nf_op_type type;
+    const char * label; /* e.g. "layers.3.attention1" for traces */
+    int n_src, n_dst;
+    nf_tensor src[NF_OP_MAX_SRC];
+    nf_tensor dst[NF_OP_MAX_DST];
+    union nf_op_params p; /* p.<name>: the params of op `type` */
 } nf_op;
 
 /* One row of the op table (nf-ops.def), indexed by op type. */
 struct nf_op_info {
-    const char * name;        /* "LINEAR", ...                        */
-    const char * src, * dst;  /* operand specs, see nf-ops.def         */
+    const char * name;     /* "LINEAR", ...                        */
+    const char *src, *dst; /* operand specs, see nf-ops.def         */
     int (*validate)(nf_backend * be, const nf_op * op, nf_err * err);
     double (*flops)(const nf_op * op);
 };
 extern const struct nf_op_info nf__op_table[NF_OP_COUNT];
 
-const char * nf__op_name(enum nf_op_type t);   /* "LINEAR", ... */
-double       nf__op_flops(const nf_op * op);
+const char * nf__op_name(enum nf_op_type t); /* "LINEAR", ... */
+double nf__op_flops(const nf_op * op);
 /* Validate operand counts, devices, dtypes and that every strided access
  * stays inside each tensor; then ask the backend's kernel table; then compute
  * and record the op. */
@@ -155,68 +160,70 @@ int nf__op_err(nf_err * err, const nf_op * op, const nf_backend * be, int code, 
  * the backend lacks the op, NF_ERR_UNSUPPORTED at dispatch); `supports`, if
  * not NULL, may refuse an op that validated (e.g. a head_dim over a kernel's
  * limit), with the same error. */
-typedef int  (*nf_kernel_fn)(nf_backend * be, const nf_op * op, nf_err * err);
+typedef int (*nf_kernel_fn)(nf_backend * be, const nf_op * op, nf_err * err);
 typedef bool (*nf_supports_fn)(nf_backend * be, const nf_op * op);
 struct nf_kernel {
-    nf_kernel_fn   run;
+    nf_kernel_fn run;
     nf_supports_fn supports;
 };
 
 /* ---- backend vtable -------------------------------------------------------- */
 struct nf_backend_i {
-    const char * kind;   /* "cpu", "opencl", "cuda" */
+    const char * kind; /* "cpu", "opencl", "cuda" */
     void (*free)(nf_backend * be);
-    int  (*buffer_alloc)(nf_backend * be, size_t size, void ** handle, nf_err * err);
+    int (*buffer_alloc)(nf_backend * be, size_t size, void ** handle, nf_err * err);
     void (*buffer_free)(nf_backend * be, void * handle);
-    int  (*upload)(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err);
-    int  (*download)(nf_backend * be, void * handle, size_t offs, void * dst, size_t n, nf_err * err);
+    int (*upload)(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err);
+    int (*download)(nf_backend * be, void * handle, size_t offs, void * dst, size_t n, nf_err * err);
     /* Where does this buffer's memory live, asked of the driver: writes e.g.
      * "cpu", "cuda:0", "opencl:0" (host memory on a device backend = "cpu"). */
-    int  (*buffer_where)(nf_backend * be, void * handle, char * out, size_t n, nf_err * err);
+    int (*buffer_where)(nf_backend * be, void * handle, char * out, size_t n, nf_err * err);
     /* per-op kernels, indexed by op type (NF_OP_COUNT entries) */
     const struct nf_kernel * kernels;
     /* optional: runs every kernel (per-op device setup, error context);
      * NULL calls k->run directly */
-    int  (*launch)(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err);
-    int  (*sync)(nf_backend * be, nf_err * err);
+    int (*launch)(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err);
+    int (*sync)(nf_backend * be, nf_err * err);
 };
 
 struct nf_trace_op {
     enum nf_op_type type;
-    char     label[48];
-    char     device[32];      /* the backend that executed it                 */
-    char     where[32];       /* measured location of its operands: the run
-                                 device, or the first operand found elsewhere */
-    char     shapes[96];
-    double   ms;              /* < 0 when untimed */
-    double   flops;
+    char label[48];
+    char device[32]; /* the backend that executed it                 */
+    char where[32];  /* measured location of its operands: the run
+                        device, or the first operand found elsewhere */
+    char shapes[96];
+    double ms; /* < 0 when untimed */
+    double flops;
 };
 struct nf_trace_xfer {
-    int      h2d;             /* 1 host->device, 0 device->host */
-    int64_t  bytes;
-    char     what[64];
+    int h2d; /* 1 host->device, 0 device->host */
+    int64_t bytes;
+    char what[64];
 };
 
 struct nf_backend {
     const struct nf_backend_i * iface;
-    void * ctx;                /* backend private state */
-    char   name[32];           /* "cpu", "opencl:0", ...  */
-    char   desc[256];          /* device description       */
-    char   precision_detail[1024]; /* cuda worst case (tf32, override note) is ~520 chars */
-    char   warning[256];       /* e.g. the cpu GEMM runs kernels below the CPU's ISA; "" if none */
-    int    precision;
+    void * ctx;                  /* backend private state */
+    char name[32];               /* "cpu", "opencl:0", ...  */
+    char desc[256];              /* device description       */
+    char precision_detail[1024]; /* cuda worst case (tf32, override note) is ~520 chars */
+    char warning[256];           /* e.g. the cpu GEMM runs kernels below the CPU's ISA; "" if none */
+    int precision;
     /* tokens a model should process per sub-block chunk on this device
      * (bigger GEMMs, fewer launches on a GPU); 0 = the model's default */
     int64_t chunk_tokens;
     /* trace: totals always; records (bounded) only in NF_TRACE_RECORDS mode */
-    int    trace_mode;
-    struct nf_trace_op   * ops;   int64_t n_ops,   cap_ops;
-    struct nf_trace_xfer * xfers; int64_t n_xfers, cap_xfers;
+    int trace_mode;
+    struct nf_trace_op * ops;
+    int64_t n_ops, cap_ops;
+    struct nf_trace_xfer * xfers;
+    int64_t n_xfers, cap_xfers;
     struct nf_trace_totals totals;
     /* the distinct locations ops' operands were measured at since the last
      * nf__trace_where_reset (a model's forward): what OUTPUT_DEVICE reports */
-    char   op_where[4][32];
-    int    n_op_where;
+    char op_where[4][32];
+    int n_op_where;
     /* host scratch a kernel may borrow for the duration of one op (the cpu
      * LINEAR's accumulate buffer): owned here, freed with the backend,
      * counted in the trace when it grows */
@@ -239,7 +246,7 @@ void nf__trace_alloc(nf_backend * be, int64_t bytes);
 
 /* Backend constructors. Each returns NF_ERR_DEVICE with a clear message when
  * the device is absent or the backend is not compiled in. */
-int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err);   /* opts may be NULL */
+int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err); /* opts may be NULL */
 int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err);
 int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err);
 /* The value of backend option `key` ("opencl.gemm"), or NULL. */

@@ -22,15 +22,15 @@
 
 /* ---- the graph context ------------------------------------------------------------ */
 
-#define NF_GRAPH_LABELS   8    /* labels alive at once (nf_label's ring)  */
-#define NF_GRAPH_LABEL_SZ 48   /* the trace keeps 47 characters of a label */
+#define NF_GRAPH_LABELS   8  /* labels alive at once (nf_label's ring)  */
+#define NF_GRAPH_LABEL_SZ 48 /* the trace keeps 47 characters of a label */
 
 typedef struct nf_graph {
     nf_backend * be;
-    nf_err     * err;
-    char         prefix[NF_GRAPH_LABEL_SZ];
-    char         labels[NF_GRAPH_LABELS][NF_GRAPH_LABEL_SZ];
-    int          next;
+    nf_err * err;
+    char prefix[NF_GRAPH_LABEL_SZ];
+    char labels[NF_GRAPH_LABELS][NF_GRAPH_LABEL_SZ];
+    int next;
 } nf_graph;
 
 void nf_graph_init(nf_graph * g, nf_backend * be, nf_err * err);
@@ -60,8 +60,8 @@ static inline nf_tensor nf_view1(const nf_tensor * t, int64_t off, int64_t n) {
 /* B (F, nq) = quantiles k/q_denom, k = 1..nq, of each column of x (n, F) */
 int nf_quantile(nf_graph * g, const char * label, nf_tensor x, nf_tensor B, int32_t nq, int32_t q_denom);
 /* zs, zq = standardised bucket indices of xs, xq against boundaries B */
-int nf_bucketize_norm(nf_graph * g, const char * label, nf_tensor xs, nf_tensor xq, nf_tensor B,
-                      nf_tensor zs, nf_tensor zq);
+int nf_bucketize_norm(nf_graph * g, const char * label, nf_tensor xs, nf_tensor xq, nf_tensor B, nf_tensor zs,
+                      nf_tensor zq);
 /* tok[r][1+j] = z[r][j] * w + b */
 int nf_embed_features(nf_graph * g, const char * label, nf_tensor z, const nf_tensor * w, const nf_tensor * b,
                       nf_tensor tok);
@@ -71,21 +71,20 @@ int nf_label_tokens_value(nf_graph * g, const char * label, nf_tensor y, const n
                           nf_tensor tok);
 int nf_label_tokens_mask(nf_graph * g, const char * label, const nf_tensor * M, nf_tensor tok);
 /* y = LayerNorm(x) * gamma + beta over `rows` rows of gamma->ne[0] elements */
-int nf_layer_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
-                  const nf_tensor * gamma, const nf_tensor * beta, nf_tensor y, int64_t ldy, float eps);
+int nf_layer_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx, const nf_tensor * gamma,
+                  const nf_tensor * beta, nf_tensor y, int64_t ldy, float eps);
 /* y (+)= act(x · Wᵀ + bias) over `rows` rows; W (n, k); bias may be NULL */
-int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
-              const nf_tensor * W, const nf_tensor * bias, nf_tensor y, int64_t ldy,
-              enum nf_act act, int accumulate);
+int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx, const nf_tensor * W,
+              const nf_tensor * bias, nf_tensor y, int64_t ldy, enum nf_act act, int accumulate);
 
 /* Where the rows of q, k, v and o of ATTENTION are (strides in elements). */
 struct nf_attn_layout {
     int64_t groups, lq, lk, n_heads, head_dim;
     int64_t q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss;
-    float   scale;   /* 0: the usual 1 / sqrtf(head_dim) */
+    float scale; /* 0: the usual 1 / sqrtf(head_dim) */
 };
-int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L,
-                 nf_tensor q, nf_tensor k, nf_tensor v, nf_tensor o);
+int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,
+                 nf_tensor v, nf_tensor o);
 
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
@@ -95,15 +94,15 @@ int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout *
  * over `rows` rows of D = ln_g->ne[0] elements at stride ldx. Scratch: xn
  * (rows, D) contiguous, h (rows, hidden = w1->ne[0]) contiguous. */
 struct nf_mlp {
-    const nf_tensor * ln_g, * ln_b;   /* the pre-norm                  */
-    const nf_tensor * w1, * b1;       /* (hidden, D), (hidden) or NULL */
-    const nf_tensor * w2, * b2;       /* (D, hidden), (D) or NULL      */
-    float             eps;
-    enum nf_act       act;
-    const char      * ln_label, * fc1_label, * fc2_label;
+    const nf_tensor *ln_g, *ln_b; /* the pre-norm                  */
+    const nf_tensor *w1, *b1;     /* (hidden, D), (hidden) or NULL */
+    const nf_tensor *w2, *b2;     /* (D, hidden), (D) or NULL      */
+    float eps;
+    enum nf_act act;
+    const char *ln_label, *fc1_label, *fc2_label;
 };
-int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx,
-                   nf_tensor xn, nf_tensor h);
+int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx, nf_tensor xn,
+                   nf_tensor h);
 
 /* Pre-norm multi-head self-attention with packed q, k, v and a residual add:
  *   x += o(MHA(qkv(LayerNorm(x))))
@@ -112,12 +111,12 @@ int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t r
  * and b_qkv (3D) are packed. Scratch: xn (groups*seq, D), qkv
  * (groups*seq, 3D), a (groups*seq, D), all contiguous. */
 struct nf_mhsa {
-    const nf_tensor * ln_g, * ln_b;
-    const nf_tensor * w_qkv, * b_qkv;
-    const nf_tensor * w_o, * b_o;
-    int64_t           n_heads;
-    float             eps;
-    const char      * ln_label, * qkv_label, * attn_label, * o_label;
+    const nf_tensor *ln_g, *ln_b;
+    const nf_tensor *w_qkv, *b_qkv;
+    const nf_tensor *w_o, *b_o;
+    int64_t n_heads;
+    float eps;
+    const char *ln_label, *qkv_label, *attn_label, *o_label;
 };
 int nf_prenorm_self_attention(nf_graph * g, const struct nf_mhsa * p, nf_tensor x, int64_t groups, int64_t seq,
                               nf_tensor xn, nf_tensor qkv, nf_tensor a);

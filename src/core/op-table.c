@@ -9,22 +9,21 @@
  * nf__flops_elementwise) serve any op they fit */
 int nf__validate_elementwise(nf_backend * be, const nf_op * op, nf_err * err);
 double nf__flops_elementwise(const nf_op * op);
-#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) \
-    int validate(nf_backend * be, const nf_op * op, nf_err * err); double flops(const nf_op * op);
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops)       \
+    int validate(nf_backend * be, const nf_op * op, nf_err * err); \
+    double flops(const nf_op * op);
 #include "nf-ops.def"
 
 #define NF__OPERR(code, ...) nf__op_err(err, op, be, code, __VA_ARGS__)
 
-static int64_t nf__extent(int64_t rows, int64_t ld, int64_t width) {
-    return rows <= 0 ? 0 : (rows - 1) * ld + width;
-}
+static int64_t nf__extent(int64_t rows, int64_t ld, int64_t width) { return rows <= 0 ? 0 : (rows - 1) * ld + width; }
 
-static int nf__check_extent(nf_err * err, const nf_op * op, const nf_backend * be,
-                            const nf_tensor * t, const char * role, int64_t need) {
+static int nf__check_extent(nf_err * err, const nf_op * op, const nf_backend * be, const nf_tensor * t,
+                            const char * role, int64_t need) {
     int64_t have = nf__tensor_numel(t);
     if (need > have) {
-        return NF__OPERR(NF_ERR_SHAPE, "%s '%s' has %lld elements, the op reads/writes %lld",
-                         role, t->name ? t->name : "?", (long long) have, (long long) need);
+        return NF__OPERR(NF_ERR_SHAPE, "%s '%s' has %lld elements, the op reads/writes %lld", role,
+                         t->name ? t->name : "?", (long long) have, (long long) need);
     }
     return NF_OK;
 }
@@ -42,7 +41,7 @@ static int nf__shape_is(const nf_tensor * t, int ndim, int64_t a, int64_t b, int
 
 int nf__validate_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_quantile_params * p = &op->p.quantile;
-    const nf_tensor * s = op->src, * d = op->dst;
+    const nf_tensor *s = op->src, *d = op->dst;
     if (s[0].ndim != 2) return NF__OPERR(NF_ERR_ARG, "expects x (n, F) -> B (F, nq)");
     if (p->nq < 1 || p->q_denom < 1) return NF__OPERR(NF_ERR_ARG, "bad quantile count");
     if (s[0].ne[0] < 1) return NF__OPERR(NF_ERR_SHAPE, "quantile of an empty column");
@@ -51,7 +50,7 @@ int nf__validate_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
 }
 
 int nf__validate_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err) {
-    const nf_tensor * s = op->src, * d = op->dst;
+    const nf_tensor *s = op->src, *d = op->dst;
     int64_t F = s[0].ne[1];
     if (s[0].ndim != 2 || s[0].ne[0] < 1) return NF__OPERR(NF_ERR_SHAPE, "xs must be (n_s>=1, F)");
     if (s[1].ndim != 2 || s[1].ne[1] != F) return NF__OPERR(NF_ERR_SHAPE, "xq must be (n_q, F)");
@@ -63,9 +62,10 @@ int nf__validate_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err)
 }
 
 int nf__validate_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
-    const nf_tensor * s = op->src, * d = op->dst;
+    const nf_tensor *s = op->src, *d = op->dst;
     int64_t n = s[0].ne[0], F = s[0].ne[1], D = d[0].ne[2];
-    if (s[0].ndim != 2 || !nf__shape_is(&d[0], 3, n, F + 1, D)) return NF__OPERR(NF_ERR_SHAPE, "tok must be (n, F+1, D)");
+    if (s[0].ndim != 2 || !nf__shape_is(&d[0], 3, n, F + 1, D))
+        return NF__OPERR(NF_ERR_SHAPE, "tok must be (n, F+1, D)");
     NF_TRY(nf__check_extent(err, op, be, &s[1], "w", D));
     NF_TRY(nf__check_extent(err, op, be, &s[2], "b", D));
     return NF_OK;
@@ -73,7 +73,7 @@ int nf__validate_embed_features(nf_backend * be, const nf_op * op, nf_err * err)
 
 int nf__validate_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_label_tokens_params * p = &op->p.label_tokens;
-    const nf_tensor * s = op->src, * d = op->dst;
+    const nf_tensor *s = op->src, *d = op->dst;
     if (d[0].ndim != 3) return NF__OPERR(NF_ERR_ARG, "expects tok (n, T, D)");
     int64_t n = d[0].ne[0], D = d[0].ne[2];
     if (p->mode != NF_LABEL_MASK && !s[0].buf) return NF__OPERR(NF_ERR_ARG, "src[0] has no buffer");
@@ -97,7 +97,7 @@ int nf__validate_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
 
 int nf__validate_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_layer_norm_params * p = &op->p.layer_norm;
-    const nf_tensor * s = op->src, * d = op->dst;
+    const nf_tensor *s = op->src, *d = op->dst;
     if (p->k < 1 || p->ldx < p->k || p->ldy < p->k) return NF__OPERR(NF_ERR_ARG, "bad k/ldx/ldy");
     NF_TRY(nf__check_extent(err, op, be, &s[0], "x", nf__extent(p->m, p->ldx, p->k)));
     NF_TRY(nf__check_extent(err, op, be, &s[1], "g", p->k));
@@ -108,11 +108,11 @@ int nf__validate_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
 
 int nf__validate_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_linear_params * p = &op->p.linear;
-    const nf_tensor * s = op->src, * d = op->dst;
+    const nf_tensor *s = op->src, *d = op->dst;
     if (p->k < 1 || p->n < 1 || p->ldx < p->k || p->ldy < p->n) return NF__OPERR(NF_ERR_ARG, "bad k/n/ldx/ldy");
     if (s[1].ndim != 2 || s[1].ne[0] != p->n || s[1].ne[1] != p->k) {
-        return NF__OPERR(NF_ERR_SHAPE, "W '%s' must be (%lld, %lld)", s[1].name ? s[1].name : "?",
-                         (long long) p->n, (long long) p->k);
+        return NF__OPERR(NF_ERR_SHAPE, "W '%s' must be (%lld, %lld)", s[1].name ? s[1].name : "?", (long long) p->n,
+                         (long long) p->k);
     }
     NF_TRY(nf__check_extent(err, op, be, &s[0], "x", nf__extent(p->m, p->ldx, p->k)));
     if (op->n_src == 3) NF_TRY(nf__check_extent(err, op, be, &s[2], "bias", p->n));
@@ -122,7 +122,7 @@ int nf__validate_linear(nf_backend * be, const nf_op * op, nf_err * err) {
 
 int nf__validate_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_attention_params * p = &op->p.attention;
-    const nf_tensor * s = op->src, * d = op->dst;
+    const nf_tensor *s = op->src, *d = op->dst;
     if (p->n_heads < 1 || p->head_dim < 1 || p->lk < 1) return NF__OPERR(NF_ERR_ARG, "bad heads/head_dim/lk");
     int64_t w = p->n_heads * p->head_dim;
     int64_t qe = p->n_groups <= 0 || p->lq <= 0 ? 0 : (p->n_groups - 1) * p->q_gs + (p->lq - 1) * p->q_ss + w;
@@ -141,8 +141,8 @@ int nf__validate_elementwise(nf_backend * be, const nf_op * op, nf_err * err) {
     for (int i = 0; i < op->n_src + op->n_dst; i++) {
         const nf_tensor * t = i < op->n_src ? &op->src[i] : &op->dst[i - op->n_src];
         if (t->buf && nf__tensor_numel(t) != n) {
-            return NF__OPERR(NF_ERR_SHAPE, "%s[%d] '%s' has %lld elements, dst[0] has %lld", i < op->n_src ? "src" : "dst",
-                             i < op->n_src ? i : i - op->n_src, t->name ? t->name : "?",
+            return NF__OPERR(NF_ERR_SHAPE, "%s[%d] '%s' has %lld elements, dst[0] has %lld",
+                             i < op->n_src ? "src" : "dst", i < op->n_src ? i : i - op->n_src, t->name ? t->name : "?",
                              (long long) nf__tensor_numel(t), (long long) n);
         }
     }
@@ -151,7 +151,10 @@ int nf__validate_elementwise(nf_backend * be, const nf_op * op, nf_err * err) {
 
 /* ---- FLOP counts ---------------------------------------------------------------- */
 
-double nf__flops_zero(const nf_op * op) { (void) op; return 0.0; }
+double nf__flops_zero(const nf_op * op) {
+    (void) op;
+    return 0.0;
+}
 
 /* one per element of dst[0] (elementwise ops) */
 double nf__flops_elementwise(const nf_op * op) { return (double) nf__tensor_numel(&op->dst[0]); }
@@ -173,10 +176,8 @@ double nf__flops_attention(const nf_op * op) {
 
 /* ---- the table -------------------------------------------------------------------- */
 
-
 const struct nf_op_info nf__op_table[NF_OP_COUNT] = {
-#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) \
-    [NF_OP_##NAME] = {#NAME, SRC, DST, validate, flops},
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) [NF_OP_##NAME] = {#NAME, SRC, DST, validate, flops},
 #include "nf-ops.def"
 };
 
@@ -194,6 +195,6 @@ int nf__op_err(nf_err * err, const nf_op * op, const nf_backend * be, int code, 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return nf__err_set(err, code, "op %s (%s) on %s: %s", nf__op_name(op->type),
-                       op->label ? op->label : "-", be->name, msg);
+    return nf__err_set(err, code, "op %s (%s) on %s: %s", nf__op_name(op->type), op->label ? op->label : "-", be->name,
+                       msg);
 }

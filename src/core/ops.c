@@ -51,18 +51,23 @@ int nf_quantile(nf_graph * g, const char * label, nf_tensor x, nf_tensor B, int3
     return nf__op_run(g->be, &op, g->err);
 }
 
-int nf_bucketize_norm(nf_graph * g, const char * label, nf_tensor xs, nf_tensor xq, nf_tensor B,
-                      nf_tensor zs, nf_tensor zq) {
+int nf_bucketize_norm(nf_graph * g, const char * label, nf_tensor xs, nf_tensor xq, nf_tensor B, nf_tensor zs,
+                      nf_tensor zq) {
     nf_op op = nf__op(NF_OP_BUCKETIZE_NORM, label, 3, 2);
-    op.src[0] = xs; op.src[1] = xq; op.src[2] = B;
-    op.dst[0] = zs; op.dst[1] = zq;
+    op.src[0] = xs;
+    op.src[1] = xq;
+    op.src[2] = B;
+    op.dst[0] = zs;
+    op.dst[1] = zq;
     return nf__op_run(g->be, &op, g->err);
 }
 
 int nf_embed_features(nf_graph * g, const char * label, nf_tensor z, const nf_tensor * w, const nf_tensor * b,
                       nf_tensor tok) {
     nf_op op = nf__op(NF_OP_EMBED_FEATURES, label, 3, 1);
-    op.src[0] = z; op.src[1] = *w; op.src[2] = *b;
+    op.src[0] = z;
+    op.src[1] = *w;
+    op.src[2] = *b;
     op.dst[0] = tok;
     return nf__op_run(g->be, &op, g->err);
 }
@@ -70,7 +75,8 @@ int nf_embed_features(nf_graph * g, const char * label, nf_tensor z, const nf_te
 int nf_label_tokens_class(nf_graph * g, const char * label, nf_tensor y, const nf_tensor * E, nf_tensor tok) {
     nf_op op = nf__op(NF_OP_LABEL_TOKENS, label, 2, 1);
     op.p.label_tokens.mode = NF_LABEL_CLASS;
-    op.src[0] = y; op.src[1] = *E;
+    op.src[0] = y;
+    op.src[1] = *E;
     op.dst[0] = tok;
     return nf__op_run(g->be, &op, g->err);
 }
@@ -79,7 +85,9 @@ int nf_label_tokens_value(nf_graph * g, const char * label, nf_tensor y, const n
                           nf_tensor tok) {
     nf_op op = nf__op(NF_OP_LABEL_TOKENS, label, 3, 1);
     op.p.label_tokens.mode = NF_LABEL_VALUE;
-    op.src[0] = y; op.src[1] = *w; op.src[2] = *b;
+    op.src[0] = y;
+    op.src[1] = *w;
+    op.src[2] = *b;
     op.dst[0] = tok;
     return nf__op_run(g->be, &op, g->err);
 }
@@ -87,52 +95,72 @@ int nf_label_tokens_value(nf_graph * g, const char * label, nf_tensor y, const n
 int nf_label_tokens_mask(nf_graph * g, const char * label, const nf_tensor * M, nf_tensor tok) {
     nf_op op = nf__op(NF_OP_LABEL_TOKENS, label, 2, 1);
     op.p.label_tokens.mode = NF_LABEL_MASK;
-    op.src[1] = *M;   /* src[0] unused */
+    op.src[1] = *M; /* src[0] unused */
     op.dst[0] = tok;
     return nf__op_run(g->be, &op, g->err);
 }
 
-int nf_layer_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
-                  const nf_tensor * gamma, const nf_tensor * beta, nf_tensor y, int64_t ldy, float eps) {
+int nf_layer_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx, const nf_tensor * gamma,
+                  const nf_tensor * beta, nf_tensor y, int64_t ldy, float eps) {
     nf_op op = nf__op(NF_OP_LAYER_NORM, label, 3, 1);
-    op.src[0] = x; op.src[1] = *gamma; op.src[2] = *beta;
+    op.src[0] = x;
+    op.src[1] = *gamma;
+    op.src[2] = *beta;
     op.dst[0] = y;
     struct nf_layer_norm_params * p = &op.p.layer_norm;
-    p->m = rows; p->k = gamma->ne[0]; p->ldx = ldx; p->ldy = ldy; p->eps = eps;
+    p->m = rows;
+    p->k = gamma->ne[0];
+    p->ldx = ldx;
+    p->ldy = ldy;
+    p->eps = eps;
     return nf__op_run(g->be, &op, g->err);
 }
 
-int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
-              const nf_tensor * W, const nf_tensor * bias, nf_tensor y, int64_t ldy,
-              enum nf_act act, int accumulate) {
+int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx, const nf_tensor * W,
+              const nf_tensor * bias, nf_tensor y, int64_t ldy, enum nf_act act, int accumulate) {
     nf_op op = nf__op(NF_OP_LINEAR, label, bias ? 3 : 2, 1);
-    op.src[0] = x; op.src[1] = *W;
+    op.src[0] = x;
+    op.src[1] = *W;
     if (bias) op.src[2] = *bias;
     op.dst[0] = y;
     struct nf_linear_params * p = &op.p.linear;
-    p->m = rows; p->n = W->ne[0]; p->k = W->ne[1]; p->ldx = ldx; p->ldy = ldy;
-    p->act = act; p->accumulate = accumulate;
+    p->m = rows;
+    p->n = W->ne[0];
+    p->k = W->ne[1];
+    p->ldx = ldx;
+    p->ldy = ldy;
+    p->act = act;
+    p->accumulate = accumulate;
     return nf__op_run(g->be, &op, g->err);
 }
 
-int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L,
-                 nf_tensor q, nf_tensor k, nf_tensor v, nf_tensor o) {
+int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,
+                 nf_tensor v, nf_tensor o) {
     nf_op op = nf__op(NF_OP_ATTENTION, label, 3, 1);
-    op.src[0] = q; op.src[1] = k; op.src[2] = v;
+    op.src[0] = q;
+    op.src[1] = k;
+    op.src[2] = v;
     op.dst[0] = o;
     struct nf_attention_params * p = &op.p.attention;
-    p->n_groups = L->groups; p->lq = L->lq; p->lk = L->lk;
-    p->n_heads = L->n_heads; p->head_dim = L->head_dim;
-    p->q_gs = L->q_gs; p->q_ss = L->q_ss; p->kv_gs = L->kv_gs; p->kv_ss = L->kv_ss;
-    p->o_gs = L->o_gs; p->o_ss = L->o_ss;
+    p->n_groups = L->groups;
+    p->lq = L->lq;
+    p->lk = L->lk;
+    p->n_heads = L->n_heads;
+    p->head_dim = L->head_dim;
+    p->q_gs = L->q_gs;
+    p->q_ss = L->q_ss;
+    p->kv_gs = L->kv_gs;
+    p->kv_ss = L->kv_ss;
+    p->o_gs = L->o_gs;
+    p->o_ss = L->o_ss;
     p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim);
     return nf__op_run(g->be, &op, g->err);
 }
 
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
-int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx,
-                   nf_tensor xn, nf_tensor h) {
+int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx, nf_tensor xn,
+                   nf_tensor h) {
     const int64_t D = p->ln_g->ne[0], hidden = p->w1->ne[0];
     NF_TRY(nf_layer_norm(g, p->ln_label, x, rows, ldx, p->ln_g, p->ln_b, xn, D, p->eps));
     NF_TRY(nf_linear(g, p->fc1_label, xn, rows, D, p->w1, p->b1, h, hidden, p->act, 0));
@@ -146,8 +174,17 @@ int nf_prenorm_self_attention(nf_graph * g, const struct nf_mhsa * p, nf_tensor 
     /* [q k v] (tok, 3D) = LN(x) [Wq; Wk; Wv]ᵀ + [bq bk bv] */
     NF_TRY(nf_linear(g, p->qkv_label, xn, tok, D, p->w_qkv, p->b_qkv, qkv, D3, NF_ACT_NONE, 0));
     const struct nf_attn_layout lay = {
-        .groups = groups, .lq = seq, .lk = seq, .n_heads = p->n_heads, .head_dim = D / p->n_heads,
-        .q_gs = seq * D3, .q_ss = D3, .kv_gs = seq * D3, .kv_ss = D3, .o_gs = seq * D, .o_ss = D,
+        .groups = groups,
+        .lq = seq,
+        .lk = seq,
+        .n_heads = p->n_heads,
+        .head_dim = D / p->n_heads,
+        .q_gs = seq * D3,
+        .q_ss = D3,
+        .kv_gs = seq * D3,
+        .kv_ss = D3,
+        .o_gs = seq * D,
+        .o_ss = D,
     };
     NF_TRY(nf_attention(g, p->attn_label, &lay, nf_view1(&qkv, 0, n3), nf_view1(&qkv, D, n3 - D),
                         nf_view1(&qkv, 2 * D, n3 - 2 * D), a));

@@ -10,7 +10,7 @@ const char * nf__opt(const struct nf_backend_opts * o, const char * key) {
     const size_t n = strlen(key);
     const char * found = NULL;
     for (const char * const * kv = o->options; *kv; kv++) {
-        if (strncmp(*kv, key, n) == 0 && (*kv)[n] == '=') found = *kv + n + 1;   /* the last one wins */
+        if (strncmp(*kv, key, n) == 0 && (*kv)[n] == '=') found = *kv + n + 1; /* the last one wins */
     }
     return found;
 }
@@ -23,7 +23,7 @@ int nf__opts_check(const struct nf_backend_opts * o, const char * kind, const ch
         if (!eq || eq == *kv) return nf__err_set(err, NF_ERR_ARG, "backend option \"%s\": expected key=value", *kv);
         const char * dot = memchr(*kv, '.', (size_t) (eq - *kv));
         if (!dot) return nf__err_set(err, NF_ERR_ARG, "backend option \"%s\": expected <backend>.<name>=value", *kv);
-        if ((size_t) (dot - *kv) != kn || strncmp(*kv, kind, kn) != 0) continue;   /* another backend's */
+        if ((size_t) (dot - *kv) != kn || strncmp(*kv, kind, kn) != 0) continue; /* another backend's */
         int ok = 0;
         for (const char * const * k = known; *k && !ok; k++) {
             ok = strlen(*k) == (size_t) (eq - dot - 1) && strncmp(dot + 1, *k, (size_t) (eq - dot - 1)) == 0;

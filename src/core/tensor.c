@@ -18,12 +18,10 @@ int64_t nf__tensor_numel(const nf_tensor * t) {
     return n;
 }
 
-size_t nf__tensor_nbytes(const nf_tensor * t) {
-    return (size_t) nf__tensor_numel(t) * nf__dtype_size(t->type);
-}
+size_t nf__tensor_nbytes(const nf_tensor * t) { return (size_t) nf__tensor_numel(t) * nf__dtype_size(t->type); }
 
-int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim,
-                     const int64_t * ne, const char * name, nf_err * err) {
+int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim, const int64_t * ne,
+                     const char * name, nf_err * err) {
     memset(t, 0, sizeof(*t));
     if (ndim < 1 || ndim > NF_MAX_DIMS) {
         return nf__err_set(err, NF_ERR_ARG, "tensor %s: bad rank %d", name ? name : "?", ndim);
@@ -38,7 +36,7 @@ int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndi
     size_t nbytes = nf__tensor_nbytes(t);
     struct nf_buffer * buf = calloc(1, sizeof(*buf));
     if (!buf) return nf__err_set(err, NF_ERR_NOMEM, "tensor %s: out of host memory", name ? name : "?");
-    buf->be   = be;
+    buf->be = be;
     buf->size = nbytes;
     /* zero-sized tensors still get a (1-byte) allocation so handles are valid */
     int rc = be->iface->buffer_alloc(be, nbytes ? nbytes : 1, &buf->handle, err);
@@ -82,7 +80,8 @@ int nf__tensor_upload(nf_tensor * t, const void * src, nf_err * err) {
     size_t n = nf__tensor_nbytes(t);
     nf_backend * be = t->buf->be;
     if (t->offs + n > t->buf->size) {
-        return nf__err_set(err, NF_ERR_ARG, "upload %s: %zu bytes past the end of its buffer", t->name ? t->name : "?", n);
+        return nf__err_set(err, NF_ERR_ARG, "upload %s: %zu bytes past the end of its buffer", t->name ? t->name : "?",
+                           n);
     }
     if (n == 0) return NF_OK;
     int rc = be->iface->upload(be, t->buf->handle, t->offs, src, n, err);
@@ -95,7 +94,8 @@ int nf__tensor_download(const nf_tensor * t, void * dst, nf_err * err) {
     size_t n = nf__tensor_nbytes(t);
     nf_backend * be = t->buf->be;
     if (t->offs + n > t->buf->size) {
-        return nf__err_set(err, NF_ERR_ARG, "download %s: %zu bytes past the end of its buffer", t->name ? t->name : "?", n);
+        return nf__err_set(err, NF_ERR_ARG, "download %s: %zu bytes past the end of its buffer",
+                           t->name ? t->name : "?", n);
     }
     if (n == 0) return NF_OK;
     int rc = be->iface->download(be, t->buf->handle, t->offs, dst, n, err);

@@ -57,7 +57,7 @@ static void nf__where_add(nf_backend * be, const char * where) {
     for (int i = 0; i < be->n_op_where; i++) {
         if (strcmp(be->op_where[i], where) == 0) return;
     }
-    if (be->n_op_where == cap) {   /* more distinct places than slots: say so */
+    if (be->n_op_where == cap) { /* more distinct places than slots: say so */
         snprintf(be->op_where[cap - 1], sizeof(be->op_where[cap - 1]), "(more)");
         return;
     }
@@ -82,8 +82,10 @@ void nf__trace_op(nf_backend * be, const nf_op * op, double ms) {
     int off = 0;
     for (int i = 0; i < op->n_src + op->n_dst && off < (int) sizeof(r->shapes) - 24; i++) {
         const nf_tensor * t = i < op->n_src ? &op->src[i] : &op->dst[i - op->n_src];
-        if (i == op->n_src) off += snprintf(r->shapes + off, sizeof(r->shapes) - off, "->");
-        else if (i) off += snprintf(r->shapes + off, sizeof(r->shapes) - off, ",");
+        if (i == op->n_src)
+            off += snprintf(r->shapes + off, sizeof(r->shapes) - off, "->");
+        else if (i)
+            off += snprintf(r->shapes + off, sizeof(r->shapes) - off, ",");
         if (!t->buf) {
             off += snprintf(r->shapes + off, sizeof(r->shapes) - off, "_");
             continue;
@@ -116,12 +118,12 @@ void nf_trace_reset(nf_backend * be, int mode) {
     be->n_ops = 0;
     be->n_xfers = 0;
     memset(&be->totals, 0, sizeof(be->totals));
-    be->trace_mode = mode == NF_TRACE_TIMED ? NF_TRACE_TIMED : mode == NF_TRACE_RECORDS ? NF_TRACE_RECORDS : NF_TRACE_TOTALS;
+    be->trace_mode = mode == NF_TRACE_TIMED     ? NF_TRACE_TIMED
+                     : mode == NF_TRACE_RECORDS ? NF_TRACE_RECORDS
+                                                : NF_TRACE_TOTALS;
 }
 
-void nf_trace_totals_get(const nf_backend * be, struct nf_trace_totals * out) {
-    *out = be->totals;
-}
+void nf_trace_totals_get(const nf_backend * be, struct nf_trace_totals * out) { *out = be->totals; }
 
 void nf_free(void * p) { free(p); }
 
@@ -131,8 +133,10 @@ static cJSON * nf__trace_doc(const nf_backend * be) {
     cJSON_AddStringToObject(root, "device", be->name);
     cJSON_AddStringToObject(root, "description", be->desc);
     cJSON_AddStringToObject(root, "precision", nf_precision_name(be->precision));
-    cJSON_AddStringToObject(root, "mode", be->trace_mode == NF_TRACE_TIMED ? "timed" :
-                                          be->trace_mode == NF_TRACE_RECORDS ? "records" : "totals");
+    cJSON_AddStringToObject(root, "mode",
+                            be->trace_mode == NF_TRACE_TIMED     ? "timed"
+                            : be->trace_mode == NF_TRACE_RECORDS ? "records"
+                                                                 : "totals");
     cJSON * ops = cJSON_AddArrayToObject(root, "ops");
     for (int64_t i = 0; ops && i < be->n_ops; i++) {
         const struct nf_trace_op * r = &be->ops[i];
@@ -143,8 +147,10 @@ static cJSON * nf__trace_doc(const nf_backend * be) {
         cJSON_AddStringToObject(o, "device", r->device);
         cJSON_AddStringToObject(o, "operands_on", r->where);
         cJSON_AddStringToObject(o, "shapes", r->shapes);
-        if (r->ms >= 0) cJSON_AddNumberToObject(o, "ms", r->ms);
-        else            cJSON_AddNullToObject(o, "ms");
+        if (r->ms >= 0)
+            cJSON_AddNumberToObject(o, "ms", r->ms);
+        else
+            cJSON_AddNullToObject(o, "ms");
         cJSON_AddNumberToObject(o, "flops", r->flops);
         cJSON_AddItemToArray(ops, o);
     }

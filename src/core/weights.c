@@ -47,7 +47,10 @@ int nf__namemap_init(struct nf_namemap * m, size_t n, nf_err * err) {
     m->names = calloc(cap, sizeof(*m->names));
     m->idx = calloc(cap, sizeof(*m->idx));
     m->cap = cap;
-    if (!m->names || !m->idx) { nf__namemap_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    if (!m->names || !m->idx) {
+        nf__namemap_free(m);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
     return NF_OK;
 }
 
@@ -59,7 +62,11 @@ void nf__namemap_free(struct nf_namemap * m) {
 
 int nf__namemap_put(struct nf_namemap * m, const char * name, int idx) {
     for (size_t i = nf__fnv1a(name) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->names[i]) { m->names[i] = name; m->idx[i] = idx; return 0; }
+        if (!m->names[i]) {
+            m->names[i] = name;
+            m->idx[i] = idx;
+            return 0;
+        }
         if (strcmp(m->names[i], name) == 0) return -1;
     }
 }
@@ -80,8 +87,8 @@ struct nf__wx {
     struct nf_wkey * keys;
     int n, cap;
     int idx[NF_W_MAX_DEPTH];
-    int pack_base;               /* pack ids of the current iteration start here */
-    int pack_next;               /* first id of the next iteration's range */
+    int pack_base; /* pack ids of the current iteration start here */
+    int pack_next; /* first id of the next iteration's range */
     nf_err * err;
 };
 
@@ -89,12 +96,17 @@ static int nf__wdim(struct nf__wx * x, const char * expr, int depth, int64_t * o
     const char * s = expr;
     int64_t f = 0;
     int digits = 0;
-    while (*s >= '0' && *s <= '9') { f = f * 10 + (*s++ - '0'); digits = 1; }
+    while (*s >= '0' && *s <= '9') {
+        f = f * 10 + (*s++ - '0');
+        digits = 1;
+    }
     if (!digits) f = 1;
     int64_t v = f;
-    for (; *s >= 'A' && *s <= 'Z'; s++) {   /* a product of symbols: "4D", "HW" */
+    for (; *s >= 'A' && *s <= 'Z'; s++) { /* a product of symbols: "4D", "HW" */
         const int64_t d = x->t->dim(x->cfg, *s, x->idx, depth);
-        if (d < 0) return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table, %s: unknown symbol '%c'", x->t->model, what, *s);
+        if (d < 0)
+            return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table, %s: unknown symbol '%c'", x->t->model, what,
+                               *s);
         v *= d;
     }
     if (*s) return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table, %s: bad dim '%s'", x->t->model, what, expr);
@@ -114,11 +126,17 @@ static int nf__wexpand(struct nf__wx * x, int * pos, int depth, char * base) {
     const struct nf_wtable * t = x->t;
     while (*pos < t->n_entries) {
         const struct nf_wentry * e = &t->entries[*pos];
-        if (e->kind == NF_WE_END) { (*pos)++; return NF_OK; }
+        if (e->kind == NF_WE_END) {
+            (*pos)++;
+            return NF_OK;
+        }
         if (e->kind == NF_WE_REPEAT) {
-            if (depth >= NF_W_MAX_DEPTH) return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: repeats nest too deep", t->model);
+            if (depth >= NF_W_MAX_DEPTH)
+                return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: repeats nest too deep", t->model);
             const int64_t count = t->dim(x->cfg, e->when, x->idx, depth);
-            if (count < 0) return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: unknown repeat '%c'", t->model, e->when);
+            if (count < 0)
+                return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: unknown repeat '%c'", t->model,
+                                   e->when);
             char * arr = base ? *(char **) (base + e->slot - 1) : NULL;
             const int body = *pos + 1;
             int end = body;
@@ -132,7 +150,7 @@ static int nf__wexpand(struct nf__wx * x, int * pos, int depth, char * base) {
             const int saved = x->pack_base;
             for (int64_t i = 0; i < count; i++) {
                 x->idx[depth] = (int) i;
-                x->pack_base = x->pack_next;   /* a fresh range of pack ids per iteration */
+                x->pack_base = x->pack_next; /* a fresh range of pack ids per iteration */
                 x->pack_next += NF_W_MAX_PACK;
                 end = body;
                 NF_TRY(nf__wexpand(x, &end, depth + 1, arr ? arr + (size_t) i * e->stride : NULL));
@@ -158,7 +176,8 @@ static int nf__wexpand(struct nf__wx * x, int * pos, int depth, char * base) {
         k->flags = e->flags;
         k->init = e->init;
         if (e->pack) {
-            if (e->pack < 0 || e->pack >= NF_W_MAX_PACK) return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: bad pack id", t->model);
+            if (e->pack < 0 || e->pack >= NF_W_MAX_PACK)
+                return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: bad pack id", t->model);
             k->pack = x->pack_base + e->pack;
         }
         /* the shape: space-separated dims */
@@ -169,7 +188,8 @@ static int nf__wexpand(struct nf__wx * x, int * pos, int depth, char * base) {
             char tok[16];
             size_t L = strcspn(s, " ");
             if (L >= sizeof(tok) || k->ndim == NF_MAX_DIMS) {
-                return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: bad shape '%s' of %s", t->model, e->shape, k->name);
+                return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: bad shape '%s' of %s", t->model,
+                                   e->shape, k->name);
             }
             memcpy(tok, s, L);
             tok[L] = '\0';
@@ -179,16 +199,20 @@ static int nf__wexpand(struct nf__wx * x, int * pos, int depth, char * base) {
         if (e->fan_in) NF_TRY(nf__wdim(x, e->fan_in, depth, &k->fan_in, k->name));
         k->slot = base && e->slot ? (nf_tensor *) (base + e->slot - 1) : NULL;
     }
-    if (depth > 0) return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: NF_WREPEAT without NF_WEND", t->model);
+    if (depth > 0)
+        return nf__err_set(x->err, NF_ERR_GENERIC, "internal: %s table: NF_WREPEAT without NF_WEND", t->model);
     return NF_OK;
 }
 
-int nf__wtable_expand(const struct nf_wtable * t, const void * cfg, void * model,
-                      struct nf_wkey ** out, int * n, nf_err * err) {
+int nf__wtable_expand(const struct nf_wtable * t, const void * cfg, void * model, struct nf_wkey ** out, int * n,
+                      nf_err * err) {
     struct nf__wx x = {.t = t, .cfg = cfg, .pack_next = NF_W_MAX_PACK, .err = err};
     int pos = 0;
     int rc = nf__wexpand(&x, &pos, 0, model);
-    if (rc != NF_OK) { free(x.keys); return rc; }
+    if (rc != NF_OK) {
+        free(x.keys);
+        return rc;
+    }
     *out = x.keys;
     *n = x.n;
     return NF_OK;
@@ -200,9 +224,7 @@ int64_t nf__wkey_numel(const struct nf_wkey * k) {
     return n;
 }
 
-int nf__wkey_loaded(const struct nf_wkey * k) {
-    return k->dtype == NF_ST_F32 && !(k->flags & NF_W_IGNORED);
-}
+int nf__wkey_loaded(const struct nf_wkey * k) { return k->dtype == NF_ST_F32 && !(k->flags & NF_W_IGNORED); }
 
 /* ---- strict check ------------------------------------------------------------------ */
 
@@ -211,9 +233,13 @@ static int nf__weights_check(const struct nf_safetensors * st, const struct nf_w
                              const char * path, nf_err * err) {
     struct nf_namemap map;
     NF_TRY(nf__namemap_init(&map, (size_t) st->n_tensors, err));
-    for (int j = 0; j < st->n_tensors; j++) nf__namemap_put(&map, st->tensors[j].name, j);   /* names are unique (reader) */
+    for (int j = 0; j < st->n_tensors; j++)
+        nf__namemap_put(&map, st->tensors[j].name, j); /* names are unique (reader) */
     char * claimed = calloc((size_t) (st->n_tensors ? st->n_tensors : 1), 1);
-    if (!claimed) { nf__namemap_free(&map); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    if (!claimed) {
+        nf__namemap_free(&map);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
     char msg[3500];
     size_t len = 0;
     int bad = 0;
@@ -224,15 +250,19 @@ static int nf__weights_check(const struct nf_safetensors * st, const struct nf_w
         if (j < 0 && k->alias[0]) j = nf__namemap_get(&map, k->alias);
         found[i] = j;
         if (j >= 0) claimed[j] = 1;
-        if (k->flags & NF_W_IGNORED) { found[i] = -1; continue; }
+        if (k->flags & NF_W_IGNORED) {
+            found[i] = -1;
+            continue;
+        }
         if (j < 0) {
-            if (!(k->flags & NF_W_OPTIONAL)) nf__msg_append(msg, sizeof(msg), &len, "%smissing '%s'", bad++ ? "; " : "", k->name);
+            if (!(k->flags & NF_W_OPTIONAL))
+                nf__msg_append(msg, sizeof(msg), &len, "%smissing '%s'", bad++ ? "; " : "", k->name);
             continue;
         }
         const struct nf_st_tensor * t = &st->tensors[j];
         if (t->dtype != k->dtype) {
-            nf__msg_append(msg, sizeof(msg), &len, "%s'%s' has dtype %s (expected %s)", bad++ ? "; " : "", t->name, t->dtype_str,
-                           nf__st_dtype_name(k->dtype));
+            nf__msg_append(msg, sizeof(msg), &len, "%s'%s' has dtype %s (expected %s)", bad++ ? "; " : "", t->name,
+                           t->dtype_str, nf__st_dtype_name(k->dtype));
             continue;
         }
         int same = t->ndim == k->ndim;
@@ -241,11 +271,13 @@ static int nf__weights_check(const struct nf_safetensors * st, const struct nf_w
             char got[96], want[96];
             nf__shape_str(got, sizeof(got), t->ndim, t->shape);
             nf__shape_str(want, sizeof(want), k->ndim, k->shape);
-            nf__msg_append(msg, sizeof(msg), &len, "%s'%s' has shape %s (expected %s)", bad++ ? "; " : "", t->name, got, want);
+            nf__msg_append(msg, sizeof(msg), &len, "%s'%s' has shape %s (expected %s)", bad++ ? "; " : "", t->name, got,
+                           want);
         }
     }
     for (int j = 0; j < st->n_tensors; j++) {
-        if (!claimed[j]) nf__msg_append(msg, sizeof(msg), &len, "%sunexpected '%s'", bad++ ? "; " : "", st->tensors[j].name);
+        if (!claimed[j])
+            nf__msg_append(msg, sizeof(msg), &len, "%sunexpected '%s'", bad++ ? "; " : "", st->tensors[j].name);
     }
     free(claimed);
     nf__namemap_free(&map);
@@ -292,28 +324,38 @@ int nf__weights_where(const struct nf_weights * w, char * out, size_t n, nf_err 
     return be->iface->buffer_where(be, w->buf.buf->handle, out, n, err);
 }
 
-int nf__weights_load(nf_backend * be, const char * path, const struct nf_wtable * t, const void * cfg,
-                     void * model, struct nf_weights * w, nf_err * err) {
+int nf__weights_load(nf_backend * be, const char * path, const struct nf_wtable * t, const void * cfg, void * model,
+                     struct nf_weights * w, nf_err * err) {
     memset(w, 0, sizeof(*w));
     NF_TRY(nf__wtable_expand(t, cfg, model, &w->keys, &w->n_keys, err));
     struct nf_safetensors st;
     int rc = nf__st_open(path, &st, err);
-    if (rc != NF_OK) { nf__weights_free(w); return rc; }
+    if (rc != NF_OK) {
+        nf__weights_free(w);
+        return rc;
+    }
     const int n = w->n_keys;
     int * found = malloc((size_t) (n ? n : 1) * sizeof(int));
     int64_t * offs = malloc((size_t) (n ? n : 1) * sizeof(int64_t));
     float * host = NULL;
-    if (!found || !offs) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+    if (!found || !offs) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     if ((rc = nf__weights_check(&st, w->keys, n, found, path, err)) != NF_OK) goto done;
 
     /* pack every tensor into one host staging area, check it is finite,
      * then upload it to the device in one copy */
     for (int i = 0; i < n; i++) {
-        if (found[i] >= 0 && nf__wkey_loaded(&w->keys[i]) && !(w->keys[i].flags & NF_W_BUFFER)) w->n_params += nf__wkey_numel(&w->keys[i]);
+        if (found[i] >= 0 && nf__wkey_loaded(&w->keys[i]) && !(w->keys[i].flags & NF_W_BUFFER))
+            w->n_params += nf__wkey_numel(&w->keys[i]);
     }
     const int64_t total = nf__weights_pack(w->keys, n, found, offs);
     host = calloc((size_t) (total ? total : 1), sizeof(float));
-    if (!host) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld weights)", (long long) total); goto done; }
+    if (!host) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld weights)", (long long) total);
+        goto done;
+    }
     for (int i = 0; i < n && rc == NF_OK; i++) {
         if (offs[i] < 0) continue;
         const struct nf_st_tensor * s = &st.tensors[found[i]];
@@ -321,7 +363,8 @@ int nf__weights_load(nf_backend * be, const char * path, const struct nf_wtable 
         memcpy(host + offs[i], nf__st_data(&st, s), nb);
         for (size_t e = 0; e < nb / sizeof(float); e++) {
             if (!isfinite(host[offs[i] + (int64_t) e])) {
-                rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: tensor '%s' has a non-finite value at element %zu", path, w->keys[i].name, e);
+                rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: tensor '%s' has a non-finite value at element %zu", path,
+                                 w->keys[i].name, e);
                 break;
             }
         }
@@ -364,27 +407,37 @@ int nf__weights_generate(const char * path, const struct nf_wtable * t, const vo
     struct nf_st_entry * ents = calloc((size_t) (n ? n : 1), sizeof(*ents));
     float ** data = calloc((size_t) (n ? n : 1), sizeof(*data));
     int rc = NF_OK, n_ents = 0;
-    if (!ents || !data) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+    if (!ents || !data) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     for (int i = 0; i < n && rc == NF_OK; i++) {
         const struct nf_wkey * k = &keys[i];
         if (!nf__wkey_loaded(k)) continue;
         const int64_t numel = nf__wkey_numel(k);
         float * d = malloc((size_t) (numel ? numel : 1) * sizeof(float));
-        if (!d) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory for %s", k->name); break; }
+        if (!d) {
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory for %s", k->name);
+            break;
+        }
         data[n_ents] = d;
         uint64_t s = seed * 0x100000001B3ull + (uint64_t) n_ents * 0x9E3779B97F4A7C15ull + 1;
         const float bound = k->fan_in > 0 ? 1.0f / sqrtf((float) k->fan_in) : 0.0f;
         for (int64_t e = 0; e < numel; e++) {
             float v;
-            if (k->init == NF_INIT_NORMAL)           v = nf__normal(&s);
-            else if (k->init == NF_INIT_NORM_WEIGHT) v = 1.0f + 0.1f * (2.0f * nf__rng_unif(&s) - 1.0f);
-            else if (k->init == NF_INIT_NORM_BIAS)   v = 0.1f * (2.0f * nf__rng_unif(&s) - 1.0f);
-            else                                     v = bound * (2.0f * nf__rng_unif(&s) - 1.0f);
+            if (k->init == NF_INIT_NORMAL)
+                v = nf__normal(&s);
+            else if (k->init == NF_INIT_NORM_WEIGHT)
+                v = 1.0f + 0.1f * (2.0f * nf__rng_unif(&s) - 1.0f);
+            else if (k->init == NF_INIT_NORM_BIAS)
+                v = 0.1f * (2.0f * nf__rng_unif(&s) - 1.0f);
+            else
+                v = bound * (2.0f * nf__rng_unif(&s) - 1.0f);
             d[e] = v;
         }
         if (perturb_key && strcmp(perturb_key, k->name) == 0) {
             for (int64_t e = 0; e < numel; e++) d[e] += perturb_delta;
-            perturb_key = NULL;   /* found */
+            perturb_key = NULL; /* found */
         }
         struct nf_st_entry * en = &ents[n_ents++];
         en->name = k->name;
@@ -392,10 +445,12 @@ int nf__weights_generate(const char * path, const struct nf_wtable * t, const vo
         for (int dd = 0; dd < k->ndim; dd++) en->shape[dd] = k->shape[dd];
         en->data = d;
     }
-    if (rc == NF_OK && perturb_key) rc = nf__err_set(err, NF_ERR_ARG, "--perturb: no tensor named '%s' in this config", perturb_key);
+    if (rc == NF_OK && perturb_key)
+        rc = nf__err_set(err, NF_ERR_ARG, "--perturb: no tensor named '%s' in this config", perturb_key);
     if (rc == NF_OK) rc = nf__st_write(path, ents, n_ents, err);
 done:
-    if (data) for (int i = 0; i < n_ents; i++) free(data[i]);
+    if (data)
+        for (int i = 0; i < n_ents; i++) free(data[i]);
     free(data);
     free(ents);
     free(keys);

@@ -45,41 +45,42 @@ enum nf_wkind { NF_WE_TENSOR = 0, NF_WE_REPEAT, NF_WE_END };
 
 /* gen-weights value distributions (PyTorch-like default scales) */
 enum nf_winit {
-    NF_INIT_UNIFORM = 0,   /* U(-1/sqrt(fan_in), +1/sqrt(fan_in)): nn.Linear / Conv default */
-    NF_INIT_NORMAL,        /* ~N(0, 1) (Irwin-Hall of 12): embeddings                        */
-    NF_INIT_NORM_WEIGHT,   /* 1 + U(-0.1, 0.1): LayerNorm / BatchNorm gamma                 */
-    NF_INIT_NORM_BIAS,     /* U(-0.1, 0.1): LayerNorm / BatchNorm beta                       */
+    NF_INIT_UNIFORM = 0, /* U(-1/sqrt(fan_in), +1/sqrt(fan_in)): nn.Linear / Conv default */
+    NF_INIT_NORMAL,      /* ~N(0, 1) (Irwin-Hall of 12): embeddings                        */
+    NF_INIT_NORM_WEIGHT, /* 1 + U(-0.1, 0.1): LayerNorm / BatchNorm gamma                 */
+    NF_INIT_NORM_BIAS,   /* U(-0.1, 0.1): LayerNorm / BatchNorm beta                       */
 };
 
 #define NF_W_MAX_DEPTH 4
-#define NF_W_NAME 96
-#define NF_W_MAX_PACK 64   /* pack ids per repeat iteration: 1..63 */
+#define NF_W_NAME      96
+#define NF_W_MAX_PACK  64 /* pack ids per repeat iteration: 1..63 */
 
 struct nf_wentry {
     const char * name;
     const char * shape;
     enum nf_st_dtype dtype;
-    unsigned     flags;
-    char         when;
-    int          pack;
-    int          init;
+    unsigned flags;
+    char when;
+    int pack;
+    int init;
     const char * fan_in;
     const char * alias;
-    size_t       slot;      /* NF_WSLOT(...) = offset + 1; 0 = no slot */
+    size_t slot; /* NF_WSLOT(...) = offset + 1; 0 = no slot */
     /* NF_WE_REPEAT only: */
-    int          kind;
-    size_t       stride;    /* sizeof the element struct */
+    int kind;
+    size_t stride; /* sizeof the element struct */
 };
 
 #define NF_WSLOT(T, member) (offsetof(T, member) + 1)
 #define NF_WREPEAT(sym, T, member, E) \
-    {.kind = NF_WE_REPEAT, .when = (sym), .slot = NF_WSLOT(T, member), .stride = sizeof(E)}
-#define NF_WEND {.kind = NF_WE_END}
+    { .kind = NF_WE_REPEAT, .when = (sym), .slot = NF_WSLOT(T, member), .stride = sizeof(E) }
+#define NF_WEND \
+    { .kind = NF_WE_END }
 
 struct nf_wtable {
-    const char * model;                  /* for messages: "mitra" */
+    const char * model; /* for messages: "mitra" */
     const struct nf_wentry * entries;
-    int          n_entries;
+    int n_entries;
     /* value of a shape / repeat / condition symbol for this config; idx are
      * the enclosing repeat indices (depth of them). Returns < 0 if unknown. */
     int64_t (*dim)(const void * cfg, char sym, const int * idx, int depth);
@@ -87,42 +88,42 @@ struct nf_wtable {
 
 /* One entry of the expanded table (a concrete key). */
 struct nf_wkey {
-    char      name[NF_W_NAME];
-    char      alias[NF_W_NAME];          /* "" when none */
+    char name[NF_W_NAME];
+    char alias[NF_W_NAME]; /* "" when none */
     enum nf_st_dtype dtype;
-    int       ndim;
-    int64_t   shape[NF_MAX_DIMS];
-    unsigned  flags;
-    int       init;
-    int64_t   fan_in;
-    int       pack;                      /* unique over the expansion; 0 none */
-    nf_tensor * slot;                    /* NULL when none (or no model given) */
+    int ndim;
+    int64_t shape[NF_MAX_DIMS];
+    unsigned flags;
+    int init;
+    int64_t fan_in;
+    int pack;         /* unique over the expansion; 0 none */
+    nf_tensor * slot; /* NULL when none (or no model given) */
 };
 
 /* Expand the table for cfg. model (may be NULL) resolves the slots. *out is
  * malloc'd (free it). */
-int nf__wtable_expand(const struct nf_wtable * t, const void * cfg, void * model,
-                      struct nf_wkey ** out, int * n, nf_err * err);
+int nf__wtable_expand(const struct nf_wtable * t, const void * cfg, void * model, struct nf_wkey ** out, int * n,
+                      nf_err * err);
 int64_t nf__wkey_numel(const struct nf_wkey * k);
 /* Keys that gen-weights writes and a strict load loads (F32, not ignored) */
 int nf__wkey_loaded(const struct nf_wkey * k);
 
 /* A model's weights: one device buffer, the views live in the model's slots. */
 struct nf_weights {
-    struct nf_wkey * keys;               /* the views' names point here */
-    int       n_keys;
-    nf_tensor buf;                       /* all weights, one device buffer */
-    int64_t   n_params;                  /* elements of loaded, non-buffer keys */
+    struct nf_wkey * keys; /* the views' names point here */
+    int n_keys;
+    nf_tensor buf;    /* all weights, one device buffer */
+    int64_t n_params; /* elements of loaded, non-buffer keys */
 };
 
 /* Strict load of path against the table: every missing / unexpected / wrong
  * dtype / wrong shape tensor is listed in one NF_ERR_CHECKPOINT message;
  * values must be finite. Then pack, upload once, bind the slots. */
-int  nf__weights_load(nf_backend * be, const char * path, const struct nf_wtable * t, const void * cfg,
-                      void * model, struct nf_weights * w, nf_err * err);
+int nf__weights_load(nf_backend * be, const char * path, const struct nf_wtable * t, const void * cfg, void * model,
+                     struct nf_weights * w, nf_err * err);
 void nf__weights_free(struct nf_weights * w);
 /* where the buffer lives, asked of the driver now */
-int  nf__weights_where(const struct nf_weights * w, char * out, size_t n, nf_err * err);
+int nf__weights_where(const struct nf_weights * w, char * out, size_t n, nf_err * err);
 
 /* Write DIR/model.safetensors from the table, values drawn deterministically
  * from seed per key; perturb_key (may be NULL) gets delta added. */
@@ -140,10 +141,14 @@ void nf__msg_append(char * msg, size_t cap, size_t * len, const char * fmt, ...)
 void nf__shape_str(char * out, size_t n, int ndim, const int64_t * shape);
 
 /* Name -> index hash map (open addressing, FNV-1a); names are borrowed. */
-struct nf_namemap { const char ** names; int * idx; size_t cap; };
-int  nf__namemap_init(struct nf_namemap * m, size_t n, nf_err * err);
+struct nf_namemap {
+    const char ** names;
+    int * idx;
+    size_t cap;
+};
+int nf__namemap_init(struct nf_namemap * m, size_t n, nf_err * err);
 void nf__namemap_free(struct nf_namemap * m);
-int  nf__namemap_put(struct nf_namemap * m, const char * name, int idx);   /* 0 ok, -1 duplicate */
-int  nf__namemap_get(const struct nf_namemap * m, const char * name);      /* -1 absent */
+int nf__namemap_put(struct nf_namemap * m, const char * name, int idx); /* 0 ok, -1 duplicate */
+int nf__namemap_get(const struct nf_namemap * m, const char * name);    /* -1 absent */
 
 #endif

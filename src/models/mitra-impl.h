@@ -8,7 +8,7 @@
 
 struct cJSON;
 
-#define NF_MITRA_N_QUANTILES 999     /* q = 1/1000 .. 999/1000 */
+#define NF_MITRA_N_QUANTILES 999 /* q = 1/1000 .. 999/1000 */
 #define NF_MITRA_Q_DENOM     1000
 #define NF_MITRA_LN_EPS      1e-5f
 
@@ -16,46 +16,48 @@ enum nf_task { NF_TASK_CLASSIFICATION = 0, NF_TASK_REGRESSION = 1 };
 
 struct nf_mitra_config {
     int dim, dim_output, n_layers, n_heads;
-    int task;                     /* enum nf_task */
+    int task; /* enum nf_task */
 };
 
 struct nf_mitra_layer {
-    nf_tensor ln_w[4], ln_b[4];          /* layer_norm1..4                 */
-    nf_tensor aw[2][4], ab[2][4];         /* attention{1,2}.{q,k,v,o}       */
-    nf_tensor lw[4], lb[4];              /* linear1..4                     */
+    nf_tensor ln_w[4], ln_b[4];   /* layer_norm1..4                 */
+    nf_tensor aw[2][4], ab[2][4]; /* attention{1,2}.{q,k,v,o}       */
+    nf_tensor lw[4], lb[4];       /* linear1..4                     */
     /* q, k, v of each attention are packed back to back on the device, so
      * one LINEAR computes all three: qkv = [q; k; v] (3D, D), kv = [k; v] */
     nf_tensor qkv_w[2], qkv_b[2], kv_w[2], kv_b[2];
-    char      qkv_name[2][2][48];        /* "layers.L.attentionA.{qkv,kv}" */
+    char qkv_name[2][2][48]; /* "layers.L.attentionA.{qkv,kv}" */
 };
 
 enum { NF_MITRA_SUPPORT_X, NF_MITRA_SUPPORT_Y, NF_MITRA_QUERY_X, NF_MITRA_N_INPUTS };
 
 /* measured during the last forward (nf_placement, with logits = outputs) */
-struct nf_mitra_placement { char inputs[32], logits[32], ops[96]; };
+struct nf_mitra_placement {
+    char inputs[32], logits[32], ops[96];
+};
 
 typedef struct nf_mitra {
     nf_backend * be;
     struct nf_mitra_config cfg;
-    struct nf_weights weights;           /* one device buffer; views bound below */
+    struct nf_weights weights; /* one device buffer; views bound below */
     nf_tensor x_w, x_b, y_w, y_b, y_mask, fln_w, fln_b, f_w, f_b;
     struct nf_mitra_layer * layers;
-    int64_t   chunk_tokens;
-    int64_t   chunk_rows;
+    int64_t chunk_tokens;
+    int64_t chunk_rows;
     nf_stage_fn stage_fn;
-    void *      stage_user;
-    int         stages;
+    void * stage_user;
+    int stages;
     struct nf_mitra_placement placement;
-    struct nf__ws * ws;                  /* the last forward's device workspace, kept for the next one */
+    struct nf__ws * ws; /* the last forward's device workspace, kept for the next one */
     struct nf_input_desc inputs[NF_MITRA_N_INPUTS];
 } nf_mitra;
 
 struct nf_mitra_input {
     int64_t n_support, n_query, n_features;
-    const float   * x_support;   /* (n_support, n_features) row-major        */
-    const float   * x_query;     /* (n_query,   n_features)                  */
-    const int64_t * y_class;     /* classification: (n_support), 0..C-1      */
-    const float   * y_value;     /* regression:     (n_support)              */
+    const float * x_support; /* (n_support, n_features) row-major        */
+    const float * x_query;   /* (n_query,   n_features)                  */
+    const int64_t * y_class; /* classification: (n_support), 0..C-1      */
+    const float * y_value;   /* regression:     (n_support)              */
 };
 
 /* Label tokens come from an embedding table (classification, and binned
@@ -73,12 +75,13 @@ int nf__mitra_config_write(const char * dir, const struct nf_mitra_config * cfg,
 
 /* gen-weights for the vtable (options dim, layers, heads, outputs, task) */
 extern const struct nf_option_desc nf__mitra_gen_options[];
-int nf__mitra_gen_weights(const char * dir, uint64_t seed, int n, const char * const * keys, const char * const * values,
-                          const char * perturb_key, float perturb_delta, char * summary, size_t summary_n, nf_err * err);
+int nf__mitra_gen_weights(const char * dir, uint64_t seed, int n, const char * const * keys,
+                          const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
+                          size_t summary_n, nf_err * err);
 
 /* The forward (mitra.c). These two keep their historical names while the
  * forward is being rewritten (typed op calls); they are not public API. */
-int  nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * logits, nf_err * err);
+int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * logits, nf_err * err);
 void nf_mitra_release_workspace(nf_mitra * m);
 
 #endif

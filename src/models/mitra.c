@@ -35,15 +35,16 @@ static void nf__mitra_bind_qkv(nf_mitra * m) {
     for (int l = 0; l < m->cfg.n_layers; l++) {
         struct nf_mitra_layer * L = &m->layers[l];
         for (int a = 0; a < 2; a++) {
-            const int64_t ne_qkv_w[2] = {3 * D, D}, ne_kv_w[2] = {2 * D, D}, ne_qkv_b[1] = {3 * D}, ne_kv_b[1] = {2 * D};
+            const int64_t ne_qkv_w[2] = {3 * D, D}, ne_kv_w[2] = {2 * D, D}, ne_qkv_b[1] = {3 * D},
+                          ne_kv_b[1] = {2 * D};
             snprintf(L->qkv_name[a][0], sizeof(L->qkv_name[a][0]), "layers.%d.attention%d.qkv", l, a + 1);
             snprintf(L->qkv_name[a][1], sizeof(L->qkv_name[a][1]), "layers.%d.attention%d.kv", l, a + 1);
             L->qkv_w[a] = nf__tensor_view(&L->aw[a][0], 0, 2, ne_qkv_w);
             L->qkv_b[a] = nf__tensor_view(&L->ab[a][0], 0, 1, ne_qkv_b);
-            L->kv_w[a]  = nf__tensor_view(&L->aw[a][1], 0, 2, ne_kv_w);
-            L->kv_b[a]  = nf__tensor_view(&L->ab[a][1], 0, 1, ne_kv_b);
+            L->kv_w[a] = nf__tensor_view(&L->aw[a][1], 0, 2, ne_kv_w);
+            L->kv_b[a] = nf__tensor_view(&L->ab[a][1], 0, 1, ne_kv_b);
             L->qkv_w[a].name = L->qkv_b[a].name = L->qkv_name[a][0];
-            L->kv_w[a].name  = L->kv_b[a].name  = L->qkv_name[a][1];
+            L->kv_w[a].name = L->kv_b[a].name = L->qkv_name[a][1];
         }
     }
 }
@@ -67,13 +68,22 @@ static int nf__mitra_load(nf_backend * be, const char * dir, const cJSON * confi
     m->be = be;
     m->chunk_tokens = be->chunk_tokens > 0 ? be->chunk_tokens : 4096;
     int rc = nf__mitra_config_parse(config, config_path, &m->cfg, err);
-    if (rc != NF_OK) { nf__mitra_free(m); return rc; }
+    if (rc != NF_OK) {
+        nf__mitra_free(m);
+        return rc;
+    }
     m->layers = calloc((size_t) (m->cfg.n_layers ? m->cfg.n_layers : 1), sizeof(*m->layers));
-    if (!m->layers) { nf__mitra_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    if (!m->layers) {
+        nf__mitra_free(m);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
     char path[4096];
     nf__path_join(path, sizeof(path), dir, "model.safetensors");
     rc = nf__weights_load(be, path, &nf__mitra_wtable, &m->cfg, m, &m->weights, err);
-    if (rc != NF_OK) { nf__mitra_free(m); return rc; }
+    if (rc != NF_OK) {
+        nf__mitra_free(m);
+        return rc;
+    }
     nf__mitra_bind_qkv(m);
     nf__mitra_describe_inputs(m);
     *out = m;
@@ -88,12 +98,12 @@ static int nf__mitra_config_item(const void * impl, int i, struct nf_config_item
     const struct nf_mitra_config * c = &((const nf_mitra *) impl)->cfg;
     static const char * const tasks[2] = {"CLASSIFICATION", "REGRESSION"};
     switch (i) {
-    case 0: *out = (struct nf_config_item) {"dim", NULL, c->dim}; return 1;
-    case 1: *out = (struct nf_config_item) {"dim_output", NULL, c->dim_output}; return 1;
-    case 2: *out = (struct nf_config_item) {"n_layers", NULL, c->n_layers}; return 1;
-    case 3: *out = (struct nf_config_item) {"n_heads", NULL, c->n_heads}; return 1;
-    case 4: *out = (struct nf_config_item) {"task", tasks[c->task], 0}; return 1;
-    default: return 0;
+        case 0: *out = (struct nf_config_item){"dim", NULL, c->dim}; return 1;
+        case 1: *out = (struct nf_config_item){"dim_output", NULL, c->dim_output}; return 1;
+        case 2: *out = (struct nf_config_item){"n_layers", NULL, c->n_layers}; return 1;
+        case 3: *out = (struct nf_config_item){"n_heads", NULL, c->n_heads}; return 1;
+        case 4: *out = (struct nf_config_item){"task", tasks[c->task], 0}; return 1;
+        default: return 0;
     }
 }
 
@@ -106,14 +116,15 @@ static const struct nf_input_desc * nf__mitra_input(const void * impl, int i) {
 
 static void nf__mitra_describe_inputs(nf_mitra * m) {
     const int cls = nf__mitra_class_labels(&m->cfg);
-    m->inputs[NF_MITRA_SUPPORT_X] = (struct nf_input_desc) {"support_x", NF_ARRAY_F32, 2, "n_support n_features", 0};
-    m->inputs[NF_MITRA_SUPPORT_Y] = (struct nf_input_desc) {"support_y", cls ? NF_ARRAY_I64 : NF_ARRAY_F32, 1, "n_support",
-                                                            cls ? m->cfg.dim_output : 0};
-    m->inputs[NF_MITRA_QUERY_X]   = (struct nf_input_desc) {"query_x", NF_ARRAY_F32, 2, "n_query n_features", 0};
+    m->inputs[NF_MITRA_SUPPORT_X] = (struct nf_input_desc){"support_x", NF_ARRAY_F32, 2, "n_support n_features", 0};
+    m->inputs[NF_MITRA_SUPPORT_Y] = (struct nf_input_desc){"support_y", cls ? NF_ARRAY_I64 : NF_ARRAY_F32, 1,
+                                                           "n_support", cls ? m->cfg.dim_output : 0};
+    m->inputs[NF_MITRA_QUERY_X] = (struct nf_input_desc){"query_x", NF_ARRAY_F32, 2, "n_query n_features", 0};
 }
 
 /* the generic inputs as Mitra's: by name, dtype and shape */
-static int nf__mitra_inputs(const nf_mitra * m, const struct nf_array * in, int n_in, struct nf_mitra_input * out, nf_err * err) {
+static int nf__mitra_inputs(const nf_mitra * m, const struct nf_array * in, int n_in, struct nf_mitra_input * out,
+                            nf_err * err) {
     const struct nf_array * a[NF_MITRA_N_INPUTS] = {NULL};
     for (int i = 0; i < n_in; i++) {
         int k = 0;
@@ -125,29 +136,39 @@ static int nf__mitra_inputs(const nf_mitra * m, const struct nf_array * in, int 
     for (int k = 0; k < NF_MITRA_N_INPUTS; k++) {
         const struct nf_input_desc * d = nf__mitra_input(m, k);
         if (!a[k]) return nf__err_set(err, NF_ERR_ARG, "missing input '%s'", d->name);
-        if (a[k]->ndim != d->ndim) return nf__err_set(err, NF_ERR_SHAPE, "input '%s' must be %d-D (%s), got %d-D", d->name, d->ndim, d->dims, a[k]->ndim);
+        if (a[k]->ndim != d->ndim)
+            return nf__err_set(err, NF_ERR_SHAPE, "input '%s' must be %d-D (%s), got %d-D", d->name, d->ndim, d->dims,
+                               a[k]->ndim);
         if (a[k]->dtype != d->dtype) {
-            return nf__err_set(err, NF_ERR_INPUT, d->dtype == NF_ARRAY_I64 ? "this model needs integer class labels"
-                                                                           : "input '%s' must be float32", d->name);
+            return nf__err_set(err, NF_ERR_INPUT,
+                               d->dtype == NF_ARRAY_I64 ? "this model needs integer class labels"
+                                                        : "input '%s' must be float32",
+                               d->name);
         }
     }
-    const struct nf_array * xs = a[NF_MITRA_SUPPORT_X], * ys = a[NF_MITRA_SUPPORT_Y], * xq = a[NF_MITRA_QUERY_X];
+    const struct nf_array *xs = a[NF_MITRA_SUPPORT_X], *ys = a[NF_MITRA_SUPPORT_Y], *xq = a[NF_MITRA_QUERY_X];
     if (xq->shape[1] != xs->shape[1]) {
-        return nf__err_set(err, NF_ERR_SHAPE, "query_x has %lld features but support_x has %lld", (long long) xq->shape[1], (long long) xs->shape[1]);
+        return nf__err_set(err, NF_ERR_SHAPE, "query_x has %lld features but support_x has %lld",
+                           (long long) xq->shape[1], (long long) xs->shape[1]);
     }
     if (ys->shape[0] != xs->shape[0]) {
-        return nf__err_set(err, NF_ERR_SHAPE, "support_y has %lld rows but support_x has %lld", (long long) ys->shape[0], (long long) xs->shape[0]);
+        return nf__err_set(err, NF_ERR_SHAPE, "support_y has %lld rows but support_x has %lld",
+                           (long long) ys->shape[0], (long long) xs->shape[0]);
     }
-    *out = (struct nf_mitra_input) {
-        .n_support = xs->shape[0], .n_query = xq->shape[0], .n_features = xs->shape[1],
-        .x_support = xs->data, .x_query = xq->data,
+    *out = (struct nf_mitra_input){
+        .n_support = xs->shape[0],
+        .n_query = xq->shape[0],
+        .n_features = xs->shape[1],
+        .x_support = xs->data,
+        .x_query = xq->data,
         .y_class = ys->dtype == NF_ARRAY_I64 ? ys->data : NULL,
         .y_value = ys->dtype == NF_ARRAY_F32 ? ys->data : NULL,
     };
     return NF_OK;
 }
 
-static int nf__mitra_output_shape(const void * impl, const struct nf_array * in, int n_in, int * ndim, int64_t * shape, nf_err * err) {
+static int nf__mitra_output_shape(const void * impl, const struct nf_array * in, int n_in, int * ndim, int64_t * shape,
+                                  nf_err * err) {
     const nf_mitra * m = impl;
     struct nf_mitra_input mi;
     NF_TRY(nf__mitra_inputs(m, in, n_in, &mi, err));
@@ -172,7 +193,10 @@ static void nf__mitra_release(void * impl) { nf_mitra_release_workspace(impl); }
 
 static int nf__mitra_set_option(void * impl, const char * key, int64_t value, nf_err * err) {
     nf_mitra * m = impl;
-    if (strcmp(key, "chunk_rows") == 0) { m->chunk_rows = value > 0 ? value : 0; return NF_OK; }
+    if (strcmp(key, "chunk_rows") == 0) {
+        m->chunk_rows = value > 0 ? value : 0;
+        return NF_OK;
+    }
     return nf__err_set(err, NF_ERR_ARG, "mitra has no option \"%s\" (chunk_rows)", key);
 }
 
@@ -183,11 +207,16 @@ static int nf__mitra_stage_name(const void * impl, int i, char * out, size_t n) 
     static const char * const sub[4] = {"row_attention", "mlp1", "feature_attention", "mlp2"};
     const int count = nf__mitra_stage_count(impl);
     if (i < 0 || i >= count) return 0;
-    if (i == 0) snprintf(out, n, "inputs.support_x");
-    else if (i == 1) snprintf(out, n, "inputs.query_x");
-    else if (i == 2) snprintf(out, n, "embedding");
-    else if (i == count - 1) snprintf(out, n, "head");
-    else snprintf(out, n, "layers.%d.%s", (i - 3) / 4, sub[(i - 3) % 4]);
+    if (i == 0)
+        snprintf(out, n, "inputs.support_x");
+    else if (i == 1)
+        snprintf(out, n, "inputs.query_x");
+    else if (i == 2)
+        snprintf(out, n, "embedding");
+    else if (i == count - 1)
+        snprintf(out, n, "head");
+    else
+        snprintf(out, n, "layers.%d.%s", (i - 3) / 4, sub[(i - 3) % 4]);
     return 1;
 }
 
@@ -239,13 +268,13 @@ const struct nf_model_i nf__mitra_model = {
  * the query rows [n_s, n): every sub-block but the choice of row-attention
  * keys treats the two alike, so they share each GEMM. */
 struct nf__ws {
-    int64_t ns, nq, n, F, T, D, ct;  /* ct: tokens per chunk */
+    int64_t ns, nq, n, F, T, D, ct; /* ct: tokens per chunk */
     nf_tensor xs, xq, ys, B, zs, zq;
-    nf_tensor X;                     /* the residual stream                       */
-    nf_tensor Sqkv;                  /* row attention: [q k v] of the support rows, (n_s, T, 3D) */
-    nf_tensor Xn, Pqkv, A, H;        /* per-chunk scratch; Pqkv (ct, 3D)          */
+    nf_tensor X;              /* the residual stream                       */
+    nf_tensor Sqkv;           /* row attention: [q k v] of the support rows, (n_s, T, 3D) */
+    nf_tensor Xn, Pqkv, A, H; /* per-chunk scratch; Pqkv (ct, 3D)          */
     nf_tensor hq, logits;
-    float * host_s, * host_q;        /* stage dumps                               */
+    float *host_s, *host_q; /* stage dumps                               */
 };
 
 static void nf__ws_free_host(struct nf__ws * w) {
@@ -256,8 +285,8 @@ static void nf__ws_free_host(struct nf__ws * w) {
 
 static void nf__ws_free(struct nf__ws * w) {
     if (!w) return;
-    nf_tensor * all[] = {&w->xs, &w->xq, &w->ys, &w->B, &w->zs, &w->zq, &w->X, &w->Sqkv,
-                         &w->Xn, &w->Pqkv, &w->A, &w->H, &w->hq, &w->logits};
+    nf_tensor * all[] = {&w->xs,   &w->xq, &w->ys,   &w->B, &w->zs, &w->zq, &w->X,
+                         &w->Sqkv, &w->Xn, &w->Pqkv, &w->A, &w->H,  &w->hq, &w->logits};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
     nf__ws_free_host(w);
     free(w);
@@ -266,19 +295,23 @@ static void nf__ws_free(struct nf__ws * w) {
 static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err) {
     nf_backend * be = m->be;
     const int64_t D = w->D, T = w->T;
-#define NF__ALLOC(t, type, nd, name, ...) do { int64_t ne_[] = {__VA_ARGS__}; NF_TRY(nf__tensor_alloc(be, &w->t, type, nd, ne_, name, err)); } while (0)
+#define NF__ALLOC(t, type, nd, name, ...)                              \
+    do {                                                               \
+        int64_t ne_[] = {__VA_ARGS__};                                 \
+        NF_TRY(nf__tensor_alloc(be, &w->t, type, nd, ne_, name, err)); \
+    } while (0)
     NF__ALLOC(xs, NF_F32, 2, "x_support", w->ns, w->F);
     NF__ALLOC(xq, NF_F32, 2, "x_query", w->nq, w->F);
     NF__ALLOC(ys, nf__mitra_class_labels(&m->cfg) ? NF_I32 : NF_F32, 1, "y_support", w->ns);
-    NF__ALLOC(B,  NF_F32, 2, "quantile_boundaries", w->F, NF_MITRA_N_QUANTILES);
+    NF__ALLOC(B, NF_F32, 2, "quantile_boundaries", w->F, NF_MITRA_N_QUANTILES);
     NF__ALLOC(zs, NF_F32, 2, "z_support", w->ns, w->F);
     NF__ALLOC(zq, NF_F32, 2, "z_query", w->nq, w->F);
-    NF__ALLOC(X,  NF_F32, 3, "stream", w->n, T, D);
+    NF__ALLOC(X, NF_F32, 3, "stream", w->n, T, D);
     NF__ALLOC(Sqkv, NF_F32, 1, "support_qkv", w->ns * T * 3 * D);
     NF__ALLOC(Xn, NF_F32, 1, "normed", w->ct * D);
     NF__ALLOC(Pqkv, NF_F32, 1, "proj_qkv", w->ct * 3 * D);
-    NF__ALLOC(A,  NF_F32, 1, "attn_out", w->ct * D);
-    NF__ALLOC(H,  NF_F32, 1, "mlp_hidden", w->ct * 4 * D);
+    NF__ALLOC(A, NF_F32, 1, "attn_out", w->ct * D);
+    NF__ALLOC(H, NF_F32, 1, "mlp_hidden", w->ct * 4 * D);
     NF__ALLOC(hq, NF_F32, 2, "head_normed", w->nq, D);
     NF__ALLOC(logits, NF_F32, 2, "logits", w->nq, C);
 #undef NF__ALLOC
@@ -293,14 +326,18 @@ static nf_tensor nf__rows(const struct nf__ws * w, const nf_tensor * t, int64_t 
 /* ---- forward: sub-blocks ------------------------------------------------------------------- */
 
 /* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows [rbeg, n) */
-static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, int half,
-                   int64_t rbeg, int64_t crows) {
+static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, int half, int64_t rbeg,
+                   int64_t crows) {
     const struct nf_mlp mlp = {
-        .ln_g = &L->ln_w[1 + 2 * half], .ln_b = &L->ln_b[1 + 2 * half],
-        .w1 = &L->lw[2 * half],     .b1 = &L->lb[2 * half],
-        .w2 = &L->lw[1 + 2 * half], .b2 = &L->lb[1 + 2 * half],
-        .eps = NF_MITRA_LN_EPS, .act = NF_ACT_GELU,
-        .ln_label  = nf_label(g, "layer_norm%d", 2 + 2 * half),
+        .ln_g = &L->ln_w[1 + 2 * half],
+        .ln_b = &L->ln_b[1 + 2 * half],
+        .w1 = &L->lw[2 * half],
+        .b1 = &L->lb[2 * half],
+        .w2 = &L->lw[1 + 2 * half],
+        .b2 = &L->lb[1 + 2 * half],
+        .eps = NF_MITRA_LN_EPS,
+        .act = NF_ACT_GELU,
+        .ln_label = nf_label(g, "layer_norm%d", 2 + 2 * half),
         .fc1_label = nf_label(g, "linear%d", 1 + 2 * half),
         .fc2_label = nf_label(g, "linear%d", 2 + 2 * half),
     };
@@ -315,14 +352,18 @@ static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer 
 static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
                                  int64_t rbeg, int64_t crows) {
     const struct nf_mhsa mhsa = {
-        .ln_g = &L->ln_w[2], .ln_b = &L->ln_b[2],
-        .w_qkv = &L->qkv_w[1], .b_qkv = &L->qkv_b[1],
-        .w_o = &L->aw[1][3], .b_o = &L->ab[1][3],
-        .n_heads = m->cfg.n_heads, .eps = NF_MITRA_LN_EPS,
-        .ln_label   = nf_label(g, "layer_norm3"),
-        .qkv_label  = nf_label(g, "attention2.qkv"),
+        .ln_g = &L->ln_w[2],
+        .ln_b = &L->ln_b[2],
+        .w_qkv = &L->qkv_w[1],
+        .b_qkv = &L->qkv_b[1],
+        .w_o = &L->aw[1][3],
+        .b_o = &L->ab[1][3],
+        .n_heads = m->cfg.n_heads,
+        .eps = NF_MITRA_LN_EPS,
+        .ln_label = nf_label(g, "layer_norm3"),
+        .qkv_label = nf_label(g, "attention2.qkv"),
         .attn_label = nf_label(g, "attention2"),
-        .o_label    = nf_label(g, "attention2.o"),
+        .o_label = nf_label(g, "attention2.o"),
     };
     for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
         const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n;
@@ -339,12 +380,12 @@ static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra
 static int nf__row_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
                              int64_t rbeg, int64_t crows) {
     const int64_t D = w->D, T = w->T, D3 = 3 * D;
-    const int64_t ns3 = w->ns * T * D3;   /* elements of Sqkv */
+    const int64_t ns3 = w->ns * T * D3; /* elements of Sqkv */
     const float eps = NF_MITRA_LN_EPS;
     for (int64_t r0 = 0; r0 < w->ns; r0 += crows) {
         const int64_t r1 = r0 + crows < w->ns ? r0 + crows : w->ns, tok = (r1 - r0) * T;
-        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), nf__rows(w, &w->X, r0, r1), tok, D,
-                             &L->ln_w[0], &L->ln_b[0], w->Xn, D, eps));
+        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), nf__rows(w, &w->X, r0, r1), tok, D, &L->ln_w[0],
+                             &L->ln_b[0], w->Xn, D, eps));
         /* Sqkv rows (tok, 3D) = [q k v], or only [k v] into columns D.. when
          * no support row attends (the last layer) */
         const int64_t at = r0 * T * D3;
@@ -362,7 +403,7 @@ static int nf__row_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m
         r1 = r0 + crows < lim ? r0 + crows : lim;
         const int64_t c = r1 - r0, tok = c * T;
         nf_tensor x = nf__rows(w, &w->X, r0, r1), q;
-        int64_t q_ld;   /* row stride of q's tokens */
+        int64_t q_ld; /* row stride of q's tokens */
         if (r0 < w->ns) {
             q = nf_view1(&w->Sqkv, r0 * T * D3, tok * D3);
             q_ld = D3;
@@ -374,13 +415,22 @@ static int nf__row_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m
             q_ld = D;
         }
         const struct nf_attn_layout lay = {
-            .groups = T, .lq = c, .lk = w->ns, .n_heads = m->cfg.n_heads, .head_dim = D / m->cfg.n_heads,
-            .q_gs = q_ld, .q_ss = T * q_ld, .kv_gs = D3, .kv_ss = T * D3, .o_gs = D, .o_ss = T * D,
+            .groups = T,
+            .lq = c,
+            .lk = w->ns,
+            .n_heads = m->cfg.n_heads,
+            .head_dim = D / m->cfg.n_heads,
+            .q_gs = q_ld,
+            .q_ss = T * q_ld,
+            .kv_gs = D3,
+            .kv_ss = T * D3,
+            .o_gs = D,
+            .o_ss = T * D,
         };
         NF_TRY(nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&w->Sqkv, D, ns3 - D),
                             nf_view1(&w->Sqkv, 2 * D, ns3 - 2 * D), w->A));
-        NF_TRY(nf_linear(g, nf_label(g, "attention1.o"), w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D,
-                         NF_ACT_NONE, 1));
+        NF_TRY(
+            nf_linear(g, nf_label(g, "attention1.o"), w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D, NF_ACT_NONE, 1));
     }
     return NF_OK;
 }
@@ -401,39 +451,45 @@ static int nf__stage(nf_mitra * m, struct nf__ws * w, const char * name, nf_err 
 
 static int nf__mitra_check_input(const nf_mitra * m, const struct nf_mitra_input * in, nf_err * err) {
     if (in->n_support < 1) return nf__err_set(err, NF_ERR_INPUT, "support set is empty (need >= 1 row)");
-    if (in->n_query < 1)   return nf__err_set(err, NF_ERR_INPUT, "query set is empty (need >= 1 row)");
+    if (in->n_query < 1) return nf__err_set(err, NF_ERR_INPUT, "query set is empty (need >= 1 row)");
     if (in->n_features < 1) return nf__err_set(err, NF_ERR_INPUT, "no features (need >= 1 column)");
-    if (in->n_support > (1 << 24)) return nf__err_set(err, NF_ERR_INPUT, "support set too large for quantile (> 2^24 rows)");
+    if (in->n_support > (1 << 24))
+        return nf__err_set(err, NF_ERR_INPUT, "support set too large for quantile (> 2^24 rows)");
     for (int64_t i = 0; i < in->n_support * in->n_features; i++) {
         if (!isfinite(in->x_support[i])) {
-            return nf__err_set(err, NF_ERR_INPUT, "support_x[%lld, %lld] is %s; inputs must be finite (impute NaN first)",
-                               (long long) (i / in->n_features), (long long) (i % in->n_features), isnan(in->x_support[i]) ? "NaN" : "Inf");
+            return nf__err_set(err, NF_ERR_INPUT,
+                               "support_x[%lld, %lld] is %s; inputs must be finite (impute NaN first)",
+                               (long long) (i / in->n_features), (long long) (i % in->n_features),
+                               isnan(in->x_support[i]) ? "NaN" : "Inf");
         }
     }
     for (int64_t i = 0; i < in->n_query * in->n_features; i++) {
         if (!isfinite(in->x_query[i])) {
             return nf__err_set(err, NF_ERR_INPUT, "query_x[%lld, %lld] is %s; inputs must be finite",
-                               (long long) (i / in->n_features), (long long) (i % in->n_features), isnan(in->x_query[i]) ? "NaN" : "Inf");
+                               (long long) (i / in->n_features), (long long) (i % in->n_features),
+                               isnan(in->x_query[i]) ? "NaN" : "Inf");
         }
     }
     if (nf__mitra_class_labels(&m->cfg)) {
         if (!in->y_class) return nf__err_set(err, NF_ERR_INPUT, "this model needs integer class labels");
         for (int64_t i = 0; i < in->n_support; i++) {
             if (in->y_class[i] < 0 || in->y_class[i] >= m->cfg.dim_output) {
-                return nf__err_set(err, NF_ERR_INPUT, "support_y[%lld] = %lld is out of range 0..%d",
-                                   (long long) i, (long long) in->y_class[i], m->cfg.dim_output - 1);
+                return nf__err_set(err, NF_ERR_INPUT, "support_y[%lld] = %lld is out of range 0..%d", (long long) i,
+                                   (long long) in->y_class[i], m->cfg.dim_output - 1);
             }
         }
     } else {
         if (!in->y_value) return nf__err_set(err, NF_ERR_INPUT, "this model needs float regression targets");
         for (int64_t i = 0; i < in->n_support; i++) {
-            if (!isfinite(in->y_value[i])) return nf__err_set(err, NF_ERR_INPUT, "support_y[%lld] is not finite", (long long) i);
+            if (!isfinite(in->y_value[i]))
+                return nf__err_set(err, NF_ERR_INPUT, "support_y[%lld] is not finite", (long long) i);
         }
     }
     return NF_OK;
 }
 
-static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_input * in, float * logits, nf_err * err) {
+static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_input * in, float * logits,
+                                nf_err * err) {
     nf_backend * be = m->be;
     const int cls = nf__mitra_class_labels(&m->cfg);
     const int64_t C = m->cfg.dim_output, D = w->D, T = w->T;
@@ -472,7 +528,7 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
         }
     }
 
-    nf_graph gr, * g = &gr;
+    nf_graph gr, *g = &gr;
     nf_graph_init(g, be, err);
 
     /* step 1: quantile embedding statistics (spec §4.2) */
@@ -484,8 +540,10 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     nf_tensor S = nf__tensor_view(&w->X, 0, 3, ne_s), Q = nf__tensor_view(&w->X, w->ns * T * D, 3, ne_q);
     NF_TRY(nf_embed_features(g, "x_embedding", w->zs, &m->x_w, &m->x_b, S));
     NF_TRY(nf_embed_features(g, "x_embedding", w->zq, &m->x_w, &m->x_b, Q));
-    if (cls) NF_TRY(nf_label_tokens_class(g, "y_embedding", w->ys, &m->y_w, S));
-    else     NF_TRY(nf_label_tokens_value(g, "y_embedding", w->ys, &m->y_w, &m->y_b, S));
+    if (cls)
+        NF_TRY(nf_label_tokens_class(g, "y_embedding", w->ys, &m->y_w, S));
+    else
+        NF_TRY(nf_label_tokens_value(g, "y_embedding", w->ys, &m->y_w, &m->y_b, S));
     NF_TRY(nf_label_tokens_mask(g, "y_embedding.y_mask", &m->y_mask, Q));
     NF_TRY(nf__stage(m, w, "embedding", err));
 
@@ -499,11 +557,19 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
         const struct nf_mitra_layer * L = &m->layers[l];
         const int64_t rbeg = l == m->cfg.n_layers - 1 ? w->ns : 0;
         nf_graph_prefix(g, "layers.%d.", l);
-#define NF__STAGE(name) do { snprintf(st, sizeof(st), "layers.%d." name, l); NF_TRY(nf__stage(m, w, st, err)); } while (0)
-        NF_TRY(nf__row_attention(g, w, m, L, rbeg, crows));      NF__STAGE("row_attention");
-        NF_TRY(nf__mlp(g, w, L, 0, rbeg, crows));                NF__STAGE("mlp1");
-        NF_TRY(nf__feature_attention(g, w, m, L, rbeg, crows));  NF__STAGE("feature_attention");
-        NF_TRY(nf__mlp(g, w, L, 1, rbeg, crows));                NF__STAGE("mlp2");
+#define NF__STAGE(name)                                 \
+    do {                                                \
+        snprintf(st, sizeof(st), "layers.%d." name, l); \
+        NF_TRY(nf__stage(m, w, st, err));               \
+    } while (0)
+        NF_TRY(nf__row_attention(g, w, m, L, rbeg, crows));
+        NF__STAGE("row_attention");
+        NF_TRY(nf__mlp(g, w, L, 0, rbeg, crows));
+        NF__STAGE("mlp1");
+        NF_TRY(nf__feature_attention(g, w, m, L, rbeg, crows));
+        NF__STAGE("feature_attention");
+        NF_TRY(nf__mlp(g, w, L, 1, rbeg, crows));
+        NF__STAGE("mlp2");
 #undef NF__STAGE
     }
     nf_graph_prefix(g, "%s", "");
@@ -546,10 +612,18 @@ static int nf__ws_get(nf_mitra * m, const struct nf_mitra_input * in, struct nf_
     nf_mitra_release_workspace(m);
     w = calloc(1, sizeof(*w));
     if (!w) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    w->ns = in->n_support; w->nq = in->n_query; w->n = w->ns + w->nq; w->F = in->n_features;
-    w->T = T; w->D = D; w->ct = ct;
+    w->ns = in->n_support;
+    w->nq = in->n_query;
+    w->n = w->ns + w->nq;
+    w->F = in->n_features;
+    w->T = T;
+    w->D = D;
+    w->ct = ct;
     int rc = nf__ws_alloc(m, w, m->cfg.dim_output, err);
-    if (rc != NF_OK) { nf__ws_free(w); return rc; }
+    if (rc != NF_OK) {
+        nf__ws_free(w);
+        return rc;
+    }
     *out = m->ws = w;
     return NF_OK;
 }
@@ -561,7 +635,7 @@ int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * log
     int rc = nf__ws_get(m, in, &w, err);
     if (rc == NF_OK) rc = nf__mitra_forward_ws(m, w, in, logits, err);
     if (w) nf__ws_free_host(w);
-    if (rc != NF_OK) nf_mitra_release_workspace(m);   /* the device may be in error: start afresh */
+    if (rc != NF_OK) nf_mitra_release_workspace(m); /* the device may be in error: start afresh */
     nf__trace_where(m->be, m->placement.ops, sizeof(m->placement.ops));
     return rc;
 }

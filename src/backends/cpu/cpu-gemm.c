@@ -33,17 +33,17 @@ int nf__cpu_sgemm(int trans_b, int64_t m, int64_t n, int64_t k, float alpha, con
 
 static const char * nf__isa_name(dnnl_cpu_isa_t isa) {
     switch (isa) {
-        case dnnl_cpu_isa_sse41:           return "sse41";
-        case dnnl_cpu_isa_avx:             return "avx";
-        case dnnl_cpu_isa_avx2:            return "avx2";
-        case dnnl_cpu_isa_avx2_vnni:       return "avx2_vnni";
-        case dnnl_cpu_isa_avx512_mic:      return "avx512_mic";
+        case dnnl_cpu_isa_sse41: return "sse41";
+        case dnnl_cpu_isa_avx: return "avx";
+        case dnnl_cpu_isa_avx2: return "avx2";
+        case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+        case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
         case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
-        case dnnl_cpu_isa_avx512_core:     return "avx512_core";
-        case dnnl_cpu_isa_avx512_core_vnni:return "avx512_core_vnni";
-        case dnnl_cpu_isa_avx512_core_bf16:return "avx512_core_bf16";
+        case dnnl_cpu_isa_avx512_core: return "avx512_core";
+        case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+        case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
         case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-        default:                           return "none (reference C kernels)";
+        default: return "none (reference C kernels)";
     }
 }
 
@@ -55,7 +55,8 @@ static void nf__cpu_identify(char * model, size_t n, int * level) {
 #if defined(__x86_64__) || defined(__i386__)
     unsigned r[12], top = __get_cpuid_max(0x80000000u, NULL);
     if (top >= 0x80000004u) {
-        for (unsigned i = 0; i < 3; i++) __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+        for (unsigned i = 0; i < 3; i++)
+            __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
         char brand[49];
         memcpy(brand, r, 48);
         brand[48] = '\0';
@@ -96,8 +97,8 @@ void nf__cpu_gemm_info(struct nf_cpu_gemm_info * out) {
     const dnnl_version_t * v = dnnl_version();
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     out->gemm_level = nf__isa_level(isa);
-    snprintf(out->library, sizeof(out->library), "oneDNN %d.%d.%d dnnl_sgemm, JIT kernels for %s, fp32",
-             v->major, v->minor, v->patch, nf__isa_name(isa));
+    snprintf(out->library, sizeof(out->library), "oneDNN %d.%d.%d dnnl_sgemm, JIT kernels for %s, fp32", v->major,
+             v->minor, v->patch, nf__isa_name(isa));
     snprintf(out->cpu_simd, sizeof(out->cpu_simd), "%s", nf__simd_names[out->cpu_level]);
     if (out->gemm_level < out->cpu_level) {
         snprintf(out->warning, sizeof(out->warning),

@@ -13,11 +13,11 @@ int nf__cpu_sgemm(int trans_b, int64_t m, int64_t n, int64_t k, float alpha, con
 enum { NF_SIMD_NONE = 0, NF_SIMD_SSE41, NF_SIMD_AVX, NF_SIMD_AVX2, NF_SIMD_AVX512 };
 
 struct nf_cpu_gemm_info {
-    char cpu_model[64];    /* CPUID brand string                                   */
-    char cpu_simd[16];     /* widest fp32 SIMD the CPU offers ("AVX-512", ...)     */
-    char library[160];     /* "oneDNN 2.6.3 dnnl_sgemm, JIT kernels for avx512_core_bf16, fp32" */
-    int  cpu_level, gemm_level;   /* NF_SIMD_*                                      */
-    char warning[256];     /* non-empty when the GEMM's kernels are below the CPU's */
+    char cpu_model[64];        /* CPUID brand string                                   */
+    char cpu_simd[16];         /* widest fp32 SIMD the CPU offers ("AVX-512", ...)     */
+    char library[160];         /* "oneDNN 2.6.3 dnnl_sgemm, JIT kernels for avx512_core_bf16, fp32" */
+    int cpu_level, gemm_level; /* NF_SIMD_*                                      */
+    char warning[256];         /* non-empty when the GEMM's kernels are below the CPU's */
 };
 void nf__cpu_gemm_info(struct nf_cpu_gemm_info * out);
 

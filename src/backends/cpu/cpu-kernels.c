@@ -34,14 +34,17 @@ static int nf__cpu_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
     if (!v) return nf__err_set(err, NF_ERR_NOMEM, "QUANTILE: out of memory");
     for (int64_t j = 0; j < F; j++) {
         int has_nan = 0;
-        for (int64_t r = 0; r < n; r++) { v[r] = x[r * F + j]; has_nan |= isnan(v[r]); }
+        for (int64_t r = 0; r < n; r++) {
+            v[r] = x[r * F + j];
+            has_nan |= isnan(v[r]);
+        }
         qsort(v, (size_t) n, sizeof(float), nf__cmp_float_nan_last);
         for (int k = 1; k <= nq; k++) {
             float out;
             if (has_nan) {
                 out = NAN;
             } else {
-                const float q   = (float) k / denom;
+                const float q = (float) k / denom;
                 const float pos = q * (float) (n - 1);
                 const int64_t lo = (int64_t) pos;
                 const int64_t hi = (int64_t) ceilf(pos);
@@ -63,8 +66,10 @@ static int64_t nf__lower_bound(const float * B, int64_t nb, float x) {
     int64_t lo = 0, hi = nb;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (!(B[mid] >= x)) lo = mid + 1;
-        else                hi = mid;
+        if (!(B[mid] >= x))
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -72,13 +77,13 @@ static int64_t nf__lower_bound(const float * B, int64_t nb, float x) {
 static int nf__cpu_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const float * xs = NF__PTR(&op->src[0]);
     const float * xq = op->src[1].ne[0] ? NF__PTR(&op->src[1]) : NULL;
-    const float * B  = NF__PTR(&op->src[2]);
+    const float * B = NF__PTR(&op->src[2]);
     float * zs = NF__PTR(&op->dst[0]);
     float * zq = op->dst[1].ne[0] ? NF__PTR(&op->dst[1]) : NULL;
     const int64_t ns = op->src[0].ne[0], nqr = op->src[1].ne[0], F = op->src[0].ne[1];
     const int64_t nb = op->src[2].ne[1];
     const float fns = (float) ns;
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int64_t j = 0; j < F; j++) {
         const float * Bj = B + j * nb;
         double sum = 0.0;
@@ -113,7 +118,7 @@ static int nf__cpu_embed_features(nf_backend * be, const nf_op * op, nf_err * er
     const float * b = NF__PTR(&op->src[2]);
     float * tok = NF__PTR(&op->dst[0]);
     const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1], D = op->dst[0].ne[2];
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n; r++) {
         for (int64_t j = 0; j < F; j++) {
             const float zz = z[r * F + j];
@@ -132,8 +137,8 @@ static int nf__cpu_label_tokens(nf_backend * be, const nf_op * op, nf_err * err)
         if (op->p.label_tokens.mode == NF_LABEL_CLASS) {
             const int32_t y = NF__IPTR(&op->src[0])[r];
             if (y < 0 || y >= op->src[1].ne[0]) {
-                return nf__err_set(err, NF_ERR_INPUT, "LABEL_TOKENS: label %d out of range 0..%lld",
-                                   (int) y, (long long) op->src[1].ne[0] - 1);
+                return nf__err_set(err, NF_ERR_INPUT, "LABEL_TOKENS: label %d out of range 0..%lld", (int) y,
+                                   (long long) op->src[1].ne[0] - 1);
             }
             memcpy(t, NF__PTR(&op->src[1]) + (int64_t) y * D, (size_t) D * sizeof(float));
         } else if (op->p.label_tokens.mode == NF_LABEL_VALUE) {
@@ -156,7 +161,7 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const float * g = NF__PTR(&op->src[1]);
     const float * b = NF__PTR(&op->src[2]);
     float * y = NF__PTR(&op->dst[0]);
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < p->m; r++) {
         const float * xr = x + r * p->ldx;
         float * yr = y + r * p->ldy;
@@ -164,8 +169,11 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
         for (int64_t c = 0; c < p->k; c++) s += xr[c];
         const float mu = (float) (s / (double) p->k);
         double s2 = 0.0;
-        for (int64_t c = 0; c < p->k; c++) { double d = (double) xr[c] - (double) mu; s2 += d * d; }
-        const float var  = (float) (s2 / (double) p->k);
+        for (int64_t c = 0; c < p->k; c++) {
+            double d = (double) xr[c] - (double) mu;
+            s2 += d * d;
+        }
+        const float var = (float) (s2 / (double) p->k);
         const float rstd = 1.0f / sqrtf(var + p->eps);
         for (int64_t c = 0; c < p->k; c++) yr[c] = (xr[c] - mu) * rstd * g[c] + b[c];
     }
@@ -180,30 +188,13 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
  * this is the correctly rounded erf except within ~1e-11 of a rounding tie --
  * at least as exact as libm's erff, and branch-free so the GELU loop
  * vectorises. |z| >= 4: +-1 (erf(4) = 1 - 1.5e-8 rounds to 1.0f). */
-static const double nf__erf_cheb[21] = {
-    0.4859129569028629,
-    -0.34540785500494958,
-    0.16182910121364591,
-    -0.076482756105509017,
-    0.034669936800507353,
-    -0.014811864147814944,
-    0.0059229379562319396,
-    -0.0022118406588099489,
-    0.00077141542784014982,
-    -0.00025159658780960409,
-    7.6886582210565317e-05,
-    -2.2065495938679114e-05,
-    5.9612740414178254e-06,
-    -1.5197750712689064e-06,
-    3.6649304308537687e-07,
-    -8.3789983548301701e-08,
-    1.8201448523121952e-08,
-    -3.7644753450782034e-09,
-    7.4271890169888294e-10,
-    -1.399370997097968e-10,
-    2.4555464048345297e-11
-};
-
+static const double nf__erf_cheb[21] = {0.4859129569028629,      -0.34540785500494958,    0.16182910121364591,
+                                        -0.076482756105509017,   0.034669936800507353,    -0.014811864147814944,
+                                        0.0059229379562319396,   -0.0022118406588099489,  0.00077141542784014982,
+                                        -0.00025159658780960409, 7.6886582210565317e-05,  -2.2065495938679114e-05,
+                                        5.9612740414178254e-06,  -1.5197750712689064e-06, 3.6649304308537687e-07,
+                                        -8.3789983548301701e-08, 1.8201448523121952e-08,  -3.7644753450782034e-09,
+                                        7.4271890169888294e-10,  -1.399370997097968e-10,  2.4555464048345297e-11};
 
 static inline float nf__erf_inline(float x) {
     /* the range tests are integer tests on the bit pattern: a floating-point
@@ -214,26 +205,28 @@ static inline float nf__erf_inline(float x) {
     const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u;
     /* selects are bit blends with all-ones/all-zero masks: a ternary lets
      * the compiler sink the float work into a branch it may not if-convert */
-    const uint32_t big = (uint32_t) 0 - (uint32_t) (mag >= 0x40800000u);   /* |x| >= 4, Inf, NaN */
+    const uint32_t big = (uint32_t) 0 - (uint32_t) (mag >= 0x40800000u); /* |x| >= 4, Inf, NaN */
     const uint32_t nan = (uint32_t) 0 - (uint32_t) (mag > 0x7f800000u);
-    const uint32_t cbits = (bits & ~big) | ((sign | 0x40800000u) & big);  /* clamp to +-4 */
+    const uint32_t cbits = (bits & ~big) | ((sign | 0x40800000u) & big); /* clamp to +-4 */
     float xc;
     memcpy(&xc, &cbits, sizeof(xc));
-    const double z = (double) xc, u = z * z;           /* u in [0, 16] */
+    const double z = (double) xc, u = z * z; /* u in [0, 16] */
     const double t = u * 0.125 - 1.0, t2 = 2.0 * t;
     /* Clenshaw recurrence, written out so the loop around this vectorises */
     double b1 = nf__erf_cheb[20], b2 = 0.0, b0;
+/* clang-format off */
 #define NF__CLENSHAW(k) b0 = t2 * b1 - b2 + nf__erf_cheb[k]; b2 = b1; b1 = b0;
     NF__CLENSHAW(19) NF__CLENSHAW(18) NF__CLENSHAW(17) NF__CLENSHAW(16) NF__CLENSHAW(15)
     NF__CLENSHAW(14) NF__CLENSHAW(13) NF__CLENSHAW(12) NF__CLENSHAW(11) NF__CLENSHAW(10)
     NF__CLENSHAW(9)  NF__CLENSHAW(8)  NF__CLENSHAW(7)  NF__CLENSHAW(6)  NF__CLENSHAW(5)
     NF__CLENSHAW(4)  NF__CLENSHAW(3)  NF__CLENSHAW(2)  NF__CLENSHAW(1)
 #undef NF__CLENSHAW
-    const float r = (float) (z * (t * b1 - b2 + nf__erf_cheb[0]));
+        /* clang-format on */
+        const float r = (float) (z * (t * b1 - b2 + nf__erf_cheb[0]));
     uint32_t rbits;
     memcpy(&rbits, &r, sizeof(rbits));
-    rbits = (rbits & ~big) | ((sign | 0x3f800000u) & big);      /* +-1.0f */
-    rbits = (rbits & ~nan) | ((bits | 0x00400000u) & nan);      /* NaN stays (quiet) NaN */
+    rbits = (rbits & ~big) | ((sign | 0x3f800000u) & big); /* +-1.0f */
+    rbits = (rbits & ~nan) | ((bits | 0x00400000u) & nan); /* NaN stays (quiet) NaN */
     float out;
     memcpy(&out, &rbits, sizeof(out));
     return out;
@@ -241,30 +234,32 @@ static inline float nf__erf_inline(float x) {
 float nf__erf_f32(float x) { return nf__erf_inline(x); }
 
 /* GELU(t) = 0.5 t (1 + erf(t / sqrt 2)), the exact (erf) form */
-static inline float nf__gelu(float t) {
-    return 0.5f * t * (1.0f + nf__erf_inline(t * 0.70710678118654752440f));
-}
+static inline float nf__gelu(float t) { return 0.5f * t * (1.0f + nf__erf_inline(t * 0.70710678118654752440f)); }
 
 /* t[o] = GELU(t[o] + bias[o]) over a row (bias may be NULL), compiled for
  * several ISAs and picked at load time: the same IEEE operations in each (no
  * FMA contraction), only the vector width differs. */
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline))
-static void nf__gelu_row(float * restrict t, const float * restrict bias, int64_t n) {
-    if (bias) for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o] + bias[o]);
-    else      for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o]);
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static void nf__gelu_row(
+    float * restrict t, const float * restrict bias, int64_t n) {
+    if (bias)
+        for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o] + bias[o]);
+    else
+        for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o]);
 }
 
 /* t[o] = act(t[o] + bias[o]); y[o] += t[o] when accumulating (t is then a
  * scratch row, else t == y): one pass each, with the roundings of the
  * expression y + act(t + b). */
-static void nf__linear_epilogue(float * yr, float * tr, const float * restrict bias,
-                                int64_t n, int gelu, int acc) {
+static void nf__linear_epilogue(float * yr, float * tr, const float * restrict bias, int64_t n, int gelu, int acc) {
     if (gelu) {
         nf__gelu_row(tr, bias, n);
-        if (acc) for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
+        if (acc)
+            for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
     } else if (acc) {
-        if (bias) for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + (tr[o] + bias[o]);
-        else      for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
+        if (bias)
+            for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + (tr[o] + bias[o]);
+        else
+            for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
     } else if (bias) {
         for (int64_t o = 0; o < n; o++) tr[o] = tr[o] + bias[o];
     }
@@ -289,7 +284,7 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     }
     NF_TRY(nf__cpu_sgemm(1, m, n, k, 1.0f, x, p->ldx, W, k, t, ldt, err));
     const int gelu = p->act == NF_ACT_GELU, acc = p->accumulate;
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < m; r++) nf__linear_epilogue(y + r * p->ldy, t + r * ldt, bias, n, gelu, acc);
     return NF_OK;
 }
@@ -313,7 +308,10 @@ static void nf__softmax_row(float * s, int64_t n) {
     float mx = s[0];
     for (int64_t j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
     float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) { s[j] = expf(s[j] - mx); sum += s[j]; }
+    for (int64_t j = 0; j < n; j++) {
+        s[j] = expf(s[j] - mx);
+        sum += s[j];
+    }
     const float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++) s[j] *= inv;
 }
@@ -331,14 +329,14 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     if (lq * lk * E <= 64 * 64 * 128) {
         /* small problems (feature attention): one task per (group, head) */
         int failed = 0;
-        #pragma omp parallel
+#pragma omp parallel
         {
             float * s = malloc((size_t) lk * sizeof(float));
             if (!s) {
-                #pragma omp atomic write
+#pragma omp atomic write
                 failed = 1;
             }
-            #pragma omp for schedule(static)
+#pragma omp for schedule(static)
             for (int64_t gh = 0; gh < G * H; gh++) {
                 if (!s) continue;
                 const int64_t g = gh / H, h = gh % H;
@@ -371,14 +369,14 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t bq = lq < 128 ? lq : 128;
     const int64_t nblk = (lq + bq - 1) / bq;
     int failed = 0, gemm_failed = 0;
-    #pragma omp parallel
+#pragma omp parallel
     {
         float * S = malloc((size_t) bq * (size_t) lk * sizeof(float));
         if (!S) {
-            #pragma omp atomic write
+#pragma omp atomic write
             failed = 1;
         }
-        #pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1)
         for (int64_t task = 0; task < G * H * nblk; task++) {
             if (!S) continue;
             const int64_t g = task / (H * nblk), h = (task / nblk) % H, i0 = (task % nblk) * bq;
@@ -396,13 +394,18 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                 rc = nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vb, p->kv_ss, ob, p->o_ss, &terr);
             }
             if (rc != NF_OK) {
-                #pragma omp critical(nf__attention_err)
-                if (!gemm_failed) { gemm_failed = rc; if (err) *err = terr; }
+#pragma omp critical(nf__attention_err)
+                if (!gemm_failed) {
+                    gemm_failed = rc;
+                    if (err) *err = terr;
+                }
             }
         }
         free(S);
     }
-    if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory (%lld x %lld scores)", (long long) bq, (long long) lk);
+    if (failed)
+        return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory (%lld x %lld scores)", (long long) bq,
+                           (long long) lk);
     if (gemm_failed) return nf__err_prefix(err, "ATTENTION %s", op->label ? op->label : "");
     return NF_OK;
 }

@@ -34,16 +34,16 @@ static int nf__cpu_buffer_where(nf_backend * be, void * handle, char * out, size
 }
 
 static const struct nf_backend_i nf__cpu_iface = {
-    .kind         = "cpu",
-    .free         = nf__cpu_free,
+    .kind = "cpu",
+    .free = nf__cpu_free,
     .buffer_alloc = nf__cpu_buffer_alloc,
-    .buffer_free  = nf__cpu_buffer_free,
-    .upload       = nf__cpu_upload,
-    .download     = nf__cpu_download,
+    .buffer_free = nf__cpu_buffer_free,
+    .upload = nf__cpu_upload,
+    .download = nf__cpu_download,
     .buffer_where = nf__cpu_buffer_where,
-    .kernels      = nf__cpu_kernels,
-    .launch       = NULL,
-    .sync         = NULL,
+    .kernels = nf__cpu_kernels,
+    .launch = NULL,
+    .sync = NULL,
 };
 
 int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err) {
@@ -60,9 +60,10 @@ int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out,
     nf__cpu_gemm_info(&gi);
     snprintf(be->desc, sizeof(be->desc), "host CPU %s (%s), %d OpenMP threads; GEMM: %s",
              gi.cpu_model[0] ? gi.cpu_model : "(unknown model)", gi.cpu_simd, omp_get_max_threads(), gi.library);
-    snprintf(be->precision_detail, sizeof(be->precision_detail),
-             "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); %s",
-             gi.library);
+    snprintf(
+        be->precision_detail, sizeof(be->precision_detail),
+        "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); %s",
+        gi.library);
     snprintf(be->warning, sizeof(be->warning), "%s", gi.warning);
     *out = be;
     return NF_OK;

@@ -3,7 +3,7 @@
  * cuBLAS that the cuda backend uses. TEST BUILDS ONLY (NOFALL_CUDA_EMU=ON).
  *
  * Why: CI and most development machines have no GPU. With this header the
- * backend's host code (cuda.c) and kernel code (cuda-kernels.cu, compiled
+ * backend's host code (cuda.c, cuda-ops.c) and kernel code (cuda-kernels.cu, compiled
  * as C++) run unchanged on the CPU, so the conformance suite and `nofall
  * verify --device cuda:0` exercise the indexing, the launch geometry, the
  * barrier structure, the chunking and the cuBLAS argument mapping of the
@@ -39,70 +39,82 @@ extern "C" {
 
 /* ---- runtime ------------------------------------------------------------- */
 typedef enum cudaError {
-    cudaSuccess                   = 0,
-    cudaErrorInvalidValue         = 1,
-    cudaErrorMemoryAllocation     = 2,
-    cudaErrorInitializationError  = 3,
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInitializationError = 3,
     cudaErrorInvalidConfiguration = 9,
     cudaErrorInvalidDevicePointer = 17,
-    cudaErrorInsufficientDriver   = 35,
-    cudaErrorNoDevice             = 100,
-    cudaErrorInvalidDevice        = 101,
-    cudaErrorLaunchFailure        = 719
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorLaunchFailure = 719
 } cudaError_t;
 
 typedef struct nf_emu_stream * cudaStream_t;
 
 enum cudaMemcpyKind {
-    cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
-    cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+    cudaMemcpyDefault = 4
 };
 enum cudaMemoryType {
-    cudaMemoryTypeUnregistered = 0, cudaMemoryTypeHost = 1, cudaMemoryTypeDevice = 2, cudaMemoryTypeManaged = 3
+    cudaMemoryTypeUnregistered = 0,
+    cudaMemoryTypeHost = 1,
+    cudaMemoryTypeDevice = 2,
+    cudaMemoryTypeManaged = 3
 };
 struct cudaPointerAttributes {
     enum cudaMemoryType type;
-    int    device;
+    int device;
     void * devicePointer;
     void * hostPointer;
 };
 struct cudaDeviceProp {
-    char   name[256];
+    char name[256];
     size_t totalGlobalMem;
-    int    major, minor;
-    int    multiProcessorCount;
+    int major, minor;
+    int multiProcessorCount;
 };
 #define cudaStreamNonBlocking 0x01u
 
 const char * cudaGetErrorName(cudaError_t e);
 const char * cudaGetErrorString(cudaError_t e);
-cudaError_t  cudaGetLastError(void);
-cudaError_t  cudaGetDeviceCount(int * count);
-cudaError_t  cudaSetDevice(int device);
-cudaError_t  cudaGetDeviceProperties(struct cudaDeviceProp * prop, int device);
-cudaError_t  cudaRuntimeGetVersion(int * v);
-cudaError_t  cudaDriverGetVersion(int * v);
-cudaError_t  cudaStreamCreateWithFlags(cudaStream_t * s, unsigned int flags);
-cudaError_t  cudaStreamDestroy(cudaStream_t s);
-cudaError_t  cudaStreamSynchronize(cudaStream_t s);
-cudaError_t  cudaMalloc(void ** p, size_t size);
-cudaError_t  cudaFree(void * p);
-cudaError_t  cudaMemGetInfo(size_t * free_bytes, size_t * total_bytes);
-cudaError_t  cudaMemcpyAsync(void * dst, const void * src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s);
-cudaError_t  cudaPointerGetAttributes(struct cudaPointerAttributes * a, const void * p);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaGetDeviceCount(int * count);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp * prop, int device);
+cudaError_t cudaRuntimeGetVersion(int * v);
+cudaError_t cudaDriverGetVersion(int * v);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t * s, unsigned int flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaMalloc(void ** p, size_t size);
+cudaError_t cudaFree(void * p);
+cudaError_t cudaMemGetInfo(size_t * free_bytes, size_t * total_bytes);
+cudaError_t cudaMemcpyAsync(void * dst, const void * src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes * a, const void * p);
 
 /* ---- cuBLAS -------------------------------------------------------------- */
 typedef struct nf_emu_blas * cublasHandle_t;
 typedef enum {
-    CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_INITIALIZED = 1, CUBLAS_STATUS_ALLOC_FAILED = 3,
-    CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_ARCH_MISMATCH = 8, CUBLAS_STATUS_EXECUTION_FAILED = 13,
+    CUBLAS_STATUS_SUCCESS = 0,
+    CUBLAS_STATUS_NOT_INITIALIZED = 1,
+    CUBLAS_STATUS_ALLOC_FAILED = 3,
+    CUBLAS_STATUS_INVALID_VALUE = 7,
+    CUBLAS_STATUS_ARCH_MISMATCH = 8,
+    CUBLAS_STATUS_EXECUTION_FAILED = 13,
     CUBLAS_STATUS_NOT_SUPPORTED = 15
 } cublasStatus_t;
 typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 } cublasOperation_t;
 typedef enum { CUBLAS_DEFAULT_MATH = 0, CUBLAS_PEDANTIC_MATH = 2, CUBLAS_TF32_TENSOR_OP_MATH = 3 } cublasMath_t;
 typedef enum { CUBLAS_ATOMICS_NOT_ALLOWED = 0, CUBLAS_ATOMICS_ALLOWED = 1 } cublasAtomicsMode_t;
 typedef enum {
-    CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_PEDANTIC = 69, CUBLAS_COMPUTE_32F_FAST_TF32 = 77
+    CUBLAS_COMPUTE_32F = 68,
+    CUBLAS_COMPUTE_32F_PEDANTIC = 69,
+    CUBLAS_COMPUTE_32F_FAST_TF32 = 77
 } cublasComputeType_t;
 typedef enum { CUDA_R_32F = 0 } cudaDataType;
 typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
@@ -113,16 +125,15 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s);
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode);
 cublasStatus_t cublasSetAtomicsMode(cublasHandle_t h, cublasAtomicsMode_t mode);
 cublasStatus_t cublasGetVersion(cublasHandle_t h, int * v);
-const char *   cublasGetStatusName(cublasStatus_t s);
-const char *   cublasGetStatusString(cublasStatus_t s);
+const char * cublasGetStatusName(cublasStatus_t s);
+const char * cublasGetStatusString(cublasStatus_t s);
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const void * alpha, const void * A, cudaDataType At, int lda,
-                            const void * B, cudaDataType Bt, int ldb, const void * beta,
-                            void * C, cudaDataType Ct, int ldc, cublasComputeType_t ct, cublasGemmAlgo_t algo);
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                                          int m, int n, int k, const void * alpha,
-                                          const void * A, cudaDataType At, int lda, long long sA,
-                                          const void * B, cudaDataType Bt, int ldb, long long sB,
+                            const void * alpha, const void * A, cudaDataType At, int lda, const void * B,
+                            cudaDataType Bt, int ldb, const void * beta, void * C, cudaDataType Ct, int ldc,
+                            cublasComputeType_t ct, cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void * alpha, const void * A, cudaDataType At, int lda,
+                                          long long sA, const void * B, cudaDataType Bt, int ldb, long long sB,
                                           const void * beta, void * C, cudaDataType Ct, int ldc, long long sC,
                                           int batch, cublasComputeType_t ct, cublasGemmAlgo_t algo);
 
@@ -137,7 +148,9 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
 #include <math.h>
 #include <type_traits>
 
-struct uint3 { unsigned int x, y, z; };
+struct uint3 {
+    unsigned int x, y, z;
+};
 struct dim3 {
     unsigned int x, y, z;
     dim3(unsigned int a = 1, unsigned int b = 1, unsigned int c = 1) : x(a), y(b), z(c) {}
@@ -147,7 +160,7 @@ struct dim3 {
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __shared__ static
+#define __shared__      static
 
 extern thread_local uint3 threadIdx;
 extern thread_local uint3 blockIdx;
@@ -157,7 +170,7 @@ extern dim3 gridDim;
 namespace nf_emu {
 void run(dim3 grid, dim3 block, const std::function<void()> & body);
 void syncthreads();
-int  syncthreads_or(int p);
+int syncthreads_or(int p);
 void shfl_xor_bytes(void * v, size_t size, int lane_mask);
 
 template <typename... P> struct launcher {
@@ -174,10 +187,11 @@ template <typename... P> launcher<P...> launch(void (*k)(P...), dim3 g, dim3 b) 
 #define NF_LAUNCH(kern, grid, block, stream) ((void) (stream), nf_emu::launch(kern, dim3(grid), dim3(block)))
 
 inline void __syncthreads() { nf_emu::syncthreads(); }
-inline int  __syncthreads_or(int p) { return nf_emu::syncthreads_or(p); }
+inline int __syncthreads_or(int p) { return nf_emu::syncthreads_or(p); }
 template <typename T> inline T __shfl_xor_sync(unsigned int mask, T v, int lane_mask, int width = 32) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "shuffle of a scalar");
-    (void) mask; (void) width;
+    (void) mask;
+    (void) width;
     nf_emu::shfl_xor_bytes(&v, sizeof(T), lane_mask);
     return v;
 }
@@ -213,12 +227,23 @@ struct barrier {
     std::condition_variable cv;
     int expected = 0, count = 0;
     unsigned long gen = 0;
-    void reset(int n) { std::lock_guard<std::mutex> l(m); expected = n; count = 0; }
-    void release_locked() { count = 0; gen++; cv.notify_all(); }
+    void reset(int n) {
+        std::lock_guard<std::mutex> l(m);
+        expected = n;
+        count = 0;
+    }
+    void release_locked() {
+        count = 0;
+        gen++;
+        cv.notify_all();
+    }
     void wait() {
         std::unique_lock<std::mutex> l(m);
         const unsigned long g = gen;
-        if (++count >= expected) { release_locked(); return; }
+        if (++count >= expected) {
+            release_locked();
+            return;
+        }
         if (!cv.wait_for(l, std::chrono::seconds(120), [&] { return gen != g; }))
             die("barrier deadlock (a __syncthreads or warp shuffle not reached by every thread)");
     }
@@ -234,13 +259,13 @@ struct launch_state {
     barrier block;
     std::vector<barrier> warps;
     std::vector<int> flags;
-    std::vector<unsigned char> lanes;   /* 8 bytes per thread */
+    std::vector<unsigned char> lanes; /* 8 bytes per thread */
 };
 
-static std::mutex    g_launch_mutex;
+static std::mutex g_launch_mutex;
 static launch_state * g_cur = nullptr;
 static thread_local unsigned int t_tid;
-static cudaError_t   g_last_error = cudaSuccess;
+static cudaError_t g_last_error = cudaSuccess;
 
 static unsigned int warp_size_of(const launch_state & L, unsigned int w) {
     unsigned int left = L.nthreads - w * 32;
@@ -268,7 +293,7 @@ void run(dim3 grid, dim3 block, const std::function<void()> & body) {
     reset();
     g_cur = &L;
     blockDim = block;
-    gridDim  = grid;
+    gridDim = grid;
     std::barrier end((std::ptrdiff_t) nt, reset);
     std::vector<std::thread> th;
     th.reserve(nt);
@@ -338,31 +363,31 @@ extern "C" {
 
 const char * cudaGetErrorName(cudaError_t e) {
     switch (e) {
-        case cudaSuccess:                   return "cudaSuccess";
-        case cudaErrorInvalidValue:         return "cudaErrorInvalidValue";
-        case cudaErrorMemoryAllocation:     return "cudaErrorMemoryAllocation";
-        case cudaErrorInitializationError:  return "cudaErrorInitializationError";
+        case cudaSuccess: return "cudaSuccess";
+        case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+        case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+        case cudaErrorInitializationError: return "cudaErrorInitializationError";
         case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
         case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
-        case cudaErrorInsufficientDriver:   return "cudaErrorInsufficientDriver";
-        case cudaErrorNoDevice:             return "cudaErrorNoDevice";
-        case cudaErrorInvalidDevice:        return "cudaErrorInvalidDevice";
-        case cudaErrorLaunchFailure:        return "cudaErrorLaunchFailure";
+        case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+        case cudaErrorNoDevice: return "cudaErrorNoDevice";
+        case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+        case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     }
     return "cudaErrorUnknown";
 }
 const char * cudaGetErrorString(cudaError_t e) {
     switch (e) {
-        case cudaSuccess:                   return "no error";
-        case cudaErrorInvalidValue:         return "invalid argument";
-        case cudaErrorMemoryAllocation:     return "out of memory";
-        case cudaErrorInitializationError:  return "initialization error";
+        case cudaSuccess: return "no error";
+        case cudaErrorInvalidValue: return "invalid argument";
+        case cudaErrorMemoryAllocation: return "out of memory";
+        case cudaErrorInitializationError: return "initialization error";
         case cudaErrorInvalidConfiguration: return "invalid configuration argument";
         case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-        case cudaErrorInsufficientDriver:   return "CUDA driver version is insufficient for CUDA runtime version";
-        case cudaErrorNoDevice:             return "no CUDA-capable device is detected";
-        case cudaErrorInvalidDevice:        return "invalid device ordinal";
-        case cudaErrorLaunchFailure:        return "unspecified launch failure";
+        case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+        case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+        case cudaErrorInvalidDevice: return "invalid device ordinal";
+        case cudaErrorLaunchFailure: return "unspecified launch failure";
     }
     return "unknown error";
 }
@@ -377,7 +402,10 @@ static int nf_emu_devices(void) {
 }
 cudaError_t cudaGetDeviceCount(int * count) {
     *count = nf_emu_devices();
-    if (*count <= 0) { *count = 0; return nf_emu::g_last_error = cudaErrorNoDevice; }
+    if (*count <= 0) {
+        *count = 0;
+        return nf_emu::g_last_error = cudaErrorNoDevice;
+    }
     return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int device) {
@@ -394,16 +422,27 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp * prop, int device) {
     prop->multiProcessorCount = 1;
     return cudaSuccess;
 }
-cudaError_t cudaRuntimeGetVersion(int * v) { *v = 0; return cudaSuccess; }
-cudaError_t cudaDriverGetVersion(int * v)  { *v = 0; return cudaSuccess; }
+cudaError_t cudaRuntimeGetVersion(int * v) {
+    *v = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int * v) {
+    *v = 0;
+    return cudaSuccess;
+}
 
-struct nf_emu_stream { int dummy; };
+struct nf_emu_stream {
+    int dummy;
+};
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t * s, unsigned int flags) {
     (void) flags;
     *s = new nf_emu_stream();
     return cudaSuccess;
 }
-cudaError_t cudaStreamDestroy(cudaStream_t s) { delete s; return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    delete s;
+    return cudaSuccess;
+}
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { return s ? cudaSuccess : cudaErrorInvalidValue; }
 
 cudaError_t cudaMalloc(void ** p, size_t size) {
@@ -413,7 +452,7 @@ cudaError_t cudaMalloc(void ** p, size_t size) {
     if (nf_emu::g_used + size > nf_emu::mem_limit()) return nf_emu::g_last_error = cudaErrorMemoryAllocation;
     void * q = malloc(size);
     if (!q) return nf_emu::g_last_error = cudaErrorMemoryAllocation;
-    memset(q, 0xFF, size);   /* NaN: unwritten memory must not look like data */
+    memset(q, 0xFF, size); /* NaN: unwritten memory must not look like data */
     nf_emu::g_allocs[(uintptr_t) q] = size;
     nf_emu::g_used += size;
     *p = q;
@@ -432,7 +471,7 @@ cudaError_t cudaFree(void * p) {
 cudaError_t cudaMemGetInfo(size_t * free_bytes, size_t * total_bytes) {
     std::lock_guard<std::mutex> l(nf_emu::g_mem_mutex);
     *total_bytes = nf_emu::mem_limit();
-    *free_bytes  = *total_bytes - nf_emu::g_used;
+    *free_bytes = *total_bytes - nf_emu::g_used;
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void * dst, const void * src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
@@ -441,7 +480,8 @@ cudaError_t cudaMemcpyAsync(void * dst, const void * src, size_t n, enum cudaMem
     const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     if ((dst_dev && !nf_emu::in_alloc(dst, n)) || (src_dev && !nf_emu::in_alloc(src, n)) ||
         (!dst_dev && nf_emu::in_alloc(dst, 1)) || (!src_dev && nf_emu::in_alloc(src, 1))) {
-        fprintf(stderr, "nofall cuda emulator: cudaMemcpyAsync of %zu bytes outside an allocation (kind %d)\n", n, (int) kind);
+        fprintf(stderr, "nofall cuda emulator: cudaMemcpyAsync of %zu bytes outside an allocation (kind %d)\n", n,
+                (int) kind);
         return nf_emu::g_last_error = cudaErrorInvalidValue;
     }
     if (n) memmove(dst, src, n);
@@ -462,13 +502,20 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes * a, const voi
 }
 
 /* ---- cuBLAS reference ---- */
-struct nf_emu_blas { cudaStream_t stream; cublasMath_t math; cublasAtomicsMode_t atomics; };
+struct nf_emu_blas {
+    cudaStream_t stream;
+    cublasMath_t math;
+    cublasAtomicsMode_t atomics;
+};
 
 cublasStatus_t cublasCreate(cublasHandle_t * h) {
     *h = new nf_emu_blas{nullptr, CUBLAS_DEFAULT_MATH, CUBLAS_ATOMICS_NOT_ALLOWED};
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasDestroy(cublasHandle_t h) { delete h; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasDestroy(cublasHandle_t h) {
+    delete h;
+    return CUBLAS_STATUS_SUCCESS;
+}
 cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     h->stream = s;
@@ -484,16 +531,20 @@ cublasStatus_t cublasSetAtomicsMode(cublasHandle_t h, cublasAtomicsMode_t mode) 
     h->atomics = mode;
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasGetVersion(cublasHandle_t h, int * v) { (void) h; *v = 0; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasGetVersion(cublasHandle_t h, int * v) {
+    (void) h;
+    *v = 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
 const char * cublasGetStatusName(cublasStatus_t s) {
     switch (s) {
-        case CUBLAS_STATUS_SUCCESS:          return "CUBLAS_STATUS_SUCCESS";
-        case CUBLAS_STATUS_NOT_INITIALIZED:  return "CUBLAS_STATUS_NOT_INITIALIZED";
-        case CUBLAS_STATUS_ALLOC_FAILED:     return "CUBLAS_STATUS_ALLOC_FAILED";
-        case CUBLAS_STATUS_INVALID_VALUE:    return "CUBLAS_STATUS_INVALID_VALUE";
-        case CUBLAS_STATUS_ARCH_MISMATCH:    return "CUBLAS_STATUS_ARCH_MISMATCH";
+        case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+        case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+        case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+        case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+        case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
         case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-        case CUBLAS_STATUS_NOT_SUPPORTED:    return "CUBLAS_STATUS_NOT_SUPPORTED";
+        case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
     }
     return "CUBLAS_STATUS_UNKNOWN";
 }
@@ -511,18 +562,19 @@ static float nf_emu_tf32(float x) {
 }
 
 static cublasStatus_t nf_emu_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                                  const float * alpha, const float * A, int lda, long long sA,
-                                  const float * B, int ldb, long long sB, const float * beta,
-                                  float * C, int ldc, long long sC, int batch, cudaDataType At, cudaDataType Bt,
-                                  cudaDataType Ct, cublasComputeType_t ct) {
+                                  const float * alpha, const float * A, int lda, long long sA, const float * B, int ldb,
+                                  long long sB, const float * beta, float * C, int ldc, long long sC, int batch,
+                                  cudaDataType At, cudaDataType Bt, cudaDataType Ct, cublasComputeType_t ct) {
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (At != CUDA_R_32F || Bt != CUDA_R_32F || Ct != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (ct != CUBLAS_COMPUTE_32F && ct != CUBLAS_COMPUTE_32F_PEDANTIC && ct != CUBLAS_COMPUTE_32F_FAST_TF32)
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) return CUBLAS_STATUS_INVALID_VALUE;
+    if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
+        return CUBLAS_STATUS_INVALID_VALUE;
     const int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
     const int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
-    if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
+    if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) ||
+        ldc < (m > 1 ? m : 1))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
     const bool tf32 = ct == CUBLAS_COMPUTE_32F_FAST_TF32;
@@ -533,8 +585,10 @@ static cublasStatus_t nf_emu_gemm(cublasHandle_t h, cublasOperation_t ta, cublas
         if ((k > 0 && (!nf_emu::in_alloc(Ab, ((size_t) (ac - 1) * lda + ar) * 4) ||
                        !nf_emu::in_alloc(Bb, ((size_t) (bc - 1) * ldb + br) * 4))) ||
             !nf_emu::in_alloc(Cb, ((size_t) (n - 1) * ldc + m) * 4)) {
-            fprintf(stderr, "nofall cuda emulator: GEMM operand outside device memory (batch %d, m=%d n=%d k=%d lda=%d ldb=%d ldc=%d)\n",
-                    b, m, n, k, lda, ldb, ldc);
+            fprintf(
+                stderr,
+                "nofall cuda emulator: GEMM operand outside device memory (batch %d, m=%d n=%d k=%d lda=%d ldb=%d ldc=%d)\n",
+                b, m, n, k, lda, ldb, ldc);
             return CUBLAS_STATUS_EXECUTION_FAILED;
         }
         for (int j = 0; j < n; j++) {
@@ -543,7 +597,10 @@ static cublasStatus_t nf_emu_gemm(cublasHandle_t h, cublasOperation_t ta, cublas
                 for (int l = 0; l < k; l++) {
                     float a = ta == CUBLAS_OP_N ? Ab[i + (size_t) l * lda] : Ab[l + (size_t) i * lda];
                     float x = tb == CUBLAS_OP_N ? Bb[l + (size_t) j * ldb] : Bb[j + (size_t) l * ldb];
-                    if (tf32) { a = nf_emu_tf32(a); x = nf_emu_tf32(x); }
+                    if (tf32) {
+                        a = nf_emu_tf32(a);
+                        x = nf_emu_tf32(x);
+                    }
                     acc = fmaf(a, x, acc);
                 }
                 float * c = &Cb[i + (size_t) j * ldc];
@@ -555,22 +612,21 @@ static cublasStatus_t nf_emu_gemm(cublasHandle_t h, cublasOperation_t ta, cublas
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const void * alpha, const void * A, cudaDataType At, int lda,
-                            const void * B, cudaDataType Bt, int ldb, const void * beta,
-                            void * C, cudaDataType Ct, int ldc, cublasComputeType_t ct, cublasGemmAlgo_t algo) {
+                            const void * alpha, const void * A, cudaDataType At, int lda, const void * B,
+                            cudaDataType Bt, int ldb, const void * beta, void * C, cudaDataType Ct, int ldc,
+                            cublasComputeType_t ct, cublasGemmAlgo_t algo) {
     (void) algo;
     return nf_emu_gemm(h, ta, tb, m, n, k, (const float *) alpha, (const float *) A, lda, 0, (const float *) B, ldb, 0,
                        (const float *) beta, (float *) C, ldc, 0, 1, At, Bt, Ct, ct);
 }
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                                          int m, int n, int k, const void * alpha,
-                                          const void * A, cudaDataType At, int lda, long long sA,
-                                          const void * B, cudaDataType Bt, int ldb, long long sB,
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void * alpha, const void * A, cudaDataType At, int lda,
+                                          long long sA, const void * B, cudaDataType Bt, int ldb, long long sB,
                                           const void * beta, void * C, cudaDataType Ct, int ldc, long long sC,
                                           int batch, cublasComputeType_t ct, cublasGemmAlgo_t algo) {
     (void) algo;
-    return nf_emu_gemm(h, ta, tb, m, n, k, (const float *) alpha, (const float *) A, lda, sA, (const float *) B, ldb, sB,
-                       (const float *) beta, (float *) C, ldc, sC, batch, At, Bt, Ct, ct);
+    return nf_emu_gemm(h, ta, tb, m, n, k, (const float *) alpha, (const float *) A, lda, sA, (const float *) B, ldb,
+                       sB, (const float *) beta, (float *) C, ldc, sC, batch, At, Bt, Ct, ct);
 }
 
 } /* extern "C" */

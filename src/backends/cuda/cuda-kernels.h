@@ -1,7 +1,7 @@
 /*
  * cuda-kernels.h -- launchers of the CUDA backend's kernels (cuda-kernels.cu).
  *
- * Plain C interface, so that the host side (cuda.c) is C11 compiled with the
+ * Plain C interface, so that the host side (cuda.c, cuda-ops.c) is C11 compiled with the
  * project's -Werror flags. In the launchers every pointer is a device pointer
  * that already includes the tensor's byte offset. Each launcher enqueues its kernels on
  * `st` (asynchronously) and returns cudaSuccess or the first launch error; on
@@ -44,36 +44,35 @@ cudaError_t nf__cuda_probe(const char ** kernel);
  *   int  nf__cuda_op_<name>(nf_backend *, const nf_op *, nf_err *)  the kernel
  *   bool nf__cuda_ok_<name>(nf_backend *, const nf_op *)            its limits
  * (the kernel-table types of nf-impl.h); this list declares them and puts
- * them in cuda.c's kernel table. LINEAR and ATTENTION, which drive cuBLAS
- * from the host, are in cuda.c itself. */
-#define NF_CUDA_DEVICE_OPS(X)          \
-    X(QUANTILE,       quantile)        \
-    X(BUCKETIZE_NORM, bucketize_norm)  \
-    X(EMBED_FEATURES, embed_features)  \
-    X(LABEL_TOKENS,   label_tokens)    \
-    X(LAYER_NORM,     layer_norm)
+ * them in cuda-ops.c's kernel table. LINEAR and ATTENTION, which drive cuBLAS
+ * from the host, are in cuda-ops.c itself. */
+#define NF_CUDA_DEVICE_OPS(X)         \
+    X(QUANTILE, quantile)             \
+    X(BUCKETIZE_NORM, bucketize_norm) \
+    X(EMBED_FEATURES, embed_features) \
+    X(LABEL_TOKENS, label_tokens)     \
+    X(LAYER_NORM, layer_norm)
 
-#define NF__CUDA_DECLARE_OP(NAME, name)                                    \
-    int  nf__cuda_op_##name(nf_backend * be, const nf_op * op, nf_err * err); \
+#define NF__CUDA_DECLARE_OP(NAME, name)                                      \
+    int nf__cuda_op_##name(nf_backend * be, const nf_op * op, nf_err * err); \
     bool nf__cuda_ok_##name(nf_backend * be, const nf_op * op);
 NF_CUDA_DEVICE_OPS(NF__CUDA_DECLARE_OP)
 #undef NF__CUDA_DECLARE_OP
 
-/* What the ops above need of the backend (cuda.c): its stream, its scratch
+/* What the ops above need of the backend (cuda-ops.c): its stream, its scratch
  * (grown on demand; *size is what is available), the error of a failed
  * launch ("op NAME (label) on cuda:N: kernel K failed: ..."). */
 cudaStream_t nf__cuda_op_stream(nf_backend * be);
 int nf__cuda_op_scratch(nf_backend * be, size_t bytes, void ** out, size_t * size, nf_err * err);
 int nf__cuda_op_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err);
 
-/* ---- launchers used by the host-side ops (cuda.c) ------------------------ */
+/* ---- launchers used by the host-side ops (cuda-ops.c) -------------------- */
 
 /* LINEAR epilogue: t = s[r][o] (+ bias[o]); t = gelu(t) if act; 
  * y[r][o] = accumulate ? y[r][o] + t : t.  s may equal y (in place, then
  * accumulate must be 0). bias may be NULL. */
-cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s, int64_t lds,
-                                     const float * bias, int act, int accumulate,
-                                     float * y, int64_t ldy, int64_t m, int64_t n,
+cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s, int64_t lds, const float * bias, int act,
+                                     int accumulate, float * y, int64_t ldy, int64_t m, int64_t n,
                                      const char ** kernel);
 
 /* ATTENTION in one launch, for lk <= NF_CUDA_ATT_MAX_LK and head_dim <=
@@ -86,13 +85,12 @@ cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s, int64_t l
 #define NF_CUDA_ATT_MAX_HD 128
 #define NF_CUDA_ATT_ROWS   8
 cudaError_t nf__cuda_attention_small(cudaStream_t st, const float * q, const float * k, const float * v, float * o,
-                                     int64_t G, int64_t H, int64_t lq, int64_t lk, int64_t hd,
-                                     int64_t q_gs, int64_t q_ss, int64_t kv_gs, int64_t kv_ss,
-                                     int64_t o_gs, int64_t o_ss, float scale, const char ** kernel);
+                                     int64_t G, int64_t H, int64_t lq, int64_t lk, int64_t hd, int64_t q_gs,
+                                     int64_t q_ss, int64_t kv_gs, int64_t kv_ss, int64_t o_gs, int64_t o_ss,
+                                     float scale, const char ** kernel);
 
 /* Row softmax in place: rows of length lk, contiguous (row stride lk). */
-cudaError_t nf__cuda_softmax_rows(cudaStream_t st, float * S, int64_t rows, int64_t lk,
-                                  const char ** kernel);
+cudaError_t nf__cuda_softmax_rows(cudaStream_t st, float * S, int64_t rows, int64_t lk, const char ** kernel);
 
 #ifdef __cplusplus
 }

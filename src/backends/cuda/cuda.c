@@ -1,5 +1,7 @@
 /*
- * cuda.c -- the CUDA backend: device selection, memory, op dispatch.
+ * cuda.c -- the CUDA backend: device selection, memory, transfers, the vtable.
+ * The GEMM, LINEAR and ATTENTION host code and the kernel table are in
+ * cuda-ops.c, the kernels in cuda-kernels.cu.
  *
  * One backend instance = one device, one non-blocking stream, one cuBLAS
  * handle bound to that stream. All work is enqueued on the stream; upload
@@ -22,43 +24,11 @@
  * leading dimension ld, so y = x·Wᵀ (m x n) is computed as the
  * column-major yᵀ (n x m) = op_T(W as k x n) · xᵀ (k x m).
  */
-#include "nf-impl.h"
-#include "cuda-kernels.h"
+#include "cuda-impl.h"
 #include "nf-cuda-config.h"
 
-#ifndef NF_CUDA_EMU
-#include <cuda_runtime_api.h>
-#include <cublas_v2.h>
-#endif
-
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Work buffers for attention scores and for accumulating LINEAR chunks are
- * capped at this many floats (256 MiB); larger problems run in chunks.
- * the cuda.chunk_floats=<n> option (CLI: NF_CUDA_CHUNK_FLOATS) lowers the cap (tests use it
- * to exercise the chunked paths on small problems). */
-#define NF_CUDA_CHUNK_FLOATS_DEFAULT ((int64_t)64 * 1024 * 1024)
-/* cuBLAS batched GEMMs: at most this many matrices per call. */
-#define NF_CUDA_MAX_BATCH 65535
-
-typedef struct nf_cuda_ctx {
-    int                 device;
-    cudaStream_t        stream;
-    cublasHandle_t      blas;
-    cublasComputeType_t compute;
-    const char        * compute_name;
-    void              * scratch;
-    size_t              scratch_size;
-    int64_t             chunk_floats;
-    int                 attention_small;   /* 0: cuda.attention=cublas (every ATTENTION through cuBLAS) */
-} nf_cuda_ctx;
-
-static nf_cuda_ctx * nf__cuda(nf_backend * be) { return (nf_cuda_ctx *) be->ctx; }
-
-#define NF__F(t) ((float *) ((char *) (t)->buf->handle + (t)->offs))
-#define NF__I(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
 
 /* ---- errors -------------------------------------------------------------------- */
 
@@ -68,24 +38,10 @@ static int nf__cuda_err(nf_err * err, int code, const char * who, const char * w
 
 /* cudaGetDeviceCount's error, with what it usually means */
 static const char * nf__cuda_count_hint(cudaError_t e) {
-    if (e == cudaErrorInsufficientDriver) return "; no NVIDIA driver is loaded on this machine, or it is older than this CUDA runtime";
+    if (e == cudaErrorInsufficientDriver)
+        return "; no NVIDIA driver is loaded on this machine, or it is older than this CUDA runtime";
     if (e == cudaErrorNoDevice) return "; the driver sees no GPU (check CUDA_VISIBLE_DEVICES)";
     return "";
-}
-
-static const char * nf__op_label(const nf_op * op) { return op->label ? op->label : "-"; }
-
-static int nf__cuda_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err) {
-    return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: kernel %s failed: %s (%s)",
-                       nf__op_name(op->type), nf__op_label(op), be->name, kernel ? kernel : "?",
-                       cudaGetErrorName(e), cudaGetErrorString(e));
-}
-
-static int nf__cublas_err(nf_backend * be, const nf_op * op, const char * call, cublasStatus_t s,
-                          int m, int n, int k, int batch, nf_err * err) {
-    return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: %s (m=%d n=%d k=%d batch=%d, %s) failed: %s (%s)",
-                       nf__op_name(op->type), nf__op_label(op), be->name, call, m, n, k, batch,
-                       nf__cuda(be)->compute_name, cublasGetStatusName(s), cublasGetStatusString(s));
 }
 
 static int nf__cuda_set_device(nf_backend * be, nf_err * err) {
@@ -101,30 +57,32 @@ static int nf__cuda_malloc(nf_backend * be, void ** p, size_t size, const char *
     *p = NULL;
     cudaError_t e = cudaMalloc(p, size ? size : 1);
     if (e == cudaSuccess) return NF_OK;
-    (void) cudaGetLastError();   /* an allocation failure is not sticky: clear it */
+    (void) cudaGetLastError(); /* an allocation failure is not sticky: clear it */
     *p = NULL;
     size_t free_b = 0, total_b = 0;
     cudaError_t e2 = cudaMemGetInfo(&free_b, &total_b);
     (void) cudaGetLastError();
     int code = e == cudaErrorMemoryAllocation ? NF_ERR_NOMEM : NF_ERR_DEVICE;
     if (e2 == cudaSuccess) {
-        return nf__err_set(err, code,
-                           "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s); the device has %zu bytes (%.1f MiB) free of %.2f GiB",
-                           be->name, size, nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e),
-                           free_b, nf__mib(free_b), nf__gib(total_b));
+        return nf__err_set(
+            err, code,
+            "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s); the device has %zu bytes (%.1f MiB) free of %.2f GiB",
+            be->name, size, nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e), free_b, nf__mib(free_b),
+            nf__gib(total_b));
     }
-    return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s)",
-                       be->name, size, nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e));
+    return nf__err_set(err, code, "%s: cudaMalloc of %zu bytes (%.1f MiB) for %s failed: %s (%s)", be->name, size,
+                       nf__mib(size), what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
 /* Scratch device memory, grown on demand (never shrunk). */
-static int nf__cuda_scratch(nf_backend * be, size_t bytes, void ** out, nf_err * err) {
+int nf__cuda_scratch(nf_backend * be, size_t bytes, void ** out, nf_err * err) {
     nf_cuda_ctx * c = nf__cuda(be);
     if (bytes > c->scratch_size) {
         if (c->scratch) {
             /* earlier kernels may still read it */
             cudaError_t e = cudaStreamSynchronize(c->stream);
-            if (e != cudaSuccess) return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaStreamSynchronize (scratch)", e);
+            if (e != cudaSuccess)
+                return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaStreamSynchronize (scratch)", e);
             cudaFree(c->scratch);
             c->scratch = NULL;
             c->scratch_size = 0;
@@ -138,208 +96,7 @@ static int nf__cuda_scratch(nf_backend * be, size_t bytes, void ** out, nf_err *
     return NF_OK;
 }
 
-/* ---- GEMM ------------------------------------------------------------------------ */
-
-/* Column-major C = alpha op(A) op(B) + beta C, batched by strides when
- * batch > 1. Leading dimensions are raised to the minimum cuBLAS accepts
- * where the matrix has a single column (the stride is then never used). */
-static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta, cublasOperation_t tb,
-                         int64_t m, int64_t n, int64_t k, float alpha,
-                         const float * A, int64_t lda, int64_t sA,
-                         const float * B, int64_t ldb, int64_t sB, float beta,
-                         float * C, int64_t ldc, int64_t sC, int64_t batch, nf_err * err) {
-    nf_cuda_ctx * c = nf__cuda(be);
-    const int64_t a_rows = ta == CUBLAS_OP_N ? m : k, a_cols = ta == CUBLAS_OP_N ? k : m;
-    const int64_t b_rows = tb == CUBLAS_OP_N ? k : n, b_cols = tb == CUBLAS_OP_N ? n : k;
-    if (a_cols <= 1 && lda < a_rows) lda = a_rows;
-    if (b_cols <= 1 && ldb < b_rows) ldb = b_rows;
-    if (n <= 1 && ldc < m) ldc = m;
-    if (lda < 1) lda = 1;
-    if (ldb < 1) ldb = 1;
-    if (ldc < 1) ldc = 1;
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX || batch > INT_MAX) {
-        return nf__err_set(err, NF_ERR_UNSUPPORTED, "op %s (%s) on %s: GEMM dimensions exceed cuBLAS's int range",
-                           nf__op_name(op->type), nf__op_label(op), be->name);
-    }
-    cublasStatus_t s;
-    if (batch == 1) {
-        s = cublasGemmEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha,
-                         A, CUDA_R_32F, (int) lda, B, CUDA_R_32F, (int) ldb, &beta,
-                         C, CUDA_R_32F, (int) ldc, c->compute, CUBLAS_GEMM_DEFAULT);
-        if (s != CUBLAS_STATUS_SUCCESS) return nf__cublas_err(be, op, "cublasGemmEx", s, (int) m, (int) n, (int) k, 1, err);
-    } else {
-        s = cublasGemmStridedBatchedEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha,
-                                       A, CUDA_R_32F, (int) lda, (long long) sA,
-                                       B, CUDA_R_32F, (int) ldb, (long long) sB, &beta,
-                                       C, CUDA_R_32F, (int) ldc, (long long) sC, (int) batch,
-                                       c->compute, CUBLAS_GEMM_DEFAULT);
-        if (s != CUBLAS_STATUS_SUCCESS) {
-            return nf__cublas_err(be, op, "cublasGemmStridedBatchedEx", s, (int) m, (int) n, (int) k, (int) batch, err);
-        }
-    }
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return nf__cuda_launch_err(be, op, "cuBLAS GEMM", e, err);
-    return NF_OK;
-}
-
-/* ---- ops ------------------------------------------------------------------------- */
-
-/* for the ops in cuda-kernels.cu */
-cudaStream_t nf__cuda_op_stream(nf_backend * be) { return nf__cuda(be)->stream; }
-int nf__cuda_op_scratch(nf_backend * be, size_t bytes, void ** out, size_t * size, nf_err * err) {
-    NF_TRY(nf__cuda_scratch(be, bytes, out, err));
-    *size = nf__cuda(be)->scratch_size;
-    return NF_OK;
-}
-int nf__cuda_op_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err) {
-    return nf__cuda_launch_err(be, op, kernel, e, err);
-}
-
-#define NF__LAUNCH(call)                                                   \
-    do {                                                                   \
-        const char * kname_ = NULL;                                        \
-        cudaError_t e_ = (call);                                           \
-        if (e_ != cudaSuccess) return nf__cuda_launch_err(be, op, kname_ ? kname_ : #call, e_, err); \
-    } while (0)
-/* the launchers report the failing kernel through their last argument */
-#define NF__K (&kname_)
-
-/* y = act(x·Wᵀ + bias) [+ y]. Three shapes, all with the cpu reference's
- * rounding sequence (t = round(x·Wᵀ); t = t + bias; gelu; y = y + t):
- *  - no bias, no act: one GEMM straight into y, beta = accumulate (y + t
- *    rounded once, as the reference);
- *  - not accumulating: GEMM into y (beta 0), then the epilogue in place;
- *  - accumulating with bias or act: GEMM into scratch by chunks of rows,
- *    then the epilogue adds into y. */
-static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const struct nf_linear_params * p = &op->p.linear;
-    const int64_t m = p->m, n = p->n, k = p->k;
-    if (m <= 0 || n <= 0) return NF_OK;
-    const float * x = NF__F(&op->src[0]);
-    const float * W = NF__F(&op->src[1]);
-    const float * bias = op->n_src >= 3 ? NF__F(&op->src[2]) : NULL;
-    float * y = NF__F(&op->dst[0]);
-    const int act = p->act == NF_ACT_GELU;
-    cudaStream_t st = nf__cuda(be)->stream;
-
-    if (!bias && !act) {
-        return nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0,
-                             p->accumulate ? 1.0f : 0.0f, y, p->ldy, 0, 1, err);
-    }
-    if (!p->accumulate) {
-        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0,
-                             0.0f, y, p->ldy, 0, 1, err));
-        NF__LAUNCH(nf__cuda_linear_epilogue(st, y, p->ldy, bias, act, 0, y, p->ldy, m, n, NF__K));
-        return NF_OK;
-    }
-    int64_t rows = nf__cuda(be)->chunk_floats / n;
-    if (rows < 1) rows = 1;
-    if (rows > m) rows = m;
-    void * scratch = NULL;
-    NF_TRY(nf__cuda_scratch(be, (size_t) rows * (size_t) n * sizeof(float), &scratch, err));
-    float * t = (float *) scratch;
-    for (int64_t r0 = 0; r0 < m; r0 += rows) {
-        const int64_t mr = m - r0 < rows ? m - r0 : rows;
-        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, mr, k, 1.0f, W, k, 0, x + r0 * p->ldx, p->ldx, 0,
-                             0.0f, t, n, 0, 1, err));
-        NF__LAUNCH(nf__cuda_linear_epilogue(st, t, n, bias, act, 1, y + r0 * p->ldy, p->ldy, mr, n, NF__K));
-    }
-    return NF_OK;
-}
-
-/* softmax(scale q kᵀ) v per (group, head).
- * Small lk and head_dim (every feature attention; row attention over at most
- * NF_CUDA_ATT_MAX_LK support rows): one launch of nf_k_attention_small for
- * all groups and heads, exact fp32 in either precision mode.
- * Otherwise cuBLAS for both products (TF32 in tf32 mode), per head h and
- * chunk of nb groups x nl query rows,
- *   S (nb, nl, lk)  = scale · Q Kᵀ   (strided batched over groups)
- *   S               = softmax rows   (nf_k_softmax_rows)
- *   O (nb, nl, hd)  = S V            (strided batched over groups)
- * In column-major terms: Sᵀ (lk x nl) = op_T(K: hd x lk, ld kv_ss) · Qᵀ (hd x nl, ld q_ss),
- * and Oᵀ (hd x nl, ld o_ss) = Vᵀ (hd x lk, ld kv_ss) · Sᵀ (lk x nl, ld lk). */
-static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err) {
-    const struct nf_attention_params * p = &op->p.attention;
-    const int64_t G = p->n_groups, lq = p->lq, lk = p->lk, H = p->n_heads, hd = p->head_dim;
-    if (G <= 0 || lq <= 0 || H <= 0 || hd <= 0) return NF_OK;
-    const float * q = NF__F(&op->src[0]);
-    const float * k = NF__F(&op->src[1]);
-    const float * v = NF__F(&op->src[2]);
-    float * o = NF__F(&op->dst[0]);
-    cudaStream_t st = nf__cuda(be)->stream;
-
-    if (nf__cuda(be)->attention_small && lk <= NF_CUDA_ATT_MAX_LK && hd <= NF_CUDA_ATT_MAX_HD) {
-        NF__LAUNCH(nf__cuda_attention_small(st, q, k, v, o, G, H, lq, lk, hd, p->q_gs, p->q_ss, p->kv_gs, p->kv_ss,
-                                            p->o_gs, p->o_ss, p->scale, NF__K));
-        return NF_OK;
-    }
-
-    const int64_t budget = nf__cuda(be)->chunk_floats;
-    int64_t gc, L;
-    if (lq * lk <= budget) {
-        L  = lq;
-        gc = budget / (lq * lk);
-        if (gc > G) gc = G;
-        if (gc > NF_CUDA_MAX_BATCH) gc = NF_CUDA_MAX_BATCH;
-        if (gc < 1) gc = 1;
-    } else {
-        gc = 1;
-        L  = budget / lk;
-        if (L < 1) L = 1;
-    }
-    void * scratch = NULL;
-    NF_TRY(nf__cuda_scratch(be, (size_t) gc * (size_t) L * (size_t) lk * sizeof(float), &scratch, err));
-    float * S = (float *) scratch;
-
-    for (int64_t g0 = 0; g0 < G; g0 += gc) {
-        const int64_t nb = G - g0 < gc ? G - g0 : gc;
-        for (int64_t i0 = 0; i0 < lq; i0 += L) {
-            const int64_t nl = lq - i0 < L ? lq - i0 : L;
-            for (int64_t h = 0; h < H; h++) {
-                const float * Q = q + g0 * p->q_gs + i0 * p->q_ss + h * hd;
-                const float * K = k + g0 * p->kv_gs + h * hd;
-                const float * V = v + g0 * p->kv_gs + h * hd;
-                float * O = o + g0 * p->o_gs + i0 * p->o_ss + h * hd;
-                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, lk, nl, hd, p->scale,
-                                     K, p->kv_ss, p->kv_gs, Q, p->q_ss, p->q_gs, 0.0f,
-                                     S, lk, nl * lk, nb, err));
-                NF__LAUNCH(nf__cuda_softmax_rows(st, S, nb * nl, lk, NF__K));
-                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_N, CUBLAS_OP_N, hd, nl, lk, 1.0f,
-                                     V, p->kv_ss, p->kv_gs, S, lk, nl * lk, 0.0f,
-                                     O, p->o_ss, p->o_gs, nb, err));
-            }
-        }
-    }
-    return NF_OK;
-}
-
 /* ---- vtable ---------------------------------------------------------------------- */
-
-static bool nf__fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-static bool nf__cuda_ok_linear(nf_backend * be, const nf_op * op) {
-    const struct nf_linear_params * p = &op->p.linear;
-    return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU) && nf__fits_int(p->m) && nf__fits_int(p->n) &&
-           nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
-           (p->m <= 1 || (p->ldx >= p->k && p->ldy >= p->n));
-}
-
-static bool nf__cuda_ok_attention(nf_backend * be, const nf_op * op) {
-    const struct nf_attention_params * p = &op->p.attention;
-    const int64_t hd = p->head_dim;
-    return p->lk >= 1 && nf__fits_int(p->lq) && nf__fits_int(p->lk) && nf__fits_int(hd) &&
-           nf__fits_int(p->q_ss) && nf__fits_int(p->kv_ss) && nf__fits_int(p->o_ss) &&
-           p->q_gs >= 0 && p->kv_gs >= 0 && p->o_gs >= 0 &&
-           (p->lq <= 1 || (p->q_ss >= hd && p->o_ss >= hd)) && (p->lk <= 1 || p->kv_ss >= hd);
-}
-
-static const struct nf_kernel nf__cuda_kernels[NF_OP_COUNT] = {
-#define NF__CUDA_DEVICE_OP(NAME, name) [NF_OP_##NAME] = {nf__cuda_op_##name, nf__cuda_ok_##name},
-    NF_CUDA_DEVICE_OPS(NF__CUDA_DEVICE_OP)
-#undef NF__CUDA_DEVICE_OP
-    [NF_OP_LINEAR]    = {nf__cuda_linear_op, nf__cuda_ok_linear},
-    [NF_OP_ATTENTION] = {nf__cuda_attention_op, nf__cuda_ok_attention},
-};
 
 /* every kernel runs on this backend's device, from a clean error state */
 static int nf__cuda_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
@@ -349,7 +106,8 @@ static int nf__cuda_launch(nf_backend * be, const struct nf_kernel * k, const nf
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: device already in error before the op: %s (%s)",
-                           nf__op_name(op->type), nf__op_label(op), be->name, cudaGetErrorName(e), cudaGetErrorString(e));
+                           nf__op_name(op->type), nf__op_label(op), be->name, cudaGetErrorName(e),
+                           cudaGetErrorString(e));
     }
     return k->run(be, op, err);
 }
@@ -399,11 +157,11 @@ static int nf__cuda_buffer_where(nf_backend * be, void * handle, char * out, siz
         return nf__cuda_err(err, NF_ERR_DEVICE, be->name, "cudaPointerGetAttributes", e);
     }
     switch (a.type) {
-        case cudaMemoryTypeDevice:  snprintf(out, n, "cuda:%d", a.device); break;
+        case cudaMemoryTypeDevice: snprintf(out, n, "cuda:%d", a.device); break;
         case cudaMemoryTypeManaged: snprintf(out, n, "cuda:%d/managed", a.device); break;
         case cudaMemoryTypeHost:
         case cudaMemoryTypeUnregistered:
-        default:                    snprintf(out, n, "cpu"); break;
+        default: snprintf(out, n, "cpu"); break;
     }
     return NF_OK;
 }
@@ -431,16 +189,16 @@ static void nf__cuda_free(nf_backend * be) {
 }
 
 static const struct nf_backend_i nf__cuda_iface = {
-    .kind         = "cuda",
-    .free         = nf__cuda_free,
+    .kind = "cuda",
+    .free = nf__cuda_free,
     .buffer_alloc = nf__cuda_buffer_alloc,
-    .buffer_free  = nf__cuda_buffer_free,
-    .upload       = nf__cuda_upload,
-    .download     = nf__cuda_download,
+    .buffer_free = nf__cuda_buffer_free,
+    .upload = nf__cuda_upload,
+    .download = nf__cuda_download,
     .buffer_where = nf__cuda_buffer_where,
-    .kernels      = nf__cuda_kernels,
-    .launch       = nf__cuda_launch,
-    .sync         = nf__cuda_sync,
+    .kernels = nf__cuda_kernels,
+    .launch = nf__cuda_launch,
+    .sync = nf__cuda_sync,
 };
 
 /* ---- init / list ------------------------------------------------------------------ */
@@ -465,12 +223,13 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         (void) cudaGetLastError();
-        return nf__err_set(err, NF_ERR_DEVICE, "%s: cudaGetDeviceCount failed: %s (%s)%s", name,
-                           cudaGetErrorName(e), cudaGetErrorString(e), nf__cuda_count_hint(e));
+        return nf__err_set(err, NF_ERR_DEVICE, "%s: cudaGetDeviceCount failed: %s (%s)%s", name, cudaGetErrorName(e),
+                           cudaGetErrorString(e), nf__cuda_count_hint(e));
     }
     if (count <= 0) return nf__err_set(err, NF_ERR_DEVICE, "%s: no CUDA device is present", name);
     if (index < 0 || index >= count) {
-        if (count == 1) return nf__err_set(err, NF_ERR_DEVICE, "%s: no such device: 1 CUDA device is present (cuda:0)", name);
+        if (count == 1)
+            return nf__err_set(err, NF_ERR_DEVICE, "%s: no such device: 1 CUDA device is present (cuda:0)", name);
         return nf__err_set(err, NF_ERR_DEVICE, "%s: no such device: %d CUDA devices are present (cuda:0 .. cuda:%d)",
                            name, count, count - 1);
     }
@@ -486,9 +245,9 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
         if (e != cudaSuccess) {
             (void) cudaGetLastError();
             return nf__err_set(err, NF_ERR_DEVICE,
-                               "%s: %s (sm_%d%d) cannot run this build's kernels (%s): %s (%s); built for %s",
-                               name, prop.name, prop.major, prop.minor, kname ? kname : "?",
-                               cudaGetErrorName(e), cudaGetErrorString(e), NF_CUDA_ARCHS);
+                               "%s: %s (sm_%d%d) cannot run this build's kernels (%s): %s (%s); built for %s", name,
+                               prop.name, prop.major, prop.minor, kname ? kname : "?", cudaGetErrorName(e),
+                               cudaGetErrorString(e), NF_CUDA_ARCHS);
         }
     }
 
@@ -523,7 +282,10 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     cublasStatus_t s = cublasCreate(&c->blas);
     const char * what = "cublasCreate";
     if (s != CUBLAS_STATUS_SUCCESS) c->blas = NULL;
-    if (s == CUBLAS_STATUS_SUCCESS) { what = "cublasSetStream"; s = cublasSetStream(c->blas, c->stream); }
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        what = "cublasSetStream";
+        s = cublasSetStream(c->blas, c->stream);
+    }
     const int tf32 = precision == NF_PRECISION_TF32;
     if (s == CUBLAS_STATUS_SUCCESS) {
         what = tf32 ? "cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH)" : "cublasSetMathMode(CUBLAS_PEDANTIC_MATH)";
@@ -534,12 +296,12 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
         s = cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED);
     }
     if (s != CUBLAS_STATUS_SUCCESS) {
-        int rc = nf__err_set(err, NF_ERR_DEVICE, "%s: %s failed: %s (%s)", name, what,
-                             cublasGetStatusName(s), cublasGetStatusString(s));
+        int rc = nf__err_set(err, NF_ERR_DEVICE, "%s: %s failed: %s (%s)", name, what, cublasGetStatusName(s),
+                             cublasGetStatusString(s));
         nf__cuda_ctx_free(c);
         return rc;
     }
-    c->compute      = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
+    c->compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
     c->compute_name = tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F_PEDANTIC";
 
     nf_backend * be = nf__backend_new(&nf__cuda_iface, c, name);
@@ -560,8 +322,8 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     char vers[64], att[128];
     nf__cuda_versions(vers, sizeof(vers));
     if (c->attention_small) {
-        snprintf(att, sizeof(att), "one fp32 kernel where lk <= %d and head_dim <= %d, else cuBLAS",
-                 NF_CUDA_ATT_MAX_LK, NF_CUDA_ATT_MAX_HD);
+        snprintf(att, sizeof(att), "one fp32 kernel where lk <= %d and head_dim <= %d, else cuBLAS", NF_CUDA_ATT_MAX_LK,
+                 NF_CUDA_ATT_MAX_HD);
     } else {
         snprintf(att, sizeof(att), "cuBLAS for every op (cuda.attention=cublas)");
     }
@@ -573,8 +335,7 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
              blas_ver, tf32 ? "CUBLAS_TF32_TENSOR_OP_MATH" : "CUBLAS_PEDANTIC_MATH", c->compute_name,
              ovr ? ovr : "unset",
              (tf32 && ovr && strcmp(ovr, "0") == 0) ? " (the driver disables TF32: GEMMs run in fp32)" : "",
-             NF_CUDA_BUILD_FLAGS,
-             att, vers);
+             NF_CUDA_BUILD_FLAGS, att, vers);
     *out = be;
     return NF_OK;
 }
@@ -605,7 +366,7 @@ void nf__backend_cuda_list(FILE * f) {
             fprintf(f, "  cuda:%d  (cudaGetDeviceProperties failed: %s)\n", i, cudaGetErrorName(e));
             continue;
         }
-        fprintf(f, "  cuda:%d  %s  %.1f GiB  sm_%d%d  %d SMs\n", i, prop.name, nf__gib(prop.totalGlobalMem),
-                prop.major, prop.minor, prop.multiProcessorCount);
+        fprintf(f, "  cuda:%d  %s  %.1f GiB  sm_%d%d  %d SMs\n", i, prop.name, nf__gib(prop.totalGlobalMem), prop.major,
+                prop.minor, prop.multiProcessorCount);
     }
 }

@@ -1,6 +1,6 @@
 /*
  * opencl-kernels.h -- the embedded kernels.cl source and the launch geometry
- * that the host code must agree on with kernels.cl (shared by opencl.c and
+ * that the host code must agree on with kernels.cl (shared by opencl-*.c and
  * bench/opencl-gemm.c).
  */
 #ifndef NF_OPENCL_KERNELS_H
@@ -10,7 +10,7 @@
 
 /* kernels.cl, NUL-terminated; nf__opencl_kernels_src_len excludes the NUL. */
 extern const char * const nf__opencl_kernels_src;
-extern const size_t       nf__opencl_kernels_src_len;
+extern const size_t nf__opencl_kernels_src_len;
 
 /* nf_linear geometry, passed to the kernel build as -DNF_LIN_TM=... etc.:
  * a TM x TN output tile per WX x WY work-group, K in tiles of TK; vec = 1:
@@ -21,10 +21,9 @@ struct nf_cl_lin_geo {
     int tm, tn, tk, wx, wy, vec;
 };
 
-static inline struct nf_cl_lin_geo nf__cl_lin_geo(int device_is_cpu)
-{
-    struct nf_cl_lin_geo cpu = { 64, 64, 16, 16, 8, 1 };
-    struct nf_cl_lin_geo gpu = { 64, 64, 16, 16, 16, 0 };
+static inline struct nf_cl_lin_geo nf__cl_lin_geo(int device_is_cpu) {
+    struct nf_cl_lin_geo cpu = {64, 64, 16, 16, 8, 1};
+    struct nf_cl_lin_geo gpu = {64, 64, 16, 16, 16, 0};
     return device_is_cpu ? cpu : gpu;
 }
 

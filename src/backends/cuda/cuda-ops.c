@@ -1,0 +1,221 @@
+/*
+ * cuda-ops.c -- the CUDA backend's host code for LINEAR and ATTENTION (cuBLAS
+ * GEMMs and the kernels of cuda-kernels.cu), the per-op limits and the kernel
+ * table. Precision and the GEMM layout: see cuda.c.
+ */
+#include "cuda-impl.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+/* ---- errors -------------------------------------------------------------------- */
+
+static int nf__cuda_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err) {
+    return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: kernel %s failed: %s (%s)", nf__op_name(op->type),
+                       nf__op_label(op), be->name, kernel ? kernel : "?", cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+static int nf__cublas_err(nf_backend * be, const nf_op * op, const char * call, cublasStatus_t s, int m, int n, int k,
+                          int batch, nf_err * err) {
+    return nf__err_set(err, NF_ERR_DEVICE, "op %s (%s) on %s: %s (m=%d n=%d k=%d batch=%d, %s) failed: %s (%s)",
+                       nf__op_name(op->type), nf__op_label(op), be->name, call, m, n, k, batch,
+                       nf__cuda(be)->compute_name, cublasGetStatusName(s), cublasGetStatusString(s));
+}
+
+/* ---- GEMM ------------------------------------------------------------------------ */
+
+/* Column-major C = alpha op(A) op(B) + beta C, batched by strides when
+ * batch > 1. Leading dimensions are raised to the minimum cuBLAS accepts
+ * where the matrix has a single column (the stride is then never used). */
+static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+                         int64_t n, int64_t k, float alpha, const float * A, int64_t lda, int64_t sA, const float * B,
+                         int64_t ldb, int64_t sB, float beta, float * C, int64_t ldc, int64_t sC, int64_t batch,
+                         nf_err * err) {
+    nf_cuda_ctx * c = nf__cuda(be);
+    const int64_t a_rows = ta == CUBLAS_OP_N ? m : k, a_cols = ta == CUBLAS_OP_N ? k : m;
+    const int64_t b_rows = tb == CUBLAS_OP_N ? k : n, b_cols = tb == CUBLAS_OP_N ? n : k;
+    if (a_cols <= 1 && lda < a_rows) lda = a_rows;
+    if (b_cols <= 1 && ldb < b_rows) ldb = b_rows;
+    if (n <= 1 && ldc < m) ldc = m;
+    if (lda < 1) lda = 1;
+    if (ldb < 1) ldb = 1;
+    if (ldc < 1) ldc = 1;
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX ||
+        batch > INT_MAX) {
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "op %s (%s) on %s: GEMM dimensions exceed cuBLAS's int range",
+                           nf__op_name(op->type), nf__op_label(op), be->name);
+    }
+    cublasStatus_t s;
+    if (batch == 1) {
+        s = cublasGemmEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha, A, CUDA_R_32F, (int) lda, B, CUDA_R_32F,
+                         (int) ldb, &beta, C, CUDA_R_32F, (int) ldc, c->compute, CUBLAS_GEMM_DEFAULT);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return nf__cublas_err(be, op, "cublasGemmEx", s, (int) m, (int) n, (int) k, 1, err);
+    } else {
+        s = cublasGemmStridedBatchedEx(c->blas, ta, tb, (int) m, (int) n, (int) k, &alpha, A, CUDA_R_32F, (int) lda,
+                                       (long long) sA, B, CUDA_R_32F, (int) ldb, (long long) sB, &beta, C, CUDA_R_32F,
+                                       (int) ldc, (long long) sC, (int) batch, c->compute, CUBLAS_GEMM_DEFAULT);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            return nf__cublas_err(be, op, "cublasGemmStridedBatchedEx", s, (int) m, (int) n, (int) k, (int) batch, err);
+        }
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return nf__cuda_launch_err(be, op, "cuBLAS GEMM", e, err);
+    return NF_OK;
+}
+
+/* ---- ops ------------------------------------------------------------------------- */
+
+/* for the ops in cuda-kernels.cu */
+cudaStream_t nf__cuda_op_stream(nf_backend * be) { return nf__cuda(be)->stream; }
+int nf__cuda_op_scratch(nf_backend * be, size_t bytes, void ** out, size_t * size, nf_err * err) {
+    NF_TRY(nf__cuda_scratch(be, bytes, out, err));
+    *size = nf__cuda(be)->scratch_size;
+    return NF_OK;
+}
+int nf__cuda_op_launch_err(nf_backend * be, const nf_op * op, const char * kernel, cudaError_t e, nf_err * err) {
+    return nf__cuda_launch_err(be, op, kernel, e, err);
+}
+
+#define NF__LAUNCH(call)                                                                             \
+    do {                                                                                             \
+        const char * kname_ = NULL;                                                                  \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess) return nf__cuda_launch_err(be, op, kname_ ? kname_ : #call, e_, err); \
+    } while (0)
+/* the launchers report the failing kernel through their last argument */
+#define NF__K (&kname_)
+
+/* y = act(x·Wᵀ + bias) [+ y]. Three shapes, all with the cpu reference's
+ * rounding sequence (t = round(x·Wᵀ); t = t + bias; gelu; y = y + t):
+ *  - no bias, no act: one GEMM straight into y, beta = accumulate (y + t
+ *    rounded once, as the reference);
+ *  - not accumulating: GEMM into y (beta 0), then the epilogue in place;
+ *  - accumulating with bias or act: GEMM into scratch by chunks of rows,
+ *    then the epilogue adds into y. */
+static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_linear_params * p = &op->p.linear;
+    const int64_t m = p->m, n = p->n, k = p->k;
+    if (m <= 0 || n <= 0) return NF_OK;
+    const float * x = NF__F(&op->src[0]);
+    const float * W = NF__F(&op->src[1]);
+    const float * bias = op->n_src >= 3 ? NF__F(&op->src[2]) : NULL;
+    float * y = NF__F(&op->dst[0]);
+    const int act = p->act == NF_ACT_GELU;
+    cudaStream_t st = nf__cuda(be)->stream;
+
+    if (!bias && !act) {
+        return nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0,
+                             p->accumulate ? 1.0f : 0.0f, y, p->ldy, 0, 1, err);
+    }
+    if (!p->accumulate) {
+        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0, 0.0f, y, p->ldy, 0,
+                             1, err));
+        NF__LAUNCH(nf__cuda_linear_epilogue(st, y, p->ldy, bias, act, 0, y, p->ldy, m, n, NF__K));
+        return NF_OK;
+    }
+    int64_t rows = nf__cuda(be)->chunk_floats / n;
+    if (rows < 1) rows = 1;
+    if (rows > m) rows = m;
+    void * scratch = NULL;
+    NF_TRY(nf__cuda_scratch(be, (size_t) rows * (size_t) n * sizeof(float), &scratch, err));
+    float * t = (float *) scratch;
+    for (int64_t r0 = 0; r0 < m; r0 += rows) {
+        const int64_t mr = m - r0 < rows ? m - r0 : rows;
+        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, mr, k, 1.0f, W, k, 0, x + r0 * p->ldx, p->ldx, 0,
+                             0.0f, t, n, 0, 1, err));
+        NF__LAUNCH(nf__cuda_linear_epilogue(st, t, n, bias, act, 1, y + r0 * p->ldy, p->ldy, mr, n, NF__K));
+    }
+    return NF_OK;
+}
+
+/* softmax(scale q kᵀ) v per (group, head).
+ * Small lk and head_dim (every feature attention; row attention over at most
+ * NF_CUDA_ATT_MAX_LK support rows): one launch of nf_k_attention_small for
+ * all groups and heads, exact fp32 in either precision mode.
+ * Otherwise cuBLAS for both products (TF32 in tf32 mode), per head h and
+ * chunk of nb groups x nl query rows,
+ *   S (nb, nl, lk)  = scale · Q Kᵀ   (strided batched over groups)
+ *   S               = softmax rows   (nf_k_softmax_rows)
+ *   O (nb, nl, hd)  = S V            (strided batched over groups)
+ * In column-major terms: Sᵀ (lk x nl) = op_T(K: hd x lk, ld kv_ss) · Qᵀ (hd x nl, ld q_ss),
+ * and Oᵀ (hd x nl, ld o_ss) = Vᵀ (hd x lk, ld kv_ss) · Sᵀ (lk x nl, ld lk). */
+static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_attention_params * p = &op->p.attention;
+    const int64_t G = p->n_groups, lq = p->lq, lk = p->lk, H = p->n_heads, hd = p->head_dim;
+    if (G <= 0 || lq <= 0 || H <= 0 || hd <= 0) return NF_OK;
+    const float * q = NF__F(&op->src[0]);
+    const float * k = NF__F(&op->src[1]);
+    const float * v = NF__F(&op->src[2]);
+    float * o = NF__F(&op->dst[0]);
+    cudaStream_t st = nf__cuda(be)->stream;
+
+    if (nf__cuda(be)->attention_small && lk <= NF_CUDA_ATT_MAX_LK && hd <= NF_CUDA_ATT_MAX_HD) {
+        NF__LAUNCH(nf__cuda_attention_small(st, q, k, v, o, G, H, lq, lk, hd, p->q_gs, p->q_ss, p->kv_gs, p->kv_ss,
+                                            p->o_gs, p->o_ss, p->scale, NF__K));
+        return NF_OK;
+    }
+
+    const int64_t budget = nf__cuda(be)->chunk_floats;
+    int64_t gc, L;
+    if (lq * lk <= budget) {
+        L = lq;
+        gc = budget / (lq * lk);
+        if (gc > G) gc = G;
+        if (gc > NF_CUDA_MAX_BATCH) gc = NF_CUDA_MAX_BATCH;
+        if (gc < 1) gc = 1;
+    } else {
+        gc = 1;
+        L = budget / lk;
+        if (L < 1) L = 1;
+    }
+    void * scratch = NULL;
+    NF_TRY(nf__cuda_scratch(be, (size_t) gc * (size_t) L * (size_t) lk * sizeof(float), &scratch, err));
+    float * S = (float *) scratch;
+
+    for (int64_t g0 = 0; g0 < G; g0 += gc) {
+        const int64_t nb = G - g0 < gc ? G - g0 : gc;
+        for (int64_t i0 = 0; i0 < lq; i0 += L) {
+            const int64_t nl = lq - i0 < L ? lq - i0 : L;
+            for (int64_t h = 0; h < H; h++) {
+                const float * Q = q + g0 * p->q_gs + i0 * p->q_ss + h * hd;
+                const float * K = k + g0 * p->kv_gs + h * hd;
+                const float * V = v + g0 * p->kv_gs + h * hd;
+                float * O = o + g0 * p->o_gs + i0 * p->o_ss + h * hd;
+                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, lk, nl, hd, p->scale, K, p->kv_ss, p->kv_gs, Q,
+                                     p->q_ss, p->q_gs, 0.0f, S, lk, nl * lk, nb, err));
+                NF__LAUNCH(nf__cuda_softmax_rows(st, S, nb * nl, lk, NF__K));
+                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_N, CUBLAS_OP_N, hd, nl, lk, 1.0f, V, p->kv_ss, p->kv_gs, S, lk,
+                                     nl * lk, 0.0f, O, p->o_ss, p->o_gs, nb, err));
+            }
+        }
+    }
+    return NF_OK;
+}
+
+/* ---- limits and the kernel table ------------------------------------------------- */
+
+static bool nf__fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+static bool nf__cuda_ok_linear(nf_backend * be, const nf_op * op) {
+    const struct nf_linear_params * p = &op->p.linear;
+    return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU) && nf__fits_int(p->m) && nf__fits_int(p->n) &&
+           nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
+           (p->m <= 1 || (p->ldx >= p->k && p->ldy >= p->n));
+}
+
+static bool nf__cuda_ok_attention(nf_backend * be, const nf_op * op) {
+    const struct nf_attention_params * p = &op->p.attention;
+    const int64_t hd = p->head_dim;
+    return p->lk >= 1 && nf__fits_int(p->lq) && nf__fits_int(p->lk) && nf__fits_int(hd) && nf__fits_int(p->q_ss) &&
+           nf__fits_int(p->kv_ss) && nf__fits_int(p->o_ss) && p->q_gs >= 0 && p->kv_gs >= 0 && p->o_gs >= 0 &&
+           (p->lq <= 1 || (p->q_ss >= hd && p->o_ss >= hd)) && (p->lk <= 1 || p->kv_ss >= hd);
+}
+
+const struct nf_kernel nf__cuda_kernels[NF_OP_COUNT] = {
+#define NF__CUDA_DEVICE_OP(NAME, name) [NF_OP_##NAME] = {nf__cuda_op_##name, nf__cuda_ok_##name},
+    NF_CUDA_DEVICE_OPS(NF__CUDA_DEVICE_OP)
+#undef NF__CUDA_DEVICE_OP
+        [NF_OP_LINEAR] = {nf__cuda_linear_op, nf__cuda_ok_linear},
+    [NF_OP_ATTENTION] = {nf__cuda_attention_op, nf__cuda_ok_attention},
+};

@@ -1,0 +1,246 @@
+/*
+ * opencl-ops.c -- the OpenCL backend's kernel launch, the per-op limits and
+ * host launchers, and the kernel table (LINEAR is in opencl-gemm.c).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "opencl-impl.h"
+
+#include <stdio.h>
+
+/* ---- kernel launch ------------------------------------------------------------------ */
+
+int nf__cl_launch(struct nf_cl * c, int kid, const struct karg * a, int na, cl_uint dims, const size_t * gws_in,
+                  const size_t * lws, nf_err * err) {
+    size_t gws[3];
+    for (cl_uint d = 0; d < dims; d++) {
+        if (gws_in[d] == 0) {
+            return NF_OK; /* nothing to do */
+        }
+        gws[d] = gws_in[d];
+        if (lws) {
+            gws[d] = (gws[d] + lws[d] - 1) / lws[d] * lws[d];
+        }
+    }
+    char what[96];
+    for (int i = 0; i < na; i++) {
+        cl_int rc = clSetKernelArg(c->k[kid], (cl_uint) i, a[i].size, a[i].ptr);
+        if (rc != CL_SUCCESS) {
+            return nf__err_set(err, NF_ERR_DEVICE, "%s: clSetKernelArg(%s, %d): %s (%d)", c->name, nf__cl_k_names[kid],
+                               i, nf__cl_err_name(rc), (int) rc);
+        }
+    }
+    snprintf(what, sizeof(what), "clEnqueueNDRangeKernel(%s)", nf__cl_k_names[kid]);
+    cl_int rc = clEnqueueNDRangeKernel(c->queue, c->k[kid], dims, NULL, gws, lws, 0, NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        return nf__err_set(err, cl_rc_code(rc), "%s: %s: %s (%d)", c->name, what, nf__cl_err_name(rc), (int) rc);
+    }
+    return NF_OK;
+}
+
+/* ---- per-op limits (kernel table .supports) ------------------------------------- */
+
+/* per-op limits of the kernels below (the dispatcher has validated the op) */
+static bool sup_quantile(nf_backend * be, const nf_op * op) {
+    const struct nf_quantile_params * p = &op->p.quantile;
+    if (op->n_src < 1 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->dst[0])) {
+        return false;
+    }
+    const int64_t n = dim(&op->src[0], 0);
+    return n >= 1 && n <= (1 << 24) && fits_int(cols(&op->src[0])) && p->nq >= 1 && p->q_denom >= 1;
+}
+
+static bool sup_bucketize(nf_backend * be, const nf_op * op) {
+    if (op->n_src < 3 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[2]) || !is_f32(&op->dst[0])) {
+        return false;
+    }
+    const int64_t n_s = dim(&op->src[0], 0);
+    if (n_s < 1 || !fits_int(n_s) || !fits_int(cols(&op->src[0])) || !fits_int(cols(&op->src[2]))) {
+        return false;
+    }
+    if (op->n_src >= 2 && has_tensor(&op->src[1]) && nf__tensor_numel(&op->src[1]) > 0) {
+        return op->n_dst >= 2 && is_f32(&op->src[1]) && is_f32(&op->dst[1]);
+    }
+    return true;
+}
+
+static bool sup_embed(nf_backend * be, const nf_op * op) {
+    return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]) &&
+           is_f32(&op->dst[0]) && op->dst[0].ndim == 3 && fits_int(op->dst[0].ne[1]) && fits_int(op->dst[0].ne[2]);
+}
+
+static bool sup_label(nf_backend * be, const nf_op * op) {
+    if (op->n_dst < 1 || !is_f32(&op->dst[0]) || op->dst[0].ndim != 3 || !fits_int(op->dst[0].ne[0]) ||
+        !fits_int(op->dst[0].ne[1]) || !fits_int(op->dst[0].ne[2])) {
+        return false;
+    }
+    switch (op->p.label_tokens.mode) {
+        case NF_LABEL_CLASS:
+            return op->n_src >= 2 && has_tensor(&op->src[0]) && op->src[0].type == NF_I32 && op->src[0].offs % 4 == 0 &&
+                   is_f32(&op->src[1]) && fits_int(dim(&op->src[1], 0));
+        case NF_LABEL_VALUE: return op->n_src >= 3 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]);
+        case NF_LABEL_MASK: return op->n_src >= 2 && is_f32(&op->src[1]);
+        default: return false;
+    }
+}
+
+static bool sup_layer_norm(nf_backend * be, const nf_op * op) {
+    const struct nf_layer_norm_params * p = &op->p.layer_norm;
+    return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]) &&
+           is_f32(&op->dst[0]) && p->k >= 1 && fits_int(p->k) && p->m >= 0;
+}
+
+static bool sup_attention(nf_backend * be, const nf_op * op) {
+    struct nf_cl * c = be->ctx;
+    const struct nf_attention_params * p = &op->p.attention;
+    return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]) &&
+           is_f32(&op->dst[0]) && p->head_dim >= 1 && p->head_dim <= NF_CL_ATTN_MAX_HD && p->lk >= 1 &&
+           fits_int(p->lq) && fits_int(p->lk) && fits_int(p->n_heads) && fits_int(p->n_groups) &&
+           c->kwg[K_ATTENTION] >= NF_CL_ATTN_WG;
+}
+
+/* ---- compute ------------------------------------------------------------------------ */
+
+static int op_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * B = &op->dst[0];
+    const int64_t n = dim(x, 0);
+    const int64_t F = cols(x);
+    size_t P = 1;
+    while ((int64_t) P < n) {
+        P *= 2;
+    }
+    NF_TRY(nf__cl_ensure_scratch(c, (size_t) F * P * sizeof(float), err));
+    size_t wg = c->sort_wg;
+    if (wg > P / 2) {
+        wg = P / 2 > 0 ? P / 2 : 1;
+    }
+    const size_t gs[1] = {(size_t) F * wg};
+    const size_t ls[1] = {wg};
+    NF_TRY(LAUNCH(c, K_QUANTILE_SORT, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KINT(n), KINT(F), KMEM(c->scratch),
+                  KINT(P)));
+    const size_t gi[2] = {(size_t) op->p.quantile.nq, (size_t) F};
+    return LAUNCH(c, K_QUANTILE_INTERP, 2, gi, NULL, err, KMEM(c->scratch), KINT(P), KINT(n), KINT(op->p.quantile.nq),
+                  KINT(op->p.quantile.q_denom), KINT(F), KMEM(tmem(B)), KLONG(toff(B)));
+}
+
+static int op_bucketize(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * xs = &op->src[0];
+    const nf_tensor * xq = &op->src[1];
+    const nf_tensor * B = &op->src[2];
+    const nf_tensor * zs = &op->dst[0];
+    const nf_tensor * zq = &op->dst[1];
+    const int64_t n_s = dim(xs, 0);
+    const int64_t F = cols(xs);
+    const int64_t nb = cols(B);
+    const int has_q = has_tensor(xq) && nf__tensor_numel(xq) > 0 && op->n_dst >= 2 && has_tensor(zq);
+    const int64_t n_q = has_q ? dim(xq, 0) : 0;
+    const size_t l1[1] = {64};
+
+    NF_TRY(nf__cl_ensure_scratch(c, (size_t) F * 2 * sizeof(float), err));
+    const size_t g_s[1] = {(size_t) (n_s * F)};
+    NF_TRY(LAUNCH(c, K_BUCKETIZE_U, 1, g_s, l1, err, KMEM(tmem(xs)), KLONG(toff(xs)), KLONG(n_s * F), KINT(F),
+                  KMEM(tmem(B)), KLONG(toff(B)), KINT(nb), KINT(n_s), KMEM(tmem(zs)), KLONG(toff(zs))));
+    if (has_q) {
+        const size_t g_q[1] = {(size_t) (n_q * F)};
+        NF_TRY(LAUNCH(c, K_BUCKETIZE_U, 1, g_q, l1, err, KMEM(tmem(xq)), KLONG(toff(xq)), KLONG(n_q * F), KINT(F),
+                      KMEM(tmem(B)), KLONG(toff(B)), KINT(nb), KINT(n_s), KMEM(tmem(zq)), KLONG(toff(zq))));
+    }
+    const size_t g_f[1] = {(size_t) F};
+    NF_TRY(LAUNCH(c, K_BUCKETIZE_STATS, 1, g_f, NULL, err, KMEM(tmem(zs)), KLONG(toff(zs)), KINT(n_s), KINT(F),
+                  KMEM(c->scratch)));
+    NF_TRY(LAUNCH(c, K_BUCKETIZE_Z, 1, g_s, l1, err, KMEM(tmem(zs)), KLONG(toff(zs)), KLONG(n_s * F), KINT(F),
+                  KMEM(c->scratch)));
+    if (has_q) {
+        const size_t g_q[1] = {(size_t) (n_q * F)};
+        NF_TRY(LAUNCH(c, K_BUCKETIZE_Z, 1, g_q, l1, err, KMEM(tmem(zq)), KLONG(toff(zq)), KLONG(n_q * F), KINT(F),
+                      KMEM(c->scratch)));
+    }
+    return NF_OK;
+}
+
+static int op_embed(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * z = &op->src[0];
+    const nf_tensor * w = &op->src[1];
+    const nf_tensor * b = &op->src[2];
+    const nf_tensor * tok = &op->dst[0];
+    const int64_t n = dim(z, 0), F = dim(z, 1), D = tok->ne[2];
+    const int64_t T = F + 1;
+    const size_t ls[2] = {D >= 64 ? 64 : (size_t) D, 1};
+    const size_t gs[2] = {(size_t) D, (size_t) (n * F)};
+    return LAUNCH(c, K_EMBED_FEATURES, 2, gs, ls, err, KMEM(tmem(z)), KLONG(toff(z)), KMEM(tmem(w)), KLONG(toff(w)),
+                  KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(tok)), KLONG(toff(tok)), KLONG(n * F), KINT(F), KINT(T),
+                  KINT(D));
+}
+
+static int op_label(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * tok = &op->dst[0];
+    const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
+    const size_t ls[2] = {D >= 64 ? 64 : (size_t) D, 1};
+    const size_t gs[2] = {(size_t) D, (size_t) n};
+    switch (op->p.label_tokens.mode) {
+        case NF_LABEL_CLASS: {
+            const nf_tensor * y = &op->src[0];
+            const nf_tensor * E = &op->src[1];
+            return LAUNCH(c, K_LABEL_CLASS, 2, gs, ls, err, KMEM(tmem(y)), KLONG(toff(y)), KMEM(tmem(E)),
+                          KLONG(toff(E)), KINT(dim(E, 0)), KMEM(tmem(tok)), KLONG(toff(tok)), KINT(n), KINT(T),
+                          KINT(D));
+        }
+        case NF_LABEL_VALUE: {
+            const nf_tensor * y = &op->src[0];
+            const nf_tensor * w = &op->src[1];
+            const nf_tensor * b = &op->src[2];
+            return LAUNCH(c, K_LABEL_VALUE, 2, gs, ls, err, KMEM(tmem(y)), KLONG(toff(y)), KMEM(tmem(w)),
+                          KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(tok)), KLONG(toff(tok)), KINT(n),
+                          KINT(T), KINT(D));
+        }
+        case NF_LABEL_MASK: {
+            const nf_tensor * M = &op->src[1];
+            return LAUNCH(c, K_LABEL_MASK, 2, gs, ls, err, KMEM(tmem(M)), KLONG(toff(M)), KMEM(tmem(tok)),
+                          KLONG(toff(tok)), KINT(n), KINT(T), KINT(D));
+        }
+        default:
+            return nf__err_set(err, NF_ERR_UNSUPPORTED, "%s: LABEL_TOKENS mode %d", c->name,
+                               (int) op->p.label_tokens.mode);
+    }
+}
+
+static int op_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * g = &op->src[1];
+    const nf_tensor * b = &op->src[2];
+    const nf_tensor * y = &op->dst[0];
+    const struct nf_layer_norm_params * p = &op->p.layer_norm;
+    const size_t ls[1] = {c->ln_wg};
+    const size_t gs[1] = {(size_t) p->m * c->ln_wg};
+    return LAUNCH(c, K_LAYER_NORM, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(g)),
+                  KLONG(toff(g)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy),
+                  KINT(p->k), KFLT(p->eps), KLOCAL(c->ln_wg * (c->fp64 ? sizeof(cl_double) : sizeof(cl_float))));
+}
+
+static int op_attention(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * q = &op->src[0];
+    const nf_tensor * k = &op->src[1];
+    const nf_tensor * v = &op->src[2];
+    const nf_tensor * o = &op->dst[0];
+    const struct nf_attention_params * p = &op->p.attention;
+    const size_t ls[3] = {NF_CL_ATTN_WG, 1, 1};
+    const size_t gs[3] = {((size_t) p->lq + NF_CL_ATTN_ROWS - 1) / NF_CL_ATTN_ROWS * NF_CL_ATTN_WG, (size_t) p->n_heads,
+                          (size_t) p->n_groups};
+    return LAUNCH(c, K_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)), KLONG(toff(k)),
+                  KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)), KINT(p->lq), KINT(p->lk),
+                  KINT(p->head_dim), KLONG(p->q_gs), KLONG(p->q_ss), KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs),
+                  KLONG(p->o_ss), KFLT(p->scale));
+}
+
+const struct nf_kernel nf__cl_kernels[NF_OP_COUNT] = {
+    [NF_OP_QUANTILE] = {op_quantile, sup_quantile},       [NF_OP_BUCKETIZE_NORM] = {op_bucketize, sup_bucketize},
+    [NF_OP_EMBED_FEATURES] = {op_embed, sup_embed},       [NF_OP_LABEL_TOKENS] = {op_label, sup_label},
+    [NF_OP_LAYER_NORM] = {op_layer_norm, sup_layer_norm}, [NF_OP_LINEAR] = {nf__cl_op_linear, nf__cl_sup_linear},
+    [NF_OP_ATTENTION] = {op_attention, sup_attention},
+};
