@@ -125,7 +125,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         /* not a table model: a model that cannot run at all says why in its
          * forward (SpTransformer: not implemented yet); otherwise the table
          * message stands (its inputs are not wired into run yet) */
-        nf_err why;
+        nf_err why = {0};
         if (nf_model_forward(m, NULL, 0, NULL, &why) == NF_ERR_UNSUPPORTED) *err = why;
         goto done;
     }
