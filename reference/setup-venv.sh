@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Create the PyTorch reference environment used ONLY to regenerate the Mitra
-# test fixtures (tests/fixtures/mitra/*/expected_logits.npy).  The C build and
-# CI never need it.
+# Create the PyTorch reference environment used ONLY to regenerate the test
+# fixtures (tests/fixtures/mitra/, tests/fixtures/sptransformer/).  The C
+# build and CI never need it.
 #
 # What it installs (from PyPI only):
 #   - torch, pinned to the range that autogluon.tabular[mitra] 1.6.3 declares
@@ -46,4 +46,13 @@ from autogluon.tabular.models.mitra._internal.models.tab2d import Tab2D  # noqa:
 print("torch", torch.__version__, "| autogluon.tabular", autogluon.tabular.__version__,
       "| flash_attn available:", tab2d.FLASH_ATTN_AVAILABLE)
 EOF
+# SpTransformer fixtures (reference/sptransformer_fixtures.py): the upstream
+# SpliceTransformer model code imports these; the versions are pinned to the
+# ones the released checkpoint matches (spec sptransformer.md §4.3: key names
+# attn.pos_emb.weights_0/_1 need axial-positional-embedding < 0.3; §6.3:
+# local-attention 1.4.4 masks the padded look-around keys, as <= 1.5.2 and
+# >= 1.8.5 do). sinkhorn-transformer 0.11.4 is the last release.
+"$VENV/bin/python" -m pip install \
+    sinkhorn-transformer==0.11.4 local-attention==1.4.4 axial-positional-embedding==0.2.1
+"$VENV/bin/python" -c "import sinkhorn_transformer, local_attention, axial_positional_embedding; print('sptransformer deps ok')"
 echo "reference venv ready: $VENV"

@@ -19,7 +19,9 @@ static void nf_usage(FILE * f) {
         "             [--precision exact|tf32] [--json FILE] [--trace FILE]\n"
         "  nofall devices\n"
         "  nofall gen-weights mitra --out DIR [--seed N] [--dim D --layers L --heads H --outputs C\n"
-        "             --task classification|regression] [--perturb KEY:DELTA]\n", NF_VERSION);
+        "             --task classification|regression] [--perturb KEY:DELTA]\n"
+        "  nofall gen-weights sptransformer --out DIR [--seed N] [--dim D --depth L --tissues T] [--perturb KEY:DELTA]\n"
+        "             (SpTransformer loads and checks; its forward is not implemented yet)\n", NF_VERSION);
 }
 
 /* gen-weights TYPE --out DIR [--seed N] [--perturb KEY:DELTA] [--OPTION VALUE ...]:

@@ -8,9 +8,11 @@
 #include <string.h>
 
 extern const struct nf_model_i nf__mitra_model;
+extern const struct nf_model_i nf__sptransformer_model;
 
 static const struct nf_model_i * const nf__models[] = {
     &nf__mitra_model,
+    &nf__sptransformer_model,
 };
 #define NF_N_MODELS ((int) (sizeof(nf__models) / sizeof(nf__models[0])))
 

@@ -16,7 +16,8 @@
  *        upper-case symbols resolved by the table's dim() callback ("4D",
  *        "D", "HW", "1"; "" = a 0-d scalar);
  * dtype  the safetensors dtype required (default F32; only F32 entries are
- *        loaded onto the device, others are only checked);
+ *        loaded onto the device, others are only checked; gen-weights
+ *        writes F32 and I64 entries, I64 with NF_INIT_COUNT values);
  * flags  NF_W_OPTIONAL (may be absent; its slot then stays unbound, buf NULL),
  *        NF_W_IGNORED (accepted when present, whatever its dtype/shape; never
  *        loaded, never written), NF_W_BUFFER (loaded, not counted as a
@@ -48,7 +49,9 @@ enum nf_winit {
     NF_INIT_UNIFORM = 0, /* U(-1/sqrt(fan_in), +1/sqrt(fan_in)): nn.Linear / Conv default */
     NF_INIT_NORMAL,      /* ~N(0, 1) (Irwin-Hall of 12): embeddings                        */
     NF_INIT_NORM_WEIGHT, /* 1 + U(-0.1, 0.1): LayerNorm / BatchNorm gamma                 */
-    NF_INIT_NORM_BIAS,   /* U(-0.1, 0.1): LayerNorm / BatchNorm beta                       */
+    NF_INIT_NORM_BIAS,   /* U(-0.1, 0.1): LayerNorm / BatchNorm beta (and running_mean)     */
+    NF_INIT_VARIANCE,    /* 0.5 + U(0, 1): BatchNorm running_var (positive, not 1)         */
+    NF_INIT_COUNT,       /* I64 entries: an integer in [1000, 1000 + 2^20): num_batches_tracked */
 };
 
 #define NF_W_MAX_DEPTH 4
@@ -105,8 +108,11 @@ struct nf_wkey {
 int nf__wtable_expand(const struct nf_wtable * t, const void * cfg, void * model, struct nf_wkey ** out, int * n,
                       nf_err * err);
 int64_t nf__wkey_numel(const struct nf_wkey * k);
-/* Keys that gen-weights writes and a strict load loads (F32, not ignored) */
+/* Keys that a strict load loads onto the device (F32, not ignored) */
 int nf__wkey_loaded(const struct nf_wkey * k);
+/* Keys that gen-weights writes: the loaded ones and the I64 ones (BatchNorm
+ * num_batches_tracked), not ignored */
+int nf__wkey_written(const struct nf_wkey * k);
 
 /* A model's weights: one device buffer, the views live in the model's slots. */
 struct nf_weights {
@@ -126,7 +132,8 @@ void nf__weights_free(struct nf_weights * w);
 int nf__weights_where(const struct nf_weights * w, char * out, size_t n, nf_err * err);
 
 /* Write DIR/model.safetensors from the table, values drawn deterministically
- * from seed per key; perturb_key (may be NULL) gets delta added. */
+ * from seed per written key (its stream: seed and its index among the
+ * written keys); perturb_key (may be NULL, an F32 key) gets delta added. */
 int nf__weights_generate(const char * path, const struct nf_wtable * t, const void * cfg, uint64_t seed,
                          const char * perturb_key, float perturb_delta, nf_err * err);
 
