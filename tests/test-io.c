@@ -334,15 +334,16 @@ static void write_toy(const char * path, int alias, int with_opt, int with_ignor
         if (t->dtype == NF_ST_I64) continue;   /* the (optional) int64 keys: re-added below by flag, the writer writes F32 only */
         e[n].name = strdup(alias && strcmp(t->name, "pos.weights_0") == 0 ? "pos.weights.0" : t->name);
         e[n].ndim = t->ndim;
+        e[n].dtype = t->dtype;
         for (int d = 0; d < t->ndim; d++) e[n].shape[d] = t->shape[d];
         float * copy = malloc((size_t) (t->end - t->begin) + 4);
         memcpy(copy, nf__st_data(&st, t), (size_t) (t->end - t->begin));
         e[n++].data = copy;
     }
     nf__st_close(&st);
-    /* an F32 stand-in for the ignored / int64 keys: the writer writes F32 only */
-    if (with_ignored) e[n++] = (struct nf_st_entry) {strdup("position_ids"), 2, {1, 4}, zeros};
-    if (with_nbt) e[n++] = (struct nf_st_entry) {strdup("blocks.1.bn.num_batches_tracked"), bad_nbt ? 1 : 0, {1}, zeros};
+    /* F32 stand-ins for the ignored / int64 keys */
+    if (with_ignored) e[n++] = (struct nf_st_entry) {strdup("position_ids"), 2, {1, 4}, zeros, NF_ST_F32};
+    if (with_nbt) e[n++] = (struct nf_st_entry) {strdup("blocks.1.bn.num_batches_tracked"), bad_nbt ? 1 : 0, {1}, zeros, NF_ST_F32};
     CHECK_RC(nf__st_write(path, e, n, &err), NF_OK, &err);
     for (int i = 0; i < n; i++) { free((char *) e[i].name); if (e[i].data != zeros) free((float *) e[i].data); }
 }

@@ -76,5 +76,6 @@ void nf_cli_stats(double * v, int n, struct nf_cli_stats * s);
 int nf_cmd_run(int argc, char ** argv);
 int nf_cmd_verify(int argc, char ** argv);
 int nf_cmd_bench(int argc, char ** argv);
+int nf_cmd_convert(int argc, char ** argv);   /* cmd-convert.c */
 
 #endif

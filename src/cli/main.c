@@ -1,4 +1,4 @@
-/* main.c -- `nofall`: run / verify / bench / devices / gen-weights. */
+/* main.c -- `nofall`: run / verify / bench / devices / gen-weights / convert. */
 #include "cli.h"
 #include "model.h"
 
@@ -21,7 +21,8 @@ static void nf_usage(FILE * f) {
         "  nofall gen-weights mitra --out DIR [--seed N] [--dim D --layers L --heads H --outputs C\n"
         "             --task classification|regression] [--perturb KEY:DELTA]\n"
         "  nofall gen-weights sptransformer --out DIR [--seed N] [--dim D --depth L --tissues T] [--perturb KEY:DELTA]\n"
-        "             (SpTransformer loads and checks; its forward is not implemented yet)\n", NF_VERSION);
+        "             (SpTransformer loads and checks; its forward is not implemented yet)\n"
+        "  nofall convert --model X.ckpt --out DIR [--config FILE]   (torch.save checkpoint -> DIR/model.safetensors)\n", NF_VERSION);
 }
 
 /* gen-weights TYPE --out DIR [--seed N] [--perturb KEY:DELTA] [--OPTION VALUE ...]:
@@ -93,6 +94,7 @@ int main(int argc, char ** argv) {
     if (strcmp(cmd, "verify") == 0)      return nf_cmd_verify(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)       return nf_cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "gen-weights") == 0) return nf_cmd_gen_weights(argc - 1, argv + 1);
+    if (strcmp(cmd, "convert") == 0)     return nf_cmd_convert(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) {
         nf_err err = {0};
         char * text = nf_devices_describe(&err);

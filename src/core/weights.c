@@ -335,7 +335,7 @@ int nf__weights_load(nf_backend * be, const char * path, const struct nf_wtable 
     memset(w, 0, sizeof(*w));
     NF_TRY(nf__wtable_expand(t, cfg, model, &w->keys, &w->n_keys, err));
     struct nf_safetensors st;
-    int rc = nf__st_open(path, &st, err);
+    int rc = nf__tensors_open(path, &st, err); /* safetensors, or a torch.save .ckpt */
     if (rc != NF_OK) {
         nf__weights_free(w);
         return rc;

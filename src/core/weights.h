@@ -122,7 +122,8 @@ struct nf_weights {
     int64_t n_params; /* elements of loaded, non-buffer keys */
 };
 
-/* Strict load of path against the table: every missing / unexpected / wrong
+/* Strict load of path (a .safetensors file, or a torch.save .ckpt told apart
+ * by content: nf__tensors_open) against the table: every missing / unexpected / wrong
  * dtype / wrong shape tensor is listed in one NF_ERR_CHECKPOINT message;
  * values must be finite. Then pack, upload once, bind the slots. */
 int nf__weights_load(nf_backend * be, const char * path, const struct nf_wtable * t, const void * cfg, void * model,

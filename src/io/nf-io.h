@@ -40,6 +40,7 @@ struct nf_safetensors {
     uint64_t              data_size;
     struct nf_st_tensor * tensors;
     int                   n_tensors;
+    void                * heap;           /* when not a mapped file: the owned data (nf__ckpt_load) */
 };
 
 int  nf__st_open(const char * path, struct nf_safetensors * st, nf_err * err);
@@ -47,14 +48,93 @@ void nf__st_close(struct nf_safetensors * st);
 const struct nf_st_tensor * nf__st_find(const struct nf_safetensors * st, const char * name);
 const void * nf__st_data(const struct nf_safetensors * st, const struct nf_st_tensor * t);
 
-/* Writer: all tensors F32. Header keys sorted by name, data in the same order. */
+/* Writer: header keys sorted by name, data in the same order; written to
+ * path.tmp, then renamed. dtype defaults to F32 (0); NF_ST_OTHER is refused. */
 struct nf_st_entry {
     const char  * name;
     int           ndim;
     int64_t       shape[NF_ST_MAX_DIMS];
-    const float * data;
+    const void  * data;
+    enum nf_st_dtype dtype;
 };
+const char * nf__st_dtype_str(enum nf_st_dtype t);     /* "F32", ... ("other") */
+size_t       nf__st_dtype_size(enum nf_st_dtype t);    /* bytes per element; 0 for NF_ST_OTHER */
 int nf__st_write(const char * path, const struct nf_st_entry * entries, int n, nf_err * err);
+/* Write every tensor of an opened file (names, dtypes, shapes, bytes) the same way. */
+int nf__st_write_view(const char * path, const struct nf_safetensors * st, nf_err * err);
+
+/* ---- PyTorch checkpoints (torch.save zip format) ------------------------------
+ * torch-ckpt.c: a restricted reader, never executing anything. The zip is read
+ * with libzip; <prefix>/data.pkl is parsed by a protocol-2 unpickler that knows
+ * only the opcodes torch.save emits and an allow-list of globals
+ * (collections.OrderedDict, torch._utils._rebuild_tensor_v2 /
+ * _rebuild_parameter, _codecs.encode, the ten torch.<X>Storage classes nofall
+ * has dtypes for); any other global is refused by name. Storages are checked
+ * against their zip entries <prefix>/data/<key> (size == numel x element size,
+ * one class and numel per key, every view inside its storage). The selected
+ * dict is root["state_dict"] when the root has that key and it is a dict,
+ * else the root itself; each of its values must be a contiguous tensor. */
+#define NF_CKPT_MAX_PKL     (16u << 20)   /* data.pkl size cap                 */
+#define NF_CKPT_MAX_STACK   (1u << 20)    /* unpickler stack slots             */
+#define NF_CKPT_MAX_MARKS   64            /* open MARKs                        */
+#define NF_CKPT_MAX_DEPTH   100           /* container nesting                 */
+#define NF_CKPT_MAX_ENTRIES 1000000       /* zip entries                       */
+
+struct nf_ckpt_storage {
+    char           * key;              /* the record is <prefix>/data/<key> */
+    enum nf_st_dtype dtype;
+    size_t           elsize;
+    uint64_t         numel;            /* elements (bytes = numel * elsize) */
+    int64_t          entry;            /* zip index, or -1 */
+};
+
+struct nf_ckpt_tensor {
+    char           * name;
+    enum nf_st_dtype dtype;
+    int              ndim;
+    int64_t          shape[NF_ST_MAX_DIMS];
+    int64_t          stride[NF_ST_MAX_DIMS];   /* elements; row-major contiguous */
+    int              storage;          /* index into nf_ckpt.storages */
+    uint64_t         offset;           /* first element in the storage */
+    uint64_t         numel;
+};
+
+struct zip;
+struct nf_ckpt {
+    char                   * path;     /* for messages */
+    char                   * prefix;   /* "archive", "SpTransformer_pytorch", ... */
+    char                     dict[16]; /* "state_dict", or "" for the root */
+    struct nf_ckpt_tensor  * tensors;  /* the selected dict, in file order */
+    int                      n_tensors;
+    struct nf_ckpt_storage * storages; /* every storage the pickle names */
+    int                      n_storages;
+    struct zip             * za;
+    void                   * src;      /* zip_source_t of an in-memory archive */
+    uint64_t                 file_size;
+};
+
+/* Open and check a .ckpt (no tensor data is read yet). */
+int  nf__ckpt_open(const char * path, struct nf_ckpt * ck, nf_err * err);
+/* The same for an archive in memory (kept by the caller until close); name is for messages. */
+int  nf__ckpt_open_mem(const void * buf, size_t len, const char * name, struct nf_ckpt * ck, nf_err * err);
+void nf__ckpt_close(struct nf_ckpt * ck);
+/* Read storage i (numel * elsize bytes, little-endian) into dst. */
+int  nf__ckpt_read_storage(const struct nf_ckpt * ck, int i, void * dst, nf_err * err);
+/* The selected tensors as a safetensors-like view (st->heap owns the bytes;
+ * free with nf__st_close): what the weight loader's strict check consumes. */
+int  nf__ckpt_to_st(struct nf_ckpt * ck, struct nf_safetensors * st, nf_err * err);
+int  nf__ckpt_load(const char * path, struct nf_safetensors * st, nf_err * err);
+/* Either format, told apart by content ("PK\3\4" = a torch.save zip). */
+int  nf__tensors_open(const char * path, struct nf_safetensors * st, nf_err * err);
+/* ckpt -> safetensors (same names, dtypes, shapes, bytes), atomically. *n_out: tensors written. */
+int  nf__ckpt_to_safetensors(const char * ckpt_path, const char * out_path, int * n_out, nf_err * err);
+
+/* The unpickler alone (fuzzing, tests): data.pkl bytes; record_size(ctx, key)
+ * returns the byte size of <prefix>/data/<key> and its entry index, or -1 when
+ * there is no such record. Fills ck->tensors / ck->storages / ck->dict. */
+typedef int64_t (*nf_ckpt_record_fn)(void * ctx, const char * key, int64_t * entry);
+int  nf__ckpt_parse_pickle(const unsigned char * pkl, size_t len, const char * where, nf_ckpt_record_fn record_size,
+                           void * ctx, struct nf_ckpt * ck, nf_err * err);
 
 /* ---- .npy ------------------------------------------------------------------- */
 enum nf_npy_dtype { NF_NPY_F4, NF_NPY_F8, NF_NPY_I4, NF_NPY_I8 };

@@ -30,6 +30,20 @@ static int nf__st_dtype_parse(const char * s, enum nf_st_dtype * t, size_t * siz
     return 0;
 }
 
+const char * nf__st_dtype_str(enum nf_st_dtype t) {
+    for (size_t i = 0; i < sizeof(nf__st_dtypes) / sizeof(nf__st_dtypes[0]); i++) {
+        if (nf__st_dtypes[i].t == t) return nf__st_dtypes[i].s;
+    }
+    return "other";
+}
+
+size_t nf__st_dtype_size(enum nf_st_dtype t) {
+    for (size_t i = 0; i < sizeof(nf__st_dtypes) / sizeof(nf__st_dtypes[0]); i++) {
+        if (nf__st_dtypes[i].t == t) return nf__st_dtypes[i].size;
+    }
+    return 0;
+}
+
 static int nf__st_cmp_begin(const void * a, const void * b) {
     const struct nf_st_tensor * x = *(const struct nf_st_tensor * const *) a;
     const struct nf_st_tensor * y = *(const struct nf_st_tensor * const *) b;
@@ -48,6 +62,7 @@ void nf__st_close(struct nf_safetensors * st) {
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
     free(st->tensors);
     if (st->map) munmap((void *) st->map, st->map_size);
+    free(st->heap);
     free(st->path);
     memset(st, 0, sizeof(*st));
 }
@@ -209,12 +224,16 @@ static int nf__st_cmp_entry(const void * a, const void * b) {
 }
 
 static uint64_t nf__st_entry_bytes(const struct nf_st_entry * e) {
-    uint64_t n = 4;
+    uint64_t n = nf__st_dtype_size(e->dtype);
     for (int d = 0; d < e->ndim; d++) n *= (uint64_t) e->shape[d];
     return n;
 }
 
 int nf__st_write(const char * path, const struct nf_st_entry * entries, int n, nf_err * err) {
+    if (n < 0) return nf__err_set(err, NF_ERR_ARG, "%s: %d tensors", path, n);
+    for (int i = 0; i < n; i++) {
+        if (!nf__st_dtype_size(entries[i].dtype)) return nf__err_set(err, NF_ERR_ARG, "%s: tensor '%s': unknown dtype", path, entries[i].name);
+    }
     const struct nf_st_entry ** idx = malloc((size_t) (n ? n : 1) * sizeof(*idx));
     if (!idx) return nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
     for (int i = 0; i < n; i++) idx[i] = &entries[i];
@@ -225,7 +244,7 @@ int nf__st_write(const char * path, const struct nf_st_entry * entries, int n, n
     uint64_t off = 0;
     for (int i = 0; i < n; i++) {
         cJSON * e = cJSON_AddObjectToObject(hdr, idx[i]->name);
-        cJSON_AddStringToObject(e, "dtype", "F32");
+        cJSON_AddStringToObject(e, "dtype", nf__st_dtype_str(idx[i]->dtype));
         cJSON * sh = cJSON_AddArrayToObject(e, "shape");
         for (int d = 0; d < idx[i]->ndim; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double) idx[i]->shape[d]));
         cJSON * of = cJSON_AddArrayToObject(e, "data_offsets");
@@ -258,5 +277,21 @@ int nf__st_write(const char * path, const struct nf_st_entry * entries, int n, n
 done:
     cJSON_free(txt);
     free(idx);
+    return rc;
+}
+
+int nf__st_write_view(const char * path, const struct nf_safetensors * st, nf_err * err) {
+    struct nf_st_entry * e = calloc((size_t) (st->n_tensors ? st->n_tensors : 1), sizeof(*e));
+    if (!e) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < st->n_tensors; i++) {
+        const struct nf_st_tensor * t = &st->tensors[i];
+        e[i].name = t->name;
+        e[i].ndim = t->ndim;
+        for (int d = 0; d < t->ndim; d++) e[i].shape[d] = t->shape[d];
+        e[i].data = nf__st_data(st, t);
+        e[i].dtype = t->dtype;
+    }
+    const int rc = nf__st_write(path, e, st->n_tensors, err);
+    free(e);
     return rc;
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# ckpt-cli.sh -- `nofall convert`: a torch.save .ckpt to DIR/model.safetensors;
+# refused checkpoints (a pickle naming os.system / eval, a whole nn.Module)
+# exit non-zero and leave no output behind.
+# usage: ckpt-cli.sh NOFALL TEST_CKPT_TMP FIXTURE_DIR WORK_DIR
+set -u
+NF=$1; GEN=$2; FIX=$3; W=$4
+rm -rf "$W"; mkdir -p "$W"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# a genuine torch.save file -> safetensors, with the note about config.json
+out=$("$NF" convert --model "$FIX/bn_wrapped.ckpt" --out "$W/bn" 2>&1) || fail "convert bn_wrapped: $out"
+[ -f "$W/bn/model.safetensors" ] || fail "no model.safetensors"
+[ -e "$W/bn/model.safetensors.tmp" ] && fail "a temp file was left"
+echo "$out" | grep -q "9 tensors" || fail "tensor count not reported: $out"
+echo "$out" | grep -q "config.json" || fail "no note about config.json: $out"
+[ -e "$W/bn/config.json" ] && fail "config.json written without --config"
+# byte-identical to what the library's nf__ckpt_to_safetensors wrote for the same file (test-ckpt.c
+# checked that one tensor by tensor against torch.load)
+cmp -s "$W/bn/model.safetensors" "$GEN/bn.safetensors" || fail "convert differs from nf__ckpt_to_safetensors"
+
+# --config FILE is parsed and copied
+echo '{"model_type": "test", "dim": 8}' > "$W/cfg.json"
+"$NF" convert --model "$GEN/good.ckpt" --out "$W/good" --config "$W/cfg.json" > "$W/good.log" 2>&1 || fail "convert good.ckpt: $(cat "$W/good.log")"
+grep -q '"dim"' "$W/good/config.json" 2>/dev/null || fail "config.json not copied"
+echo 'not json' > "$W/bad.json"
+"$NF" convert --model "$GEN/good.ckpt" --out "$W/badcfg" --config "$W/bad.json" > /dev/null 2>&1 && fail "a non-JSON --config was accepted"
+[ -e "$W/badcfg" ] && fail "output written despite a bad --config"
+
+# refused: exit != 0, the reason on stderr, nothing written
+for f in "$GEN/evil-os-system.ckpt:global 'os.system' is not allowed" \
+         "$GEN/evil-eval.ckpt:global '__builtin__.eval' is not allowed" \
+         "$FIX/module.ckpt:global 'torch.nn.modules.linear.Linear' is not allowed" \
+         "$FIX/noncontig.ckpt:is not contiguous" \
+         "$FIX/legacy.ckpt:legacy"; do
+  file=${f%%:*}; msg=${f#*:}
+  d="$W/refused-$(basename "$file" .ckpt)"
+  err=$("$NF" convert --model "$file" --out "$d" 2>&1 >/dev/null); rc=$?
+  [ $rc -ne 0 ] || fail "$file: exit 0"
+  echo "$err" | grep -qF "$msg" || fail "$file: stderr lacks \"$msg\": $err"
+  [ -e "$d" ] && fail "$file: output directory created"
+done
+[ -e pwned ] && fail "something ran"
+
+# usage errors
+"$NF" convert --model "$GEN/good.ckpt" > /dev/null 2>&1; [ $? -eq 2 ] || fail "missing --out: exit != 2"
+"$NF" convert --model "$GEN/good.ckpt" --out "$W/x" --bogus 1 > /dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option: exit != 2"
+
+[ $fails -eq 0 ] && echo "ckpt-cli: all checks passed" || echo "ckpt-cli: $fails check(s) failed"
+exit $((fails != 0))
