@@ -403,94 +403,6 @@ static float nf__normal(uint64_t * s) {
     return acc - 6.0f;
 }
 
-/* A safetensors file of F32 and I64 tensors. io's nf__st_write writes F32
- * only (and src/io is being extended by the .ckpt reader work); this writes
- * the same layout -- header keys sorted by name, data in that order,
- * "__metadata__" {"format": "pt"}, header padded with spaces to 8 bytes --
- * with a dtype per tensor. Used only when a table generates non-F32
- * entries, so every all-F32 checkpoint (Mitra) still comes from
- * nf__st_write, byte for byte as before. TODO: fold into nf__st_write
- * (a dtype in nf_st_entry) once the io changes have landed. */
-struct nf__gen_ent {
-    const char * name;
-    int ndim;
-    int64_t shape[NF_MAX_DIMS];
-    int i64;
-    const void * data;
-};
-
-static int nf__gen_cmp(const void * a, const void * b) {
-    return strcmp((*(const struct nf__gen_ent * const *) a)->name, (*(const struct nf__gen_ent * const *) b)->name);
-}
-
-static uint64_t nf__gen_bytes(const struct nf__gen_ent * e) {
-    uint64_t n = 1;
-    for (int d = 0; d < e->ndim; d++) n *= (uint64_t) e->shape[d];
-    return n * (e->i64 ? 8u : 4u);
-}
-
-static int nf__gen_write_mixed(const char * path, const struct nf__gen_ent * ents, int n, nf_err * err) {
-    const struct nf__gen_ent ** idx = malloc((size_t) (n ? n : 1) * sizeof(*idx));
-    cJSON * hdr = cJSON_CreateObject();
-    char * txt = NULL;
-    int rc = NF_OK;
-    if (!idx || !hdr) {
-        rc = nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    for (int i = 0; i < n; i++) idx[i] = &ents[i];
-    qsort(idx, (size_t) n, sizeof(*idx), nf__gen_cmp);
-    cJSON * meta = cJSON_AddObjectToObject(hdr, "__metadata__");
-    cJSON_AddStringToObject(meta, "format", "pt");
-    uint64_t off = 0;
-    for (int i = 0; i < n; i++) {
-        cJSON * e = cJSON_AddObjectToObject(hdr, idx[i]->name);
-        cJSON_AddStringToObject(e, "dtype", idx[i]->i64 ? "I64" : "F32");
-        cJSON * sh = cJSON_AddArrayToObject(e, "shape");
-        for (int d = 0; d < idx[i]->ndim; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double) idx[i]->shape[d]));
-        cJSON * of = cJSON_AddArrayToObject(e, "data_offsets");
-        const uint64_t nb = nf__gen_bytes(idx[i]);
-        cJSON_AddItemToArray(of, cJSON_CreateNumber((double) off));
-        cJSON_AddItemToArray(of, cJSON_CreateNumber((double) (off + nb)));
-        off += nb;
-    }
-    if (!(txt = cJSON_PrintUnformatted(hdr))) {
-        rc = nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    const size_t tl = strlen(txt), hl = (tl + 7) & ~(size_t) 7;
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE * f = fopen(tmp, "wb");
-    if (!f) {
-        rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-        goto done;
-    }
-    unsigned char lenb[8];
-    for (int i = 0; i < 8; i++) lenb[i] = (unsigned char) (((uint64_t) hl >> (8 * i)) & 0xff);
-    int ok = fwrite(lenb, 1, 8, f) == 8 && fwrite(txt, 1, tl, f) == tl;
-    for (size_t i = tl; i < hl && ok; i++) ok = fputc(' ', f) != EOF;
-    for (int i = 0; i < n && ok; i++) {
-        const size_t nb = (size_t) nf__gen_bytes(idx[i]);
-        ok = fwrite(idx[i]->data, 1, nb, f) == nb; /* little-endian hosts only, as nf__st_write */
-    }
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) {
-        remove(tmp);
-        rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", tmp);
-        goto done;
-    }
-    if (rename(tmp, path) != 0) {
-        remove(tmp);
-        rc = nf__err_set(err, NF_ERR_IO, "%s: rename failed: %s", path, strerror(errno));
-    }
-done:
-    cJSON_free(txt);
-    cJSON_Delete(hdr);
-    free(idx);
-    return rc;
-}
-
 /* Only integer arithmetic, IEEE sqrt and exact float ops: the same seed gives
  * the same bytes on every machine. Key i's stream depends on (seed, i) only,
  * i counting the written keys. */
@@ -499,9 +411,9 @@ int nf__weights_generate(const char * path, const struct nf_wtable * t, const vo
     struct nf_wkey * keys = NULL;
     int n = 0;
     NF_TRY(nf__wtable_expand(t, cfg, NULL, &keys, &n, err));
-    struct nf__gen_ent * ents = calloc((size_t) (n ? n : 1), sizeof(*ents));
+    struct nf_st_entry * ents = calloc((size_t) (n ? n : 1), sizeof(*ents));
     void ** data = calloc((size_t) (n ? n : 1), sizeof(*data));
-    int rc = NF_OK, n_ents = 0, mixed = 0;
+    int rc = NF_OK, n_ents = 0;
     if (!ents || !data) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
@@ -521,7 +433,6 @@ int nf__weights_generate(const char * path, const struct nf_wtable * t, const vo
         if (i64) {
             int64_t * d = buf;
             for (int64_t e = 0; e < numel; e++) d[e] = 1000 + (int64_t) (nf__rng_next(&s) >> 44);
-            mixed = 1;
         } else {
             float * d = buf;
             const float bound = k->fan_in > 0 ? 1.0f / sqrtf((float) k->fan_in) : 0.0f;
@@ -544,28 +455,16 @@ int nf__weights_generate(const char * path, const struct nf_wtable * t, const vo
                 perturb_key = NULL; /* found */
             }
         }
-        struct nf__gen_ent * en = &ents[n_ents++];
+        struct nf_st_entry * en = &ents[n_ents++];
         en->name = k->name;
         en->ndim = k->ndim;
         for (int dd = 0; dd < k->ndim; dd++) en->shape[dd] = k->shape[dd];
-        en->i64 = i64;
+        en->dtype = i64 ? NF_ST_I64 : NF_ST_F32;
         en->data = buf;
     }
     if (rc == NF_OK && perturb_key)
         rc = nf__err_set(err, NF_ERR_ARG, "--perturb: no tensor named '%s' in this config", perturb_key);
-    if (rc == NF_OK && mixed) rc = nf__gen_write_mixed(path, ents, n_ents, err);
-    if (rc == NF_OK && !mixed) {
-        struct nf_st_entry * st = calloc((size_t) (n_ents ? n_ents : 1), sizeof(*st));
-        if (!st) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-        for (int i = 0; st && i < n_ents; i++) {
-            st[i].name = ents[i].name;
-            st[i].ndim = ents[i].ndim;
-            for (int dd = 0; dd < ents[i].ndim; dd++) st[i].shape[dd] = ents[i].shape[dd];
-            st[i].data = ents[i].data;
-        }
-        if (st) rc = nf__st_write(path, st, n_ents, err);
-        free(st);
-    }
+    if (rc == NF_OK) rc = nf__st_write(path, ents, n_ents, err);
 done:
     if (data)
         for (int i = 0; i < n_ents; i++) free(data[i]);
