@@ -72,7 +72,13 @@ static int nf_rm_flat(const char * dir) {
     return rmdir(dir);
 }
 
+/* set during the swap: sigprocmask blocks signals only in this thread and
+ * a signal may land in another (OpenMP workers), so the handler itself
+ * defers to the end of the swap */
+static volatile sig_atomic_t nf_sig_defer, nf_sig_pending;
+
 static void nf_sig_handler(int sig) {
+    if (nf_sig_defer) { nf_sig_pending = sig; return; }
     for (int i = 0; i < NF_SIG_FILES; i++) if (nf_sig_file_on[i]) unlink(nf_sig_file[i]);
     if (nf_sig_dir_on) nf_rm_flat(nf_sig_dir);
     if (nf_sig_lock_on) unlink(nf_sig_lock);
@@ -98,7 +104,10 @@ static void nf_sig_block(int block) {
     sigset_t s;
     sigemptyset(&s);
     for (int i = 0; i < NF_N_SIGS; i++) sigaddset(&s, nf_sigs[i]);
-    sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
+    if (block) { nf_sig_defer = 1; sigprocmask(SIG_BLOCK, &s, NULL); return; }
+    sigprocmask(SIG_UNBLOCK, &s, NULL);
+    nf_sig_defer = 0;
+    if (nf_sig_pending) nf_sig_handler(nf_sig_pending);   /* a signal that came during the swap, now */
 }
 
 static int nf_sig_add_file(const char * path) {
