@@ -81,6 +81,14 @@ print("trace ok:", len(ops), "ops")
 PY
 then ok "trace JSON: every op on cpu, transfers = weights + 3 inputs + logits"; else bad "trace JSON"; fi
 
+# a trace inside --out (a new one) is a member of the set; other files there are carried over
+"$BIN" run --model "$T/small" --out "$T/tr-in" --trace "$T/tr-in/trace.json" > /dev/null 2>&1 && \
+  python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/tr-in/trace.json" && ok "--trace inside a new --out" || bad "--trace inside a new --out"
+echo notes > "$T/tr-in/notes.txt"
+"$BIN" run --model "$T/small" --out "$T/tr-in" --seed 7 > /dev/null 2>&1 && [ "$(cat "$T/tr-in/notes.txt")" = notes ] && [ -s "$T/tr-in/trace.json" ] \
+  && grep -q '"seed":[[:space:]]*7' "$T/tr-in/report.json" && ! ls -A "$T" | grep -q '^\.tr-in\.nofall' \
+  && ok "a new set over an old one keeps the other files (notes.txt, the earlier trace)" || bad "carry-over of other files in --out"
+
 # --- bad input: clear message, non-zero exit, no artifacts ------------------------
 cp -r "$T/small" "$T/trunc"
 head -c 100000 "$T/small/model.safetensors" > "$T/trunc/model.safetensors"

@@ -394,11 +394,17 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
 void nf_outset_path(const struct nf_outset * s, const char * file, char * out, size_t n) { nf__path_join(out, n, s->staging, file); }
 
 int nf_outset_inside(const struct nf_outset * s, const char * path, char * name, size_t n) {
-    char c[4096];
-    if (nf_cli_canonical(path, c, sizeof(c)) != 0) return 0;
-    const size_t l = strlen(s->out);
-    if (strncmp(c, s->out, l) != 0 || c[l] != '/') return 0;
-    if (name) snprintf(name, n, "%s", c + l + 1);
+    /* by its directory, which may not exist yet (a new --out) */
+    char dir[4096], c[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char * sl = strrchr(dir, '/');
+    const char * base = sl ? sl + 1 : path;
+    if (!*base) return 0;
+    if (sl == dir) snprintf(dir, sizeof(dir), "/");
+    else if (sl) *sl = '\0';
+    else snprintf(dir, sizeof(dir), ".");
+    if (nf_cli_canonical(dir, c, sizeof(c)) != 0 || strcmp(c, s->out) != 0) return 0;
+    if (name) snprintf(name, n, "%s", base);
     return 1;
 }
 
