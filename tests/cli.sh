@@ -81,6 +81,14 @@ print("trace ok:", len(ops), "ops")
 PY
 then ok "trace JSON: every op on cpu, transfers = weights + 3 inputs + logits"; else bad "trace JSON"; fi
 
+# a trace inside --out (a new one) is a member of the set; other files there are carried over
+"$BIN" run --model "$T/small" --out "$T/tr-in" --trace "$T/tr-in/trace.json" > /dev/null 2>&1 && \
+  python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/tr-in/trace.json" && ok "--trace inside a new --out" || bad "--trace inside a new --out"
+echo notes > "$T/tr-in/notes.txt"
+"$BIN" run --model "$T/small" --out "$T/tr-in" --seed 7 > /dev/null 2>&1 && [ "$(cat "$T/tr-in/notes.txt")" = notes ] && [ -s "$T/tr-in/trace.json" ] \
+  && grep -q '"seed":[[:space:]]*7' "$T/tr-in/report.json" && ! ls -A "$T" | grep -q '^\.tr-in\.nofall' \
+  && ok "a new set over an old one keeps the other files (notes.txt, the earlier trace)" || bad "carry-over of other files in --out"
+
 # --- bad input: clear message, non-zero exit, no artifacts ------------------------
 cp -r "$T/small" "$T/trunc"
 head -c 100000 "$T/small/model.safetensors" > "$T/trunc/model.safetensors"
@@ -95,10 +103,15 @@ cp "$T/small/config.json" "$T/wrongcfg/config.json"
 expect_fail extra-keys "unexpected 'layers.2." "$BIN" run --model "$T/wrongcfg" --out "$T/o-cfg"
 expect_fail unknown-device "unknown device 'tpu:0'" "$BIN" run --model "$T/small" --device tpu:0 --out "$T/o-dev"
 no_artifacts "$T/o-dev" unknown-device
-# previous artifacts are not left behind by a failed run in the same directory
+# a failed run over a previous result set leaves it exactly as it was (the
+# set is replaced only by a complete, verified new one: README "Output sets")
 cp -r "$T/tr" "$T/o-stale"
 expect_fail stale "unknown device" "$BIN" run --model "$T/small" --device tpu:0 --out "$T/o-stale"
-no_artifacts "$T/o-stale" "failed run over an old output dir"
+if diff -r "$T/tr" "$T/o-stale" > /dev/null && ! ls -a "$T" | grep -q '^\.o-stale\.nofall'; then
+  ok "failed run over an old output dir: previous results intact, no staging left"
+else
+  bad "failed run over an old output dir changed it"; ls -la "$T/o-stale"
+fi
 # NaN in the support set: float32 NaN written over the first value (data at byte 128)
 cp "$T/tr/support_x.npy" "$T/nan_x.npy"
 printf '\x00\x00\xc0\x7f' | dd of="$T/nan_x.npy" bs=1 seek=128 conv=notrunc 2>/dev/null

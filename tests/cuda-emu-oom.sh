@@ -33,9 +33,11 @@ oom() { # name, memory cap in bytes, text the message must hold
         printf '%s' "$msg" | grep -q -- "$w" || fail "$name: the message lacks '$w'"
     done
     printf '%s' "$msg" | grep -q "RESULT\|PREDICTED_CLASS" && fail "$name: it printed results"
+    # a failed run keeps what --out held (README "Output sets")
     for f in logits.npy report.json; do
-        [ ! -e "$out/$f" ] || fail "$name: $out/$f is left"
+        [ "$(cat "$out/$f" 2>/dev/null)" = stale ] || fail "$name: $out/$f changed: a failed run must keep the previous results"
     done
+    ls -A "$WORK" | grep -q "^\.out-$name\.nofall" && fail "$name: staging or lock left in $WORK"
 }
 
 # 1: less than the checkpoint's size: the one weight upload cannot be allocated

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "io/nf-io.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -137,45 +138,102 @@ int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int cla
     return rc;
 }
 
-void nf_cli_tmp_name(char * out, size_t n, const char * dir, const char * file) {
-    char f[512];
-    snprintf(f, sizeof(f), ".%s.tmp", file);
-    nf__path_join(out, n, dir, f);
-}
-
-void nf_cli_final_name(char * out, size_t n, const char * dir, const char * file) {
-    nf__path_join(out, n, dir, file);
-}
-
-int nf_cli_table_write_tmp(const char * dir, const struct nf_cli_table * t, nf_err * err) {
+int nf_cli_table_write(const char * dir, const struct nf_cli_table * t, nf_err * err) {
     char p[4096];
     int64_t sh[2];
     sh[0] = t->n_support; sh[1] = t->n_features;
-    nf_cli_tmp_name(p, sizeof(p), dir, "support_x.npy");
+    nf__path_join(p, sizeof(p), dir, "support_x.npy");
     NF_TRY(nf__npy_write(p, NF_NPY_F4, 2, sh, t->xs, err));
-    nf_cli_tmp_name(p, sizeof(p), dir, "support_y.npy");
+    nf__path_join(p, sizeof(p), dir, "support_y.npy");
     sh[0] = t->n_support;
     if (t->yc) NF_TRY(nf__npy_write(p, NF_NPY_I8, 1, sh, t->yc, err));
     else       NF_TRY(nf__npy_write(p, NF_NPY_F4, 1, sh, t->yv, err));
-    nf_cli_tmp_name(p, sizeof(p), dir, "query_x.npy");
+    nf__path_join(p, sizeof(p), dir, "query_x.npy");
     sh[0] = t->n_query; sh[1] = t->n_features;
     NF_TRY(nf__npy_write(p, NF_NPY_F4, 2, sh, t->xq, err));
     return NF_OK;
 }
 
-int nf_cli_parse_u64_list(const char * s, uint64_t * out, int cap) {
+int nf_cli_parse_u64_list(const char * s, uint64_t max, uint64_t * out, int cap) {
     int n = 0;
+    if (!*s) return -1;
     while (*s) {
-        char * end;
         if (*s < '0' || *s > '9') return -1;
-        unsigned long long v = strtoull(s, &end, 10);
+        uint64_t v = 0;
+        while (*s >= '0' && *s <= '9') {
+            const uint64_t d = (uint64_t) (*s++ - '0');
+            if (v > (max - d) / 10) return -1;
+            v = v * 10 + d;
+        }
         if (n == cap) return -1;
         out[n++] = v;
-        s = end;
-        if (*s == ',') s++;
+        if (*s == ',') { s++; if (!*s) return -1; }
         else if (*s) return -1;
     }
     return n;
+}
+
+int nf_cli_is_flag(const char * a, const char * const * flags) {
+    for (; *flags; flags++) if (strcmp(a, *flags) == 0) return 1;
+    return 0;
+}
+
+int nf_cli_parse_int(const char * flag, const char * v, int64_t min, int64_t max, int64_t * out) {
+    const char * s = v;
+    int neg = 0;
+    if (*s == '-' && min < 0) { neg = 1; s++; }
+    int ok = *s != '\0';
+    uint64_t mag = 0;
+    const uint64_t lim = neg ? (uint64_t) (-(min + 1)) + 1 : (uint64_t) max;
+    for (; ok && *s; s++) {
+        if (*s < '0' || *s > '9') { ok = 0; break; }
+        const uint64_t d = (uint64_t) (*s - '0');
+        if (mag > (lim - d) / 10) { ok = 0; break; }
+        mag = mag * 10 + d;
+    }
+    if (ok) {
+        const int64_t r = neg ? (mag == 0 ? 0 : -(int64_t) (mag - 1) - 1) : (int64_t) mag;
+        if (r >= min && r <= max) { *out = r; return 1; }
+    }
+    char e[256];
+    fprintf(stderr, "error: %s takes an integer in [%lld, %lld], got '%s'\n", flag, (long long) min, (long long) max, nf__esc(e, sizeof(e), v));
+    return 0;
+}
+
+int nf_cli_parse_double(const char * flag, const char * v, double min, double max, double * out) {
+    char * end = NULL;
+    errno = 0;
+    const double d = *v && !isspace((unsigned char) *v) ? strtod(v, &end) : NAN;
+    if (end && !*end && errno == 0 && isfinite(d) && d >= min && d <= max) { *out = d; return 1; }
+    char e[256];
+    fprintf(stderr, "error: %s takes a finite number in [%g, %g], got '%s'\n", flag, min, max, nf__esc(e, sizeof(e), v));
+    return 0;
+}
+
+void nf_cli_print_error(const nf_err * err, int rc) {
+    /* the message may carry names from files and arguments; keep its line
+     * breaks (a kernel build log), escape every other control character */
+    static char out[sizeof(err->msg) * 4];
+    char line[sizeof(err->msg)];
+    size_t o = 0;
+    const char * m = err->msg;
+    while (*m && o + 8 < sizeof(out)) {
+        size_t l = strcspn(m, "\n");
+        snprintf(line, sizeof(line), "%.*s", (int) l, m);
+        nf__esc(out + o, sizeof(out) - o, line);
+        o += strlen(out + o);
+        m += l;
+        if (*m == '\n' && o + 1 < sizeof(out)) { out[o++] = '\n'; out[o] = '\0'; m++; }
+    }
+    out[o] = '\0';
+    fprintf(stderr, "error: %s (%s)\n", out, nf_result_name(rc));
+}
+
+int nf_cli_stdout_ok(void) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 1;
+    fprintf(stderr, "error: cannot write to standard output: %s\n", strerror(errno ? errno : EIO));
+    return 0;
 }
 
 const char * nf_cli_need_value(int argc, char ** argv, int * i) {
@@ -248,19 +306,14 @@ void nf_cli_stats(double * v, int n, struct nf_cli_stats * s) {
     s->p90 = v[lo] + (pos - lo) * (v[hi] - v[lo]);
 }
 
-/* the trace JSON to path, via a temp name and rename */
-int nf_cli_write_trace(const nf_backend * be, const char * path, nf_err * err) {
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE * f = fopen(tmp, "wb");
-    if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+/* the trace JSON to f (the caller's output file) */
+int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_err * err) {
     char * json = nf_trace_json(be, err);
-    int rc = json ? NF_OK : NF_ERR_NOMEM;
-    if (json && fputs(json, f) < 0) rc = NF_ERR_IO;
+    if (!json) return NF_ERR_NOMEM;
+    int rc = fputs(json, f) < 0 ? NF_ERR_IO : NF_OK;
     nf_free(json);
-    if (fclose(f) != 0 && rc == NF_OK) rc = NF_ERR_IO;
-    if (rc != NF_OK) { remove(tmp); return rc == NF_ERR_IO ? nf__err_set(err, rc, "%s: write failed", tmp) : rc; }
-    if (rename(tmp, path) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed", path);
+    if (rc == NF_OK && (fflush(f) != 0 || ferror(f))) rc = NF_ERR_IO;
+    if (rc != NF_OK) { char e[1024]; return nf__err_set(err, rc, "%s: write failed", nf__esc(e, sizeof(e), what)); }
     return NF_OK;
 }
 

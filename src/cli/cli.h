@@ -35,14 +35,72 @@ int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int
 /* support_x / support_y / query_x .npy files */
 int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int class_labels,
                       struct nf_cli_table * t, nf_err * err);
-/* Writes support_x.npy, support_y.npy, query_x.npy into dir as tmp names
- * (".<name>.tmp"); nf_cli_commit renames them. */
-int nf_cli_table_write_tmp(const char * dir, const struct nf_cli_table * t, nf_err * err);
+/* Writes support_x.npy, support_y.npy, query_x.npy into dir. */
+int nf_cli_table_write(const char * dir, const struct nf_cli_table * t, nf_err * err);
 
-/* Parse "a,b,c" into a list of unsigned integers; returns count or -1. */
-int nf_cli_parse_u64_list(const char * s, uint64_t * out, int cap);
+/* Parse "a,b,c" into a list of integers in [0, max]; returns count or -1. */
+int nf_cli_parse_u64_list(const char * s, uint64_t max, uint64_t * out, int cap);
 /* Parse "--flag value" style: returns the value or NULL (and prints usage). */
 const char * nf_cli_need_value(int argc, char ** argv, int * i);
+/* Is a one of the NULL-terminated flags? */
+int nf_cli_is_flag(const char * a, const char * const * flags);
+/* Numeric option values, parsed completely (no sign where none is allowed,
+ * no trailing characters, no empty string) and range-checked; on failure a
+ * message naming the flag and the value goes to stderr and 0 is returned. */
+int nf_cli_parse_int(const char * flag, const char * v, int64_t min, int64_t max, int64_t * out);
+int nf_cli_parse_double(const char * flag, const char * v, double min, double max, double * out);
+/* The largest seed: exactly representable in report.json (a JSON number) */
+#define NF_CLI_SEED_MAX ((int64_t) 9007199254740991)   /* 2^53 - 1 */
+/* Print "error: MSG (CODE)" with control characters escaped. */
+void nf_cli_print_error(const nf_err * err, int rc);
+/* fflush(stdout) and report a failed write (a full disk, /dev/full, a closed
+ * pipe) on stderr; 0 when stdout was lost. */
+int nf_cli_stdout_ok(void);
+
+/* ---- output files and output sets (outset.c; README "Output sets") ------------ */
+/* SIGINT/SIGTERM/SIGHUP/SIGQUIT remove registered staging directories and
+ * temporary files, then end the process by the signal; SIGPIPE is ignored. */
+void nf_cli_signals_install(void);
+/* Test builds (-DNOFALL_TEST_HOOKS=ON): NOFALL_TEST_DELAY=PHASE:MS sleeps there. */
+void nf_cli_test_delay(const char * phase);
+/* canonical absolute path (the last component may be missing); 0 on success */
+int nf_cli_canonical(const char * path, char * out, size_t n);
+/* both exist and are the same file (device + inode) */
+int nf_cli_same_file(const char * a, const char * b);
+
+/* One output file written under a private temporary name next to it
+ * (created at open, so an unwritable place fails before any work) and
+ * renamed into place by commit. */
+struct nf_cli_outfile {
+    char path[4096], tmp[4096];
+    int fd, slot, closed;
+    FILE * f;
+};
+int  nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char * flag, nf_err * err);
+FILE * nf_cli_outfile_fp(struct nf_cli_outfile * o);
+int  nf_cli_outfile_close(struct nf_cli_outfile * o, nf_err * err);   /* flush + fsync + close */
+int  nf_cli_outfile_commit(struct nf_cli_outfile * o, nf_err * err);  /* close if open, rename */
+void nf_cli_outfile_abort(struct nf_cli_outfile * o);
+
+/* An output directory replaced as a set: lock, staging directory, swap. */
+struct nf_outset {
+    char out[4096], parent[4096], base[256], staging[4096], lock[4096];
+    int lock_fd, existed;
+    const char * const * names;   /* the artifact names a run may write */
+    int n_names;
+};
+/* Lock --out, recover from an interrupted run, check it holds only files,
+ * create the staging directory. */
+int  nf_outset_begin(struct nf_outset * s, const char * out, const char * const * names, int n_names, nf_err * err);
+/* staging/file */
+void nf_outset_path(const struct nf_outset * s, const char * file, char * out, size_t n);
+/* Is path directly inside --out? Its name there in name. */
+int  nf_outset_inside(const struct nf_outset * s, const char * path, char * name, size_t n);
+/* Carry over the other files, swap the staging directory in, remove the
+ * previous set; then commit extra (may be NULL). Signals blocked throughout. */
+int  nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err * err);
+/* Remove the staging directory if still there, release the lock. */
+void nf_outset_end(struct nf_outset * s);
 int nf_cli_parse_precision(const char * s, int * out);
 
 double nf_cli_now_ms(void);
@@ -52,8 +110,8 @@ void nf_cli_backend_warn(const nf_backend * be);
  * (nf_backend_env_read: the CLI's NOFALL_* / NF_CUDA_* conveniences), then
  * the backend's warning, if any, on stderr. */
 int nf_cli_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err);
-/* Write be's trace as JSON to path (temp name + rename). */
-int nf_cli_write_trace(const nf_backend * be, const char * path, nf_err * err);
+/* Write be's trace as JSON to f */
+int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_err * err);
 
 struct nf_cli_diff {
     double max_abs, mean_abs;
@@ -64,9 +122,6 @@ struct nf_cli_diff {
 void nf_cli_diff(const float * a, const float * b, int64_t rows, int width, struct nf_cli_diff * d);
 int64_t nf_cli_argmax(const float * row, int width);
 
-/* Fail-fast check of a directory and its file names */
-void nf_cli_tmp_name(char * out, size_t n, const char * dir, const char * file);
-void nf_cli_final_name(char * out, size_t n, const char * dir, const char * file);
 
 /* statistics of n timings (sorted in place) */
 struct nf_cli_stats { double median, mean, p90, min, max; };

@@ -12,26 +12,35 @@ int nf_cmd_bench(int argc, char ** argv) {
     int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
     int64_t ns = 16, nq = 8, nf = 13;
     uint64_t seed = 42;
+    static const char * const flags[] = {"--model", "--device", "--json", "--trace", "--warmup", "--runs", "--support", "--query",
+                                         "--features", "--seed", "--precision", NULL};
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;
+        int64_t n = 0;
+        if (!nf_cli_is_flag(a, flags)) { char e[256]; fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a)); return 2; }
         if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
         if      (strcmp(a, "--model") == 0)    model = v;
         else if (strcmp(a, "--device") == 0)   device = v;
         else if (strcmp(a, "--json") == 0)     json = v;
         else if (strcmp(a, "--trace") == 0)    trace = v;
-        else if (strcmp(a, "--warmup") == 0)   warmup = atoi(v);
-        else if (strcmp(a, "--runs") == 0)     runs = atoi(v);
-        else if (strcmp(a, "--support") == 0)  ns = atoll(v);
-        else if (strcmp(a, "--query") == 0)    nq = atoll(v);
-        else if (strcmp(a, "--features") == 0) nf = atoll(v);
-        else if (strcmp(a, "--seed") == 0)     seed = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--warmup") == 0)   { if (!nf_cli_parse_int(a, v, 0, 1000000, &n)) return 2; warmup = (int) n; }
+        else if (strcmp(a, "--runs") == 0)     { if (!nf_cli_parse_int(a, v, 1, 1000000, &n)) return 2; runs = (int) n; }
+        else if (strcmp(a, "--support") == 0)  { if (!nf_cli_parse_int(a, v, 1, 1 << 24, &ns)) return 2; }
+        else if (strcmp(a, "--query") == 0)    { if (!nf_cli_parse_int(a, v, 1, 1 << 24, &nq)) return 2; }
+        else if (strcmp(a, "--features") == 0) { if (!nf_cli_parse_int(a, v, 1, 1 << 20, &nf)) return 2; }
+        else if (strcmp(a, "--seed") == 0)     { if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 2; seed = (uint64_t) n; }
         else if (strcmp(a, "--precision") == 0) {
             if (!nf_cli_parse_precision(v, &precision)) { fprintf(stderr, "error: --precision must be exact or tf32\n"); return 2; }
-        } else { fprintf(stderr, "error: unknown option %s\n", a); return 2; }
+        }
     }
     if (!model) { fprintf(stderr, "error: bench needs --model DIR\n"); return 2; }
-    if (runs < 1 || warmup < 0) { fprintf(stderr, "error: --runs must be >= 1 and --warmup >= 0\n"); return 2; }
+    if (!model[0]) { fprintf(stderr, "error: --model needs a directory, got ''\n"); return 2; }
+    if (json && trace && (strcmp(json, trace) == 0 || nf_cli_same_file(json, trace))) {
+        fprintf(stderr, "error: --json and --trace name the same file\n");
+        return 2;
+    }
+    nf_cli_signals_install();
 
     nf_err err = {0};
     nf_backend * be = NULL;
@@ -39,7 +48,23 @@ int nf_cmd_bench(int argc, char ** argv) {
     struct nf_cli_table t = {0};
     float * logits = NULL;
     double * ms = calloc((size_t) runs, sizeof(double));
-    int rc = nf_cli_backend_init(device, precision, &be, &err);
+    struct nf_cli_outfile jf, tf;
+    memset(&jf, 0, sizeof(jf)); jf.fd = jf.slot = -1;
+    memset(&tf, 0, sizeof(tf)); tf.fd = tf.slot = -1;
+    int rc = NF_OK;
+    /* the outputs: not the model's files, and writable, before any work */
+    for (int k = 0; k < 2 && rc == NF_OK; k++) {
+        const char * out = k ? trace : json, * flag = k ? "--trace" : "--json";
+        static const char * const model_files[] = {"config.json", "model.safetensors"};
+        char p[4096], e[1024];
+        for (int i = 0; out && rc == NF_OK && i < 2; i++) {
+            nf__path_join(p, sizeof(p), model, model_files[i]);
+            if (nf_cli_same_file(out, p)) rc = nf__err_set(&err, NF_ERR_ARG, "%s %s is the model's %s: refused (it would be overwritten)", flag,
+                                                           nf__esc(e, sizeof(e), out), model_files[i]);
+        }
+        if (out && rc == NF_OK) rc = nf_cli_outfile_open(k ? &tf : &jf, out, flag, &err);
+    }
+    if (rc == NF_OK) rc = nf_cli_backend_init(device, precision, &be, &err);
     if (rc == NF_OK) rc = nf_model_load(be, model, &m, &err);
     int cls = 0, width = 0, out_ndim = 0;
     int64_t n_classes = 0, out_shape[NF_ARRAY_MAX_DIMS];
@@ -68,10 +93,13 @@ int nf_cmd_bench(int argc, char ** argv) {
         /* one more forward with a timed (per-op synchronized) trace */
         nf_trace_reset(be, NF_TRACE_TIMED);
         rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, &err);
-        if (rc == NF_OK) rc = nf_cli_write_trace(be, trace, &err);
+        FILE * f = nf_cli_outfile_fp(&tf);
+        if (rc == NF_OK && !f) rc = nf__err_set(&err, NF_ERR_IO, "%s: write failed", trace);
+        if (rc == NF_OK) rc = nf_cli_write_trace(be, f, trace, &err);
     }
     if (rc != NF_OK) {
-        fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+        nf_cli_print_error(&err, rc);
+        nf_cli_outfile_abort(&jf); nf_cli_outfile_abort(&tf);
         free(ms); free(logits); nf_cli_table_free(&t); nf_model_free(m); nf_backend_free(be);
         return 1;
     }
@@ -111,10 +139,15 @@ int nf_cmd_bench(int argc, char ** argv) {
         cJSON_AddNumberToObject(doc, "max_ms", st.max);
         cJSON_AddNumberToObject(doc, "flop_per_forward", flops);
         cJSON_AddNumberToObject(doc, "gflops", gflops);
-        rc = nf__json_write_file(json, doc, &err);
+        FILE * f = nf_cli_outfile_fp(&jf);
+        rc = f && nf__json_write_fp(f, doc) ? NF_OK : nf__err_set(&err, NF_ERR_IO, "%s: write failed", json);
         cJSON_Delete(doc);
-        if (rc != NF_OK) fprintf(stderr, "error: %s\n", err.msg);
     }
+    if (rc == NF_OK && !nf_cli_stdout_ok()) rc = nf__err_set(&err, NF_ERR_IO, "standard output: the figures could not be written");
+    if (rc == NF_OK && json) rc = nf_cli_outfile_commit(&jf, &err);
+    if (rc == NF_OK && trace) rc = nf_cli_outfile_commit(&tf, &err);
+    if (rc != NF_OK) nf_cli_print_error(&err, rc);
+    nf_cli_outfile_abort(&jf); nf_cli_outfile_abort(&tf);
     free(ms); free(logits); nf_cli_table_free(&t); nf_model_free(m); nf_backend_free(be);
     return rc == NF_OK ? 0 : 1;
 }

@@ -5,7 +5,14 @@
  *       weights / uploaded inputs / logits tensor live;
  *   OUTPUT_DEVICE  the device(s) that executed the forward's ops (op records);
  *   CPU_FALLBACK   true iff any of those differs from the requested device;
- *   ASSETS_VERIFIED  the written files were read back and checked. */
+ *   ASSETS_VERIFIED  the written files were read back and checked.
+ *
+ * The artifacts are one set (README "Output sets"): written into a private
+ * staging directory next to --out, read back, and swapped in as a whole
+ * (outset.c); a failed or interrupted run leaves the previous set as it was.
+ * Every check that can fail without the forward (arguments, --out usable and
+ * not locked by another run, --trace distinct from the inputs, the model and
+ * the artifacts, and writable) runs before it. */
 #include "cli.h"
 #include "weights.h"
 #include "io/nf-io.h"
@@ -13,6 +20,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,24 +36,6 @@ struct nf_run_opts {
     int64_t chunk_rows;
 };
 
-static void nf_run_remove_artifacts(const char * dir) {
-    char p[4096];
-    for (size_t i = 0; i < NF_RUN_N_ARTIFACTS; i++) {
-        nf_cli_final_name(p, sizeof(p), dir, nf_run_artifacts[i]);
-        remove(p);
-        nf_cli_tmp_name(p, sizeof(p), dir, nf_run_artifacts[i]);
-        remove(p);
-    }
-}
-
-static int nf_run_rename(const char * dir, const char * file, nf_err * err) {
-    char a[4096], b[4096];
-    nf_cli_tmp_name(a, sizeof(a), dir, file);
-    nf_cli_final_name(b, sizeof(b), dir, file);
-    if (rename(a, b) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed: %s", b, strerror(errno));
-    return NF_OK;
-}
-
 /* Read the artifacts back and check shape, dtype and finiteness. */
 static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t, int out_ndim, const int64_t * out_shape,
                                 int width, int has_classes, nf_err * err) {
@@ -59,7 +49,7 @@ static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t,
         {"class_ids.npy", NF_NPY_I8, 1, t->n_query, 0},
     };
     for (int i = 0; i < (has_classes ? 5 : 4); i++) {
-        nf_cli_final_name(p, sizeof(p), dir, want[i].f);
+        nf__path_join(p, sizeof(p), dir, want[i].f);
         NF_TRY(nf__npy_read(p, &a, err));
         int ok = a.dtype == want[i].dt && a.ndim == want[i].nd && a.shape[0] == want[i].s0 && (a.ndim < 2 || a.shape[1] == want[i].s1);
         if (ok && a.dtype == NF_NPY_F4) {
@@ -74,48 +64,105 @@ static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t,
         nf__npy_free(&a);
         if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back with the wrong shape/dtype or non-finite values", p);
     }
+    /* report.json: strict JSON, an object with its markers */
+    nf__path_join(p, sizeof(p), dir, "report.json");
+    cJSON * doc = NULL;
+    NF_TRY(nf__json_read_file(p, &doc, err));
+    const int ok = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "markers"));
+    cJSON_Delete(doc);
+    if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back without its markers", p);
     return NF_OK;
 }
 
 static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
+    static const char * const flags[] = {"--model", "--device", "--out", "--seed", "--support-x", "--support-y", "--query-x",
+                                         "--trace", "--chunk-rows", "--precision", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     o->seed = 42;
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;
+        int64_t n;
+        if (!nf_cli_is_flag(a, flags)) { char e[256]; fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a)); return 0; }
         if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
         if      (strcmp(a, "--model") == 0)       o->model = v;
         else if (strcmp(a, "--device") == 0)      o->device = v;
         else if (strcmp(a, "--out") == 0)         o->out = v;
-        else if (strcmp(a, "--seed") == 0)        o->seed = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--seed") == 0)        { if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0; o->seed = (uint64_t) n; }
         else if (strcmp(a, "--support-x") == 0)   o->sx = v;
         else if (strcmp(a, "--support-y") == 0)   o->sy = v;
         else if (strcmp(a, "--query-x") == 0)     o->qx = v;
         else if (strcmp(a, "--trace") == 0)       o->trace = v;
-        else if (strcmp(a, "--chunk-rows") == 0) o->chunk_rows = strtoll(v, NULL, 10);
+        else if (strcmp(a, "--chunk-rows") == 0)  { if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->chunk_rows)) return 0; }
         else if (strcmp(a, "--precision") == 0) {
             if (!nf_cli_parse_precision(v, &o->precision)) { fprintf(stderr, "error: --precision must be exact or tf32\n"); return 0; }
-        } else { fprintf(stderr, "error: unknown option %s\n", a); return 0; }
+        }
     }
     if (!o->model || !o->out) { fprintf(stderr, "error: run needs --model DIR and --out OUTDIR\n"); return 0; }
+    if (!o->model[0]) { fprintf(stderr, "error: --model needs a directory, got ''\n"); return 0; }
     int nfiles = (o->sx != NULL) + (o->sy != NULL) + (o->qx != NULL);
     if (nfiles != 0 && nfiles != 3) { fprintf(stderr, "error: give all of --support-x, --support-y, --query-x, or none\n"); return 0; }
     return 1;
 }
 
-static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
-    NF_TRY(nf__mkdir_p(o->out, err));
-    nf_run_remove_artifacts(o->out);
+/* --trace must not replace what the run reads or writes */
+static int nf_run_check_trace(const struct nf_run_opts * o, const struct nf_outset * os, char * in_out, size_t n, nf_err * err) {
+    char e[1024], p[4096];
+    in_out[0] = '\0';
+    if (!o->trace) return NF_OK;
+    if (!o->trace[0]) return nf__err_set(err, NF_ERR_ARG, "--trace needs a file name, got ''");
+    nf__esc(e, sizeof(e), o->trace);
+    const char * inputs[3] = {o->sx, o->sy, o->qx};
+    const char * flags[3] = {"--support-x", "--support-y", "--query-x"};
+    for (int i = 0; i < 3; i++) {
+        if (inputs[i] && nf_cli_same_file(o->trace, inputs[i])) {
+            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the input %s: refused (it would be overwritten)", e, flags[i]);
+        }
+    }
+    static const char * const model_files[] = {"config.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        nf__path_join(p, sizeof(p), o->model, model_files[i]);
+        if (nf_cli_same_file(o->trace, p)) {
+            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the model's %s: refused (it would be overwritten)", e, model_files[i]);
+        }
+    }
+    char c[4096];
+    if (nf_cli_canonical(o->trace, c, sizeof(c)) == 0 && (strcmp(c, os->out) == 0 || strcmp(c, os->lock) == 0)) {
+        return nf__err_set(err, NF_ERR_ARG, "--trace %s is --out or its lock: refused", e);
+    }
+    char name[4096];
+    if (nf_outset_inside(os, o->trace, name, sizeof(name))) {
+        for (size_t i = 0; i < NF_RUN_N_ARTIFACTS; i++) {
+            if (strcmp(name, nf_run_artifacts[i]) == 0) {
+                return nf__err_set(err, NF_ERR_ARG, "--trace %s is the artifact %s of --out: refused (the trace would replace it)", e,
+                                   nf_run_artifacts[i]);
+            }
+        }
+        if (strchr(name, '/')) return nf__err_set(err, NF_ERR_ARG, "--trace %s: inside a subdirectory of --out, which holds only files", e);
+        snprintf(in_out, n, "%s", name);   /* part of the new set */
+    }
+    return NF_OK;
+}
 
+static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     nf_backend * be = NULL;
     nf_model * m = NULL;
     struct nf_cli_table t = {0};
     float * logits = NULL;
     int64_t * cls = NULL;
+    struct nf_outset os;
+    struct nf_cli_outfile tr;
+    memset(&tr, 0, sizeof(tr));
+    tr.fd = tr.slot = -1;
+    char trace_in_out[4096] = "";
     int rc;
+    /* --out locked and staged, --trace checked and created: before any work */
+    NF_TRY(nf_outset_begin(&os, o->out, nf_run_artifacts, (int) NF_RUN_N_ARTIFACTS, err));
+    if ((rc = nf_run_check_trace(o, &os, trace_in_out, sizeof(trace_in_out), err)) != NF_OK) goto done;
+    if (o->trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, o->trace, "--trace", err)) != NF_OK) goto done;
     /* the device first: an absent device fails before any work */
-    if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
+    if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) goto done;
     nf_trace_reset(be, o->trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
     if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
     if (o->chunk_rows > 0 && (rc = nf_model_set_option(m, "chunk_rows", o->chunk_rows, err)) != NF_OK) goto done;
@@ -141,6 +188,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     if (!logits || !cls) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
     struct nf_array in[NF_CLI_TABLE_INPUTS];
     nf_cli_table_arrays(&t, in);
+    nf_cli_test_delay("forward");
     const double t0 = nf_cli_now_ms();
     if ((rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, err)) != NF_OK) goto done;
     const double wall_ms = nf_cli_now_ms() - t0;
@@ -151,22 +199,17 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     for (int64_t r = 0; r < t.n_query; r++) cls[r] = nf_cli_argmax(logits + r * width, width);
     const int has_classes = width > 1;
 
-    /* artifacts: temp names, then rename, then read back */
+    /* artifacts: into the staging directory; read back once all are there */
     char p[4096];
-    if ((rc = nf_cli_table_write_tmp(o->out, &t, err)) != NF_OK) goto done;
+    if ((rc = nf_cli_table_write(os.staging, &t, err)) != NF_OK) goto done;
     int64_t sh[2] = {t.n_query, width};
-    nf_cli_tmp_name(p, sizeof(p), o->out, "logits.npy");
+    nf_outset_path(&os, "logits.npy", p, sizeof(p));
     if ((rc = nf__npy_write(p, NF_NPY_F4, out_ndim, out_shape, logits, err)) != NF_OK) goto done;
+    nf_cli_test_delay("write");
     if (has_classes) {
-        nf_cli_tmp_name(p, sizeof(p), o->out, "class_ids.npy");
+        nf_outset_path(&os, "class_ids.npy", p, sizeof(p));
         if ((rc = nf__npy_write(p, NF_NPY_I8, 1, sh, cls, err)) != NF_OK) goto done;
     }
-    for (size_t i = 0; i < NF_RUN_N_ARTIFACTS - 1; i++) {
-        if (!has_classes && strcmp(nf_run_artifacts[i], "class_ids.npy") == 0) continue;
-        if ((rc = nf_run_rename(o->out, nf_run_artifacts[i], err)) != NF_OK) goto done;
-    }
-    if ((rc = nf_run_verify_assets(o->out, &t, out_ndim, out_shape, width, has_classes, err)) != NF_OK) goto done;
-    const int assets_verified = 1;
 
     /* placement, measured */
     struct nf_placement pl;
@@ -221,7 +264,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     cJSON_AddStringToObject(mk, "PREDICTED_CLASS", classes);
     cJSON_AddBoolToObject(mk, "LOGITS_FINITE", finite);
     cJSON_AddNumberToObject(mk, "INFERENCE_WALL_MS", wall_ms);
-    cJSON_AddBoolToObject(mk, "ASSETS_VERIFIED", assets_verified);
+    cJSON_AddBoolToObject(mk, "ASSETS_VERIFIED", 1);   /* or no report: the set is read back below, before the swap */
     cJSON_AddNumberToObject(mk, "OPS_TOTAL", (double) tot.ops);
     cJSON_AddNumberToObject(mk, "OPS_OFF_DEVICE", (double) tot.ops_off_device);
     cJSON_AddNumberToObject(mk, "H2D_COPIES", (double) tot.h2d_copies);
@@ -229,11 +272,26 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     cJSON_AddNumberToObject(mk, "H2D_BYTES", (double) tot.h2d_bytes);
     cJSON_AddNumberToObject(mk, "D2H_BYTES", (double) tot.d2h_bytes);
     cJSON_AddNumberToObject(mk, "EXIT_CODE", 0);
-    nf_cli_final_name(p, sizeof(p), o->out, "report.json");
+    nf_outset_path(&os, "report.json", p, sizeof(p));
     rc = nf__json_write_file(p, rep, err);
     cJSON_Delete(rep);
     if (rc != NF_OK) goto done;
-    if (o->trace && (rc = nf_cli_write_trace(be, o->trace, err)) != NF_OK) goto done;
+    if ((rc = nf_run_verify_assets(os.staging, &t, out_ndim, out_shape, width, has_classes, err)) != NF_OK) goto done;
+    const int assets_verified = 1;
+    if (trace_in_out[0]) {
+        /* a trace inside --out is a member of the new set */
+        nf_outset_path(&os, trace_in_out, p, sizeof(p));
+        FILE * f = fopen(p, "wbx");
+        if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", p, strerror(errno)); goto done; }
+        rc = nf_cli_write_trace(be, f, o->trace, err);
+        if (fclose(f) != 0 && rc == NF_OK) rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", o->trace);
+        if (rc != NF_OK) goto done;
+    } else if (o->trace) {
+        FILE * f = nf_cli_outfile_fp(&tr);
+        if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: cannot write", o->trace); goto done; }
+        if ((rc = nf_cli_write_trace(be, f, o->trace, err)) != NF_OK) goto done;
+        if ((rc = nf_cli_outfile_close(&tr, err)) != NF_OK) goto done;
+    }
 
     printf("INPUT_DEVICE=%s\n", pl.inputs);
     printf("MODEL_DEVICE=%s\n", model_dev);
@@ -250,8 +308,12 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     printf("H2D_COPIES=%lld\n", (long long) tot.h2d_copies);
     printf("D2H_COPIES=%lld\n", (long long) tot.d2h_copies);
     printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
+    /* the markers must reach stdout before the new set replaces the old */
+    if (!nf_cli_stdout_ok()) { rc = nf__err_set(err, NF_ERR_IO, "standard output: the markers could not be written; the previous results are kept"); goto done; }
+    rc = nf_outset_commit(&os, o->trace && !trace_in_out[0] ? &tr : NULL, err);
 done:
-    if (rc != NF_OK) nf_run_remove_artifacts(o->out);
+    nf_cli_outfile_abort(&tr);
+    nf_outset_end(&os);
     free(logits);
     free(cls);
     nf_cli_table_free(&t);
@@ -263,13 +325,14 @@ done:
 int nf_cmd_run(int argc, char ** argv) {
     struct nf_run_opts o;
     if (!nf_run_parse(argc, argv, &o)) return 2;
+    nf_cli_signals_install();
     nf_err err = {0};
     int rc = nf_run_main(&o, &err);
     if (rc != NF_OK) {
-        fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+        nf_cli_print_error(&err, rc);
         printf("EXIT_CODE=1\n");
         return 1;
     }
     printf("EXIT_CODE=0\n");
-    return 0;
+    return nf_cli_stdout_ok() ? 0 : 1;
 }

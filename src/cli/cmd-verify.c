@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define NF_VERIFY_MAX_SEEDS 256
 
@@ -73,34 +74,46 @@ static int nf_verify_parse(int argc, char ** argv, struct nf_verify_opts * o) {
     static const uint64_t def_seeds[] = {42, 100, 101, 102, 105, 110, 111};
     o->n_seeds = 7;
     memcpy(o->seeds, def_seeds, sizeof(def_seeds));
+    static const char * const flags[] = {"--model", "--reference-model", "--device", "--against", "--json", "--trace", "--samples",
+                                         "--max-abs", "--mean-abs", "--seeds", "--precision", NULL};
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         if (strcmp(a, "--bisect") == 0) { o->bisect = 1; continue; }
         if (strcmp(a, "--bisect=always") == 0) { o->bisect = 2; continue; }
+        if (!nf_cli_is_flag(a, flags)) { char e[256]; fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a)); return 0; }
         const char * v;
         if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        char * end = NULL;
+        int64_t n;
         if      (strcmp(a, "--model") == 0)           o->model = v;
         else if (strcmp(a, "--reference-model") == 0) o->ref_model = v;
         else if (strcmp(a, "--device") == 0)          o->device = v;
         else if (strcmp(a, "--against") == 0)         o->against = v;
         else if (strcmp(a, "--json") == 0)            o->json = v;
         else if (strcmp(a, "--trace") == 0)           o->trace = v;
-        else if (strcmp(a, "--samples") == 0)         o->samples = atoi(v);
-        else if (strcmp(a, "--max-abs") == 0)         { o->max_abs = strtod(v, &end); if (*end) { fprintf(stderr, "error: bad --max-abs\n"); return 0; } }
-        else if (strcmp(a, "--mean-abs") == 0)        { o->mean_abs = strtod(v, &end); if (*end) { fprintf(stderr, "error: bad --mean-abs\n"); return 0; } }
+        else if (strcmp(a, "--samples") == 0)         { if (!nf_cli_parse_int(a, v, 0, 100000, &n)) return 0; o->samples = (int) n; }
+        else if (strcmp(a, "--max-abs") == 0)         { if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->max_abs)) return 0; }
+        else if (strcmp(a, "--mean-abs") == 0)        { if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->mean_abs)) return 0; }
         else if (strcmp(a, "--seeds") == 0) {
-            o->n_seeds = nf_cli_parse_u64_list(v, o->seeds, NF_VERIFY_MAX_SEEDS);
-            if (o->n_seeds < 1) { fprintf(stderr, "error: --seeds takes a comma list of integers\n"); return 0; }
+            o->n_seeds = nf_cli_parse_u64_list(v, (uint64_t) NF_CLI_SEED_MAX, o->seeds, NF_VERIFY_MAX_SEEDS);
+            if (o->n_seeds < 1) {
+                char e[256];
+                fprintf(stderr, "error: --seeds takes a comma list of 1..%d integers in [0, %lld], got '%s'\n", NF_VERIFY_MAX_SEEDS,
+                        (long long) NF_CLI_SEED_MAX, nf__esc(e, sizeof(e), v));
+                return 0;
+            }
         } else if (strcmp(a, "--precision") == 0) {
             if (!nf_cli_parse_precision(v, &o->precision)) { fprintf(stderr, "error: --precision must be exact or tf32\n"); return 0; }
-        } else { fprintf(stderr, "error: unknown option %s\n", a); return 0; }
+        }
     }
     if (!o->model || !o->device || !o->against) {
         fprintf(stderr, "error: verify needs --model DIR --device DEV --against cpu|FIXTURE_DIR\n");
         return 0;
     }
-    if (o->samples < 0) o->samples = 0;
+    if (!o->model[0]) { fprintf(stderr, "error: --model needs a directory, got ''\n"); return 0; }
+    if (o->json && o->trace && (strcmp(o->json, o->trace) == 0 || nf_cli_same_file(o->json, o->trace))) {
+        fprintf(stderr, "error: --json and --trace name the same file\n");
+        return 0;
+    }
     return 1;
 }
 
@@ -111,16 +124,15 @@ static int nf_verify_fixture_dirs(const char * against, char *** out, int * n, n
     *n = 0;
     char p[4096];
     nf__path_join(p, sizeof(p), against, "expected_logits.npy");
-    FILE * f = fopen(p, "rb");
-    if (f) {
-        fclose(f);
+    struct stat sb;
+    if (stat(p, &sb) == 0) {   /* opened (and checked to be a regular file) by the reader */
         *out = malloc(sizeof(char *));
         (*out)[0] = strdup(against);
         *n = 1;
         return NF_OK;
     }
     DIR * d = opendir(against);
-    if (!d) return nf__err_set(err, NF_ERR_IO, "%s: not a fixture directory: %s", against, strerror(errno));
+    if (!d) { char e[1024]; return nf__err_set(err, NF_ERR_IO, "%s: not a fixture directory: %s", nf__esc(e, sizeof(e), against), strerror(errno)); }
     struct dirent * e;
     int cap = 0;
     while ((e = readdir(d))) {
@@ -128,8 +140,7 @@ static int nf_verify_fixture_dirs(const char * against, char *** out, int * n, n
         char sub[4096];
         nf__path_join(sub, sizeof(sub), against, e->d_name);
         nf__path_join(p, sizeof(p), sub, "expected_logits.npy");
-        if (!(f = fopen(p, "rb"))) continue;
-        fclose(f);
+        if (stat(p, &sb) != 0) continue;
         if (*n == cap) { cap = cap ? cap * 2 : 16; *out = realloc(*out, (size_t) cap * sizeof(char *)); }
         (*out)[(*n)++] = strdup(sub);
     }
@@ -138,6 +149,30 @@ static int nf_verify_fixture_dirs(const char * against, char *** out, int * n, n
         if (strcmp((*out)[i], (*out)[j]) > 0) { char * t = (*out)[i]; (*out)[i] = (*out)[j]; (*out)[j] = t; }
     }
     if (*n == 0) return nf__err_set(err, NF_ERR_IO, "%s: no case directory with expected_logits.npy", against);
+    return NF_OK;
+}
+
+/* An output file of verify must not be a file the run reads: the models'
+ * config.json / model.safetensors, a fixture's files. */
+static int nf_verify_check_output(const struct nf_verify_opts * o, const char * flag, const char * out, char ** dirs, int n_dirs, nf_err * err) {
+    static const char * const model_files[] = {"config.json", "model.safetensors"};
+    static const char * const case_files[] = {"support_x.npy", "support_y.npy", "query_x.npy", "expected_logits.npy"};
+    char p[4096], e[1024];
+    nf__esc(e, sizeof(e), out);
+    const char * models[2] = {o->model, o->ref_model};
+    for (int m = 0; m < 2; m++) {
+        for (int i = 0; models[m] && i < 2; i++) {
+            nf__path_join(p, sizeof(p), models[m], model_files[i]);
+            if (nf_cli_same_file(out, p)) return nf__err_set(err, NF_ERR_ARG, "%s %s is the %smodel's %s: refused (it would be overwritten)",
+                                                             flag, e, m ? "reference " : "", model_files[i]);
+        }
+    }
+    for (int d = 0; d < n_dirs; d++) {
+        for (int i = 0; i < 4; i++) {
+            nf__path_join(p, sizeof(p), dirs[d], case_files[i]);
+            if (nf_cli_same_file(out, p)) return nf__err_set(err, NF_ERR_ARG, "%s %s is the fixture file %s: refused (it would be overwritten)", flag, e, p);
+        }
+    }
     return NF_OK;
 }
 
@@ -224,7 +259,18 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     struct nf_stage_log dlog = {0}, rlog = {0};
     float * l_dev = NULL, * l_ref = NULL;
 
-    if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) return rc;
+    struct nf_cli_outfile jf, tf;
+    memset(&jf, 0, sizeof(jf)); jf.fd = jf.slot = -1;
+    memset(&tf, 0, sizeof(tf)); tf.fd = tf.slot = -1;
+    /* the outputs: not what this run reads, and writable, before any work */
+    if (!against_cpu && (rc = nf_verify_fixture_dirs(o->against, &dirs, &n_dirs, err)) != NF_OK) goto done;
+    for (int k = 0; k < 2; k++) {
+        const char * out = k ? o->trace : o->json, * flag = k ? "--trace" : "--json";
+        if (!out) continue;
+        if ((rc = nf_verify_check_output(o, flag, out, dirs, n_dirs, err)) != NF_OK) goto done;
+        if ((rc = nf_cli_outfile_open(k ? &tf : &jf, out, flag, err)) != NF_OK) goto done;
+    }
+    if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) goto done;
     nf_trace_reset(be, o->trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
     if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
     int cls = 0, width = 0;
@@ -236,7 +282,6 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
         if (!nf_cli_same_config(m, rm)) { rc = nf__err_set(err, NF_ERR_ARG, "--reference-model has a different config"); goto done; }
     } else {
         if (o->bisect) { rc = nf__err_set(err, NF_ERR_ARG, "--bisect needs --against cpu (fixtures hold no intermediate stages)"); goto done; }
-        if ((rc = nf_verify_fixture_dirs(o->against, &dirs, &n_dirs, err)) != NF_OK) goto done;
     }
     dlog.keep_all = rlog.keep_all = o->bisect != 0;
     nf_model_set_stage_callback(m, o->bisect ? NF_STAGES_ALL : NF_STAGES_INPUTS, nf_stage_copy, &dlog);
@@ -379,12 +424,23 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
         }
         cJSON_AddNumberToObject(doc, "failed", failed);
         cJSON_AddBoolToObject(doc, "pass", failed == 0);
-        rc = nf__json_write_file(o->json, doc, err);
+        FILE * f = nf_cli_outfile_fp(&jf);
+        rc = f && nf__json_write_fp(f, doc) ? NF_OK : nf__err_set(err, NF_ERR_IO, "%s: write failed", o->json);
         cJSON_Delete(doc);
         if (rc != NF_OK) goto done;
     }
-    if (o->trace && (rc = nf_cli_write_trace(be, o->trace, err)) != NF_OK) goto done;
+    if (o->trace) {
+        FILE * f = nf_cli_outfile_fp(&tf);
+        if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", o->trace); goto done; }
+        if ((rc = nf_cli_write_trace(be, f, o->trace, err)) != NF_OK) goto done;
+    }
+    /* stdout first: a lost report is a failed run, and then no file is replaced */
+    if (!nf_cli_stdout_ok()) { rc = nf__err_set(err, NF_ERR_IO, "standard output: the report could not be written"); goto done; }
+    if (o->json && (rc = nf_cli_outfile_commit(&jf, err)) != NF_OK) goto done;
+    if (o->trace && (rc = nf_cli_outfile_commit(&tf, err)) != NF_OK) goto done;
 done:
+    nf_cli_outfile_abort(&jf);
+    nf_cli_outfile_abort(&tf);
     nf_stage_log_clear(&dlog); free(dlog.r);
     nf_stage_log_clear(&rlog); free(rlog.r);
     free(l_dev); free(l_ref);
@@ -399,11 +455,12 @@ done:
 int nf_cmd_verify(int argc, char ** argv) {
     struct nf_verify_opts o;
     if (!nf_verify_parse(argc, argv, &o)) return 2;
+    nf_cli_signals_install();
     nf_err err = {0};
     int failed = 0;
     int rc = nf_verify_main(&o, &failed, &err);
     if (rc != NF_OK) {
-        fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+        nf_cli_print_error(&err, rc);
         return 1;
     }
     return failed ? 3 : 0;

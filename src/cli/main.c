@@ -1,6 +1,7 @@
 /* main.c -- `nofall`: run / verify / bench / devices / gen-weights / convert. */
 #include "cli.h"
 #include "model.h"
+#include "io/nf-io.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     static char key[128];
     float delta = 0.0f;
     uint64_t seed = 0;
+    int64_t n64;
     for (int i = 2; i < argc; i++) {
         const char * a = argv[i];
         int known = strcmp(a, "--out") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--perturb") == 0;
@@ -51,13 +53,14 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
             known = strncmp(a, "--", 2) == 0 && strcmp(a + 2, o->name) == 0;
         }
         if (!known) {
-            fprintf(stderr, "error: unknown option %s\n", a);
+            char e[256];
+            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
             return 2;
         }
         const char * v = nf_cli_need_value(argc, argv, &i);
         if (!v) return 2;
         if      (strcmp(a, "--out") == 0)  out = v;
-        else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--seed") == 0) { if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n64)) return 2; seed = (uint64_t) n64; }
         else if (strcmp(a, "--perturb") == 0) {
             /* KEY:DELTA -- add DELTA to every element of KEY (bisect tests) */
             const char * colon = strrchr(v, ':');
@@ -65,7 +68,9 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
             memcpy(key, v, (size_t) (colon - v));
             key[colon - v] = '\0';
             perturb = key;
-            delta = strtof(colon + 1, NULL);
+            double d;
+            if (!nf_cli_parse_double("--perturb DELTA", colon + 1, -1e30, 1e30, &d)) return 2;
+            delta = (float) d;
         } else {
             if (n == NF_GEN_MAX_OPTS) { fprintf(stderr, "error: too many options\n"); return 2; }
             keys[n] = a + 2;
@@ -77,14 +82,14 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     char summary[256] = "";
     int rc = nf__model_gen_weights_ex(iface->type, out, seed, n, keys, values, perturb, delta, summary, sizeof(summary), &err);
     if (rc != NF_OK) {
-        fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+        nf_cli_print_error(&err, rc);
         return 1;
     }
     printf("wrote %s/config.json and %s/model.safetensors (%s, seed %llu)\n", out, out, summary, (unsigned long long) seed);
     return 0;
 }
 
-int main(int argc, char ** argv) {
+static int nf_main(int argc, char ** argv) {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         nf_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -108,4 +113,12 @@ int main(int argc, char ** argv) {
     fprintf(stderr, "error: unknown command '%s'\n\n", cmd);
     nf_usage(stderr);
     return 2;
+}
+
+int main(int argc, char ** argv) {
+    const int rc = nf_main(argc, argv);
+    /* everything a command printed must have reached stdout (a full disk,
+     * /dev/full, a closed pipe: an error, not a silent success) */
+    if (!nf_cli_stdout_ok()) return rc ? rc : 1;
+    return rc;
 }

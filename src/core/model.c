@@ -4,6 +4,8 @@
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +38,15 @@ static void nf__model_types(char * out, size_t n) {
 int nf__config_int(const cJSON * doc, const char * key, const char * path, int * out, nf_err * err) {
     const cJSON * v = cJSON_GetObjectItemCaseSensitive(doc, key);
     if (!v) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: missing key \"%s\"", path, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double) (int) v->valuedouble) {
-        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"%s\" must be an integer", path, key);
+    /* range first: (int) of a double outside int's range is undefined */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double) INT_MIN && v->valuedouble <= (double) INT_MAX) ||
+        v->valuedouble != floor(v->valuedouble)) {
+        char e[1024];
+        if (cJSON_IsNumber(v)) {
+            return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"%s\" must be an integer in [%d, %d], got %.17g",
+                               nf__esc(e, sizeof(e), path), key, INT_MIN, INT_MAX, v->valuedouble);
+        }
+        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"%s\" must be an integer", nf__esc(e, sizeof(e), path), key);
     }
     *out = (int) v->valuedouble;
     return NF_OK;
@@ -58,7 +67,9 @@ int nf__config_enum(const cJSON * doc, const char * key, const char * path, cons
     alts[0] = '\0';
     for (int i = 0; i < n; i++)
         nf__msg_append(alts, sizeof(alts), &len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
-    return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: unknown %s \"%s\" (%s)", path, key, v->valuestring, alts);
+    char e[512];
+    return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: unknown %s \"%s\" (%s)", path, key,
+                       nf__esc(e, sizeof(e), v->valuestring), alts);
 }
 
 int nf__option_int(const char * key, const char * value, int * out, nf_err * err) {
@@ -93,8 +104,9 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
     } else if (!(iface = nf__model_find(type->valuestring))) {
         char known[256];
         nf__model_types(known, sizeof(known));
+        char e[512];
         rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: model_type \"%s\" is not supported (known: %s)", path,
-                         type->valuestring, known);
+                         nf__esc(e, sizeof(e), type->valuestring), known);
         goto done;
     }
     nf_model * m = calloc(1, sizeof(*m));
@@ -132,8 +144,33 @@ const struct nf_input_desc * nf_model_input(const nf_model * m, int i) {
     return i >= 0 && i < m->iface->n_inputs(m->impl) ? m->iface->input(m->impl, i) : NULL;
 }
 const char * nf_model_output_name(const nf_model * m) { return m->iface->output_name; }
+/* Arrays from a caller: a rank in range, non-negative dims whose product
+ * (checked before each multiplication) stays under 2^40 elements, data
+ * present. Every model indexes its inputs with products of these dims. */
+static int nf__arrays_check(const struct nf_array * in, int n_in, nf_err * err) {
+    if (n_in < 0 || (n_in > 0 && !in)) return nf__err_set(err, NF_ERR_ARG, "bad input array list");
+    for (int i = 0; i < n_in; i++) {
+        char nm[128];
+        nf__esc(nm, sizeof(nm), in[i].name ? in[i].name : "(unnamed)");
+        if (in[i].ndim < 0 || in[i].ndim > NF_ARRAY_MAX_DIMS)
+            return nf__err_set(err, NF_ERR_SHAPE, "input %s: rank %d is out of range", nm, in[i].ndim);
+        uint64_t n = 1;
+        for (int d = 0; d < in[i].ndim; d++) {
+            const int64_t v = in[i].shape[d];
+            if (v < 0)
+                return nf__err_set(err, NF_ERR_SHAPE, "input %s: shape[%d] = %lld is negative", nm, d, (long long) v);
+            if (v != 0 && n > ((uint64_t) 1 << 40) / (uint64_t) v)
+                return nf__err_set(err, NF_ERR_SHAPE, "input %s: more than 2^40 elements", nm);
+            n *= (uint64_t) v;
+        }
+        if (n > 0 && !in[i].data) return nf__err_set(err, NF_ERR_ARG, "input %s: no data", nm);
+    }
+    return NF_OK;
+}
+
 int nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in, int * ndim, int64_t * shape,
                           nf_err * err) {
+    NF_TRY(nf__arrays_check(in, n_in, err));
     return m->iface->output_shape(m->impl, in, n_in, ndim, shape, err);
 }
 
@@ -162,6 +199,7 @@ int nf_model_stage_name(const nf_model * m, int i, char * out, size_t n) {
 }
 
 int nf_model_forward(nf_model * m, const struct nf_array * in, int n_in, float * out, nf_err * err) {
+    NF_TRY(nf__arrays_check(in, n_in, err));
     return m->iface->forward(m->impl, in, n_in, out, err);
 }
 

@@ -282,8 +282,10 @@ static int nf__weights_check(const struct nf_safetensors * st, const struct nf_w
         }
     }
     for (int j = 0; j < st->n_tensors; j++) {
+        char e[512]; /* a name from the file: control characters escaped */
         if (!claimed[j])
-            nf__msg_append(msg, sizeof(msg), &len, "%sunexpected '%s'", bad++ ? "; " : "", st->tensors[j].name);
+            nf__msg_append(msg, sizeof(msg), &len, "%sunexpected '%s'", bad++ ? "; " : "",
+                           nf__esc(e, sizeof(e), st->tensors[j].name));
     }
     free(claimed);
     nf__namemap_free(&map);

@@ -2,10 +2,15 @@
  *
  * Layout: u64 little-endian header length N, N bytes of JSON, then the data.
  * The JSON maps names to {"dtype","shape","data_offsets":[begin,end]}
- * (offsets relative to the data section); "__metadata__" is skipped.
- * Checked: header length within the file and under NF_ST_MAX_HEADER; every
- * entry well-formed; end - begin == numel * dtype size; offsets inside the
- * data section; no two tensors overlap; no duplicate names. */
+ * (offsets relative to the data section); "__metadata__" is an optional
+ * object of strings. Refused, as the reference implementation (the
+ * safetensors crate) refuses it: a header length past the file or over
+ * NF_ST_MAX_HEADER; a header that does not start with '{', is not exactly one
+ * JSON object (trailing bytes other than spaces, NUL padding), is not UTF-8 or
+ * has a key twice; "__metadata__" that is not an object of strings; a
+ * malformed entry; end - begin != numel * dtype size; tensors that overlap,
+ * leave a gap between them, or leave bytes after the last one. Also refused:
+ * names with \u0000 (a C string cannot hold them). */
 #include "nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -61,14 +66,15 @@ void nf__st_close(struct nf_safetensors * st) {
     if (!st) return;
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
     free(st->tensors);
-    if (st->map) munmap((void *) st->map, st->map_size);
+    if (st->map && st->mapped) munmap((void *) st->map, st->map_size);
     free(st->heap);
     free(st->path);
     memset(st, 0, sizeof(*st));
 }
 
 static int nf__st_parse_entry(const char * path, const cJSON * e, struct nf_st_tensor * t, uint64_t data_size, nf_err * err) {
-    const char * nm = e->string;
+    char nm[512];
+    nf__esc(nm, sizeof(nm), e->string);
     if (!cJSON_IsObject(e)) return nf__err_set(err, NF_ERR_FORMAT, "%s: tensor '%s': header entry is not an object", path, nm);
     const cJSON * dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     const cJSON * sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
@@ -79,7 +85,7 @@ static int nf__st_parse_entry(const char * path, const cJSON * e, struct nf_st_t
         return nf__err_set(err, NF_ERR_FORMAT, "%s: tensor '%s': \"data_offsets\" must be [begin, end]", path, nm);
     }
     size_t esize;
-    snprintf(t->dtype_str, sizeof(t->dtype_str), "%s", dt->valuestring);
+    nf__esc(t->dtype_str, sizeof(t->dtype_str), dt->valuestring);
     if (!nf__st_dtype_parse(dt->valuestring, &t->dtype, &esize)) {
         t->dtype = NF_ST_OTHER;
         esize = 0;
@@ -91,7 +97,7 @@ static int nf__st_parse_entry(const char * path, const cJSON * e, struct nf_st_t
     uint64_t numel = 1;
     for (int i = 0; i < nd; i++) {
         const cJSON * d = cJSON_GetArrayItem(sh, i);
-        if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 9.0e15 || d->valuedouble != (double) (int64_t) d->valuedouble) {
+        if (!cJSON_IsNumber(d) || !(d->valuedouble >= 0) || d->valuedouble > 9.0e15 || d->valuedouble != (double) (int64_t) d->valuedouble) {
             return nf__err_set(err, NF_ERR_FORMAT, "%s: tensor '%s': shape[%d] is not a non-negative integer", path, nm, i);
         }
         t->shape[i] = (int64_t) d->valuedouble;
@@ -102,7 +108,7 @@ static int nf__st_parse_entry(const char * path, const cJSON * e, struct nf_st_t
     }
     for (int i = 0; i < 2; i++) {
         const cJSON * d = cJSON_GetArrayItem(of, i);
-        if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1.8e19 || d->valuedouble != (double) (uint64_t) d->valuedouble) {
+        if (!cJSON_IsNumber(d) || !(d->valuedouble >= 0) || d->valuedouble > 1.8e19 || d->valuedouble != (double) (uint64_t) d->valuedouble) {
             return nf__err_set(err, NF_ERR_FORMAT, "%s: tensor '%s': data_offsets[%d] is not a non-negative integer", path, nm, i);
         }
     }
@@ -125,25 +131,35 @@ static int nf__st_parse_entry(const char * path, const cJSON * e, struct nf_st_t
     return NF_OK;
 }
 
-int nf__st_open(const char * path, struct nf_safetensors * st, nf_err * err) {
+/* "__metadata__": an object whose values are strings (the reference reads it
+ * as HashMap<String, String>) */
+static int nf__st_check_metadata(const char * path, const cJSON * md, nf_err * err) {
+    if (!cJSON_IsObject(md)) return nf__err_set(err, NF_ERR_FORMAT, "%s: \"__metadata__\" must be an object of strings", path);
+    for (const cJSON * c = md->child; c; c = c->next) {
+        if (!cJSON_IsString(c)) {
+            char k[512];
+            return nf__err_set(err, NF_ERR_FORMAT, "%s: \"__metadata__\" must be an object of strings; \"%s\" is not a string", path,
+                               nf__esc(k, sizeof(k), c->string));
+        }
+    }
+    return NF_OK;
+}
+
+int nf__st_parse(const void * buf, size_t fsize, const char * path_raw, struct nf_safetensors * st, nf_err * err) {
     memset(st, 0, sizeof(*st));
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return nf__err_set(err, NF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) { close(fd); return nf__err_set(err, NF_ERR_IO, "%s: cannot stat: %s", path, strerror(errno)); }
-    size_t fsize = (size_t) sb.st_size;
-    if (fsize < 8) { close(fd); return nf__err_set(err, NF_ERR_FORMAT, "%s: %zu bytes is too short for a safetensors file (truncated?)", path, fsize); }
-    void * map = mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return nf__err_set(err, NF_ERR_IO, "%s: cannot mmap: %s", path, strerror(errno));
-    st->map = map;
+    char path[1024];
+    nf__esc(path, sizeof(path), path_raw);
+    if (fsize < 8) return nf__err_set(err, NF_ERR_FORMAT, "%s: %zu bytes is too short for a safetensors file (truncated?)", path, fsize);
+    st->map = buf;
     st->map_size = fsize;
-    st->path = strdup(path);
-    const unsigned char * m = map;
+    st->path = strdup(path_raw);
+    const unsigned char * m = buf;
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | m[i];
     int rc = NF_OK;
     cJSON * doc = NULL;
+    struct nf_st_tensor ** idx = NULL;
+    if (!st->path) { rc = nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path); goto fail; }
     if (hlen > NF_ST_MAX_HEADER) {
         rc = nf__err_set(err, NF_ERR_FORMAT, "%s: header length %llu exceeds the %u-byte cap", path, (unsigned long long) hlen, NF_ST_MAX_HEADER);
         goto fail;
@@ -153,15 +169,26 @@ int nf__st_open(const char * path, struct nf_safetensors * st, nf_err * err) {
                          (unsigned long long) hlen, fsize);
         goto fail;
     }
-    doc = cJSON_ParseWithLength((const char *) m + 8, (size_t) hlen);
-    if (!doc || !cJSON_IsObject(doc)) {
+    if (hlen == 0 || m[8] != '{') {
+        rc = nf__err_set(err, NF_ERR_FORMAT, "%s: header does not start with '{' (not a safetensors header)", path);
+        goto fail;
+    }
+    {
+        char what[1100];
+        snprintf(what, sizeof(what), "%s: header", path_raw);
+        if ((rc = nf__json_parse((const char *) m + 8, (size_t) hlen, what, &doc, err)) != NF_OK) goto fail;
+    }
+    if (!cJSON_IsObject(doc)) {
         rc = nf__err_set(err, NF_ERR_FORMAT, "%s: header is not a JSON object", path);
         goto fail;
     }
     st->data = m + 8 + hlen;
     st->data_size = fsize - 8 - hlen;
     int n = 0;
-    for (const cJSON * e = doc->child; e; e = e->next) n += strcmp(e->string, "__metadata__") != 0;
+    for (const cJSON * e = doc->child; e; e = e->next) {
+        if (strcmp(e->string, "__metadata__") != 0) n++;
+        else if ((rc = nf__st_check_metadata(path, e, err)) != NF_OK) goto fail;
+    }
     st->tensors = calloc((size_t) (n ? n : 1), sizeof(*st->tensors));
     if (!st->tensors) { rc = nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path); goto fail; }
     for (const cJSON * e = doc->child; e; e = e->next) {
@@ -173,35 +200,71 @@ int nf__st_open(const char * path, struct nf_safetensors * st, nf_err * err) {
         rc = nf__st_parse_entry(path, e, t, st->data_size, err);
         if (rc != NF_OK) goto fail;
     }
-    if (n > 0) {
-        struct nf_st_tensor ** idx = malloc((size_t) n * sizeof(*idx));
-        if (!idx) { rc = nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path); goto fail; }
-        for (int i = 0; i < n; i++) idx[i] = &st->tensors[i];
-        qsort(idx, (size_t) n, sizeof(*idx), nf__st_cmp_name);
-        for (int i = 1; i < n && rc == NF_OK; i++) {
-            if (strcmp(idx[i - 1]->name, idx[i]->name) == 0) {
-                rc = nf__err_set(err, NF_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", path, idx[i]->name);
-            }
+    idx = malloc((size_t) (n ? n : 1) * sizeof(*idx));
+    if (!idx) { rc = nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path); goto fail; }
+    for (int i = 0; i < n; i++) idx[i] = &st->tensors[i];
+    qsort(idx, (size_t) n, sizeof(*idx), nf__st_cmp_name);
+    for (int i = 1; i < n; i++) {
+        if (strcmp(idx[i - 1]->name, idx[i]->name) == 0) {
+            char a[512];
+            rc = nf__err_set(err, NF_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", path, nf__esc(a, sizeof(a), idx[i]->name));
+            goto fail;
         }
-        qsort(idx, (size_t) n, sizeof(*idx), nf__st_cmp_begin);
-        for (int i = 1; i < n && rc == NF_OK; i++) {
-            /* empty tensors occupy no bytes and cannot overlap */
-            if (idx[i]->begin == idx[i]->end || idx[i - 1]->begin == idx[i - 1]->end) continue;
-            if (idx[i]->begin < idx[i - 1]->end) {
-                rc = nf__err_set(err, NF_ERR_FORMAT, "%s: tensors '%s' [%llu,%llu) and '%s' [%llu,%llu) overlap", path,
-                                 idx[i - 1]->name, (unsigned long long) idx[i - 1]->begin, (unsigned long long) idx[i - 1]->end,
-                                 idx[i]->name, (unsigned long long) idx[i]->begin, (unsigned long long) idx[i]->end);
-            }
-        }
-        free(idx);
-        if (rc != NF_OK) goto fail;
     }
+    /* the data section is exactly the tensors, back to back, in offset order */
+    qsort(idx, (size_t) n, sizeof(*idx), nf__st_cmp_begin);
+    uint64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        char a[512], b[512];
+        if (idx[i]->begin < at) {
+            const struct nf_st_tensor * p = idx[i - 1];
+            rc = nf__err_set(err, NF_ERR_FORMAT, "%s: tensors '%s' [%llu,%llu) and '%s' [%llu,%llu) overlap", path,
+                             nf__esc(a, sizeof(a), p->name), (unsigned long long) p->begin, (unsigned long long) p->end,
+                             nf__esc(b, sizeof(b), idx[i]->name), (unsigned long long) idx[i]->begin, (unsigned long long) idx[i]->end);
+            goto fail;
+        }
+        if (idx[i]->begin > at) {
+            rc = nf__err_set(err, NF_ERR_FORMAT, "%s: data bytes [%llu,%llu) before tensor '%s' belong to no tensor (a gap in the data section)",
+                             path, (unsigned long long) at, (unsigned long long) idx[i]->begin, nf__esc(a, sizeof(a), idx[i]->name));
+            goto fail;
+        }
+        at = idx[i]->end;
+    }
+    if (at != st->data_size) {
+        rc = nf__err_set(err, NF_ERR_FORMAT, "%s: %llu bytes after the last tensor's data belong to no tensor (the data section is %llu bytes)",
+                         path, (unsigned long long) (st->data_size - at), (unsigned long long) st->data_size);
+        goto fail;
+    }
+    free(idx);
     cJSON_Delete(doc);
     return NF_OK;
 fail:
+    free(idx);
     cJSON_Delete(doc);
     nf__st_close(st);
     return rc;
+}
+
+int nf__st_open(const char * path, struct nf_safetensors * st, nf_err * err) {
+    memset(st, 0, sizeof(*st));
+    int fd;
+    uint64_t size;
+    char pe[1024];
+    NF_TRY(nf__open_regular(path, &fd, &size, err));
+    if (size > (uint64_t) SIZE_MAX) { close(fd); return nf__err_set(err, NF_ERR_FORMAT, "%s: file too large", nf__esc(pe, sizeof(pe), path)); }
+    const size_t fsize = (size_t) size;
+    if (fsize < 8) {
+        close(fd);
+        return nf__err_set(err, NF_ERR_FORMAT, "%s: %zu bytes is too short for a safetensors file (truncated?)", nf__esc(pe, sizeof(pe), path), fsize);
+    }
+    void * map = mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int en = errno;
+    close(fd);
+    if (map == MAP_FAILED) return nf__err_set(err, NF_ERR_IO, "%s: cannot mmap: %s", nf__esc(pe, sizeof(pe), path), strerror(en));
+    int rc = nf__st_parse(map, fsize, path, st, err);
+    if (rc != NF_OK) { munmap(map, fsize); return rc; }
+    st->mapped = 1;
+    return NF_OK;
 }
 
 const struct nf_st_tensor * nf__st_find(const struct nf_safetensors * st, const char * name) {
@@ -259,10 +322,11 @@ int nf__st_write(const char * path, const struct nf_st_entry * entries, int n, n
     size_t tl = strlen(txt);
     size_t hl = (tl + 7) & ~(size_t) 7;    /* pad the header with spaces to 8 bytes */
     char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE * f = fopen(tmp, "wb");
-    int rc = NF_OK;
-    if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); goto done; }
+    int fd = -1;
+    int rc = nf__tmp_create(path, tmp, sizeof(tmp), &fd, err);
+    if (rc != NF_OK) goto done;
+    FILE * f = fdopen(fd, "wb");
+    if (!f) { close(fd); remove(tmp); rc = nf__err_set(err, NF_ERR_IO, "%s: cannot open: %s", tmp, strerror(errno)); goto done; }
     unsigned char lenb[8];
     for (int i = 0; i < 8; i++) lenb[i] = (unsigned char) (((uint64_t) hl >> (8 * i)) & 0xff);
     int ok = fwrite(lenb, 1, 8, f) == 8 && fwrite(txt, 1, tl, f) == tl;
@@ -271,6 +335,7 @@ int nf__st_write(const char * path, const struct nf_st_entry * entries, int n, n
         size_t nb = (size_t) nf__st_entry_bytes(idx[i]);
         ok = fwrite(idx[i]->data, 1, nb, f) == nb;   /* little-endian hosts only (x86-64, arm64) */
     }
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = (fclose(f) == 0) && ok;
     if (!ok) { remove(tmp); rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", tmp); goto done; }
     if (rename(tmp, path) != 0) { remove(tmp); rc = nf__err_set(err, NF_ERR_IO, "%s: rename failed: %s", path, strerror(errno)); }

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# hostile.sh BIN TMP -- the hostile-input corpus (issue #11): malformed
+# checkpoints, configs, inputs, arguments and filesystem situations. Every
+# case must: exit non-zero (not by a signal, not by hanging), print a message
+# naming the file / tensor / argument at fault, print no sanitizer report,
+# and leave the previous contents of --out byte for byte as they were, with
+# no staging directory left behind.
+set -u
+BIN=$1; T=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$T"; mkdir -p "$T"
+fails=0; cases=0
+ok()  { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+"$BIN" gen-weights mitra --out "$T/m" --dim 16 --layers 1 --heads 2 --outputs 4 --seed 1 > /dev/null || { echo "gen-weights failed"; exit 1; }
+"$BIN" run --model "$T/m" --out "$T/golden" > /dev/null 2>&1 || { echo "golden run failed"; exit 1; }
+python3 "$HERE/hostile-files.py" "$T/m" "$T/golden/support_x.npy" "$T/f" || { echo "hostile-files.py failed"; exit 1; }
+G=$T/golden
+INPUTS=(--support-x "$G/support_x.npy" --support-y "$G/support_y.npy" --query-x "$G/query_x.npy")
+
+snapshot() { (cd "$1" 2>/dev/null && ls -A | LC_ALL=C sort && find . -type f -exec sha256sum {} + | LC_ALL=C sort) 2>/dev/null; }
+
+# hc NAME NEEDLE CMD... : @OUT@ in CMD is the case's --out, pre-filled with a previous good result set
+hc() {
+  local name=$1 needle=$2; shift 2
+  cases=$((cases + 1))
+  local O=$T/o-$name
+  rm -rf "$O"; cp -a "$G" "$O"
+  [ -n "${HC_SETUP:-}" ] && eval "$HC_SETUP"
+  local before; before=$(snapshot "$O")
+  local args=() a
+  for a in "$@"; do args+=("${a//@OUT@/$O}"); done
+  timeout 30 "${args[@]}" > "$T/$name.out" 2> "$T/$name.err"; local rc=$?
+  local why=""
+  if [ $rc -eq 0 ]; then why="exit 0"
+  elif [ $rc -eq 124 ]; then why="hung (killed after 30 s)"
+  elif [ $rc -ge 128 ]; then why="killed by signal $((rc - 128))"
+  elif ! grep -qF -- "$needle" "$T/$name.err"; then why="stderr lacks '$needle'"
+  elif grep -qE "AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer" "$T/$name.err"; then why="sanitizer report"
+  elif [ "$(snapshot "$O")" != "$before" ]; then why="--out changed"
+  elif ls -A "$T" | grep "^\.o-$name\.nofall" | grep -qv "${HC_ALLOW:-^$}"; then why="staging or lock left: $(ls -A "$T" | grep "^\.o-$name\.nofall" | tr '\n' ' ')"
+  fi
+  if [ -z "$why" ]; then ok "$name: exit $rc, '$needle'"; else bad "$name: $why"; sed 's/^/    /' "$T/$name.err" | head -5; fi
+}
+run() { echo "$BIN" run --model "$1" --out @OUT@; }
+
+# ---- checkpoints (model.safetensors) ----------------------------------------------
+for c in "st-trailing-json:trailing data" "st-nul-padding:control character" "st-nul-key:u0000" \
+         "st-metadata-string:__metadata__" "st-metadata-number:\"format\" is not a string" "st-gap:gap in the data section" \
+         "st-trailing-bytes:after the last tensor" "st-overlap:overlap" "st-non-utf8-key:invalid UTF-8" \
+         "st-control-key:final_layer.bias\\x1b[31m" "st-duplicate-key:appears twice" "st-header-length:header length" \
+         "st-tiny:too short" "st-empty:too short" "st-leading-space:start with '{'" "st-span:needs" \
+         "st-negative-shape:shape[0]" "st-fraction-offset:data_offsets[0]"; do
+  name=${c%%:*}; needle=${c#*:}
+  [ "$name" = st-control-key ] && needle='final_layer.bias\x1b[31m'
+  hc "$name" "$needle" $(run "$T/f/m-$name")
+done
+grep -q $'\x1b' "$T/st-control-key.err" && bad "st-control-key: a raw ESC reached stderr" || ok "st-control-key: the name is escaped"
+for name in st-trailing-json st-gap st-non-utf8-key st-header-length; do
+  grep -qF "m-$name/model.safetensors" "$T/$name.err" || bad "$name: the message does not name the file"
+done
+mkdir -p "$T/m-st-dir" "$T/m-st-fifo"; cp "$T/m/config.json" "$T/m-st-dir/"; cp "$T/m/config.json" "$T/m-st-fifo/"
+mkdir -p "$T/m-st-dir/model.safetensors"; mkfifo "$T/m-st-fifo/model.safetensors"
+hc st-directory "m-st-dir/model.safetensors: is a directory" $(run "$T/m-st-dir")
+hc st-fifo "m-st-fifo/model.safetensors: is a FIFO" $(run "$T/m-st-fifo")
+
+# ---- config.json ------------------------------------------------------------------------
+for c in "cfg-int-overflow:\"dim\" must be an integer" "cfg-1e300:\"n_heads\" must be an integer" "cfg-1e400:\"n_layers\"" \
+         "cfg-fraction:\"dim\" must be an integer" "cfg-negative:bad dim_output" "cfg-duplicate-key:\"dim\" appears twice" \
+         "cfg-trailing:trailing data" "cfg-array:not a JSON object" "cfg-bom:byte-order mark" "cfg-non-utf8:invalid UTF-8" \
+         "cfg-model-type-control:model_type \"\\x1b[2Jmitra\"" "cfg-task:CLUSTERING" "cfg-string-dim:\"dim\" must be an integer" \
+         "cfg-plus-number:malformed number"; do
+  name=${c%%:*}; needle=${c#*:}
+  [ "$name" = cfg-model-type-control ] && needle='model_type "\x1b[2Jmitra"'
+  hc "$name" "$needle" $(run "$T/f/m-$name")
+done
+for name in cfg-int-overflow cfg-trailing cfg-bom; do
+  grep -qF "m-$name/config.json" "$T/$name.err" || bad "$name: the message does not name config.json"
+done
+mkdir -p "$T/m-cfg-dir/config.json" "$T/m-cfg-fifo" "$T/m-cfg-none"; mkfifo "$T/m-cfg-fifo/config.json"
+cp "$T/m/model.safetensors" "$T/m-cfg-dir/"; cp "$T/m/model.safetensors" "$T/m-cfg-fifo/"; cp "$T/m/model.safetensors" "$T/m-cfg-none/"
+hc cfg-directory "m-cfg-dir/config.json: is a directory" $(run "$T/m-cfg-dir")
+hc cfg-fifo "m-cfg-fifo/config.json: is a FIFO" $(run "$T/m-cfg-fifo")
+hc cfg-missing "m-cfg-none/config.json: cannot open" $(run "$T/m-cfg-none")
+
+# ---- inputs (.npy) --------------------------------------------------------------------------
+for c in "wrap:too large" "no-braces:not a dict literal" "keys-in-string:unexpected key 'x'" "int-not-tuple:malformed shape" \
+         "duplicate-key:appears twice" "after-dict:trailing bytes" "fortran:fortran_order" "big-endian:unsupported dtype '>f4'" \
+         "truncated:truncated" "three-d:expected a 2-D array" "magic:bad magic" "header-length:runs past the file"; do
+  name=${c%%:*}; needle=${c#*:}
+  hc "npy-$name" "x-$name.npy" "$BIN" run --model "$T/m" --out @OUT@ --support-x "$T/f/x-$name.npy" \
+     --support-y "$G/support_y.npy" --query-x "$G/query_x.npy"
+  grep -qF -- "$needle" "$T/npy-$name.err" || bad "npy-$name: stderr lacks '$needle'"
+done
+mkfifo "$T/fifo.npy"; mkdir -p "$T/dir.npy"
+hc npy-fifo "fifo.npy: is a FIFO" "$BIN" run --model "$T/m" --out @OUT@ --support-x "$G/support_x.npy" --support-y "$T/fifo.npy" --query-x "$G/query_x.npy"
+hc npy-directory "dir.npy: is a directory" "$BIN" run --model "$T/m" --out @OUT@ --support-x "$G/support_x.npy" --support-y "$G/support_y.npy" --query-x "$T/dir.npy"
+
+# ---- command line ----------------------------------------------------------------------------
+hc seed-word "--seed takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --seed abc
+hc seed-negative "--seed takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --seed -1
+hc seed-empty "got ''" "$BIN" run --model "$T/m" --out @OUT@ --seed ""
+hc seed-float "got '1e23'" "$BIN" run --model "$T/m" --out @OUT@ --seed 1e23
+hc seed-overflow "--seed takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --seed 99999999999999999999999
+hc seed-space "--seed takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --seed " 5"
+hc chunk-zero "--chunk-rows takes an integer in [1," "$BIN" run --model "$T/m" --out @OUT@ --chunk-rows 0
+hc chunk-negative "--chunk-rows takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --chunk-rows -5
+hc chunk-huge "--chunk-rows takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --chunk-rows 99999999999999999999
+hc unknown-last "unknown option --verbose" "$BIN" run --model "$T/m" --out @OUT@ --verbose
+hc unknown-control "unknown option --x\\x1b[0m" "$BIN" run --model "$T/m" --out @OUT@ $'--x\x1b[0m'
+hc trace-artifact "is the artifact logits.npy of --out" "$BIN" run --model "$T/m" --out @OUT@ --trace @OUT@/logits.npy
+cp -r "$T/m" "$T/m-trace"
+hc trace-model "is the model's model.safetensors" "$BIN" run --model "$T/m-trace" --out @OUT@ --trace "$T/m-trace/model.safetensors"
+cmp -s "$T/m/model.safetensors" "$T/m-trace/model.safetensors" || bad "trace-model: the checkpoint changed"
+cp "$G/support_x.npy" "$T/sx-copy.npy"
+hc trace-input "is the input --support-x" "$BIN" run --model "$T/m" --out @OUT@ --support-x "$T/sx-copy.npy" --support-y "$G/support_y.npy" \
+   --query-x "$G/query_x.npy" --trace "$T/sx-copy.npy"
+hc trace-directory "--trace $T: is a directory" "$BIN" run --model "$T/m" --out @OUT@ --trace "$T"
+hc model-empty "--model needs a directory" "$BIN" run --model "" --out @OUT@
+cp "$T/m/config.json" "$T/config-keep.json"
+hc verify-json-model "--json $T/m/config.json is the model's config.json" "$BIN" verify --model "$T/m" --device cpu --against cpu --seeds 1 --json "$T/m/config.json"
+cmp -s "$T/m/config.json" "$T/config-keep.json" || bad "verify-json-model: config.json changed"
+hc verify-samples "--samples takes an integer" "$BIN" verify --model "$T/m" --device cpu --against cpu --samples -1
+hc verify-max-abs "--max-abs takes a finite number" "$BIN" verify --model "$T/m" --device cpu --against cpu --max-abs nan
+hc verify-seeds "--seeds takes a comma list" "$BIN" verify --model "$T/m" --device cpu --against cpu --seeds 1,,2
+hc bench-runs "--runs takes an integer in [1," "$BIN" bench --model "$T/m" --runs 0
+hc bench-features "--features takes an integer" "$BIN" bench --model "$T/m" --features 12x
+hc gen-seed "--seed takes an integer" "$BIN" gen-weights mitra --out "$T/gen-bad" --seed x
+[ -e "$T/gen-bad" ] && bad "gen-seed: the output directory was created" || true
+
+# ---- filesystem --------------------------------------------------------------------------------
+: > "$T/plain-file"
+hc out-is-file "plain-file: exists and is not a directory" "$BIN" run --model "$T/m" --out "$T/plain-file"
+HC_SETUP='mkdir -p "$O/sub"' hc out-subdir "holds 'sub', which is not a plain file" "$BIN" run --model "$T/m" --out @OUT@
+hc stdout-full "cannot write to standard output" bash -c "exec \"$BIN\" run --model \"$T/m\" --out @OUT@ > /dev/full"
+if command -v flock > /dev/null; then
+  HC_ALLOW='nofall.lock$' hc locked "another nofall run" bash -c "exec flock \"$T/.o-locked.nofall.lock\" \"$BIN\" run --model \"$T/m\" --out @OUT@"
+  rm -f "$T/.o-locked.nofall.lock"
+else
+  echo "skip locked: flock(1) not installed"
+fi
+# unwritable parent and a full disk: a small tmpfs (root; read-only remount) or chmod (non-root)
+MNT=$T/mnt
+mkdir -p "$MNT"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=64k tmpfs "$MNT" 2> /dev/null; then
+  trap 'umount "$MNT" 2>/dev/null' EXIT
+  # full: 16 pages, the previous set takes 7 (+ the lock): the new set cannot fit
+  cp -a "$G" "$MNT/out"; dd if=/dev/zero of="$MNT/filler" bs=4096 count=4 2>/dev/null
+  before=$(snapshot "$MNT/out")
+  cases=$((cases + 1))
+  "$BIN" run --model "$T/m" --out "$MNT/out" > "$T/full.out" 2> "$T/full.err"; rc=$?
+  if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -qE "$MNT/.*(No space left|write failed|cannot create)" "$T/full.err" && [ "$(snapshot "$MNT/out")" = "$before" ] \
+     && ! ls -A "$MNT" | grep -q nofall; then ok "disk-full: exit $rc, $(head -c 160 "$T/full.err")"
+  else bad "disk-full: rc=$rc"; cat "$T/full.err"; ls -la "$MNT"; fi
+  rm -f "$MNT/filler"
+  mount -o remount,ro "$MNT"
+  before=$(snapshot "$MNT/out")
+  cases=$((cases + 1))
+  "$BIN" run --model "$T/m" --out "$MNT/out" > "$T/ro.out" 2> "$T/ro.err"; rc=$?
+  if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -qF -- "--out $MNT/out" "$T/ro.err" && grep -q "Read-only file system" "$T/ro.err" \
+     && [ "$(snapshot "$MNT/out")" = "$before" ]; then ok "unwritable: exit $rc, $(head -c 160 "$T/ro.err")"
+  else bad "unwritable: rc=$rc"; cat "$T/ro.err"; fi
+  umount "$MNT"; trap - EXIT
+elif [ "$(id -u)" != 0 ]; then
+  cp -a "$G" "$T/ro-parent-out" 2>/dev/null; mkdir -p "$T/ro-parent"; cp -a "$G" "$T/ro-parent/out"; chmod 555 "$T/ro-parent"
+  before=$(snapshot "$T/ro-parent/out")
+  cases=$((cases + 1))
+  "$BIN" run --model "$T/m" --out "$T/ro-parent/out" > /dev/null 2> "$T/ro.err"; rc=$?
+  if [ $rc -ne 0 ] && grep -q "Permission denied" "$T/ro.err" && [ "$(snapshot "$T/ro-parent/out")" = "$before" ]; then ok "unwritable (chmod): exit $rc"
+  else bad "unwritable (chmod): rc=$rc"; cat "$T/ro.err"; fi
+  chmod 755 "$T/ro-parent"
+  echo "skip disk-full: needs root to mount a small tmpfs"
+else
+  echo "skip disk-full and unwritable: cannot mount a tmpfs here (mount refused)"
+fi
+
+echo "hostile.sh: $cases cases, $fails failure(s)"
+[ $cases -ge 45 ] || { echo "hostile.sh: fewer than 45 cases"; fails=$((fails + 1)); }
+[ $fails -eq 0 ]
