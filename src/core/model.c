@@ -147,7 +147,7 @@ const char * nf_model_output_name(const nf_model * m) { return m->iface->output_
 /* Arrays from a caller: a rank in range, non-negative dims whose product
  * (checked before each multiplication) stays under 2^40 elements, data
  * present. Every model indexes its inputs with products of these dims. */
-static int nf__arrays_check(const struct nf_array * in, int n_in, nf_err * err) {
+static int nf__arrays_check(const struct nf_array * in, int n_in, int need_data, nf_err * err) {
     if (n_in < 0 || (n_in > 0 && !in)) return nf__err_set(err, NF_ERR_ARG, "bad input array list");
     for (int i = 0; i < n_in; i++) {
         char nm[128];
@@ -163,14 +163,14 @@ static int nf__arrays_check(const struct nf_array * in, int n_in, nf_err * err) 
                 return nf__err_set(err, NF_ERR_SHAPE, "input %s: more than 2^40 elements", nm);
             n *= (uint64_t) v;
         }
-        if (n > 0 && !in[i].data) return nf__err_set(err, NF_ERR_ARG, "input %s: no data", nm);
+        if (need_data && n > 0 && !in[i].data) return nf__err_set(err, NF_ERR_ARG, "input %s: no data", nm);
     }
     return NF_OK;
 }
 
 int nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in, int * ndim, int64_t * shape,
                           nf_err * err) {
-    NF_TRY(nf__arrays_check(in, n_in, err));
+    NF_TRY(nf__arrays_check(in, n_in, 0, err));   /* a shape query: no data needed */
     return m->iface->output_shape(m->impl, in, n_in, ndim, shape, err);
 }
 
@@ -199,7 +199,7 @@ int nf_model_stage_name(const nf_model * m, int i, char * out, size_t n) {
 }
 
 int nf_model_forward(nf_model * m, const struct nf_array * in, int n_in, float * out, nf_err * err) {
-    NF_TRY(nf__arrays_check(in, n_in, err));
+    NF_TRY(nf__arrays_check(in, n_in, 1, err));
     return m->iface->forward(m->impl, in, n_in, out, err);
 }
 

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 #include <zip.h>
 
 #define NF__NIL UINT32_MAX
@@ -984,29 +985,33 @@ static int nf__ckpt_legacy_check(const unsigned char * head, size_t n, const cha
 
 int nf__ckpt_open(const char * path, struct nf_ckpt * ck, nf_err * err) {
     memset(ck, 0, sizeof(*ck));
-    FILE * f = fopen(path, "rb");
-    if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* a regular file only (a FIFO or a directory is refused, never waited on) */
+    int fd = -1;
+    uint64_t fsize = 0;
+    NF_TRY(nf__open_regular(path, &fd, &fsize, err));
     unsigned char head[16];
-    const size_t hn = fread(head, 1, sizeof(head), f);
-    const int sk = fseeko(f, 0, SEEK_END);
-    const off_t fsize = sk == 0 ? ftello(f) : -1;
-    fclose(f);
-    if (fsize < 0) return nf__err_set(err, NF_ERR_IO, "%s: cannot size the file: %s", path, strerror(errno));
-    ck->file_size = (uint64_t) fsize;
-    NF_TRY(nf__ckpt_legacy_check(head, hn, path, err));
+    const ssize_t hr = read(fd, head, sizeof(head));
+    const size_t hn = hr > 0 ? (size_t) hr : 0;
+    ck->file_size = fsize;
+    int rc = nf__ckpt_legacy_check(head, hn, path, err);
+    if (rc == NF_OK && lseek(fd, 0, SEEK_SET) != 0) rc = nf__err_set(err, NF_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
+    if (rc == NF_OK && !(ck->path = strdup(path))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    if (rc != NF_OK) {
+        close(fd);
+        return rc;
+    }
     int zerr = 0;
-    ck->path = strdup(path);
-    if (!ck->path) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    ck->za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &zerr);
+    ck->za = zip_fdopen(fd, ZIP_RDONLY | ZIP_CHECKCONS, &zerr);   /* owns fd from here on */
+    if (!ck->za) close(fd);
     if (!ck->za) {
         zip_error_t ze;
         zip_error_init_with_code(&ze, zerr);
-        int rc = nf__err_set(err, zerr == ZIP_ER_OPEN || zerr == ZIP_ER_READ ? NF_ERR_IO : NF_ERR_FORMAT, "%s: not a readable zip archive: %s", path, zip_error_strerror(&ze));
+        rc = nf__err_set(err, zerr == ZIP_ER_OPEN || zerr == ZIP_ER_READ ? NF_ERR_IO : NF_ERR_FORMAT, "%s: not a readable zip archive: %s", path, zip_error_strerror(&ze));
         zip_error_fini(&ze);
         nf__ckpt_close(ck);
         return rc;
     }
-    int rc = nf__ckpt_init(ck, err);
+    rc = nf__ckpt_init(ck, err);
     if (rc != NF_OK) nf__ckpt_close(ck);
     return rc;
 }
@@ -1103,11 +1108,12 @@ int nf__ckpt_load(const char * path, struct nf_safetensors * st, nf_err * err) {
 
 int nf__tensors_open(const char * path, struct nf_safetensors * st, nf_err * err) {
     memset(st, 0, sizeof(*st));
-    FILE * f = fopen(path, "rb");
-    if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd = -1;
+    uint64_t size = 0;
+    NF_TRY(nf__open_regular(path, &fd, &size, err));   /* never blocks on a FIFO */
     unsigned char head[4] = {0};
-    const size_t n = fread(head, 1, sizeof(head), f);
-    fclose(f);
+    const ssize_t n = read(fd, head, sizeof(head));
+    close(fd);
     if (n == 4 && memcmp(head, "PK\3\4", 4) == 0) return nf__ckpt_load(path, st, err);
     return nf__st_open(path, st, err);
 }
