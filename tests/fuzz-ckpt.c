@@ -20,7 +20,10 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size);
 static int64_t nf_fuzz_record(void * ctx, const char * key, int64_t * entry) {
     (void) ctx;
     static const int64_t sizes[] = {24, 8, 40, 4096};
-    if (key[0] >= '0' && key[0] <= '3' && key[1] == '\0') { *entry = key[0] - '0'; return sizes[key[0] - '0']; }
+    if (key[0] >= '0' && key[0] <= '3' && key[1] == '\0') {
+        *entry = key[0] - '0';
+        return sizes[key[0] - '0'];
+    }
     return -1;
 }
 
@@ -35,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                 const struct nf_st_tensor * t = &st.tensors[i];
                 const unsigned char * p = nf__st_data(&st, t);
                 volatile unsigned char sink = 0;
-                for (uint64_t b = 0; b < t->end - t->begin; b++) sink ^= p[b];   /* every byte in bounds */
+                for (uint64_t b = 0; b < t->end - t->begin; b++) sink ^= p[b]; /* every byte in bounds */
                 (void) sink;
             }
             nf__st_close(&st);

@@ -51,22 +51,20 @@ uint64_t g_rng;
 /* ---- running one case on one backend ------------------------------------------------------ */
 
 struct run_out {
-    uint32_t * dst[NF_OP_MAX_DST];   /* full buffers after the op (guards included) */
-    int        src_clobbered;       /* index+1 of a src whose buffer changed, else 0 */
+    uint32_t * dst[NF_OP_MAX_DST]; /* full buffers after the op (guards included) */
+    int src_clobbered;             /* index+1 of a src whose buffer changed, else 0 */
 };
 
-static void run_out_free(struct run_out * r)
-{
+static void run_out_free(struct run_out * r) {
     for (int i = 0; i < NF_OP_MAX_DST; i++) {
         free(r->dst[i]);
         r->dst[i] = NULL;
     }
 }
 
-static int run_case(nf_backend * be, const struct tcase * tc, struct run_out * out, nf_err * err)
-{
-    static const char * const sname[] = { "src0", "src1", "src2", "src3" };
-    static const char * const dname[] = { "dst0", "dst1" };
+static int run_case(nf_backend * be, const struct tcase * tc, struct run_out * out, nf_err * err) {
+    static const char * const sname[] = {"src0", "src1", "src2", "src3"};
+    static const char * const dname[] = {"dst0", "dst1"};
     nf_tensor full[NF_OP_MAX_SRC + NF_OP_MAX_DST];
     memset(full, 0, sizeof(full));
     memset(out, 0, sizeof(*out));
@@ -104,14 +102,14 @@ static int run_case(nf_backend * be, const struct tcase * tc, struct run_out * o
             continue;
         }
         const int64_t words = opnd_words(o);
-        uint32_t * h = malloc((size_t)words * sizeof(uint32_t));
+        uint32_t * h = malloc((size_t) words * sizeof(uint32_t));
         if (!h) {
             rc = nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
             break;
         }
         rc = nf__tensor_download(&full[i], h, err);
         if (is_src) {
-            if (rc == NF_OK && memcmp(h, o->host, (size_t)words * sizeof(uint32_t)) != 0 && !out->src_clobbered) {
+            if (rc == NF_OK && memcmp(h, o->host, (size_t) words * sizeof(uint32_t)) != 0 && !out->src_clobbered) {
                 out->src_clobbered = i + 1;
             }
             free(h);
@@ -132,15 +130,14 @@ static int run_case(nf_backend * be, const struct tcase * tc, struct run_out * o
 
 struct cmp {
     int64_t n_bad, n_guard, n_nondet;
-    double  max_abs, max_rel, max_ratio;
+    double max_abs, max_rel, max_ratio;
     int64_t worst_i;
-    float   worst_ref, worst_dev;
-    int     worst_dst;
+    float worst_ref, worst_dev;
+    int worst_dst;
 };
 
 static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const uint32_t * ref_full,
-                        const uint32_t * dev_full, const uint32_t * dev_full2, struct cmp * c)
-{
+                        const uint32_t * dev_full, const uint32_t * dev_full2, struct cmp * c) {
     const struct operand * o = &tc->dst[j];
     const int64_t n_el = opnd_numel(o);
     const int64_t words = opnd_words(o);
@@ -152,9 +149,9 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const
             c->n_guard++;
         }
     }
-    const float * ref = (const float *)(const void *)(ref_full + GUARD);
-    const float * dev = (const float *)(const void *)(dev_full + GUARD);
-    double * tol = malloc((size_t)(n_el ? n_el : 1) * sizeof(double));
+    const float * ref = (const float *) (const void *) (ref_full + GUARD);
+    const float * dev = (const float *) (const void *) (dev_full + GUARD);
+    double * tol = malloc((size_t) (n_el ? n_el : 1) * sizeof(double));
     if (!tol) {
         fprintf(stderr, "out of memory\n");
         exit(2);
@@ -178,12 +175,12 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const
             } else if (isinf(r) || isinf(v)) {
                 ok = r == v;
             } else {
-                d = fabs((double)r - (double)v);
+                d = fabs((double) r - (double) v);
                 ok = tol[i] > 0.0 ? d <= tol[i] : r == v;
                 if (d > c->max_abs) {
                     c->max_abs = d;
                 }
-                const double rel = d / (fabs((double)r) > 1e-30 ? fabs((double)r) : 1e-30);
+                const double rel = d / (fabs((double) r) > 1e-30 ? fabs((double) r) : 1e-30);
                 if (d > 0 && rel > c->max_rel) {
                     c->max_rel = rel;
                 }
@@ -214,8 +211,7 @@ static void report(const char * be, const char * what, int ok, const char * fmt,
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
-static void report(const char * be, const char * what, int ok, const char * fmt, ...)
-{
+static void report(const char * be, const char * what, int ok, const char * fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -230,8 +226,7 @@ static void report(const char * be, const char * what, int ok, const char * fmt,
 
 /* the device placement check must hold on every backend: an operand on the
  * cpu backend given to another backend's op is NF_ERR_PLACEMENT */
-static void check_placement(nf_backend * be, nf_backend * cpu)
-{
+static void check_placement(nf_backend * be, nf_backend * cpu) {
     nf_err err;
     memset(&err, 0, sizeof(err));
     nf_tensor x, g, b, y;
@@ -270,14 +265,13 @@ static void check_placement(nf_backend * be, nf_backend * cpu)
 }
 
 #ifdef NF_HAVE_OPENCL
-static void check_opencl_errors(void)
-{
+static void check_opencl_errors(void) {
     nf_err err;
     nf_backend * be = NULL;
     memset(&err, 0, sizeof(err));
     int rc = nf_backend_init("opencl:99", NF_PRECISION_EXACT, &be, &err);
-    report("opencl", "no-such-device", rc == NF_ERR_DEVICE && !be && strstr(err.msg, "opencl:99") != NULL,
-           "%s: %s", nf_result_name(rc), err.msg);
+    report("opencl", "no-such-device", rc == NF_ERR_DEVICE && !be && strstr(err.msg, "opencl:99") != NULL, "%s: %s",
+           nf_result_name(rc), err.msg);
     nf_backend_free(be);
     be = NULL;
 
@@ -296,21 +290,21 @@ static void check_opencl_errors(void)
         printf("SKIP opencl    build-failure   not available: %s\n", err.msg);
         return;
     }
-    static const char * const broken[] = { "opencl.test_break_build=1", NULL };
-    const struct nf_backend_opts bo = { .precision = NF_PRECISION_EXACT, .options = broken };
+    static const char * const broken[] = {"opencl.test_break_build=1", NULL};
+    const struct nf_backend_opts bo = {.precision = NF_PRECISION_EXACT, .options = broken};
     memset(&err, 0, sizeof(err));
     rc = nf_backend_init_opts("opencl:0", &bo, &be, &err);
     const char * nl = strchr(err.msg, '\n');
-    report("opencl", "build-failure", rc == NF_ERR_DEVICE && !be && strstr(err.msg, "kernel build failed") != NULL &&
-           nl != NULL && nl[1] != '\0', "%s: %.*s (+ build log, %zu chars)", nf_result_name(rc),
-           nl ? (int)(nl - err.msg) : (int)strlen(err.msg), err.msg, nl ? strlen(nl + 1) : (size_t)0);
+    report("opencl", "build-failure",
+           rc == NF_ERR_DEVICE && !be && strstr(err.msg, "kernel build failed") != NULL && nl != NULL && nl[1] != '\0',
+           "%s: %.*s (+ build log, %zu chars)", nf_result_name(rc), nl ? (int) (nl - err.msg) : (int) strlen(err.msg),
+           err.msg, nl ? strlen(nl + 1) : (size_t) 0);
     nf_backend_free(be);
 }
 #endif
 
 static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, const char * const * only_ops,
-                         int n_only, int verbose, int * n_cases, int * n_ok)
-{
+                         int n_only, int verbose, int * n_cases, int * n_ok) {
     nf_err err;
     printf("---- %s: %s\n     %s\n", disp, nf_backend_description(be), nf_backend_precision_detail(be));
     for (int oi = 0; oi < N_OPS; oi++) {
@@ -326,7 +320,7 @@ static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, c
         }
         for (int v = 0; v < g_ops[oi].n; v++) {
             struct tcase tc;
-            g_rng = 0x5EED0000ULL + (uint64_t)oi * 1000u + (uint64_t)v;   /* same data on every backend */
+            g_rng = 0x5EED0000ULL + (uint64_t) oi * 1000u + (uint64_t) v; /* same data on every backend */
             g_ops[oi].fn(&tc, v);
             (*n_cases)++;
             struct run_out ref, dev1, dev2;
@@ -361,12 +355,11 @@ static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, c
             char extra[256] = "";
             if (c.n_bad && (verbose || !ok)) {
                 snprintf(extra, sizeof(extra), " first bad: dst%d[%lld] ref=%.9g dev=%.9g", c.worst_dst,
-                         (long long)c.worst_i, (double)c.worst_ref, (double)c.worst_dev);
+                         (long long) c.worst_i, (double) c.worst_ref, (double) c.worst_dev);
             }
-            report(disp, opname, ok,
-                   "%s  max_abs=%.3g max_rel=%.3g err/tol=%.3g bad=%lld guard=%lld nondet=%lld%s%s",
-                   tc.desc, c.max_abs, c.max_rel, c.max_ratio, (long long)c.n_bad, (long long)c.n_guard,
-                   (long long)c.n_nondet, dev1.src_clobbered || ref.src_clobbered ? " SRC-CLOBBERED" : "", extra);
+            report(disp, opname, ok, "%s  max_abs=%.3g max_rel=%.3g err/tol=%.3g bad=%lld guard=%lld nondet=%lld%s%s",
+                   tc.desc, c.max_abs, c.max_rel, c.max_ratio, (long long) c.n_bad, (long long) c.n_guard,
+                   (long long) c.n_nondet, dev1.src_clobbered || ref.src_clobbered ? " SRC-CLOBBERED" : "", extra);
             *n_ok += ok;
             run_out_free(&ref);
             run_out_free(&dev1);
@@ -378,10 +371,9 @@ static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, c
 
 /* ---- main ------------------------------------------------------------------------------------- */
 
-static int absent_reason(const char * msg)
-{
+static int absent_reason(const char * msg) {
     static const char * const pats[] = {
-        "not compiled", "no such device", "no OpenCL platform", "no OpenCL device",
+        "not compiled",   "no such device",    "no OpenCL platform",          "no OpenCL device",
         "no CUDA device", "cudaErrorNoDevice", "cudaErrorInsufficientDriver",
     };
     for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
@@ -392,8 +384,7 @@ static int absent_reason(const char * msg)
     return 0;
 }
 
-int main(int argc, char ** argv)
-{
+int main(int argc, char ** argv) {
     const char * devs[16];
     int n_devs = 0, explicit_devs = 0, verbose = 0;
     const char * only_ops[16];
@@ -429,10 +420,10 @@ int main(int argc, char ** argv)
     for (int t = 0; t < NF_OP_COUNT; t++) {
         int have = 0;
         for (int oi = 0; oi < N_OPS; oi++) {
-            have |= g_ops[oi].type == (enum nf_op_type)t;
+            have |= g_ops[oi].type == (enum nf_op_type) t;
         }
         if (!have) {
-            report("-", nf__op_name((enum nf_op_type)t), 0, "no test descriptor in test-backend-ops.c");
+            report("-", nf__op_name((enum nf_op_type) t), 0, "no test descriptor in test-backend-ops.c");
         }
     }
 
@@ -456,10 +447,12 @@ int main(int argc, char ** argv)
         /* the OpenCL backend has two GEMM paths (CLBlast and its own kernel, with a
          * CPU and a GPU tile geometry): test LINEAR on the other ones too */
         if (strcmp(nf_backend_kind(be), "opencl") == 0) {
-            static const struct { const char * tag, * gemm, * geo; } alt[] = {
-                { "own",     "own", NULL },
-                { "own-gpu", "own", "64 64 16 16 16 0" },
-                { "own-cpu", "own", "64 64 16 16 8 1" },
+            static const struct {
+                const char *tag, *gemm, *geo;
+            } alt[] = {
+                {"own", "own", NULL},
+                {"own-gpu", "own", "64 64 16 16 16 0"},
+                {"own-cpu", "own", "64 64 16 16 8 1"},
             };
             int want = !n_only;
             for (int k = 0; k < n_only; k++) {
@@ -470,8 +463,8 @@ int main(int argc, char ** argv)
                 char kv_gemm[64], kv_geo[96];
                 snprintf(kv_gemm, sizeof(kv_gemm), "opencl.gemm=%s", alt[a].gemm);
                 snprintf(kv_geo, sizeof(kv_geo), "opencl.gemm_geometry=%s", alt[a].geo ? alt[a].geo : "");
-                const char * const kvs[] = { kv_gemm, alt[a].geo ? kv_geo : NULL, NULL };
-                const struct nf_backend_opts ao = { .precision = NF_PRECISION_EXACT, .options = kvs };
+                const char * const kvs[] = {kv_gemm, alt[a].geo ? kv_geo : NULL, NULL};
+                const struct nf_backend_opts ao = {.precision = NF_PRECISION_EXACT, .options = kvs};
                 const int rc = nf_backend_init_opts(devs[di], &ao, &ob, &err);
                 char disp[48];
                 snprintf(disp, sizeof(disp), "%s/%s", nf_backend_name(be), alt[a].tag);
@@ -480,10 +473,10 @@ int main(int argc, char ** argv)
                     continue;
                 }
                 if (!alt[a].geo && !strstr(nf_backend_precision_detail(be), "CLBlast")) {
-                    nf_backend_free(ob);   /* the main pass already used the built-in GEMM */
+                    nf_backend_free(ob); /* the main pass already used the built-in GEMM */
                     continue;
                 }
-                const char * lin[1] = { "LINEAR" };
+                const char * lin[1] = {"LINEAR"};
                 test_backend(ob, disp, cpu, lin, 1, verbose, &n_cases, &n_ok);
                 nf_backend_free(ob);
             }

@@ -84,7 +84,8 @@ static void test_safetensors(void) {
         CHECK_MSG(&err, "control character");
     }
     /* a key with \u0000 would load under its prefix */
-    CHECK_RC(ST("nulkey.st", "{\"a\\u0000shadow\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT, &err);
+    CHECK_RC(ST("nulkey.st", "{\"a\\u0000shadow\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8),
+             NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "u0000");
     /* __metadata__: an object of strings, nothing else */
     snprintf(h, sizeof(h), "{\"__metadata__\":\"pt\",%s}", T1);
@@ -96,31 +97,40 @@ static void test_safetensors(void) {
     snprintf(h, sizeof(h), "{\"__metadata__\":{\"format\":\"pt\"},%s}", T1);
     CHECK_RC(ST("meta-ok.st", h, 8), NF_OK, &err);
     /* a gap between tensors, bytes after the last, a gap before the first */
-    CHECK_RC(ST("gap.st", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12),
-             NF_ERR_FORMAT, &err);
+    CHECK_RC(
+        ST("gap.st",
+           "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+           12),
+        NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "gap");
     CHECK_MSG(&err, "'b'");
     snprintf(h, sizeof(h), "{%s}", T1);
     CHECK_RC(ST("trailing-data.st", h, 12), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "after the last tensor");
-    CHECK_RC(ST("gap-first.st", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8), NF_ERR_FORMAT, &err);
+    CHECK_RC(ST("gap-first.st", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8), NF_ERR_FORMAT,
+             &err);
     CHECK_MSG(&err, "gap");
     /* not starting with '{' */
     snprintf(h, sizeof(h), " {%s}", T1);
     CHECK_RC(ST("leading-space.st", h, 8), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "start with '{'");
     /* invalid UTF-8 in a key; a control character in a key (raw) */
-    CHECK_RC(ST("utf8.st", "{\"a\xff\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT, &err);
+    CHECK_RC(ST("utf8.st", "{\"a\xff\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT,
+             &err);
     CHECK_MSG(&err, "UTF-8");
-    CHECK_RC(ST("rawctl.st", "{\"a\x1b[31m\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT, &err);
+    CHECK_RC(ST("rawctl.st", "{\"a\x1b[31m\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8),
+             NF_ERR_FORMAT, &err);
     /* an escaped control character is valid JSON: the name is escaped in messages */
-    CHECK_RC(ST("escctl.st", "{\"a\\u001b[31m\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT, &err);
+    CHECK_RC(ST("escctl.st", "{\"a\\u001b[31m\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8),
+             NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "a\\x1b[31m");
     CHECK(strchr(err.msg, 0x1b) == NULL, "raw ESC in the message: %s", err.msg);
     /* numbers JSON does not have */
-    CHECK_RC(ST("plus.st", "{\"a\":{\"dtype\":\"F32\",\"shape\":[+2],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT, &err);
+    CHECK_RC(ST("plus.st", "{\"a\":{\"dtype\":\"F32\",\"shape\":[+2],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT,
+             &err);
     CHECK_MSG(&err, "number");
-    CHECK_RC(ST("lead0.st", "{\"a\":{\"dtype\":\"F32\",\"shape\":[02],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT, &err);
+    CHECK_RC(ST("lead0.st", "{\"a\":{\"dtype\":\"F32\",\"shape\":[02],\"data_offsets\":[0,8]}}", 8), NF_ERR_FORMAT,
+             &err);
     /* the header is a directory / a FIFO: no hang, a message naming it */
     char p[1024];
     struct nf_safetensors st;
@@ -140,30 +150,46 @@ static void test_safetensors(void) {
 static void test_npy(void) {
     nf_err err;
     float f[6] = {1, 2, 3, 4, 5, 6};
-    CHECK_RC(npy_case("ok.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", f, 24, &err), NF_OK, &err);
-    CHECK_RC(npy_case("ok2.npy", "{\"descr\":\"<f4\",\"fortran_order\":False,\"shape\":(6,)}\n", f, 24, &err), NF_OK, &err);
-    CHECK_RC(npy_case("empty-shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", f, 4, &err), NF_OK, &err);
+    CHECK_RC(npy_case("ok.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", f, 24, &err), NF_OK,
+             &err);
+    CHECK_RC(npy_case("ok2.npy", "{\"descr\":\"<f4\",\"fortran_order\":False,\"shape\":(6,)}\n", f, 24, &err), NF_OK,
+             &err);
+    CHECK_RC(npy_case("empty-shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", f, 4, &err), NF_OK,
+             &err);
     /* 2^24 x 2^40 with no data: the product wrapped to 0 and was accepted */
-    CHECK_RC(npy_case("wrap.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (16777216, 1099511627776), }", NULL, 0, &err),
+    CHECK_RC(npy_case("wrap.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (16777216, 1099511627776), }",
+                      NULL, 0, &err),
              NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "too large");
-    CHECK_RC(npy_case("wrap3.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 65536, 65536, 65536), }", NULL, 0, &err),
+    CHECK_RC(npy_case("wrap3.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 65536, 65536, 65536), }",
+                      NULL, 0, &err),
              NF_ERR_FORMAT, &err);
-    CHECK_RC(npy_case("nobraces.npy", "'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ", f, 24, &err), NF_ERR_FORMAT, &err);
+    CHECK_RC(npy_case("nobraces.npy", "'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ", f, 24, &err),
+             NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "dict");
-    CHECK_RC(npy_case("instring.npy", "{'x': \"'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)\"}", f, 24, &err), NF_ERR_FORMAT, &err);
+    CHECK_RC(
+        npy_case("instring.npy", "{'x': \"'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)\"}", f, 24, &err),
+        NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "unexpected key 'x'");
-    CHECK_RC(npy_case("notuple.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", f, 24, &err), NF_ERR_FORMAT, &err);
+    CHECK_RC(npy_case("notuple.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", f, 24, &err),
+             NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "shape");
-    CHECK_RC(npy_case("dupkey.npy", "{'descr': '<f4', 'descr': '<i4', 'fortran_order': False, 'shape': (6,), }", f, 24, &err), NF_ERR_FORMAT, &err);
+    CHECK_RC(npy_case("dupkey.npy", "{'descr': '<f4', 'descr': '<i4', 'fortran_order': False, 'shape': (6,), }", f, 24,
+                      &err),
+             NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "twice");
-    CHECK_RC(npy_case("after.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), } junk", f, 24, &err), NF_ERR_FORMAT, &err);
+    CHECK_RC(npy_case("after.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), } junk", f, 24, &err),
+             NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "trailing");
-    CHECK_RC(npy_case("fo-str.npy", "{'descr': '<f4', 'fortran_order': 'False', 'shape': (6,), }", f, 24, &err), NF_ERR_FORMAT, &err);
-    CHECK_RC(npy_case("descr-prefix.npy", "{'descr': '<f4x', 'fortran_order': False, 'shape': (6,), }", f, 24, &err), NF_ERR_FORMAT, &err);
+    CHECK_RC(npy_case("fo-str.npy", "{'descr': '<f4', 'fortran_order': 'False', 'shape': (6,), }", f, 24, &err),
+             NF_ERR_FORMAT, &err);
+    CHECK_RC(npy_case("descr-prefix.npy", "{'descr': '<f4x', 'fortran_order': False, 'shape': (6,), }", f, 24, &err),
+             NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "unsupported dtype");
-    CHECK_RC(npy_case("neg.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (-6,), }", f, 24, &err), NF_ERR_FORMAT, &err);
-    CHECK_RC(npy_case("nested.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': ((6,),), }", f, 24, &err), NF_ERR_FORMAT, &err);
+    CHECK_RC(npy_case("neg.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (-6,), }", f, 24, &err),
+             NF_ERR_FORMAT, &err);
+    CHECK_RC(npy_case("nested.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': ((6,),), }", f, 24, &err),
+             NF_ERR_FORMAT, &err);
     CHECK_RC(npy_case("missing.npy", "{'descr': '<f4', 'shape': (6,), }", f, 24, &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "lacks");
     char p[1024];
@@ -194,25 +220,47 @@ static int cfg_case(const char * name, const char * text, struct nf_mitra_config
 static void test_config(void) {
     nf_err err;
     struct nf_mitra_config c;
-    CHECK_RC(cfg_case("ok.json", "{\"dim\": 32, \"dim_output\": 10, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}\n", &c, &err), NF_OK, &err);
+    CHECK_RC(
+        cfg_case("ok.json",
+                 "{\"dim\": 32, \"dim_output\": 10, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}\n",
+                 &c, &err),
+        NF_OK, &err);
     CHECK(c.dim == 32 && c.n_heads == 4, "parsed");
     /* out of int range: the (int) cast was undefined */
-    CHECK_RC(cfg_case("big.json", "{\"dim\": 2147483648, \"dim_output\": 10, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}", &c, &err),
-             NF_ERR_CHECKPOINT, &err);
+    CHECK_RC(
+        cfg_case(
+            "big.json",
+            "{\"dim\": 2147483648, \"dim_output\": 10, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}",
+            &c, &err),
+        NF_ERR_CHECKPOINT, &err);
     CHECK_MSG(&err, "\"dim\" must be an integer");
-    CHECK_RC(cfg_case("huge.json", "{\"dim\": 32, \"dim_output\": 1e300, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}", &c, &err),
-             NF_ERR_CHECKPOINT, &err);
+    CHECK_RC(
+        cfg_case("huge.json",
+                 "{\"dim\": 32, \"dim_output\": 1e300, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}",
+                 &c, &err),
+        NF_ERR_CHECKPOINT, &err);
     CHECK_MSG(&err, "\"dim_output\"");
-    CHECK_RC(cfg_case("inf.json", "{\"dim\": 32, \"dim_output\": 10, \"n_layers\": -1e400, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}", &c, &err),
-             NF_ERR_CHECKPOINT, &err);
+    CHECK_RC(
+        cfg_case(
+            "inf.json",
+            "{\"dim\": 32, \"dim_output\": 10, \"n_layers\": -1e400, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}", &c,
+            &err),
+        NF_ERR_CHECKPOINT, &err);
     CHECK_MSG(&err, "\"n_layers\"");
     /* trailing garbage, duplicate keys (Python keeps the last, cJSON the first) */
-    CHECK_RC(cfg_case("trail.json", "{\"dim\": 32, \"dim_output\": 10, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"} {", &c, &err),
-             NF_ERR_FORMAT, &err);
+    CHECK_RC(
+        cfg_case("trail.json",
+                 "{\"dim\": 32, \"dim_output\": 10, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"} {",
+                 &c, &err),
+        NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "trail.json");
     CHECK_MSG(&err, "trailing");
-    CHECK_RC(cfg_case("dup.json", "{\"dim\": 32, \"dim\": 64, \"dim_output\": 10, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}", &c, &err),
-             NF_ERR_FORMAT, &err);
+    CHECK_RC(
+        cfg_case(
+            "dup.json",
+            "{\"dim\": 32, \"dim\": 64, \"dim_output\": 10, \"n_layers\": 2, \"n_heads\": 4, \"task\": \"CLASSIFICATION\"}",
+            &c, &err),
+        NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "\"dim\" appears twice");
     CHECK_RC(cfg_case("bom.json", "\xef\xbb\xbf{\"dim\": 32}", &c, &err), NF_ERR_FORMAT, &err);
     /* config.json as a FIFO or a directory */

@@ -37,8 +37,9 @@ static int open_st(const char * name, nf_err * err) {
 
 static void test_safetensors(void) {
     nf_err err = {0};
-    const char * ok = "{\"__metadata__\":{\"format\":\"pt\"},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
-                      "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    const char * ok =
+        "{\"__metadata__\":{\"format\":\"pt\"},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
     write_st("ok.st", ok, strlen(ok), 16);
     CHECK_RC(open_st("ok.st", &err), NF_OK, &err);
     {
@@ -52,11 +53,13 @@ static void test_safetensors(void) {
         CHECK(nf__st_find(&st, "c") == NULL, "no tensor c");
         nf__st_close(&st);
     }
-    write_st("short.st", "", 3, 0);   /* 8-byte length + nothing: too short handled below */
+    write_st("short.st", "", 3, 0); /* 8-byte length + nothing: too short handled below */
     {
         char p[1024];
         path_of(p, sizeof(p), "tiny.st");
-        FILE * f = fopen(p, "wb"); fwrite("abc", 1, 3, f); fclose(f);
+        FILE * f = fopen(p, "wb");
+        fwrite("abc", 1, 3, f);
+        fclose(f);
         CHECK_RC(open_st("tiny.st", &err), NF_ERR_FORMAT, &err);
         CHECK_MSG(&err, "too short");
     }
@@ -66,10 +69,11 @@ static void test_safetensors(void) {
     write_st("hdr-cap.st", ok, (uint64_t) 1 << 40, 16);
     CHECK_RC(open_st("hdr-cap.st", &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "cap");
-    write_st("truncated.st", ok, strlen(ok), 12);   /* data section 4 bytes short */
+    write_st("truncated.st", ok, strlen(ok), 12); /* data section 4 bytes short */
     CHECK_RC(open_st("truncated.st", &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "'b'");
-    const char * overlap = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
+    const char * overlap =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
     write_st("overlap.st", overlap, strlen(overlap), 16);
     CHECK_RC(open_st("overlap.st", &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "overlap");
@@ -84,7 +88,8 @@ static void test_safetensors(void) {
     write_st("notjson.st", notjson, strlen(notjson), 0);
     CHECK_RC(open_st("notjson.st", &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "JSON");
-    const char * dup = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
+    const char * dup =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
     write_st("dup.st", dup, strlen(dup), 8);
     CHECK_RC(open_st("dup.st", &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "twice");
@@ -130,30 +135,47 @@ static void test_npy(void) {
 
     /* malformed */
     path_of(p, sizeof(p), "bad-magic.npy");
-    fp = fopen(p, "wb"); fwrite("NOTNUMPYxxxxxxxx", 1, 16, fp); fclose(fp);
+    fp = fopen(p, "wb");
+    fwrite("NOTNUMPYxxxxxxxx", 1, 16, fp);
+    fclose(fp);
     CHECK_RC(nf__npy_read(p, &a, &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "magic");
     const char * h = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }";
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char) strlen(h), 0};
     path_of(p, sizeof(p), "trunc.npy");
-    fp = fopen(p, "wb"); fwrite(pre, 1, 10, fp); fwrite(h, 1, strlen(h), fp); fwrite(f, 4, 3, fp); fclose(fp);
+    fp = fopen(p, "wb");
+    fwrite(pre, 1, 10, fp);
+    fwrite(h, 1, strlen(h), fp);
+    fwrite(f, 4, 3, fp);
+    fclose(fp);
     CHECK_RC(nf__npy_read(p, &a, &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "truncated");
     const char * h2 = "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }";
     pre[8] = (unsigned char) strlen(h2);
     path_of(p, sizeof(p), "f16.npy");
-    fp = fopen(p, "wb"); fwrite(pre, 1, 10, fp); fwrite(h2, 1, strlen(h2), fp); fwrite(f, 2, 2, fp); fclose(fp);
+    fp = fopen(p, "wb");
+    fwrite(pre, 1, 10, fp);
+    fwrite(h2, 1, strlen(h2), fp);
+    fwrite(f, 2, 2, fp);
+    fclose(fp);
     CHECK_RC(nf__npy_read(p, &a, &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "unsupported dtype");
     const char * h3 = "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }";
     pre[8] = (unsigned char) strlen(h3);
     path_of(p, sizeof(p), "fortran.npy");
-    fp = fopen(p, "wb"); fwrite(pre, 1, 10, fp); fwrite(h3, 1, strlen(h3), fp); fwrite(f, 4, 2, fp); fclose(fp);
+    fp = fopen(p, "wb");
+    fwrite(pre, 1, 10, fp);
+    fwrite(h3, 1, strlen(h3), fp);
+    fwrite(f, 4, 2, fp);
+    fclose(fp);
     CHECK_RC(nf__npy_read(p, &a, &err), NF_ERR_FORMAT, &err);
     CHECK_MSG(&err, "fortran");
-    pre[8] = 200;   /* header length past the end */
+    pre[8] = 200; /* header length past the end */
     path_of(p, sizeof(p), "hlen.npy");
-    fp = fopen(p, "wb"); fwrite(pre, 1, 10, fp); fwrite(h3, 1, strlen(h3), fp); fclose(fp);
+    fp = fopen(p, "wb");
+    fwrite(pre, 1, 10, fp);
+    fwrite(h3, 1, strlen(h3), fp);
+    fclose(fp);
     CHECK_RC(nf__npy_read(p, &a, &err), NF_ERR_FORMAT, &err);
 }
 
@@ -180,12 +202,20 @@ static void write_mitra(const char * dir, const struct nf_mitra_config * cfg, en
         size_t es = 4;
         if (e == E_MISSING && strcmp(name, target) == 0) continue;
         if (e == E_SHAPE && strcmp(name, target) == 0) s0 += 1;
-        if (e == E_DTYPE && strcmp(name, target) == 0) { dt = "F16"; es = 2; }
+        if (e == E_DTYPE && strcmp(name, target) == 0) {
+            dt = "F16";
+            es = 2;
+        }
         uint64_t nb = (uint64_t) s0 * (uint64_t) (nd == 2 ? s1 : 1) * es;
-        if (nd == 2) len += (size_t) sprintf(hdr + len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld,%lld],\"data_offsets\":[%llu,%llu]}",
-                                            first ? "" : ",", name, dt, (long long) s0, (long long) s1, (unsigned long long) off, (unsigned long long) (off + nb));
-        else len += (size_t) sprintf(hdr + len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld],\"data_offsets\":[%llu,%llu]}",
-                                    first ? "" : ",", name, dt, (long long) s0, (unsigned long long) off, (unsigned long long) (off + nb));
+        if (nd == 2)
+            len += (size_t) sprintf(hdr + len,
+                                    "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld,%lld],\"data_offsets\":[%llu,%llu]}",
+                                    first ? "" : ",", name, dt, (long long) s0, (long long) s1,
+                                    (unsigned long long) off, (unsigned long long) (off + nb));
+        else
+            len += (size_t) sprintf(
+                hdr + len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld],\"data_offsets\":[%llu,%llu]}",
+                first ? "" : ",", name, dt, (long long) s0, (unsigned long long) off, (unsigned long long) (off + nb));
         first = 0;
         off += nb;
     }
@@ -198,12 +228,13 @@ static void write_mitra(const char * dir, const struct nf_mitra_config * cfg, en
     fwrite(lb, 1, 8, f);
     fwrite(hdr, 1, len, f);
     float v = 0.01f;
-    for (uint64_t i = 0; i < off / 2; i++) fwrite(&v, 1, 2, f);   /* any finite-ish bytes */
+    for (uint64_t i = 0; i < off / 2; i++) fwrite(&v, 1, 2, f); /* any finite-ish bytes */
     fclose(f);
     snprintf(p, sizeof(p), "%s/config.json", dir);
     f = fopen(p, "wb");
-    fprintf(f, "{\"dim\": %d, \"dim_output\": %d, \"n_layers\": %d, \"n_heads\": %d, \"task\": \"%s\"}",
-            cfg->dim, cfg->dim_output, cfg->n_layers, cfg->n_heads, cfg->task == NF_TASK_CLASSIFICATION ? "CLASSIFICATION" : "REGRESSION");
+    fprintf(f, "{\"dim\": %d, \"dim_output\": %d, \"n_layers\": %d, \"n_heads\": %d, \"task\": \"%s\"}", cfg->dim,
+            cfg->dim_output, cfg->n_layers, cfg->n_heads,
+            cfg->task == NF_TASK_CLASSIFICATION ? "CLASSIFICATION" : "REGRESSION");
     fclose(f);
     free(hdr);
     free(keys);
@@ -211,8 +242,10 @@ static void write_mitra(const char * dir, const struct nf_mitra_config * cfg, en
 
 static void test_mitra_keys(void) {
     nf_err err = {0};
-    struct nf_mitra_config cls = {.dim = 512, .dim_output = 10, .n_layers = 12, .n_heads = 4, .task = NF_TASK_CLASSIFICATION};
-    struct nf_mitra_config reg = {.dim = 512, .dim_output = 1, .n_layers = 12, .n_heads = 4, .task = NF_TASK_REGRESSION};
+    struct nf_mitra_config cls = {
+        .dim = 512, .dim_output = 10, .n_layers = 12, .n_heads = 4, .task = NF_TASK_CLASSIFICATION};
+    struct nf_mitra_config reg = {
+        .dim = 512, .dim_output = 1, .n_layers = 12, .n_heads = 4, .task = NF_TASK_REGRESSION};
     struct nf_wkey * k = NULL;
     for (int t = 0; t < 2; t++) {
         const struct nf_mitra_config * c = t ? &reg : &cls;
@@ -231,7 +264,8 @@ static void test_mitra_keys(void) {
     /* strict load on a small config, header in reverse order */
     nf_backend * be;
     CHECK_RC(nf_backend_init("cpu", NF_PRECISION_EXACT, &be, &err), NF_OK, &err);
-    struct nf_mitra_config small = {.dim = 8, .dim_output = 3, .n_layers = 2, .n_heads = 2, .task = NF_TASK_CLASSIFICATION};
+    struct nf_mitra_config small = {
+        .dim = 8, .dim_output = 3, .n_layers = 2, .n_heads = 2, .task = NF_TASK_CLASSIFICATION};
     char dir[1024];
     nf_model * m = NULL;
     snprintf(dir, sizeof(dir), "%s/m-ok", tmpdir);
@@ -239,7 +273,11 @@ static void test_mitra_keys(void) {
     CHECK_RC(nf_model_load(be, dir, &m, &err), NF_OK, &err);
     CHECK(m && strcmp(nf_model_type(m), "mitra") == 0, "a config without model_type is Mitra");
     nf_model_free(m);
-    struct { enum edit e; const char * target; const char * needle; } cases[] = {
+    struct {
+        enum edit e;
+        const char * target;
+        const char * needle;
+    } cases[] = {
         {E_MISSING, "layers.1.attention2.k.bias", "missing 'layers.1.attention2.k.bias'"},
         {E_EXTRA, NULL, "unexpected 'layers.0.extra.weight'"},
         {E_SHAPE, "layers.0.linear1.weight", "'layers.0.linear1.weight' has shape [33, 8] (expected [32, 8])"},
@@ -280,7 +318,9 @@ static void test_mitra_keys(void) {
     CHECK_RC(nf_model_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
     CHECK_MSG(&err, "model_type \"sptransformer-x\" is not supported (known: mitra");
     f = fopen(p, "wb");
-    fprintf(f, "{\"model_type\": \"mitra\", \"dim\": 8, \"dim_output\": 3, \"n_layers\": 2, \"n_heads\": 2, \"task\": \"CLASSIFICATION\"}");
+    fprintf(
+        f,
+        "{\"model_type\": \"mitra\", \"dim\": 8, \"dim_output\": 3, \"n_layers\": 2, \"n_heads\": 2, \"task\": \"CLASSIFICATION\"}");
     fclose(f);
     CHECK_RC(nf_model_load(be, dir, &m, &err), NF_OK, &err);
     nf_model_free(m);
@@ -288,14 +328,19 @@ static void test_mitra_keys(void) {
 }
 
 /* ---- the weight-table machinery on a toy model ------------------------------------ */
-struct toy_block { nf_tensor w, b, mean, q, k, v; };
-struct toy { nf_tensor emb, pos, opt, skip; struct toy_block * blocks; };
+struct toy_block {
+    nf_tensor w, b, mean, q, k, v;
+};
+struct toy {
+    nf_tensor emb, pos, opt, skip;
+    struct toy_block * blocks;
+};
 static int64_t toy_dim(const void * cfg, char sym, const int * idx, int depth) {
     switch (sym) {
-    case 'H': return 4;
-    case 'N': return 3;                          /* blocks */
-    case 'W': return depth > 0 && idx[0] >= 2 ? 5 : 3;   /* per-block kernel width */
-    default:  return -1;
+        case 'H': return 4;
+        case 'N': return 3;                                /* blocks */
+        case 'W': return depth > 0 && idx[0] >= 2 ? 5 : 3; /* per-block kernel width */
+        default: return -1;
     }
 }
 #define TB_(f) NF_WSLOT(struct toy_block, f)
@@ -305,16 +350,17 @@ static const struct nf_wentry toy_entries[] = {
     {"opt.weight", "H", .flags = NF_W_OPTIONAL, .slot = NF_WSLOT(struct toy, opt)},
     {"position_ids", "1 H", .dtype = NF_ST_I64, .flags = NF_W_IGNORED},
     NF_WREPEAT('N', struct toy, blocks, struct toy_block),
-        {"blocks.%d.conv.weight", "H H W", .fan_in = "HW", .slot = TB_(w)},
-        {"blocks.%d.conv.bias", "H", .fan_in = "HW", .slot = TB_(b)},
-        {"blocks.%d.bn.running_mean", "H", .flags = NF_W_BUFFER, .slot = TB_(mean)},
-        {"blocks.%d.bn.num_batches_tracked", "", .dtype = NF_ST_I64, .flags = NF_W_OPTIONAL},
-        {"blocks.%d.q", "H", .pack = 1, .slot = TB_(q)},
-        {"blocks.%d.k", "H", .pack = 1, .slot = TB_(k)},
-        {"blocks.%d.v", "H", .pack = 1, .slot = TB_(v)},
+    {"blocks.%d.conv.weight", "H H W", .fan_in = "HW", .slot = TB_(w)},
+    {"blocks.%d.conv.bias", "H", .fan_in = "HW", .slot = TB_(b)},
+    {"blocks.%d.bn.running_mean", "H", .flags = NF_W_BUFFER, .slot = TB_(mean)},
+    {"blocks.%d.bn.num_batches_tracked", "", .dtype = NF_ST_I64, .flags = NF_W_OPTIONAL},
+    {"blocks.%d.q", "H", .pack = 1, .slot = TB_(q)},
+    {"blocks.%d.k", "H", .pack = 1, .slot = TB_(k)},
+    {"blocks.%d.v", "H", .pack = 1, .slot = TB_(v)},
     NF_WEND,
 };
-static const struct nf_wtable toy_table = {"toy", toy_entries, (int) (sizeof(toy_entries) / sizeof(toy_entries[0])), toy_dim};
+static const struct nf_wtable toy_table = {"toy", toy_entries, (int) (sizeof(toy_entries) / sizeof(toy_entries[0])),
+                                           toy_dim};
 
 /* a toy checkpoint: every key the table writes, plus extras by flag */
 static void write_toy(const char * path, int alias, int with_opt, int with_ignored, int with_nbt, int bad_nbt) {
@@ -327,11 +373,13 @@ static void write_toy(const char * path, int alias, int with_opt, int with_ignor
     static float zeros[64];
     int n = 0;
     const struct nf_st_tensor * nbt = nf__st_find(&st, "blocks.0.bn.num_batches_tracked");
-    CHECK(nbt && nbt->dtype == NF_ST_I64 && nbt->ndim == 0 && nbt->end - nbt->begin == 8, "gen-weights writes I64 entries as I64 scalars");
+    CHECK(nbt && nbt->dtype == NF_ST_I64 && nbt->ndim == 0 && nbt->end - nbt->begin == 8,
+          "gen-weights writes I64 entries as I64 scalars");
     for (int i = 0; i < st.n_tensors && n < 60; i++) {
         const struct nf_st_tensor * t = &st.tensors[i];
         if (!with_opt && strcmp(t->name, "opt.weight") == 0) continue;
-        if (t->dtype == NF_ST_I64) continue;   /* the (optional) int64 keys: re-added below by flag, the writer writes F32 only */
+        if (t->dtype == NF_ST_I64)
+            continue; /* the (optional) int64 keys: re-added below by flag, the writer writes F32 only */
         e[n].name = strdup(alias && strcmp(t->name, "pos.weights_0") == 0 ? "pos.weights.0" : t->name);
         e[n].ndim = t->ndim;
         e[n].dtype = t->dtype;
@@ -342,10 +390,15 @@ static void write_toy(const char * path, int alias, int with_opt, int with_ignor
     }
     nf__st_close(&st);
     /* F32 stand-ins for the ignored / int64 keys */
-    if (with_ignored) e[n++] = (struct nf_st_entry) {strdup("position_ids"), 2, {1, 4}, zeros, NF_ST_F32};
-    if (with_nbt) e[n++] = (struct nf_st_entry) {strdup("blocks.1.bn.num_batches_tracked"), bad_nbt ? 1 : 0, {1}, zeros, NF_ST_F32};
+    if (with_ignored) e[n++] = (struct nf_st_entry){strdup("position_ids"), 2, {1, 4}, zeros, NF_ST_F32};
+    if (with_nbt)
+        e[n++] = (struct nf_st_entry){
+            strdup("blocks.1.bn.num_batches_tracked"), bad_nbt ? 1 : 0, {1}, zeros, NF_ST_F32};
     CHECK_RC(nf__st_write(path, e, n, &err), NF_OK, &err);
-    for (int i = 0; i < n; i++) { free((char *) e[i].name); if (e[i].data != zeros) free((float *) e[i].data); }
+    for (int i = 0; i < n; i++) {
+        free((char *) e[i].name);
+        if (e[i].data != zeros) free((float *) e[i].data);
+    }
 }
 
 static void test_weight_table(void) {
@@ -354,8 +407,10 @@ static void test_weight_table(void) {
     int n = 0;
     CHECK_RC(nf__wtable_expand(&toy_table, NULL, NULL, &k, &n, &err), NF_OK, &err);
     CHECK(n == 4 + 3 * 7, "toy keys %d", n);
-    CHECK(n > 10 && strcmp(k[4].name, "blocks.0.conv.weight") == 0 && k[4].shape[2] == 3 && k[4].fan_in == 12, "block 0 conv");
-    CHECK(n > 20 && strcmp(k[18].name, "blocks.2.conv.weight") == 0 && k[18].shape[2] == 5 && k[18].fan_in == 20, "block 2 conv: W by index");
+    CHECK(n > 10 && strcmp(k[4].name, "blocks.0.conv.weight") == 0 && k[4].shape[2] == 3 && k[4].fan_in == 12,
+          "block 0 conv");
+    CHECK(n > 20 && strcmp(k[18].name, "blocks.2.conv.weight") == 0 && k[18].shape[2] == 5 && k[18].fan_in == 20,
+          "block 2 conv: W by index");
     CHECK(n > 10 && k[7].ndim == 0 && nf__wkey_numel(&k[7]) == 1, "scalar key");
     CHECK(n > 10 && k[8].pack && k[8].pack == k[10].pack && k[8].pack != k[15].pack, "pack ids per iteration");
     free(k);
@@ -364,7 +419,10 @@ static void test_weight_table(void) {
     struct nf_namemap map;
     CHECK_RC(nf__namemap_init(&map, 1000, &err), NF_OK, &err);
     static char names[1000][16];
-    for (int i = 0; i < 1000; i++) { snprintf(names[i], sizeof(names[i]), "t.%d", i); CHECK(nf__namemap_put(&map, names[i], i) == 0, "put"); }
+    for (int i = 0; i < 1000; i++) {
+        snprintf(names[i], sizeof(names[i]), "t.%d", i);
+        CHECK(nf__namemap_put(&map, names[i], i) == 0, "put");
+    }
     int ok = 1;
     for (int i = 0; i < 1000; i++) ok &= nf__namemap_get(&map, names[i]) == i;
     CHECK(ok && nf__namemap_get(&map, "t.1000") == -1 && nf__namemap_put(&map, names[3], 9) == -1, "namemap");
@@ -395,8 +453,10 @@ static void test_weight_table(void) {
     CHECK(toy.pos.buf != NULL && toy.pos.ndim == 2, "alias spelling bound");
     CHECK(blocks[2].w.buf && blocks[2].w.ne[2] == 5, "block 2 slot bound");
     /* q, k, v back to back */
-    CHECK(blocks[1].k.offs == blocks[1].q.offs + 16 && blocks[1].v.offs == blocks[1].k.offs + 16, "q, k, v packed back to back");
-    CHECK(w.n_params == 32 + 4 + 3 * (4 * 4 * 3 + 4 + 3 * 4) + 4 * 4 * 2, "n_params excludes buffers: %lld", (long long) w.n_params);
+    CHECK(blocks[1].k.offs == blocks[1].q.offs + 16 && blocks[1].v.offs == blocks[1].k.offs + 16,
+          "q, k, v packed back to back");
+    CHECK(w.n_params == 32 + 4 + 3 * (4 * 4 * 3 + 4 + 3 * 4) + 4 * 4 * 2, "n_params excludes buffers: %lld",
+          (long long) w.n_params);
     nf__weights_free(&w);
     /* 2. optional present and loaded */
     path_of(p, sizeof(p), "toy2.safetensors");

@@ -57,7 +57,8 @@ int main(int argc, char ** argv) {
         {"query_x", NF_ARRAY_F32, 2, {2, 3}, xq},
     };
 
-    if (!NF_RSS_ASSERTED) printf("AddressSanitizer build: RSS is printed, not asserted (its quarantine holds freed memory)\n");
+    if (!NF_RSS_ASSERTED)
+        printf("AddressSanitizer build: RSS is printed, not asserted (its quarantine holds freed memory)\n");
     for (int mode = 0; mode < 2; mode++) {
         nf_trace_reset(be, mode ? NF_TRACE_RECORDS : NF_TRACE_TOTALS);
         long at100 = -1;
@@ -70,22 +71,27 @@ int main(int argc, char ** argv) {
         const long at_end = rss_kib();
         struct nf_trace_totals t;
         nf_trace_totals_get(be, &t);
-        printf("%s trace: RSS %ld KiB after 100 forwards, %ld KiB after %ld (%+ld KiB); %lld ops, %lld records kept, %lld dropped\n",
-               mode ? "records" : "totals-only", at100, at_end, n_fwd, at_end - at100, (long long) t.ops,
-               (long long) be->n_ops, (long long) t.records_dropped);
+        printf(
+            "%s trace: RSS %ld KiB after 100 forwards, %ld KiB after %ld (%+ld KiB); %lld ops, %lld records kept, %lld dropped\n",
+            mode ? "records" : "totals-only", at100, at_end, n_fwd, at_end - at100, (long long) t.ops,
+            (long long) be->n_ops, (long long) t.records_dropped);
         CHECK(at100 > 0 && at_end > 0, "RSS readable");
-        CHECK(t.ops > 0 && t.ops % n_fwd == 0, "totals count every op (%lld over %ld forwards)", (long long) t.ops, n_fwd);
+        CHECK(t.ops > 0 && t.ops % n_fwd == 0, "totals count every op (%lld over %ld forwards)", (long long) t.ops,
+              n_fwd);
         if (mode == 0) {
             CHECK(be->n_ops == 0 && t.records_dropped == 0, "no records kept by default");
-            CHECK(!NF_RSS_ASSERTED || at_end - at100 <= 1024, "memory flat over %ld forwards: %+ld KiB", n_fwd, at_end - at100);
+            CHECK(!NF_RSS_ASSERTED || at_end - at100 <= 1024, "memory flat over %ld forwards: %+ld KiB", n_fwd,
+                  at_end - at100);
         } else {
-            const long cap_kib = (long) ((sizeof(struct nf_trace_op) + sizeof(struct nf_trace_xfer)) * NF_TRACE_MAX_RECORDS / 1024);
+            const long cap_kib = (long) ((sizeof(struct nf_trace_op) + sizeof(struct nf_trace_xfer)) *
+                                         NF_TRACE_MAX_RECORDS / 1024);
             CHECK(be->n_ops <= NF_TRACE_MAX_RECORDS, "records capped (%lld)", (long long) be->n_ops);
-            CHECK(t.ops <= NF_TRACE_MAX_RECORDS || t.records_dropped > 0, "records over the cap are counted as dropped");
+            CHECK(t.ops <= NF_TRACE_MAX_RECORDS || t.records_dropped > 0,
+                  "records over the cap are counted as dropped");
             CHECK(be->n_ops + be->n_xfers + t.records_dropped == t.ops + t.h2d_copies + t.d2h_copies,
                   "every op and transfer is either recorded or counted as dropped");
-            CHECK(!NF_RSS_ASSERTED || at_end - at100 <= cap_kib + 1024, "memory bounded by the record cap: %+ld KiB (cap %ld KiB)",
-                  at_end - at100, cap_kib);
+            CHECK(!NF_RSS_ASSERTED || at_end - at100 <= cap_kib + 1024,
+                  "memory bounded by the record cap: %+ld KiB (cap %ld KiB)", at_end - at100, cap_kib);
         }
     }
     nf_model_free(m);

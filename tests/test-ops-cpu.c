@@ -34,42 +34,71 @@ static float * host(const nf_tensor * t) { return (float *) ((char *) t->buf->ha
 
 static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int bias) {
     int64_t ldx = k + 3, ldy = n + 1;
-    float * x = malloc((size_t) (m * ldx) * 4), * W = malloc((size_t) (n * k) * 4), * b = malloc((size_t) n * 4), * y0 = malloc((size_t) (m * ldy) * 4);
+    float *x = malloc((size_t) (m * ldx) * 4), *W = malloc((size_t) (n * k) * 4), *b = malloc((size_t) n * 4),
+          *y0 = malloc((size_t) (m * ldy) * 4);
     for (int64_t i = 0; i < m * ldx; i++) x[i] = frand();
     for (int64_t i = 0; i < n * k; i++) W[i] = frand();
     for (int64_t i = 0; i < n; i++) b[i] = frand();
     for (int64_t i = 0; i < m * ldy; i++) y0[i] = frand();
     nf_tensor tx = mk(m * ldx, x), tW = shaped(mk(n * k, W), 2, n, k, 0), tb = mk(n, b), ty = mk(m * ldy, y0);
     nf_op op = {.type = NF_OP_LINEAR, .label = "test", .n_src = bias ? 3 : 2, .n_dst = 1};
-    op.src[0] = tx; op.src[1] = tW; op.src[2] = tb; op.dst[0] = ty;
-    op.p.linear.m = m; op.p.linear.k = k; op.p.linear.n = n; op.p.linear.ldx = ldx; op.p.linear.ldy = ldy; op.p.linear.act = act; op.p.linear.accumulate = acc;
+    op.src[0] = tx;
+    op.src[1] = tW;
+    op.src[2] = tb;
+    op.dst[0] = ty;
+    op.p.linear.m = m;
+    op.p.linear.k = k;
+    op.p.linear.n = n;
+    op.p.linear.ldx = ldx;
+    op.p.linear.ldy = ldy;
+    op.p.linear.act = act;
+    op.p.linear.accumulate = acc;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     double worst = 0;
-    for (int64_t r = 0; r < m; r++) for (int64_t o = 0; o < n; o++) {
-        double s = bias ? b[o] : 0.0;
-        for (int64_t c = 0; c < k; c++) s += (double) x[r * ldx + c] * W[o * k + c];
-        if (act) s = 0.5 * s * (1.0 + erf(s / sqrt(2.0)));
-        if (acc) s += y0[r * ldy + o];
-        double e = fabs(s - host(&ty)[r * ldy + o]) / (1.0 + fabs(s));
-        if (e > worst) worst = e;
-    }
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t o = 0; o < n; o++) {
+            double s = bias ? b[o] : 0.0;
+            for (int64_t c = 0; c < k; c++) s += (double) x[r * ldx + c] * W[o * k + c];
+            if (act) s = 0.5 * s * (1.0 + erf(s / sqrt(2.0)));
+            if (acc) s += y0[r * ldy + o];
+            double e = fabs(s - host(&ty)[r * ldy + o]) / (1.0 + fabs(s));
+            if (e > worst) worst = e;
+        }
     /* padding between rows untouched */
-    for (int64_t r = 0; r + 1 < m; r++) CHECK(host(&ty)[r * ldy + n] == y0[r * ldy + n], "LINEAR wrote into the row padding");
-    CHECK(worst < 1e-5 * sqrt((double) k), "LINEAR m=%lld k=%lld n=%lld act=%d acc=%d: rel err %.3e", (long long) m, (long long) k, (long long) n, act, acc, worst);
-    nf__tensor_free(&tx); nf__tensor_free(&tW); nf__tensor_free(&tb); nf__tensor_free(&ty);
-    free(x); free(W); free(b); free(y0);
+    for (int64_t r = 0; r + 1 < m; r++)
+        CHECK(host(&ty)[r * ldy + n] == y0[r * ldy + n], "LINEAR wrote into the row padding");
+    CHECK(worst < 1e-5 * sqrt((double) k), "LINEAR m=%lld k=%lld n=%lld act=%d acc=%d: rel err %.3e", (long long) m,
+          (long long) k, (long long) n, act, acc, worst);
+    nf__tensor_free(&tx);
+    nf__tensor_free(&tW);
+    nf__tensor_free(&tb);
+    nf__tensor_free(&ty);
+    free(x);
+    free(W);
+    free(b);
+    free(y0);
 }
 
 static void test_layer_norm(int64_t m, int64_t k) {
     int64_t ld = k + 2;
-    float * x = malloc((size_t) (m * ld) * 4), * g = malloc((size_t) k * 4), * b = malloc((size_t) k * 4);
+    float *x = malloc((size_t) (m * ld) * 4), *g = malloc((size_t) k * 4), *b = malloc((size_t) k * 4);
     for (int64_t i = 0; i < m * ld; i++) x[i] = 3.0f * frand() + 1.0f;
-    for (int64_t i = 0; i < k; i++) { g[i] = 1.0f + 0.1f * frand(); b[i] = 0.1f * frand(); }
+    for (int64_t i = 0; i < k; i++) {
+        g[i] = 1.0f + 0.1f * frand();
+        b[i] = 0.1f * frand();
+    }
     nf_tensor tx = mk(m * ld, x), tg = mk(k, g), tb = mk(k, b), ty = mk(m * ld, NULL);
     nf_op op = {.type = NF_OP_LAYER_NORM, .label = "test", .n_src = 3, .n_dst = 1};
-    op.src[0] = tx; op.src[1] = tg; op.src[2] = tb; op.dst[0] = ty;
-    op.p.layer_norm.m = m; op.p.layer_norm.k = k; op.p.layer_norm.ldx = ld; op.p.layer_norm.ldy = ld; op.p.layer_norm.eps = 1e-5f;
+    op.src[0] = tx;
+    op.src[1] = tg;
+    op.src[2] = tb;
+    op.dst[0] = ty;
+    op.p.layer_norm.m = m;
+    op.p.layer_norm.k = k;
+    op.p.layer_norm.ldx = ld;
+    op.p.layer_norm.ldy = ld;
+    op.p.layer_norm.eps = 1e-5f;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     double worst = 0;
@@ -86,81 +115,123 @@ static void test_layer_norm(int64_t m, int64_t k) {
         }
     }
     CHECK(worst < 2e-5, "LAYER_NORM m=%lld k=%lld: err %.3e", (long long) m, (long long) k, worst);
-    nf__tensor_free(&tx); nf__tensor_free(&tg); nf__tensor_free(&tb); nf__tensor_free(&ty);
-    free(x); free(g); free(b);
+    nf__tensor_free(&tx);
+    nf__tensor_free(&tg);
+    nf__tensor_free(&tb);
+    nf__tensor_free(&ty);
+    free(x);
+    free(g);
+    free(b);
 }
 
 /* row-mode and feature-mode layouts of Mitra */
 static void test_attention(int64_t rows, int64_t T, int64_t H, int64_t E, int row_mode, int64_t lk_rows) {
     const int64_t D = H * E;
     const int64_t nq = rows * T * D, nk = (row_mode ? lk_rows : rows) * T * D;
-    float * q = malloc((size_t) nq * 4), * k = malloc((size_t) nk * 4), * v = malloc((size_t) nk * 4);
+    float *q = malloc((size_t) nq * 4), *k = malloc((size_t) nk * 4), *v = malloc((size_t) nk * 4);
     for (int64_t i = 0; i < nq; i++) q[i] = 2.0f * frand();
-    for (int64_t i = 0; i < nk; i++) { k[i] = 2.0f * frand(); v[i] = frand(); }
+    for (int64_t i = 0; i < nk; i++) {
+        k[i] = 2.0f * frand();
+        v[i] = frand();
+    }
     nf_tensor tq = mk(nq, q), tk = mk(nk, k), tv = mk(nk, v), to = mk(nq, NULL);
     nf_op op = {.type = NF_OP_ATTENTION, .label = "test", .n_src = 3, .n_dst = 1};
-    op.src[0] = tq; op.src[1] = tk; op.src[2] = tv; op.dst[0] = to;
-    op.p.attention.n_heads = H; op.p.attention.head_dim = E; op.p.attention.scale = 1.0f / sqrtf((float) E);
+    op.src[0] = tq;
+    op.src[1] = tk;
+    op.src[2] = tv;
+    op.dst[0] = to;
+    op.p.attention.n_heads = H;
+    op.p.attention.head_dim = E;
+    op.p.attention.scale = 1.0f / sqrtf((float) E);
     if (row_mode) {
-        op.p.attention.n_groups = T; op.p.attention.lq = rows; op.p.attention.lk = lk_rows;
-        op.p.attention.q_gs = op.p.attention.kv_gs = op.p.attention.o_gs = D; op.p.attention.q_ss = op.p.attention.kv_ss = op.p.attention.o_ss = T * D;
+        op.p.attention.n_groups = T;
+        op.p.attention.lq = rows;
+        op.p.attention.lk = lk_rows;
+        op.p.attention.q_gs = op.p.attention.kv_gs = op.p.attention.o_gs = D;
+        op.p.attention.q_ss = op.p.attention.kv_ss = op.p.attention.o_ss = T * D;
     } else {
-        op.p.attention.n_groups = rows; op.p.attention.lq = T; op.p.attention.lk = T;
-        op.p.attention.q_gs = op.p.attention.kv_gs = op.p.attention.o_gs = T * D; op.p.attention.q_ss = op.p.attention.kv_ss = op.p.attention.o_ss = D;
+        op.p.attention.n_groups = rows;
+        op.p.attention.lq = T;
+        op.p.attention.lk = T;
+        op.p.attention.q_gs = op.p.attention.kv_gs = op.p.attention.o_gs = T * D;
+        op.p.attention.q_ss = op.p.attention.kv_ss = op.p.attention.o_ss = D;
     }
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     const struct nf_attention_params * p = &op.p.attention;
     double worst = 0;
     double * s = malloc((size_t) p->lk * sizeof(double));
-    for (int64_t g = 0; g < p->n_groups; g++) for (int64_t h = 0; h < H; h++) for (int64_t i = 0; i < p->lq; i++) {
-        const float * qi = q + g * p->q_gs + i * p->q_ss + h * E;
-        double mx = -1e300, sum = 0;
-        for (int64_t j = 0; j < p->lk; j++) {
-            const float * kj = k + g * p->kv_gs + j * p->kv_ss + h * E;
-            double d = 0;
-            for (int64_t e = 0; e < E; e++) d += (double) qi[e] * kj[e];
-            s[j] = d * p->scale;
-            if (s[j] > mx) mx = s[j];
-        }
-        for (int64_t j = 0; j < p->lk; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
-        for (int64_t e = 0; e < E; e++) {
-            double o = 0;
-            for (int64_t j = 0; j < p->lk; j++) o += s[j] / sum * v[g * p->kv_gs + j * p->kv_ss + h * E + e];
-            double err2 = fabs(o - host(&to)[g * p->o_gs + i * p->o_ss + h * E + e]);
-            if (err2 > worst) worst = err2;
-        }
-    }
+    for (int64_t g = 0; g < p->n_groups; g++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < p->lq; i++) {
+                const float * qi = q + g * p->q_gs + i * p->q_ss + h * E;
+                double mx = -1e300, sum = 0;
+                for (int64_t j = 0; j < p->lk; j++) {
+                    const float * kj = k + g * p->kv_gs + j * p->kv_ss + h * E;
+                    double d = 0;
+                    for (int64_t e = 0; e < E; e++) d += (double) qi[e] * kj[e];
+                    s[j] = d * p->scale;
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (int64_t j = 0; j < p->lk; j++) {
+                    s[j] = exp(s[j] - mx);
+                    sum += s[j];
+                }
+                for (int64_t e = 0; e < E; e++) {
+                    double o = 0;
+                    for (int64_t j = 0; j < p->lk; j++) o += s[j] / sum * v[g * p->kv_gs + j * p->kv_ss + h * E + e];
+                    double err2 = fabs(o - host(&to)[g * p->o_gs + i * p->o_ss + h * E + e]);
+                    if (err2 > worst) worst = err2;
+                }
+            }
     CHECK(worst < 1e-5, "ATTENTION %s rows=%lld T=%lld H=%lld E=%lld lk=%lld: err %.3e", row_mode ? "row" : "feature",
           (long long) rows, (long long) T, (long long) H, (long long) E, (long long) p->lk, worst);
     free(s);
-    nf__tensor_free(&tq); nf__tensor_free(&tk); nf__tensor_free(&tv); nf__tensor_free(&to);
-    free(q); free(k); free(v);
+    nf__tensor_free(&tq);
+    nf__tensor_free(&tk);
+    nf__tensor_free(&tv);
+    nf__tensor_free(&to);
+    free(q);
+    free(k);
+    free(v);
 }
 
 /* quantile + bucketize: hand-derived values */
 static void run_quantile(const float * col, int64_t n, float * B) {
     nf_tensor tx = shaped(mk(n, col), 2, n, 1, 0), tB = shaped(mk(999, NULL), 2, 1, 999, 0);
     nf_op op = {.type = NF_OP_QUANTILE, .label = "test", .n_src = 1, .n_dst = 1};
-    op.src[0] = tx; op.dst[0] = tB; op.p.quantile.nq = 999; op.p.quantile.q_denom = 1000;
+    op.src[0] = tx;
+    op.dst[0] = tB;
+    op.p.quantile.nq = 999;
+    op.p.quantile.q_denom = 1000;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     memcpy(B, host(&tB), 999 * 4);
-    nf__tensor_free(&tx); nf__tensor_free(&tB);
+    nf__tensor_free(&tx);
+    nf__tensor_free(&tB);
 }
 
 static void run_bucketize(const float * xs, int64_t ns, const float * xq, int64_t nq, float * zs, float * zq) {
     float B[999];
     run_quantile(xs, ns, B);
-    nf_tensor txs = shaped(mk(ns, xs), 2, ns, 1, 0), txq = shaped(mk(nq, xq), 2, nq, 1, 0), tB = shaped(mk(999, B), 2, 1, 999, 0);
+    nf_tensor txs = shaped(mk(ns, xs), 2, ns, 1, 0), txq = shaped(mk(nq, xq), 2, nq, 1, 0),
+              tB = shaped(mk(999, B), 2, 1, 999, 0);
     nf_tensor tzs = shaped(mk(ns, NULL), 2, ns, 1, 0), tzq = shaped(mk(nq, NULL), 2, nq, 1, 0);
     nf_op op = {.type = NF_OP_BUCKETIZE_NORM, .label = "test", .n_src = 3, .n_dst = 2};
-    op.src[0] = txs; op.src[1] = txq; op.src[2] = tB; op.dst[0] = tzs; op.dst[1] = tzq;
+    op.src[0] = txs;
+    op.src[1] = txq;
+    op.src[2] = tB;
+    op.dst[0] = tzs;
+    op.dst[1] = tzq;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     memcpy(zs, host(&tzs), (size_t) ns * 4);
     memcpy(zq, host(&tzq), (size_t) nq * 4);
-    nf__tensor_free(&txs); nf__tensor_free(&txq); nf__tensor_free(&tB); nf__tensor_free(&tzs); nf__tensor_free(&tzq);
+    nf__tensor_free(&txs);
+    nf__tensor_free(&txq);
+    nf__tensor_free(&tB);
+    nf__tensor_free(&tzs);
+    nf__tensor_free(&tzq);
 }
 
 static void test_quantile_edges(void) {
@@ -218,25 +289,39 @@ static void test_quantile_edges(void) {
 /* QUANTILE + BUCKETIZE_NORM against a naive reference: boundaries from a
  * plain insertion sort, bucket = linear count of boundaries < x, moments in
  * double. Several columns with ties, integers and a constant one. */
-static int cmp_f(const void * a, const void * b) { float x = *(const float *) a, y = *(const float *) b; return (x > y) - (x < y); }
+static int cmp_f(const void * a, const void * b) {
+    float x = *(const float *) a, y = *(const float *) b;
+    return (x > y) - (x < y);
+}
 static void test_bucketize_naive(int64_t ns, int64_t nq, int64_t F) {
-    float * xs = malloc((size_t) (ns * F) * 4), * xq = malloc((size_t) (nq * F) * 4);
-    for (int64_t r = 0; r < ns + nq; r++) for (int64_t j = 0; j < F; j++) {
-        float v = j % 4 == 0 ? (float) ((int) (5.0f * (frand() + 1.0f))) : j % 4 == 1 ? 3.25f : j % 4 == 2 ? roundf(frand() * 8.0f) / 4.0f : 10.0f * frand();
-        if (r >= ns) v = v * 1.5f;   /* queries also beyond the support range */
-        (r < ns ? xs + r * F : xq + (r - ns) * F)[j] = v;
-    }
+    float *xs = malloc((size_t) (ns * F) * 4), *xq = malloc((size_t) (nq * F) * 4);
+    for (int64_t r = 0; r < ns + nq; r++)
+        for (int64_t j = 0; j < F; j++) {
+            float v = j % 4 == 0   ? (float) ((int) (5.0f * (frand() + 1.0f)))
+                      : j % 4 == 1 ? 3.25f
+                      : j % 4 == 2 ? roundf(frand() * 8.0f) / 4.0f
+                                   : 10.0f * frand();
+            if (r >= ns) v = v * 1.5f; /* queries also beyond the support range */
+            (r < ns ? xs + r * F : xq + (r - ns) * F)[j] = v;
+        }
     nf_tensor txs = shaped(mk(ns * F, xs), 2, ns, F, 0), txq = shaped(mk(nq * F, xq), 2, nq, F, 0);
     nf_tensor tB = shaped(mk(F * 999, NULL), 2, F, 999, 0);
     nf_tensor tzs = shaped(mk(ns * F, NULL), 2, ns, F, 0), tzq = shaped(mk(nq * F, NULL), 2, nq, F, 0);
     nf_op op = {.type = NF_OP_QUANTILE, .label = "test", .n_src = 1, .n_dst = 1};
-    op.src[0] = txs; op.dst[0] = tB; op.p.quantile.nq = 999; op.p.quantile.q_denom = 1000;
+    op.src[0] = txs;
+    op.dst[0] = tB;
+    op.p.quantile.nq = 999;
+    op.p.quantile.q_denom = 1000;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
-    op = (nf_op) {.type = NF_OP_BUCKETIZE_NORM, .label = "test", .n_src = 3, .n_dst = 2};
-    op.src[0] = txs; op.src[1] = txq; op.src[2] = tB; op.dst[0] = tzs; op.dst[1] = tzq;
+    op = (nf_op){.type = NF_OP_BUCKETIZE_NORM, .label = "test", .n_src = 3, .n_dst = 2};
+    op.src[0] = txs;
+    op.src[1] = txq;
+    op.src[2] = tB;
+    op.dst[0] = tzs;
+    op.dst[1] = tzq;
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
-    float * col = malloc((size_t) ns * 4), B[999];
+    float *col = malloc((size_t) ns * 4), B[999];
     double * us = malloc((size_t) (ns + nq) * sizeof(double));
     double worst = 0, worstB = 0;
     for (int64_t j = 0; j < F; j++) {
@@ -250,7 +335,7 @@ static void test_bucketize_naive(int64_t ns, int64_t nq, int64_t F) {
             const double e = fabs((double) B[k - 1] - host(&tB)[j * 999 + k - 1]);
             if (e > worstB) worstB = e;
         }
-        const float * Bd = host(&tB) + j * 999;   /* bucket against the op's own boundaries */
+        const float * Bd = host(&tB) + j * 999; /* bucket against the op's own boundaries */
         double mean = 0, var = 0;
         for (int64_t r = 0; r < ns + nq; r++) {
             const float x = r < ns ? xs[r * F + j] : xq[(r - ns) * F + j];
@@ -269,18 +354,30 @@ static void test_bucketize_naive(int64_t ns, int64_t nq, int64_t F) {
         }
     }
     CHECK(worstB <= 1e-5, "QUANTILE vs naive lerp (ns=%lld): %.3e", (long long) ns, worstB);
-    CHECK(worst <= 2e-5, "BUCKETIZE_NORM vs naive (ns=%lld nq=%lld F=%lld): %.3e", (long long) ns, (long long) nq, (long long) F, worst);
-    free(col); free(us); free(xs); free(xq);
-    nf__tensor_free(&txs); nf__tensor_free(&txq); nf__tensor_free(&tB); nf__tensor_free(&tzs); nf__tensor_free(&tzq);
+    CHECK(worst <= 2e-5, "BUCKETIZE_NORM vs naive (ns=%lld nq=%lld F=%lld): %.3e", (long long) ns, (long long) nq,
+          (long long) F, worst);
+    free(col);
+    free(us);
+    free(xs);
+    free(xq);
+    nf__tensor_free(&txs);
+    nf__tensor_free(&txq);
+    nf__tensor_free(&tB);
+    nf__tensor_free(&tzs);
+    nf__tensor_free(&tzq);
 }
 
 static void test_embed_and_labels(void) {
     const int64_t n = 3, F = 2, D = 4, T = F + 1;
     float z[6] = {0.5f, -1.0f, 2.0f, 0.0f, 1.0f, -0.25f}, w[4] = {1, 2, 3, 4}, b[4] = {0.1f, 0.2f, 0.3f, 0.4f};
-    nf_tensor tz = shaped(mk(6, z), 2, n, F, 0), tw = mk(4, w), tb = mk(4, b), tok = shaped(mk(n * T * D, NULL), 3, n, T, D);
+    nf_tensor tz = shaped(mk(6, z), 2, n, F, 0), tw = mk(4, w), tb = mk(4, b),
+              tok = shaped(mk(n * T * D, NULL), 3, n, T, D);
     memset(host(&tok), 0, (size_t) (n * T * D) * 4);
     nf_op op = {.type = NF_OP_EMBED_FEATURES, .label = "test", .n_src = 3, .n_dst = 1};
-    op.src[0] = tz; op.src[1] = tw; op.src[2] = tb; op.dst[0] = tok;
+    op.src[0] = tz;
+    op.src[1] = tw;
+    op.src[2] = tb;
+    op.dst[0] = tok;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     CHECK(host(&tok)[(1 * T + 2) * D + 3] == 0.0f * 4 + 0.4f, "tok[1][2][3]");
@@ -295,26 +392,40 @@ static void test_embed_and_labels(void) {
     float E[12];
     for (int i = 0; i < 12; i++) E[i] = (float) i;
     nf_tensor tE = shaped(mk(12, E), 2, 3, D, 0);
-    op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 2, .n_dst = 1};
-    op.p.label_tokens.mode = NF_LABEL_CLASS; op.src[0] = ty; op.src[1] = tE; op.dst[0] = tok;
+    op = (nf_op){.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 2, .n_dst = 1};
+    op.p.label_tokens.mode = NF_LABEL_CLASS;
+    op.src[0] = ty;
+    op.src[1] = tE;
+    op.dst[0] = tok;
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     CHECK(host(&tok)[0 * T * D + 1] == 9.0f && host(&tok)[1 * T * D + 3] == 3.0f, "class label rows");
-    yv[1] = 3;   /* out of range is an error, not a read past the table */
+    yv[1] = 3; /* out of range is an error, not a read past the table */
     nf__tensor_upload(&ty, yv, &err);
     CHECK_RC(nf__op_run(be, &op, &err), NF_ERR_INPUT, &err);
     /* mask */
-    op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 2, .n_dst = 1};
-    op.p.label_tokens.mode = NF_LABEL_MASK; op.src[1] = tw; op.dst[0] = tok;
+    op = (nf_op){.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 2, .n_dst = 1};
+    op.p.label_tokens.mode = NF_LABEL_MASK;
+    op.src[1] = tw;
+    op.dst[0] = tok;
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     CHECK(host(&tok)[2 * T * D + 2] == 3.0f, "mask row");
     /* value */
     nf_tensor tyv = mk(3, z);
-    op = (nf_op) {.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 3, .n_dst = 1};
-    op.p.label_tokens.mode = NF_LABEL_VALUE; op.src[0] = tyv; op.src[1] = tw; op.src[2] = tb; op.dst[0] = tok;
+    op = (nf_op){.type = NF_OP_LABEL_TOKENS, .label = "test", .n_src = 3, .n_dst = 1};
+    op.p.label_tokens.mode = NF_LABEL_VALUE;
+    op.src[0] = tyv;
+    op.src[1] = tw;
+    op.src[2] = tb;
+    op.dst[0] = tok;
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     CHECK(host(&tok)[2 * T * D + 1] == 2.0f * 2 + 0.2f, "value row");
-    nf__tensor_free(&tz); nf__tensor_free(&tw); nf__tensor_free(&tb); nf__tensor_free(&tok);
-    nf__tensor_free(&ty); nf__tensor_free(&tE); nf__tensor_free(&tyv);
+    nf__tensor_free(&tz);
+    nf__tensor_free(&tw);
+    nf__tensor_free(&tb);
+    nf__tensor_free(&tok);
+    nf__tensor_free(&ty);
+    nf__tensor_free(&tE);
+    nf__tensor_free(&tyv);
 }
 
 /* the cpu backend's erf: correctly rounded (to within 1e-11 relative of a
@@ -324,7 +435,10 @@ static void test_erf(void) {
     double worst_ulps = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int64_t i = -1200000; i <= 1200000; i++) {
-            const float x = pass == 0 ? (float) i * 5e-6f : copysignf(ldexpf(1.0f, -126 + (int) (llabs(i) % 130)) * (1.0f + (float) (llabs(i) % 977) / 977.0f), (float) i);
+            const float x = pass == 0 ? (float) i * 5e-6f
+                                      : copysignf(ldexpf(1.0f, -126 + (int) (llabs(i) % 130)) *
+                                                      (1.0f + (float) (llabs(i) % 977) / 977.0f),
+                                                  (float) i);
             const double e = erf((double) x);
             const float got = nf__erf_f32(x);
             const double ulp = (double) nextafterf(fabsf((float) e), INFINITY) - fabs((double) (float) e);
@@ -335,7 +449,8 @@ static void test_erf(void) {
             n++;
         }
     }
-    CHECK(bad == 0, "erf: %lld of %lld values not correctly rounded (worst %.4f ulp)", (long long) bad, (long long) n, worst_ulps);
+    CHECK(bad == 0, "erf: %lld of %lld values not correctly rounded (worst %.4f ulp)", (long long) bad, (long long) n,
+          worst_ulps);
     CHECK(off_erff == 0, "erf: %lld values more than 1 ulp from erff", (long long) off_erff);
     CHECK(nf__erf_f32(0.0f) == 0.0f && nf__erf_f32(10.0f) == 1.0f && nf__erf_f32(-INFINITY) == -1.0f, "erf specials");
     CHECK(isnan(nf__erf_f32(NAN)), "erf(NaN) is NaN");
@@ -346,21 +461,34 @@ static void test_bounds(void) {
     /* an op whose strided access would leave its tensor is refused */
     nf_tensor x = mk(10, NULL), W = shaped(mk(4, NULL), 2, 2, 2, 0), y = mk(10, NULL);
     nf_op op = {.type = NF_OP_LINEAR, .label = "oob", .n_src = 2, .n_dst = 1};
-    op.src[0] = x; op.src[1] = W; op.dst[0] = y;
-    op.p.linear.m = 6; op.p.linear.k = 2; op.p.linear.n = 2; op.p.linear.ldx = 2; op.p.linear.ldy = 2;
+    op.src[0] = x;
+    op.src[1] = W;
+    op.dst[0] = y;
+    op.p.linear.m = 6;
+    op.p.linear.k = 2;
+    op.p.linear.n = 2;
+    op.p.linear.ldx = 2;
+    op.p.linear.ldy = 2;
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_ERR_SHAPE, &err);
     CHECK_MSG(&err, "LINEAR (oob)");
-    nf__tensor_free(&x); nf__tensor_free(&W); nf__tensor_free(&y);
+    nf__tensor_free(&x);
+    nf__tensor_free(&W);
+    nf__tensor_free(&y);
 }
 
 int main(void) {
     nf_err err = {0};
-    if (nf_backend_init("cpu", NF_PRECISION_EXACT, &be, &err) != NF_OK) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    int64_t ms[] = {1, 7, 130}, ks[] = {1, 5, 64, 512}, ns[] = {1, 3, 17, 256};
-    for (int a = 0; a < 3; a++) for (int b = 0; b < 4; b++) for (int c = 0; c < 4; c++) {
-        test_linear(ms[a], ks[b], ns[c], (a + b + c) % 2, (a + c) % 2, (b + c) % 3 != 0);
+    if (nf_backend_init("cpu", NF_PRECISION_EXACT, &be, &err) != NF_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
     }
+    int64_t ms[] = {1, 7, 130}, ks[] = {1, 5, 64, 512}, ns[] = {1, 3, 17, 256};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++) {
+                test_linear(ms[a], ks[b], ns[c], (a + b + c) % 2, (a + c) % 2, (b + c) % 3 != 0);
+            }
     test_linear(300, 512, 2048, 1, 0, 1);
     test_linear(300, 2048, 512, 0, 1, 1);
     test_layer_norm(1, 1);

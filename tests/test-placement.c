@@ -20,7 +20,7 @@ static nf_backend * make_lacking(void) {
     lacking_iface = *cpu->iface;
     lacking_iface.kind = "lacks-attention";
     memcpy(lacking_kernels, cpu->iface->kernels, sizeof(lacking_kernels));
-    lacking_kernels[NF_OP_ATTENTION] = (struct nf_kernel) {0};
+    lacking_kernels[NF_OP_ATTENTION] = (struct nf_kernel){0};
     lacking_iface.kernels = lacking_kernels;
     /* buffers of this device must report themselves as living on it */
     nf_backend * be = nf__backend_new(&lacking_iface, NULL, "lacks-attention:0");
@@ -34,7 +34,10 @@ static int lacking_where(nf_backend * be, void * h, char * out, size_t n, nf_err
 }
 
 int main(int argc, char ** argv) {
-    if (argc < 2) { fprintf(stderr, "usage: test-placement MODEL_DIR\n"); return 2; }
+    if (argc < 2) {
+        fprintf(stderr, "usage: test-placement MODEL_DIR\n");
+        return 2;
+    }
     nf_err err = {0};
 
     /* 1: the forward on a backend without ATTENTION */
@@ -62,8 +65,10 @@ int main(int argc, char ** argv) {
         nf_trace_totals_get(lack, &tot);
         CHECK(tot.d2h_copies == 0, "no device->host copy happened (%lld)", (long long) tot.d2h_copies);
         CHECK(tot.ops_off_device == 0, "no op ran elsewhere");
-        CHECK(lack->n_ops > 0 && lack->n_ops == tot.ops, "the ops before the refused one were recorded (%lld)", (long long) lack->n_ops);
-        for (int64_t i = 0; i < lack->n_ops; i++) CHECK(lack->ops[i].type != NF_OP_ATTENTION, "ATTENTION never executed");
+        CHECK(lack->n_ops > 0 && lack->n_ops == tot.ops, "the ops before the refused one were recorded (%lld)",
+              (long long) lack->n_ops);
+        for (int64_t i = 0; i < lack->n_ops; i++)
+            CHECK(lack->ops[i].type != NF_OP_ATTENTION, "ATTENTION never executed");
         nf_model_free(m);
     }
 
@@ -77,8 +82,15 @@ int main(int argc, char ** argv) {
     CHECK_RC(nf__tensor_alloc(lack, &b, NF_F32, 1, ne, "b", &err), NF_OK, &err);
     CHECK_RC(nf__tensor_alloc(lack, &y, NF_F32, 1, ne, "y", &err), NF_OK, &err);
     nf_op op = {.type = NF_OP_LAYER_NORM, .label = "mixed", .n_src = 3, .n_dst = 1};
-    op.src[0] = x; op.src[1] = g; op.src[2] = b; op.dst[0] = y;
-    op.p.layer_norm.m = 1; op.p.layer_norm.k = 8; op.p.layer_norm.ldx = 8; op.p.layer_norm.ldy = 8; op.p.layer_norm.eps = 1e-5f;
+    op.src[0] = x;
+    op.src[1] = g;
+    op.src[2] = b;
+    op.dst[0] = y;
+    op.p.layer_norm.m = 1;
+    op.p.layer_norm.k = 8;
+    op.p.layer_norm.ldx = 8;
+    op.p.layer_norm.ldy = 8;
+    op.p.layer_norm.eps = 1e-5f;
     nf_trace_reset(lack, NF_TRACE_RECORDS);
     CHECK_RC(nf__op_run(lack, &op, &err), NF_ERR_PLACEMENT, &err);
     CHECK_MSG(&err, "x_on_cpu");
@@ -102,7 +114,11 @@ int main(int argc, char ** argv) {
     float back[8] = {0};
     CHECK_RC(nf__tensor_download(&x2, back, &err), NF_OK, &err);
     CHECK(memcmp(back, ones, sizeof(ones)) == 0, "the owner's data survives freeing a view");
-    nf__tensor_free(&x); nf__tensor_free(&g); nf__tensor_free(&b); nf__tensor_free(&y); nf__tensor_free(&x2);
+    nf__tensor_free(&x);
+    nf__tensor_free(&g);
+    nf__tensor_free(&b);
+    nf__tensor_free(&y);
+    nf__tensor_free(&x2);
 
     /* 3: devices that are not there */
     nf_backend * none = NULL;

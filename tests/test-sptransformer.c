@@ -26,7 +26,12 @@ static void test_table(void) {
     nf_err err = {0};
     struct nf_spt_config cfg;
     nf__spt_config_default(&cfg);
-    cfg.attn_dim = 256; cfg.heads = 8; cfg.dim_head = 32; cfg.n_local_attn_heads = 2; cfg.bucket_size = 64; cfg.ff_mult = 4;
+    cfg.attn_dim = 256;
+    cfg.heads = 8;
+    cfg.dim_head = 32;
+    cfg.n_local_attn_heads = 2;
+    cfg.bucket_size = 64;
+    cfg.ff_mult = 4;
     CHECK_RC(nf__spt_config_check(&cfg, "test", &err), NF_OK, &err);
     struct nf_wkey * k = NULL;
     int n = 0;
@@ -42,7 +47,10 @@ static void test_table(void) {
         }
         const int64_t e = nf__wkey_numel(&k[i]);
         floats += e;
-        if (k[i].flags & NF_W_BUFFER) buffers += e; else trainable += e;
+        if (k[i].flags & NF_W_BUFFER)
+            buffers += e;
+        else
+            trainable += e;
         if (strncmp(k[i].name, "encoder.", 8) == 0) enc_floats[k[i].name[8] - '0'] += e;
     }
     /* spec §4.2 */
@@ -50,10 +58,12 @@ static void test_table(void) {
     CHECK(trainable == 17076388, "trainable parameters %lld (spec: 17,076,388)", (long long) trainable);
     CHECK(buffers == 12288, "BatchNorm running statistics %lld (spec: 12,288)", (long long) buffers);
     CHECK(i64 == 64 && nbt == 64, "64 optional I64 num_batches_tracked scalars (got %d, %d)", i64, nbt);
-    CHECK(enc_floats[0] == 8494610 && enc_floats[1] == 2128512, "encoder floats %lld, %lld (spec: 8,494,610, 2,128,512)",
-          (long long) enc_floats[0], (long long) enc_floats[1]);
+    CHECK(enc_floats[0] == 8494610 && enc_floats[1] == 2128512,
+          "encoder floats %lld, %lld (spec: 8,494,610, 2,128,512)", (long long) enc_floats[0],
+          (long long) enc_floats[1]);
     CHECK(trainable - (enc_floats[0] + enc_floats[1] - buffers) == 6465554, "non-encoder parameters (spec: 6,465,554)");
-    CHECK(floats * 4 + i64 * 8 == 68355216, "state_dict payload %lld bytes (spec: 68,355,216)", (long long) (floats * 4 + i64 * 8));
+    CHECK(floats * 4 + i64 * 8 == 68355216, "state_dict payload %lld bytes (spec: 68,355,216)",
+          (long long) (floats * 4 + i64 * 8));
 
     /* name, dtype, shape and order, entry by entry, against upstream's own listing */
     char p[1024];
@@ -66,33 +76,41 @@ static void test_table(void) {
         char want[64] = "";
         size_t len = 0;
         if (line < n) {
-            for (int d = 0; d < k[line].ndim; d++) nf__msg_append(want, sizeof(want), &len, d ? "x%lld" : "%lld", (long long) k[line].shape[d]);
+            for (int d = 0; d < k[line].ndim; d++)
+                nf__msg_append(want, sizeof(want), &len, d ? "x%lld" : "%lld", (long long) k[line].shape[d]);
             if (!k[line].ndim) snprintf(want, sizeof(want), "scalar");
         }
         const int ok = line < n && strcmp(name, k[line].name) == 0 && strcmp(shape, want) == 0 &&
                        strcmp(dtype, k[line].dtype == NF_ST_I64 ? "int64" : "float32") == 0;
-        CHECK(ok, "entry %d: upstream '%s %s %s', table '%s %s'", line, name, dtype, shape, line < n ? k[line].name : "-", want);
+        CHECK(ok, "entry %d: upstream '%s %s %s', table '%s %s'", line, name, dtype, shape,
+              line < n ? k[line].name : "-", want);
         same += ok;
         line++;
     }
     if (f) fclose(f);
     CHECK(line == 586 && same == 586, "upstream's listing: %d entries, %d identical", line, same);
-    CHECK(strcmp(k[0].name, "encoder.0.conv1.weight") == 0 && strcmp(k[n - 1].name, "usage.bias") == 0, "first and last key");
+    CHECK(strcmp(k[0].name, "encoder.0.conv1.weight") == 0 && strcmp(k[n - 1].name, "usage.bias") == 0,
+          "first and last key");
     free(k);
 
     /* derived from the config: a small one */
     struct nf_spt_config small = cfg;
-    small.dim = 32; small.attn_depth = 2; small.tissue_num = 4;
-    small.attn_dim = 64; small.dim_head = 8;
+    small.dim = 32;
+    small.attn_depth = 2;
+    small.tissue_num = 4;
+    small.attn_dim = 64;
+    small.dim_head = 8;
     CHECK_RC(nf__spt_config_check(&small, "test", &err), NF_OK, &err);
     CHECK_RC(nf__wtable_expand(&nf__spt_wtable, &small, NULL, &k, &n, &err), NF_OK, &err);
     CHECK(n == 586 - 6 * 12, "2 layers: %d entries", n);
     int seen = 0;
     for (int i = 0; i < n; i++) {
-        if (strcmp(k[i].name, "conv2.weight") == 0) seen += k[i].shape[0] == 64 && k[i].shape[1] == 32 + 192 && k[i].shape[2] == 1;
+        if (strcmp(k[i].name, "conv2.weight") == 0)
+            seen += k[i].shape[0] == 64 && k[i].shape[1] == 32 + 192 && k[i].shape[2] == 1;
         if (strcmp(k[i].name, "usage.weight") == 0) seen += k[i].shape[0] == 4 && k[i].shape[1] == 64;
         if (strcmp(k[i].name, "encoder.0.tissue_output.bias") == 0) seen += k[i].shape[0] == 4;
-        if (strcmp(k[i].name, "attn.attn.layers.layers.1.1.fn.fn.w1.weight") == 0) seen += k[i].shape[0] == 256 && k[i].shape[1] == 64;
+        if (strcmp(k[i].name, "attn.attn.layers.layers.1.1.fn.fn.w1.weight") == 0)
+            seen += k[i].shape[0] == 256 && k[i].shape[1] == 64;
         if (strcmp(k[i].name, "attn.pos_emb.weights_0") == 0) seen += k[i].shape[1] == 128 && k[i].shape[3] == 64;
     }
     CHECK(seen == 5, "shapes follow dim / depth / tissue_num (%d of 5)", seen);
@@ -111,7 +129,12 @@ static void write_spt(const char * dir, enum edit e, const char * target, const 
     nf_err err = {0};
     struct nf_spt_config cfg;
     nf__spt_config_default(&cfg);
-    cfg.attn_dim = 256; cfg.heads = 8; cfg.dim_head = 32; cfg.n_local_attn_heads = 2; cfg.bucket_size = 64; cfg.ff_mult = 4;
+    cfg.attn_dim = 256;
+    cfg.heads = 8;
+    cfg.dim_head = 32;
+    cfg.n_local_attn_heads = 2;
+    cfg.bucket_size = 64;
+    cfg.ff_mult = 4;
     struct nf_wkey * keys = NULL;
     int n = 0;
     CHECK_RC(nf__wtable_expand(&nf__spt_wtable, &cfg, NULL, &keys, &n, &err), NF_OK, &err);
@@ -126,10 +149,19 @@ static void write_spt(const char * dir, enum edit e, const char * target, const 
         int nd = i < n ? keys[i].ndim : 1;
         const char * dt = i < n && keys[i].dtype == NF_ST_I64 ? "I64" : "F32";
         if (i < n) memcpy(shape, keys[i].shape, sizeof(shape));
-        if (i == n) {   /* the extra entry, or nothing */
-            if (e == E_EXTRA) { name = target; shape[0] = 256; }
-            else if (e == E_BOTH_SPELLINGS) { name = "attn.pos_emb.weights.0"; nd = 4; shape[0] = 1; shape[1] = 128; shape[2] = 1; shape[3] = 256; }
-            else break;
+        if (i == n) { /* the extra entry, or nothing */
+            if (e == E_EXTRA) {
+                name = target;
+                shape[0] = 256;
+            } else if (e == E_BOTH_SPELLINGS) {
+                name = "attn.pos_emb.weights.0";
+                nd = 4;
+                shape[0] = 1;
+                shape[1] = 128;
+                shape[2] = 1;
+                shape[3] = 256;
+            } else
+                break;
         } else {
             if ((e == E_MISSING) && strcmp(name, target) == 0) continue;
             if (e == E_NO_NBT && strstr(name, ".num_batches_tracked")) continue;
@@ -151,7 +183,8 @@ static void write_spt(const char * dir, enum edit e, const char * target, const 
         const uint64_t nb = numel * (strcmp(dt, "I64") == 0 ? 8u : strcmp(dt, "F16") == 0 ? 2u : 4u);
         len += (size_t) sprintf(hdr + len, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", name, dt);
         for (int d = 0; d < nd; d++) len += (size_t) sprintf(hdr + len, d ? ",%lld" : "%lld", (long long) shape[d]);
-        len += (size_t) sprintf(hdr + len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long) off, (unsigned long long) (off + nb));
+        len += (size_t) sprintf(hdr + len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long) off,
+                                (unsigned long long) (off + nb));
         off += nb;
     }
     len += (size_t) sprintf(hdr + len, "}");
@@ -166,8 +199,10 @@ static void write_spt(const char * dir, enum edit e, const char * target, const 
     CHECK(truncate(p, (off_t) (8 + len + off)) == 0, "truncate %s", p);
     snprintf(p, sizeof(p), "%s/config.json", dir);
     f = fopen(p, "wb");
-    fputs(config ? config : "{\"model_type\": \"sptransformer\", \"dim\": 128, \"context_len\": 4000, \"tissue_num\": 15, "
-                            "\"max_seq_len\": 8192, \"attn_depth\": 8}", f);
+    fputs(config ? config
+                 : "{\"model_type\": \"sptransformer\", \"dim\": 128, \"context_len\": 4000, \"tissue_num\": 15, "
+                   "\"max_seq_len\": 8192, \"attn_depth\": 8}",
+          f);
     fclose(f);
     free(hdr);
     free(keys);
@@ -200,13 +235,18 @@ static void test_load(void) {
             CHECK(strcmp(nf_model_type(m), "sptransformer") == 0, "model_type sptransformer");
             CHECK(nf_model_n_params(m) == 17076388, "n_params %lld", (long long) nf_model_n_params(m));
             const nf_spt * s = m->impl;
-            CHECK(s->pe0.buf && s->pe0.ndim == 4 && s->pe0.ne[1] == 128 && s->pe1.buf && s->pe1.ne[2] == 64, "pos_emb bound (edit %d)", (int) good[i]);
-            CHECK(s->enc[1].res[15].conv2_w.buf && s->enc[1].res[15].conv2_w.ne[2] == 21 && s->enc[0].res[3].conv1_w.ne[2] == 11,
+            CHECK(s->pe0.buf && s->pe0.ndim == 4 && s->pe0.ne[1] == 128 && s->pe1.buf && s->pe1.ne[2] == 64,
+                  "pos_emb bound (edit %d)", (int) good[i]);
+            CHECK(s->enc[1].res[15].conv2_w.buf && s->enc[1].res[15].conv2_w.ne[2] == 21 &&
+                      s->enc[0].res[3].conv1_w.ne[2] == 11,
                   "resblock kernels bound");
-            CHECK(s->enc[0].res[0].bn1.var.buf && s->enc[1].res[7].bn2.mean.buf && s->layers[7].to_kv.ne[0] == 512, "BN stats, to_kv bound");
-            CHECK(s->splice_w.buf && s->usage_b.buf && s->enc[0].tissue_w.buf && !s->enc[1].tissue_w.buf, "heads bound; encoder 1 has none");
+            CHECK(s->enc[0].res[0].bn1.var.buf && s->enc[1].res[7].bn2.mean.buf && s->layers[7].to_kv.ne[0] == 512,
+                  "BN stats, to_kv bound");
+            CHECK(s->splice_w.buf && s->usage_b.buf && s->enc[0].tissue_w.buf && !s->enc[1].tissue_w.buf,
+                  "heads bound; encoder 1 has none");
             struct nf_config_item ci;
-            CHECK(nf_model_config_item(m, 4, &ci) && strcmp(ci.key, "attn_depth") == 0 && ci.num == 8, "config item attn_depth");
+            CHECK(nf_model_config_item(m, 4, &ci) && strcmp(ci.key, "attn_depth") == 0 && ci.num == 8,
+                  "config item attn_depth");
             /* inputs and outputs */
             CHECK(nf_model_n_inputs(m) == 1 && strcmp(nf_model_input(m, 0)->name, "tokens") == 0, "one input, tokens");
             CHECK(strcmp(nf_model_output_name(m), "position_logits") == 0, "output name");
@@ -236,15 +276,22 @@ static void test_load(void) {
     }
 
     /* bad ones: every problem named */
-    struct { enum edit e; const char * target; const char * needle, * needle2; } cases[] = {
+    struct {
+        enum edit e;
+        const char * target;
+        const char *needle, *needle2;
+    } cases[] = {
         {E_MISSING, "encoder.1.resblocks.15.conv2.bias", "missing 'encoder.1.resblocks.15.conv2.bias'", NULL},
         {E_MISSING, "attn.pos_emb.weights_1", "missing 'attn.pos_emb.weights_1'", NULL},
-        {E_EXTRA, "attn.attn.layers.layers.8.0.norm.weight", "unexpected 'attn.attn.layers.layers.8.0.norm.weight'", NULL},
+        {E_EXTRA, "attn.attn.layers.layers.8.0.norm.weight", "unexpected 'attn.attn.layers.layers.8.0.norm.weight'",
+         NULL},
         {E_RENAME, "attn.attn.layers.layers.6.0.norm.weight", "missing 'attn.attn.layers.layers.6.0.norm.weight'",
          "unexpected 'attn.attn.layers.6.0.norm.weight'"},
-        {E_SHAPE, "encoder.0.resblocks.8.conv1.weight", "'encoder.0.resblocks.8.conv1.weight' has shape [128, 128, 11] (expected [128, 128, 21])", NULL},
+        {E_SHAPE, "encoder.0.resblocks.8.conv1.weight",
+         "'encoder.0.resblocks.8.conv1.weight' has shape [128, 128, 11] (expected [128, 128, 21])", NULL},
         {E_DTYPE, "conv2.weight", "'conv2.weight' has dtype F16 (expected F32)", NULL},
-        {E_NBT_F32, "encoder.1.resblocks.3.bn2.num_batches_tracked", "'encoder.1.resblocks.3.bn2.num_batches_tracked' has dtype F32 (expected I64)", NULL},
+        {E_NBT_F32, "encoder.1.resblocks.3.bn2.num_batches_tracked",
+         "'encoder.1.resblocks.3.bn2.num_batches_tracked' has dtype F32 (expected I64)", NULL},
         {E_BOTH_SPELLINGS, NULL, "unexpected 'attn.pos_emb.weights.0'", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -260,18 +307,24 @@ static void test_load(void) {
     }
 
     /* config.json */
-    struct { const char * config, * needle; } cfgs[] = {
+    struct {
+        const char *config, *needle;
+    } cfgs[] = {
         {"{\"model_type\": \"sptransformer\", \"dim\": 128, \"context_len\": 4000, \"tissue_num\": 15, \"max_seq_len\": 8192}",
          "missing key \"attn_depth\""},
         {"{\"model_type\": \"sptransformer\", \"dim\": 128, \"context_len\": 4000, \"tissue_num\": 15, \"max_seq_len\": 8192, "
-         "\"attn_depth\": 8, \"heads\": 4}", "heads is 4, but upstream's SpTransformer(dim=128) builds 8"},
+         "\"attn_depth\": 8, \"heads\": 4}",
+         "heads is 4, but upstream's SpTransformer(dim=128) builds 8"},
         {"{\"model_type\": \"sptransformer\", \"dim\": 128, \"context_len\": 4000, \"tissue_num\": 15, \"max_seq_len\": 8100, "
-         "\"attn_depth\": 8}", "max_seq_len 8100 must be a positive multiple of bucket_size 64"},
+         "\"attn_depth\": 8}",
+         "max_seq_len 8100 must be a positive multiple of bucket_size 64"},
         {"{\"model_type\": \"sptransformer\", \"dim\": 130, \"context_len\": 4000, \"tissue_num\": 15, \"max_seq_len\": 8192, "
-         "\"attn_depth\": 8}", "dim 130 must be a multiple of 4"},
+         "\"attn_depth\": 8}",
+         "dim 130 must be a multiple of 4"},
         /* a valid config that does not match the tensors: every shape named */
         {"{\"model_type\": \"sptransformer\", \"dim\": 128, \"context_len\": 4000, \"tissue_num\": 11, \"max_seq_len\": 8192, "
-         "\"attn_depth\": 8}", "'usage.weight' has shape [15, 256, 1] (expected [11, 256, 1])"},
+         "\"attn_depth\": 8}",
+         "'usage.weight' has shape [15, 256, 1] (expected [11, 256, 1])"},
     };
     for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
         snprintf(dir, sizeof(dir), "%s/spt-cfg%zu", tmpdir, i);
@@ -291,7 +344,9 @@ static void test_gen(void) {
     char dir[1024], p[1024];
     snprintf(dir, sizeof(dir), "%s/spt-gen", tmpdir);
     char summary[256];
-    CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 0, NULL, NULL, NULL, 0.0f, summary, sizeof(summary), &err), NF_OK, &err);
+    CHECK_RC(
+        nf__model_gen_weights_ex("sptransformer", dir, 3, 0, NULL, NULL, NULL, 0.0f, summary, sizeof(summary), &err),
+        NF_OK, &err);
     CHECK(strstr(summary, "attn_depth 8") != NULL, "summary: %s", summary);
     snprintf(p, sizeof(p), "%s/model.safetensors", dir);
     struct nf_safetensors st;
@@ -303,7 +358,10 @@ static void test_gen(void) {
     int pos = 1, not_one = 0;
     if (t) {
         const float * v = nf__st_data(&st, t);
-        for (int i = 0; i < 64; i++) { pos &= v[i] >= 0.5f && v[i] < 1.5f; not_one += v[i] != 1.0f; }
+        for (int i = 0; i < 64; i++) {
+            pos &= v[i] >= 0.5f && v[i] < 1.5f;
+            not_one += v[i] != 1.0f;
+        }
     }
     CHECK(t && pos && not_one > 60, "running_var in [0.5, 1.5), randomised");
     t = nf__st_find(&st, "encoder.0.resblocks.12.conv2.weight");
@@ -312,7 +370,8 @@ static void test_gen(void) {
         const float * v = nf__st_data(&st, t);
         for (int i = 0; i < 128 * 128 * 21; i++) mx = fabsf(v[i]) > mx ? fabsf(v[i]) : mx;
     }
-    CHECK(t && mx <= 1.0f / sqrtf(128.0f * 21.0f) && mx > 0.9f / sqrtf(128.0f * 21.0f), "conv weight bound 1/sqrt(fan_in): %g", (double) mx);
+    CHECK(t && mx <= 1.0f / sqrtf(128.0f * 21.0f) && mx > 0.9f / sqrtf(128.0f * 21.0f),
+          "conv weight bound 1/sqrt(fan_in): %g", (double) mx);
     CHECK(nf__st_find(&st, "attn.pos_emb.weights_0") != NULL, "gen-weights writes the 2024 spelling weights_0");
     nf__st_close(&st);
     nf_backend * be;
@@ -322,10 +381,11 @@ static void test_gen(void) {
     nf_model_free(m);
     nf_backend_free(be);
     /* options */
-    const char * keys[] = {"dim", "depth"}, * vals[] = {"64", "2"};
+    const char *keys[] = {"dim", "depth"}, *vals[] = {"64", "2"};
     CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 2, keys, vals, NULL, 0.0f, NULL, 0, &err), NF_OK, &err);
-    const char * bad[] = {"heads"}, * badv[] = {"4"};
-    CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 1, bad, badv, NULL, 0.0f, NULL, 0, &err), NF_ERR_ARG, &err);
+    const char *bad[] = {"heads"}, *badv[] = {"4"};
+    CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 1, bad, badv, NULL, 0.0f, NULL, 0, &err), NF_ERR_ARG,
+             &err);
     CHECK_MSG(&err, "sptransformer has no option 'heads'");
     remove_spt(dir);
 }
@@ -343,8 +403,10 @@ static void test_tokens(void) {
     int8_t want[8128];
     for (int i = 0; i < 4000; i++) want[i] = want[8127 - i] = NF_SPT_N;
     nf__spt_seeded_tokens(20240816, 128, want + 4000);
-    CHECK(data && len > 8128 && strstr(data + 10, "'descr': '|i1'") && strstr(data + 10, "'shape': (8128,)"), "L8128 tokens.npy: int8 (8128,)");
-    CHECK(data && len > 8128 && memcmp(data + len - 8128, want, 8128) == 0, "seeded tokens (seed 20240816, 128) = the L8128 fixture");
+    CHECK(data && len > 8128 && strstr(data + 10, "'descr': '|i1'") && strstr(data + 10, "'shape': (8128,)"),
+          "L8128 tokens.npy: int8 (8128,)");
+    CHECK(data && len > 8128 && memcmp(data + len - 8128, want, 8128) == 0,
+          "seeded tokens (seed 20240816, 128) = the L8128 fixture");
     /* and the first tokens, spelled out (A=0 C=1 G=2 T=3): the generator is fixed */
     int8_t first[8];
     nf__spt_seeded_tokens(20240816, 8, first);
@@ -356,7 +418,10 @@ static void test_tokens(void) {
 }
 
 int main(int argc, char ** argv) {
-    if (argc != 2) { fprintf(stderr, "usage: test-sptransformer FIXTURE_DIR\n"); return 2; }
+    if (argc != 2) {
+        fprintf(stderr, "usage: test-sptransformer FIXTURE_DIR\n");
+        return 2;
+    }
     fixtures = argv[1];
     snprintf(tmpdir, sizeof(tmpdir), "%s", "test-sptransformer.tmp");
     mkdir(tmpdir, 0777);

@@ -17,22 +17,34 @@
 
 struct table {
     int64_t ns, nq, F;
-    float * xs, * xq;
+    float *xs, *xq;
     int64_t * y;
 };
 
 static void table_make(struct table * t, int64_t ns, int64_t nq, int64_t F, uint32_t seed, int C) {
-    t->ns = ns; t->nq = nq; t->F = F;
+    t->ns = ns;
+    t->nq = nq;
+    t->F = F;
     t->xs = malloc((size_t) (ns * F) * sizeof(float));
     t->xq = malloc((size_t) (nq * F) * sizeof(float));
-    t->y  = malloc((size_t) ns * sizeof(int64_t));
+    t->y = malloc((size_t) ns * sizeof(int64_t));
     uint32_t s = seed;
-    for (int64_t i = 0; i < ns * F; i++) { s = s * 1664525u + 1013904223u; t->xs[i] = (float) (s >> 8) / 16777216.0f - 0.5f; }
-    for (int64_t i = 0; i < nq * F; i++) { s = s * 1664525u + 1013904223u; t->xq[i] = (float) (s >> 8) / 16777216.0f - 0.5f; }
+    for (int64_t i = 0; i < ns * F; i++) {
+        s = s * 1664525u + 1013904223u;
+        t->xs[i] = (float) (s >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int64_t i = 0; i < nq * F; i++) {
+        s = s * 1664525u + 1013904223u;
+        t->xq[i] = (float) (s >> 8) / 16777216.0f - 0.5f;
+    }
     for (int64_t i = 0; i < ns; i++) t->y[i] = i % C;
 }
 
-static void table_free(struct table * t) { free(t->xs); free(t->xq); free(t->y); }
+static void table_free(struct table * t) {
+    free(t->xs);
+    free(t->xq);
+    free(t->y);
+}
 
 /* one forward; returns the device allocations it made, or -1 on error */
 static int64_t forward(nf_backend * be, nf_model * m, const struct table * t, float * out, nf_err * err) {
@@ -51,11 +63,14 @@ static int64_t forward(nf_backend * be, nf_model * m, const struct table * t, fl
 }
 
 int main(int argc, char ** argv) {
-    if (argc < 2) { fprintf(stderr, "usage: test-workspace MODEL_DIR [DEVICE]\n"); return 2; }
+    if (argc < 2) {
+        fprintf(stderr, "usage: test-workspace MODEL_DIR [DEVICE]\n");
+        return 2;
+    }
     const char * dev = argc > 2 ? argv[2] : "cpu";
     nf_err err = {0};
     nf_backend * be = NULL;
-    nf_model * m = NULL, * fresh = NULL;
+    nf_model *m = NULL, *fresh = NULL;
     if (nf_backend_init(dev, NF_PRECISION_EXACT, &be, &err) != NF_OK) {
         fprintf(stderr, "test-workspace: %s\n", err.msg);
         return 1;
@@ -63,16 +78,16 @@ int main(int argc, char ** argv) {
     CHECK_RC(nf_model_load(be, argv[1], &m, &err), NF_OK, &err);
     CHECK_RC(nf_model_load(be, argv[1], &fresh, &err), NF_OK, &err);
     if (!m || !fresh) return nf_test_done("test-workspace");
-    const int C = (int) nf_model_input(m, 1)->n_classes;   /* support_y: class labels */
+    const int C = (int) nf_model_input(m, 1)->n_classes; /* support_y: class labels */
     CHECK(C > 1, "a classifier (%d classes)", C);
 
     struct table a, b;
     table_make(&a, 9, 5, 4, 11u, C);
     table_make(&b, 6, 7, 3, 12u, C);
     const size_t na = (size_t) (a.nq * C), nb = (size_t) (b.nq * C);
-    float * a1 = malloc(na * sizeof(float)), * a2 = malloc(na * sizeof(float)), * a3 = malloc(na * sizeof(float));
-    float * a4 = malloc(na * sizeof(float)), * af = malloc(na * sizeof(float));
-    float * b1 = malloc(nb * sizeof(float)), * bf = malloc(nb * sizeof(float));
+    float *a1 = malloc(na * sizeof(float)), *a2 = malloc(na * sizeof(float)), *a3 = malloc(na * sizeof(float));
+    float *a4 = malloc(na * sizeof(float)), *af = malloc(na * sizeof(float));
+    float *b1 = malloc(nb * sizeof(float)), *bf = malloc(nb * sizeof(float));
 
     /* 1 */
     const int64_t first = forward(be, m, &a, a1, &err);
@@ -104,14 +119,22 @@ int main(int argc, char ** argv) {
 
     /* 4 */
     nf_model_release_workspace(m);
-    nf_model_release_workspace(m);   /* twice is harmless */
+    nf_model_release_workspace(m); /* twice is harmless */
     const int64_t after = forward(be, m, &a, a2, &err);
     /* (the backend's own scratch, grown by the first forward, stays) */
-    CHECK(after > 0 && after <= first, "after release the forward allocates again (%lld, first %lld)", (long long) after, (long long) first);
+    CHECK(after > 0 && after <= first, "after release the forward allocates again (%lld, first %lld)",
+          (long long) after, (long long) first);
     CHECK(memcmp(a1, a2, na * sizeof(float)) == 0, "after release: identical logits");
 
-    free(a1); free(a2); free(a3); free(a4); free(af); free(b1); free(bf);
-    table_free(&a); table_free(&b);
+    free(a1);
+    free(a2);
+    free(a3);
+    free(a4);
+    free(af);
+    free(b1);
+    free(bf);
+    table_free(&a);
+    table_free(&b);
     nf_model_free(m);
     nf_model_free(fresh);
     nf_backend_free(be);

@@ -3,13 +3,11 @@
 #   tools/format.sh            format the files in place
 #   tools/format.sh --check    report files that differ (exit 1), change nothing
 #   tools/format.sh [--check] PATH...   only these files / directories
-# Default scope: src/backends, src/core, src/models (*.c *.h *.cu). Not the
-# OpenCL C kernel source (kernels.cl), the op table (*.def) or *.in templates.
-# src/io, src/cli and tests are not formatted yet (pending another branch's
-# merge); add them to DEFAULT_DIRS when they are.
+# Default scope: src/ and tests/ (*.c *.h *.cu). Not the OpenCL C kernel
+# source (kernels.cl), the op table (*.def) or *.in templates.
 set -eu
 cd "$(dirname "$0")/.."
-DEFAULT_DIRS="src/backends src/core src/models"
+DEFAULT_DIRS="src/backends src/core src/models src/io src/cli src/text tests"
 check=0
 if [ "${1:-}" = "--check" ]; then
   check=1

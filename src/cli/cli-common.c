@@ -10,15 +10,21 @@
 #include <time.h>
 
 void nf_cli_table_free(struct nf_cli_table * t) {
-    free(t->xs); free(t->xq); free(t->yc); free(t->yv);
+    free(t->xs);
+    free(t->xq);
+    free(t->yc);
+    free(t->yv);
     memset(t, 0, sizeof(*t));
 }
 
 void nf_cli_table_arrays(const struct nf_cli_table * t, struct nf_array out[NF_CLI_TABLE_INPUTS]) {
-    out[0] = (struct nf_array) {"support_x", NF_ARRAY_F32, 2, {t->n_support, t->n_features}, t->xs};
-    out[1] = (struct nf_array) {"support_y", t->yc ? NF_ARRAY_I64 : NF_ARRAY_F32, 1, {t->n_support},
-                                t->yc ? (const void *) t->yc : (const void *) t->yv};
-    out[2] = (struct nf_array) {"query_x", NF_ARRAY_F32, 2, {t->n_query, t->n_features}, t->xq};
+    out[0] = (struct nf_array){"support_x", NF_ARRAY_F32, 2, {t->n_support, t->n_features}, t->xs};
+    out[1] = (struct nf_array){"support_y",
+                               t->yc ? NF_ARRAY_I64 : NF_ARRAY_F32,
+                               1,
+                               {t->n_support},
+                               t->yc ? (const void *) t->yc : (const void *) t->yv};
+    out[2] = (struct nf_array){"query_x", NF_ARRAY_F32, 2, {t->n_query, t->n_features}, t->xq};
 }
 
 int nf_cli_table_model(const nf_model * m, int * class_labels, int64_t * n_classes, nf_err * err) {
@@ -32,12 +38,16 @@ int nf_cli_table_model(const nf_model * m, int * class_labels, int64_t * n_class
             *n_classes = d->n_classes;
         }
     }
-    if (!ok) return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s does not take a table (support_x, support_y, query_x): "
-                                "the command line cannot feed it yet", nf_model_type(m));
+    if (!ok)
+        return nf__err_set(err, NF_ERR_UNSUPPORTED,
+                           "model type %s does not take a table (support_x, support_y, query_x): "
+                           "the command line cannot feed it yet",
+                           nf_model_type(m));
     return NF_OK;
 }
 
-int nf_cli_output_shape(const nf_model * m, const struct nf_cli_table * t, int * ndim, int64_t * shape, int * width, nf_err * err) {
+int nf_cli_output_shape(const nf_model * m, const struct nf_cli_table * t, int * ndim, int64_t * shape, int * width,
+                        nf_err * err) {
     struct nf_array in[NF_CLI_TABLE_INPUTS];
     nf_cli_table_arrays(t, in);
     NF_TRY(nf_model_output_shape(m, in, NF_CLI_TABLE_INPUTS, ndim, shape, err));
@@ -54,7 +64,8 @@ int nf_cli_same_config(const nf_model * a, const nf_model * b) {
         const int ha = nf_model_config_item(a, i, &x), hb = nf_model_config_item(b, i, &y);
         if (ha != hb) return 0;
         if (!ha) return 1;
-        if (strcmp(x.key, y.key) != 0 || x.num != y.num || (!x.str) != (!y.str) || (x.str && strcmp(x.str, y.str) != 0)) return 0;
+        if (strcmp(x.key, y.key) != 0 || x.num != y.num || (!x.str) != (!y.str) || (x.str && strcmp(x.str, y.str) != 0))
+            return 0;
     }
 }
 
@@ -62,12 +73,19 @@ int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int
                           struct nf_cli_table * t, nf_err * err) {
     memset(t, 0, sizeof(*t));
     if (ns < 1 || nq < 1 || nf < 1) return nf__err_set(err, NF_ERR_ARG, "table sizes must be >= 1");
-    t->n_support = ns; t->n_query = nq; t->n_features = nf;
+    t->n_support = ns;
+    t->n_query = nq;
+    t->n_features = nf;
     t->xs = malloc((size_t) (ns * nf) * sizeof(float));
     t->xq = malloc((size_t) (nq * nf) * sizeof(float));
-    if (class_labels) t->yc = malloc((size_t) ns * sizeof(int64_t));
-    else              t->yv = malloc((size_t) ns * sizeof(float));
-    if (!t->xs || !t->xq || (!t->yc && !t->yv)) { nf_cli_table_free(t); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    if (class_labels)
+        t->yc = malloc((size_t) ns * sizeof(int64_t));
+    else
+        t->yv = malloc((size_t) ns * sizeof(float));
+    if (!t->xs || !t->xq || (!t->yc && !t->yv)) {
+        nf_cli_table_free(t);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
     uint64_t s = seed ^ 0xD1B54A32D192ED03ull;
     /* each row: a class/target, features = noisy class-dependent means on a
      * 1/64 grid (exact in float; ties are realistic) */
@@ -81,27 +99,36 @@ int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int
             row[j] = roundf(v * 64.0f) / 64.0f;
         }
         if (r < ns) {
-            if (class_labels) t->yc[r] = (int64_t) c;
-            else              t->yv[r] = nf__rng_unif(&s);
+            if (class_labels)
+                t->yc[r] = (int64_t) c;
+            else
+                t->yv[r] = nf__rng_unif(&s);
         }
     }
     return NF_OK;
 }
 
 static int nf_cli_npy_matrix(const char * path, struct nf_npy * a, float ** out, nf_err * err) {
-    if (a->ndim != 2) return nf__err_set(err, NF_ERR_SHAPE, "%s: expected a 2-D array (rows, features), got %d-D", path, a->ndim);
+    if (a->ndim != 2)
+        return nf__err_set(err, NF_ERR_SHAPE, "%s: expected a 2-D array (rows, features), got %d-D", path, a->ndim);
     const int64_t n = a->shape[0] * a->shape[1];
     float * f = malloc((size_t) (n ? n : 1) * sizeof(float));
     if (!f) return nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
-    if (a->dtype == NF_NPY_F4) memcpy(f, a->data, (size_t) n * sizeof(float));
-    else if (a->dtype == NF_NPY_F8) for (int64_t i = 0; i < n; i++) f[i] = (float) ((const double *) a->data)[i];
-    else { free(f); return nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected float32 or float64", path, nf__npy_dtype_name(a->dtype)); }
+    if (a->dtype == NF_NPY_F4)
+        memcpy(f, a->data, (size_t) n * sizeof(float));
+    else if (a->dtype == NF_NPY_F8)
+        for (int64_t i = 0; i < n; i++) f[i] = (float) ((const double *) a->data)[i];
+    else {
+        free(f);
+        return nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected float32 or float64", path,
+                           nf__npy_dtype_name(a->dtype));
+    }
     *out = f;
     return NF_OK;
 }
 
-int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int class_labels,
-                      struct nf_cli_table * t, nf_err * err) {
+int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int class_labels, struct nf_cli_table * t,
+                      nf_err * err) {
     memset(t, 0, sizeof(*t));
     struct nf_npy a = {0}, b = {0}, c = {0};
     int rc = nf__npy_read(sx, &a, err);
@@ -110,30 +137,46 @@ int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int cla
     if (rc == NF_OK) rc = nf_cli_npy_matrix(sx, &a, &t->xs, err);
     if (rc == NF_OK) rc = nf_cli_npy_matrix(qx, &c, &t->xq, err);
     if (rc == NF_OK) {
-        t->n_support = a.shape[0]; t->n_features = a.shape[1]; t->n_query = c.shape[0];
+        t->n_support = a.shape[0];
+        t->n_features = a.shape[1];
+        t->n_query = c.shape[0];
         if (c.shape[1] != a.shape[1]) {
-            rc = nf__err_set(err, NF_ERR_SHAPE, "%s has %lld features but %s has %lld", qx, (long long) c.shape[1], sx, (long long) a.shape[1]);
+            rc = nf__err_set(err, NF_ERR_SHAPE, "%s has %lld features but %s has %lld", qx, (long long) c.shape[1], sx,
+                             (long long) a.shape[1]);
         } else if (b.ndim != 1 || b.shape[0] != a.shape[0]) {
-            rc = nf__err_set(err, NF_ERR_SHAPE, "%s: expected shape (%lld,) to match %s", sy, (long long) a.shape[0], sx);
+            rc = nf__err_set(err, NF_ERR_SHAPE, "%s: expected shape (%lld,) to match %s", sy, (long long) a.shape[0],
+                             sx);
         }
     }
     if (rc == NF_OK) {
         const int64_t n = b.shape[0];
         if (class_labels) {
             t->yc = malloc((size_t) (n ? n : 1) * sizeof(int64_t));
-            if (!t->yc) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-            else if (b.dtype == NF_NPY_I8) memcpy(t->yc, b.data, (size_t) n * sizeof(int64_t));
-            else if (b.dtype == NF_NPY_I4) for (int64_t i = 0; i < n; i++) t->yc[i] = ((const int32_t *) b.data)[i];
-            else rc = nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected int64 or int32 class labels", sy, nf__npy_dtype_name(b.dtype));
+            if (!t->yc)
+                rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            else if (b.dtype == NF_NPY_I8)
+                memcpy(t->yc, b.data, (size_t) n * sizeof(int64_t));
+            else if (b.dtype == NF_NPY_I4)
+                for (int64_t i = 0; i < n; i++) t->yc[i] = ((const int32_t *) b.data)[i];
+            else
+                rc = nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected int64 or int32 class labels", sy,
+                                 nf__npy_dtype_name(b.dtype));
         } else {
             t->yv = malloc((size_t) (n ? n : 1) * sizeof(float));
-            if (!t->yv) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-            else if (b.dtype == NF_NPY_F4) memcpy(t->yv, b.data, (size_t) n * sizeof(float));
-            else if (b.dtype == NF_NPY_F8) for (int64_t i = 0; i < n; i++) t->yv[i] = (float) ((const double *) b.data)[i];
-            else rc = nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected float32 regression targets", sy, nf__npy_dtype_name(b.dtype));
+            if (!t->yv)
+                rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            else if (b.dtype == NF_NPY_F4)
+                memcpy(t->yv, b.data, (size_t) n * sizeof(float));
+            else if (b.dtype == NF_NPY_F8)
+                for (int64_t i = 0; i < n; i++) t->yv[i] = (float) ((const double *) b.data)[i];
+            else
+                rc = nf__err_set(err, NF_ERR_FORMAT, "%s: dtype %s, expected float32 regression targets", sy,
+                                 nf__npy_dtype_name(b.dtype));
         }
     }
-    nf__npy_free(&a); nf__npy_free(&b); nf__npy_free(&c);
+    nf__npy_free(&a);
+    nf__npy_free(&b);
+    nf__npy_free(&c);
     if (rc != NF_OK) nf_cli_table_free(t);
     return rc;
 }
@@ -141,15 +184,19 @@ int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int cla
 int nf_cli_table_write(const char * dir, const struct nf_cli_table * t, nf_err * err) {
     char p[4096];
     int64_t sh[2];
-    sh[0] = t->n_support; sh[1] = t->n_features;
+    sh[0] = t->n_support;
+    sh[1] = t->n_features;
     nf__path_join(p, sizeof(p), dir, "support_x.npy");
     NF_TRY(nf__npy_write(p, NF_NPY_F4, 2, sh, t->xs, err));
     nf__path_join(p, sizeof(p), dir, "support_y.npy");
     sh[0] = t->n_support;
-    if (t->yc) NF_TRY(nf__npy_write(p, NF_NPY_I8, 1, sh, t->yc, err));
-    else       NF_TRY(nf__npy_write(p, NF_NPY_F4, 1, sh, t->yv, err));
+    if (t->yc)
+        NF_TRY(nf__npy_write(p, NF_NPY_I8, 1, sh, t->yc, err));
+    else
+        NF_TRY(nf__npy_write(p, NF_NPY_F4, 1, sh, t->yv, err));
     nf__path_join(p, sizeof(p), dir, "query_x.npy");
-    sh[0] = t->n_query; sh[1] = t->n_features;
+    sh[0] = t->n_query;
+    sh[1] = t->n_features;
     NF_TRY(nf__npy_write(p, NF_NPY_F4, 2, sh, t->xq, err));
     return NF_OK;
 }
@@ -167,36 +214,53 @@ int nf_cli_parse_u64_list(const char * s, uint64_t max, uint64_t * out, int cap)
         }
         if (n == cap) return -1;
         out[n++] = v;
-        if (*s == ',') { s++; if (!*s) return -1; }
-        else if (*s) return -1;
+        if (*s == ',') {
+            s++;
+            if (!*s) return -1;
+        } else if (*s)
+            return -1;
     }
     return n;
 }
 
 int nf_cli_is_flag(const char * a, const char * const * flags) {
-    for (; *flags; flags++) if (strcmp(a, *flags) == 0) return 1;
+    for (; *flags; flags++)
+        if (strcmp(a, *flags) == 0) return 1;
     return 0;
 }
 
 int nf_cli_parse_int(const char * flag, const char * v, int64_t min, int64_t max, int64_t * out) {
     const char * s = v;
     int neg = 0;
-    if (*s == '-' && min < 0) { neg = 1; s++; }
+    if (*s == '-' && min < 0) {
+        neg = 1;
+        s++;
+    }
     int ok = *s != '\0';
     uint64_t mag = 0;
     const uint64_t lim = neg ? (uint64_t) (-(min + 1)) + 1 : (uint64_t) max;
     for (; ok && *s; s++) {
-        if (*s < '0' || *s > '9') { ok = 0; break; }
+        if (*s < '0' || *s > '9') {
+            ok = 0;
+            break;
+        }
         const uint64_t d = (uint64_t) (*s - '0');
-        if (mag > (lim - d) / 10) { ok = 0; break; }
+        if (mag > (lim - d) / 10) {
+            ok = 0;
+            break;
+        }
         mag = mag * 10 + d;
     }
     if (ok) {
         const int64_t r = neg ? (mag == 0 ? 0 : -(int64_t) (mag - 1) - 1) : (int64_t) mag;
-        if (r >= min && r <= max) { *out = r; return 1; }
+        if (r >= min && r <= max) {
+            *out = r;
+            return 1;
+        }
     }
     char e[256];
-    fprintf(stderr, "error: %s takes an integer in [%lld, %lld], got '%s'\n", flag, (long long) min, (long long) max, nf__esc(e, sizeof(e), v));
+    fprintf(stderr, "error: %s takes an integer in [%lld, %lld], got '%s'\n", flag, (long long) min, (long long) max,
+            nf__esc(e, sizeof(e), v));
     return 0;
 }
 
@@ -204,9 +268,13 @@ int nf_cli_parse_double(const char * flag, const char * v, double min, double ma
     char * end = NULL;
     errno = 0;
     const double d = *v && !isspace((unsigned char) *v) ? strtod(v, &end) : NAN;
-    if (end && !*end && errno == 0 && isfinite(d) && d >= min && d <= max) { *out = d; return 1; }
+    if (end && !*end && errno == 0 && isfinite(d) && d >= min && d <= max) {
+        *out = d;
+        return 1;
+    }
     char e[256];
-    fprintf(stderr, "error: %s takes a finite number in [%g, %g], got '%s'\n", flag, min, max, nf__esc(e, sizeof(e), v));
+    fprintf(stderr, "error: %s takes a finite number in [%g, %g], got '%s'\n", flag, min, max,
+            nf__esc(e, sizeof(e), v));
     return 0;
 }
 
@@ -223,7 +291,11 @@ void nf_cli_print_error(const nf_err * err, int rc) {
         nf__esc(out + o, sizeof(out) - o, line);
         o += strlen(out + o);
         m += l;
-        if (*m == '\n' && o + 1 < sizeof(out)) { out[o++] = '\n'; out[o] = '\0'; m++; }
+        if (*m == '\n' && o + 1 < sizeof(out)) {
+            out[o++] = '\n';
+            out[o] = '\0';
+            m++;
+        }
     }
     out[o] = '\0';
     fprintf(stderr, "error: %s (%s)\n", out, nf_result_name(rc));
@@ -246,8 +318,14 @@ const char * nf_cli_need_value(int argc, char ** argv, int * i) {
 }
 
 int nf_cli_parse_precision(const char * s, int * out) {
-    if (strcmp(s, "exact") == 0 || strcmp(s, "fp32") == 0) { *out = NF_PRECISION_EXACT; return 1; }
-    if (strcmp(s, "tf32") == 0) { *out = NF_PRECISION_TF32; return 1; }
+    if (strcmp(s, "exact") == 0 || strcmp(s, "fp32") == 0) {
+        *out = NF_PRECISION_EXACT;
+        return 1;
+    }
+    if (strcmp(s, "tf32") == 0) {
+        *out = NF_PRECISION_TF32;
+        return 1;
+    }
     return 0;
 }
 
@@ -259,7 +337,8 @@ double nf_cli_now_ms(void) {
 
 int64_t nf_cli_argmax(const float * row, int width) {
     int64_t best = 0;
-    for (int c = 1; c < width; c++) if (row[c] > row[best]) best = c;
+    for (int c = 1; c < width; c++)
+        if (row[c] > row[best]) best = c;
     return best;
 }
 
@@ -269,7 +348,10 @@ void nf_cli_diff(const float * a, const float * b, int64_t rows, int width, stru
     d->n_rows = rows;
     double sum = 0.0;
     for (int64_t i = 0; i < rows * width; i++) {
-        if (!isfinite(a[i]) || !isfinite(b[i])) { d->finite = false; continue; }
+        if (!isfinite(a[i]) || !isfinite(b[i])) {
+            d->finite = false;
+            continue;
+        }
         const double e = fabs((double) a[i] - (double) b[i]);
         if (e > d->max_abs) d->max_abs = e;
         sum += e;
@@ -313,7 +395,10 @@ int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_er
     int rc = fputs(json, f) < 0 ? NF_ERR_IO : NF_OK;
     nf_free(json);
     if (rc == NF_OK && (fflush(f) != 0 || ferror(f))) rc = NF_ERR_IO;
-    if (rc != NF_OK) { char e[1024]; return nf__err_set(err, rc, "%s: write failed", nf__esc(e, sizeof(e), what)); }
+    if (rc != NF_OK) {
+        char e[1024];
+        return nf__err_set(err, rc, "%s: write failed", nf__esc(e, sizeof(e), what));
+    }
     return NF_OK;
 }
 

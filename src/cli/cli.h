@@ -10,10 +10,10 @@
 /* A host-side table (support rows with labels, query rows), owning its
  * arrays: the inputs of the table models (Mitra). */
 struct nf_cli_table {
-    int64_t   n_support, n_query, n_features;
-    float   * xs, * xq;
-    int64_t * yc;        /* classification labels, or NULL */
-    float   * yv;        /* regression targets, or NULL    */
+    int64_t n_support, n_query, n_features;
+    float *xs, *xq;
+    int64_t * yc; /* classification labels, or NULL */
+    float * yv;   /* regression targets, or NULL    */
 };
 void nf_cli_table_free(struct nf_cli_table * t);
 /* The table as the model inputs support_x, support_y, query_x (3 arrays) */
@@ -23,7 +23,8 @@ void nf_cli_table_arrays(const struct nf_cli_table * t, struct nf_array out[NF_C
  * n_classes of them) or float targets. NF_ERR_UNSUPPORTED otherwise. */
 int nf_cli_table_model(const nf_model * m, int * class_labels, int64_t * n_classes, nf_err * err);
 /* The output shape for table t; width = elements per query row. */
-int nf_cli_output_shape(const nf_model * m, const struct nf_cli_table * t, int * ndim, int64_t * shape, int * width, nf_err * err);
+int nf_cli_output_shape(const nf_model * m, const struct nf_cli_table * t, int * ndim, int64_t * shape, int * width,
+                        nf_err * err);
 /* config items as equal as two models' configurations */
 int nf_cli_same_config(const nf_model * a, const nf_model * b);
 
@@ -33,8 +34,8 @@ int nf_cli_same_config(const nf_model * a, const nf_model * b);
 int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int class_labels, int n_classes,
                           struct nf_cli_table * t, nf_err * err);
 /* support_x / support_y / query_x .npy files */
-int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int class_labels,
-                      struct nf_cli_table * t, nf_err * err);
+int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int class_labels, struct nf_cli_table * t,
+                      nf_err * err);
 /* Writes support_x.npy, support_y.npy, query_x.npy into dir. */
 int nf_cli_table_write(const char * dir, const struct nf_cli_table * t, nf_err * err);
 
@@ -50,7 +51,7 @@ int nf_cli_is_flag(const char * a, const char * const * flags);
 int nf_cli_parse_int(const char * flag, const char * v, int64_t min, int64_t max, int64_t * out);
 int nf_cli_parse_double(const char * flag, const char * v, double min, double max, double * out);
 /* The largest seed: exactly representable in report.json (a JSON number) */
-#define NF_CLI_SEED_MAX ((int64_t) 9007199254740991)   /* 2^53 - 1 */
+#define NF_CLI_SEED_MAX ((int64_t) 9007199254740991) /* 2^53 - 1 */
 /* Print "error: MSG (CODE)" with control characters escaped. */
 void nf_cli_print_error(const nf_err * err, int rc);
 /* fflush(stdout) and report a failed write (a full disk, /dev/full, a closed
@@ -76,29 +77,29 @@ struct nf_cli_outfile {
     int fd, slot, closed;
     FILE * f;
 };
-int  nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char * flag, nf_err * err);
+int nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char * flag, nf_err * err);
 FILE * nf_cli_outfile_fp(struct nf_cli_outfile * o);
-int  nf_cli_outfile_close(struct nf_cli_outfile * o, nf_err * err);   /* flush + fsync + close */
-int  nf_cli_outfile_commit(struct nf_cli_outfile * o, nf_err * err);  /* close if open, rename */
+int nf_cli_outfile_close(struct nf_cli_outfile * o, nf_err * err);  /* flush + fsync + close */
+int nf_cli_outfile_commit(struct nf_cli_outfile * o, nf_err * err); /* close if open, rename */
 void nf_cli_outfile_abort(struct nf_cli_outfile * o);
 
 /* An output directory replaced as a set: lock, staging directory, swap. */
 struct nf_outset {
     char out[4096], parent[4096], base[256], staging[4096], lock[4096];
     int lock_fd, existed;
-    const char * const * names;   /* the artifact names a run may write */
+    const char * const * names; /* the artifact names a run may write */
     int n_names;
 };
 /* Lock --out, recover from an interrupted run, check it holds only files,
  * create the staging directory. */
-int  nf_outset_begin(struct nf_outset * s, const char * out, const char * const * names, int n_names, nf_err * err);
+int nf_outset_begin(struct nf_outset * s, const char * out, const char * const * names, int n_names, nf_err * err);
 /* staging/file */
 void nf_outset_path(const struct nf_outset * s, const char * file, char * out, size_t n);
 /* Is path directly inside --out? Its name there in name. */
-int  nf_outset_inside(const struct nf_outset * s, const char * path, char * name, size_t n);
+int nf_outset_inside(const struct nf_outset * s, const char * path, char * name, size_t n);
 /* Carry over the other files, swap the staging directory in, remove the
  * previous set; then commit extra (may be NULL). Signals blocked throughout. */
-int  nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err * err);
+int nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err * err);
 /* Remove the staging directory if still there, release the lock. */
 void nf_outset_end(struct nf_outset * s);
 int nf_cli_parse_precision(const char * s, int * out);
@@ -116,21 +117,22 @@ int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_er
 struct nf_cli_diff {
     double max_abs, mean_abs;
     int64_t n, n_rows, class_disagree;
-    bool   finite;
+    bool finite;
 };
 /* Compare two (rows, width) arrays; class agreement uses argmax when width > 1 */
 void nf_cli_diff(const float * a, const float * b, int64_t rows, int width, struct nf_cli_diff * d);
 int64_t nf_cli_argmax(const float * row, int width);
 
-
 /* statistics of n timings (sorted in place) */
-struct nf_cli_stats { double median, mean, p90, min, max; };
+struct nf_cli_stats {
+    double median, mean, p90, min, max;
+};
 void nf_cli_stats(double * v, int n, struct nf_cli_stats * s);
 
 /* the commands */
 int nf_cmd_run(int argc, char ** argv);
 int nf_cmd_verify(int argc, char ** argv);
 int nf_cmd_bench(int argc, char ** argv);
-int nf_cmd_convert(int argc, char ** argv);   /* cmd-convert.c */
+int nf_cmd_convert(int argc, char ** argv); /* cmd-convert.c */
 
 #endif

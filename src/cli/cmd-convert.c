@@ -12,17 +12,26 @@
 #include <string.h>
 
 int nf_cmd_convert(int argc, char ** argv) {
-    const char * model = NULL, * out = NULL, * config = NULL;
+    const char *model = NULL, *out = NULL, *config = NULL;
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;
         if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
-        if      (strcmp(a, "--model") == 0)  model = v;
-        else if (strcmp(a, "--out") == 0)    out = v;
-        else if (strcmp(a, "--config") == 0) config = v;
-        else { fprintf(stderr, "error: unknown option %s\n", a); return 2; }
+        if (strcmp(a, "--model") == 0)
+            model = v;
+        else if (strcmp(a, "--out") == 0)
+            out = v;
+        else if (strcmp(a, "--config") == 0)
+            config = v;
+        else {
+            fprintf(stderr, "error: unknown option %s\n", a);
+            return 2;
+        }
     }
-    if (!model || !out) { fprintf(stderr, "error: convert needs --model X.ckpt and --out DIR\n"); return 2; }
+    if (!model || !out) {
+        fprintf(stderr, "error: convert needs --model X.ckpt and --out DIR\n");
+        return 2;
+    }
 
     nf_err err = {0};
     struct nf_ckpt ck;
@@ -31,8 +40,11 @@ int nf_cmd_convert(int argc, char ** argv) {
     cJSON * cfg = NULL;
     char path[4096];
     int rc = nf__ckpt_open(model, &ck, &err);
-    if (rc != NF_OK) { fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc)); return 1; }
-    rc = nf__ckpt_to_st(&ck, &st, &err);           /* every byte read and CRC-checked */
+    if (rc != NF_OK) {
+        fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+        return 1;
+    }
+    rc = nf__ckpt_to_st(&ck, &st, &err); /* every byte read and CRC-checked */
     if (rc == NF_OK && config) rc = nf__json_read_file(config, &cfg, &err);
     if (rc == NF_OK) rc = nf__mkdir_p(out, &err);
     if (rc == NF_OK) {
@@ -47,10 +59,13 @@ int nf_cmd_convert(int argc, char ** argv) {
     if (rc == NF_OK) {
         int64_t bytes = 0;
         for (int i = 0; i < st.n_tensors; i++) bytes += (int64_t) (st.tensors[i].end - st.tensors[i].begin);
-        printf("wrote %s (%d tensors, %lld bytes, from %s%s; zip folder '%s/')\n", path, st.n_tensors, (long long) bytes,
-               ck.dict[0] ? "the checkpoint's " : "the checkpoint's root dict", ck.dict, ck.prefix);
-        if (cfg) printf("wrote %s/config.json (from %s)\n", out, config);
-        else     printf("note: a .ckpt carries no config.json: put the model's config.json in %s (or pass --config FILE)\n", out);
+        printf("wrote %s (%d tensors, %lld bytes, from %s%s; zip folder '%s/')\n", path, st.n_tensors,
+               (long long) bytes, ck.dict[0] ? "the checkpoint's " : "the checkpoint's root dict", ck.dict, ck.prefix);
+        if (cfg)
+            printf("wrote %s/config.json (from %s)\n", out, config);
+        else
+            printf("note: a .ckpt carries no config.json: put the model's config.json in %s (or pass --config FILE)\n",
+                   out);
     } else {
         fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
     }

@@ -30,28 +30,34 @@ static const char * const nf_run_artifacts[] = {
 #define NF_RUN_N_ARTIFACTS (sizeof(nf_run_artifacts) / sizeof(nf_run_artifacts[0]))
 
 struct nf_run_opts {
-    const char * model, * device, * out, * sx, * sy, * qx, * trace;
+    const char *model, *device, *out, *sx, *sy, *qx, *trace;
     uint64_t seed;
     int precision;
     int64_t chunk_rows;
 };
 
 /* Read the artifacts back and check shape, dtype and finiteness. */
-static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t, int out_ndim, const int64_t * out_shape,
-                                int width, int has_classes, nf_err * err) {
+static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t, int out_ndim,
+                                const int64_t * out_shape, int width, int has_classes, nf_err * err) {
     char p[4096];
     struct nf_npy a;
-    struct { const char * f; enum nf_npy_dtype dt; int nd; int64_t s0, s1; } want[5] = {
+    struct {
+        const char * f;
+        enum nf_npy_dtype dt;
+        int nd;
+        int64_t s0, s1;
+    } want[5] = {
         {"support_x.npy", NF_NPY_F4, 2, t->n_support, t->n_features},
         {"support_y.npy", t->yc ? NF_NPY_I8 : NF_NPY_F4, 1, t->n_support, 0},
-        {"query_x.npy",   NF_NPY_F4, 2, t->n_query, t->n_features},
-        {"logits.npy",    NF_NPY_F4, out_ndim, out_shape[0], out_ndim > 1 ? out_shape[1] : 0},
+        {"query_x.npy", NF_NPY_F4, 2, t->n_query, t->n_features},
+        {"logits.npy", NF_NPY_F4, out_ndim, out_shape[0], out_ndim > 1 ? out_shape[1] : 0},
         {"class_ids.npy", NF_NPY_I8, 1, t->n_query, 0},
     };
     for (int i = 0; i < (has_classes ? 5 : 4); i++) {
         nf__path_join(p, sizeof(p), dir, want[i].f);
         NF_TRY(nf__npy_read(p, &a, err));
-        int ok = a.dtype == want[i].dt && a.ndim == want[i].nd && a.shape[0] == want[i].s0 && (a.ndim < 2 || a.shape[1] == want[i].s1);
+        int ok = a.dtype == want[i].dt && a.ndim == want[i].nd && a.shape[0] == want[i].s0 &&
+                 (a.ndim < 2 || a.shape[1] == want[i].s1);
         if (ok && a.dtype == NF_NPY_F4) {
             for (size_t e = 0; e < a.nbytes / 4; e++) ok &= isfinite(((const float *) a.data)[e]) != 0;
         }
@@ -75,8 +81,9 @@ static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t,
 }
 
 static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
-    static const char * const flags[] = {"--model", "--device", "--out", "--seed", "--support-x", "--support-y", "--query-x",
-                                         "--trace", "--chunk-rows", "--precision", NULL};
+    static const char * const flags[] = {"--model",      "--device",    "--out",     "--seed",
+                                         "--support-x",  "--support-y", "--query-x", "--trace",
+                                         "--chunk-rows", "--precision", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     o->seed = 42;
@@ -84,30 +91,57 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
         const char * a = argv[i];
         const char * v;
         int64_t n;
-        if (!nf_cli_is_flag(a, flags)) { char e[256]; fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a)); return 0; }
+        if (!nf_cli_is_flag(a, flags)) {
+            char e[256];
+            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
+            return 0;
+        }
         if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        if      (strcmp(a, "--model") == 0)       o->model = v;
-        else if (strcmp(a, "--device") == 0)      o->device = v;
-        else if (strcmp(a, "--out") == 0)         o->out = v;
-        else if (strcmp(a, "--seed") == 0)        { if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0; o->seed = (uint64_t) n; }
-        else if (strcmp(a, "--support-x") == 0)   o->sx = v;
-        else if (strcmp(a, "--support-y") == 0)   o->sy = v;
-        else if (strcmp(a, "--query-x") == 0)     o->qx = v;
-        else if (strcmp(a, "--trace") == 0)       o->trace = v;
-        else if (strcmp(a, "--chunk-rows") == 0)  { if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->chunk_rows)) return 0; }
-        else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &o->precision)) { fprintf(stderr, "error: --precision must be exact or tf32\n"); return 0; }
+        if (strcmp(a, "--model") == 0)
+            o->model = v;
+        else if (strcmp(a, "--device") == 0)
+            o->device = v;
+        else if (strcmp(a, "--out") == 0)
+            o->out = v;
+        else if (strcmp(a, "--seed") == 0) {
+            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0;
+            o->seed = (uint64_t) n;
+        } else if (strcmp(a, "--support-x") == 0)
+            o->sx = v;
+        else if (strcmp(a, "--support-y") == 0)
+            o->sy = v;
+        else if (strcmp(a, "--query-x") == 0)
+            o->qx = v;
+        else if (strcmp(a, "--trace") == 0)
+            o->trace = v;
+        else if (strcmp(a, "--chunk-rows") == 0) {
+            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->chunk_rows)) return 0;
+        } else if (strcmp(a, "--precision") == 0) {
+            if (!nf_cli_parse_precision(v, &o->precision)) {
+                fprintf(stderr, "error: --precision must be exact or tf32\n");
+                return 0;
+            }
         }
     }
-    if (!o->model || !o->out) { fprintf(stderr, "error: run needs --model DIR and --out OUTDIR\n"); return 0; }
-    if (!o->model[0]) { fprintf(stderr, "error: --model needs a directory, got ''\n"); return 0; }
+    if (!o->model || !o->out) {
+        fprintf(stderr, "error: run needs --model DIR and --out OUTDIR\n");
+        return 0;
+    }
+    if (!o->model[0]) {
+        fprintf(stderr, "error: --model needs a directory, got ''\n");
+        return 0;
+    }
     int nfiles = (o->sx != NULL) + (o->sy != NULL) + (o->qx != NULL);
-    if (nfiles != 0 && nfiles != 3) { fprintf(stderr, "error: give all of --support-x, --support-y, --query-x, or none\n"); return 0; }
+    if (nfiles != 0 && nfiles != 3) {
+        fprintf(stderr, "error: give all of --support-x, --support-y, --query-x, or none\n");
+        return 0;
+    }
     return 1;
 }
 
 /* --trace must not replace what the run reads or writes */
-static int nf_run_check_trace(const struct nf_run_opts * o, const struct nf_outset * os, char * in_out, size_t n, nf_err * err) {
+static int nf_run_check_trace(const struct nf_run_opts * o, const struct nf_outset * os, char * in_out, size_t n,
+                              nf_err * err) {
     char e[1024], p[4096];
     in_out[0] = '\0';
     if (!o->trace) return NF_OK;
@@ -117,14 +151,16 @@ static int nf_run_check_trace(const struct nf_run_opts * o, const struct nf_outs
     const char * flags[3] = {"--support-x", "--support-y", "--query-x"};
     for (int i = 0; i < 3; i++) {
         if (inputs[i] && nf_cli_same_file(o->trace, inputs[i])) {
-            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the input %s: refused (it would be overwritten)", e, flags[i]);
+            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the input %s: refused (it would be overwritten)", e,
+                               flags[i]);
         }
     }
     static const char * const model_files[] = {"config.json", "model.safetensors"};
     for (int i = 0; i < 2; i++) {
         nf__path_join(p, sizeof(p), o->model, model_files[i]);
         if (nf_cli_same_file(o->trace, p)) {
-            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the model's %s: refused (it would be overwritten)", e, model_files[i]);
+            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the model's %s: refused (it would be overwritten)", e,
+                               model_files[i]);
         }
     }
     char c[4096];
@@ -135,12 +171,15 @@ static int nf_run_check_trace(const struct nf_run_opts * o, const struct nf_outs
     if (nf_outset_inside(os, o->trace, name, sizeof(name))) {
         for (size_t i = 0; i < NF_RUN_N_ARTIFACTS; i++) {
             if (strcmp(name, nf_run_artifacts[i]) == 0) {
-                return nf__err_set(err, NF_ERR_ARG, "--trace %s is the artifact %s of --out: refused (the trace would replace it)", e,
+                return nf__err_set(err, NF_ERR_ARG,
+                                   "--trace %s is the artifact %s of --out: refused (the trace would replace it)", e,
                                    nf_run_artifacts[i]);
             }
         }
-        if (strchr(name, '/')) return nf__err_set(err, NF_ERR_ARG, "--trace %s: inside a subdirectory of --out, which holds only files", e);
-        snprintf(in_out, n, "%s", name);   /* part of the new set */
+        if (strchr(name, '/'))
+            return nf__err_set(err, NF_ERR_ARG, "--trace %s: inside a subdirectory of --out, which holds only files",
+                               e);
+        snprintf(in_out, n, "%s", name); /* part of the new set */
     }
     return NF_OK;
 }
@@ -176,8 +215,11 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         if (nf_model_forward(m, NULL, 0, NULL, &why) == NF_ERR_UNSUPPORTED) *err = why;
         goto done;
     }
-    if (o->sx) rc = nf_cli_table_load(o->sx, o->sy, o->qx, class_labels, &t, err);
-    else       rc = nf_cli_table_generate(o->seed, 16, 8, 13, class_labels, class_labels ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t, err);
+    if (o->sx)
+        rc = nf_cli_table_load(o->sx, o->sy, o->qx, class_labels, &t, err);
+    else
+        rc = nf_cli_table_generate(o->seed, 16, 8, 13, class_labels,
+                                   class_labels ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t, err);
     if (rc != NF_OK) goto done;
     int out_ndim = 0, width = 0;
     int64_t out_shape[NF_ARRAY_MAX_DIMS];
@@ -185,7 +227,10 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
 
     logits = malloc((size_t) (t.n_query * width) * sizeof(float));
     cls = malloc((size_t) t.n_query * sizeof(int64_t));
-    if (!logits || !cls) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+    if (!logits || !cls) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     struct nf_array in[NF_CLI_TABLE_INPUTS];
     nf_cli_table_arrays(&t, in);
     nf_cli_test_delay("forward");
@@ -195,7 +240,10 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
 
     int finite = 1;
     for (int64_t i = 0; i < t.n_query * width; i++) finite &= isfinite(logits[i]) != 0;
-    if (!finite) { rc = nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits"); goto done; }
+    if (!finite) {
+        rc = nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits");
+        goto done;
+    }
     for (int64_t r = 0; r < t.n_query; r++) cls[r] = nf_cli_argmax(logits + r * width, width);
     const int has_classes = width > 1;
 
@@ -242,8 +290,10 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     cJSON * c = cJSON_AddObjectToObject(rep, "config");
     struct nf_config_item ci;
     for (int i = 0; nf_model_config_item(m, i, &ci); i++) {
-        if (ci.str) cJSON_AddStringToObject(c, ci.key, ci.str);
-        else        cJSON_AddNumberToObject(c, ci.key, (double) ci.num);
+        if (ci.str)
+            cJSON_AddStringToObject(c, ci.key, ci.str);
+        else
+            cJSON_AddNumberToObject(c, ci.key, (double) ci.num);
     }
     cJSON_AddNumberToObject(c, "n_params", (double) nf_model_n_params(m));
     cJSON_AddStringToObject(rep, "device", dev);
@@ -264,7 +314,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     cJSON_AddStringToObject(mk, "PREDICTED_CLASS", classes);
     cJSON_AddBoolToObject(mk, "LOGITS_FINITE", finite);
     cJSON_AddNumberToObject(mk, "INFERENCE_WALL_MS", wall_ms);
-    cJSON_AddBoolToObject(mk, "ASSETS_VERIFIED", 1);   /* or no report: the set is read back below, before the swap */
+    cJSON_AddBoolToObject(mk, "ASSETS_VERIFIED", 1); /* or no report: the set is read back below, before the swap */
     cJSON_AddNumberToObject(mk, "OPS_TOTAL", (double) tot.ops);
     cJSON_AddNumberToObject(mk, "OPS_OFF_DEVICE", (double) tot.ops_off_device);
     cJSON_AddNumberToObject(mk, "H2D_COPIES", (double) tot.h2d_copies);
@@ -282,13 +332,19 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         /* a trace inside --out is a member of the new set */
         nf_outset_path(&os, trace_in_out, p, sizeof(p));
         FILE * f = fopen(p, "wbx");
-        if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", p, strerror(errno)); goto done; }
+        if (!f) {
+            rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", p, strerror(errno));
+            goto done;
+        }
         rc = nf_cli_write_trace(be, f, o->trace, err);
         if (fclose(f) != 0 && rc == NF_OK) rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", o->trace);
         if (rc != NF_OK) goto done;
     } else if (o->trace) {
         FILE * f = nf_cli_outfile_fp(&tr);
-        if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: cannot write", o->trace); goto done; }
+        if (!f) {
+            rc = nf__err_set(err, NF_ERR_IO, "%s: cannot write", o->trace);
+            goto done;
+        }
         if ((rc = nf_cli_write_trace(be, f, o->trace, err)) != NF_OK) goto done;
         if ((rc = nf_cli_outfile_close(&tr, err)) != NF_OK) goto done;
     }
@@ -309,7 +365,11 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     printf("D2H_COPIES=%lld\n", (long long) tot.d2h_copies);
     printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
     /* the markers must reach stdout before the new set replaces the old */
-    if (!nf_cli_stdout_ok()) { rc = nf__err_set(err, NF_ERR_IO, "standard output: the markers could not be written; the previous results are kept"); goto done; }
+    if (!nf_cli_stdout_ok()) {
+        rc = nf__err_set(err, NF_ERR_IO,
+                         "standard output: the markers could not be written; the previous results are kept");
+        goto done;
+    }
     rc = nf_outset_commit(&os, o->trace && !trace_in_out[0] ? &tr : NULL, err);
 done:
     nf_cli_outfile_abort(&tr);

@@ -15,16 +15,24 @@
 #define NF_VERIFY_MAX_SEEDS 256
 
 struct nf_verify_opts {
-    const char * model, * ref_model, * device, * against, * json, * trace;
+    const char *model, *ref_model, *device, *against, *json, *trace;
     uint64_t seeds[NF_VERIFY_MAX_SEEDS];
     int n_seeds, samples, precision;
     double max_abs, mean_abs;
-    int bisect;            /* 0 off, 1 on failure, 2 always */
+    int bisect; /* 0 off, 1 on failure, 2 always */
 };
 
 /* One stage of one side: name + a host copy of its array. */
-struct nf_stage_rec { char name[64]; float * data; int64_t n; };
-struct nf_stage_log { struct nf_stage_rec * r; int n, cap; int keep_all; };
+struct nf_stage_rec {
+    char name[64];
+    float * data;
+    int64_t n;
+};
+struct nf_stage_log {
+    struct nf_stage_rec * r;
+    int n, cap;
+    int keep_all;
+};
 
 static int nf_stage_copy(void * user, const char * stage, const float * data, int ndim, const int64_t * shape) {
     struct nf_stage_log * log = user;
@@ -41,7 +49,11 @@ static int nf_stage_copy(void * user, const char * stage, const float * data, in
     struct nf_stage_rec * r = &log->r[log->n];
     memset(r, 0, sizeof(*r));
     snprintf(r->name, sizeof(r->name), "%s", stage);
-    if (n > 0) { r->data = malloc((size_t) n * sizeof(float)); if (!r->data) return 1; memcpy(r->data, data, (size_t) n * sizeof(float)); }
+    if (n > 0) {
+        r->data = malloc((size_t) n * sizeof(float));
+        if (!r->data) return 1;
+        memcpy(r->data, data, (size_t) n * sizeof(float));
+    }
     r->n = n;
     log->n++;
     return 0;
@@ -53,18 +65,19 @@ static void nf_stage_log_clear(struct nf_stage_log * log) {
 }
 
 static const struct nf_stage_rec * nf_stage_find(const struct nf_stage_log * log, const char * name) {
-    for (int i = 0; i < log->n; i++) if (strcmp(log->r[i].name, name) == 0) return &log->r[i];
+    for (int i = 0; i < log->n; i++)
+        if (strcmp(log->r[i].name, name) == 0) return &log->r[i];
     return NULL;
 }
 
 struct nf_verify_case {
-    char   name[256];
+    char name[256];
     int64_t ns, nq, nf;
     struct nf_cli_diff d;
-    int    pass, inputs_identical;
-    char   bisect_stage[64];
+    int pass, inputs_identical;
+    char bisect_stage[64];
     double bisect_max, bisect_mean;
-    int    bisect_ran;
+    int bisect_ran;
 };
 
 static int nf_verify_parse(int argc, char ** argv, struct nf_verify_opts * o) {
@@ -74,42 +87,69 @@ static int nf_verify_parse(int argc, char ** argv, struct nf_verify_opts * o) {
     static const uint64_t def_seeds[] = {42, 100, 101, 102, 105, 110, 111};
     o->n_seeds = 7;
     memcpy(o->seeds, def_seeds, sizeof(def_seeds));
-    static const char * const flags[] = {"--model", "--reference-model", "--device", "--against", "--json", "--trace", "--samples",
-                                         "--max-abs", "--mean-abs", "--seeds", "--precision", NULL};
+    static const char * const flags[] = {"--model",    "--reference-model", "--device",    "--against",
+                                         "--json",     "--trace",           "--samples",   "--max-abs",
+                                         "--mean-abs", "--seeds",           "--precision", NULL};
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
-        if (strcmp(a, "--bisect") == 0) { o->bisect = 1; continue; }
-        if (strcmp(a, "--bisect=always") == 0) { o->bisect = 2; continue; }
-        if (!nf_cli_is_flag(a, flags)) { char e[256]; fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a)); return 0; }
+        if (strcmp(a, "--bisect") == 0) {
+            o->bisect = 1;
+            continue;
+        }
+        if (strcmp(a, "--bisect=always") == 0) {
+            o->bisect = 2;
+            continue;
+        }
+        if (!nf_cli_is_flag(a, flags)) {
+            char e[256];
+            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
+            return 0;
+        }
         const char * v;
         if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
         int64_t n;
-        if      (strcmp(a, "--model") == 0)           o->model = v;
-        else if (strcmp(a, "--reference-model") == 0) o->ref_model = v;
-        else if (strcmp(a, "--device") == 0)          o->device = v;
-        else if (strcmp(a, "--against") == 0)         o->against = v;
-        else if (strcmp(a, "--json") == 0)            o->json = v;
-        else if (strcmp(a, "--trace") == 0)           o->trace = v;
-        else if (strcmp(a, "--samples") == 0)         { if (!nf_cli_parse_int(a, v, 0, 100000, &n)) return 0; o->samples = (int) n; }
-        else if (strcmp(a, "--max-abs") == 0)         { if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->max_abs)) return 0; }
-        else if (strcmp(a, "--mean-abs") == 0)        { if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->mean_abs)) return 0; }
-        else if (strcmp(a, "--seeds") == 0) {
+        if (strcmp(a, "--model") == 0)
+            o->model = v;
+        else if (strcmp(a, "--reference-model") == 0)
+            o->ref_model = v;
+        else if (strcmp(a, "--device") == 0)
+            o->device = v;
+        else if (strcmp(a, "--against") == 0)
+            o->against = v;
+        else if (strcmp(a, "--json") == 0)
+            o->json = v;
+        else if (strcmp(a, "--trace") == 0)
+            o->trace = v;
+        else if (strcmp(a, "--samples") == 0) {
+            if (!nf_cli_parse_int(a, v, 0, 100000, &n)) return 0;
+            o->samples = (int) n;
+        } else if (strcmp(a, "--max-abs") == 0) {
+            if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->max_abs)) return 0;
+        } else if (strcmp(a, "--mean-abs") == 0) {
+            if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->mean_abs)) return 0;
+        } else if (strcmp(a, "--seeds") == 0) {
             o->n_seeds = nf_cli_parse_u64_list(v, (uint64_t) NF_CLI_SEED_MAX, o->seeds, NF_VERIFY_MAX_SEEDS);
             if (o->n_seeds < 1) {
                 char e[256];
-                fprintf(stderr, "error: --seeds takes a comma list of 1..%d integers in [0, %lld], got '%s'\n", NF_VERIFY_MAX_SEEDS,
-                        (long long) NF_CLI_SEED_MAX, nf__esc(e, sizeof(e), v));
+                fprintf(stderr, "error: --seeds takes a comma list of 1..%d integers in [0, %lld], got '%s'\n",
+                        NF_VERIFY_MAX_SEEDS, (long long) NF_CLI_SEED_MAX, nf__esc(e, sizeof(e), v));
                 return 0;
             }
         } else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &o->precision)) { fprintf(stderr, "error: --precision must be exact or tf32\n"); return 0; }
+            if (!nf_cli_parse_precision(v, &o->precision)) {
+                fprintf(stderr, "error: --precision must be exact or tf32\n");
+                return 0;
+            }
         }
     }
     if (!o->model || !o->device || !o->against) {
         fprintf(stderr, "error: verify needs --model DIR --device DEV --against cpu|FIXTURE_DIR\n");
         return 0;
     }
-    if (!o->model[0]) { fprintf(stderr, "error: --model needs a directory, got ''\n"); return 0; }
+    if (!o->model[0]) {
+        fprintf(stderr, "error: --model needs a directory, got ''\n");
+        return 0;
+    }
     if (o->json && o->trace && (strcmp(o->json, o->trace) == 0 || nf_cli_same_file(o->json, o->trace))) {
         fprintf(stderr, "error: --json and --trace name the same file\n");
         return 0;
@@ -125,14 +165,18 @@ static int nf_verify_fixture_dirs(const char * against, char *** out, int * n, n
     char p[4096];
     nf__path_join(p, sizeof(p), against, "expected_logits.npy");
     struct stat sb;
-    if (stat(p, &sb) == 0) {   /* opened (and checked to be a regular file) by the reader */
+    if (stat(p, &sb) == 0) { /* opened (and checked to be a regular file) by the reader */
         *out = malloc(sizeof(char *));
         (*out)[0] = strdup(against);
         *n = 1;
         return NF_OK;
     }
     DIR * d = opendir(against);
-    if (!d) { char e[1024]; return nf__err_set(err, NF_ERR_IO, "%s: not a fixture directory: %s", nf__esc(e, sizeof(e), against), strerror(errno)); }
+    if (!d) {
+        char e[1024];
+        return nf__err_set(err, NF_ERR_IO, "%s: not a fixture directory: %s", nf__esc(e, sizeof(e), against),
+                           strerror(errno));
+    }
     struct dirent * e;
     int cap = 0;
     while ((e = readdir(d))) {
@@ -141,20 +185,29 @@ static int nf_verify_fixture_dirs(const char * against, char *** out, int * n, n
         nf__path_join(sub, sizeof(sub), against, e->d_name);
         nf__path_join(p, sizeof(p), sub, "expected_logits.npy");
         if (stat(p, &sb) != 0) continue;
-        if (*n == cap) { cap = cap ? cap * 2 : 16; *out = realloc(*out, (size_t) cap * sizeof(char *)); }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            *out = realloc(*out, (size_t) cap * sizeof(char *));
+        }
         (*out)[(*n)++] = strdup(sub);
     }
     closedir(d);
-    for (int i = 0; i < *n; i++) for (int j = i + 1; j < *n; j++) {
-        if (strcmp((*out)[i], (*out)[j]) > 0) { char * t = (*out)[i]; (*out)[i] = (*out)[j]; (*out)[j] = t; }
-    }
+    for (int i = 0; i < *n; i++)
+        for (int j = i + 1; j < *n; j++) {
+            if (strcmp((*out)[i], (*out)[j]) > 0) {
+                char * t = (*out)[i];
+                (*out)[i] = (*out)[j];
+                (*out)[j] = t;
+            }
+        }
     if (*n == 0) return nf__err_set(err, NF_ERR_IO, "%s: no case directory with expected_logits.npy", against);
     return NF_OK;
 }
 
 /* An output file of verify must not be a file the run reads: the models'
  * config.json / model.safetensors, a fixture's files. */
-static int nf_verify_check_output(const struct nf_verify_opts * o, const char * flag, const char * out, char ** dirs, int n_dirs, nf_err * err) {
+static int nf_verify_check_output(const struct nf_verify_opts * o, const char * flag, const char * out, char ** dirs,
+                                  int n_dirs, nf_err * err) {
     static const char * const model_files[] = {"config.json", "model.safetensors"};
     static const char * const case_files[] = {"support_x.npy", "support_y.npy", "query_x.npy", "expected_logits.npy"};
     char p[4096], e[1024];
@@ -163,14 +216,17 @@ static int nf_verify_check_output(const struct nf_verify_opts * o, const char * 
     for (int m = 0; m < 2; m++) {
         for (int i = 0; models[m] && i < 2; i++) {
             nf__path_join(p, sizeof(p), models[m], model_files[i]);
-            if (nf_cli_same_file(out, p)) return nf__err_set(err, NF_ERR_ARG, "%s %s is the %smodel's %s: refused (it would be overwritten)",
-                                                             flag, e, m ? "reference " : "", model_files[i]);
+            if (nf_cli_same_file(out, p))
+                return nf__err_set(err, NF_ERR_ARG, "%s %s is the %smodel's %s: refused (it would be overwritten)",
+                                   flag, e, m ? "reference " : "", model_files[i]);
         }
     }
     for (int d = 0; d < n_dirs; d++) {
         for (int i = 0; i < 4; i++) {
             nf__path_join(p, sizeof(p), dirs[d], case_files[i]);
-            if (nf_cli_same_file(out, p)) return nf__err_set(err, NF_ERR_ARG, "%s %s is the fixture file %s: refused (it would be overwritten)", flag, e, p);
+            if (nf_cli_same_file(out, p))
+                return nf__err_set(err, NF_ERR_ARG, "%s %s is the fixture file %s: refused (it would be overwritten)",
+                                   flag, e, p);
         }
     }
     return NF_OK;
@@ -185,7 +241,7 @@ static void nf_verify_bisect(const nf_model * m, const struct nf_stage_log * dev
     char name[64];
     for (int i = 0; nf_model_stage_name(m, i, name, sizeof(name)); i++) {
         if (strncmp(name, "inputs.", 7) == 0) continue;
-        const struct nf_stage_rec * a = nf_stage_find(dev, name), * b = nf_stage_find(ref, name);
+        const struct nf_stage_rec *a = nf_stage_find(dev, name), *b = nf_stage_find(ref, name);
         if (!a || !b || b->n != a->n) continue;
         struct nf_cli_diff d;
         nf_cli_diff(a->data, b->data, a->n, 1, &d);
@@ -201,13 +257,15 @@ static void nf_verify_bisect(const nf_model * m, const struct nf_stage_log * dev
 /* The input a stage "inputs.<name>" reads back, or NULL */
 static const struct nf_array * nf_verify_stage_input(const char * stage, const struct nf_array * in, int n_in) {
     if (strncmp(stage, "inputs.", 7) != 0) return NULL;
-    for (int i = 0; i < n_in; i++) if (strcmp(in[i].name, stage + 7) == 0 && in[i].dtype == NF_ARRAY_F32) return &in[i];
+    for (int i = 0; i < n_in; i++)
+        if (strcmp(in[i].name, stage + 7) == 0 && in[i].dtype == NF_ARRAY_F32) return &in[i];
     return NULL;
 }
 
 /* Every input the model reads back ("inputs.<name>" stages) is in log and
  * equals the given input, byte for byte. */
-static int nf_verify_inputs_identical(const nf_model * m, const struct nf_stage_log * log, const struct nf_array * in, int n_in) {
+static int nf_verify_inputs_identical(const nf_model * m, const struct nf_stage_log * log, const struct nf_array * in,
+                                      int n_in) {
     int seen = 0;
     char name[64];
     for (int s = 0; nf_model_stage_name(m, s, name, sizeof(name)); s++) {
@@ -223,8 +281,8 @@ static int nf_verify_inputs_identical(const nf_model * m, const struct nf_stage_
 }
 
 /* the inputs with the data the reference side read back from its device */
-static int nf_verify_inputs_of(const nf_model * m, const struct nf_stage_log * log, const struct nf_array * in, int n_in,
-                               struct nf_array * out) {
+static int nf_verify_inputs_of(const nf_model * m, const struct nf_stage_log * log, const struct nf_array * in,
+                               int n_in, struct nf_array * out) {
     for (int i = 0; i < n_in; i++) out[i] = in[i];
     char name[64];
     for (int s = 0; nf_model_stage_name(m, s, name, sizeof(name)); s++) {
@@ -238,34 +296,40 @@ static int nf_verify_inputs_of(const nf_model * m, const struct nf_stage_log * l
 }
 
 static void nf_verify_print_case(const struct nf_verify_case * c, int width) {
-    printf("case %-28s n_s=%-5lld n_q=%-5lld F=%-4lld max_abs=%.3e mean_abs=%.3e classes_agree=%lld/%lld inputs_identical=%s %s\n",
-           c->name, (long long) c->ns, (long long) c->nq, (long long) c->nf, c->d.max_abs, c->d.mean_abs,
-           (long long) (width > 1 ? c->d.n_rows - c->d.class_disagree : c->d.n_rows), (long long) c->d.n_rows,
-           c->inputs_identical ? "true" : "false", c->pass ? "PASS" : "FAIL");
+    printf(
+        "case %-28s n_s=%-5lld n_q=%-5lld F=%-4lld max_abs=%.3e mean_abs=%.3e classes_agree=%lld/%lld inputs_identical=%s %s\n",
+        c->name, (long long) c->ns, (long long) c->nq, (long long) c->nf, c->d.max_abs, c->d.mean_abs,
+        (long long) (width > 1 ? c->d.n_rows - c->d.class_disagree : c->d.n_rows), (long long) c->d.n_rows,
+        c->inputs_identical ? "true" : "false", c->pass ? "PASS" : "FAIL");
     if (c->bisect_ran) {
-        if (strcmp(c->bisect_stage, "none") == 0) printf("  bisect: no stage exceeds the thresholds\n");
-        else printf("  bisect: first stage over threshold: %s (max_abs=%.3e mean_abs=%.3e)\n", c->bisect_stage, c->bisect_max, c->bisect_mean);
+        if (strcmp(c->bisect_stage, "none") == 0)
+            printf("  bisect: no stage exceeds the thresholds\n");
+        else
+            printf("  bisect: first stage over threshold: %s (max_abs=%.3e mean_abs=%.3e)\n", c->bisect_stage,
+                   c->bisect_max, c->bisect_mean);
     }
 }
 
 static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_err * err) {
     const int against_cpu = strcmp(o->against, "cpu") == 0;
-    nf_backend * be = NULL, * rbe = NULL;
-    nf_model * m = NULL, * rm = NULL;
+    nf_backend *be = NULL, *rbe = NULL;
+    nf_model *m = NULL, *rm = NULL;
     char ** dirs = NULL;
     int n_dirs = 0, rc;
     struct nf_verify_case * cases = NULL;
     int n_cases = 0;
     struct nf_stage_log dlog = {0}, rlog = {0};
-    float * l_dev = NULL, * l_ref = NULL;
+    float *l_dev = NULL, *l_ref = NULL;
 
     struct nf_cli_outfile jf, tf;
-    memset(&jf, 0, sizeof(jf)); jf.fd = jf.slot = -1;
-    memset(&tf, 0, sizeof(tf)); tf.fd = tf.slot = -1;
+    memset(&jf, 0, sizeof(jf));
+    jf.fd = jf.slot = -1;
+    memset(&tf, 0, sizeof(tf));
+    tf.fd = tf.slot = -1;
     /* the outputs: not what this run reads, and writable, before any work */
     if (!against_cpu && (rc = nf_verify_fixture_dirs(o->against, &dirs, &n_dirs, err)) != NF_OK) goto done;
     for (int k = 0; k < 2; k++) {
-        const char * out = k ? o->trace : o->json, * flag = k ? "--trace" : "--json";
+        const char *out = k ? o->trace : o->json, *flag = k ? "--trace" : "--json";
         if (!out) continue;
         if ((rc = nf_verify_check_output(o, flag, out, dirs, n_dirs, err)) != NF_OK) goto done;
         if ((rc = nf_cli_outfile_open(k ? &tf : &jf, out, flag, err)) != NF_OK) goto done;
@@ -279,9 +343,15 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     if (against_cpu) {
         if ((rc = nf_cli_backend_init("cpu", NF_PRECISION_EXACT, &rbe, err)) != NF_OK) goto done;
         if ((rc = nf_model_load(rbe, o->ref_model ? o->ref_model : o->model, &rm, err)) != NF_OK) goto done;
-        if (!nf_cli_same_config(m, rm)) { rc = nf__err_set(err, NF_ERR_ARG, "--reference-model has a different config"); goto done; }
+        if (!nf_cli_same_config(m, rm)) {
+            rc = nf__err_set(err, NF_ERR_ARG, "--reference-model has a different config");
+            goto done;
+        }
     } else {
-        if (o->bisect) { rc = nf__err_set(err, NF_ERR_ARG, "--bisect needs --against cpu (fixtures hold no intermediate stages)"); goto done; }
+        if (o->bisect) {
+            rc = nf__err_set(err, NF_ERR_ARG, "--bisect needs --against cpu (fixtures hold no intermediate stages)");
+            goto done;
+        }
     }
     dlog.keep_all = rlog.keep_all = o->bisect != 0;
     nf_model_set_stage_callback(m, o->bisect ? NF_STAGES_ALL : NF_STAGES_INPUTS, nf_stage_copy, &dlog);
@@ -289,7 +359,10 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
 
     const int total = against_cpu ? o->n_seeds * (1 + o->samples) : n_dirs;
     cases = calloc((size_t) total, sizeof(*cases));
-    if (!cases) { rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+    if (!cases) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     printf("verify: %s (%s) against %s; thresholds max_abs<=%.1e mean_abs<=%.1e, identical classes; precision %s\n",
            nf_backend_name(be), nf_backend_description(be), against_cpu ? "cpu (fp32 reference backend)" : o->against,
            o->max_abs, o->mean_abs, nf_precision_name(o->precision));
@@ -333,9 +406,13 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
             if (rc == NF_OK) {
                 int ok = ex.dtype == NF_NPY_F4 && ex.ndim == out_ndim;
                 for (int d = 0; ok && d < out_ndim; d++) ok = ex.shape[d] == out_shape[d];
-                if (!ok) rc = nf__err_set(err, NF_ERR_SHAPE, "%s: expected float32 shape (%lld%s) for this model", e,
-                                          (long long) t.n_query, width > 1 ? ", C" : ",");
-                else { expected = ex.data; ex.data = NULL; }
+                if (!ok)
+                    rc = nf__err_set(err, NF_ERR_SHAPE, "%s: expected float32 shape (%lld%s) for this model", e,
+                                     (long long) t.n_query, width > 1 ? ", C" : ",");
+                else {
+                    expected = ex.data;
+                    ex.data = NULL;
+                }
             }
             nf__npy_free(&ex);
         }
@@ -344,19 +421,34 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
             int64_t out_shape[NF_ARRAY_MAX_DIMS];
             rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, err);
         }
-        if (rc != NF_OK) { nf_cli_table_free(&t); free(expected); goto done; }
-        c->ns = t.n_support; c->nq = t.n_query; c->nf = t.n_features;
-        free(l_dev); free(l_ref);
+        if (rc != NF_OK) {
+            nf_cli_table_free(&t);
+            free(expected);
+            goto done;
+        }
+        c->ns = t.n_support;
+        c->nq = t.n_query;
+        c->nf = t.n_features;
+        free(l_dev);
+        free(l_ref);
         l_dev = malloc((size_t) (t.n_query * width) * sizeof(float));
         l_ref = expected ? expected : malloc((size_t) (t.n_query * width) * sizeof(float));
-        if (!l_dev || !l_ref) { nf_cli_table_free(&t); rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory"); goto done; }
+        if (!l_dev || !l_ref) {
+            nf_cli_table_free(&t);
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            goto done;
+        }
         struct nf_array in[NF_CLI_TABLE_INPUTS];
         nf_cli_table_arrays(&t, in);
         nf_stage_log_clear(&dlog);
         nf_stage_log_clear(&rlog);
         rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, l_dev, err);
         if (rc == NF_OK && rm) rc = nf_model_forward(rm, in, NF_CLI_TABLE_INPUTS, l_ref, err);
-        if (rc != NF_OK) { nf_cli_table_free(&t); nf__err_prefix(err, "case %s", c->name); goto done; }
+        if (rc != NF_OK) {
+            nf_cli_table_free(&t);
+            nf__err_prefix(err, "case %s", c->name);
+            goto done;
+        }
         nf_cli_diff(l_dev, l_ref, t.n_query, width, &c->d);
         /* byte-identical inputs: each side's device copy, read back, against
          * the other side's (cpu reference) or against the fixture's file */
@@ -383,7 +475,8 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
         if (cases[i].d.max_abs > cases[worst].d.max_abs) worst = i;
     }
     double worst_mean = 0;
-    for (int i = 0; i < n_cases; i++) if (cases[i].d.mean_abs > worst_mean) worst_mean = cases[i].d.mean_abs;
+    for (int i = 0; i < n_cases; i++)
+        if (cases[i].d.mean_abs > worst_mean) worst_mean = cases[i].d.mean_abs;
     *n_failed = failed;
     printf("VERIFY_DEVICE=%s\n", nf_backend_name(be));
     printf("VERIFY_AGAINST=%s\n", o->against);
@@ -431,24 +524,35 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     }
     if (o->trace) {
         FILE * f = nf_cli_outfile_fp(&tf);
-        if (!f) { rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", o->trace); goto done; }
+        if (!f) {
+            rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", o->trace);
+            goto done;
+        }
         if ((rc = nf_cli_write_trace(be, f, o->trace, err)) != NF_OK) goto done;
     }
     /* stdout first: a lost report is a failed run, and then no file is replaced */
-    if (!nf_cli_stdout_ok()) { rc = nf__err_set(err, NF_ERR_IO, "standard output: the report could not be written"); goto done; }
+    if (!nf_cli_stdout_ok()) {
+        rc = nf__err_set(err, NF_ERR_IO, "standard output: the report could not be written");
+        goto done;
+    }
     if (o->json && (rc = nf_cli_outfile_commit(&jf, err)) != NF_OK) goto done;
     if (o->trace && (rc = nf_cli_outfile_commit(&tf, err)) != NF_OK) goto done;
 done:
     nf_cli_outfile_abort(&jf);
     nf_cli_outfile_abort(&tf);
-    nf_stage_log_clear(&dlog); free(dlog.r);
-    nf_stage_log_clear(&rlog); free(rlog.r);
-    free(l_dev); free(l_ref);
+    nf_stage_log_clear(&dlog);
+    free(dlog.r);
+    nf_stage_log_clear(&rlog);
+    free(rlog.r);
+    free(l_dev);
+    free(l_ref);
     for (int i = 0; i < n_dirs; i++) free(dirs[i]);
     free(dirs);
     free(cases);
-    nf_model_free(m); nf_model_free(rm);
-    nf_backend_free(be); nf_backend_free(rbe);
+    nf_model_free(m);
+    nf_model_free(rm);
+    nf_backend_free(be);
+    nf_backend_free(rbe);
     return rc;
 }
 

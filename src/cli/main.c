@@ -7,7 +7,8 @@
 #include <string.h>
 
 static void nf_usage(FILE * f) {
-    fprintf(f,
+    fprintf(
+        f,
         "nofall %s -- strict-device inference for tabular foundation models\n"
         "\n"
         "usage:\n"
@@ -23,7 +24,8 @@ static void nf_usage(FILE * f) {
         "             --task classification|regression] [--perturb KEY:DELTA]\n"
         "  nofall gen-weights sptransformer --out DIR [--seed N] [--dim D --depth L --tissues T] [--perturb KEY:DELTA]\n"
         "             (SpTransformer loads and checks; its forward is not implemented yet)\n"
-        "  nofall convert --model X.ckpt --out DIR [--config FILE]   (torch.save checkpoint -> DIR/model.safetensors)\n", NF_VERSION);
+        "  nofall convert --model X.ckpt --out DIR [--config FILE]   (torch.save checkpoint -> DIR/model.safetensors)\n",
+        NF_VERSION);
 }
 
 /* gen-weights TYPE --out DIR [--seed N] [--perturb KEY:DELTA] [--OPTION VALUE ...]:
@@ -33,15 +35,18 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     if (!iface) {
         char known[256] = "";
         size_t len = 0;
-        for (int i = 0; i < nf_model_type_count(); i++) nf__msg_append(known, sizeof(known), &len, "%s'%s'", i ? ", " : "", nf_model_type_name(i));
-        if (nf_model_type_count() == 1) fprintf(stderr, "error: gen-weights needs a model name (only %s is available)\n", known);
-        else                            fprintf(stderr, "error: gen-weights needs a model name (one of %s)\n", known);
+        for (int i = 0; i < nf_model_type_count(); i++)
+            nf__msg_append(known, sizeof(known), &len, "%s'%s'", i ? ", " : "", nf_model_type_name(i));
+        if (nf_model_type_count() == 1)
+            fprintf(stderr, "error: gen-weights needs a model name (only %s is available)\n", known);
+        else
+            fprintf(stderr, "error: gen-weights needs a model name (one of %s)\n", known);
         return 2;
     }
     enum { NF_GEN_MAX_OPTS = 32 };
-    const char * keys[NF_GEN_MAX_OPTS], * values[NF_GEN_MAX_OPTS];
+    const char *keys[NF_GEN_MAX_OPTS], *values[NF_GEN_MAX_OPTS];
     int n = 0;
-    const char * out = NULL, * perturb = NULL;
+    const char *out = NULL, *perturb = NULL;
     static char key[128];
     float delta = 0.0f;
     uint64_t seed = 0;
@@ -59,12 +64,18 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
         }
         const char * v = nf_cli_need_value(argc, argv, &i);
         if (!v) return 2;
-        if      (strcmp(a, "--out") == 0)  out = v;
-        else if (strcmp(a, "--seed") == 0) { if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n64)) return 2; seed = (uint64_t) n64; }
-        else if (strcmp(a, "--perturb") == 0) {
+        if (strcmp(a, "--out") == 0)
+            out = v;
+        else if (strcmp(a, "--seed") == 0) {
+            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n64)) return 2;
+            seed = (uint64_t) n64;
+        } else if (strcmp(a, "--perturb") == 0) {
             /* KEY:DELTA -- add DELTA to every element of KEY (bisect tests) */
             const char * colon = strrchr(v, ':');
-            if (!colon || colon == v || (size_t) (colon - v) >= sizeof(key)) { fprintf(stderr, "error: --perturb takes KEY:DELTA\n"); return 2; }
+            if (!colon || colon == v || (size_t) (colon - v) >= sizeof(key)) {
+                fprintf(stderr, "error: --perturb takes KEY:DELTA\n");
+                return 2;
+            }
             memcpy(key, v, (size_t) (colon - v));
             key[colon - v] = '\0';
             perturb = key;
@@ -72,20 +83,28 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
             if (!nf_cli_parse_double("--perturb DELTA", colon + 1, -1e30, 1e30, &d)) return 2;
             delta = (float) d;
         } else {
-            if (n == NF_GEN_MAX_OPTS) { fprintf(stderr, "error: too many options\n"); return 2; }
+            if (n == NF_GEN_MAX_OPTS) {
+                fprintf(stderr, "error: too many options\n");
+                return 2;
+            }
             keys[n] = a + 2;
             values[n++] = v;
         }
     }
-    if (!out) { fprintf(stderr, "error: gen-weights needs --out DIR\n"); return 2; }
+    if (!out) {
+        fprintf(stderr, "error: gen-weights needs --out DIR\n");
+        return 2;
+    }
     nf_err err = {0};
     char summary[256] = "";
-    int rc = nf__model_gen_weights_ex(iface->type, out, seed, n, keys, values, perturb, delta, summary, sizeof(summary), &err);
+    int rc = nf__model_gen_weights_ex(iface->type, out, seed, n, keys, values, perturb, delta, summary, sizeof(summary),
+                                      &err);
     if (rc != NF_OK) {
         nf_cli_print_error(&err, rc);
         return 1;
     }
-    printf("wrote %s/config.json and %s/model.safetensors (%s, seed %llu)\n", out, out, summary, (unsigned long long) seed);
+    printf("wrote %s/config.json and %s/model.safetensors (%s, seed %llu)\n", out, out, summary,
+           (unsigned long long) seed);
     return 0;
 }
 
@@ -95,21 +114,30 @@ static int nf_main(int argc, char ** argv) {
         return argc < 2 ? 2 : 0;
     }
     const char * cmd = argv[1];
-    if (strcmp(cmd, "run") == 0)         return nf_cmd_run(argc - 1, argv + 1);
-    if (strcmp(cmd, "verify") == 0)      return nf_cmd_verify(argc - 1, argv + 1);
-    if (strcmp(cmd, "bench") == 0)       return nf_cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0) return nf_cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "verify") == 0) return nf_cmd_verify(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) return nf_cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "gen-weights") == 0) return nf_cmd_gen_weights(argc - 1, argv + 1);
-    if (strcmp(cmd, "convert") == 0)     return nf_cmd_convert(argc - 1, argv + 1);
+    if (strcmp(cmd, "convert") == 0) return nf_cmd_convert(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) {
         nf_err err = {0};
         char * text = nf_devices_describe(&err);
-        if (!text) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+        if (!text) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return 1;
+        }
         const int ok = fputs(text, stdout) >= 0 && fflush(stdout) == 0;
         nf_free(text);
-        if (!ok) { fprintf(stderr, "error: writing to stdout failed\n"); return 1; }
+        if (!ok) {
+            fprintf(stderr, "error: writing to stdout failed\n");
+            return 1;
+        }
         return 0;
     }
-    if (strcmp(cmd, "--version") == 0)   { printf("nofall %s\n", NF_VERSION); return 0; }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("nofall %s\n", NF_VERSION);
+        return 0;
+    }
     fprintf(stderr, "error: unknown command '%s'\n\n", cmd);
     nf_usage(stderr);
     return 2;

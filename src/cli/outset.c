@@ -78,8 +78,12 @@ static int nf_rm_flat(const char * dir) {
 static volatile sig_atomic_t nf_sig_defer, nf_sig_pending;
 
 static void nf_sig_handler(int sig) {
-    if (nf_sig_defer) { nf_sig_pending = sig; return; }
-    for (int i = 0; i < NF_SIG_FILES; i++) if (nf_sig_file_on[i]) unlink(nf_sig_file[i]);
+    if (nf_sig_defer) {
+        nf_sig_pending = sig;
+        return;
+    }
+    for (int i = 0; i < NF_SIG_FILES; i++)
+        if (nf_sig_file_on[i]) unlink(nf_sig_file[i]);
     if (nf_sig_dir_on) nf_rm_flat(nf_sig_dir);
     if (nf_sig_lock_on) unlink(nf_sig_lock);
     signal(sig, SIG_DFL);
@@ -104,10 +108,14 @@ static void nf_sig_block(int block) {
     sigset_t s;
     sigemptyset(&s);
     for (int i = 0; i < NF_N_SIGS; i++) sigaddset(&s, nf_sigs[i]);
-    if (block) { nf_sig_defer = 1; sigprocmask(SIG_BLOCK, &s, NULL); return; }
+    if (block) {
+        nf_sig_defer = 1;
+        sigprocmask(SIG_BLOCK, &s, NULL);
+        return;
+    }
     sigprocmask(SIG_UNBLOCK, &s, NULL);
     nf_sig_defer = 0;
-    if (nf_sig_pending) nf_sig_handler(nf_sig_pending);   /* a signal that came during the swap, now */
+    if (nf_sig_pending) nf_sig_handler(nf_sig_pending); /* a signal that came during the swap, now */
 }
 
 static int nf_sig_add_file(const char * path) {
@@ -120,7 +128,9 @@ static int nf_sig_add_file(const char * path) {
     return -1;
 }
 
-static void nf_sig_drop_file(int slot) { if (slot >= 0) nf_sig_file_on[slot] = 0; }
+static void nf_sig_drop_file(int slot) {
+    if (slot >= 0) nf_sig_file_on[slot] = 0;
+}
 
 /* ---- test hook ------------------------------------------------------------------------------ */
 
@@ -136,7 +146,8 @@ void nf_cli_test_delay(const char * phase) {
     fprintf(stderr, "nofall: test hook: %s phase, sleeping %ld ms\n", phase, ms);
     fflush(stderr);
     struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&left, &left) != 0 && errno == EINTR) {}
+    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
 #else
     (void) phase;
 #endif
@@ -151,7 +162,8 @@ int nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char
     char e[1024];
     if (!path[0]) return nf__err_set(err, NF_ERR_ARG, "%s needs a file name, got ''", flag);
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return nf__err_set(err, NF_ERR_ARG, "%s %s: is a directory", flag, nf__esc(e, sizeof(e), path));
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return nf__err_set(err, NF_ERR_ARG, "%s %s: is a directory", flag, nf__esc(e, sizeof(e), path));
     snprintf(o->path, sizeof(o->path), "%s", path);
     int fd;
     if (nf__tmp_create(path, o->tmp, sizeof(o->tmp), &fd, err) != NF_OK) return nf__err_prefix(err, "%s", flag);
@@ -161,7 +173,10 @@ int nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char
 }
 
 FILE * nf_cli_outfile_fp(struct nf_cli_outfile * o) {
-    if (!o->f && o->fd >= 0) { o->f = fdopen(o->fd, "wb"); if (o->f) o->fd = -1; }
+    if (!o->f && o->fd >= 0) {
+        o->f = fdopen(o->fd, "wb");
+        if (o->f) o->fd = -1;
+    }
     return o->f;
 }
 
@@ -173,7 +188,9 @@ int nf_cli_outfile_close(struct nf_cli_outfile * o, nf_err * err) {
     const int en = errno;
     ok = fclose(f) == 0 && ok;
     o->f = NULL;
-    if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: write failed: %s", nf__esc(e, sizeof(e), o->path), strerror(en ? en : EIO));
+    if (!ok)
+        return nf__err_set(err, NF_ERR_IO, "%s: write failed: %s", nf__esc(e, sizeof(e), o->path),
+                           strerror(en ? en : EIO));
     o->closed = 1;
     return NF_OK;
 }
@@ -181,7 +198,8 @@ int nf_cli_outfile_close(struct nf_cli_outfile * o, nf_err * err) {
 int nf_cli_outfile_commit(struct nf_cli_outfile * o, nf_err * err) {
     char e[1024];
     if (!o->closed) NF_TRY(nf_cli_outfile_close(o, err));
-    if (rename(o->tmp, o->path) != 0) return nf__err_set(err, NF_ERR_IO, "%s: rename failed: %s", nf__esc(e, sizeof(e), o->path), strerror(errno));
+    if (rename(o->tmp, o->path) != 0)
+        return nf__err_set(err, NF_ERR_IO, "%s: rename failed: %s", nf__esc(e, sizeof(e), o->path), strerror(errno));
     nf_sig_drop_file(o->slot);
     o->slot = -1;
     o->tmp[0] = '\0';
@@ -209,10 +227,21 @@ int nf_cli_canonical(const char * path, char * out, size_t n) {
     if (l == 0 || l >= sizeof(dir)) return -1;
     memcpy(dir, path, l + 1);
     while (l > 1 && dir[l - 1] == '/') dir[--l] = '\0';
-    if (realpath(dir, rp)) { snprintf(out, n, "%s", rp); return 0; }
+    if (realpath(dir, rp)) {
+        snprintf(out, n, "%s", rp);
+        return 0;
+    }
     char * s = strrchr(dir, '/');
-    if (s) { snprintf(base, sizeof(base), "%s", s + 1); if (s == dir) s[1] = '\0'; else *s = '\0'; }
-    else   { snprintf(base, sizeof(base), "%s", dir); snprintf(dir, sizeof(dir), "."); }
+    if (s) {
+        snprintf(base, sizeof(base), "%s", s + 1);
+        if (s == dir)
+            s[1] = '\0';
+        else
+            *s = '\0';
+    } else {
+        snprintf(base, sizeof(base), "%s", dir);
+        snprintf(dir, sizeof(dir), ".");
+    }
     if (!realpath(dir, rp)) return -1;
     if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0) return -1;
     int w = snprintf(out, n, "%s%s%s", rp, strcmp(rp, "/") == 0 ? "" : "/", base);
@@ -230,7 +259,8 @@ int nf_cli_same_file(const char * a, const char * b) {
 static unsigned nf_outset_counter;
 
 static int nf_outset_is_artifact(const struct nf_outset * s, const char * name) {
-    for (int i = 0; i < s->n_names; i++) if (strcmp(s->names[i], name) == 0) return 1;
+    for (int i = 0; i < s->n_names; i++)
+        if (strcmp(s->names[i], name) == 0) return 1;
     return 0;
 }
 
@@ -242,7 +272,8 @@ static int nf_outset_recover(struct nf_outset * s, nf_err * err) {
     struct stat sb;
     const int have_out = lstat(s->out, &sb) == 0;
     DIR * d = opendir(s->parent);
-    if (!d) return nf__err_set(err, NF_ERR_IO, "%s: cannot list: %s", nf__esc(e, sizeof(e), s->parent), strerror(errno));
+    if (!d)
+        return nf__err_set(err, NF_ERR_IO, "%s: cannot list: %s", nf__esc(e, sizeof(e), s->parent), strerror(errno));
     struct dirent * de;
     char restore[4096] = "";
     char * stale[64];
@@ -252,19 +283,26 @@ static int nf_outset_recover(struct nf_outset * s, nf_err * err) {
         const int is_old = strncmp(de->d_name, pre_old, strlen(pre_old)) == 0;
         if (!is_new && !is_old) continue;
         nf__path_join(p, sizeof(p), s->parent, de->d_name);
-        if (is_old && !have_out && !restore[0]) { snprintf(restore, sizeof(restore), "%s", p); continue; }
+        if (is_old && !have_out && !restore[0]) {
+            snprintf(restore, sizeof(restore), "%s", p);
+            continue;
+        }
         if (n_stale < 64) stale[n_stale++] = strdup(p);
     }
     closedir(d);
     if (restore[0]) {
         if (rename(restore, s->out) != 0) {
             for (int i = 0; i < n_stale; i++) free(stale[i]);
-            return nf__err_set(err, NF_ERR_IO, "%s: cannot restore the previous results from %s: %s", nf__esc(e, sizeof(e), s->out), restore, strerror(errno));
+            return nf__err_set(err, NF_ERR_IO, "%s: cannot restore the previous results from %s: %s",
+                               nf__esc(e, sizeof(e), s->out), restore, strerror(errno));
         }
-        fprintf(stderr, "nofall: %s: restored the previous results an interrupted run had moved aside\n", nf__esc(e, sizeof(e), s->out));
+        fprintf(stderr, "nofall: %s: restored the previous results an interrupted run had moved aside\n",
+                nf__esc(e, sizeof(e), s->out));
     }
     for (int i = 0; i < n_stale; i++) {
-        if (stale[i] && nf_rm_flat(stale[i]) != 0) fprintf(stderr, "warning: cannot remove the stale %s: %s\n", nf__esc(e, sizeof(e), stale[i]), strerror(errno));
+        if (stale[i] && nf_rm_flat(stale[i]) != 0)
+            fprintf(stderr, "warning: cannot remove the stale %s: %s\n", nf__esc(e, sizeof(e), stale[i]),
+                    strerror(errno));
         free(stale[i]);
     }
     return NF_OK;
@@ -274,7 +312,9 @@ static int nf_outset_lock(struct nf_outset * s, nf_err * err) {
     char e[1024];
     for (int attempt = 0; attempt < 100; attempt++) {
         int fd = open(s->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
-        if (fd < 0) return nf__err_set(err, NF_ERR_IO, "--out %s: cannot create the lock %s: %s", nf__esc(e, sizeof(e), s->out), s->lock, strerror(errno));
+        if (fd < 0)
+            return nf__err_set(err, NF_ERR_IO, "--out %s: cannot create the lock %s: %s", nf__esc(e, sizeof(e), s->out),
+                               s->lock, strerror(errno));
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int en = errno;
             char pid[32] = "";
@@ -283,23 +323,27 @@ static int nf_outset_lock(struct nf_outset * s, nf_err * err) {
             pid[strcspn(pid, "\n")] = '\0';
             close(fd);
             if (en == EWOULDBLOCK || en == EAGAIN) {
-                return nf__err_set(err, NF_ERR_IO, "--out %s: another nofall run%s%s%s is writing it (lock %s held); refused, so the two "
-                                   "result sets cannot mix: run again when it has finished, or use another --out",
-                                   nf__esc(e, sizeof(e), s->out), pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "", s->lock);
+                return nf__err_set(
+                    err, NF_ERR_IO,
+                    "--out %s: another nofall run%s%s%s is writing it (lock %s held); refused, so the two "
+                    "result sets cannot mix: run again when it has finished, or use another --out",
+                    nf__esc(e, sizeof(e), s->out), pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "", s->lock);
             }
-            return nf__err_set(err, NF_ERR_IO, "--out %s: cannot lock %s: %s", nf__esc(e, sizeof(e), s->out), s->lock, strerror(en));
+            return nf__err_set(err, NF_ERR_IO, "--out %s: cannot lock %s: %s", nf__esc(e, sizeof(e), s->out), s->lock,
+                               strerror(en));
         }
         struct stat a, b;
         if (fstat(fd, &a) == 0 && stat(s->lock, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
             char pid[32];
             const int n = snprintf(pid, sizeof(pid), "%ld\n", (long) getpid());
-            if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t) n, 0) != n) { /* the pid is for messages only */ }
+            if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t) n, 0) != n) { /* the pid is for messages only */
+            }
             s->lock_fd = fd;
             snprintf(nf_sig_lock, sizeof(nf_sig_lock), "%s", s->lock);
             nf_sig_lock_on = 1;
             return NF_OK;
         }
-        close(fd);   /* the lock file was replaced while we waited: take the new one */
+        close(fd); /* the lock file was replaced while we waited: take the new one */
     }
     return nf__err_set(err, NF_ERR_IO, "--out %s: cannot take the lock %s", nf__esc(e, sizeof(e), s->out), s->lock);
 }
@@ -326,24 +370,32 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
         size_t l = strlen(tmp);
         while (l > 1 && tmp[l - 1] == '/') tmp[--l] = '\0';
         char * sl = strrchr(tmp, '/');
-        if (sl && sl != tmp) { *sl = '\0'; NF_TRY(nf__mkdir_p(tmp, err)); }
+        if (sl && sl != tmp) {
+            *sl = '\0';
+            NF_TRY(nf__mkdir_p(tmp, err));
+        }
     }
     if (nf_cli_canonical(out, s->out, sizeof(s->out)) != 0 || strcmp(s->out, "/") == 0) {
         return nf__err_set(err, NF_ERR_ARG, "--out %s: not a usable directory name", nf__esc(e, sizeof(e), out));
     }
     char * sl = strrchr(s->out, '/');
     snprintf(s->base, sizeof(s->base), "%s", sl + 1);
-    if (sl == s->out) snprintf(s->parent, sizeof(s->parent), "/");
-    else snprintf(s->parent, sizeof(s->parent), "%.*s", (int) (sl - s->out), s->out);
-    if (strlen(s->base) > 200) return nf__err_set(err, NF_ERR_ARG, "--out %s: name too long", nf__esc(e, sizeof(e), out));
+    if (sl == s->out)
+        snprintf(s->parent, sizeof(s->parent), "/");
+    else
+        snprintf(s->parent, sizeof(s->parent), "%.*s", (int) (sl - s->out), s->out);
+    if (strlen(s->base) > 200)
+        return nf__err_set(err, NF_ERR_ARG, "--out %s: name too long", nf__esc(e, sizeof(e), out));
     struct stat sb, cwd;
     if (lstat(s->out, &sb) == 0) {
         if (S_ISLNK(sb.st_mode) || !S_ISDIR(sb.st_mode)) {
             return nf__err_set(err, NF_ERR_ARG, "--out %s: exists and is not a directory", nf__esc(e, sizeof(e), out));
         }
         if (stat(".", &cwd) == 0 && cwd.st_dev == sb.st_dev && cwd.st_ino == sb.st_ino) {
-            return nf__err_set(err, NF_ERR_ARG, "--out %s: is the current directory, whose contents a run would replace; give a directory of its own",
-                               nf__esc(e, sizeof(e), out));
+            return nf__err_set(
+                err, NF_ERR_ARG,
+                "--out %s: is the current directory, whose contents a run would replace; give a directory of its own",
+                nf__esc(e, sizeof(e), out));
         }
     }
     snprintf(s->lock, sizeof(s->lock), "%s/.%s.nofall.lock", strcmp(s->parent, "/") ? s->parent : "", s->base);
@@ -353,7 +405,8 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
         s->existed = 1;
         /* what is there must be carried over: files only */
         DIR * d = opendir(s->out);
-        if (!d) rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot list: %s", nf__esc(e, sizeof(e), out), strerror(errno));
+        if (!d)
+            rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot list: %s", nf__esc(e, sizeof(e), out), strerror(errno));
         struct dirent * de;
         while (rc == NF_OK && d && (de = readdir(d))) {
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
@@ -362,8 +415,10 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
             if (lstat(p, &eb) != 0) continue;
             if (!S_ISREG(eb.st_mode) && !S_ISLNK(eb.st_mode)) {
                 char nm[512];
-                rc = nf__err_set(err, NF_ERR_ARG, "--out %s holds '%s', which is not a plain file: a run replaces --out as a whole and "
-                                 "keeps only files there; choose another --out", nf__esc(e, sizeof(e), out), nf__esc(nm, sizeof(nm), de->d_name));
+                rc = nf__err_set(err, NF_ERR_ARG,
+                                 "--out %s holds '%s', which is not a plain file: a run replaces --out as a whole and "
+                                 "keeps only files there; choose another --out",
+                                 nf__esc(e, sizeof(e), out), nf__esc(nm, sizeof(nm), de->d_name));
             }
         }
         if (d) closedir(d);
@@ -371,27 +426,35 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
     if (rc == NF_OK) {
         int made = 0;
         for (int attempt = 0; attempt < 100 && !made; attempt++) {
-            snprintf(s->staging, sizeof(s->staging), "%s/.%s.nofall-new.%ld.%u", strcmp(s->parent, "/") ? s->parent : "", s->base,
-                     (long) getpid(), nf_outset_counter++);
+            snprintf(s->staging, sizeof(s->staging), "%s/.%s.nofall-new.%ld.%u",
+                     strcmp(s->parent, "/") ? s->parent : "", s->base, (long) getpid(), nf_outset_counter++);
             snprintf(nf_sig_dir, sizeof(nf_sig_dir), "%s", s->staging);
             nf_sig_dir_on = 1;
-            if (mkdir(s->staging, 0777) == 0) made = 1;
+            if (mkdir(s->staging, 0777) == 0)
+                made = 1;
             else {
                 nf_sig_dir_on = 0;
                 if (errno != EEXIST) {
-                    rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot create the staging directory %s: %s", nf__esc(e, sizeof(e), out),
-                                     s->staging, strerror(errno));
+                    rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot create the staging directory %s: %s",
+                                     nf__esc(e, sizeof(e), out), s->staging, strerror(errno));
                     break;
                 }
             }
         }
-        if (rc == NF_OK && !made) rc = nf__err_set(err, NF_ERR_IO, "--out %s: no free staging name", nf__esc(e, sizeof(e), out));
+        if (rc == NF_OK && !made)
+            rc = nf__err_set(err, NF_ERR_IO, "--out %s: no free staging name", nf__esc(e, sizeof(e), out));
     }
-    if (rc != NF_OK) { s->staging[0] = '\0'; nf_outset_unlock(s); return rc; }
+    if (rc != NF_OK) {
+        s->staging[0] = '\0';
+        nf_outset_unlock(s);
+        return rc;
+    }
     return NF_OK;
 }
 
-void nf_outset_path(const struct nf_outset * s, const char * file, char * out, size_t n) { nf__path_join(out, n, s->staging, file); }
+void nf_outset_path(const struct nf_outset * s, const char * file, char * out, size_t n) {
+    nf__path_join(out, n, s->staging, file);
+}
 
 int nf_outset_inside(const struct nf_outset * s, const char * path, char * name, size_t n) {
     /* by its directory, which may not exist yet (a new --out) */
@@ -400,9 +463,12 @@ int nf_outset_inside(const struct nf_outset * s, const char * path, char * name,
     char * sl = strrchr(dir, '/');
     const char * base = sl ? sl + 1 : path;
     if (!*base) return 0;
-    if (sl == dir) snprintf(dir, sizeof(dir), "/");
-    else if (sl) *sl = '\0';
-    else snprintf(dir, sizeof(dir), ".");
+    if (sl == dir)
+        snprintf(dir, sizeof(dir), "/");
+    else if (sl)
+        *sl = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
     if (nf_cli_canonical(dir, c, sizeof(c)) != 0 || strcmp(c, s->out) != 0) return 0;
     if (name) snprintf(name, n, "%s", base);
     return 1;
@@ -425,16 +491,19 @@ int nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err
     const int have_out = lstat(s->out, &sb) == 0;
     if (have_out) {
         DIR * d = opendir(s->out);
-        if (!d) rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot list: %s", nf__esc(e, sizeof(e), s->out), strerror(errno));
+        if (!d)
+            rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot list: %s", nf__esc(e, sizeof(e), s->out),
+                             strerror(errno));
         struct dirent * de;
         while (rc == NF_OK && d && (de = readdir(d))) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || nf_outset_is_artifact(s, de->d_name)) continue;
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || nf_outset_is_artifact(s, de->d_name))
+                continue;
             nf__path_join(a, sizeof(a), s->out, de->d_name);
             nf__path_join(b, sizeof(b), s->staging, de->d_name);
             if (linkat(AT_FDCWD, a, AT_FDCWD, b, 0) != 0 && errno != EEXIST) {
                 char nm[512];
-                rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot carry '%s' over into the new results: %s", nf__esc(e, sizeof(e), s->out),
-                                 nf__esc(nm, sizeof(nm), de->d_name), strerror(errno));
+                rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot carry '%s' over into the new results: %s",
+                                 nf__esc(e, sizeof(e), s->out), nf__esc(nm, sizeof(nm), de->d_name), strerror(errno));
             }
         }
         if (d) closedir(d);
@@ -442,20 +511,28 @@ int nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err
     nf_fsync_dir(s->staging);
     if (rc == NF_OK && have_out) {
         if (renameat2(AT_FDCWD, s->staging, AT_FDCWD, s->out, RENAME_EXCHANGE) == 0) {
-            nf_rm_flat(s->staging);    /* the previous set, now under the staging name */
+            nf_rm_flat(s->staging); /* the previous set, now under the staging name */
         } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
             char old[4096];
-            snprintf(old, sizeof(old), "%s/.%s.nofall-old.%ld.%u", strcmp(s->parent, "/") ? s->parent : "", s->base, (long) getpid(), nf_outset_counter++);
-            if (rename(s->out, old) != 0) rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot move the previous results aside: %s", nf__esc(e, sizeof(e), s->out), strerror(errno));
+            snprintf(old, sizeof(old), "%s/.%s.nofall-old.%ld.%u", strcmp(s->parent, "/") ? s->parent : "", s->base,
+                     (long) getpid(), nf_outset_counter++);
+            if (rename(s->out, old) != 0)
+                rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot move the previous results aside: %s",
+                                 nf__esc(e, sizeof(e), s->out), strerror(errno));
             else if (rename(s->staging, s->out) != 0) {
-                rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot move the new results in: %s", nf__esc(e, sizeof(e), s->out), strerror(errno));
+                rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot move the new results in: %s",
+                                 nf__esc(e, sizeof(e), s->out), strerror(errno));
                 (void) rename(old, s->out);
-            } else nf_rm_flat(old);
+            } else
+                nf_rm_flat(old);
         } else {
-            rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot swap the new results in: %s", nf__esc(e, sizeof(e), s->out), strerror(errno));
+            rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot swap the new results in: %s",
+                             nf__esc(e, sizeof(e), s->out), strerror(errno));
         }
     } else if (rc == NF_OK) {
-        if (rename(s->staging, s->out) != 0) rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot move the new results in: %s", nf__esc(e, sizeof(e), s->out), strerror(errno));
+        if (rename(s->staging, s->out) != 0)
+            rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot move the new results in: %s",
+                             nf__esc(e, sizeof(e), s->out), strerror(errno));
     }
     if (rc == NF_OK) {
         nf_sig_dir_on = 0;

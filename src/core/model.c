@@ -170,7 +170,7 @@ static int nf__arrays_check(const struct nf_array * in, int n_in, int need_data,
 
 int nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in, int * ndim, int64_t * shape,
                           nf_err * err) {
-    NF_TRY(nf__arrays_check(in, n_in, 0, err));   /* a shape query: no data needed */
+    NF_TRY(nf__arrays_check(in, n_in, 0, err)); /* a shape query: no data needed */
     return m->iface->output_shape(m->impl, in, n_in, ndim, shape, err);
 }
 

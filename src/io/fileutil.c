@@ -13,8 +13,10 @@
 
 void nf__path_join(char * out, size_t n, const char * dir, const char * file) {
     size_t l = strlen(dir);
-    if (l > 0 && dir[l - 1] == '/') snprintf(out, n, "%s%s", dir, file);
-    else                            snprintf(out, n, "%s/%s", dir, file);
+    if (l > 0 && dir[l - 1] == '/')
+        snprintf(out, n, "%s%s", dir, file);
+    else
+        snprintf(out, n, "%s/%s", dir, file);
 }
 
 /* ---- escaping ------------------------------------------------------------------ */
@@ -26,10 +28,20 @@ static size_t nf__utf8_len(const unsigned char * s, size_t avail) {
     size_t n;
     unsigned min;
     unsigned cp;
-    if ((c & 0xe0) == 0xc0)      { n = 2; cp = c & 0x1f; min = 0x80; }
-    else if ((c & 0xf0) == 0xe0) { n = 3; cp = c & 0x0f; min = 0x800; }
-    else if ((c & 0xf8) == 0xf0) { n = 4; cp = c & 0x07; min = 0x10000; }
-    else return 0;
+    if ((c & 0xe0) == 0xc0) {
+        n = 2;
+        cp = c & 0x1f;
+        min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 3;
+        cp = c & 0x0f;
+        min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 4;
+        cp = c & 0x07;
+        min = 0x10000;
+    } else
+        return 0;
     if (n > avail) return 0;
     for (size_t i = 1; i < n; i++) {
         if ((s[i] & 0xc0) != 0x80) return 0;
@@ -48,7 +60,8 @@ const char * nf__esc(char * buf, size_t n, const char * s) {
     for (size_t i = 0; i < len;) {
         size_t k = nf__utf8_len(u + i, len - i);
         /* C0 controls, DEL, C1 controls (U+0080..U+009F) and invalid bytes */
-        const int ctl = k == 0 || (k == 1 && (u[i] < 0x20 || u[i] == 0x7f)) || (k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0);
+        const int ctl = k == 0 || (k == 1 && (u[i] < 0x20 || u[i] == 0x7f)) ||
+                        (k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0);
         if (!ctl) {
             if (o + k >= n) break;
             memcpy(buf + o, u + i, k);
@@ -59,7 +72,10 @@ const char * nf__esc(char * buf, size_t n, const char * s) {
         const size_t m = k ? k : 1;
         for (size_t j = 0; j < m; j++) {
             if (o + 4 >= n) goto out;
-            buf[o++] = '\\'; buf[o++] = 'x'; buf[o++] = hex[u[i + j] >> 4]; buf[o++] = hex[u[i + j] & 15];
+            buf[o++] = '\\';
+            buf[o++] = 'x';
+            buf[o++] = hex[u[i + j] >> 4];
+            buf[o++] = hex[u[i + j] & 15];
         }
         i += m;
     }
@@ -84,9 +100,12 @@ int nf__open_regular(const char * path, int * fd_out, uint64_t * size, nf_err * 
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        const char * what = S_ISDIR(sb.st_mode) ? "is a directory" : S_ISFIFO(sb.st_mode) ? "is a FIFO"
-                          : S_ISCHR(sb.st_mode) ? "is a character device" : S_ISBLK(sb.st_mode) ? "is a block device"
-                          : S_ISSOCK(sb.st_mode) ? "is a socket" : "is not a regular file";
+        const char * what = S_ISDIR(sb.st_mode)    ? "is a directory"
+                            : S_ISFIFO(sb.st_mode) ? "is a FIFO"
+                            : S_ISCHR(sb.st_mode)  ? "is a character device"
+                            : S_ISBLK(sb.st_mode)  ? "is a block device"
+                            : S_ISSOCK(sb.st_mode) ? "is a socket"
+                                                   : "is not a regular file";
         return nf__err_set(err, NF_ERR_IO, "%s: %s, not a regular file", nf__esc(e, sizeof(e), path), what);
     }
     const int fl = fcntl(fd, F_GETFL);
@@ -105,11 +124,14 @@ int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_
     NF_TRY(nf__open_regular(path, &fd, &sz, err));
     if (sz > max_len) {
         close(fd);
-        return nf__err_set(err, NF_ERR_FORMAT, "%s: file is %llu bytes, more than the %zu allowed", nf__esc(e, sizeof(e), path),
-                           (unsigned long long) sz, max_len);
+        return nf__err_set(err, NF_ERR_FORMAT, "%s: file is %llu bytes, more than the %zu allowed",
+                           nf__esc(e, sizeof(e), path), (unsigned long long) sz, max_len);
     }
     char * buf = malloc((size_t) sz + 1);
-    if (!buf) { close(fd); return nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", nf__esc(e, sizeof(e), path)); }
+    if (!buf) {
+        close(fd);
+        return nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory", nf__esc(e, sizeof(e), path));
+    }
     size_t got = 0;
     while (got < sz) {
         ssize_t r = read(fd, buf + got, (size_t) sz - got);
@@ -118,8 +140,8 @@ int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_
             const int en = r < 0 ? errno : 0;
             free(buf);
             close(fd);
-            return nf__err_set(err, NF_ERR_IO, "%s: short read%s%s", nf__esc(e, sizeof(e), path), en ? ": " : " (file shrank?)",
-                               en ? strerror(en) : "");
+            return nf__err_set(err, NF_ERR_IO, "%s: short read%s%s", nf__esc(e, sizeof(e), path),
+                               en ? ": " : " (file shrank?)", en ? strerror(en) : "");
         }
         got += (size_t) r;
     }
@@ -139,19 +161,32 @@ int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_
  * offence, or -1. */
 static long nf__json_lint(const unsigned char * s, size_t n, const char ** why) {
     int in_str = 0;
-    if (n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf) { *why = "a byte-order mark"; return 0; }
+    if (n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf) {
+        *why = "a byte-order mark";
+        return 0;
+    }
     for (size_t i = 0; i < n;) {
         const unsigned char c = s[i];
         if (c >= 0x80) {
             const size_t k = nf__utf8_len(s + i, n - i);
-            if (!k) { *why = "invalid UTF-8"; return (long) i; }
-            if (!in_str) { *why = "a character outside a string"; return (long) i; }
+            if (!k) {
+                *why = "invalid UTF-8";
+                return (long) i;
+            }
+            if (!in_str) {
+                *why = "a character outside a string";
+                return (long) i;
+            }
             i += k;
             continue;
         }
         if (in_str) {
-            if (c < 0x20) { *why = "a raw control character in a string"; return (long) i; }
-            if (c == '"') in_str = 0;
+            if (c < 0x20) {
+                *why = "a raw control character in a string";
+                return (long) i;
+            }
+            if (c == '"')
+                in_str = 0;
             else if (c == '\\') {
                 if (i + 1 < n && s[i + 1] == 'u') {
                     unsigned v = 0;
@@ -161,8 +196,14 @@ static long nf__json_lint(const unsigned char * s, size_t n, const char ** why) 
                         ok = (h >= '0' && h <= '9') || ((h | 0x20) >= 'a' && (h | 0x20) <= 'f');
                         v = v * 16 + (unsigned) (h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
                     }
-                    if (!ok) { *why = "a malformed \\u escape"; return (long) i; }
-                    if (v == 0) { *why = "\\u0000 (a NUL character) in a string"; return (long) i; }
+                    if (!ok) {
+                        *why = "a malformed \\u escape";
+                        return (long) i;
+                    }
+                    if (v == 0) {
+                        *why = "\\u0000 (a NUL character) in a string";
+                        return (long) i;
+                    }
                     i += 6;
                     continue;
                 }
@@ -172,18 +213,31 @@ static long nf__json_lint(const unsigned char * s, size_t n, const char ** why) 
             i++;
             continue;
         }
-        if (c == '"') { in_str = 1; i++; continue; }
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') { i++; continue; }
-        if (c < 0x20 || c == 0x7f) { *why = "a control character outside a string"; return (long) i; }
+        if (c == '"') {
+            in_str = 1;
+            i++;
+            continue;
+        }
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            i++;
+            continue;
+        }
+        if (c < 0x20 || c == 0x7f) {
+            *why = "a control character outside a string";
+            return (long) i;
+        }
         if (c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9')) {
             /* a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? and nothing numeric after it */
             const size_t b = i;
             size_t j = i;
             int ok = 1;
             if (s[j] == '-') j++;
-            if (j < n && s[j] == '0') j++;
-            else if (j < n && s[j] >= '1' && s[j] <= '9') while (j < n && s[j] >= '0' && s[j] <= '9') j++;
-            else ok = 0;
+            if (j < n && s[j] == '0')
+                j++;
+            else if (j < n && s[j] >= '1' && s[j] <= '9')
+                while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+            else
+                ok = 0;
             if (ok && j < n && s[j] == '.') {
                 j++;
                 if (!(j < n && s[j] >= '0' && s[j] <= '9')) ok = 0;
@@ -195,8 +249,14 @@ static long nf__json_lint(const unsigned char * s, size_t n, const char ** why) 
                 if (!(j < n && s[j] >= '0' && s[j] <= '9')) ok = 0;
                 while (j < n && s[j] >= '0' && s[j] <= '9') j++;
             }
-            if (ok && j < n && (s[j] == '.' || s[j] == '+' || s[j] == '-' || s[j] == 'e' || s[j] == 'E' || (s[j] >= '0' && s[j] <= '9'))) ok = 0;
-            if (!ok) { *why = "a malformed number"; return (long) b; }
+            if (ok && j < n &&
+                (s[j] == '.' || s[j] == '+' || s[j] == '-' || s[j] == 'e' || s[j] == 'E' ||
+                 (s[j] >= '0' && s[j] <= '9')))
+                ok = 0;
+            if (!ok) {
+                *why = "a malformed number";
+                return (long) b;
+            }
             i = j;
             continue;
         }
@@ -211,7 +271,7 @@ static int nf__json_cmp_key(const void * a, const void * b) {
 
 /* the first key that appears twice in one object, anywhere in v */
 static const cJSON * nf__json_dup_key(const cJSON * v, int depth) {
-    if (depth > 1100) return NULL;   /* cJSON's own nesting limit is lower */
+    if (depth > 1100) return NULL; /* cJSON's own nesting limit is lower */
     if (cJSON_IsObject(v)) {
         size_t k = 0;
         for (const cJSON * c = v->child; c; c = c->next) k++;
@@ -226,7 +286,8 @@ static const cJSON * nf__json_dup_key(const cJSON * v, int depth) {
                 for (const cJSON * c = v->child; c; c = c->next) idx[i++] = c;
                 qsort(idx, k, sizeof(*idx), nf__json_cmp_key);
                 const cJSON * d = NULL;
-                for (i = 1; i < k && !d; i++) if (strcmp(idx[i - 1]->string, idx[i]->string) == 0) d = idx[i];
+                for (i = 1; i < k && !d; i++)
+                    if (strcmp(idx[i - 1]->string, idx[i]->string) == 0) d = idx[i];
                 free(idx);
                 if (d) return d;
             }
@@ -246,27 +307,33 @@ int nf__json_parse(const char * txt, size_t len, const char * what, cJSON ** out
     const char * why = NULL;
     char e[1024];
     const long bad = nf__json_lint((const unsigned char *) txt, len, &why);
-    if (bad >= 0) return nf__err_set(err, NF_ERR_FORMAT, "%s: not valid JSON: %s at byte %ld", nf__esc(e, sizeof(e), what), why, bad);
+    if (bad >= 0)
+        return nf__err_set(err, NF_ERR_FORMAT, "%s: not valid JSON: %s at byte %ld", nf__esc(e, sizeof(e), what), why,
+                           bad);
     const char * end = NULL;
     cJSON * doc = cJSON_ParseWithLengthOpts(txt, len, &end, 0);
     if (!doc) {
         const long at = end && end >= txt && end <= txt + len ? (long) (end - txt) : -1;
-        if (at >= 0) return nf__err_set(err, NF_ERR_FORMAT, "%s: not valid JSON (error at byte %ld)", nf__esc(e, sizeof(e), what), at);
+        if (at >= 0)
+            return nf__err_set(err, NF_ERR_FORMAT, "%s: not valid JSON (error at byte %ld)",
+                               nf__esc(e, sizeof(e), what), at);
         return nf__err_set(err, NF_ERR_FORMAT, "%s: not valid JSON", nf__esc(e, sizeof(e), what));
     }
     /* the whole input is the one value (cJSON stops after it) */
-    if (end) while (end < txt + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
+    if (end)
+        while (end < txt + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
     if (!end || end != txt + len) {
         cJSON_Delete(doc);
-        return nf__err_set(err, NF_ERR_FORMAT, "%s: not valid JSON: trailing data after the value at byte %ld", nf__esc(e, sizeof(e), what),
-                           end ? (long) (end - txt) : -1L);
+        return nf__err_set(err, NF_ERR_FORMAT, "%s: not valid JSON: trailing data after the value at byte %ld",
+                           nf__esc(e, sizeof(e), what), end ? (long) (end - txt) : -1L);
     }
     const cJSON * d = nf__json_dup_key(doc, 0);
     if (d) {
         char k[512];
         nf__esc(k, sizeof(k), d->string);
         cJSON_Delete(doc);
-        return nf__err_set(err, NF_ERR_FORMAT, "%s: key \"%s\" appears twice in one object (refused: readers disagree on which one counts)",
+        return nf__err_set(err, NF_ERR_FORMAT,
+                           "%s: key \"%s\" appears twice in one object (refused: readers disagree on which one counts)",
                            nf__esc(e, sizeof(e), what), k);
     }
     *out = doc;
@@ -293,10 +360,15 @@ int nf__tmp_create(const char * path, char * tmp, size_t n, int * fd_out, nf_err
     const char * base = slash ? slash + 1 : path;
     for (int attempt = 0; attempt < 100; attempt++) {
         int w = snprintf(tmp, n, "%.*s.%s.%ld.%u.tmp", dl, path, base, (long) getpid(), counter++);
-        if (w < 0 || (size_t) w >= n) return nf__err_set(err, NF_ERR_IO, "%s: path too long", nf__esc(e, sizeof(e), path));
+        if (w < 0 || (size_t) w >= n)
+            return nf__err_set(err, NF_ERR_IO, "%s: path too long", nf__esc(e, sizeof(e), path));
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0) { *fd_out = fd; return NF_OK; }
-        if (errno != EEXIST) return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", nf__esc(e, sizeof(e), tmp), strerror(errno));
+        if (fd >= 0) {
+            *fd_out = fd;
+            return NF_OK;
+        }
+        if (errno != EEXIST)
+            return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", nf__esc(e, sizeof(e), tmp), strerror(errno));
     }
     return nf__err_set(err, NF_ERR_IO, "%s: cannot find a free temporary name", nf__esc(e, sizeof(e), path));
 }
@@ -314,13 +386,20 @@ int nf__json_write_file(const char * path, const cJSON * doc, nf_err * err) {
     int fd;
     NF_TRY(nf__tmp_create(path, tmp, sizeof(tmp), &fd, err));
     FILE * f = fdopen(fd, "wb");
-    if (!f) { close(fd); remove(tmp); return nf__err_set(err, NF_ERR_IO, "%s: cannot open: %s", nf__esc(e, sizeof(e), tmp), strerror(errno)); }
+    if (!f) {
+        close(fd);
+        remove(tmp);
+        return nf__err_set(err, NF_ERR_IO, "%s: cannot open: %s", nf__esc(e, sizeof(e), tmp), strerror(errno));
+    }
     int ok = nf__json_write_fp(f, doc);
     ok = fflush(f) == 0 && ok;
     ok = ok && fsync(fileno(f)) == 0;
     const int en = errno;
     ok = (fclose(f) == 0) && ok;
-    if (!ok) { remove(tmp); return nf__err_set(err, NF_ERR_IO, "%s: write failed: %s", nf__esc(e, sizeof(e), path), strerror(en)); }
+    if (!ok) {
+        remove(tmp);
+        return nf__err_set(err, NF_ERR_IO, "%s: write failed: %s", nf__esc(e, sizeof(e), path), strerror(en));
+    }
     if (rename(tmp, path) != 0) {
         const int en2 = errno;
         remove(tmp);
@@ -332,18 +411,21 @@ int nf__json_write_file(const char * path, const cJSON * doc, nf_err * err) {
 int nf__mkdir_p(const char * dir, nf_err * err) {
     char p[4096], e[1024];
     size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof(p)) return nf__err_set(err, NF_ERR_IO, "bad directory name '%s'", nf__esc(e, sizeof(e), dir));
+    if (n == 0 || n >= sizeof(p))
+        return nf__err_set(err, NF_ERR_IO, "bad directory name '%s'", nf__esc(e, sizeof(e), dir));
     memcpy(p, dir, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (p[i] != '/' && p[i] != '\0') continue;
         const char c = p[i];
         p[i] = '\0';
         if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            return nf__err_set(err, NF_ERR_IO, "%s: cannot create directory: %s", nf__esc(e, sizeof(e), p), strerror(errno));
+            return nf__err_set(err, NF_ERR_IO, "%s: cannot create directory: %s", nf__esc(e, sizeof(e), p),
+                               strerror(errno));
         }
         p[i] = c;
     }
     struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return nf__err_set(err, NF_ERR_IO, "%s: not a directory", nf__esc(e, sizeof(e), dir));
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return nf__err_set(err, NF_ERR_IO, "%s: not a directory", nf__esc(e, sizeof(e), dir));
     return NF_OK;
 }

@@ -18,59 +18,70 @@ const char * nf__esc(char * buf, size_t n, const char * s);
 /* Open path read-only if it is a regular file: never blocks (O_NONBLOCK for
  * the open, cleared after), refuses directories, FIFOs, devices and sockets
  * with a message naming the path. *size from fstat. */
-int  nf__open_regular(const char * path, int * fd, uint64_t * size, nf_err * err);
+int nf__open_regular(const char * path, int * fd, uint64_t * size, nf_err * err);
 /* The whole regular file (nf__open_regular), NUL-terminated, at most max_len bytes. */
-int  nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err);
+int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err);
 void nf__path_join(char * out, size_t n, const char * dir, const char * file);
 /* mkdir -p */
-int  nf__mkdir_p(const char * dir, nf_err * err);
+int nf__mkdir_p(const char * dir, nf_err * err);
 /* Strict JSON: the whole of txt[0, len) is one RFC 8259 value (only
  * whitespace after it), valid UTF-8, no raw control characters, no \u0000,
  * no key twice in one object. `what` names the source in messages. *out must
  * be freed with cJSON_Delete. */
-int  nf__json_parse(const char * txt, size_t len, const char * what, struct cJSON ** out, nf_err * err);
+int nf__json_parse(const char * txt, size_t len, const char * what, struct cJSON ** out, nf_err * err);
 /* Parse a JSON file (size-capped, nf__json_parse); *out must be freed with cJSON_Delete. */
-int  nf__json_read_file(const char * path, struct cJSON ** out, nf_err * err);
+int nf__json_read_file(const char * path, struct cJSON ** out, nf_err * err);
 /* Create a fresh temporary file next to path (".<base>.<pid>.<n>.tmp",
  * O_EXCL, so concurrent writers never share one); its name in tmp. */
-int  nf__tmp_create(const char * path, char * tmp, size_t n, int * fd, nf_err * err);
+int nf__tmp_create(const char * path, char * tmp, size_t n, int * fd, nf_err * err);
 /* doc as indented JSON + newline to f; 0 on a write error */
-int  nf__json_write_fp(FILE * f, const struct cJSON * doc);
+int nf__json_write_fp(FILE * f, const struct cJSON * doc);
 /* Write a cJSON document to path atomically (a fresh temp name, fsync, rename). */
-int  nf__json_write_file(const char * path, const struct cJSON * doc, nf_err * err);
+int nf__json_write_file(const char * path, const struct cJSON * doc, nf_err * err);
 
 /* ---- safetensors ------------------------------------------------------------ */
-#define NF_ST_MAX_HEADER (100u * 1024u * 1024u)   /* header size cap: 100 MiB */
+#define NF_ST_MAX_HEADER (100u * 1024u * 1024u) /* header size cap: 100 MiB */
 #define NF_ST_MAX_DIMS   8
 
-enum nf_st_dtype { NF_ST_F32, NF_ST_F16, NF_ST_BF16, NF_ST_F64, NF_ST_I64, NF_ST_I32,
-                   NF_ST_I16, NF_ST_I8, NF_ST_U8, NF_ST_BOOL, NF_ST_OTHER };
+enum nf_st_dtype {
+    NF_ST_F32,
+    NF_ST_F16,
+    NF_ST_BF16,
+    NF_ST_F64,
+    NF_ST_I64,
+    NF_ST_I32,
+    NF_ST_I16,
+    NF_ST_I8,
+    NF_ST_U8,
+    NF_ST_BOOL,
+    NF_ST_OTHER
+};
 
 struct nf_st_tensor {
-    char           * name;
+    char * name;
     enum nf_st_dtype dtype;
-    char             dtype_str[16];
-    int              ndim;
-    int64_t          shape[NF_ST_MAX_DIMS];
-    uint64_t         begin, end;          /* offsets relative to the data section */
+    char dtype_str[16];
+    int ndim;
+    int64_t shape[NF_ST_MAX_DIMS];
+    uint64_t begin, end; /* offsets relative to the data section */
 };
 
 struct nf_safetensors {
-    char                * path;
-    const unsigned char * map;            /* whole file (mmap, or the caller's buffer) */
-    size_t                map_size;
-    int                   mapped;         /* map is ours to munmap */
-    const unsigned char * data;           /* first byte after the header */
-    uint64_t              data_size;
+    char * path;
+    const unsigned char * map; /* whole file (mmap, or the caller's buffer) */
+    size_t map_size;
+    int mapped;                 /* map is ours to munmap */
+    const unsigned char * data; /* first byte after the header */
+    uint64_t data_size;
     struct nf_st_tensor * tensors;
-    int                   n_tensors;
-    void                * heap;           /* when not a mapped file: the owned data (nf__ckpt_load) */
+    int n_tensors;
+    void * heap; /* when not a mapped file: the owned data (nf__ckpt_load) */
 };
 
-int  nf__st_open(const char * path, struct nf_safetensors * st, nf_err * err);
+int nf__st_open(const char * path, struct nf_safetensors * st, nf_err * err);
 /* The same checks on a file image in memory (buf stays the caller's and must
  * outlive st); `path` names it in messages. */
-int  nf__st_parse(const void * buf, size_t size, const char * path, struct nf_safetensors * st, nf_err * err);
+int nf__st_parse(const void * buf, size_t size, const char * path, struct nf_safetensors * st, nf_err * err);
 void nf__st_close(struct nf_safetensors * st);
 const struct nf_st_tensor * nf__st_find(const struct nf_safetensors * st, const char * name);
 const void * nf__st_data(const struct nf_safetensors * st, const struct nf_st_tensor * t);
@@ -78,14 +89,14 @@ const void * nf__st_data(const struct nf_safetensors * st, const struct nf_st_te
 /* Writer: header keys sorted by name, data in the same order; written to
  * path.tmp, then renamed. dtype defaults to F32 (0); NF_ST_OTHER is refused. */
 struct nf_st_entry {
-    const char  * name;
-    int           ndim;
-    int64_t       shape[NF_ST_MAX_DIMS];
-    const void  * data;
+    const char * name;
+    int ndim;
+    int64_t shape[NF_ST_MAX_DIMS];
+    const void * data;
     enum nf_st_dtype dtype;
 };
-const char * nf__st_dtype_str(enum nf_st_dtype t);     /* "F32", ... ("other") */
-size_t       nf__st_dtype_size(enum nf_st_dtype t);    /* bytes per element; 0 for NF_ST_OTHER */
+const char * nf__st_dtype_str(enum nf_st_dtype t); /* "F32", ... ("other") */
+size_t nf__st_dtype_size(enum nf_st_dtype t);      /* bytes per element; 0 for NF_ST_OTHER */
 int nf__st_write(const char * path, const struct nf_st_entry * entries, int n, nf_err * err);
 /* Write every tensor of an opened file (names, dtypes, shapes, bytes) the same way. */
 int nf__st_write_view(const char * path, const struct nf_safetensors * st, nf_err * err);
@@ -101,67 +112,67 @@ int nf__st_write_view(const char * path, const struct nf_safetensors * st, nf_er
  * one class and numel per key, every view inside its storage). The selected
  * dict is root["state_dict"] when the root has that key and it is a dict,
  * else the root itself; each of its values must be a contiguous tensor. */
-#define NF_CKPT_MAX_PKL     (16u << 20)   /* data.pkl size cap                 */
-#define NF_CKPT_MAX_STACK   (1u << 20)    /* unpickler stack slots             */
-#define NF_CKPT_MAX_MARKS   64            /* open MARKs                        */
-#define NF_CKPT_MAX_DEPTH   100           /* container nesting                 */
-#define NF_CKPT_MAX_ENTRIES 1000000       /* zip entries                       */
+#define NF_CKPT_MAX_PKL     (16u << 20) /* data.pkl size cap                 */
+#define NF_CKPT_MAX_STACK   (1u << 20)  /* unpickler stack slots             */
+#define NF_CKPT_MAX_MARKS   64          /* open MARKs                        */
+#define NF_CKPT_MAX_DEPTH   100         /* container nesting                 */
+#define NF_CKPT_MAX_ENTRIES 1000000     /* zip entries                       */
 
 struct nf_ckpt_storage {
-    char           * key;              /* the record is <prefix>/data/<key> */
+    char * key; /* the record is <prefix>/data/<key> */
     enum nf_st_dtype dtype;
-    size_t           elsize;
-    uint64_t         numel;            /* elements (bytes = numel * elsize) */
-    int64_t          entry;            /* zip index, or -1 */
+    size_t elsize;
+    uint64_t numel; /* elements (bytes = numel * elsize) */
+    int64_t entry;  /* zip index, or -1 */
 };
 
 struct nf_ckpt_tensor {
-    char           * name;
+    char * name;
     enum nf_st_dtype dtype;
-    int              ndim;
-    int64_t          shape[NF_ST_MAX_DIMS];
-    int64_t          stride[NF_ST_MAX_DIMS];   /* elements; row-major contiguous */
-    int              storage;          /* index into nf_ckpt.storages */
-    uint64_t         offset;           /* first element in the storage */
-    uint64_t         numel;
+    int ndim;
+    int64_t shape[NF_ST_MAX_DIMS];
+    int64_t stride[NF_ST_MAX_DIMS]; /* elements; row-major contiguous */
+    int storage;                    /* index into nf_ckpt.storages */
+    uint64_t offset;                /* first element in the storage */
+    uint64_t numel;
 };
 
 struct zip;
 struct nf_ckpt {
-    char                   * path;     /* for messages */
-    char                   * prefix;   /* "archive", "SpTransformer_pytorch", ... */
-    char                     dict[16]; /* "state_dict", or "" for the root */
-    struct nf_ckpt_tensor  * tensors;  /* the selected dict, in file order */
-    int                      n_tensors;
+    char * path;                     /* for messages */
+    char * prefix;                   /* "archive", "SpTransformer_pytorch", ... */
+    char dict[16];                   /* "state_dict", or "" for the root */
+    struct nf_ckpt_tensor * tensors; /* the selected dict, in file order */
+    int n_tensors;
     struct nf_ckpt_storage * storages; /* every storage the pickle names */
-    int                      n_storages;
-    struct zip             * za;
-    void                   * src;      /* zip_source_t of an in-memory archive */
-    uint64_t                 file_size;
+    int n_storages;
+    struct zip * za;
+    void * src; /* zip_source_t of an in-memory archive */
+    uint64_t file_size;
 };
 
 /* Open and check a .ckpt (no tensor data is read yet). */
-int  nf__ckpt_open(const char * path, struct nf_ckpt * ck, nf_err * err);
+int nf__ckpt_open(const char * path, struct nf_ckpt * ck, nf_err * err);
 /* The same for an archive in memory (kept by the caller until close); name is for messages. */
-int  nf__ckpt_open_mem(const void * buf, size_t len, const char * name, struct nf_ckpt * ck, nf_err * err);
+int nf__ckpt_open_mem(const void * buf, size_t len, const char * name, struct nf_ckpt * ck, nf_err * err);
 void nf__ckpt_close(struct nf_ckpt * ck);
 /* Read storage i (numel * elsize bytes, little-endian) into dst. */
-int  nf__ckpt_read_storage(const struct nf_ckpt * ck, int i, void * dst, nf_err * err);
+int nf__ckpt_read_storage(const struct nf_ckpt * ck, int i, void * dst, nf_err * err);
 /* The selected tensors as a safetensors-like view (st->heap owns the bytes;
  * free with nf__st_close): what the weight loader's strict check consumes. */
-int  nf__ckpt_to_st(struct nf_ckpt * ck, struct nf_safetensors * st, nf_err * err);
-int  nf__ckpt_load(const char * path, struct nf_safetensors * st, nf_err * err);
+int nf__ckpt_to_st(struct nf_ckpt * ck, struct nf_safetensors * st, nf_err * err);
+int nf__ckpt_load(const char * path, struct nf_safetensors * st, nf_err * err);
 /* Either format, told apart by content ("PK\3\4" = a torch.save zip). */
-int  nf__tensors_open(const char * path, struct nf_safetensors * st, nf_err * err);
+int nf__tensors_open(const char * path, struct nf_safetensors * st, nf_err * err);
 /* ckpt -> safetensors (same names, dtypes, shapes, bytes), atomically. *n_out: tensors written. */
-int  nf__ckpt_to_safetensors(const char * ckpt_path, const char * out_path, int * n_out, nf_err * err);
+int nf__ckpt_to_safetensors(const char * ckpt_path, const char * out_path, int * n_out, nf_err * err);
 
 /* The unpickler alone (fuzzing, tests): data.pkl bytes; record_size(ctx, key)
  * returns the byte size of <prefix>/data/<key> and its entry index, or -1 when
  * there is no such record. Fills ck->tensors / ck->storages / ck->dict. */
 typedef int64_t (*nf_ckpt_record_fn)(void * ctx, const char * key, int64_t * entry);
-int  nf__ckpt_parse_pickle(const unsigned char * pkl, size_t len, const char * where, nf_ckpt_record_fn record_size,
-                           void * ctx, struct nf_ckpt * ck, nf_err * err);
+int nf__ckpt_parse_pickle(const unsigned char * pkl, size_t len, const char * where, nf_ckpt_record_fn record_size,
+                          void * ctx, struct nf_ckpt * ck, nf_err * err);
 
 /* ---- .npy ------------------------------------------------------------------- */
 enum nf_npy_dtype { NF_NPY_F4, NF_NPY_F8, NF_NPY_I4, NF_NPY_I8 };
@@ -169,18 +180,18 @@ enum nf_npy_dtype { NF_NPY_F4, NF_NPY_F8, NF_NPY_I4, NF_NPY_I8 };
 
 struct nf_npy {
     enum nf_npy_dtype dtype;
-    int               ndim;
-    int64_t           shape[NF_NPY_MAX_DIMS];
-    void            * data;      /* malloc'd, little-endian C order */
-    size_t            nbytes;
+    int ndim;
+    int64_t shape[NF_NPY_MAX_DIMS];
+    void * data; /* malloc'd, little-endian C order */
+    size_t nbytes;
 };
-const char * nf__npy_dtype_name(enum nf_npy_dtype t);   /* "float32", ... */
-size_t       nf__npy_dtype_size(enum nf_npy_dtype t);
-int  nf__npy_read(const char * path, struct nf_npy * out, nf_err * err);
+const char * nf__npy_dtype_name(enum nf_npy_dtype t); /* "float32", ... */
+size_t nf__npy_dtype_size(enum nf_npy_dtype t);
+int nf__npy_read(const char * path, struct nf_npy * out, nf_err * err);
 /* The same on a file image in memory; `path` names it in messages. */
-int  nf__npy_parse(const void * buf, size_t len, const char * path, struct nf_npy * out, nf_err * err);
+int nf__npy_parse(const void * buf, size_t len, const char * path, struct nf_npy * out, nf_err * err);
 void nf__npy_free(struct nf_npy * a);
-int  nf__npy_write(const char * path, enum nf_npy_dtype dtype, int ndim, const int64_t * shape,
-                   const void * data, nf_err * err);
+int nf__npy_write(const char * path, enum nf_npy_dtype dtype, int ndim, const int64_t * shape, const void * data,
+                  nf_err * err);
 
 #endif /* NF_IO_H */

@@ -10,13 +10,13 @@
 
 struct cJSON;
 
-#define NF_SPT_N_ENCODERS   2
-#define NF_SPT_N_RESBLOCKS  16        /* per encoder: W = 11 x 8, 21 x 8 */
-#define NF_SPT_N_SKIPS      4         /* encoder.E.convs.0..3            */
-#define NF_SPT_N_SPLICE     3         /* no_splice, acceptor, donor      */
-#define NF_SPT_ENC0_WIDTH   128       /* SpEncoder_L(128)                */
-#define NF_SPT_ENC1_WIDTH   64        /* SpEncoder2_L(64)                */
-#define NF_SPT_IN_CHANNELS  4         /* one-hot A, C, G, T; N = 0       */
+#define NF_SPT_N_ENCODERS  2
+#define NF_SPT_N_RESBLOCKS 16  /* per encoder: W = 11 x 8, 21 x 8 */
+#define NF_SPT_N_SKIPS     4   /* encoder.E.convs.0..3            */
+#define NF_SPT_N_SPLICE    3   /* no_splice, acceptor, donor      */
+#define NF_SPT_ENC0_WIDTH  128 /* SpEncoder_L(128)                */
+#define NF_SPT_ENC1_WIDTH  64  /* SpEncoder2_L(64)                */
+#define NF_SPT_IN_CHANNELS 4   /* one-hot A, C, G, T; N = 0       */
 
 /* token ids: A=0, C=1, G=2, T/U=3, N=4 */
 enum { NF_SPT_A = 0, NF_SPT_C, NF_SPT_G, NF_SPT_T, NF_SPT_N };
@@ -31,7 +31,9 @@ struct nf_spt_config {
 };
 
 /* a BatchNorm1d in eval: weight, bias, running_mean, running_var */
-struct nf_spt_bn { nf_tensor w, b, mean, var; };
+struct nf_spt_bn {
+    nf_tensor w, b, mean, var;
+};
 
 struct nf_spt_resblock {
     struct nf_spt_bn bn1, bn2;
@@ -40,27 +42,27 @@ struct nf_spt_resblock {
 
 struct nf_spt_encoder {
     nf_tensor conv1_w, conv1_b, skip_w, skip_b;
-    struct nf_spt_resblock * res;             /* NF_SPT_N_RESBLOCKS */
+    struct nf_spt_resblock * res; /* NF_SPT_N_RESBLOCKS */
     nf_tensor convs_w[NF_SPT_N_SKIPS], convs_b[NF_SPT_N_SKIPS];
     /* encoder.0 only, unused by the forward (loaded: the load is strict) */
     nf_tensor splice_w, splice_b, tissue_w, tissue_b;
 };
 
 struct nf_spt_layer {
-    nf_tensor ln0_w, ln0_b, to_q, to_kv, to_out_w, to_out_b;   /* PreNorm(SinkhornSelfAttention) */
-    nf_tensor ln1_w, ln1_b, w1, b1, w2, b2;                     /* PreNorm(Chunk(FeedForward))    */
+    nf_tensor ln0_w, ln0_b, to_q, to_kv, to_out_w, to_out_b; /* PreNorm(SinkhornSelfAttention) */
+    nf_tensor ln1_w, ln1_b, w1, b1, w2, b2;                  /* PreNorm(Chunk(FeedForward))    */
 };
 
 typedef struct nf_spt {
     nf_backend * be;
     struct nf_spt_config cfg;
-    struct nf_weights weights;                /* one device buffer; views bound below */
-    struct nf_spt_encoder * enc;              /* NF_SPT_N_ENCODERS */
-    nf_tensor c10_w, c10_b, c11_w, c11_b;     /* conv1.0, conv1.1: the direct path */
-    nf_tensor c2_w, c2_b;                     /* conv2: fusion */
-    nf_tensor pe0, pe1;                       /* attn.pos_emb.weights_{0,1} */
-    struct nf_spt_layer * layers;             /* attn_depth */
-    nf_tensor norm_w, norm_b;                 /* attn.norm */
+    struct nf_weights weights;            /* one device buffer; views bound below */
+    struct nf_spt_encoder * enc;          /* NF_SPT_N_ENCODERS */
+    nf_tensor c10_w, c10_b, c11_w, c11_b; /* conv1.0, conv1.1: the direct path */
+    nf_tensor c2_w, c2_b;                 /* conv2: fusion */
+    nf_tensor pe0, pe1;                   /* attn.pos_emb.weights_{0,1} */
+    struct nf_spt_layer * layers;         /* attn_depth */
+    nf_tensor norm_w, norm_b;             /* attn.norm */
     nf_tensor splice_w, splice_b, usage_w, usage_b;
     struct nf_input_desc input;
 } nf_spt;

@@ -25,21 +25,21 @@
 static int64_t nf__spt_dim(const void * c, char sym, const int * idx, int depth) {
     const struct nf_spt_config * cfg = c;
     switch (sym) {
-    case 'E': return NF_SPT_N_ENCODERS;
-    case 'H': return depth >= 1 ? (idx[0] == 0 ? NF_SPT_ENC0_WIDTH : NF_SPT_ENC1_WIDTH) : -1;
-    case 'O': return depth >= 1 ? idx[0] == 0 : -1;
-    case 'B': return NF_SPT_N_RESBLOCKS;
-    case 'W': return depth >= 2 ? (idx[1] < 8 ? 11 : 21) : -1;
-    case 'T': return cfg->tissue_num;
-    case 'D': return cfg->dim;
-    case 'C': return cfg->dim + NF_SPT_ENC0_WIDTH + NF_SPT_ENC1_WIDTH;
-    case 'A': return cfg->attn_dim;
-    case 'Q': return (int64_t) cfg->heads * cfg->dim_head;
-    case 'F': return (int64_t) cfg->ff_mult * cfg->attn_dim;
-    case 'R': return cfg->max_seq_len / cfg->bucket_size;
-    case 'G': return cfg->bucket_size;
-    case 'L': return cfg->attn_depth;
-    default:  return -1;
+        case 'E': return NF_SPT_N_ENCODERS;
+        case 'H': return depth >= 1 ? (idx[0] == 0 ? NF_SPT_ENC0_WIDTH : NF_SPT_ENC1_WIDTH) : -1;
+        case 'O': return depth >= 1 ? idx[0] == 0 : -1;
+        case 'B': return NF_SPT_N_RESBLOCKS;
+        case 'W': return depth >= 2 ? (idx[1] < 8 ? 11 : 21) : -1;
+        case 'T': return cfg->tissue_num;
+        case 'D': return cfg->dim;
+        case 'C': return cfg->dim + NF_SPT_ENC0_WIDTH + NF_SPT_ENC1_WIDTH;
+        case 'A': return cfg->attn_dim;
+        case 'Q': return (int64_t) cfg->heads * cfg->dim_head;
+        case 'F': return (int64_t) cfg->ff_mult * cfg->attn_dim;
+        case 'R': return cfg->max_seq_len / cfg->bucket_size;
+        case 'G': return cfg->bucket_size;
+        case 'L': return cfg->attn_depth;
+        default: return -1;
     }
 }
 
@@ -48,38 +48,48 @@ static int64_t nf__spt_dim(const void * c, char sym, const int * idx, int depth)
 #define R_(f) NF_WSLOT(struct nf_spt_resblock, f)
 #define L_(f) NF_WSLOT(struct nf_spt_layer, f)
 /* a Conv1d / Linear: weight (shape), bias (out), both U(+-1/sqrt(fan_in)) */
-#define CONV(pre, name, wshape, bshape, fan, SL, w, b) \
-    {pre name ".weight", wshape, .fan_in = fan, .slot = SL(w)}, \
-    {pre name ".bias",   bshape, .fan_in = fan, .slot = SL(b)}
+#define CONV(pre, name, wshape, bshape, fan, SL, w, b)            \
+    {pre name ".weight", wshape, .fan_in = fan, .slot = SL(w)}, { \
+        pre name ".bias", bshape, .fan_in = fan, .slot = SL(b)    \
+    }
 /* BatchNorm1d(H) n of a resblock: 4 F32 entries + the optional I64 counter */
-#define BN(n) \
-    {"encoder.%d.resblocks.%d.bn" #n ".weight",       "H", .init = NF_INIT_NORM_WEIGHT, .slot = R_(bn##n.w)}, \
-    {"encoder.%d.resblocks.%d.bn" #n ".bias",         "H", .init = NF_INIT_NORM_BIAS,   .slot = R_(bn##n.b)}, \
-    {"encoder.%d.resblocks.%d.bn" #n ".running_mean", "H", .flags = NF_W_BUFFER, .init = NF_INIT_NORM_BIAS, .slot = R_(bn##n.mean)}, \
-    {"encoder.%d.resblocks.%d.bn" #n ".running_var",  "H", .flags = NF_W_BUFFER, .init = NF_INIT_VARIANCE,  .slot = R_(bn##n.var)}, \
-    {"encoder.%d.resblocks.%d.bn" #n ".num_batches_tracked", "", .dtype = NF_ST_I64, .flags = NF_W_OPTIONAL, .init = NF_INIT_COUNT}
+#define BN(n)                                                                                                   \
+    {"encoder.%d.resblocks.%d.bn" #n ".weight", "H", .init = NF_INIT_NORM_WEIGHT, .slot = R_(bn##n.w)},         \
+        {"encoder.%d.resblocks.%d.bn" #n ".bias", "H", .init = NF_INIT_NORM_BIAS, .slot = R_(bn##n.b)},         \
+        {"encoder.%d.resblocks.%d.bn" #n ".running_mean", "H", .flags = NF_W_BUFFER, .init = NF_INIT_NORM_BIAS, \
+         .slot = R_(bn##n.mean)},                                                                               \
+        {"encoder.%d.resblocks.%d.bn" #n ".running_var", "H", .flags = NF_W_BUFFER, .init = NF_INIT_VARIANCE,   \
+         .slot = R_(bn##n.var)},                                                                                \
+    {                                                                                                           \
+        "encoder.%d.resblocks.%d.bn" #n ".num_batches_tracked", "", .dtype = NF_ST_I64, .flags = NF_W_OPTIONAL, \
+                                                                    .init = NF_INIT_COUNT                       \
+    }
 #define SKIP(j) CONV("encoder.%d.convs." #j, "", "H H 1", "H", "H", E_, convs_w[j], convs_b[j])
-#define LAYER "attn.attn.layers.layers.%d."
-#define LN(pre, w, b) \
-    {pre ".weight", "A", .init = NF_INIT_NORM_WEIGHT, .slot = L_(w)}, \
-    {pre ".bias",   "A", .init = NF_INIT_NORM_BIAS,   .slot = L_(b)}
+#define LAYER   "attn.attn.layers.layers.%d."
+#define LN(pre, w, b)                                                   \
+    {pre ".weight", "A", .init = NF_INIT_NORM_WEIGHT, .slot = L_(w)}, { \
+        pre ".bias", "A", .init = NF_INIT_NORM_BIAS, .slot = L_(b)      \
+    }
 
 static const struct nf_wentry nf__spt_entries[] = {
     NF_WREPEAT('E', struct nf_spt, enc, struct nf_spt_encoder),
-        CONV("encoder.%d.", "conv1", "H 4 1", "H", "4", E_, conv1_w, conv1_b),
-        CONV("encoder.%d.", "skip",  "H H 1", "H", "H", E_, skip_w, skip_b),
-        NF_WREPEAT('B', struct nf_spt_encoder, res, struct nf_spt_resblock),
-            BN(1),
-            CONV("encoder.%d.resblocks.%d.", "conv1", "H H W", "H", "HW", R_, conv1_w, conv1_b),
-            BN(2),
-            CONV("encoder.%d.resblocks.%d.", "conv2", "H H W", "H", "HW", R_, conv2_w, conv2_b),
-        NF_WEND,
-        SKIP(0), SKIP(1), SKIP(2), SKIP(3),
-        /* SpEncoder_L's own heads (encoder 0 only; unused by SpTransformer.forward) */
-        {"encoder.%d.splice_output.weight", "3 H 1", .when = 'O', .fan_in = "H", .slot = E_(splice_w)},
-        {"encoder.%d.splice_output.bias",   "3",     .when = 'O', .fan_in = "H", .slot = E_(splice_b)},
-        {"encoder.%d.tissue_output.weight", "T H 1", .when = 'O', .fan_in = "H", .slot = E_(tissue_w)},
-        {"encoder.%d.tissue_output.bias",   "T",     .when = 'O', .fan_in = "H", .slot = E_(tissue_b)},
+    CONV("encoder.%d.", "conv1", "H 4 1", "H", "4", E_, conv1_w, conv1_b),
+    CONV("encoder.%d.", "skip", "H H 1", "H", "H", E_, skip_w, skip_b),
+    NF_WREPEAT('B', struct nf_spt_encoder, res, struct nf_spt_resblock),
+    BN(1),
+    CONV("encoder.%d.resblocks.%d.", "conv1", "H H W", "H", "HW", R_, conv1_w, conv1_b),
+    BN(2),
+    CONV("encoder.%d.resblocks.%d.", "conv2", "H H W", "H", "HW", R_, conv2_w, conv2_b),
+    NF_WEND,
+    SKIP(0),
+    SKIP(1),
+    SKIP(2),
+    SKIP(3),
+    /* SpEncoder_L's own heads (encoder 0 only; unused by SpTransformer.forward) */
+    {"encoder.%d.splice_output.weight", "3 H 1", .when = 'O', .fan_in = "H", .slot = E_(splice_w)},
+    {"encoder.%d.splice_output.bias", "3", .when = 'O', .fan_in = "H", .slot = E_(splice_b)},
+    {"encoder.%d.tissue_output.weight", "T H 1", .when = 'O', .fan_in = "H", .slot = E_(tissue_w)},
+    {"encoder.%d.tissue_output.bias", "T", .when = 'O', .fan_in = "H", .slot = E_(tissue_b)},
     NF_WEND,
     CONV("", "conv1.0", "D 4 1", "D", "4", S_, c10_w, c10_b),
     CONV("", "conv1.1", "D D 1", "D", "D", S_, c11_w, c11_b),
@@ -88,19 +98,19 @@ static const struct nf_wentry nf__spt_entries[] = {
     {"attn.pos_emb.weights_0", "1 R 1 A", .alias = "attn.pos_emb.weights.0", .init = NF_INIT_NORMAL, .slot = S_(pe0)},
     {"attn.pos_emb.weights_1", "1 1 G A", .alias = "attn.pos_emb.weights.1", .init = NF_INIT_NORMAL, .slot = S_(pe1)},
     NF_WREPEAT('L', struct nf_spt, layers, struct nf_spt_layer),
-        LN(LAYER "0.norm", ln0_w, ln0_b),
-        /* to_q and to_kv (no bias) back to back: one [q; k; v] (3Q, A) matrix */
-        {LAYER "0.fn.to_q.weight",  "Q A",  .fan_in = "A", .pack = 1, .slot = L_(to_q)},
-        {LAYER "0.fn.to_kv.weight", "2Q A", .fan_in = "A", .pack = 1, .slot = L_(to_kv)},
-        CONV(LAYER "0.fn.", "to_out", "A Q", "A", "Q", L_, to_out_w, to_out_b),
-        LN(LAYER "1.norm", ln1_w, ln1_b),
-        CONV(LAYER "1.fn.fn.", "w1", "F A", "F", "A", L_, w1, b1),
-        CONV(LAYER "1.fn.fn.", "w2", "A F", "A", "F", L_, w2, b2),
+    LN(LAYER "0.norm", ln0_w, ln0_b),
+    /* to_q and to_kv (no bias) back to back: one [q; k; v] (3Q, A) matrix */
+    {LAYER "0.fn.to_q.weight", "Q A", .fan_in = "A", .pack = 1, .slot = L_(to_q)},
+    {LAYER "0.fn.to_kv.weight", "2Q A", .fan_in = "A", .pack = 1, .slot = L_(to_kv)},
+    CONV(LAYER "0.fn.", "to_out", "A Q", "A", "Q", L_, to_out_w, to_out_b),
+    LN(LAYER "1.norm", ln1_w, ln1_b),
+    CONV(LAYER "1.fn.fn.", "w1", "F A", "F", "A", L_, w1, b1),
+    CONV(LAYER "1.fn.fn.", "w2", "A F", "A", "F", L_, w2, b2),
     NF_WEND,
     {"attn.norm.weight", "A", .init = NF_INIT_NORM_WEIGHT, .slot = S_(norm_w)},
-    {"attn.norm.bias",   "A", .init = NF_INIT_NORM_BIAS,   .slot = S_(norm_b)},
+    {"attn.norm.bias", "A", .init = NF_INIT_NORM_BIAS, .slot = S_(norm_b)},
     CONV("", "splice", "3 A 1", "3", "A", S_, splice_w, splice_b),
-    CONV("", "usage",  "T A 1", "T", "A", S_, usage_w, usage_b),
+    CONV("", "usage", "T A 1", "T", "A", S_, usage_w, usage_b),
 };
 
 const struct nf_wtable nf__spt_wtable = {
@@ -113,7 +123,8 @@ const struct nf_wtable nf__spt_wtable = {
 /* ---- config.json -------------------------------------------------------------------- */
 
 void nf__spt_config_default(struct nf_spt_config * cfg) {
-    *cfg = (struct nf_spt_config) {.dim = 128, .context_len = 4000, .tissue_num = 15, .max_seq_len = 8192, .attn_depth = 8};
+    *cfg = (struct nf_spt_config){
+        .dim = 128, .context_len = 4000, .tissue_num = 15, .max_seq_len = 8192, .attn_depth = 8};
 }
 
 /* what upstream's AttnBlock derives or fixes (model/model.py: SinkhornTransformer(dim * 2, depth, heads=8,
@@ -129,27 +140,39 @@ static void nf__spt_config_derive(struct nf_spt_config * cfg) {
 
 int nf__spt_config_check(const struct nf_spt_config * cfg, const char * where, nf_err * err) {
     if (cfg->dim < 4 || cfg->dim > 8192 || cfg->dim % 4 != 0) {
-        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: dim %d must be a multiple of 4 in [4, 8192] (the transformer is 2 x dim wide, 8 heads)",
+        return nf__err_set(err, NF_ERR_CHECKPOINT,
+                           "%s: dim %d must be a multiple of 4 in [4, 8192] (the transformer is 2 x dim wide, 8 heads)",
                            where, cfg->dim);
     }
-    if (cfg->context_len < 0 || cfg->context_len > (1 << 20)) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: bad context_len %d", where, cfg->context_len);
-    if (cfg->tissue_num < 1 || cfg->tissue_num > 4096) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: bad tissue_num %d", where, cfg->tissue_num);
-    if (cfg->attn_depth < 0 || cfg->attn_depth > 256) return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: bad attn_depth %d", where, cfg->attn_depth);
-    if (cfg->bucket_size < 1 || cfg->max_seq_len < cfg->bucket_size || cfg->max_seq_len > (1 << 20) || cfg->max_seq_len % cfg->bucket_size != 0) {
-        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: max_seq_len %d must be a positive multiple of bucket_size %d (at most 2^20)",
-                           where, cfg->max_seq_len, cfg->bucket_size);
+    if (cfg->context_len < 0 || cfg->context_len > (1 << 20))
+        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: bad context_len %d", where, cfg->context_len);
+    if (cfg->tissue_num < 1 || cfg->tissue_num > 4096)
+        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: bad tissue_num %d", where, cfg->tissue_num);
+    if (cfg->attn_depth < 0 || cfg->attn_depth > 256)
+        return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: bad attn_depth %d", where, cfg->attn_depth);
+    if (cfg->bucket_size < 1 || cfg->max_seq_len < cfg->bucket_size || cfg->max_seq_len > (1 << 20) ||
+        cfg->max_seq_len % cfg->bucket_size != 0) {
+        return nf__err_set(err, NF_ERR_CHECKPOINT,
+                           "%s: max_seq_len %d must be a positive multiple of bucket_size %d (at most 2^20)", where,
+                           cfg->max_seq_len, cfg->bucket_size);
     }
     struct nf_spt_config d = *cfg;
     nf__spt_config_derive(&d);
-    const struct { const char * key; int got, want; } fixed[] = {
-        {"attn_dim", cfg->attn_dim, d.attn_dim}, {"heads", cfg->heads, d.heads}, {"dim_head", cfg->dim_head, d.dim_head},
-        {"n_local_attn_heads", cfg->n_local_attn_heads, d.n_local_attn_heads}, {"bucket_size", cfg->bucket_size, d.bucket_size},
+    const struct {
+        const char * key;
+        int got, want;
+    } fixed[] = {
+        {"attn_dim", cfg->attn_dim, d.attn_dim},
+        {"heads", cfg->heads, d.heads},
+        {"dim_head", cfg->dim_head, d.dim_head},
+        {"n_local_attn_heads", cfg->n_local_attn_heads, d.n_local_attn_heads},
+        {"bucket_size", cfg->bucket_size, d.bucket_size},
         {"ff_mult", cfg->ff_mult, d.ff_mult},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
         if (fixed[i].got != fixed[i].want) {
-            return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: %s is %d, but upstream's SpTransformer(dim=%d) builds %d", where, fixed[i].key,
-                               fixed[i].got, cfg->dim, fixed[i].want);
+            return nf__err_set(err, NF_ERR_CHECKPOINT, "%s: %s is %d, but upstream's SpTransformer(dim=%d) builds %d",
+                               where, fixed[i].key, fixed[i].got, cfg->dim, fixed[i].want);
         }
     }
     return NF_OK;
@@ -213,13 +236,17 @@ const struct nf_option_desc nf__spt_gen_options[] = {
 int nf__spt_gen_weights(const char * dir, uint64_t seed, int n, const char * const * keys, const char * const * values,
                         const char * perturb_key, float perturb_delta, char * summary, size_t summary_n, nf_err * err) {
     struct nf_spt_config cfg;
-    nf__spt_config_default(&cfg);   /* the released model's unless told otherwise */
+    nf__spt_config_default(&cfg); /* the released model's unless told otherwise */
     for (int i = 0; i < n; i++) {
-        const char * k = keys[i], * v = values[i];
-        if      (strcmp(k, "dim") == 0)     NF_TRY(nf__option_int(k, v, &cfg.dim, err));
-        else if (strcmp(k, "depth") == 0)   NF_TRY(nf__option_int(k, v, &cfg.attn_depth, err));
-        else if (strcmp(k, "tissues") == 0) NF_TRY(nf__option_int(k, v, &cfg.tissue_num, err));
-        else return nf__err_set(err, NF_ERR_ARG, "sptransformer has no option '%s'", k);
+        const char *k = keys[i], *v = values[i];
+        if (strcmp(k, "dim") == 0)
+            NF_TRY(nf__option_int(k, v, &cfg.dim, err));
+        else if (strcmp(k, "depth") == 0)
+            NF_TRY(nf__option_int(k, v, &cfg.attn_depth, err));
+        else if (strcmp(k, "tissues") == 0)
+            NF_TRY(nf__option_int(k, v, &cfg.tissue_num, err));
+        else
+            return nf__err_set(err, NF_ERR_ARG, "sptransformer has no option '%s'", k);
     }
     nf__spt_config_derive(&cfg);
     NF_TRY(nf__spt_config_check(&cfg, "gen-weights", err));
@@ -228,8 +255,8 @@ int nf__spt_gen_weights(const char * dir, uint64_t seed, int n, const char * con
     nf__path_join(path, sizeof(path), dir, "model.safetensors");
     NF_TRY(nf__weights_generate(path, &nf__spt_wtable, &cfg, seed, perturb_key, perturb_delta, err));
     NF_TRY(nf__spt_config_write(dir, &cfg, err));
-    snprintf(summary, summary_n, "dim %d, context_len %d, tissue_num %d, max_seq_len %d, attn_depth %d", cfg.dim, cfg.context_len,
-             cfg.tissue_num, cfg.max_seq_len, cfg.attn_depth);
+    snprintf(summary, summary_n, "dim %d, context_len %d, tissue_num %d, max_seq_len %d, attn_depth %d", cfg.dim,
+             cfg.context_len, cfg.tissue_num, cfg.max_seq_len, cfg.attn_depth);
     return NF_OK;
 }
 

@@ -21,29 +21,41 @@ static void nf__spt_free(void * impl) {
     nf_spt * m = impl;
     if (!m) return;
     nf__weights_free(&m->weights);
-    if (m->enc) for (int e = 0; e < NF_SPT_N_ENCODERS; e++) free(m->enc[e].res);
+    if (m->enc)
+        for (int e = 0; e < NF_SPT_N_ENCODERS; e++) free(m->enc[e].res);
     free(m->enc);
     free(m->layers);
     free(m);
 }
 
-static int nf__spt_load(nf_backend * be, const char * dir, const cJSON * config, const char * config_path, void ** out, nf_err * err) {
+static int nf__spt_load(nf_backend * be, const char * dir, const cJSON * config, const char * config_path, void ** out,
+                        nf_err * err) {
     *out = NULL;
     nf_spt * m = calloc(1, sizeof(*m));
     if (!m) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     m->be = be;
     int rc = nf__spt_config_parse(config, config_path, &m->cfg, err);
-    if (rc != NF_OK) { nf__spt_free(m); return rc; }
+    if (rc != NF_OK) {
+        nf__spt_free(m);
+        return rc;
+    }
     m->enc = calloc(NF_SPT_N_ENCODERS, sizeof(*m->enc));
     m->layers = calloc((size_t) (m->cfg.attn_depth ? m->cfg.attn_depth : 1), sizeof(*m->layers));
     int ok = m->enc && m->layers;
-    for (int e = 0; ok && e < NF_SPT_N_ENCODERS; e++) ok = (m->enc[e].res = calloc(NF_SPT_N_RESBLOCKS, sizeof(*m->enc[e].res))) != NULL;
-    if (!ok) { nf__spt_free(m); return nf__err_set(err, NF_ERR_NOMEM, "out of memory"); }
+    for (int e = 0; ok && e < NF_SPT_N_ENCODERS; e++)
+        ok = (m->enc[e].res = calloc(NF_SPT_N_RESBLOCKS, sizeof(*m->enc[e].res))) != NULL;
+    if (!ok) {
+        nf__spt_free(m);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
     char path[4096];
     nf__path_join(path, sizeof(path), dir, "model.safetensors");
     rc = nf__weights_load(be, path, &nf__spt_wtable, &m->cfg, m, &m->weights, err);
-    if (rc != NF_OK) { nf__spt_free(m); return rc; }
-    m->input = (struct nf_input_desc) {"tokens", NF_ARRAY_I64, 2, "batch length", NF_SPT_N + 1};
+    if (rc != NF_OK) {
+        nf__spt_free(m);
+        return rc;
+    }
+    m->input = (struct nf_input_desc){"tokens", NF_ARRAY_I64, 2, "batch length", NF_SPT_N + 1};
     *out = m;
     return NF_OK;
 }
@@ -53,17 +65,27 @@ static const struct nf_weights * nf__spt_weights(const void * impl) { return &((
 static int nf__spt_config_item(const void * impl, int i, struct nf_config_item * out) {
     const struct nf_spt_config * c = &((const nf_spt *) impl)->cfg;
     const struct nf_config_item items[] = {
-        {"dim", NULL, c->dim}, {"context_len", NULL, c->context_len}, {"tissue_num", NULL, c->tissue_num},
-        {"max_seq_len", NULL, c->max_seq_len}, {"attn_depth", NULL, c->attn_depth}, {"attn_dim", NULL, c->attn_dim},
-        {"heads", NULL, c->heads}, {"dim_head", NULL, c->dim_head}, {"n_local_attn_heads", NULL, c->n_local_attn_heads},
-        {"bucket_size", NULL, c->bucket_size}, {"ff_mult", NULL, c->ff_mult},
+        {"dim", NULL, c->dim},
+        {"context_len", NULL, c->context_len},
+        {"tissue_num", NULL, c->tissue_num},
+        {"max_seq_len", NULL, c->max_seq_len},
+        {"attn_depth", NULL, c->attn_depth},
+        {"attn_dim", NULL, c->attn_dim},
+        {"heads", NULL, c->heads},
+        {"dim_head", NULL, c->dim_head},
+        {"n_local_attn_heads", NULL, c->n_local_attn_heads},
+        {"bucket_size", NULL, c->bucket_size},
+        {"ff_mult", NULL, c->ff_mult},
     };
     if (i < 0 || i >= (int) (sizeof(items) / sizeof(items[0]))) return 0;
     *out = items[i];
     return 1;
 }
 
-static int nf__spt_n_inputs(const void * impl) { (void) impl; return 1; }
+static int nf__spt_n_inputs(const void * impl) {
+    (void) impl;
+    return 1;
+}
 
 static const struct nf_input_desc * nf__spt_input(const void * impl, int i) {
     return i == 0 ? &((const nf_spt *) impl)->input : NULL;
@@ -71,20 +93,26 @@ static const struct nf_input_desc * nf__spt_input(const void * impl, int i) {
 
 /* tokens (B, L) int64 ids 0..4, 2 context + 1 <= L <= 2 context + max_seq_len
  * -> position_logits (B, L - 2 context, 3 + tissue_num) */
-static int nf__spt_output_shape(const void * impl, const struct nf_array * in, int n_in, int * ndim, int64_t * shape, nf_err * err) {
+static int nf__spt_output_shape(const void * impl, const struct nf_array * in, int n_in, int * ndim, int64_t * shape,
+                                nf_err * err) {
     const nf_spt * m = impl;
     const struct nf_array * t = NULL;
     for (int i = 0; i < n_in; i++) {
-        if (strcmp(in[i].name, "tokens") == 0) t = &in[i];
-        else return nf__err_set(err, NF_ERR_ARG, "sptransformer takes one input, tokens; got '%s'", in[i].name);
+        if (strcmp(in[i].name, "tokens") == 0)
+            t = &in[i];
+        else
+            return nf__err_set(err, NF_ERR_ARG, "sptransformer takes one input, tokens; got '%s'", in[i].name);
     }
     if (!t) return nf__err_set(err, NF_ERR_ARG, "sptransformer needs the input tokens (batch, length)");
-    if (t->dtype != NF_ARRAY_I64 || t->ndim != 2) return nf__err_set(err, NF_ERR_SHAPE, "tokens must be int64 (batch, length)");
+    if (t->dtype != NF_ARRAY_I64 || t->ndim != 2)
+        return nf__err_set(err, NF_ERR_SHAPE, "tokens must be int64 (batch, length)");
     const int64_t ctx2 = 2 * (int64_t) m->cfg.context_len, L = t->shape[1];
     if (t->shape[0] < 1 || L < ctx2 + 1 || L > ctx2 + m->cfg.max_seq_len) {
-        return nf__err_set(err, NF_ERR_SHAPE, "tokens: length %lld is not in [%lld, %lld] (%d nt of context each side + 1 .. %d positions), batch %lld",
-                           (long long) L, (long long) (ctx2 + 1), (long long) (ctx2 + m->cfg.max_seq_len), m->cfg.context_len,
-                           m->cfg.max_seq_len, (long long) t->shape[0]);
+        return nf__err_set(
+            err, NF_ERR_SHAPE,
+            "tokens: length %lld is not in [%lld, %lld] (%d nt of context each side + 1 .. %d positions), batch %lld",
+            (long long) L, (long long) (ctx2 + 1), (long long) (ctx2 + m->cfg.max_seq_len), m->cfg.context_len,
+            m->cfg.max_seq_len, (long long) t->shape[0]);
     }
     *ndim = 3;
     shape[0] = t->shape[0];
@@ -94,25 +122,40 @@ static int nf__spt_output_shape(const void * impl, const struct nf_array * in, i
 }
 
 static int nf__spt_forward(void * impl, const struct nf_array * in, int n_in, float * out, nf_err * err) {
-    (void) impl; (void) in; (void) n_in; (void) out;
-    return nf__err_set(err, NF_ERR_UNSUPPORTED, "SpTransformer forward not implemented yet (the weights load and check; issue #12)");
+    (void) impl;
+    (void) in;
+    (void) n_in;
+    (void) out;
+    return nf__err_set(err, NF_ERR_UNSUPPORTED,
+                       "SpTransformer forward not implemented yet (the weights load and check; issue #12)");
 }
 
 static void nf__spt_release(void * impl) { (void) impl; }
-static int  nf__spt_stage_count(const void * impl) { (void) impl; return 0; }
-static int  nf__spt_stage_name(const void * impl, int i, char * out, size_t n) {
-    (void) impl; (void) i;
+static int nf__spt_stage_count(const void * impl) {
+    (void) impl;
+    return 0;
+}
+static int nf__spt_stage_name(const void * impl, int i, char * out, size_t n) {
+    (void) impl;
+    (void) i;
     if (n) out[0] = '\0';
     return 0;
 }
 static void nf__spt_set_stage_callback(void * impl, int stages, nf_stage_fn fn, void * user) {
-    (void) impl; (void) stages; (void) fn; (void) user;
+    (void) impl;
+    (void) stages;
+    (void) fn;
+    (void) user;
 }
-static void nf__spt_placement(const void * impl, struct nf_placement * out) { (void) impl; (void) out; }
+static void nf__spt_placement(const void * impl, struct nf_placement * out) {
+    (void) impl;
+    (void) out;
+}
 
 const struct nf_model_i nf__sptransformer_model = {
     .type = "sptransformer",
-    .description = "SpTransformer (SpliceTransformer): splice sites and tissue usage from sequence (forward not implemented yet)",
+    .description =
+        "SpTransformer (SpliceTransformer): splice sites and tissue usage from sequence (forward not implemented yet)",
     .load = nf__spt_load,
     .free = nf__spt_free,
     .weights = nf__spt_weights,

@@ -16,33 +16,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SENTINEL 0xC5F31A2Bu   /* a finite float (about -7779.27) with an odd bit pattern */
-#define GUARD    7             /* guard elements before and after every operand          */
+#define SENTINEL 0xC5F31A2Bu /* a finite float (about -7779.27) with an odd bit pattern */
+#define GUARD    7           /* guard elements before and after every operand          */
 
 /* ---- deterministic RNG (splitmix64) --------------------------------------------------- */
 
-extern uint64_t g_rng;   /* seeded by main per case */
+extern uint64_t g_rng; /* seeded by main per case */
 
-static inline uint64_t rng_u64(void)
-{
+static inline uint64_t rng_u64(void) {
     uint64_t z = (g_rng += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
 }
 
-static inline float rng_unif(float lo, float hi)   /* [lo, hi) */
+static inline float rng_unif(float lo, float hi) /* [lo, hi) */
 {
-    return lo + (hi - lo) * (float)((double)(rng_u64() >> 40) / (double)(1ULL << 24));
+    return lo + (hi - lo) * (float) ((double) (rng_u64() >> 40) / (double) (1ULL << 24));
 }
 
-static inline int64_t rng_int(int64_t n)   /* [0, n) */
+static inline int64_t rng_int(int64_t n) /* [0, n) */
 {
-    return (int64_t)(rng_u64() % (uint64_t)n);
+    return (int64_t) (rng_u64() % (uint64_t) n);
 }
 
-static inline float u2f(uint32_t u)
-{
+static inline float u2f(uint32_t u) {
     float f;
     memcpy(&f, &u, 4);
     return f;
@@ -51,22 +49,21 @@ static inline float u2f(uint32_t u)
 /* ---- test cases ----------------------------------------------------------------------- */
 
 struct operand {
-    int           used;
+    int used;
     enum nf_dtype type;
-    int           ndim;
-    int64_t       ne[NF_MAX_DIMS];
-    uint32_t    * host;   /* GUARD + numel + GUARD words: the initial buffer */
+    int ndim;
+    int64_t ne[NF_MAX_DIMS];
+    uint32_t * host; /* GUARD + numel + GUARD words: the initial buffer */
 };
 
 struct tcase {
-    char           desc[192];
-    nf_op          op;      /* type, counts, params; tensors are filled per run */
+    char desc[192];
+    nf_op op; /* type, counts, params; tensors are filled per run */
     struct operand src[NF_OP_MAX_SRC];
     struct operand dst[NF_OP_MAX_DST];
 };
 
-static inline int64_t opnd_numel(const struct operand * o)
-{
+static inline int64_t opnd_numel(const struct operand * o) {
     int64_t n = 1;
     for (int i = 0; i < o->ndim; i++) {
         n *= o->ne[i];
@@ -74,24 +71,14 @@ static inline int64_t opnd_numel(const struct operand * o)
     return n;
 }
 
-static inline int64_t opnd_words(const struct operand * o)
-{
-    return GUARD + opnd_numel(o) + GUARD;
-}
+static inline int64_t opnd_words(const struct operand * o) { return GUARD + opnd_numel(o) + GUARD; }
 
 /* the view part of the host buffer, as floats / ints */
-static inline float * opnd_f(const struct operand * o)
-{
-    return (float *)(void *)(o->host + GUARD);
-}
+static inline float * opnd_f(const struct operand * o) { return (float *) (void *) (o->host + GUARD); }
 
-static inline int32_t * opnd_i(const struct operand * o)
-{
-    return (int32_t *)(void *)(o->host + GUARD);
-}
+static inline int32_t * opnd_i(const struct operand * o) { return (int32_t *) (void *) (o->host + GUARD); }
 
-static inline void opnd_init(struct operand * o, enum nf_dtype type, int ndim, int64_t a, int64_t b, int64_t c)
-{
+static inline void opnd_init(struct operand * o, enum nf_dtype type, int ndim, int64_t a, int64_t b, int64_t c) {
     memset(o, 0, sizeof(*o));
     o->used = 1;
     o->type = type;
@@ -100,26 +87,24 @@ static inline void opnd_init(struct operand * o, enum nf_dtype type, int ndim, i
     o->ne[1] = b;
     o->ne[2] = c;
     const int64_t n = opnd_words(o);
-    o->host = malloc((size_t)n * sizeof(uint32_t));
+    o->host = malloc((size_t) n * sizeof(uint32_t));
     if (!o->host) {
         fprintf(stderr, "out of memory\n");
-        exit(2);   /* test program only */
+        exit(2); /* test program only */
     }
     for (int64_t i = 0; i < n; i++) {
         o->host[i] = SENTINEL;
     }
 }
 
-static inline void fill_unif(struct operand * o, float lo, float hi)
-{
+static inline void fill_unif(struct operand * o, float lo, float hi) {
     float * f = opnd_f(o);
     for (int64_t i = 0; i < opnd_numel(o); i++) {
         f[i] = rng_unif(lo, hi);
     }
 }
 
-static inline void tcase_free(struct tcase * tc)
-{
+static inline void tcase_free(struct tcase * tc) {
     for (int i = 0; i < NF_OP_MAX_SRC; i++) {
         free(tc->src[i].host);
     }
@@ -129,10 +114,9 @@ static inline void tcase_free(struct tcase * tc)
     memset(tc, 0, sizeof(*tc));
 }
 
-static inline void tcase_begin(struct tcase * tc, enum nf_op_type type, int n_src, int n_dst)
-{
+static inline void tcase_begin(struct tcase * tc, enum nf_op_type type, int n_src, int n_dst) {
     memset(tc, 0, sizeof(*tc));
-    tc->op.type  = type;
+    tc->op.type = type;
     tc->op.n_src = n_src;
     tc->op.n_dst = n_dst;
     tc->op.label = "test";
@@ -151,9 +135,9 @@ typedef void (*case_fn)(struct tcase * tc, int variant);
  * must have one: main() fails otherwise. */
 struct op_desc {
     enum nf_op_type type;
-    case_fn         fn;
-    int             n;
-    tol_fn          tol;
+    case_fn fn;
+    int n;
+    tol_fn tol;
 };
 extern const struct op_desc g_ops[];
 extern const int g_n_ops;

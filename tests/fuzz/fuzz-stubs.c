@@ -9,13 +9,31 @@
 
 const struct nf_model_i nf__mitra_model = {.type = "mitra", .description = "fuzz stub"};
 
-int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim, const int64_t * ne, const char * name, nf_err * err) {
-    (void) be; (void) t; (void) type; (void) ndim; (void) ne; (void) name; (void) err;
+int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim, const int64_t * ne,
+                     const char * name, nf_err * err) {
+    (void) be;
+    (void) t;
+    (void) type;
+    (void) ndim;
+    (void) ne;
+    (void) name;
+    (void) err;
     __builtin_trap();
 }
-void nf__tensor_free(nf_tensor * t) { (void) t; __builtin_trap(); }
+void nf__tensor_free(nf_tensor * t) {
+    (void) t;
+    __builtin_trap();
+}
 nf_tensor nf__tensor_view(const nf_tensor * t, int64_t elem_offs, int ndim, const int64_t * ne) {
-    (void) t; (void) elem_offs; (void) ndim; (void) ne;
+    (void) t;
+    (void) elem_offs;
+    (void) ndim;
+    (void) ne;
     __builtin_trap();
 }
-int nf__tensor_upload(nf_tensor * t, const void * src, nf_err * err) { (void) t; (void) src; (void) err; __builtin_trap(); }
+int nf__tensor_upload(nf_tensor * t, const void * src, nf_err * err) {
+    (void) t;
+    (void) src;
+    (void) err;
+    __builtin_trap();
+}
