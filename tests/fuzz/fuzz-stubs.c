@@ -1,13 +1,14 @@
 /* fuzz-stubs.c -- the fuzz targets link the readers (src/io, the config and
  * weight-table code) without a backend: these stand in for the tensor
  * functions that weights.c refers to for loading, which no target reaches
- * (they trap if one does), and for Mitra's registry entry, whose type name
+ * (they trap if one does), and for the models' registry entries, whose type name
  * is all the model-type lookup reads. */
 #include "model.h"
 
 #include <stdlib.h>
 
 const struct nf_model_i nf__mitra_model = {.type = "mitra", .description = "fuzz stub"};
+const struct nf_model_i nf__sptransformer_model = {.type = "sptransformer", .description = "fuzz stub"};
 
 int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim, const int64_t * ne,
                      const char * name, nf_err * err) {

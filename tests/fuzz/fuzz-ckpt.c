@@ -1,10 +1,8 @@
 /* fuzz-ckpt.c -- libFuzzer target for the torch.save (.ckpt) reader
- * (src/io/torch-ckpt.c). Not part of ctest (it runs until stopped); build and
- * run with:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *     -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -Isrc/core tests/fuzz-ckpt.c \
- *     src/io/torch-ckpt.c src/io/safetensors.c src/core/error.c -lcjson -lzip -o fuzz-ckpt
- *   mkdir -p corpus && cp tests/fixtures/ckpt/[a-z]*.ckpt corpus/ && ./fuzz-ckpt -max_total_time=300 corpus
+ * (src/io/torch-ckpt.c). Built with the other fuzz targets (cmake
+ * -DNOFALL_FUZZ=ON with clang) and run for a bounded time by tools/test.sh
+ * from the seed corpus tests/fuzz/corpus/ckpt (the genuine torch.save files
+ * of tests/fixtures/ckpt).
  * An input starting with "PK" is a whole archive (opened from memory with
  * libzip, every selected tensor read and each byte touched); any other input
  * is a data.pkl for the unpickler alone, with records data/0..data/3 of 24, 8,
