@@ -196,7 +196,8 @@ NF_API int  nf_model_output_shape(const nf_model * m, const struct nf_array * in
 
 /* Where things were measured to live during the last forward (driver query
  * at allocation time): the weights, the uploaded inputs, the output tensor,
- * and the device(s) that executed the forward's ops (from the op records). */
+ * and the device(s) where the forward's ops found their operands (tracked for
+ * every op, records on or off). */
 struct nf_placement {
     char weights[32], inputs[32], outputs[32], ops[96];
 };
