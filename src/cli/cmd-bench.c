@@ -129,14 +129,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     }
     if (rc != NF_OK) {
         nf_cli_print_error(&err, rc);
-        nf_cli_outfile_abort(&jf);
-        nf_cli_outfile_abort(&tf);
-        free(ms);
-        free(logits);
-        nf_cli_table_free(&t);
-        nf_model_free(m);
-        nf_backend_free(be);
-        return 1;
+        goto done;
     }
     struct nf_cli_stats st;
     nf_cli_stats(ms, runs, &st);
@@ -185,6 +178,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     if (rc == NF_OK && json) rc = nf_cli_outfile_commit(&jf, &err);
     if (rc == NF_OK && trace) rc = nf_cli_outfile_commit(&tf, &err);
     if (rc != NF_OK) nf_cli_print_error(&err, rc);
+done:
     nf_cli_outfile_abort(&jf);
     nf_cli_outfile_abort(&tf);
     free(ms);
