@@ -265,7 +265,7 @@ static void test_load(void) {
             CHECK(sh[1] == 8192, "L = 16192: 8192 outputs");
             /* the forward says it is not there */
             int64_t * tok = calloc((size_t) (2 * 16192), sizeof(int64_t));
-            float * out = calloc((size_t) (2 * 8192 * 18), sizeof(float));   /* the output's full size */
+            float * out = calloc((size_t) (2 * 8192 * 18), sizeof(float)); /* the output's full size */
             in.data = tok;
             CHECK_RC(nf_model_forward(m, &in, 1, out, &err), NF_ERR_UNSUPPORTED, &err);
             free(out);
