@@ -119,7 +119,7 @@ union nf_op_params {
 #include "nf-ops.def"
 };
 
-#define NF_OP_MAX_SRC 4
+#define NF_OP_MAX_SRC 5
 #define NF_OP_MAX_DST 2
 
 typedef struct nf_op {

@@ -135,6 +135,91 @@ int nf__validate_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
+/* the extent of n_seq sequences of `rows` rows (stride ld) of `width`
+ * elements, sequence s at s*gs */
+static int64_t nf__seq_extent(int64_t n_seq, int64_t gs, int64_t rows, int64_t ld, int64_t width) {
+    return n_seq <= 0 || rows <= 0 ? 0 : (n_seq - 1) * gs + nf__extent(rows, ld, width);
+}
+
+int nf__validate_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_conv1d_params * p = &op->p.conv1d;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->n_seq < 0 || p->len < 0 || p->cin < 1 || p->cout < 1 || p->ksize < 1 || p->dilation < 1 || p->pad < 0 ||
+        p->ldx < p->cin || p->ldy < p->cout || p->x_gs < 0 || p->y_gs < 0)
+        return NF__OPERR(NF_ERR_ARG, "bad conv1d parameters");
+    if (2 * p->pad != p->dilation * (p->ksize - 1))
+        return NF__OPERR(NF_ERR_ARG, "padding %lld is not the 'same' padding of kernel %lld, dilation %lld",
+                         (long long) p->pad, (long long) p->ksize, (long long) p->dilation);
+    if (!nf__shape_is(&s[1], 3, p->cout, p->cin, p->ksize)) {
+        return NF__OPERR(NF_ERR_SHAPE, "W '%s' must be (%lld, %lld, %lld)", s[1].name ? s[1].name : "?",
+                         (long long) p->cout, (long long) p->cin, (long long) p->ksize);
+    }
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "x", nf__seq_extent(p->n_seq, p->x_gs, p->len, p->ldx, p->cin)));
+    if (op->n_src == 3) NF_TRY(nf__check_extent(err, op, be, &s[2], "bias", p->cout));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "y", nf__seq_extent(p->n_seq, p->y_gs, p->len, p->ldy, p->cout)));
+    return NF_OK;
+}
+
+int nf__validate_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->m < 0 || p->c < 1 || p->ldx < p->c || p->ldy < p->c || !(p->eps >= 0.0f))
+        return NF__OPERR(NF_ERR_ARG, "bad m/c/ldx/ldy/eps");
+    static const char * const role[5] = {"x", "weight", "bias", "running_mean", "running_var"};
+    NF_TRY(nf__check_extent(err, op, be, &s[0], role[0], nf__extent(p->m, p->ldx, p->c)));
+    for (int i = 1; i < 5; i++) NF_TRY(nf__check_extent(err, op, be, &s[i], role[i], p->c));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "y", nf__extent(p->m, p->ldy, p->c)));
+    return NF_OK;
+}
+
+int nf__validate_fill(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_fill_params * p = &op->p.fill;
+    if (p->m < 0 || p->k < 0 || (p->m > 0 && p->ld < p->k)) return NF__OPERR(NF_ERR_ARG, "bad m/k/ld");
+    return nf__check_extent(err, op, be, &op->dst[0], "y", p->k == 0 ? 0 : nf__extent(p->m, p->ld, p->k));
+}
+
+int nf__validate_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_axial_pos_params * p = &op->p.axial_pos;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->n_seq < 0 || p->len < 0 || p->dim < 1 || p->n1 < 1 || p->ld < p->dim || p->gs < 0)
+        return NF__OPERR(NF_ERR_ARG, "bad axial_pos parameters");
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "e0", (p->len + p->n1 - 1) / p->n1 * p->dim));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "e1", p->n1 * p->dim));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "x", nf__seq_extent(p->n_seq, p->gs, p->len, p->ld, p->dim)));
+    return NF_OK;
+}
+
+int nf__validate_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_bucket_route_params * p = &op->p.bucket_route;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->n_seq < 0 || p->n_buckets < 1 || p->bucket < 1 || p->n_heads < 1 || p->head_dim < 1)
+        return NF__OPERR(NF_ERR_ARG, "bad buckets/heads/head_dim");
+    const int64_t w = p->n_heads * p->head_dim, rows = p->n_buckets * p->bucket;
+    if (p->q_ss < w || p->k_ss < w) return NF__OPERR(NF_ERR_ARG, "row strides below n_heads*head_dim");
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "q", nf__seq_extent(p->n_seq, p->q_gs, rows, p->q_ss, w)));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "k", nf__seq_extent(p->n_seq, p->k_gs, rows, p->k_ss, w)));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "sel", p->n_seq * p->n_heads * p->n_buckets));
+    NF_TRY(nf__check_extent(err, op, be, &d[1], "prob", p->n_seq * p->n_heads * p->n_buckets * 2));
+    return NF_OK;
+}
+
+int nf__validate_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->n_seq < 0 || p->n_buckets < 1 || p->bucket < 1 || p->n_heads < 1 || p->head_dim < 1)
+        return NF__OPERR(NF_ERR_ARG, "bad buckets/heads/head_dim");
+    const int64_t w = p->n_heads * p->head_dim, rows = p->n_buckets * p->bucket;
+    if (p->kv_ss < w) return NF__OPERR(NF_ERR_ARG, "row stride below n_heads*head_dim");
+    const int64_t kv = nf__seq_extent(p->n_seq, p->kv_gs, rows, p->kv_ss, w);
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "k", kv));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "v", kv));
+    NF_TRY(nf__check_extent(err, op, be, &s[2], "sel", p->n_seq * p->n_heads * p->n_buckets));
+    NF_TRY(nf__check_extent(err, op, be, &s[3], "prob", p->n_seq * p->n_heads * p->n_buckets * 2));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "kcat", p->n_seq * rows * 2 * w));
+    NF_TRY(nf__check_extent(err, op, be, &d[1], "vcat", p->n_seq * rows * 2 * w));
+    return NF_OK;
+}
+
 /* Generic: every operand present has the numel of dst[0] (elementwise ops). */
 int nf__validate_elementwise(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t n = nf__tensor_numel(&op->dst[0]);
@@ -172,6 +257,22 @@ double nf__flops_linear(const nf_op * op) {
 double nf__flops_attention(const nf_op * op) {
     const struct nf_attention_params * p = &op->p.attention;
     return 4.0 * (double) p->n_groups * (double) p->n_heads * (double) p->lq * (double) p->lk * (double) p->head_dim;
+}
+
+double nf__flops_conv1d(const nf_op * op) {
+    const struct nf_conv1d_params * p = &op->p.conv1d;
+    return 2.0 * (double) p->n_seq * (double) p->len * (double) p->cout * (double) p->cin * (double) p->ksize;
+}
+
+double nf__flops_batch_norm(const nf_op * op) {
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    return 2.0 * (double) p->m * (double) p->c;
+}
+
+double nf__flops_bucket_route(const nf_op * op) {
+    const struct nf_bucket_route_params * p = &op->p.bucket_route;
+    const double nb = (double) p->n_buckets;
+    return (double) p->n_seq * (double) p->n_heads * (double) p->head_dim * nb * (2.0 * (double) p->bucket + 2.0 * nb);
 }
 
 /* ---- the table -------------------------------------------------------------------- */

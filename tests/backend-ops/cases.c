@@ -377,6 +377,264 @@ static void case_attention(struct tcase * tc, int v) {
              (long long) p->q_ss, (long long) o_ss);
 }
 
+/* ---- the sequence ops (SpTransformer) --------------------------------------------------- */
+
+static void tol_conv1d(const struct tcase * tc, int j, const float * ref, double * tol) {
+    const struct nf_conv1d_params * p = &tc->op.p.conv1d;
+    const double eps = FLT_EPSILON;
+    const float * x = opnd_f(&tc->src[0]);
+    const float * W = opnd_f(&tc->src[1]);
+    const float * b = tc->op.n_src == 3 ? opnd_f(&tc->src[2]) : NULL;
+    const float * y0 = opnd_f(&tc->dst[0]);
+    for (int64_t s = 0; s < p->n_seq; s++) {
+        for (int64_t t = 0; t < p->len; t++) {
+            for (int64_t o = 0; o < p->cout; o++) {
+                double mag = b ? fabs((double) b[o]) : 0.0;
+                for (int64_t k = 0; k < p->ksize; k++) {
+                    const int64_t ti = t + k * p->dilation - p->pad;
+                    if (ti < 0 || ti >= p->len) continue;
+                    for (int64_t c = 0; c < p->cin; c++) {
+                        mag += fabs((double) x[s * p->x_gs + ti * p->ldx + c] *
+                                    (double) W[(o * p->cin + c) * p->ksize + k]);
+                    }
+                }
+                const int64_t i = s * p->y_gs + t * p->ldy + o;
+                if (p->accumulate) mag += fabs((double) y0[i]);
+                tol[i] = 8.0 * eps * (mag + fabs((double) ref[i])) + 1e-37;
+            }
+        }
+    }
+}
+
+static void tol_batch_norm(const struct tcase * tc, int j, const float * ref, double * tol) {
+    const struct nf_batch_norm_params * p = &tc->op.p.batch_norm;
+    const float * x = opnd_f(&tc->src[0]);
+    const float *w = opnd_f(&tc->src[1]), *b = opnd_f(&tc->src[2]);
+    const float *mean = opnd_f(&tc->src[3]), *var = opnd_f(&tc->src[4]);
+    for (int64_t r = 0; r < p->m; r++) {
+        for (int64_t c = 0; c < p->c; c++) {
+            const double a = fabs((double) w[c]) / sqrt((double) var[c] + (double) p->eps);
+            const double mag = fabs((double) x[r * p->ldx + c]) * a + fabs((double) b[c]) + fabs((double) mean[c]) * a;
+            const int64_t i = r * p->ldy + c;
+            tol[i] = 8.0 * FLT_EPSILON * (mag + fabs((double) ref[i])) + 1e-37;
+        }
+    }
+}
+
+static void tol_bucket_route(const struct tcase * tc, int j, const float * ref, double * tol) {
+    if (j != 1) return; /* sel: exact */
+    const int64_t n = opnd_numel(&tc->dst[1]);
+    for (int64_t i = 0; i < n; i++) tol[i] = 1e-5 * (1.0 + fabs((double) ref[i]));
+}
+
+/* CONV1D: the encoders' shapes (11/21 taps, dilations 1..20, padding wider
+ * than the sequence), 1x1, odd sizes; x/y as column blocks of wider rows;
+ * several sequences; accumulate. */
+static const struct {
+    int64_t n_seq, len, cin, cout, K, dil;
+    int acc, bias, pad;
+} conv_shapes[] = {
+    {1, 1, 1, 1, 1, 1, 0, 1, 0},      {1, 7, 3, 5, 3, 1, 1, 1, 1},    {2, 33, 4, 8, 11, 1, 0, 1, 0},
+    {1, 50, 16, 16, 11, 4, 1, 1, 1},  {2, 300, 32, 32, 21, 10, 0, 1, 0}, {1, 130, 64, 64, 21, 20, 1, 1, 0},
+    {1, 600, 128, 128, 11, 1, 1, 1, 1}, {3, 17, 5, 3, 1, 1, 0, 0, 1},   {1, 513, 64, 64, 21, 20, 0, 1, 1},
+    {2, 260, 128, 128, 21, 10, 1, 1, 0},
+};
+
+static void case_conv1d(struct tcase * tc, int v) {
+    const int64_t S = conv_shapes[v].n_seq, L = conv_shapes[v].len, ci = conv_shapes[v].cin;
+    const int64_t co = conv_shapes[v].cout, K = conv_shapes[v].K, d = conv_shapes[v].dil;
+    const int acc = conv_shapes[v].acc, bias = conv_shapes[v].bias, pad = conv_shapes[v].pad;
+    tcase_begin(tc, NF_OP_CONV1D, bias ? 3 : 2, 1);
+    struct nf_conv1d_params * p = &tc->op.p.conv1d;
+    p->n_seq = S;
+    p->len = L;
+    p->cin = ci;
+    p->cout = co;
+    p->ksize = K;
+    p->dilation = d;
+    p->pad = d * (K - 1) / 2;
+    p->ldx = ci + (pad ? 3 : 0);
+    p->ldy = co + (pad ? 5 : 0);
+    p->x_gs = L * p->ldx + (pad ? 2 : 0);
+    p->y_gs = L * p->ldy;
+    p->accumulate = acc;
+    opnd_init(&tc->src[0], NF_F32, 1, (S - 1) * p->x_gs + (L - 1) * p->ldx + ci, 0, 0);
+    fill_unif(&tc->src[0], -1.0f, 1.0f);
+    opnd_init(&tc->src[1], NF_F32, 3, co, ci, K);
+    fill_unif(&tc->src[1], -0.5f, 0.5f);
+    if (bias) {
+        opnd_init(&tc->src[2], NF_F32, 1, co, 0, 0);
+        fill_unif(&tc->src[2], -1.0f, 1.0f);
+    }
+    opnd_init(&tc->dst[0], NF_F32, 1, (S - 1) * p->y_gs + (L - 1) * p->ldy + co, 0, 0);
+    if (acc) {
+        fill_unif(&tc->dst[0], -2.0f, 2.0f);
+        float * y = opnd_f(&tc->dst[0]);
+        for (int64_t s = 0; s < S; s++)
+            for (int64_t t = 0; t < L; t++)
+                for (int64_t c = co; c < p->ldy && (s * L + t) * p->ldy + c < opnd_numel(&tc->dst[0]); c++)
+                    y[s * p->y_gs + t * p->ldy + c] = u2f(SENTINEL);
+    }
+    snprintf(tc->desc, sizeof(tc->desc), "seqs=%lld len=%lld cin=%lld cout=%lld k=%lld dilation=%lld ldx=%lld%s%s",
+             (long long) S, (long long) L, (long long) ci, (long long) co, (long long) K, (long long) d,
+             (long long) p->ldx, bias ? " bias" : "", acc ? " acc" : "");
+}
+
+/* BATCH_NORM: with and without ReLU, padded strides, size 1 */
+static const struct {
+    int64_t m, c;
+    int relu, pad;
+} bn_shapes[] = {{1, 1, 0, 0}, {7, 3, 1, 1}, {300, 128, 1, 0}, {129, 64, 0, 1}, {2, 257, 1, 1}};
+
+static void case_batch_norm(struct tcase * tc, int v) {
+    const int64_t m = bn_shapes[v].m, c = bn_shapes[v].c;
+    tcase_begin(tc, NF_OP_BATCH_NORM, 5, 1);
+    struct nf_batch_norm_params * p = &tc->op.p.batch_norm;
+    p->m = m;
+    p->c = c;
+    p->ldx = c + (bn_shapes[v].pad ? 4 : 0);
+    p->ldy = c + (bn_shapes[v].pad ? 1 : 0);
+    p->eps = 1e-5f;
+    p->relu = bn_shapes[v].relu;
+    opnd_init(&tc->src[0], NF_F32, 1, (m - 1) * p->ldx + c, 0, 0);
+    fill_unif(&tc->src[0], -3.0f, 3.0f);
+    const float lo[4] = {0.5f, -1.0f, -0.5f, 0.05f}, hi[4] = {1.5f, 1.0f, 0.5f, 2.0f};
+    for (int i = 1; i < 5; i++) {
+        opnd_init(&tc->src[i], NF_F32, 1, c, 0, 0);
+        fill_unif(&tc->src[i], lo[i - 1], hi[i - 1]);
+    }
+    opnd_init(&tc->dst[0], NF_F32, 1, (m - 1) * p->ldy + c, 0, 0);
+    snprintf(tc->desc, sizeof(tc->desc), "m=%lld c=%lld ldx=%lld ldy=%lld%s", (long long) m, (long long) c,
+             (long long) p->ldx, (long long) p->ldy, p->relu ? " relu" : "");
+}
+
+/* FILL: rows of a wider buffer (the gaps stay untouched) */
+static const struct {
+    int64_t m, k, ld;
+    float value;
+} fill_shapes[] = {{1, 1, 1, 0.0f}, {5, 3, 7, 0.0f}, {300, 320, 320, -1.5f}, {0, 4, 4, 1.0f}, {3, 0, 5, 2.0f}};
+
+static void case_fill(struct tcase * tc, int v) {
+    tcase_begin(tc, NF_OP_FILL, 0, 1);
+    struct nf_fill_params * p = &tc->op.p.fill;
+    p->m = fill_shapes[v].m;
+    p->k = fill_shapes[v].k;
+    p->ld = fill_shapes[v].ld;
+    p->value = fill_shapes[v].value;
+    opnd_init(&tc->dst[0], NF_F32, 1, p->m * p->ld + 1, 0, 0);
+    snprintf(tc->desc, sizeof(tc->desc), "m=%lld k=%lld ld=%lld value=%g", (long long) p->m, (long long) p->k,
+             (long long) p->ld, (double) p->value);
+}
+
+/* AXIAL_POS: SpTransformer's 128 x 64 grid, a partial last row of e0, padded rows */
+static const struct {
+    int64_t n_seq, len, dim, n1;
+    int pad;
+} axial_shapes[] = {{1, 1, 1, 1, 0}, {2, 100, 8, 16, 1}, {1, 8192, 256, 64, 0}, {2, 130, 256, 64, 1}};
+
+static void case_axial_pos(struct tcase * tc, int v) {
+    const int64_t S = axial_shapes[v].n_seq, L = axial_shapes[v].len, D = axial_shapes[v].dim;
+    const int64_t n1 = axial_shapes[v].n1, n0 = (L + n1 - 1) / n1;
+    tcase_begin(tc, NF_OP_AXIAL_POS, 2, 1);
+    struct nf_axial_pos_params * p = &tc->op.p.axial_pos;
+    p->n_seq = S;
+    p->len = L;
+    p->dim = D;
+    p->n1 = n1;
+    p->ld = D + (axial_shapes[v].pad ? 3 : 0);
+    p->gs = L * p->ld;
+    opnd_init(&tc->src[0], NF_F32, 2, n0, D, 0);
+    fill_unif(&tc->src[0], -1.0f, 1.0f);
+    opnd_init(&tc->src[1], NF_F32, 2, n1, D, 0);
+    fill_unif(&tc->src[1], -1.0f, 1.0f);
+    opnd_init(&tc->dst[0], NF_F32, 1, (S - 1) * p->gs + (L - 1) * p->ld + D, 0, 0);
+    fill_unif(&tc->dst[0], -2.0f, 2.0f);
+    snprintf(tc->desc, sizeof(tc->desc), "seqs=%lld len=%lld dim=%lld n1=%lld ld=%lld", (long long) S, (long long) L,
+             (long long) D, (long long) n1, (long long) p->ld);
+}
+
+/* BUCKET_ROUTE / BUCKET_GATHER: q, k as head columns of wider rows
+ * (SpTransformer's to_q / to_kv outputs); rows of bucket v are a random
+ * centre plus noise, so the bucket scores are well separated (a near-tie
+ * could flip the argmax between two correct backends). */
+static const struct {
+    int64_t n_seq, nb, bkt, H, E;
+} bucket_shapes[] = {{1, 1, 1, 1, 1}, {1, 2, 3, 1, 4}, {2, 16, 8, 3, 32}, {1, 128, 64, 6, 32}, {3, 5, 7, 2, 9}};
+
+static void fill_bucketed(struct operand * o, int64_t S, int64_t gs, int64_t rows, int64_t ss, int64_t bkt,
+                          int64_t W) {
+    float * f = opnd_f(o);
+    float * c = malloc((size_t) W * sizeof(float));
+    if (!c) exit(2);
+    for (int64_t s = 0; s < S; s++) {
+        for (int64_t r = 0; r < rows; r++) {
+            if (r % bkt == 0)
+                for (int64_t e = 0; e < W; e++) c[e] = rng_unif(-2.0f, 2.0f);
+            for (int64_t e = 0; e < W; e++) f[s * gs + r * ss + e] = c[e] + rng_unif(-0.3f, 0.3f);
+        }
+    }
+    free(c);
+}
+
+static void case_bucket_route(struct tcase * tc, int v) {
+    const int64_t S = bucket_shapes[v].n_seq, nb = bucket_shapes[v].nb, B = bucket_shapes[v].bkt;
+    const int64_t H = bucket_shapes[v].H, E = bucket_shapes[v].E, rows = nb * B;
+    tcase_begin(tc, NF_OP_BUCKET_ROUTE, 2, 2);
+    struct nf_bucket_route_params * p = &tc->op.p.bucket_route;
+    p->n_seq = S;
+    p->n_buckets = nb;
+    p->bucket = B;
+    p->n_heads = H;
+    p->head_dim = E;
+    p->q_ss = H * E + 5;
+    p->q_gs = rows * p->q_ss;
+    p->k_ss = 2 * H * E;
+    p->k_gs = rows * p->k_ss + 1;
+    p->scale = 1.0f / sqrtf((float) E);
+    opnd_init(&tc->src[0], NF_F32, 1, (S - 1) * p->q_gs + (rows - 1) * p->q_ss + H * E, 0, 0);
+    fill_bucketed(&tc->src[0], S, p->q_gs, rows, p->q_ss, B, H * E);
+    opnd_init(&tc->src[1], NF_F32, 1, (S - 1) * p->k_gs + (rows - 1) * p->k_ss + H * E, 0, 0);
+    fill_bucketed(&tc->src[1], S, p->k_gs, rows, p->k_ss, B, H * E);
+    opnd_init(&tc->dst[0], NF_I32, 3, S, H, nb);
+    opnd_init(&tc->dst[1], NF_F32, 3, S, H, nb * 2); /* (S, H, nb, 2) */
+    snprintf(tc->desc, sizeof(tc->desc), "seqs=%lld buckets=%lld bucket=%lld heads=%lld head_dim=%lld", (long long) S,
+             (long long) nb, (long long) B, (long long) H, (long long) E);
+}
+
+static void case_bucket_gather(struct tcase * tc, int v) {
+    const int64_t S = bucket_shapes[v].n_seq, nb = bucket_shapes[v].nb, B = bucket_shapes[v].bkt;
+    const int64_t H = bucket_shapes[v].H, E = bucket_shapes[v].E, rows = nb * B;
+    tcase_begin(tc, NF_OP_BUCKET_GATHER, 4, 2);
+    struct nf_bucket_gather_params * p = &tc->op.p.bucket_gather;
+    p->n_seq = S;
+    p->n_buckets = nb;
+    p->bucket = B;
+    p->n_heads = H;
+    p->head_dim = E;
+    p->kv_ss = 2 * H * E + 3;
+    p->kv_gs = rows * p->kv_ss;
+    p->reuse_keys = v % 2 == 0;
+    const int64_t kv = (S - 1) * p->kv_gs + (rows - 1) * p->kv_ss + H * E;
+    opnd_init(&tc->src[0], NF_F32, 1, kv, 0, 0);
+    fill_unif(&tc->src[0], -2.0f, 2.0f);
+    opnd_init(&tc->src[1], NF_F32, 1, kv, 0, 0);
+    fill_unif(&tc->src[1], -2.0f, 2.0f);
+    opnd_init(&tc->src[2], NF_I32, 3, S, H, nb);
+    int32_t * sel = opnd_i(&tc->src[2]);
+    for (int64_t i = 0; i < S * H * nb; i++) sel[i] = (int32_t) rng_int(nb);
+    if (v == 4) { /* out of range: clamped */
+        sel[0] = -3;
+        sel[S * H * nb - 1] = (int32_t) nb + 7;
+    }
+    opnd_init(&tc->src[3], NF_F32, 3, S, H, nb * 2);
+    fill_unif(&tc->src[3], 0.0f, 1.0f);
+    opnd_init(&tc->dst[0], NF_F32, 1, S * rows * 2 * H * E, 0, 0);
+    opnd_init(&tc->dst[1], NF_F32, 1, S * rows * 2 * H * E, 0, 0);
+    snprintf(tc->desc, sizeof(tc->desc), "seqs=%lld buckets=%lld bucket=%lld heads=%lld head_dim=%lld%s%s",
+             (long long) S, (long long) nb, (long long) B, (long long) H, (long long) E,
+             p->reuse_keys ? " reuse-keys" : "", v == 4 ? " clamp" : "");
+}
+
 /* the test descriptors (struct op_desc in backend-ops.h), in the order they run */
 const struct op_desc g_ops[] = {
     {NF_OP_QUANTILE, case_quantile, (int) (sizeof(quantile_shapes) / sizeof(quantile_shapes[0])), NULL},
@@ -386,5 +644,11 @@ const struct op_desc g_ops[] = {
     {NF_OP_LAYER_NORM, case_layer_norm, (int) (sizeof(ln_shapes) / sizeof(ln_shapes[0])), tol_layer_norm},
     {NF_OP_LINEAR, case_linear, N_LINEAR, tol_linear},
     {NF_OP_ATTENTION, case_attention, (int) (sizeof(attn_shapes) / sizeof(attn_shapes[0])), tol_attention},
+    {NF_OP_CONV1D, case_conv1d, (int) (sizeof(conv_shapes) / sizeof(conv_shapes[0])), tol_conv1d},
+    {NF_OP_BATCH_NORM, case_batch_norm, (int) (sizeof(bn_shapes) / sizeof(bn_shapes[0])), tol_batch_norm},
+    {NF_OP_FILL, case_fill, (int) (sizeof(fill_shapes) / sizeof(fill_shapes[0])), NULL},
+    {NF_OP_AXIAL_POS, case_axial_pos, (int) (sizeof(axial_shapes) / sizeof(axial_shapes[0])), NULL},
+    {NF_OP_BUCKET_ROUTE, case_bucket_route, (int) (sizeof(bucket_shapes) / sizeof(bucket_shapes[0])), tol_bucket_route},
+    {NF_OP_BUCKET_GATHER, case_bucket_gather, (int) (sizeof(bucket_shapes) / sizeof(bucket_shapes[0])), NULL},
 };
 const int g_n_ops = (int) (sizeof(g_ops) / sizeof(g_ops[0]));

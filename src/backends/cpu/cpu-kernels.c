@@ -6,6 +6,7 @@
  * oneDNN's sgemm (cpu-gemm.c); the loops are parallel over independent rows with OpenMP
  * and never split a reduction, so results are identical run to run. */
 #include "cpu-gemm.h"
+#include "cpu-kernels.h"
 
 #include <math.h>
 #include <stdlib.h>

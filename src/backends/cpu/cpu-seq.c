@@ -1,0 +1,249 @@
+/* cpu-seq.c -- the reference kernels of the sequence ops (nf-ops.def:
+ * CONV1D, BATCH_NORM, FILL, AXIAL_POS, BUCKET_ROUTE, BUCKET_GATHER), which
+ * SpTransformer's forward runs. Position-major tensors: a row is one
+ * position, its columns the channels.
+ *
+ * Exact fp32 as the rest of the cpu backend (-ffp-contract=off, expf,
+ * sqrtf); loops are parallel over independent rows and never split a
+ * reduction, so results are identical run to run and thread count to
+ * thread count. CONV1D is im2col + one sgemm per block of rows. */
+#include "cpu-gemm.h"
+#include "cpu-kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF__PTR(t)  ((float *) ((char *) (t)->buf->handle + (t)->offs))
+#define NF__IPTR(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
+
+/* ---- CONV1D ------------------------------------------------------------------------- */
+
+/* rows of one im2col block: big enough for an efficient GEMM, small enough
+ * that the block (rows x cin*ksize floats) stays in the caches */
+#define NF__CONV_BLOCK 256
+
+int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_conv1d_params * p = &op->p.conv1d;
+    if (p->n_seq == 0 || p->len == 0) return NF_OK;
+    const float * x = NF__PTR(&op->src[0]);
+    const float * W = NF__PTR(&op->src[1]);
+    const float * bias = op->n_src == 3 ? NF__PTR(&op->src[2]) : NULL;
+    float * y = NF__PTR(&op->dst[0]);
+    const int64_t cin = p->cin, cout = p->cout, K = p->ksize, KC = K * cin, L = p->len;
+    const int64_t blk = L < NF__CONV_BLOCK ? L : NF__CONV_BLOCK;
+    /* scratch: W tap-major (cout, K, cin) so that an im2col row is K
+     * contiguous copies of input rows; one im2col block; one output block */
+    const size_t nw = (size_t) (cout * KC), ncol = (size_t) (blk * KC), nt = (size_t) (blk * cout);
+    float * Wt = nf__backend_host_scratch(be, (nw + ncol + nt) * sizeof(float));
+    if (!Wt) return nf__err_set(err, NF_ERR_NOMEM, "CONV1D %s: out of memory", op->label ? op->label : "");
+    float * col = Wt + nw;
+    float * t = col + ncol;
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < cout; o++)
+        for (int64_t c = 0; c < cin; c++)
+            for (int64_t k = 0; k < K; k++) Wt[(o * K + k) * cin + c] = W[(o * cin + c) * K + k];
+    for (int64_t s = 0; s < p->n_seq; s++) {
+        const float * xs = x + s * p->x_gs;
+        float * ys = y + s * p->y_gs;
+        for (int64_t t0 = 0; t0 < L; t0 += blk) {
+            const int64_t nr = L - t0 < blk ? L - t0 : blk;
+#pragma omp parallel for schedule(static)
+            for (int64_t r = 0; r < nr; r++) {
+                float * cr = col + r * KC;
+                for (int64_t k = 0; k < K; k++) {
+                    const int64_t ti = t0 + r + k * p->dilation - p->pad;
+                    if (ti >= 0 && ti < L)
+                        memcpy(cr + k * cin, xs + ti * p->ldx, (size_t) cin * sizeof(float));
+                    else
+                        memset(cr + k * cin, 0, (size_t) cin * sizeof(float));
+                }
+            }
+            NF_TRY(nf__cpu_sgemm(1, nr, cout, KC, 1.0f, col, KC, Wt, KC, t, cout, err));
+#pragma omp parallel for schedule(static)
+            for (int64_t r = 0; r < nr; r++) {
+                float * yr = ys + (t0 + r) * p->ldy;
+                const float * tr = t + r * cout;
+                if (p->accumulate) {
+                    if (bias)
+                        for (int64_t o = 0; o < cout; o++) yr[o] = yr[o] + (tr[o] + bias[o]);
+                    else
+                        for (int64_t o = 0; o < cout; o++) yr[o] = yr[o] + tr[o];
+                } else {
+                    if (bias)
+                        for (int64_t o = 0; o < cout; o++) yr[o] = tr[o] + bias[o];
+                    else
+                        for (int64_t o = 0; o < cout; o++) yr[o] = tr[o];
+                }
+            }
+        }
+    }
+    return NF_OK;
+}
+
+/* ---- BATCH_NORM, FILL, AXIAL_POS ------------------------------------------------------ */
+
+int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    const float * x = NF__PTR(&op->src[0]);
+    const float *w = NF__PTR(&op->src[1]), *b = NF__PTR(&op->src[2]);
+    const float *mean = NF__PTR(&op->src[3]), *var = NF__PTR(&op->src[4]);
+    float * y = NF__PTR(&op->dst[0]);
+    const int64_t C = p->c;
+    float * a = malloc((size_t) C * 2 * sizeof(float));
+    if (!a) return nf__err_set(err, NF_ERR_NOMEM, "BATCH_NORM %s: out of memory", op->label ? op->label : "");
+    float * sh = a + C;
+    for (int64_t c = 0; c < C; c++) {
+        a[c] = (1.0f / sqrtf(var[c] + p->eps)) * w[c];
+        sh[c] = b[c] - mean[c] * a[c];
+    }
+    const int relu = p->relu;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < p->m; r++) {
+        const float * xr = x + r * p->ldx;
+        float * yr = y + r * p->ldy;
+        for (int64_t c = 0; c < C; c++) {
+            const float v = xr[c] * a[c] + sh[c];
+            yr[c] = relu && v < 0.0f ? 0.0f : v;
+        }
+    }
+    free(a);
+    return NF_OK;
+}
+
+int nf__cpu_fill(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    (void) err;
+    const struct nf_fill_params * p = &op->p.fill;
+    float * y = NF__PTR(&op->dst[0]);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < p->m; r++)
+        for (int64_t c = 0; c < p->k; c++) y[r * p->ld + c] = p->value;
+    return NF_OK;
+}
+
+int nf__cpu_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    (void) err;
+    const struct nf_axial_pos_params * p = &op->p.axial_pos;
+    const float *e0 = NF__PTR(&op->src[0]), *e1 = NF__PTR(&op->src[1]);
+    float * x = NF__PTR(&op->dst[0]);
+    const int64_t D = p->dim;
+#pragma omp parallel for schedule(static)
+    for (int64_t st = 0; st < p->n_seq * p->len; st++) {
+        const int64_t s = st / p->len, t = st % p->len;
+        float * xr = x + s * p->gs + t * p->ld;
+        const float *a = e0 + (t / p->n1) * D, *b = e1 + (t % p->n1) * D;
+        for (int64_t c = 0; c < D; c++) xr[c] = xr[c] + (a[c] + b[c]);
+    }
+    return NF_OK;
+}
+
+/* ---- BUCKET_ROUTE, BUCKET_GATHER ---------------------------------------------------------- */
+
+/* the bucket means of one head: out (nb, E) */
+static void nf__bucket_means(const float * x, int64_t ss, int64_t nb, int64_t bkt, int64_t E, float * out) {
+    for (int64_t u = 0; u < nb; u++) {
+        float * o = out + u * E;
+        for (int64_t e = 0; e < E; e++) o[e] = 0.0f;
+        for (int64_t i = 0; i < bkt; i++) {
+            const float * r = x + (u * bkt + i) * ss;
+            for (int64_t e = 0; e < E; e++) o[e] += r[e];
+        }
+        for (int64_t e = 0; e < E; e++) o[e] = o[e] / (float) bkt;
+    }
+}
+
+int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    const struct nf_bucket_route_params * p = &op->p.bucket_route;
+    const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]);
+    int32_t * sel = NF__IPTR(&op->dst[0]);
+    float * prob = NF__PTR(&op->dst[1]);
+    const int64_t nb = p->n_buckets, E = p->head_dim, H = p->n_heads;
+    int failed = 0;
+#pragma omp parallel
+    {
+        float * qb = malloc((size_t) (2 * nb * E + nb) * sizeof(float));
+        if (!qb) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t sh = 0; sh < p->n_seq * H; sh++) {
+            if (!qb) continue;
+            const int64_t s = sh / H, h = sh % H;
+            float *kb = qb + nb * E, *R = kb + nb * E;
+            nf__bucket_means(q + s * p->q_gs + h * E, p->q_ss, nb, p->bucket, E, qb);
+            nf__bucket_means(k + s * p->k_gs + h * E, p->k_ss, nb, p->bucket, E, kb);
+            for (int64_t u = 0; u < nb; u++) {
+                for (int64_t v = 0; v < nb; v++) {
+                    float d = 0.0f;
+                    for (int64_t e = 0; e < E; e++) d += qb[u * E + e] * kb[v * E + e];
+                    R[v] = d * p->scale;
+                }
+                float mx = R[0];
+                for (int64_t v = 1; v < nb; v++) mx = R[v] > mx ? R[v] : mx;
+                float sum = 0.0f;
+                for (int64_t v = 0; v < nb; v++) {
+                    R[v] = expf(R[v] - mx);
+                    sum += R[v];
+                }
+                int64_t best = 0;
+                for (int64_t v = 0; v < nb; v++) {
+                    R[v] = R[v] / sum;
+                    if (R[v] > R[best]) best = v;
+                }
+                float second = 0.0f;
+                int have2 = 0;
+                for (int64_t v = 0; v < nb; v++) {
+                    if (v == best) continue;
+                    if (!have2 || R[v] > second) second = R[v];
+                    have2 = 1;
+                }
+                const int64_t i = (s * H + h) * nb + u;
+                sel[i] = (int32_t) best;
+                prob[2 * i] = R[best];
+                prob[2 * i + 1] = have2 ? R[best] - second : 0.0f;
+            }
+        }
+        free(qb);
+    }
+    if (failed) return nf__err_set(err, NF_ERR_NOMEM, "BUCKET_ROUTE %s: out of memory", op->label ? op->label : "");
+    return NF_OK;
+}
+
+int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    (void) err;
+    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
+    const float *k = NF__PTR(&op->src[0]), *v = NF__PTR(&op->src[1]);
+    const int32_t * sel = NF__IPTR(&op->src[2]);
+    const float * prob = NF__PTR(&op->src[3]);
+    float *kc = NF__PTR(&op->dst[0]), *vc = NF__PTR(&op->dst[1]);
+    const int64_t nb = p->n_buckets, B = p->bucket, H = p->n_heads, E = p->head_dim, Wd = H * E;
+    const float * vsrc = p->reuse_keys ? k : v;
+#pragma omp parallel for schedule(static)
+    for (int64_t su = 0; su < p->n_seq * nb; su++) {
+        const int64_t s = su / nb, u = su % nb;
+        float *kd = kc + su * 2 * B * Wd, *vd = vc + su * 2 * B * Wd;
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t i = (s * H + h) * nb + u;
+            int64_t vs = sel[i];
+            vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
+            const float pu = prob[2 * i];
+            for (int64_t j = 0; j < B; j++) {
+                const int64_t rs = s * p->kv_gs + (vs * B + j) * p->kv_ss + h * E;
+                const int64_t ro = s * p->kv_gs + (u * B + j) * p->kv_ss + h * E;
+                for (int64_t e = 0; e < E; e++) {
+                    kd[j * Wd + h * E + e] = pu * k[rs + e];
+                    vd[j * Wd + h * E + e] = pu * vsrc[rs + e];
+                    kd[(B + j) * Wd + h * E + e] = k[ro + e];
+                    vd[(B + j) * Wd + h * E + e] = v[ro + e];
+                }
+            }
+        }
+    }
+    return NF_OK;
+}
