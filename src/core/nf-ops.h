@@ -86,6 +86,33 @@ struct nf_attn_layout {
 int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,
                  nf_tensor v, nf_tensor o);
 
+/* ---- the sequence ops (position-major sequences, nf-ops.def) -------------------------- */
+
+/* n_seq contiguous sequences of len rows; "same" padding */
+struct nf_conv1d_shape {
+    int64_t n_seq, len, dilation, pad;
+};
+/* y (+)= Conv1d(x) with W (cout, cin, k): x rows of cin, y rows of cout, contiguous */
+int nf_conv1d(nf_graph * g, const char * label, const struct nf_conv1d_shape * s, nf_tensor x, const nf_tensor * W,
+              const nf_tensor * bias, nf_tensor y, int accumulate);
+/* y = [ReLU](BatchNorm_eval(x)) over rows x c, contiguous */
+int nf_batch_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t c, const nf_tensor * w,
+                  const nf_tensor * b, const nf_tensor * mean, const nf_tensor * var, nf_tensor y, float eps, int relu);
+/* y[r*ld + c] = value for r < m, c < k */
+int nf_fill(nf_graph * g, const char * label, nf_tensor y, int64_t m, int64_t k, int64_t ld, float value);
+/* x (n_seq, len, dim) contiguous += e0[t / n1] + e1[t % n1] */
+int nf_axial_pos(nf_graph * g, const char * label, const nf_tensor * e0, const nf_tensor * e1, nf_tensor x,
+                 int64_t n_seq, int64_t len, int64_t dim, int64_t n1);
+/* where BUCKET_ROUTE / BUCKET_GATHER find the heads' rows: q, k and v rows
+ * at stride ss, sequences at stride gs */
+struct nf_bucket_shape {
+    int64_t n_seq, n_buckets, bucket, n_heads, head_dim, ss, gs;
+};
+int nf_bucket_route(nf_graph * g, const char * label, const struct nf_bucket_shape * s, nf_tensor q, nf_tensor k,
+                    nf_tensor sel, nf_tensor prob, float scale);
+int nf_bucket_gather(nf_graph * g, const char * label, const struct nf_bucket_shape * s, nf_tensor k, nf_tensor v,
+                     nf_tensor sel, nf_tensor prob, nf_tensor kcat, nf_tensor vcat, int reuse_keys);
+
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
 /* Pre-norm MLP with a residual add (Mitra, BERT's and SpTransformer's

@@ -134,6 +134,105 @@ int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64
     return nf__op_run(g->be, &op, g->err);
 }
 
+int nf_conv1d(nf_graph * g, const char * label, const struct nf_conv1d_shape * s, nf_tensor x, const nf_tensor * W,
+              const nf_tensor * bias, nf_tensor y, int accumulate) {
+    nf_op op = nf__op(NF_OP_CONV1D, label, bias ? 3 : 2, 1);
+    op.src[0] = x;
+    op.src[1] = *W;
+    if (bias) op.src[2] = *bias;
+    op.dst[0] = y;
+    struct nf_conv1d_params * p = &op.p.conv1d;
+    p->n_seq = s->n_seq;
+    p->len = s->len;
+    p->cout = W->ne[0];
+    p->cin = W->ndim == 3 ? W->ne[1] : 0;
+    p->ksize = W->ndim == 3 ? W->ne[2] : 0;
+    p->dilation = s->dilation;
+    p->pad = s->pad;
+    p->ldx = p->cin;
+    p->ldy = p->cout;
+    p->x_gs = s->len * p->cin;
+    p->y_gs = s->len * p->cout;
+    p->accumulate = accumulate;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_batch_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t c, const nf_tensor * w,
+                  const nf_tensor * b, const nf_tensor * mean, const nf_tensor * var, nf_tensor y, float eps, int relu) {
+    nf_op op = nf__op(NF_OP_BATCH_NORM, label, 5, 1);
+    op.src[0] = x;
+    op.src[1] = *w;
+    op.src[2] = *b;
+    op.src[3] = *mean;
+    op.src[4] = *var;
+    op.dst[0] = y;
+    struct nf_batch_norm_params * p = &op.p.batch_norm;
+    p->m = rows;
+    p->c = c;
+    p->ldx = p->ldy = c;
+    p->eps = eps;
+    p->relu = relu;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_fill(nf_graph * g, const char * label, nf_tensor y, int64_t m, int64_t k, int64_t ld, float value) {
+    nf_op op = nf__op(NF_OP_FILL, label, 0, 1);
+    op.dst[0] = y;
+    op.p.fill = (struct nf_fill_params){.m = m, .k = k, .ld = ld, .value = value};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_axial_pos(nf_graph * g, const char * label, const nf_tensor * e0, const nf_tensor * e1, nf_tensor x,
+                 int64_t n_seq, int64_t len, int64_t dim, int64_t n1) {
+    nf_op op = nf__op(NF_OP_AXIAL_POS, label, 2, 1);
+    op.src[0] = *e0;
+    op.src[1] = *e1;
+    op.dst[0] = x;
+    op.p.axial_pos =
+        (struct nf_axial_pos_params){.n_seq = n_seq, .len = len, .dim = dim, .n1 = n1, .ld = dim, .gs = len * dim};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_bucket_route(nf_graph * g, const char * label, const struct nf_bucket_shape * s, nf_tensor q, nf_tensor k,
+                    nf_tensor sel, nf_tensor prob, float scale) {
+    nf_op op = nf__op(NF_OP_BUCKET_ROUTE, label, 2, 2);
+    op.src[0] = q;
+    op.src[1] = k;
+    op.dst[0] = sel;
+    op.dst[1] = prob;
+    op.p.bucket_route = (struct nf_bucket_route_params){.n_seq = s->n_seq,
+                                                         .n_buckets = s->n_buckets,
+                                                         .bucket = s->bucket,
+                                                         .n_heads = s->n_heads,
+                                                         .head_dim = s->head_dim,
+                                                         .q_ss = s->ss,
+                                                         .q_gs = s->gs,
+                                                         .k_ss = s->ss,
+                                                         .k_gs = s->gs,
+                                                         .scale = scale};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_bucket_gather(nf_graph * g, const char * label, const struct nf_bucket_shape * s, nf_tensor k, nf_tensor v,
+                     nf_tensor sel, nf_tensor prob, nf_tensor kcat, nf_tensor vcat, int reuse_keys) {
+    nf_op op = nf__op(NF_OP_BUCKET_GATHER, label, 4, 2);
+    op.src[0] = k;
+    op.src[1] = v;
+    op.src[2] = sel;
+    op.src[3] = prob;
+    op.dst[0] = kcat;
+    op.dst[1] = vcat;
+    op.p.bucket_gather = (struct nf_bucket_gather_params){.n_seq = s->n_seq,
+                                                           .n_buckets = s->n_buckets,
+                                                           .bucket = s->bucket,
+                                                           .n_heads = s->n_heads,
+                                                           .head_dim = s->head_dim,
+                                                           .kv_ss = s->ss,
+                                                           .kv_gs = s->gs,
+                                                           .reuse_keys = reuse_keys};
+    return nf__op_run(g->be, &op, g->err);
+}
+
 int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,
                  nf_tensor v, nf_tensor o) {
     nf_op op = nf__op(NF_OP_ATTENTION, label, 3, 1);

@@ -175,7 +175,7 @@ int nf__ckpt_parse_pickle(const unsigned char * pkl, size_t len, const char * wh
                           void * ctx, struct nf_ckpt * ck, nf_err * err);
 
 /* ---- .npy ------------------------------------------------------------------- */
-enum nf_npy_dtype { NF_NPY_F4, NF_NPY_F8, NF_NPY_I4, NF_NPY_I8 };
+enum nf_npy_dtype { NF_NPY_F4, NF_NPY_F8, NF_NPY_I4, NF_NPY_I8, NF_NPY_I1 };
 #define NF_NPY_MAX_DIMS 8
 
 struct nf_npy {

@@ -51,7 +51,11 @@ struct nf_spt_encoder {
 struct nf_spt_layer {
     nf_tensor ln0_w, ln0_b, to_q, to_kv, to_out_w, to_out_b; /* PreNorm(SinkhornSelfAttention) */
     nf_tensor ln1_w, ln1_b, w1, b1, w2, b2;                  /* PreNorm(Chunk(FeedForward))    */
+    nf_tensor qkv;                                           /* view: [to_q; to_kv] (3Q, A)    */
+    char qkv_name[48];
 };
+
+struct nf_spt_ws; /* a forward's device workspace (sptransformer-forward.c) */
 
 typedef struct nf_spt {
     nf_backend * be;
@@ -65,6 +69,13 @@ typedef struct nf_spt {
     nf_tensor norm_w, norm_b;             /* attn.norm */
     nf_tensor splice_w, splice_b, usage_w, usage_b;
     struct nf_input_desc input;
+    struct nf_spt_ws * ws; /* kept for the next forward of the same shape */
+    int stages;            /* enum nf_stages */
+    nf_stage_fn stage_fn;
+    void * stage_user;
+    struct {
+        char inputs[32], logits[32], ops[96];
+    } placement;
 } nf_spt;
 
 /* The state_dict as a weight table. Symbols: E encoders (2), H encoder width
@@ -85,6 +96,16 @@ void nf__spt_config_default(struct nf_spt_config * cfg);
 extern const struct nf_option_desc nf__spt_gen_options[];
 int nf__spt_gen_weights(const char * dir, uint64_t seed, int n, const char * const * keys, const char * const * values,
                         const char * perturb_key, float perturb_delta, char * summary, size_t summary_n, nf_err * err);
+
+/* the forward (sptransformer-forward.c): tokens (B, L) ids 0..4, the
+ * length already checked (2 context + 1 <= L <= 2 context + max_seq_len);
+ * logits (B, L - 2 context, 3 + tissue_num) */
+int nf__spt_forward_tokens(nf_spt * m, const int64_t * tokens, int64_t B, int64_t L, float * logits, nf_err * err);
+void nf__spt_release_workspace(nf_spt * m);
+int nf__spt_stage_count(const nf_spt * m);
+int nf__spt_stage_name(const nf_spt * m, int i, char * out, size_t n);
+/* views the forward uses, made once after the weights are bound */
+void nf__spt_bind_views(nf_spt * m);
 
 /* The seeded input (README "SpTransformer inputs"): n tokens in 0..3 from
  * splitmix64 (nf__rng_next) started at seed, token i = next() >> 62 (the top

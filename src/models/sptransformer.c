@@ -2,24 +2,24 @@
  * strict checkpoint loading and the model interface. Spec:
  * shared/specs/sptransformer.md.
  *
- * The forward is NOT implemented yet: nf_model_forward fails with
- * NF_ERR_UNSUPPORTED and says so. What works: config.json, the strict check
- * of all 586 state_dict entries (names incl. the §4.3 alias spellings,
- * dtypes, shapes; num_batches_tracked optional), the one upload of the
- * weights with every tensor bound to its slot, the input/output
- * description (tokens (B, L) -> position_logits (B, L - 2 context, 18)) and
- * gen-weights. */
+ * config.json, the strict check of all 586 state_dict entries (names incl.
+ * the §4.3 alias spellings, dtypes, shapes; num_batches_tracked optional),
+ * the one upload of the weights with every tensor bound to its slot, the
+ * input/output description (tokens (B, L) -> position_logits (B, L - 2
+ * context, 18)); the forward is sptransformer-forward.c. */
 #include "sptransformer-impl.h"
 #include "model.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void nf__spt_free(void * impl) {
     nf_spt * m = impl;
     if (!m) return;
+    nf__spt_release_workspace(m);
     nf__weights_free(&m->weights);
     if (m->enc)
         for (int e = 0; e < NF_SPT_N_ENCODERS; e++) free(m->enc[e].res);
@@ -55,6 +55,7 @@ static int nf__spt_load(nf_backend * be, const char * dir, const cJSON * config,
         nf__spt_free(m);
         return rc;
     }
+    nf__spt_bind_views(m);
     m->input = (struct nf_input_desc){"tokens", NF_ARRAY_I64, 2, "batch length", NF_SPT_N + 1};
     *out = m;
     return NF_OK;
@@ -122,40 +123,33 @@ static int nf__spt_output_shape(const void * impl, const struct nf_array * in, i
 }
 
 static int nf__spt_forward(void * impl, const struct nf_array * in, int n_in, float * out, nf_err * err) {
-    (void) impl;
-    (void) in;
-    (void) n_in;
-    (void) out;
-    return nf__err_set(err, NF_ERR_UNSUPPORTED,
-                       "SpTransformer forward not implemented yet (the weights load and check; issue #12)");
+    nf_spt * m = impl;
+    int ndim;
+    int64_t shape[NF_ARRAY_MAX_DIMS];
+    NF_TRY(nf__spt_output_shape(impl, in, n_in, &ndim, shape, err));
+    return nf__spt_forward_tokens(m, in[0].data, in[0].shape[0], in[0].shape[1], out, err);
 }
 
-static void nf__spt_release(void * impl) { (void) impl; }
-static int nf__spt_stage_count(const void * impl) {
-    (void) impl;
-    return 0;
-}
-static int nf__spt_stage_name(const void * impl, int i, char * out, size_t n) {
-    (void) impl;
-    (void) i;
-    if (n) out[0] = '\0';
-    return 0;
-}
+static void nf__spt_release(void * impl) { nf__spt_release_workspace(impl); }
+static int nf__spt_stages(const void * impl) { return nf__spt_stage_count(impl); }
+static int nf__spt_stage(const void * impl, int i, char * out, size_t n) { return nf__spt_stage_name(impl, i, out, n); }
 static void nf__spt_set_stage_callback(void * impl, int stages, nf_stage_fn fn, void * user) {
-    (void) impl;
-    (void) stages;
-    (void) fn;
-    (void) user;
+    nf_spt * m = impl;
+    m->stage_fn = fn;
+    m->stage_user = user;
+    m->stages = fn ? stages : NF_STAGES_NONE;
 }
 static void nf__spt_placement(const void * impl, struct nf_placement * out) {
-    (void) impl;
-    (void) out;
+    const nf_spt * m = impl;
+    snprintf(out->inputs, sizeof(out->inputs), "%s", m->placement.inputs);
+    snprintf(out->outputs, sizeof(out->outputs), "%s", m->placement.logits);
+    snprintf(out->ops, sizeof(out->ops), "%s", m->placement.ops);
 }
 
 const struct nf_model_i nf__sptransformer_model = {
     .type = "sptransformer",
     .description =
-        "SpTransformer (SpliceTransformer): splice sites and tissue usage from sequence (forward not implemented yet)",
+        "SpTransformer (SpliceTransformer): splice sites and tissue usage from sequence",
     .load = nf__spt_load,
     .free = nf__spt_free,
     .weights = nf__spt_weights,
@@ -167,8 +161,8 @@ const struct nf_model_i nf__sptransformer_model = {
     .forward = nf__spt_forward,
     .release_workspace = nf__spt_release,
     .set_option = NULL,
-    .stage_count = nf__spt_stage_count,
-    .stage_name = nf__spt_stage_name,
+    .stage_count = nf__spt_stages,
+    .stage_name = nf__spt_stage,
     .set_stage_callback = nf__spt_set_stage_callback,
     .placement = nf__spt_placement,
     .gen_options = nf__spt_gen_options,
