@@ -31,14 +31,14 @@ struct pkw {
     int n_seen, cap_seen;
 };
 
-static void pkw_free(struct pkw * w) {
+static inline void pkw_free(struct pkw * w) {
     free(w->b);
     free(w->seen);
     free(w->seen_idx);
     memset(w, 0, sizeof(*w));
 }
 
-static void pk_raw(struct pkw * w, const void * p, size_t n) {
+static inline void pk_raw(struct pkw * w, const void * p, size_t n) {
     if (w->n + n > w->cap) {
         size_t c = w->cap ? w->cap : 256;
         while (c < w->n + n) c *= 2;
@@ -48,16 +48,16 @@ static void pk_raw(struct pkw * w, const void * p, size_t n) {
     memcpy(w->b + w->n, p, n);
     w->n += n;
 }
-static void pk_op(struct pkw * w, unsigned c) {
+static inline void pk_op(struct pkw * w, unsigned c) {
     unsigned char b = (unsigned char) c;
     pk_raw(w, &b, 1);
 }
-static void pk_u32(struct pkw * w, uint32_t v) {
+static inline void pk_u32(struct pkw * w, uint32_t v) {
     unsigned char b[4] = {(unsigned char) v, (unsigned char) (v >> 8), (unsigned char) (v >> 16),
                           (unsigned char) (v >> 24)};
     pk_raw(w, b, 4);
 }
-static void pk_proto(struct pkw * w) {
+static inline void pk_proto(struct pkw * w) {
     pk_op(w, 0x80);
     pk_op(w, 2);
 }
@@ -71,7 +71,7 @@ static uint32_t pk_put(struct pkw * w) {
     }
     return w->memo++;
 }
-static void pk_get(struct pkw * w, uint32_t i) {
+static inline void pk_get(struct pkw * w, uint32_t i) {
     if (i < 256) {
         pk_op(w, 'h');
         pk_op(w, i);
@@ -80,7 +80,7 @@ static void pk_get(struct pkw * w, uint32_t i) {
         pk_u32(w, i);
     }
 }
-static void pk_int(struct pkw * w, int64_t v) {
+static inline void pk_int(struct pkw * w, int64_t v) {
     if (v >= 0 && v < 256) {
         pk_op(w, 'K');
         pk_op(w, (unsigned) v);
@@ -107,18 +107,18 @@ static void pk_int(struct pkw * w, int64_t v) {
         pk_raw(w, b, (size_t) n);
     }
 }
-static void pk_float(struct pkw * w, double d) {
+static inline void pk_float(struct pkw * w, double d) {
     uint64_t u;
     memcpy(&u, &d, 8);
     pk_op(w, 'G');
     for (int i = 7; i >= 0; i--) pk_op(w, (unsigned) (u >> (8 * i)) & 0xff);
 }
-static int pk_seen(struct pkw * w, const char * text) {
+static inline int pk_seen(struct pkw * w, const char * text) {
     for (int i = 0; i < w->n_seen; i++)
         if (strcmp(w->seen[i], text) == 0) return i;
     return -1;
 }
-static void pk_remember(struct pkw * w, const char * text, uint32_t idx) {
+static inline void pk_remember(struct pkw * w, const char * text, uint32_t idx) {
     if (w->n_seen == w->cap_seen) {
         w->cap_seen = w->cap_seen ? 2 * w->cap_seen : 64;
         w->seen = realloc(w->seen, (size_t) w->cap_seen * sizeof(*w->seen));
@@ -128,14 +128,14 @@ static void pk_remember(struct pkw * w, const char * text, uint32_t idx) {
     w->seen_idx[w->n_seen++] = idx;
 }
 /* a fresh string (always emitted) */
-static void pk_str(struct pkw * w, const char * s) {
+static inline void pk_str(struct pkw * w, const char * s) {
     pk_op(w, 'X');
     pk_u32(w, (uint32_t) strlen(s));
     pk_raw(w, s, strlen(s));
     pk_put(w);
 }
 /* a string that the pickler would find in its memo when seen again */
-static void pk_str_memo(struct pkw * w, const char * s) {
+static inline void pk_str_memo(struct pkw * w, const char * s) {
     char key[96];
     snprintf(key, sizeof(key), "s:%s", s);
     int i = pk_seen(w, key);
@@ -148,7 +148,7 @@ static void pk_str_memo(struct pkw * w, const char * s) {
     pk_raw(w, s, strlen(s));
     pk_remember(w, key, pk_put(w));
 }
-static void pk_global(struct pkw * w, const char * mod, const char * name) {
+static inline void pk_global(struct pkw * w, const char * mod, const char * name) {
     char key[96];
     snprintf(key, sizeof(key), "g:%s.%s", mod, name);
     int i = pk_seen(w, key);
@@ -163,7 +163,7 @@ static void pk_global(struct pkw * w, const char * mod, const char * name) {
     pk_op(w, '\n');
     pk_remember(w, key, pk_put(w));
 }
-static void pk_tuple_of(struct pkw * w, int n, const int64_t * v) {
+static inline void pk_tuple_of(struct pkw * w, int n, const int64_t * v) {
     if (n == 0) {
         pk_op(w, ')');
         return;
@@ -173,7 +173,7 @@ static void pk_tuple_of(struct pkw * w, int n, const int64_t * v) {
     pk_op(w, n > 3 ? 't' : (unsigned) (0x84 + n));
     pk_put(w);
 }
-static void pk_odict(struct pkw * w) {
+static inline void pk_odict(struct pkw * w) {
     pk_global(w, "collections", "OrderedDict");
     pk_op(w, ')');
     pk_op(w, 'R');
@@ -190,7 +190,7 @@ struct gen_tensor {
     int64_t shape[10], stride[10]; /* stride[0] == -1: row-major from shape */
 };
 
-static void pk_tensor(struct pkw * w, const struct gen_tensor * t) {
+static inline void pk_tensor(struct pkw * w, const struct gen_tensor * t) {
     int64_t stride[10];
     uint64_t acc = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
@@ -220,7 +220,7 @@ static void pk_tensor(struct pkw * w, const struct gen_tensor * t) {
 }
 
 /* The whole data.pkl: {"state_dict": OrderedDict(...)} when wrapped, else the OrderedDict. */
-static void pk_state_dict(struct pkw * w, const struct gen_tensor * t, int n, int wrapped) {
+static inline void pk_state_dict(struct pkw * w, const struct gen_tensor * t, int n, int wrapped) {
     pk_proto(w);
     if (wrapped) {
         pk_op(w, '}');
@@ -254,7 +254,7 @@ struct gen_rec {
 };
 
 /* Write a zip with entries <prefix>/<rec.name>; 0 on success. */
-static int gen_zip(const char * path, const char * prefix, const struct gen_rec * r, int n) {
+static inline int gen_zip(const char * path, const char * prefix, const struct gen_rec * r, int n) {
     int ze = 0;
     zip_t * za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &ze);
     if (!za) return -1;
@@ -279,8 +279,8 @@ struct gen_storage {
     const void * data;
     size_t len;
 };
-static int gen_ckpt(const char * path, const char * prefix, const struct pkw * w, const struct gen_storage * s,
-                    int ns) {
+static inline int gen_ckpt(const char * path, const char * prefix, const struct pkw * w, const struct gen_storage * s,
+                           int ns) {
     struct gen_rec * r = calloc((size_t) ns + 2, sizeof(*r));
     char(*names)[80] = calloc((size_t) ns + 1, sizeof(*names));
     int n = 0;

@@ -16,6 +16,7 @@
 #include "nf-test.h"
 #include "io/nf-io.h"
 #include "models/sptransformer-impl.h"
+#include "ckpt-gen.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -468,8 +469,12 @@ static void test_fixture(nf_model * m, const char * name) {
     const size_t nout = (size_t) (exp.shape[0] * exp.shape[1] * exp.shape[2]);
     float *o1 = malloc(nout * sizeof(float)), *o2 = malloc(nout * sizeof(float));
     const nf_spt * s = m->impl;
-    struct bucket_log bl = {s->cfg.attn_depth, B, s->cfg.heads - s->cfg.n_local_attn_heads,
-                            s->cfg.max_seq_len / s->cfg.bucket_size, NULL, NULL};
+    struct bucket_log bl = {s->cfg.attn_depth,
+                            B,
+                            s->cfg.heads - s->cfg.n_local_attn_heads,
+                            s->cfg.max_seq_len / s->cfg.bucket_size,
+                            NULL,
+                            NULL};
     const int64_t nsel = bl.n_layers * B * bl.heads * bl.nb;
     bl.sel = malloc((size_t) nsel * sizeof(float));
     bl.prob = malloc((size_t) (2 * nsel) * sizeof(float));
@@ -533,6 +538,74 @@ done:
     nf__npy_free(&em);
 }
 
+/* The seed-0 safetensors re-written as a torch.save .ckpt ({"state_dict":
+ * OrderedDict}, one storage per tensor, as torch.save lays it out). */
+static int write_ckpt_from(const char * st_path, const char * ckpt_path) {
+    nf_err err = {0};
+    struct nf_safetensors st;
+    if (nf__st_open(st_path, &st, &err) != NF_OK) return -1;
+    struct gen_tensor * t = calloc((size_t) st.n_tensors, sizeof(*t));
+    struct gen_storage * gs = calloc((size_t) st.n_tensors, sizeof(*gs));
+    char(*keys)[16] = calloc((size_t) st.n_tensors, sizeof(*keys));
+    for (int i = 0; i < st.n_tensors; i++) {
+        const struct nf_st_tensor * s = &st.tensors[i];
+        const int i64 = s->dtype == NF_ST_I64;
+        snprintf(keys[i], sizeof(keys[i]), "%d", i);
+        t[i] = (struct gen_tensor){s->name, i64 ? "LongStorage" : "FloatStorage", keys[i], 0, 0, s->ndim, {0}, {-1}};
+        int64_t numel = 1;
+        for (int d = 0; d < s->ndim; d++) numel *= (t[i].shape[d] = s->shape[d]);
+        t[i].numel = numel;
+        gs[i] = (struct gen_storage){keys[i], nf__st_data(&st, s), (size_t) (s->end - s->begin)};
+    }
+    struct pkw w = {0};
+    pk_state_dict(&w, t, st.n_tensors, 1);
+    const int rc = gen_ckpt(ckpt_path, "archive", &w, gs, st.n_tensors);
+    pkw_free(&w);
+    free(t);
+    free(gs);
+    free(keys);
+    nf__st_close(&st);
+    return rc;
+}
+
+/* --model X.ckpt (beside its config.json, and alone: the released
+ * configuration) gives the safetensors' logits byte for byte */
+static void test_ckpt_forward(nf_backend * be, nf_model * ref, const char * dir) {
+    nf_err err = {0};
+    char st_path[1024], ck1[1024], ck2dir[1024], ck2[1024];
+    snprintf(st_path, sizeof(st_path), "%s/model.safetensors", dir);
+    snprintf(ck1, sizeof(ck1), "%s/SpTransformer_pytorch.ckpt", dir);
+    snprintf(ck2dir, sizeof(ck2dir), "%s/spt-ckpt-alone", tmpdir);
+    snprintf(ck2, sizeof(ck2), "%s/SpTransformer_pytorch.ckpt", ck2dir);
+    mkdir(ck2dir, 0777);
+    CHECK(write_ckpt_from(st_path, ck1) == 0 && write_ckpt_from(st_path, ck2) == 0, "wrote the .ckpt forms");
+    const int64_t L = 8001;
+    int64_t * ids = malloc((size_t) L * sizeof(int64_t));
+    int8_t * t8 = malloc((size_t) L);
+    for (int64_t i = 0; i < L; i++) t8[i] = NF_SPT_N;
+    nf__spt_seeded_tokens(7, L - 8000, t8 + 4000);
+    for (int64_t i = 0; i < L; i++) ids[i] = t8[i];
+    struct nf_array in = {"tokens", NF_ARRAY_I64, 2, {1, L}, ids};
+    float a[18], b[18];
+    CHECK_RC(nf_model_forward(ref, &in, 1, a, &err), NF_OK, &err);
+    const char * files[2] = {ck1, ck2};
+    for (int k = 0; k < 2; k++) {
+        nf_model * m = NULL;
+        CHECK_RC(nf_model_load(be, files[k], &m, &err), NF_OK, &err);
+        if (!m) continue;
+        CHECK(nf_model_n_params(m) == 17076388, "%s: 17,076,388 parameters", files[k]);
+        memset(b, 0, sizeof(b));
+        CHECK_RC(nf_model_forward(m, &in, 1, b, &err), NF_OK, &err);
+        CHECK(memcmp(a, b, sizeof(a)) == 0, "--model %s: logits byte-identical to model.safetensors's", files[k]);
+        nf_model_free(m);
+    }
+    unlink(ck1);
+    unlink(ck2);
+    rmdir(ck2dir);
+    free(ids);
+    free(t8);
+}
+
 static void test_forward(const char * device, int n_cases, char ** cases) {
     static const char * const all[] = {"L8001", "L8128", "L8194", "L8201", "L9000", "L16192", "allN", "batch2"};
     nf_err err = {0};
@@ -545,6 +618,7 @@ static void test_forward(const char * device, int n_cases, char ** cases) {
     nf_model * m = NULL;
     CHECK_RC(nf_model_load(be, dir, &m, &err), NF_OK, &err);
     if (m) {
+        if (n_cases == 0) test_ckpt_forward(be, m, dir);
         if (n_cases == 0)
             for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) test_fixture(m, all[i]);
         for (int i = 0; i < n_cases; i++) test_fixture(m, cases[i]);

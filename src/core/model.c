@@ -2,12 +2,14 @@
  * and type detection, config.json helpers. */
 #include "model.h"
 #include "io/nf-io.h"
+#include "models/sptransformer-impl.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 extern const struct nf_model_i nf__mitra_model;
 extern const struct nf_model_i nf__sptransformer_model;
@@ -83,12 +85,42 @@ int nf__option_int(const char * key, const char * value, int * out, nf_err * err
 
 /* ---- load / free ---------------------------------------------------------------------- */
 
+/* The configuration of a checkpoint FILE (a torch.save .ckpt carries none):
+ * config.json beside it if there is one, else the released SpTransformer's
+ * (the one model whose official weights are a .ckpt). */
+static int nf__ckpt_config(const char * file, char * path, size_t n, cJSON ** doc, nf_err * err) {
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", file);
+    char * slash = strrchr(dir, '/');
+    if (slash)
+        slash[1] = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
+    nf__path_join(path, n, dir, "config.json");
+    struct stat sb;
+    if (stat(path, &sb) == 0) return nf__json_read_file(path, doc, err);
+    struct nf_spt_config cfg;
+    nf__spt_config_default(&cfg);
+    *doc = nf__spt_config_json(&cfg);
+    if (!*doc) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    snprintf(path, n, "%s (the released SpTransformer configuration: no config.json beside it)", file);
+    return NF_OK;
+}
+
 int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * err) {
     *out = NULL;
-    char path[4096];
-    nf__path_join(path, sizeof(path), dir, "config.json");
+    char path[4096], weights[4096];
     cJSON * doc;
-    NF_TRY(nf__json_read_file(path, &doc, err));
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        /* --model X.ckpt: the file is the weights */
+        snprintf(weights, sizeof(weights), "%s", dir);
+        NF_TRY(nf__ckpt_config(dir, path, sizeof(path), &doc, err));
+    } else {
+        nf__path_join(path, sizeof(path), dir, "config.json");
+        nf__path_join(weights, sizeof(weights), dir, "model.safetensors");
+        NF_TRY(nf__json_read_file(path, &doc, err));
+    }
     int rc = NF_OK;
     const struct nf_model_i * iface = NULL;
     if (!cJSON_IsObject(doc)) {
@@ -115,7 +147,7 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
         goto done;
     }
     m->iface = iface;
-    rc = iface->load(be, dir, doc, path, &m->impl, err);
+    rc = iface->load(be, weights, doc, path, &m->impl, err);
     if (rc != NF_OK) {
         free(m);
         goto done;

@@ -20,9 +20,10 @@ struct nf_option_desc {
 struct nf_model_i {
     const char * type; /* "mitra": config.json "model_type" */
     const char * description;
-    /* build from the parsed config.json (at config_path) and DIR/model.safetensors */
-    int (*load)(nf_backend * be, const char * dir, const struct cJSON * config, const char * config_path, void ** impl,
-                nf_err * err);
+    /* build from the parsed config.json (at config_path) and the weights file
+     * (DIR/model.safetensors, or a torch.save .ckpt) */
+    int (*load)(nf_backend * be, const char * weights, const struct cJSON * config, const char * config_path,
+                void ** impl, nf_err * err);
     void (*free)(void * impl);
     const struct nf_weights * (*weights)(const void * impl);
     int (*config_item)(const void * impl, int i, struct nf_config_item * out);

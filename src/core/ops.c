@@ -158,7 +158,8 @@ int nf_conv1d(nf_graph * g, const char * label, const struct nf_conv1d_shape * s
 }
 
 int nf_batch_norm(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t c, const nf_tensor * w,
-                  const nf_tensor * b, const nf_tensor * mean, const nf_tensor * var, nf_tensor y, float eps, int relu) {
+                  const nf_tensor * b, const nf_tensor * mean, const nf_tensor * var, nf_tensor y, float eps,
+                  int relu) {
     nf_op op = nf__op(NF_OP_BATCH_NORM, label, 5, 1);
     op.src[0] = x;
     op.src[1] = *w;
@@ -188,8 +189,8 @@ int nf_axial_pos(nf_graph * g, const char * label, const nf_tensor * e0, const n
     op.src[0] = *e0;
     op.src[1] = *e1;
     op.dst[0] = x;
-    op.p.axial_pos =
-        (struct nf_axial_pos_params){.n_seq = n_seq, .len = len, .dim = dim, .n1 = n1, .ld = dim, .gs = len * dim};
+    op.p.axial_pos = (struct nf_axial_pos_params){
+        .n_seq = n_seq, .len = len, .dim = dim, .n1 = n1, .ld = dim, .gs = len * dim};
     return nf__op_run(g->be, &op, g->err);
 }
 
@@ -201,15 +202,15 @@ int nf_bucket_route(nf_graph * g, const char * label, const struct nf_bucket_sha
     op.dst[0] = sel;
     op.dst[1] = prob;
     op.p.bucket_route = (struct nf_bucket_route_params){.n_seq = s->n_seq,
-                                                         .n_buckets = s->n_buckets,
-                                                         .bucket = s->bucket,
-                                                         .n_heads = s->n_heads,
-                                                         .head_dim = s->head_dim,
-                                                         .q_ss = s->ss,
-                                                         .q_gs = s->gs,
-                                                         .k_ss = s->ss,
-                                                         .k_gs = s->gs,
-                                                         .scale = scale};
+                                                        .n_buckets = s->n_buckets,
+                                                        .bucket = s->bucket,
+                                                        .n_heads = s->n_heads,
+                                                        .head_dim = s->head_dim,
+                                                        .q_ss = s->ss,
+                                                        .q_gs = s->gs,
+                                                        .k_ss = s->ss,
+                                                        .k_gs = s->gs,
+                                                        .scale = scale};
     return nf__op_run(g->be, &op, g->err);
 }
 
@@ -223,13 +224,13 @@ int nf_bucket_gather(nf_graph * g, const char * label, const struct nf_bucket_sh
     op.dst[0] = kcat;
     op.dst[1] = vcat;
     op.p.bucket_gather = (struct nf_bucket_gather_params){.n_seq = s->n_seq,
-                                                           .n_buckets = s->n_buckets,
-                                                           .bucket = s->bucket,
-                                                           .n_heads = s->n_heads,
-                                                           .head_dim = s->head_dim,
-                                                           .kv_ss = s->ss,
-                                                           .kv_gs = s->gs,
-                                                           .reuse_keys = reuse_keys};
+                                                          .n_buckets = s->n_buckets,
+                                                          .bucket = s->bucket,
+                                                          .n_heads = s->n_heads,
+                                                          .head_dim = s->head_dim,
+                                                          .kv_ss = s->ss,
+                                                          .kv_gs = s->gs,
+                                                          .reuse_keys = reuse_keys};
     return nf__op_run(g->be, &op, g->err);
 }
 

@@ -17,11 +17,8 @@ static const struct {
     size_t size;
     const char * name;
 } nf__npy_types[] = {
-    {"<f4", NF_NPY_F4, 4, "float32"},
-    {"<f8", NF_NPY_F8, 8, "float64"},
-    {"<i4", NF_NPY_I4, 4, "int32"},
-    {"<i8", NF_NPY_I8, 8, "int64"},
-    {"|i1", NF_NPY_I1, 1, "int8"},
+    {"<f4", NF_NPY_F4, 4, "float32"}, {"<f8", NF_NPY_F8, 8, "float64"}, {"<i4", NF_NPY_I4, 4, "int32"},
+    {"<i8", NF_NPY_I8, 8, "int64"},   {"|i1", NF_NPY_I1, 1, "int8"},
 };
 
 const char * nf__npy_dtype_name(enum nf_npy_dtype t) { return nf__npy_types[t].name; }
@@ -227,8 +224,9 @@ int nf__npy_parse(const void * data, size_t len, const char * path_raw, struct n
     }
     if (!found) {
         char shown[64];
-        return nf__err_set(err, NF_ERR_FORMAT, "%s: unsupported dtype '%s' (expected '<f4', '<f8', '<i4', '<i8' or '|i1')",
-                           path, nf__esc(shown, sizeof(shown), h.descr));
+        return nf__err_set(err, NF_ERR_FORMAT,
+                           "%s: unsupported dtype '%s' (expected '<f4', '<f8', '<i4', '<i8' or '|i1')", path,
+                           nf__esc(shown, sizeof(shown), h.descr));
     }
     if (h.fortran) return nf__err_set(err, NF_ERR_FORMAT, "%s: fortran_order arrays are not supported", path);
     /* the element count, overflow-checked before every multiplication */

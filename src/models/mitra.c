@@ -60,7 +60,7 @@ static void nf__mitra_free(void * impl) {
     free(m);
 }
 
-static int nf__mitra_load(nf_backend * be, const char * dir, const cJSON * config, const char * config_path,
+static int nf__mitra_load(nf_backend * be, const char * weights, const cJSON * config, const char * config_path,
                           void ** out, nf_err * err) {
     *out = NULL;
     nf_mitra * m = calloc(1, sizeof(*m));
@@ -77,9 +77,7 @@ static int nf__mitra_load(nf_backend * be, const char * dir, const cJSON * confi
         nf__mitra_free(m);
         return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    char path[4096];
-    nf__path_join(path, sizeof(path), dir, "model.safetensors");
-    rc = nf__weights_load(be, path, &nf__mitra_wtable, &m->cfg, m, &m->weights, err);
+    rc = nf__weights_load(be, weights, &nf__mitra_wtable, &m->cfg, m, &m->weights, err);
     if (rc != NF_OK) {
         nf__mitra_free(m);
         return rc;

@@ -47,14 +47,14 @@ static int64_t nf__floordiv(int64_t a, int64_t b) { /* Python's a // b, b > 0 */
 }
 
 struct nf_spt_ws {
-    int64_t B, L;    /* batch, input length                              */
-    int64_t N;       /* window rows: max_seq_len                         */
-    int64_t start;   /* window start s in input positions (may be < 0)   */
-    int64_t zpad;    /* zero rows of feat before the sequence: max(0, -s) */
-    int64_t R;       /* feat rows per sequence                           */
-    int64_t out_len; /* L - 2 context                                    */
-    int64_t out_off; /* first window row of the output                   */
-    nf_tensor x;     /* (B L, 4) one-hot                                  */
+    int64_t B, L;           /* batch, input length                              */
+    int64_t N;              /* window rows: max_seq_len                         */
+    int64_t start;          /* window start s in input positions (may be < 0)   */
+    int64_t zpad;           /* zero rows of feat before the sequence: max(0, -s) */
+    int64_t R;              /* feat rows per sequence                           */
+    int64_t out_len;        /* L - 2 context                                    */
+    int64_t out_off;        /* first window row of the output                   */
+    nf_tensor x;            /* (B L, 4) one-hot                                  */
     nf_tensor conv, h1, h2; /* (B L, 128): an encoder's stream and scratch */
     nf_tensor feat;         /* (B, R, 320)                                 */
     nf_tensor X, Xn;        /* (B N, A)                                    */
@@ -70,8 +70,8 @@ struct nf_spt_ws {
 
 static void nf__ws_free(struct nf_spt_ws * w) {
     if (!w) return;
-    nf_tensor * all[] = {&w->x, &w->conv, &w->h1, &w->h2,  &w->feat, &w->X,    &w->Xn,
-                         &w->qkv, &w->O, &w->H,  &w->sel, &w->prob, &w->kcat, &w->vcat, &w->logits};
+    nf_tensor * all[] = {&w->x, &w->conv, &w->h1,  &w->h2,   &w->feat, &w->X,    &w->Xn,    &w->qkv,
+                         &w->O, &w->H,    &w->sel, &w->prob, &w->kcat, &w->vcat, &w->logits};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
     free(w->host);
     free(w);
@@ -107,11 +107,12 @@ static int nf__ws_alloc(nf_spt * m, struct nf_spt_ws * w, nf_err * err) {
     const struct nf_spt_config * c = &m->cfg;
     const int64_t B = w->B, L = w->L, N = w->N, A = c->attn_dim, E = c->dim_head;
     const int64_t nsh = c->heads - c->n_local_attn_heads, nb = N / c->bucket_size;
-    const int64_t Cf = c->dim + NF_SPT_ENC0_WIDTH + NF_SPT_ENC1_WIDTH, Hmax = NF_SPT_ENC0_WIDTH > c->dim ? NF_SPT_ENC0_WIDTH : c->dim;
-#define NF__ALLOC(t, type, name, n)                                       \
-    do {                                                                  \
-        const int64_t ne_[1] = {(n)};                                     \
-        NF_TRY(nf__tensor_alloc(be, &w->t, type, 1, ne_, name, err));     \
+    const int64_t Cf = c->dim + NF_SPT_ENC0_WIDTH + NF_SPT_ENC1_WIDTH,
+                  Hmax = NF_SPT_ENC0_WIDTH > c->dim ? NF_SPT_ENC0_WIDTH : c->dim;
+#define NF__ALLOC(t, type, name, n)                                   \
+    do {                                                              \
+        const int64_t ne_[1] = {(n)};                                 \
+        NF_TRY(nf__tensor_alloc(be, &w->t, type, 1, ne_, name, err)); \
     } while (0)
     NF__ALLOC(x, NF_F32, "one_hot", B * L * NF_SPT_IN_CHANNELS);
     NF__ALLOC(conv, NF_F32, "encoder_stream", B * L * Hmax);
@@ -220,8 +221,8 @@ static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, int
     const int64_t Cf = nf__tensor_numel(&w->feat) / (B * w->R);
     nf_tensor t2;
     nf_graph_prefix(g, "encoder.%d.", e);
-    NF_TRY(nf_linear(g, nf_label(g, "conv1"), w->x, B * L, NF_SPT_IN_CHANNELS, nf__w2(&en->conv1_w, &t2),
-                     &en->conv1_b, w->conv, H, NF_ACT_NONE, 0));
+    NF_TRY(nf_linear(g, nf_label(g, "conv1"), w->x, B * L, NF_SPT_IN_CHANNELS, nf__w2(&en->conv1_w, &t2), &en->conv1_b,
+                     w->conv, H, NF_ACT_NONE, 0));
     for (int64_t b = 0; b < B; b++) {
         NF_TRY(nf_linear(g, nf_label(g, "skip"), nf__rows(&w->conv, b * L, L, H), L, H, nf__w2(&en->skip_w, &t2),
                          &en->skip_b, nf_view1(&w->feat, (b * w->R + w->zpad) * Cf + col, L * Cf - col), Cf,
@@ -235,8 +236,8 @@ static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, int
         NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn1", i), w->conv, B * L, H, &r->bn1.w, &r->bn1.b,
                              &r->bn1.mean, &r->bn1.var, w->h1, NF_SPT_BN_EPS, 1));
         NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv1", i), &cs, w->h1, &r->conv1_w, &r->conv1_b, w->h2, 0));
-        NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn2", i), w->h2, B * L, H, &r->bn2.w, &r->bn2.b,
-                             &r->bn2.mean, &r->bn2.var, w->h1, NF_SPT_BN_EPS, 1));
+        NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn2", i), w->h2, B * L, H, &r->bn2.w, &r->bn2.b, &r->bn2.mean,
+                             &r->bn2.var, w->h1, NF_SPT_BN_EPS, 1));
         NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv2", i), &cs, w->h1, &r->conv2_w, &r->conv2_b, w->conv, 1));
         if ((i + 1) % 4 == 0) {
             for (int64_t b = 0; b < B; b++) {
@@ -278,8 +279,8 @@ static int nf__local_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w,
                                            .o_gs = G * A,
                                            .o_ss = A};
         NF_TRY(nf_attention(g, nf_label(g, "local_attention"), &lay, nf_view1(&q, u0 * G * S3, n * G * S3 - 2 * A),
-                            nf_view1(&k, k0 * S3, (w->N - k0) * S3 - A), nf_view1(&v, k0 * S3, (w->N - k0) * S3 - 2 * A),
-                            nf_view1(&o, u0 * G * A, n * G * A)));
+                            nf_view1(&k, k0 * S3, (w->N - k0) * S3 - A),
+                            nf_view1(&v, k0 * S3, (w->N - k0) * S3 - 2 * A), nf_view1(&o, u0 * G * A, n * G * A)));
     }
     return NF_OK;
 }
@@ -342,8 +343,8 @@ static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * 
             NF_TRY(nf_fill(g, "window_pad", nf_view1(&w->feat, b * w->R * Cf, w->zpad * Cf), w->zpad, Cf, Cf, 0.0f));
         const int64_t tail = w->R - w->zpad - L;
         if (tail > 0)
-            NF_TRY(nf_fill(g, "window_pad", nf_view1(&w->feat, (b * w->R + w->zpad + L) * Cf, tail * Cf), tail, Cf,
-                           Cf, 0.0f));
+            NF_TRY(nf_fill(g, "window_pad", nf_view1(&w->feat, (b * w->R + w->zpad + L) * Cf, tail * Cf), tail, Cf, Cf,
+                           0.0f));
     }
     /* §3.1, §3.2 */
     NF_TRY(nf__encoder(g, m, w, 0, 0));
@@ -369,23 +370,19 @@ static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * 
     /* §3.5 */
     NF_TRY(nf_axial_pos(g, "attn.pos_emb", &m->pe0, &m->pe1, w->X, B, N, A, c->bucket_size));
 
-    const struct nf_mlp ff = {.eps = NF_SPT_LN_EPS,
-                              .act = NF_ACT_GELU,
-                              .ln_label = "ff.norm",
-                              .fc1_label = "ff.w1",
-                              .fc2_label = "ff.w2"};
+    const struct nf_mlp ff = {
+        .eps = NF_SPT_LN_EPS, .act = NF_ACT_GELU, .ln_label = "ff.norm", .fc1_label = "ff.w1", .fc2_label = "ff.w2"};
     char st[64];
     for (int l = 0; l < c->attn_depth; l++) {
         const struct nf_spt_layer * Ly = &m->layers[l];
         nf_graph_prefix(g, "layers.%d.", l);
         NF_TRY(nf_layer_norm(g, nf_label(g, "attn.norm"), w->X, B * N, A, &Ly->ln0_w, &Ly->ln0_b, w->Xn, A,
                              NF_SPT_LN_EPS));
-        NF_TRY(nf_linear(g, nf_label(g, "to_q+to_kv"), w->Xn, B * N, A, &Ly->qkv, NULL, w->qkv, 3 * A, NF_ACT_NONE,
-                         0));
+        NF_TRY(nf_linear(g, nf_label(g, "to_q+to_kv"), w->Xn, B * N, A, &Ly->qkv, NULL, w->qkv, 3 * A, NF_ACT_NONE, 0));
         for (int64_t b = 0; b < B; b++) NF_TRY(nf__local_heads(g, m, w, b));
         NF_TRY(nf__bucket_heads(g, m, w));
-        NF_TRY(nf_linear(g, nf_label(g, "to_out"), w->O, B * N, A, &Ly->to_out_w, &Ly->to_out_b, w->X, A, NF_ACT_NONE,
-                         1));
+        NF_TRY(
+            nf_linear(g, nf_label(g, "to_out"), w->O, B * N, A, &Ly->to_out_w, &Ly->to_out_b, w->X, A, NF_ACT_NONE, 1));
         const int64_t sh_b[3] = {B, nsh, nb};
         snprintf(st, sizeof(st), "layers.%d.attention", l);
         NF_TRY(nf__stage(m, w, st, &w->X, 3, sh_X, 0, err));
@@ -413,8 +410,8 @@ static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * 
     for (int64_t b = 0; b < B; b++) {
         const nf_tensor xo = nf__rows(&w->Xn, b * N + w->out_off, w->out_len, A);
         const nf_tensor y = nf__rows(&w->logits, b * w->out_len, w->out_len, C);
-        NF_TRY(nf_linear(g, "splice", xo, w->out_len, A, nf__w2(&m->splice_w, &t2), &m->splice_b, y, C, NF_ACT_NONE,
-                         0));
+        NF_TRY(
+            nf_linear(g, "splice", xo, w->out_len, A, nf__w2(&m->splice_w, &t2), &m->splice_b, y, C, NF_ACT_NONE, 0));
         NF_TRY(nf_linear(g, "usage", xo, w->out_len, A, nf__w2(&m->usage_w, &t2), &m->usage_b,
                          nf_view1(&y, NF_SPT_N_SPLICE, w->out_len * C - NF_SPT_N_SPLICE), C, NF_ACT_NONE, 0));
     }

@@ -89,6 +89,7 @@ extern const struct nf_wtable nf__spt_wtable;
 int nf__spt_config_parse(const struct cJSON * doc, const char * path, struct nf_spt_config * cfg, nf_err * err);
 int nf__spt_config_check(const struct nf_spt_config * cfg, const char * where, nf_err * err);
 int nf__spt_config_write(const char * dir, const struct nf_spt_config * cfg, nf_err * err);
+struct cJSON * nf__spt_config_json(const struct nf_spt_config * cfg); /* NULL: out of memory */
 /* the released configuration */
 void nf__spt_config_default(struct nf_spt_config * cfg);
 

@@ -122,11 +122,6 @@ const struct nf_wtable nf__spt_wtable = {
 
 /* ---- config.json -------------------------------------------------------------------- */
 
-void nf__spt_config_default(struct nf_spt_config * cfg) {
-    *cfg = (struct nf_spt_config){
-        .dim = 128, .context_len = 4000, .tissue_num = 15, .max_seq_len = 8192, .attn_depth = 8};
-}
-
 /* what upstream's AttnBlock derives or fixes (model/model.py: SinkhornTransformer(dim * 2, depth, heads=8,
  * n_local_attn_heads=2, ...), bucket_size 64, dim_head and ff_mult at sinkhorn-transformer's defaults) */
 static void nf__spt_config_derive(struct nf_spt_config * cfg) {
@@ -178,6 +173,12 @@ int nf__spt_config_check(const struct nf_spt_config * cfg, const char * where, n
     return NF_OK;
 }
 
+void nf__spt_config_default(struct nf_spt_config * cfg) {
+    *cfg = (struct nf_spt_config){
+        .dim = 128, .context_len = 4000, .tissue_num = 15, .max_seq_len = 8192, .attn_depth = 8};
+    nf__spt_config_derive(cfg);
+}
+
 /* an optional integer: absent keeps *out */
 static int nf__spt_config_opt(const cJSON * doc, const char * key, const char * path, int * out, nf_err * err) {
     return cJSON_GetObjectItemCaseSensitive(doc, key) ? nf__config_int(doc, key, path, out, err) : NF_OK;
@@ -202,11 +203,9 @@ int nf__spt_config_parse(const cJSON * doc, const char * path, struct nf_spt_con
     return nf__spt_config_check(cfg, path, err);
 }
 
-int nf__spt_config_write(const char * dir, const struct nf_spt_config * cfg, nf_err * err) {
-    char path[4096];
-    nf__path_join(path, sizeof(path), dir, "config.json");
+cJSON * nf__spt_config_json(const struct nf_spt_config * cfg) {
     cJSON * doc = cJSON_CreateObject();
-    if (!doc) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!doc) return NULL;
     cJSON_AddStringToObject(doc, "model_type", "sptransformer");
     cJSON_AddNumberToObject(doc, "dim", cfg->dim);
     cJSON_AddNumberToObject(doc, "context_len", cfg->context_len);
@@ -219,6 +218,14 @@ int nf__spt_config_write(const char * dir, const struct nf_spt_config * cfg, nf_
     cJSON_AddNumberToObject(doc, "n_local_attn_heads", cfg->n_local_attn_heads);
     cJSON_AddNumberToObject(doc, "bucket_size", cfg->bucket_size);
     cJSON_AddNumberToObject(doc, "ff_mult", cfg->ff_mult);
+    return doc;
+}
+
+int nf__spt_config_write(const char * dir, const struct nf_spt_config * cfg, nf_err * err) {
+    char path[4096];
+    nf__path_join(path, sizeof(path), dir, "config.json");
+    cJSON * doc = nf__spt_config_json(cfg);
+    if (!doc) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     int rc = nf__json_write_file(path, doc, err);
     cJSON_Delete(doc);
     return rc;

@@ -28,8 +28,8 @@ static void nf__spt_free(void * impl) {
     free(m);
 }
 
-static int nf__spt_load(nf_backend * be, const char * dir, const cJSON * config, const char * config_path, void ** out,
-                        nf_err * err) {
+static int nf__spt_load(nf_backend * be, const char * weights, const cJSON * config, const char * config_path,
+                        void ** out, nf_err * err) {
     *out = NULL;
     nf_spt * m = calloc(1, sizeof(*m));
     if (!m) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
@@ -48,9 +48,7 @@ static int nf__spt_load(nf_backend * be, const char * dir, const cJSON * config,
         nf__spt_free(m);
         return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    char path[4096];
-    nf__path_join(path, sizeof(path), dir, "model.safetensors");
-    rc = nf__weights_load(be, path, &nf__spt_wtable, &m->cfg, m, &m->weights, err);
+    rc = nf__weights_load(be, weights, &nf__spt_wtable, &m->cfg, m, &m->weights, err);
     if (rc != NF_OK) {
         nf__spt_free(m);
         return rc;
@@ -148,8 +146,7 @@ static void nf__spt_placement(const void * impl, struct nf_placement * out) {
 
 const struct nf_model_i nf__sptransformer_model = {
     .type = "sptransformer",
-    .description =
-        "SpTransformer (SpliceTransformer): splice sites and tissue usage from sequence",
+    .description = "SpTransformer (SpliceTransformer): splice sites and tissue usage from sequence",
     .load = nf__spt_load,
     .free = nf__spt_free,
     .weights = nf__spt_weights,

@@ -434,9 +434,9 @@ static const struct {
     int64_t n_seq, len, cin, cout, K, dil;
     int acc, bias, pad;
 } conv_shapes[] = {
-    {1, 1, 1, 1, 1, 1, 0, 1, 0},      {1, 7, 3, 5, 3, 1, 1, 1, 1},    {2, 33, 4, 8, 11, 1, 0, 1, 0},
-    {1, 50, 16, 16, 11, 4, 1, 1, 1},  {2, 300, 32, 32, 21, 10, 0, 1, 0}, {1, 130, 64, 64, 21, 20, 1, 1, 0},
-    {1, 600, 128, 128, 11, 1, 1, 1, 1}, {3, 17, 5, 3, 1, 1, 0, 0, 1},   {1, 513, 64, 64, 21, 20, 0, 1, 1},
+    {1, 1, 1, 1, 1, 1, 0, 1, 0},         {1, 7, 3, 5, 3, 1, 1, 1, 1},       {2, 33, 4, 8, 11, 1, 0, 1, 0},
+    {1, 50, 16, 16, 11, 4, 1, 1, 1},     {2, 300, 32, 32, 21, 10, 0, 1, 0}, {1, 130, 64, 64, 21, 20, 1, 1, 0},
+    {1, 600, 128, 128, 11, 1, 1, 1, 1},  {3, 17, 5, 3, 1, 1, 0, 0, 1},      {1, 513, 64, 64, 21, 20, 0, 1, 1},
     {2, 260, 128, 128, 21, 10, 1, 1, 0},
 };
 
@@ -561,8 +561,7 @@ static const struct {
     int64_t n_seq, nb, bkt, H, E;
 } bucket_shapes[] = {{1, 1, 1, 1, 1}, {1, 2, 3, 1, 4}, {2, 16, 8, 3, 32}, {1, 128, 64, 6, 32}, {3, 5, 7, 2, 9}};
 
-static void fill_bucketed(struct operand * o, int64_t S, int64_t gs, int64_t rows, int64_t ss, int64_t bkt,
-                          int64_t W) {
+static void fill_bucketed(struct operand * o, int64_t S, int64_t gs, int64_t rows, int64_t ss, int64_t bkt, int64_t W) {
     float * f = opnd_f(o);
     float * c = malloc((size_t) W * sizeof(float));
     if (!c) exit(2);
