@@ -3,9 +3,9 @@
  * (device, stream, cuBLAS handle, scratch) and what its two files share.
  *   cuda.c       errors, device memory and scratch, transfers, the vtable,
  *                init / list
- *   cuda-ops.c   the cuBLAS GEMM, LINEAR and ATTENTION host code, the per-op
- *                limits and the kernel table (the other ops' kernels and
- *                launchers are in cuda-kernels.cu)
+ *   cuda-ops.c   the cuBLAS GEMM, LINEAR, ATTENTION and CONV1D host code, the
+ *                per-op limits and the kernel table (the other ops' kernels
+ *                and launchers are in cuda-kernels.cu)
  */
 #ifndef NF_CUDA_IMPL_H
 #define NF_CUDA_IMPL_H
@@ -20,8 +20,9 @@
 
 #include <stdint.h>
 
-/* Work buffers for attention scores and for accumulating LINEAR chunks are
- * capped at this many floats (256 MiB); larger problems run in chunks.
+/* Work buffers for attention scores, for accumulating LINEAR chunks and for
+ * CONV1D's im2col are capped at this many floats (256 MiB); larger problems
+ * run in chunks.
  * the cuda.chunk_floats=<n> option (CLI: NF_CUDA_CHUNK_FLOATS) lowers the cap (tests use it
  * to exercise the chunked paths on small problems). */
 #define NF_CUDA_CHUNK_FLOATS_DEFAULT ((int64_t) 64 * 1024 * 1024)

@@ -393,6 +393,235 @@ __global__ void nf_k_attention_small(const float * __restrict__ q, const float *
     }
 }
 
+/* ---- sequence ops (SpTransformer) ------------------------------------------
+ * Position-major tensors (a row is a position, its columns the channels).
+ * The row kernels take a warp per row (lanes over the columns), as
+ * nf_k_layer_norm; the row loop bound is uniform in a warp. Every output
+ * element is computed by one thread in the reference's order of float
+ * operations (no FMA: --fmad=false). */
+
+#define NF_WARP_ROWS(r, n)                                                            \
+    for (int64_t r = ((int64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < (n); \
+         r += ((int64_t) gridDim.x * blockDim.x) >> 5)
+
+/* CONV1D weights, tap-major: Wt[o][k][c] = W[o][c][k] (PyTorch's (cout, cin,
+ * K) layout), so that a row of the GEMM's B is K whole input rows. */
+__global__ void nf_k_conv_weights(const float * __restrict__ W, int64_t cout, int64_t cin, int64_t K,
+                                  float * __restrict__ Wt) {
+    NF_FOR(e, cout * K * cin) {
+        const int64_t c = e % cin, ok = e / cin;
+        const int64_t k = ok % K, o = ok / K;
+        Wt[e] = W[(o * cin + c) * K + k];
+    }
+}
+
+/* im2col of `rows` = gc sequences x nr positions from position t0:
+ *   col[b*nr + r][k*cin + c] = x[b][t0 + r + k*dil - pad][c]  (0 outside [0, len))
+ * x already points at the chunk's first sequence (stride x_gs between
+ * sequences). A warp per col row: reads and writes are runs of cin floats. */
+__global__ void nf_k_conv_im2col(const float * __restrict__ x, int64_t ldx, int64_t x_gs, int64_t len, int64_t cin,
+                                 int64_t K, int64_t dil, int64_t pad, int64_t t0, int64_t nr, int64_t rows,
+                                 float * __restrict__ col) {
+    const int lane = (int) (threadIdx.x & 31);
+    NF_WARP_ROWS(rr, rows) {
+        const int64_t b = rr / nr, r = rr - b * nr;
+        const float * xs = x + b * x_gs;
+        float * cr = col + rr * K * cin;
+        for (int64_t k = 0; k < K; k++) {
+            const int64_t ti = t0 + r + k * dil - pad;
+            float * ck = cr + k * cin;
+            if (ti >= 0 && ti < len) {
+                const float * xr = xs + ti * ldx;
+                for (int64_t c = lane; c < cin; c += 32) ck[c] = xr[c];
+            } else {
+                for (int64_t c = lane; c < cin; c += 32) ck[c] = 0.0f;
+            }
+        }
+    }
+}
+
+/* CONV1D epilogue over `rows` = gc sequences x nr positions:
+ *   t = s[b][r][o] (+ bias[o]);  y[b][r][o] = accumulate ? y + t : t
+ * (the reference's y + (sum + bias)). s may be y itself (in place, then
+ * accumulate is 0); bias may be NULL. */
+__global__ void nf_k_conv_epilogue(const float * s, int64_t lds, int64_t s_gs, const float * __restrict__ bias,
+                                   int accumulate, float * y, int64_t ldy, int64_t y_gs, int64_t nr, int64_t rows,
+                                   int64_t cout) {
+    const int lane = (int) (threadIdx.x & 31);
+    NF_WARP_ROWS(rr, rows) {
+        const int64_t b = rr / nr, r = rr - b * nr;
+        const float * sr = s + b * s_gs + r * lds;
+        float * yr = y + b * y_gs + r * ldy;
+        for (int64_t o = lane; o < cout; o += 32) {
+            float t = sr[o];
+            if (bias) t = t + bias[o];
+            yr[o] = accumulate ? yr[o] + t : t;
+        }
+    }
+}
+
+/* BATCH_NORM coefficients, once per channel, as the reference:
+ *   a = (1.0f / sqrtf(var + eps)) * w;  sh = b - mean * a. */
+__global__ void nf_k_bn_coef(const float * __restrict__ w, const float * __restrict__ b,
+                             const float * __restrict__ mean, const float * __restrict__ var, int64_t C, float eps,
+                             float * __restrict__ a, float * __restrict__ sh) {
+    NF_FOR(c, C) {
+        const float ac = (1.0f / sqrtf(var[c] + eps)) * w[c];
+        a[c] = ac;
+        sh[c] = b[c] - mean[c] * ac;
+    }
+}
+
+/* y = x * a + sh (a rounded product, then a rounded sum); ReLU as the
+ * reference (a NaN passes). x may be y (in place). */
+__global__ void nf_k_bn_apply(const float * x, int64_t ldx, const float * __restrict__ a, const float * __restrict__ sh,
+                              int relu, float * y, int64_t ldy, int64_t m, int64_t C) {
+    const int lane = (int) (threadIdx.x & 31);
+    NF_WARP_ROWS(r, m) {
+        const float * xr = x + r * ldx;
+        float * yr = y + r * ldy;
+        for (int64_t c = lane; c < C; c += 32) {
+            const float v = xr[c] * a[c] + sh[c];
+            yr[c] = relu && v < 0.0f ? 0.0f : v;
+        }
+    }
+}
+
+/* FILL: y[r*ld + c] = value. */
+__global__ void nf_k_fill_rows(float * __restrict__ y, int64_t ld, int64_t m, int64_t k, float value) {
+    const int lane = (int) (threadIdx.x & 31);
+    NF_WARP_ROWS(r, m) {
+        float * yr = y + r * ld;
+        for (int64_t c = lane; c < k; c += 32) yr[c] = value;
+    }
+}
+
+/* AXIAL_POS: x[s][t][c] = x + (e0[t / n1][c] + e1[t % n1][c]); a warp per
+ * (s, t) row. */
+__global__ void nf_k_axial_pos(const float * __restrict__ e0, const float * __restrict__ e1, int64_t n1,
+                               float * __restrict__ x, int64_t ld, int64_t gs, int64_t len, int64_t rows, int64_t D) {
+    const int lane = (int) (threadIdx.x & 31);
+    NF_WARP_ROWS(st, rows) {
+        const int64_t s = st / len, t = st - s * len;
+        float * xr = x + s * gs + t * ld;
+        const int64_t t0 = t / n1;
+        const float * a = e0 + t0 * D;
+        const float * b = e1 + (t - t0 * n1) * D;
+        for (int64_t c = lane; c < D; c += 32) xr[c] = xr[c] + (a[c] + b[c]);
+    }
+}
+
+/* BUCKET_ROUTE, step 1: bucket means of one operand, for every (s, h, u, e):
+ *   out[((s*H + h)*nb + u)*E + e] = (sum_i x[s][u*bkt + i][h][e], i ascending,
+ *   from 0.0f) / (float)bkt. */
+__global__ void nf_k_bucket_means(const float * __restrict__ x, int64_t ss, int64_t gs, int64_t n_seq, int64_t H,
+                                  int64_t nb, int64_t bkt, int64_t E, float * __restrict__ out) {
+    const float fb = (float) bkt;
+    NF_FOR(idx, n_seq * H * nb * E) {
+        const int64_t e = idx % E, shu = idx / E;
+        const int64_t u = shu % nb, sh = shu / nb;
+        const int64_t h = sh % H, s = sh / H;
+        const float * p = x + s * gs + u * bkt * ss + h * E + e;
+        float acc = 0.0f;
+        for (int64_t i = 0; i < bkt; i++) acc += p[i * ss];
+        out[idx] = acc / fb;
+    }
+}
+
+/* BUCKET_ROUTE, step 2: a block of NF_ROUTE_THREADS threads per row
+ * it = (s*H + h)*nb + u, exactly the reference's sequence:
+ *   R[v] = (sum_e qbar_u[e] * kbar_v[e], e ascending) * scale   (lanes over v)
+ *   m = max (serial: R[v] > m ? R[v] : m from R[0]);  R[v] = expf(R[v] - m)
+ *   sum (serial, ascending v);  P[v] = R[v] / sum
+ *   v* = first index of the max of P, the runner-up (serial);
+ * R is the row's scratch (nb floats in global memory). */
+#define NF_ROUTE_THREADS 32
+__global__ void nf_k_bucket_route(const float * __restrict__ qbar, const float * __restrict__ kbar, int64_t rows,
+                                  int64_t nb, int64_t E, float scale, float * __restrict__ R,
+                                  int32_t * __restrict__ sel, float * __restrict__ prob) {
+    __shared__ float s_val;
+    const int t = (int) threadIdx.x;
+    for (int64_t it = blockIdx.x; it < rows; it += gridDim.x) {
+        const float * q = qbar + it * E;
+        const float * kh = kbar + (it / nb) * nb * E;
+        float * Rr = R + it * nb;
+        for (int64_t v = t; v < nb; v += NF_ROUTE_THREADS) {
+            const float * kv = kh + v * E;
+            float d = 0.0f;
+            for (int64_t e = 0; e < E; e++) d += q[e] * kv[e];
+            Rr[v] = d * scale;
+        }
+        __syncthreads();
+        if (t == 0) {
+            float mx = Rr[0];
+            for (int64_t v = 1; v < nb; v++) mx = Rr[v] > mx ? Rr[v] : mx;
+            s_val = mx;
+        }
+        __syncthreads();
+        const float mx = s_val;
+        for (int64_t v = t; v < nb; v += NF_ROUTE_THREADS) Rr[v] = expf(Rr[v] - mx);
+        __syncthreads();
+        if (t == 0) {
+            float sum = 0.0f;
+            for (int64_t v = 0; v < nb; v++) sum += Rr[v];
+            s_val = sum;
+        }
+        __syncthreads();
+        const float sum = s_val;
+        for (int64_t v = t; v < nb; v += NF_ROUTE_THREADS) Rr[v] = Rr[v] / sum;
+        __syncthreads();
+        if (t == 0) {
+            int64_t best = 0;
+            for (int64_t v = 0; v < nb; v++)
+                if (Rr[v] > Rr[best]) best = v;
+            float second = 0.0f;
+            int have2 = 0;
+            for (int64_t v = 0; v < nb; v++) {
+                if (v == best) continue;
+                if (!have2 || Rr[v] > second) second = Rr[v];
+                have2 = 1;
+            }
+            sel[it] = (int32_t) best;
+            prob[2 * it] = Rr[best];
+            prob[2 * it + 1] = have2 ? Rr[best] - second : 0.0f;
+        }
+        __syncthreads(); /* s_val is rewritten by the next row */
+    }
+}
+
+/* BUCKET_GATHER: a warp per output row rr = (s*nb + u)*2B + j of kcat and
+ * vcat (n_heads*head_dim columns); sel clamped into [0, nb). vsrc is k
+ * (reuse_keys) or v. */
+__global__ void nf_k_bucket_gather(const float * k, const float * v, const float * vsrc,
+                                   const int32_t * __restrict__ sel, const float * __restrict__ prob, int64_t rows,
+                                   int64_t nb, int64_t B, int64_t H, int E, int64_t kv_ss, int64_t kv_gs,
+                                   float * __restrict__ kc, float * __restrict__ vc) {
+    const int lane = (int) (threadIdx.x & 31);
+    const int Wd = (int) H * E;
+    NF_WARP_ROWS(rr, rows) {
+        const int64_t su = rr / (2 * B), j = rr - su * 2 * B;
+        const int64_t s = su / nb, u = su - s * nb;
+        float * kd = kc + rr * Wd;
+        float * vd = vc + rr * Wd;
+        for (int c = lane; c < Wd; c += 32) {
+            const int h = c / E, e = c - h * E;
+            if (j < B) {
+                const int64_t i = (s * H + h) * nb + u;
+                int64_t vs = sel[i];
+                vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
+                const float pu = prob[2 * i];
+                const int64_t rs = s * kv_gs + (vs * B + j) * kv_ss + h * E + e;
+                kd[c] = pu * k[rs];
+                vd[c] = pu * vsrc[rs];
+            } else {
+                const int64_t ro = s * kv_gs + (u * B + j - B) * kv_ss + h * E + e;
+                kd[c] = k[ro];
+                vd[c] = v[ro];
+            }
+        }
+    }
+}
+
 /* ---- launchers ------------------------------------------------------------- */
 
 static unsigned nf_blocks(int64_t work, int64_t per_block) {
@@ -561,6 +790,81 @@ static cudaError_t nf_layer_norm(cudaStream_t st, const float * x, int64_t ldx, 
     return cudaSuccess;
 }
 
+static cudaError_t nf_batch_norm(cudaStream_t st, const float * x, int64_t ldx, const float * w, const float * b,
+                                 const float * mean, const float * var, int64_t C, float eps, int relu, float * y,
+                                 int64_t ldy, int64_t m, float * coef, const char ** kernel) {
+    if (m <= 0 || C <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_bn_coef, nf_blocks(C, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)(w, b, mean, var, C, eps, coef, coef + C);
+    NF_CHECK_LAUNCH("nf_k_bn_coef");
+    NF_LAUNCH(nf_k_bn_apply, nf_blocks(m, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
+    (x, ldx, coef, coef + C, relu, y, ldy, m, C);
+    NF_CHECK_LAUNCH("nf_k_bn_apply");
+    return cudaSuccess;
+}
+
+static cudaError_t nf_fill_rows(cudaStream_t st, float * y, int64_t ld, int64_t m, int64_t k, float value,
+                                const char ** kernel) {
+    if (m <= 0 || k <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_fill_rows, nf_blocks(m, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)(y, ld, m, k, value);
+    NF_CHECK_LAUNCH("nf_k_fill_rows");
+    return cudaSuccess;
+}
+
+static cudaError_t nf_axial_pos(cudaStream_t st, const float * e0, const float * e1, int64_t n1, float * x, int64_t ld,
+                                int64_t gs, int64_t n_seq, int64_t len, int64_t D, const char ** kernel) {
+    const int64_t rows = n_seq * len;
+    if (rows <= 0 || D <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_axial_pos, nf_blocks(rows, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
+    (e0, e1, n1, x, ld, gs, len, rows, D);
+    NF_CHECK_LAUNCH("nf_k_axial_pos");
+    return cudaSuccess;
+}
+
+/* scratch of BUCKET_ROUTE: qbar, kbar (rows x E each), R (rows x nb), rows = n_seq*H*nb */
+static size_t nf_bucket_route_scratch(int64_t rows, int64_t nb, int64_t E) {
+    return 2 * nf_align256((size_t) rows * (size_t) E * sizeof(float)) +
+           nf_align256((size_t) rows * (size_t) nb * sizeof(float));
+}
+
+static cudaError_t nf_bucket_route(cudaStream_t st, const struct nf_bucket_route_params * p, const float * q,
+                                   const float * k, int32_t * sel, float * prob, void * scratch, size_t scratch_size,
+                                   const char ** kernel) {
+    const int64_t H = p->n_heads, nb = p->n_buckets, E = p->head_dim, rows = p->n_seq * H * nb;
+    if (rows <= 0) return cudaSuccess;
+    if (nf_bucket_route_scratch(rows, nb, E) > scratch_size) {
+        if (kernel) *kernel = "bucket_route scratch";
+        return cudaErrorInvalidValue;
+    }
+    char * sp = (char *) scratch;
+    float * qbar = (float *) sp;
+    sp += nf_align256((size_t) rows * (size_t) E * sizeof(float));
+    float * kbar = (float *) sp;
+    sp += nf_align256((size_t) rows * (size_t) E * sizeof(float));
+    float * R = (float *) sp;
+    NF_LAUNCH(nf_k_bucket_means, nf_blocks(rows * E, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (q, p->q_ss, p->q_gs, p->n_seq, H, nb, p->bucket, E, qbar);
+    NF_CHECK_LAUNCH("nf_k_bucket_means");
+    NF_LAUNCH(nf_k_bucket_means, nf_blocks(rows * E, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (k, p->k_ss, p->k_gs, p->n_seq, H, nb, p->bucket, E, kbar);
+    NF_CHECK_LAUNCH("nf_k_bucket_means");
+    NF_LAUNCH(nf_k_bucket_route, nf_blocks(rows, 1), NF_ROUTE_THREADS, st)
+    (qbar, kbar, rows, nb, E, p->scale, R, sel, prob);
+    NF_CHECK_LAUNCH("nf_k_bucket_route");
+    return cudaSuccess;
+}
+
+static cudaError_t nf_bucket_gather(cudaStream_t st, const struct nf_bucket_gather_params * p, const float * k,
+                                    const float * v, const int32_t * sel, const float * prob, float * kc, float * vc,
+                                    const char ** kernel) {
+    const int64_t rows = p->n_seq * p->n_buckets * 2 * p->bucket;
+    if (rows <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_bucket_gather, nf_blocks(rows, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
+    (k, v, p->reuse_keys ? k : v, sel, prob, rows, p->n_buckets, p->bucket, p->n_heads, (int) p->head_dim, p->kv_ss,
+     p->kv_gs, kc, vc);
+    NF_CHECK_LAUNCH("nf_k_bucket_gather");
+    return cudaSuccess;
+}
+
 /* ---- the ops (kernel-table entries, see NF_CUDA_DEVICE_OPS) ---------------- */
 
 #define NF_F(t) ((float *) ((char *) (t)->buf->handle + (t)->offs))
@@ -645,6 +949,60 @@ int nf__cuda_op_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
 }
 bool nf__cuda_ok_layer_norm(nf_backend * be, const nf_op * op) { return true; }
 
+int nf__cuda_op_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    if (p->m <= 0) return NF_OK;
+    void * scratch = NULL;
+    size_t size = 0;
+    int rc = nf__cuda_op_scratch(be, 2 * (size_t) p->c * sizeof(float), &scratch, &size, err);
+    if (rc != NF_OK) return rc;
+    NF_OP_LAUNCH(nf_batch_norm(nf__cuda_op_stream(be), NF_F(&op->src[0]), p->ldx, NF_F(&op->src[1]), NF_F(&op->src[2]),
+                               NF_F(&op->src[3]), NF_F(&op->src[4]), p->c, p->eps, p->relu, NF_F(&op->dst[0]), p->ldy,
+                               p->m, (float *) scratch, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_batch_norm(nf_backend * be, const nf_op * op) { return true; }
+
+int nf__cuda_op_fill(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_fill_params * p = &op->p.fill;
+    NF_OP_LAUNCH(nf_fill_rows(nf__cuda_op_stream(be), NF_F(&op->dst[0]), p->ld, p->m, p->k, p->value, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_fill(nf_backend * be, const nf_op * op) { return true; }
+
+int nf__cuda_op_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_axial_pos_params * p = &op->p.axial_pos;
+    NF_OP_LAUNCH(nf_axial_pos(nf__cuda_op_stream(be), NF_F(&op->src[0]), NF_F(&op->src[1]), p->n1, NF_F(&op->dst[0]),
+                              p->ld, p->gs, p->n_seq, p->len, p->dim, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_axial_pos(nf_backend * be, const nf_op * op) { return true; }
+
+int nf__cuda_op_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_bucket_route_params * p = &op->p.bucket_route;
+    const int64_t rows = p->n_seq * p->n_heads * p->n_buckets;
+    if (rows <= 0) return NF_OK;
+    void * scratch = NULL;
+    size_t size = 0;
+    int rc = nf__cuda_op_scratch(be, nf_bucket_route_scratch(rows, p->n_buckets, p->head_dim), &scratch, &size, err);
+    if (rc != NF_OK) return rc;
+    NF_OP_LAUNCH(nf_bucket_route(nf__cuda_op_stream(be), p, NF_F(&op->src[0]), NF_F(&op->src[1]), NF_I(&op->dst[0]),
+                                 NF_F(&op->dst[1]), scratch, size, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_bucket_route(nf_backend * be, const nf_op * op) { return true; }
+
+int nf__cuda_op_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+    NF_OP_LAUNCH(nf_bucket_gather(nf__cuda_op_stream(be), &op->p.bucket_gather, NF_F(&op->src[0]), NF_F(&op->src[1]),
+                                  NF_I(&op->src[2]), NF_F(&op->src[3]), NF_F(&op->dst[0]), NF_F(&op->dst[1]), NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_bucket_gather(nf_backend * be, const nf_op * op) {
+    /* the kernel indexes a row's n_heads*head_dim columns with int */
+    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
+    return p->head_dim <= INT_MAX && p->n_heads <= INT_MAX / p->head_dim;
+}
+
 extern "C" cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s, int64_t lds, const float * bias,
                                                 int act, int accumulate, float * y, int64_t ldy, int64_t m, int64_t n,
                                                 const char ** kernel) {
@@ -677,5 +1035,36 @@ extern "C" cudaError_t nf__cuda_softmax_rows(cudaStream_t st, float * S, int64_t
     if (rows <= 0 || lk <= 0) return cudaSuccess;
     NF_LAUNCH(nf_k_softmax_rows, nf_blocks(rows, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)(S, rows, lk);
     NF_CHECK_LAUNCH("nf_k_softmax_rows");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_conv_weights(cudaStream_t st, const float * W, int64_t cout, int64_t cin, int64_t K,
+                                             float * Wt, const char ** kernel) {
+    const int64_t work = cout * K * cin;
+    if (work <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_conv_weights, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)(W, cout, cin, K, Wt);
+    NF_CHECK_LAUNCH("nf_k_conv_weights");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_conv_im2col(cudaStream_t st, const float * x, int64_t ldx, int64_t x_gs, int64_t len,
+                                            int64_t cin, int64_t K, int64_t dil, int64_t pad, int64_t t0, int64_t nr,
+                                            int64_t gc, float * col, const char ** kernel) {
+    const int64_t rows = gc * nr;
+    if (rows <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_conv_im2col, nf_blocks(rows, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
+    (x, ldx, x_gs, len, cin, K, dil, pad, t0, nr, rows, col);
+    NF_CHECK_LAUNCH("nf_k_conv_im2col");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_conv_epilogue(cudaStream_t st, const float * s, int64_t lds, int64_t s_gs,
+                                              const float * bias, int accumulate, float * y, int64_t ldy, int64_t y_gs,
+                                              int64_t nr, int64_t gc, int64_t cout, const char ** kernel) {
+    const int64_t rows = gc * nr;
+    if (rows <= 0 || cout <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_conv_epilogue, nf_blocks(rows, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
+    (s, lds, s_gs, bias, accumulate, y, ldy, y_gs, nr, rows, cout);
+    NF_CHECK_LAUNCH("nf_k_conv_epilogue");
     return cudaSuccess;
 }

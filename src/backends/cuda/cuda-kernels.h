@@ -44,14 +44,19 @@ cudaError_t nf__cuda_probe(const char ** kernel);
  *   int  nf__cuda_op_<name>(nf_backend *, const nf_op *, nf_err *)  the kernel
  *   bool nf__cuda_ok_<name>(nf_backend *, const nf_op *)            its limits
  * (the kernel-table types of nf-impl.h); this list declares them and puts
- * them in cuda-ops.c's kernel table. LINEAR and ATTENTION, which drive cuBLAS
- * from the host, are in cuda-ops.c itself. */
+ * them in cuda-ops.c's kernel table. LINEAR, ATTENTION and CONV1D, which
+ * drive cuBLAS from the host, are in cuda-ops.c itself. */
 #define NF_CUDA_DEVICE_OPS(X)         \
     X(QUANTILE, quantile)             \
     X(BUCKETIZE_NORM, bucketize_norm) \
     X(EMBED_FEATURES, embed_features) \
     X(LABEL_TOKENS, label_tokens)     \
-    X(LAYER_NORM, layer_norm)
+    X(LAYER_NORM, layer_norm)         \
+    X(BATCH_NORM, batch_norm)         \
+    X(FILL, fill)                     \
+    X(AXIAL_POS, axial_pos)           \
+    X(BUCKET_ROUTE, bucket_route)     \
+    X(BUCKET_GATHER, bucket_gather)
 
 #define NF__CUDA_DECLARE_OP(NAME, name)                                      \
     int nf__cuda_op_##name(nf_backend * be, const nf_op * op, nf_err * err); \
@@ -88,6 +93,22 @@ cudaError_t nf__cuda_attention_small(cudaStream_t st, const float * q, const flo
                                      int64_t G, int64_t H, int64_t lq, int64_t lk, int64_t hd, int64_t q_gs,
                                      int64_t q_ss, int64_t kv_gs, int64_t kv_ss, int64_t o_gs, int64_t o_ss,
                                      float scale, const char ** kernel);
+
+/* CONV1D (cuda-ops.c: im2col + cuBLAS GEMM + epilogue).
+ * Weights to tap-major: Wt[o][k][c] = W[o][c][k] (W is PyTorch's (cout, cin, K)). */
+cudaError_t nf__cuda_conv_weights(cudaStream_t st, const float * W, int64_t cout, int64_t cin, int64_t K, float * Wt,
+                                  const char ** kernel);
+/* im2col of gc sequences (x at the first; x_gs apart) x nr positions from t0:
+ *   col[b*nr + r][k*cin + c] = x[b][t0 + r + k*dil - pad][c], 0 outside [0, len). */
+cudaError_t nf__cuda_conv_im2col(cudaStream_t st, const float * x, int64_t ldx, int64_t x_gs, int64_t len, int64_t cin,
+                                 int64_t K, int64_t dil, int64_t pad, int64_t t0, int64_t nr, int64_t gc, float * col,
+                                 const char ** kernel);
+/* t = s[b][r][o] (+ bias[o]); y[b][r][o] = accumulate ? y + t : t, for gc
+ * sequences (s_gs, y_gs apart) x nr rows (lds, ldy) x cout columns. s may be
+ * y (in place, accumulate 0); bias may be NULL. */
+cudaError_t nf__cuda_conv_epilogue(cudaStream_t st, const float * s, int64_t lds, int64_t s_gs, const float * bias,
+                                   int accumulate, float * y, int64_t ldy, int64_t y_gs, int64_t nr, int64_t gc,
+                                   int64_t cout, const char ** kernel);
 
 /* Row softmax in place: rows of length lk, contiguous (row stride lk). */
 cudaError_t nf__cuda_softmax_rows(cudaStream_t st, float * S, int64_t rows, int64_t lk, const char ** kernel);

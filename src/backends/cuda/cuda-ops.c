@@ -1,7 +1,7 @@
 /*
- * cuda-ops.c -- the CUDA backend's host code for LINEAR and ATTENTION (cuBLAS
- * GEMMs and the kernels of cuda-kernels.cu), the per-op limits and the kernel
- * table. Precision and the GEMM layout: see cuda.c.
+ * cuda-ops.c -- the CUDA backend's host code for LINEAR, ATTENTION and CONV1D
+ * (cuBLAS GEMMs and the kernels of cuda-kernels.cu), the per-op limits and the
+ * kernel table. Precision and the GEMM layout: see cuda.c.
  */
 #include "cuda-impl.h"
 
@@ -193,6 +193,106 @@ static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err
     return NF_OK;
 }
 
+/* y (+)= conv1d(x, W) + bias, the cpu reference's im2col + GEMM:
+ *   Wt (cout, K*cin)  W tap-major (nf_k_conv_weights; W itself where K == 1)
+ *   col (rows, K*cin) the im2col of a chunk of positions (nf_k_conv_im2col;
+ *                     none where K == 1 and x is read in place)
+ *   yᵀ (cout x rows, ld ldy) = op_T(Wt: KC x cout, ld KC) · colᵀ (KC x rows,
+ *                     ld KC)  (column-major; strided-batched over sequences)
+ * and LINEAR's three shapes of epilogue, with the reference's rounding
+ * sequence (t = round(sum); t = t + bias; y = y + t):
+ *  - no bias: one GEMM straight into y, beta = accumulate;
+ *  - bias, not accumulating: GEMM into y, then y = y + bias in place;
+ *  - bias, accumulating: GEMM into t (scratch), then y = y + (t + bias).
+ * Chunks: gc whole sequences per GEMM (one strided-batched call) where a
+ * sequence's work buffers fit in chunk_floats and the sequences' outputs are
+ * disjoint; else one sequence at a time in chunks of rb positions. The work
+ * buffers are the backend's scratch (grown on demand, traced, freed with
+ * the backend). */
+static int nf__cuda_conv1d_op(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_conv1d_params * p = &op->p.conv1d;
+    const int64_t S = p->n_seq, L = p->len, cin = p->cin, cout = p->cout, K = p->ksize, KC = K * cin;
+    if (S <= 0 || L <= 0) return NF_OK;
+    const float * x = NF__F(&op->src[0]);
+    const float * W = NF__F(&op->src[1]);
+    const float * bias = op->n_src >= 3 ? NF__F(&op->src[2]) : NULL;
+    float * y = NF__F(&op->dst[0]);
+    cudaStream_t st = nf__cuda(be)->stream;
+
+    /* 1x1 (then pad == 0): the GEMM reads x in place unless x and y overlap
+     * (im2col then copies each chunk before the GEMM writes it) */
+    int direct = 0;
+    if (K == 1) {
+        const size_t xb = op->src[0].offs, yb = op->dst[0].offs;
+        const size_t xe = xb + (size_t) ((S - 1) * p->x_gs + (L - 1) * p->ldx + cin) * sizeof(float);
+        const size_t ye = yb + (size_t) ((S - 1) * p->y_gs + (L - 1) * p->ldy + cout) * sizeof(float);
+        direct = op->src[0].buf != op->dst[0].buf || xe <= yb || ye <= xb;
+    }
+    const int use_t = bias && p->accumulate;
+    const int64_t per_row = (direct ? 0 : KC) + (use_t ? cout : 0);
+    const int64_t budget = nf__cuda(be)->chunk_floats;
+    int64_t gc = 1, rb = L;
+    if (per_row > 0 && L * per_row > budget) {
+        rb = budget / per_row;
+        if (rb < 1) rb = 1;
+    } else if (S > 1 && p->y_gs >= (L - 1) * p->ldy + cout) {
+        gc = per_row > 0 ? budget / (L * per_row) : S;
+        if (gc > S) gc = S;
+        if (gc > NF_CUDA_MAX_BATCH) gc = NF_CUDA_MAX_BATCH;
+        if (gc < 1) gc = 1;
+    }
+
+    const size_t a = 255;
+    const size_t wt_bytes = K == 1 ? 0 : ((size_t) (cout * KC) * sizeof(float) + a) & ~a;
+    const size_t col_bytes = direct ? 0 : ((size_t) (gc * rb * KC) * sizeof(float) + a) & ~a;
+    const size_t t_bytes = use_t ? (size_t) (gc * rb * cout) * sizeof(float) : 0;
+    char * scratch = NULL;
+    if (wt_bytes + col_bytes + t_bytes > 0) {
+        void * sp = NULL;
+        NF_TRY(nf__cuda_scratch(be, wt_bytes + col_bytes + t_bytes, &sp, err));
+        scratch = (char *) sp;
+    }
+    const float * Wt = W;
+    if (K > 1) {
+        NF__LAUNCH(nf__cuda_conv_weights(st, W, cout, cin, K, (float *) scratch, NF__K));
+        Wt = (const float *) scratch;
+    }
+    float * col = direct ? NULL : (float *) (scratch + wt_bytes);
+    float * t = use_t ? (float *) (scratch + wt_bytes + col_bytes) : NULL;
+
+    for (int64_t s0 = 0; s0 < S; s0 += gc) {
+        const int64_t nb = S - s0 < gc ? S - s0 : gc;
+        for (int64_t t0 = 0; t0 < L; t0 += rb) {
+            const int64_t nr = L - t0 < rb ? L - t0 : rb;
+            const float * B = col;
+            int64_t ldb = KC, sB = nr * KC;
+            if (direct) {
+                B = x + s0 * p->x_gs + t0 * p->ldx;
+                ldb = p->ldx;
+                sB = p->x_gs;
+            } else {
+                NF__LAUNCH(nf__cuda_conv_im2col(st, x + s0 * p->x_gs, p->ldx, p->x_gs, L, cin, K, p->dilation, p->pad,
+                                                t0, nr, nb, col, NF__K));
+            }
+            float * yc = y + s0 * p->y_gs + t0 * p->ldy;
+            if (use_t) {
+                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, cout, nr, KC, 1.0f, Wt, KC, 0, B, ldb, sB, 0.0f,
+                                     t, cout, nr * cout, nb, err));
+                NF__LAUNCH(
+                    nf__cuda_conv_epilogue(st, t, cout, nr * cout, bias, 1, yc, p->ldy, p->y_gs, nr, nb, cout, NF__K));
+            } else {
+                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, cout, nr, KC, 1.0f, Wt, KC, 0, B, ldb, sB,
+                                     p->accumulate ? 1.0f : 0.0f, yc, p->ldy, p->y_gs, nb, err));
+                if (bias) {
+                    NF__LAUNCH(nf__cuda_conv_epilogue(st, yc, p->ldy, p->y_gs, bias, 0, yc, p->ldy, p->y_gs, nr, nb,
+                                                      cout, NF__K));
+                }
+            }
+        }
+    }
+    return NF_OK;
+}
+
 /* ---- limits and the kernel table ------------------------------------------------- */
 
 static bool nf__fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
@@ -212,10 +312,18 @@ static bool nf__cuda_ok_attention(nf_backend * be, const nf_op * op) {
            (p->lq <= 1 || (p->q_ss >= hd && p->o_ss >= hd)) && (p->lk <= 1 || p->kv_ss >= hd);
 }
 
+static bool nf__cuda_ok_conv1d(nf_backend * be, const nf_op * op) {
+    const struct nf_conv1d_params * p = &op->p.conv1d;
+    /* cuBLAS's int dimensions and leading dimensions */
+    return nf__fits_int(p->len) && nf__fits_int(p->cout) && nf__fits_int(p->cin) && nf__fits_int(p->ksize) &&
+           p->cin <= INT_MAX / p->ksize && nf__fits_int(p->ldx) && nf__fits_int(p->ldy);
+}
+
 const struct nf_kernel nf__cuda_kernels[NF_OP_COUNT] = {
 #define NF__CUDA_DEVICE_OP(NAME, name) [NF_OP_##NAME] = {nf__cuda_op_##name, nf__cuda_ok_##name},
     NF_CUDA_DEVICE_OPS(NF__CUDA_DEVICE_OP)
 #undef NF__CUDA_DEVICE_OP
         [NF_OP_LINEAR] = {nf__cuda_linear_op, nf__cuda_ok_linear},
     [NF_OP_ATTENTION] = {nf__cuda_attention_op, nf__cuda_ok_attention},
+    [NF_OP_CONV1D] = {nf__cuda_conv1d_op, nf__cuda_ok_conv1d},
 };

@@ -1,6 +1,6 @@
 /*
  * cuda.c -- the CUDA backend: device selection, memory, transfers, the vtable.
- * The GEMM, LINEAR and ATTENTION host code and the kernel table are in
+ * The GEMM, LINEAR, ATTENTION and CONV1D host code and the kernel table are in
  * cuda-ops.c, the kernels in cuda-kernels.cu.
  *
  * One backend instance = one device, one non-blocking stream, one cuBLAS
@@ -13,8 +13,8 @@
  *    with compute type CUBLAS_COMPUTE_32F_PEDANTIC (IEEE fp32 multiply-add,
  *    no TF32, no reduced-precision reductions).
  *  - tf32 (opt-in): CUBLAS_TF32_TENSOR_OP_MATH and CUBLAS_COMPUTE_32F_FAST_TF32
- *    for the cuBLAS GEMMs (LINEAR, and both ATTENTION products where lk or
- *    head_dim is too large for nf_k_attention_small); every other kernel,
+ *    for the cuBLAS GEMMs (LINEAR, CONV1D, and both ATTENTION products where
+ *    lk or head_dim is too large for nf_k_attention_small); every other kernel,
  *    nf_k_attention_small included, is the same exact fp32 code.
  *  Kernels (cuda-kernels.cu) are built with --fmad=false and without
  *  -use_fast_math; NF_CUDA_BUILD_FLAGS records what was used.
@@ -256,7 +256,7 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     c->device = index;
     c->chunk_floats = NF_CUDA_CHUNK_FLOATS_DEFAULT;
     {
-        /* cuda.chunk_floats=N (tests): a smaller attention work buffer */
+        /* cuda.chunk_floats=N (tests): smaller work buffers (attention, LINEAR, CONV1D) */
         const char * cf = nf__opt(opts, "cuda.chunk_floats");
         char * end = NULL;
         const long long v = cf ? strtoll(cf, &end, 10) : 0;
