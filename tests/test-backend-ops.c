@@ -445,7 +445,8 @@ int main(int argc, char ** argv) {
         test_backend(be, nf_backend_name(be), cpu, only_ops, n_only, verbose, &n_cases, &n_ok);
 #ifdef NF_HAVE_OPENCL
         /* the OpenCL backend has two GEMM paths (CLBlast and its own kernel, with a
-         * CPU and a GPU tile geometry): test LINEAR on the other ones too */
+         * CPU and a GPU tile geometry): test the ops on the GEMM (LINEAR, CONV1D)
+         * on the other ones too */
         if (strcmp(nf_backend_kind(be), "opencl") == 0) {
             static const struct {
                 const char *tag, *gemm, *geo;
@@ -454,10 +455,19 @@ int main(int argc, char ** argv) {
                 {"own-gpu", "own", "64 64 16 16 16 0"},
                 {"own-cpu", "own", "64 64 16 16 8 1"},
             };
-            int want = !n_only;
-            for (int k = 0; k < n_only; k++) {
-                want |= strcmp(only_ops[k], "LINEAR") == 0;
+            static const char * const gemm_ops[] = {"LINEAR", "CONV1D"};
+            const char * alt_ops[2];
+            int n_alt = 0;
+            for (int g = 0; g < 2; g++) {
+                int w = !n_only;
+                for (int k = 0; k < n_only; k++) {
+                    w |= strcmp(only_ops[k], gemm_ops[g]) == 0;
+                }
+                if (w) {
+                    alt_ops[n_alt++] = gemm_ops[g];
+                }
             }
+            const int want = n_alt > 0;
             for (size_t a = 0; want && a < sizeof(alt) / sizeof(alt[0]); a++) {
                 nf_backend * ob = NULL;
                 char kv_gemm[64], kv_geo[96];
@@ -476,8 +486,7 @@ int main(int argc, char ** argv) {
                     nf_backend_free(ob); /* the main pass already used the built-in GEMM */
                     continue;
                 }
-                const char * lin[1] = {"LINEAR"};
-                test_backend(ob, disp, cpu, lin, 1, verbose, &n_cases, &n_ok);
+                test_backend(ob, disp, cpu, alt_ops, n_alt, verbose, &n_cases, &n_ok);
                 nf_backend_free(ob);
             }
         }

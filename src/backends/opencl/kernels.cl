@@ -586,3 +586,255 @@ void nf_attention(__global const float * q, long q_off,
         }
     }
 }
+
+/* ---- CONV1D -------------------------------------------------------------- */
+
+/* im2col + GEMM (opencl-gemm.c): W (cout, cin, K) is permuted tap-major into
+ * Wt (cout, K, cin), so that an im2col row is K contiguous copies of input
+ * rows; the GEMM writes the raw sums, nf_conv1d_epilogue adds the bias and
+ * accumulates as the cpu reference: y + (sum + bias). */
+
+/* Wt[(o*K + k)*cin + c] = W[(o*cin + c)*K + k], e < n = cout*K*cin */
+__kernel void nf_conv1d_wperm(__global const float * W, long W_off,
+                              __global float * Wt, long Wt_off, int cin, int K, long n)
+{
+    const long e = get_global_id(0);
+    if (e >= n) {
+        return;
+    }
+    const int  c  = (int)(e % cin);
+    const long ok = e / cin;
+    const int  k  = (int)(ok % K);
+    const long o  = ok / K;
+    Wt[Wt_off + e] = W[W_off + (o * cin + c) * K + k];
+}
+
+/* dim 0: kc = k*cin + c < KC; dim 1: r < nr.  Row r is the flattened
+ * (sequence, position) index r0 + r = s*len + t:
+ * col[r][kc] = x[s][t + k*dil - pad][c], 0 outside 0 <= t' < len. */
+__kernel void nf_conv1d_im2col(__global const float * x, long x_off, long ldx, long x_gs,
+                               __global float * col, long col_off,
+                               int r0, int nr, int len, int cin, int KC, long dil, long pad)
+{
+    const int kc = get_global_id(0);
+    const int r  = get_global_id(1);
+    if (kc >= KC || r >= nr) {
+        return;
+    }
+    const int  rr = r0 + r;   /* the host keeps n_seq*len in int: 32-bit divisions */
+    const long s  = rr / len;
+    const int  t  = rr % len;
+    const int  k  = kc / cin;
+    const int  c  = kc - k * cin;
+    const long ti = t + (long)k * dil - pad;
+    col[col_off + (long)r * KC + kc] = (ti >= 0 && ti < len) ? x[x_off + s * x_gs + ti * ldx + c] : 0.0f;
+}
+
+/* dim 0: o < N (= cout); dim 1: r < nr (rows as in nf_conv1d_im2col).
+ * t = tmp[r][o] (+ bias[o]);  y = accumulate ? y + t : t. */
+__kernel void nf_conv1d_epilogue(__global const float * tmp, long tmp_off,
+                                 __global const float * bias, long b_off, int has_bias,
+                                 __global float * y, long y_off, long ldy, long y_gs,
+                                 int r0, int nr, int len, int N, int accumulate)
+{
+    const int o = get_global_id(0);
+    const int r = get_global_id(1);
+    if (o >= N || r >= nr) {
+        return;
+    }
+    const int  rr = r0 + r;
+    const long s  = rr / len;
+    const long t  = rr % len;
+    float v = tmp[tmp_off + (long)r * N + o];
+    if (has_bias) {
+        v = v + bias[b_off + o];
+    }
+    __global float * yp = y + y_off + s * y_gs + t * ldy + o;
+    *yp = accumulate ? *yp + v : v;
+}
+
+/* ---- BATCH_NORM, FILL, AXIAL_POS ----------------------------------------- */
+
+/* dim 0: channel c < C; dim 1: a block of NF_BN_ROWS rows.  The cpu order:
+ * a = (1 / sqrt(var + eps)) * w;  sh = b - mean * a;  y = x * a + sh;
+ * y = relu && y < 0 ? 0 : y. */
+#define NF_BN_ROWS 16
+__kernel void nf_batch_norm(__global const float * x, long x_off, long ldx,
+                            __global const float * w, long w_off,
+                            __global const float * b, long b_off,
+                            __global const float * mean, long mean_off,
+                            __global const float * var, long var_off,
+                            __global float * y, long y_off, long ldy,
+                            long m, int C, float eps, int relu)
+{
+    const int  c  = get_global_id(0);
+    const long r0 = (long)get_global_id(1) * NF_BN_ROWS;
+    if (c >= C || r0 >= m) {
+        return;
+    }
+    const float rs = NF_DIV(1.0f, NF_SQRT(var[var_off + c] + eps));
+    const float a  = rs * w[w_off + c];
+    const float ma = mean[mean_off + c] * a;
+    const float sh = b[b_off + c] - ma;
+    const long  r1 = r0 + NF_BN_ROWS < m ? r0 + NF_BN_ROWS : m;
+    for (long r = r0; r < r1; r++) {
+        const float xa = x[x_off + r * ldx + c] * a;
+        const float v  = xa + sh;
+        y[y_off + r * ldy + c] = relu && v < 0.0f ? 0.0f : v;
+    }
+}
+
+/* dim 0: c < k; dim 1: r < m.  y[r*ld + c] = value. */
+__kernel void nf_fill(__global float * y, long y_off, long ld, int m, int k, float value)
+{
+    const int c = get_global_id(0);
+    const int r = get_global_id(1);
+    if (c >= k || r >= m) {
+        return;
+    }
+    y[y_off + (long)r * ld + c] = value;
+}
+
+/* dim 0: c < D; dim 1: s*len + t < n_rows.
+ * x[s][t][c] = x[s][t][c] + (e0[t / n1][c] + e1[t % n1][c]). */
+__kernel void nf_axial_pos(__global const float * e0, long e0_off,
+                           __global const float * e1, long e1_off,
+                           __global float * x, long x_off, long ld, long gs,
+                           long n_rows, long len, long n1, int D)
+{
+    const int  c  = get_global_id(0);
+    const long st = get_global_id(1);
+    if (c >= D || st >= n_rows) {
+        return;
+    }
+    const long s = st / len;
+    const long t = st % len;
+    const float p = e0[e0_off + (t / n1) * D + c] + e1[e1_off + (t % n1) * D + c];
+    __global float * xp = x + x_off + s * gs + t * ld + c;
+    *xp = *xp + p;
+}
+
+/* ---- BUCKET_ROUTE / BUCKET_GATHER ---------------------------------------- */
+
+/* dim 0: e < E; dim 1: bucket u < nb; dim 2: z < 2*SH (SH = n_seq*H; z < SH:
+ * q of (s, h) = z, else k of z - SH).  The bucket mean, rows summed in
+ * ascending order: out[(z*nb + u)*E + e] = (sum_i x[u*bkt + i][h][e]) / bkt. */
+__kernel void nf_bucket_means(__global const float * q, long q_off, long q_ss, long q_gs,
+                              __global const float * k, long k_off, long k_ss, long k_gs,
+                              __global float * out, int nb, int bkt, int H, int E, int SH)
+{
+    const int e = get_global_id(0);
+    const int u = get_global_id(1);
+    const int z = get_global_id(2);
+    if (e >= E || u >= nb || z >= 2 * SH) {
+        return;
+    }
+    const int  isk = z >= SH;
+    const int  sh  = isk ? z - SH : z;
+    const long s   = sh / H;
+    const int  h   = sh % H;
+    const long ss  = isk ? k_ss : q_ss;
+    __global const float * base = (isk ? k + k_off + s * k_gs : q + q_off + s * q_gs) + (long)h * E + e;
+    float acc = 0.0f;
+    for (int i = 0; i < bkt; i++) {
+        acc += base[((long)u * bkt + i) * ss];
+    }
+    out[((long)z * nb + u) * E + e] = NF_DIV(acc, (float)bkt);
+}
+
+/* dim 0: query bucket u < nb; dim 1: sh = s*H + h < SH.  means as written by
+ * nf_bucket_means (q: z = sh, k: z = SH + sh); R (SH, nb, nb) a scratch row
+ * per (sh, u).  The cpu reference's order: R[v] = (sum_e qbar[e]*kbar_v[e]) *
+ * scale; m = max; R[v] = exp(R[v] - m), summed ascending; R[v] /= sum, the
+ * first maximum is v*; prob = (P[v*], P[v*] - max_{v != v*} P[v]). */
+__kernel void nf_bucket_route(__global const float * means, __global float * R, long R_off,
+                              int nb, int E, int SH, float scale,
+                              __global int * sel, long sel_off, __global float * prob, long prob_off)
+{
+    const int u  = get_global_id(0);
+    const int sh = get_global_id(1);
+    if (u >= nb || sh >= SH) {
+        return;
+    }
+    __global const float * qb = means + ((long)sh * nb + u) * E;
+    __global const float * kb = means + (long)(SH + sh) * nb * E;
+    __global float * Rr = R + R_off + ((long)sh * nb + u) * nb;
+    for (int v = 0; v < nb; v++) {
+        float d = 0.0f;
+        for (int e = 0; e < E; e++) {
+            d += qb[e] * kb[(long)v * E + e];
+        }
+        Rr[v] = d * scale;
+    }
+    float mx = Rr[0];
+    for (int v = 1; v < nb; v++) {
+        mx = Rr[v] > mx ? Rr[v] : mx;
+    }
+    float sum = 0.0f;
+    for (int v = 0; v < nb; v++) {
+        const float p = NF_EXP(Rr[v] - mx);
+        Rr[v] = p;
+        sum += p;
+    }
+    int best = 0;
+    for (int v = 0; v < nb; v++) {
+        Rr[v] = NF_DIV(Rr[v], sum);
+        if (Rr[v] > Rr[best]) {
+            best = v;
+        }
+    }
+    float second = 0.0f;
+    int have2 = 0;
+    for (int v = 0; v < nb; v++) {
+        if (v == best) {
+            continue;
+        }
+        if (!have2 || Rr[v] > second) {
+            second = Rr[v];
+        }
+        have2 = 1;
+    }
+    const long i = (long)sh * nb + u;
+    const float pb = Rr[best];
+    sel[sel_off + i] = best;
+    prob[prob_off + 2 * i]     = pb;
+    prob[prob_off + 2 * i + 1] = have2 ? pb - second : 0.0f;
+}
+
+/* dim 0: he = h*E + e < W (= H*E); dim 1: j < 2*B; dim 2: su = s*nb + u < n_su.
+ * kcat/vcat row j of (s, u): j < B the (clamped) selected bucket v* scaled by
+ * prob[0] (vcat from k when reuse_keys), else the query's own bucket. */
+__kernel void nf_bucket_gather(__global const float * k, long k_off,
+                               __global const float * v, long v_off,
+                               __global const int * sel, long sel_off,
+                               __global const float * prob, long prob_off,
+                               __global float * kc, long kc_off,
+                               __global float * vc, long vc_off,
+                               long kv_ss, long kv_gs, int nb, int B, int H, int E, int reuse_keys, int n_su)
+{
+    const int he = get_global_id(0);
+    const int j  = get_global_id(1);
+    const int su = get_global_id(2);
+    const int W  = H * E;
+    if (he >= W || j >= 2 * B || su >= n_su) {
+        return;
+    }
+    const long s = su / nb;
+    const int  u = su % nb;
+    const int  h = he / E;
+    const long i = (s * H + h) * nb + u;
+    const long d = ((long)su * 2 * B + j) * W + he;
+    if (j < B) {
+        int vs = sel[sel_off + i];
+        vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
+        const float pu = prob[prob_off + 2 * i];
+        const long  rs = s * kv_gs + ((long)vs * B + j) * kv_ss + he;
+        const float kk = k[k_off + rs];
+        kc[kc_off + d] = pu * kk;
+        vc[vc_off + d] = pu * (reuse_keys ? kk : v[v_off + rs]);
+    } else {
+        const long ro = s * kv_gs + ((long)u * B + (j - B)) * kv_ss + he;
+        kc[kc_off + d] = k[k_off + ro];
+        vc[vc_off + d] = v[v_off + ro];
+    }
+}

@@ -1,5 +1,7 @@
 /*
- * opencl-gemm.c -- LINEAR on the OpenCL backend.
+ * opencl-gemm.c -- LINEAR and CONV1D on the OpenCL backend.
+ *
+ * CONV1D is im2col + this GEMM (see nf__cl_op_conv1d at the end).
  *
  * LINEAR's GEMM: CLBlast SGEMM (when built with it, NF_HAVE_CLBLAST) followed
  * by our epilogue kernel (bias, GELU, accumulate), or our own tiled kernel
@@ -124,6 +126,34 @@ static const char * clblast_status_name(CLBlastStatusCode s) {
     }
 }
 
+/* C[c_off + r*N + o] = sum_k A[a_off + r*lda + k] * B[b_off + o*K + k] for r < M, o < N:
+ * CLBlast SGEMM (RowMajor, NoTrans, Trans, beta = 0), its temporary buffer in gemm_tmp */
+static int clblast_gemm(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,
+                        size_t c_off, size_t M, size_t N, size_t K, nf_err * err) {
+    size_t need = 0;
+    CLBlastStatusCode st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, M,
+                                                      N, K, a_off, lda, b_off, K, c_off, N, &c->queue, &need);
+    if (st != CLBlastSuccess) {
+        return nf__err_set(err, NF_ERR_DEVICE, "%s: CLBlastSGemmTempBufferSize(m=%zu n=%zu k=%zu): %s (%d)", c->name, M,
+                           N, K, clblast_status_name(st), (int) st);
+    }
+    if (need > 0) {
+        int rr = nf__cl_reserve_buffer(c, &c->gemm_tmp, &c->gemm_tmp_size, need, "CLBlast temp", err);
+        if (rr != NF_OK) {
+            return rr;
+        }
+    }
+    st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, M, N, K, 1.0f, A,
+                                    a_off, lda, B, b_off, K, 0.0f, C, c_off, N, &c->queue, NULL,
+                                    c->gemm_tmp ? c->gemm_tmp : C);
+    if (st != CLBlastSuccess) {
+        return nf__err_set(err, (int) st > -1000 ? cl_rc_code((cl_int) st) : NF_ERR_DEVICE,
+                           "%s: CLBlastSgemm(m=%zu n=%zu k=%zu): %s (%d)", c->name, M, N, K, clblast_status_name(st),
+                           (int) st);
+    }
+    return NF_OK;
+}
+
 /* raw products of a chunk of rows into scratch (ldc = n), then the epilogue */
 #define NF_CL_GEMM_CHUNK_BYTES ((size_t) 64 << 20)
 
@@ -145,28 +175,8 @@ static int op_linear_clblast(nf_backend * be, const nf_op * op, nf_err * err) {
     for (size_t r0 = 0; r0 < M; r0 += mc) {
         const size_t rows = M - r0 < mc ? M - r0 : mc;
         const size_t a_off = (size_t) toff(x) + r0 * (size_t) p->ldx;
-        size_t need = 0;
-        CLBlastStatusCode st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo,
-                                                          CLBlastTransposeYes, rows, N, K, a_off, (size_t) p->ldx,
-                                                          (size_t) toff(W), K, 0, N, &c->queue, &need);
-        if (st != CLBlastSuccess) {
-            return nf__err_set(err, NF_ERR_DEVICE, "%s: CLBlastSGemmTempBufferSize(m=%zu n=%zu k=%zu): %s (%d)",
-                               c->name, rows, N, K, clblast_status_name(st), (int) st);
-        }
-        if (need > 0) {
-            int rr = nf__cl_reserve_buffer(c, &c->gemm_tmp, &c->gemm_tmp_size, need, "CLBlast temp", err);
-            if (rr != NF_OK) {
-                return rr;
-            }
-        }
-        st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, rows, N, K,
-                                        1.0f, tmem(x), a_off, (size_t) p->ldx, tmem(W), (size_t) toff(W), K, 0.0f,
-                                        c->scratch, 0, N, &c->queue, NULL, c->gemm_tmp ? c->gemm_tmp : c->scratch);
-        if (st != CLBlastSuccess) {
-            return nf__err_set(err, (int) st > -1000 ? cl_rc_code((cl_int) st) : NF_ERR_DEVICE,
-                               "%s: CLBlastSgemm(m=%zu n=%zu k=%zu): %s (%d)", c->name, rows, N, K,
-                               clblast_status_name(st), (int) st);
-        }
+        NF_TRY(clblast_gemm(c, tmem(x), a_off, (size_t) p->ldx, tmem(W), (size_t) toff(W), c->scratch, 0, rows, N, K,
+                            err));
         const size_t ls[2] = {64, 1};
         const size_t gs[2] = {N, rows};
         NF_TRY(LAUNCH(c, K_LINEAR_EPILOGUE, 2, gs, ls, err, KMEM(c->scratch), KMEM(tmem(bias)), KLONG(toff(bias)),
@@ -197,4 +207,91 @@ int nf__cl_op_linear(nf_backend * be, const nf_op * op, nf_err * err) {
                   KLONG(toff(W)), KMEM(tmem(bias)), KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y)),
                   KLONG(p->ldy), KINT(p->m), KINT(p->n), KINT(p->k), KINT(p->act == NF_ACT_GELU),
                   KINT(p->accumulate != 0));
+}
+
+/* ---- CONV1D: im2col + the GEMM ------------------------------------------------------- */
+
+/* The raw sums of one row block, C[c_off + r*N + o] = sum_k A[a_off + r*lda + k] *
+ * B[b_off + o*K + k]: the GEMM LINEAR uses (CLBlast, or nf_linear without bias,
+ * activation or accumulation, so that t = sum exactly). */
+static int gemm_raw(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,
+                    size_t c_off, size_t M, size_t N, size_t K, nf_err * err) {
+#ifdef NF_HAVE_CLBLAST
+    if (c->use_clblast) {
+        return clblast_gemm(c, A, a_off, lda, B, b_off, C, c_off, M, N, K, err);
+    }
+#endif
+    const struct nf_cl_lin_geo * g = &c->lin;
+    const size_t ls[2] = {(size_t) g->wx, (size_t) g->wy};
+    const size_t gs[2] = {(N + g->tn - 1) / g->tn * g->wx, (M + g->tm - 1) / g->tm * g->wy};
+    return LAUNCH(c, K_LINEAR, 2, gs, ls, err, KMEM(A), KLONG(a_off), KLONG(lda), KMEM(B), KLONG(b_off), KMEM(B),
+                  KLONG(b_off), KINT(0), KMEM(C), KLONG(c_off), KLONG(N), KINT(M), KINT(N), KINT(K), KINT(0), KINT(0));
+}
+
+bool nf__cl_sup_conv1d(nf_backend * be, const nf_op * op) {
+    struct nf_cl * c = be->ctx;
+    const struct nf_conv1d_params * p = &op->p.conv1d;
+    if (op->n_src < 2 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[1]) || !is_f32(&op->dst[0]) ||
+        (op->n_src >= 3 && !is_f32(&op->src[2]))) {
+        return false;
+    }
+    /* rows (n_seq*len), channels and im2col width in int */
+    return fits_int(p->n_seq) && fits_int(p->len) && fits_int(p->n_seq * p->len) && fits_int(p->cin) &&
+           fits_int(p->cout) && fits_int(p->ksize) && fits_int(p->cin * p->ksize) &&
+           (c->use_clblast || c->kwg[K_LINEAR] >= (size_t) c->lin.wx * c->lin.wy);
+}
+
+/* scratch of one CONV1D launch (Wt, one im2col block, its GEMM output): at
+ * most this much where the rows allow (SpTransformer's widest layer, 128
+ * channels x 21 taps, fits 23,800 positions: a whole sequence per GEMM) */
+#define NF_CL_CONV_CHUNK_BYTES ((size_t) 256 << 20)
+#define NF_CL_CONV_ALIGN       ((size_t) 64) /* region starts in scratch, in floats */
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* y (+)= bias + conv(x, W): W permuted tap-major into scratch once (Wt, (cout,
+ * ksize*cin)), then per block of rows of the flattened (sequence, position)
+ * index: im2col of the block into scratch, the GEMM col · Wtᵀ into scratch,
+ * and the epilogue y = y + (sum + bias) (the cpu reference's rounding). */
+int nf__cl_op_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const struct nf_conv1d_params * p = &op->p.conv1d;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * W = &op->src[1];
+    const int has_bias = op->n_src >= 3 && has_tensor(&op->src[2]);
+    const nf_tensor * bias = has_bias ? &op->src[2] : W; /* any valid buffer when absent */
+    const nf_tensor * y = &op->dst[0];
+    const size_t rows = (size_t) p->n_seq * (size_t) p->len;
+    if (rows == 0) {
+        return NF_OK;
+    }
+    const size_t cin = (size_t) p->cin, cout = (size_t) p->cout, K = (size_t) p->ksize, KC = cin * K;
+    const size_t nw = round_up(cout * KC, NF_CL_CONV_ALIGN);
+    size_t budget = NF_CL_CONV_CHUNK_BYTES < c->max_alloc ? NF_CL_CONV_CHUNK_BYTES : (size_t) c->max_alloc;
+    budget /= sizeof(float);
+    size_t mc = budget > nw + NF_CL_CONV_ALIGN ? (budget - nw - NF_CL_CONV_ALIGN) / (KC + cout) : 0;
+    mc = mc < 1 ? 1 : mc > rows ? rows : mc;
+    const size_t col_off = nw;
+    const size_t tmp_off = nw + round_up(mc * KC, NF_CL_CONV_ALIGN);
+    NF_TRY(nf__cl_ensure_scratch(c, (tmp_off + mc * cout) * sizeof(float), err));
+
+    const size_t l1[1] = {64};
+    const size_t gw[1] = {cout * KC};
+    NF_TRY(LAUNCH(c, K_CONV1D_WPERM, 1, gw, l1, err, KMEM(tmem(W)), KLONG(toff(W)), KMEM(c->scratch), KLONG(0),
+                  KINT(cin), KINT(K), KLONG(cout * KC)));
+    const size_t li[2] = {KC >= 64 ? 64 : KC, 1};
+    const size_t le[2] = {cout >= 64 ? 64 : cout, 1};
+    for (size_t r0 = 0; r0 < rows; r0 += mc) {
+        const size_t nr = rows - r0 < mc ? rows - r0 : mc;
+        const size_t gi[2] = {KC, nr};
+        NF_TRY(LAUNCH(c, K_CONV1D_IM2COL, 2, gi, li, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KLONG(p->x_gs),
+                      KMEM(c->scratch), KLONG(col_off), KINT(r0), KINT(nr), KINT(p->len), KINT(cin), KINT(KC),
+                      KLONG(p->dilation), KLONG(p->pad)));
+        NF_TRY(gemm_raw(c, c->scratch, col_off, KC, c->scratch, 0, c->scratch, tmp_off, nr, cout, KC, err));
+        const size_t ge[2] = {cout, nr};
+        NF_TRY(LAUNCH(c, K_CONV1D_EPILOGUE, 2, ge, le, err, KMEM(c->scratch), KLONG(tmp_off), KMEM(tmem(bias)),
+                      KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->y_gs),
+                      KINT(r0), KINT(nr), KINT(p->len), KINT(cout), KINT(p->accumulate != 0)));
+    }
+    return NF_OK;
 }

@@ -6,7 +6,7 @@
  *   opencl.c          device enumeration, init / free, listing, the vtable
  *   opencl-buffers.c  device buffers, upload / download, scratch
  *   opencl-program.c  program build from the embedded kernels.cl + binary cache
- *   opencl-gemm.c     LINEAR: the GEMM choice, CLBlast or the built-in kernel
+ *   opencl-gemm.c     LINEAR and CONV1D: the GEMM choice, CLBlast or the built-in kernel
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
  */
 #ifndef NF_OPENCL_IMPL_H
@@ -70,7 +70,13 @@ static inline int cl_rc_code(cl_int e) {
     X(K_LABEL_MASK, "nf_label_mask")                                                \
     X(K_LAYER_NORM, "nf_layer_norm")                                                \
     X(K_LINEAR, "nf_linear") X(K_LINEAR_EPILOGUE, "nf_linear_epilogue")             \
-    X(K_ATTENTION, "nf_attention")
+    X(K_ATTENTION, "nf_attention")                                                  \
+    X(K_CONV1D_WPERM, "nf_conv1d_wperm") X(K_CONV1D_IM2COL, "nf_conv1d_im2col")     \
+    X(K_CONV1D_EPILOGUE, "nf_conv1d_epilogue")                                      \
+    X(K_BATCH_NORM, "nf_batch_norm") X(K_FILL, "nf_fill")                           \
+    X(K_AXIAL_POS, "nf_axial_pos")                                                  \
+    X(K_BUCKET_MEANS, "nf_bucket_means") X(K_BUCKET_ROUTE, "nf_bucket_route")       \
+    X(K_BUCKET_GATHER, "nf_bucket_gather")
 /* clang-format on */
 
 enum {
@@ -141,6 +147,8 @@ int nf__cl_build_program(struct nf_cl * c, const char * opts, char * dev_name, c
 int nf__cl_choose_gemm(struct nf_cl * c, nf_err * err);
 bool nf__cl_sup_linear(nf_backend * be, const nf_op * op);
 int nf__cl_op_linear(nf_backend * be, const nf_op * op, nf_err * err);
+bool nf__cl_sup_conv1d(nf_backend * be, const nf_op * op);
+int nf__cl_op_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 
 /* opencl-ops.c */
 extern const struct nf_kernel nf__cl_kernels[NF_OP_COUNT];

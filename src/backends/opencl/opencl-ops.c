@@ -1,6 +1,6 @@
 /*
  * opencl-ops.c -- the OpenCL backend's kernel launch, the per-op limits and
- * host launchers, and the kernel table (LINEAR is in opencl-gemm.c).
+ * host launchers, and the kernel table (LINEAR and CONV1D are in opencl-gemm.c).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "opencl-impl.h"
@@ -96,6 +96,46 @@ static bool sup_attention(nf_backend * be, const nf_op * op) {
            is_f32(&op->dst[0]) && p->head_dim >= 1 && p->head_dim <= NF_CL_ATTN_MAX_HD && p->lk >= 1 &&
            fits_int(p->lq) && fits_int(p->lk) && fits_int(p->n_heads) && fits_int(p->n_groups) &&
            c->kwg[K_ATTENTION] >= NF_CL_ATTN_WG;
+}
+
+static bool sup_batch_norm(nf_backend * be, const nf_op * op) {
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    if (op->n_src < 5 || op->n_dst < 1 || !is_f32(&op->dst[0])) {
+        return false;
+    }
+    for (int i = 0; i < 5; i++) {
+        if (!is_f32(&op->src[i])) {
+            return false;
+        }
+    }
+    return fits_int(p->c) && p->m >= 0;
+}
+
+static bool sup_fill(nf_backend * be, const nf_op * op) {
+    const struct nf_fill_params * p = &op->p.fill;
+    return op->n_dst >= 1 && is_f32(&op->dst[0]) && fits_int(p->m) && fits_int(p->k);
+}
+
+static bool sup_axial_pos(nf_backend * be, const nf_op * op) {
+    const struct nf_axial_pos_params * p = &op->p.axial_pos;
+    return op->n_src >= 2 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->dst[0]) &&
+           fits_int(p->dim);
+}
+
+static bool is_i32(const nf_tensor * t) { return has_tensor(t) && t->type == NF_I32 && t->offs % sizeof(int32_t) == 0; }
+
+static bool sup_bucket_route(nf_backend * be, const nf_op * op) {
+    const struct nf_bucket_route_params * p = &op->p.bucket_route;
+    return op->n_src >= 2 && op->n_dst >= 2 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_i32(&op->dst[0]) &&
+           is_f32(&op->dst[1]) && fits_int(p->n_buckets) && fits_int(p->bucket) && fits_int(p->head_dim) &&
+           fits_int(p->n_heads) && fits_int(2 * p->n_seq * p->n_heads);
+}
+
+static bool sup_bucket_gather(nf_backend * be, const nf_op * op) {
+    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
+    return op->n_src >= 4 && op->n_dst >= 2 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_i32(&op->src[2]) &&
+           is_f32(&op->src[3]) && is_f32(&op->dst[0]) && is_f32(&op->dst[1]) && fits_int(p->n_buckets) &&
+           fits_int(2 * p->bucket) && fits_int(p->n_heads * p->head_dim) && fits_int(p->n_seq * p->n_buckets);
 }
 
 /* ---- compute ------------------------------------------------------------------------ */
@@ -238,9 +278,106 @@ static int op_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                   KLONG(p->o_ss), KFLT(p->scale));
 }
 
+static int op_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * w = &op->src[1];
+    const nf_tensor * b = &op->src[2];
+    const nf_tensor * mean = &op->src[3];
+    const nf_tensor * var = &op->src[4];
+    const nf_tensor * y = &op->dst[0];
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    const size_t ls[2] = {p->c >= 64 ? 64 : (size_t) p->c, 1};
+    const size_t gs[2] = {(size_t) p->c, ((size_t) p->m + NF_CL_BN_ROWS - 1) / NF_CL_BN_ROWS};
+    return LAUNCH(c, K_BATCH_NORM, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(w)),
+                  KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(mean)), KLONG(toff(mean)), KMEM(tmem(var)),
+                  KLONG(toff(var)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->m), KINT(p->c), KFLT(p->eps),
+                  KINT(p->relu != 0));
+}
+
+static int op_fill(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * y = &op->dst[0];
+    const struct nf_fill_params * p = &op->p.fill;
+    const size_t ls[2] = {p->k >= 64 ? 64 : (size_t) p->k, 1};
+    const size_t gs[2] = {(size_t) p->k, (size_t) p->m};
+    return LAUNCH(c, K_FILL, 2, gs, ls, err, KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ld), KINT(p->m), KINT(p->k),
+                  KFLT(p->value));
+}
+
+static int op_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * e0 = &op->src[0];
+    const nf_tensor * e1 = &op->src[1];
+    const nf_tensor * x = &op->dst[0];
+    const struct nf_axial_pos_params * p = &op->p.axial_pos;
+    const int64_t n_rows = p->n_seq * p->len;
+    const size_t ls[2] = {p->dim >= 64 ? 64 : (size_t) p->dim, 1};
+    const size_t gs[2] = {(size_t) p->dim, (size_t) n_rows};
+    return LAUNCH(c, K_AXIAL_POS, 2, gs, ls, err, KMEM(tmem(e0)), KLONG(toff(e0)), KMEM(tmem(e1)), KLONG(toff(e1)),
+                  KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ld), KLONG(p->gs), KLONG(n_rows), KLONG(p->len), KLONG(p->n1),
+                  KINT(p->dim));
+}
+
+/* bucket means of q and k into scratch (2*SH, nb, E), then one work-item per
+ * (sequence, head, bucket) for its score row (scratch, after the means) and
+ * softmax */
+static int op_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * q = &op->src[0];
+    const nf_tensor * k = &op->src[1];
+    const nf_tensor * sel = &op->dst[0];
+    const nf_tensor * prob = &op->dst[1];
+    const struct nf_bucket_route_params * p = &op->p.bucket_route;
+    const size_t SH = (size_t) (p->n_seq * p->n_heads), nb = (size_t) p->n_buckets, E = (size_t) p->head_dim;
+    if (SH == 0) {
+        return NF_OK;
+    }
+    const size_t r_off = 2 * SH * nb * E;
+    NF_TRY(nf__cl_ensure_scratch(c, (r_off + SH * nb * nb) * sizeof(float), err));
+    const size_t lm[3] = {E >= 64 ? 64 : E, 1, 1};
+    const size_t gm[3] = {E, nb, 2 * SH};
+    NF_TRY(LAUNCH(c, K_BUCKET_MEANS, 3, gm, lm, err, KMEM(tmem(q)), KLONG(toff(q)), KLONG(p->q_ss), KLONG(p->q_gs),
+                  KMEM(tmem(k)), KLONG(toff(k)), KLONG(p->k_ss), KLONG(p->k_gs), KMEM(c->scratch), KINT(nb),
+                  KINT(p->bucket), KINT(p->n_heads), KINT(E), KINT(SH)));
+    const size_t lr[2] = {nb >= 64 ? 64 : nb, 1};
+    const size_t gr[2] = {nb, SH};
+    return LAUNCH(c, K_BUCKET_ROUTE, 2, gr, lr, err, KMEM(c->scratch), KMEM(c->scratch), KLONG(r_off), KINT(nb),
+                  KINT(E), KINT(SH), KFLT(p->scale), KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)),
+                  KLONG(toff(prob)));
+}
+
+static int op_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * k = &op->src[0];
+    const nf_tensor * v = &op->src[1];
+    const nf_tensor * sel = &op->src[2];
+    const nf_tensor * prob = &op->src[3];
+    const nf_tensor * kc = &op->dst[0];
+    const nf_tensor * vc = &op->dst[1];
+    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
+    const size_t W = (size_t) (p->n_heads * p->head_dim), n_su = (size_t) (p->n_seq * p->n_buckets);
+    const size_t ls[3] = {W >= 64 ? 64 : W, 1, 1};
+    const size_t gs[3] = {W, (size_t) (2 * p->bucket), n_su};
+    return LAUNCH(c, K_BUCKET_GATHER, 3, gs, ls, err, KMEM(tmem(k)), KLONG(toff(k)), KMEM(tmem(v)), KLONG(toff(v)),
+                  KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)), KLONG(toff(prob)), KMEM(tmem(kc)),
+                  KLONG(toff(kc)), KMEM(tmem(vc)), KLONG(toff(vc)), KLONG(p->kv_ss), KLONG(p->kv_gs),
+                  KINT(p->n_buckets), KINT(p->bucket), KINT(p->n_heads), KINT(p->head_dim), KINT(p->reuse_keys != 0),
+                  KINT(n_su));
+}
+
 const struct nf_kernel nf__cl_kernels[NF_OP_COUNT] = {
-    [NF_OP_QUANTILE] = {op_quantile, sup_quantile},       [NF_OP_BUCKETIZE_NORM] = {op_bucketize, sup_bucketize},
-    [NF_OP_EMBED_FEATURES] = {op_embed, sup_embed},       [NF_OP_LABEL_TOKENS] = {op_label, sup_label},
-    [NF_OP_LAYER_NORM] = {op_layer_norm, sup_layer_norm}, [NF_OP_LINEAR] = {nf__cl_op_linear, nf__cl_sup_linear},
+    [NF_OP_QUANTILE] = {op_quantile, sup_quantile},
+    [NF_OP_BUCKETIZE_NORM] = {op_bucketize, sup_bucketize},
+    [NF_OP_EMBED_FEATURES] = {op_embed, sup_embed},
+    [NF_OP_LABEL_TOKENS] = {op_label, sup_label},
+    [NF_OP_LAYER_NORM] = {op_layer_norm, sup_layer_norm},
+    [NF_OP_LINEAR] = {nf__cl_op_linear, nf__cl_sup_linear},
     [NF_OP_ATTENTION] = {op_attention, sup_attention},
+    [NF_OP_CONV1D] = {nf__cl_op_conv1d, nf__cl_sup_conv1d},
+    [NF_OP_BATCH_NORM] = {op_batch_norm, sup_batch_norm},
+    [NF_OP_FILL] = {op_fill, sup_fill},
+    [NF_OP_AXIAL_POS] = {op_axial_pos, sup_axial_pos},
+    [NF_OP_BUCKET_ROUTE] = {op_bucket_route, sup_bucket_route},
+    [NF_OP_BUCKET_GATHER] = {op_bucket_gather, sup_bucket_gather},
 };
