@@ -129,6 +129,55 @@ struct nf_cli_stats {
 };
 void nf_cli_stats(double * v, int n, struct nf_cli_stats * s);
 
+/* ---- SpTransformer's sequence inputs (seq-input.c) ------------------------------- */
+struct nf_cli_seq {
+    int64_t B, L;  /* sequences, tokens each (flanks included)        */
+    int8_t * ids;  /* B x L ids: A=0 C=1 G=2 T/U=3 N=4                 */
+    int pad;       /* 1: nofall added the flanks (--context pad)       */
+    int64_t flank; /* N added on each side (0 for --context given)     */
+    char source[32];
+};
+void nf_cli_seq_free(struct nf_cli_seq * s);
+int nf_cli_seq_id(int c); /* a nucleotide letter's id, -1 if none */
+int nf_cli_seq_seeded(struct nf_cli_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err * err);
+int nf_cli_seq_string(struct nf_cli_seq * s, const char * text, int pad, int64_t context, nf_err * err);
+int nf_cli_seq_npy(struct nf_cli_seq * s, const char * path, int pad, int64_t context, nf_err * err);
+int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * region, int pad, int64_t context,
+                     nf_err * err);
+
+/* ---- shared by `run` of every model (run-common.c) ------------------------------------ */
+/* where things were measured to be, after a forward */
+struct nf_run_meas {
+    struct nf_placement pl;
+    char model_dev[32];
+    struct nf_trace_totals tot;
+    int fallback;
+};
+int nf_run_measure(const nf_model * m, const nf_backend * be, struct nf_run_meas * r, nf_err * err);
+/* report.json's common members (version, model, config, device, precision) */
+struct cJSON;
+void nf_run_report_common(struct cJSON * rep, const char * model_path, const nf_model * m, const nf_backend * be);
+/* the markers: into report.json's "markers" object, and on stdout */
+void nf_run_markers_json(struct cJSON * rep, const struct nf_run_meas * r, const char * shape, const char * classes,
+                         int finite, double wall_ms);
+void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, const char * shape, const char * classes,
+                          int finite, double wall_ms);
+/* --trace must not replace an input, the model, --out or an artifact;
+ * in_out: its name when it is inside --out (then part of the set) */
+int nf_run_check_trace(const char * trace, const char * model, const char * const * inputs,
+                       const char * const * input_flags, int n_inputs, const struct nf_outset * os,
+                       const char * const * artifacts, int n_artifacts, char * in_out, size_t n, nf_err * err);
+/* write the trace (into the set, or to its own file) */
+int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+                  struct nf_outset * os, nf_err * err);
+/* after the markers: stdout must have taken them; then swap the set in */
+int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+                  nf_err * err);
+/* the SpTransformer run (cmd-run-spt.c); argv as nf_cmd_run's */
+int nf_cmd_run_spt(int argc, char ** argv);
+/* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */
+void nf_cli_model_type(const char * model, char * out, size_t n);
+
 /* the commands */
 int nf_cmd_run(int argc, char ** argv);
 int nf_cmd_verify(int argc, char ** argv);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char * const nf_run_artifacts[] = {
     "support_x.npy", "support_y.npy", "query_x.npy", "logits.npy", "class_ids.npy", "report.json",
@@ -139,51 +140,6 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
     return 1;
 }
 
-/* --trace must not replace what the run reads or writes */
-static int nf_run_check_trace(const struct nf_run_opts * o, const struct nf_outset * os, char * in_out, size_t n,
-                              nf_err * err) {
-    char e[1024], p[4096];
-    in_out[0] = '\0';
-    if (!o->trace) return NF_OK;
-    if (!o->trace[0]) return nf__err_set(err, NF_ERR_ARG, "--trace needs a file name, got ''");
-    nf__esc(e, sizeof(e), o->trace);
-    const char * inputs[3] = {o->sx, o->sy, o->qx};
-    const char * flags[3] = {"--support-x", "--support-y", "--query-x"};
-    for (int i = 0; i < 3; i++) {
-        if (inputs[i] && nf_cli_same_file(o->trace, inputs[i])) {
-            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the input %s: refused (it would be overwritten)", e,
-                               flags[i]);
-        }
-    }
-    static const char * const model_files[] = {"config.json", "model.safetensors"};
-    for (int i = 0; i < 2; i++) {
-        nf__path_join(p, sizeof(p), o->model, model_files[i]);
-        if (nf_cli_same_file(o->trace, p)) {
-            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the model's %s: refused (it would be overwritten)", e,
-                               model_files[i]);
-        }
-    }
-    char c[4096];
-    if (nf_cli_canonical(o->trace, c, sizeof(c)) == 0 && (strcmp(c, os->out) == 0 || strcmp(c, os->lock) == 0)) {
-        return nf__err_set(err, NF_ERR_ARG, "--trace %s is --out or its lock: refused", e);
-    }
-    char name[4096];
-    if (nf_outset_inside(os, o->trace, name, sizeof(name))) {
-        for (size_t i = 0; i < NF_RUN_N_ARTIFACTS; i++) {
-            if (strcmp(name, nf_run_artifacts[i]) == 0) {
-                return nf__err_set(err, NF_ERR_ARG,
-                                   "--trace %s is the artifact %s of --out: refused (the trace would replace it)", e,
-                                   nf_run_artifacts[i]);
-            }
-        }
-        if (strchr(name, '/'))
-            return nf__err_set(err, NF_ERR_ARG, "--trace %s: inside a subdirectory of --out, which holds only files",
-                               e);
-        snprintf(in_out, n, "%s", name); /* part of the new set */
-    }
-    return NF_OK;
-}
-
 static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     nf_backend * be = NULL;
     nf_model * m = NULL;
@@ -198,7 +154,11 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     int rc;
     /* --out locked and staged, --trace checked and created: before any work */
     NF_TRY(nf_outset_begin(&os, o->out, nf_run_artifacts, (int) NF_RUN_N_ARTIFACTS, err));
-    if ((rc = nf_run_check_trace(o, &os, trace_in_out, sizeof(trace_in_out), err)) != NF_OK) goto done;
+    const char * inputs[3] = {o->sx, o->sy, o->qx};
+    static const char * const input_flags[3] = {"--support-x", "--support-y", "--query-x"};
+    if ((rc = nf_run_check_trace(o->trace, o->model, inputs, input_flags, 3, &os, nf_run_artifacts,
+                                 (int) NF_RUN_N_ARTIFACTS, trace_in_out, sizeof(trace_in_out), err)) != NF_OK)
+        goto done;
     if (o->trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, o->trace, "--trace", err)) != NF_OK) goto done;
     /* the device first: an absent device fails before any work */
     if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) goto done;
@@ -207,14 +167,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     if (o->chunk_rows > 0 && (rc = nf_model_set_option(m, "chunk_rows", o->chunk_rows, err)) != NF_OK) goto done;
     int class_labels = 0;
     int64_t n_classes = 0;
-    if ((rc = nf_cli_table_model(m, &class_labels, &n_classes, err)) != NF_OK) {
-        /* not a table model: a model that cannot run at all says why in its
-         * forward (SpTransformer: not implemented yet); otherwise the table
-         * message stands (its inputs are not wired into run yet) */
-        nf_err why = {0};
-        if (nf_model_forward(m, NULL, 0, NULL, &why) == NF_ERR_UNSUPPORTED) *err = why;
-        goto done;
-    }
+    if ((rc = nf_cli_table_model(m, &class_labels, &n_classes, err)) != NF_OK) goto done;
     if (o->sx)
         rc = nf_cli_table_load(o->sx, o->sy, o->qx, class_labels, &t, err);
     else
@@ -260,15 +213,8 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     }
 
     /* placement, measured */
-    struct nf_placement pl;
-    nf_model_get_placement(m, &pl);
-    char model_dev[32];
-    if ((rc = nf_model_weights_device(m, model_dev, sizeof(model_dev), err)) != NF_OK) goto done;
-    struct nf_trace_totals tot;
-    nf_trace_totals_get(be, &tot);
-    const char * dev = nf_backend_name(be);
-    const int fallback = tot.ops_off_device > 0 || strcmp(model_dev, dev) != 0 || strcmp(pl.inputs, dev) != 0 ||
-                         strcmp(pl.outputs, dev) != 0 || strcmp(pl.ops, dev) != 0;
+    struct nf_run_meas meas;
+    if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto done;
 
     char shape[64] = "1", classes[4096] = "";
     size_t cl = 1;
@@ -284,93 +230,18 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
 
     /* report.json (temp name + rename, like everything else) */
     cJSON * rep = cJSON_CreateObject();
-    cJSON_AddStringToObject(rep, "nofall_version", NF_VERSION);
-    cJSON_AddStringToObject(rep, "model_dir", o->model);
-    cJSON_AddStringToObject(rep, "model_type", nf_model_type(m));
-    cJSON * c = cJSON_AddObjectToObject(rep, "config");
-    struct nf_config_item ci;
-    for (int i = 0; nf_model_config_item(m, i, &ci); i++) {
-        if (ci.str)
-            cJSON_AddStringToObject(c, ci.key, ci.str);
-        else
-            cJSON_AddNumberToObject(c, ci.key, (double) ci.num);
-    }
-    cJSON_AddNumberToObject(c, "n_params", (double) nf_model_n_params(m));
-    cJSON_AddStringToObject(rep, "device", dev);
-    cJSON_AddStringToObject(rep, "device_description", nf_backend_description(be));
-    cJSON_AddStringToObject(rep, "precision", nf_precision_name(nf_backend_precision(be)));
-    cJSON_AddStringToObject(rep, "precision_detail", nf_backend_precision_detail(be));
-    const char * tf32env = getenv("NVIDIA_TF32_OVERRIDE");
-    cJSON_AddStringToObject(rep, "NVIDIA_TF32_OVERRIDE", tf32env ? tf32env : "unset");
+    nf_run_report_common(rep, o->model, m, be);
     cJSON_AddStringToObject(rep, "input_source", o->sx ? "files" : "generated");
     if (!o->sx) cJSON_AddNumberToObject(rep, "seed", (double) o->seed);
-    cJSON * mk = cJSON_AddObjectToObject(rep, "markers");
-    cJSON_AddStringToObject(mk, "INPUT_DEVICE", pl.inputs);
-    cJSON_AddStringToObject(mk, "MODEL_DEVICE", model_dev);
-    cJSON_AddStringToObject(mk, "LOGITS_DEVICE", pl.outputs);
-    cJSON_AddStringToObject(mk, "OUTPUT_DEVICE", pl.ops);
-    cJSON_AddBoolToObject(mk, "CPU_FALLBACK", fallback);
-    cJSON_AddStringToObject(mk, "LOGITS_SHAPE", shape);
-    cJSON_AddStringToObject(mk, "PREDICTED_CLASS", classes);
-    cJSON_AddBoolToObject(mk, "LOGITS_FINITE", finite);
-    cJSON_AddNumberToObject(mk, "INFERENCE_WALL_MS", wall_ms);
-    cJSON_AddBoolToObject(mk, "ASSETS_VERIFIED", 1); /* or no report: the set is read back below, before the swap */
-    cJSON_AddNumberToObject(mk, "OPS_TOTAL", (double) tot.ops);
-    cJSON_AddNumberToObject(mk, "OPS_OFF_DEVICE", (double) tot.ops_off_device);
-    cJSON_AddNumberToObject(mk, "H2D_COPIES", (double) tot.h2d_copies);
-    cJSON_AddNumberToObject(mk, "D2H_COPIES", (double) tot.d2h_copies);
-    cJSON_AddNumberToObject(mk, "H2D_BYTES", (double) tot.h2d_bytes);
-    cJSON_AddNumberToObject(mk, "D2H_BYTES", (double) tot.d2h_bytes);
-    cJSON_AddNumberToObject(mk, "EXIT_CODE", 0);
+    nf_run_markers_json(rep, &meas, shape, classes, finite, wall_ms);
     nf_outset_path(&os, "report.json", p, sizeof(p));
     rc = nf__json_write_file(p, rep, err);
     cJSON_Delete(rep);
     if (rc != NF_OK) goto done;
     if ((rc = nf_run_verify_assets(os.staging, &t, out_ndim, out_shape, width, has_classes, err)) != NF_OK) goto done;
-    const int assets_verified = 1;
-    if (trace_in_out[0]) {
-        /* a trace inside --out is a member of the new set */
-        nf_outset_path(&os, trace_in_out, p, sizeof(p));
-        FILE * f = fopen(p, "wbx");
-        if (!f) {
-            rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", p, strerror(errno));
-            goto done;
-        }
-        rc = nf_cli_write_trace(be, f, o->trace, err);
-        if (fclose(f) != 0 && rc == NF_OK) rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", o->trace);
-        if (rc != NF_OK) goto done;
-    } else if (o->trace) {
-        FILE * f = nf_cli_outfile_fp(&tr);
-        if (!f) {
-            rc = nf__err_set(err, NF_ERR_IO, "%s: cannot write", o->trace);
-            goto done;
-        }
-        if ((rc = nf_cli_write_trace(be, f, o->trace, err)) != NF_OK) goto done;
-        if ((rc = nf_cli_outfile_close(&tr, err)) != NF_OK) goto done;
-    }
-
-    printf("INPUT_DEVICE=%s\n", pl.inputs);
-    printf("MODEL_DEVICE=%s\n", model_dev);
-    printf("LOGITS_DEVICE=%s\n", pl.outputs);
-    printf("OUTPUT_DEVICE=%s\n", pl.ops);
-    printf("CPU_FALLBACK=%s\n", fallback ? "true" : "false");
-    printf("LOGITS_SHAPE=%s\n", shape);
-    printf("PREDICTED_CLASS=%s\n", classes);
-    printf("LOGITS_FINITE=%s\n", finite ? "true" : "false");
-    printf("INFERENCE_WALL_MS=%.3f\n", wall_ms);
-    printf("ASSETS_VERIFIED=%s\n", assets_verified ? "true" : "false");
-    printf("OPS_TOTAL=%lld\n", (long long) tot.ops);
-    printf("OPS_OFF_DEVICE=%lld\n", (long long) tot.ops_off_device);
-    printf("H2D_COPIES=%lld\n", (long long) tot.h2d_copies);
-    printf("D2H_COPIES=%lld\n", (long long) tot.d2h_copies);
-    printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
-    /* the markers must reach stdout before the new set replaces the old */
-    if (!nf_cli_stdout_ok()) {
-        rc = nf__err_set(err, NF_ERR_IO,
-                         "standard output: the markers could not be written; the previous results are kept");
-        goto done;
-    }
-    rc = nf_outset_commit(&os, o->trace && !trace_in_out[0] ? &tr : NULL, err);
+    if ((rc = nf_run_finish(be, o->trace, trace_in_out, &tr, &os, err)) != NF_OK) goto done;
+    nf_run_markers_print(&meas, be, shape, classes, finite, wall_ms);
+    rc = nf_run_commit(&os, o->trace, trace_in_out, &tr, err);
 done:
     nf_cli_outfile_abort(&tr);
     nf_outset_end(&os);
@@ -383,6 +254,14 @@ done:
 }
 
 int nf_cmd_run(int argc, char ** argv) {
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--model") == 0) {
+            char type[64];
+            nf_cli_model_type(argv[i + 1], type, sizeof(type));
+            if (strcmp(type, "sptransformer") == 0) return nf_cmd_run_spt(argc, argv);
+            break;
+        }
+    }
     struct nf_run_opts o;
     if (!nf_run_parse(argc, argv, &o)) return 2;
     nf_cli_signals_install();

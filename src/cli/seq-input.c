@@ -1,0 +1,211 @@
+/* seq-input.c -- SpTransformer's inputs on the command line (README
+ * "SpTransformer inputs"): token ids A=0, C=1, G=2, T/U=3, N=4 from
+ *   a seeded generator (--seed, --length),
+ *   a .npy of ids (--tokens: int8/int32/int64, (L,) or (B, L)),
+ *   a string (--sequence ACGU...),
+ *   a FASTA file, whole or one region (--fasta F [--region chr:start-end],
+ *     read with htslib's faidx; the .fai is built beside F when missing),
+ * and the flank mode: `given` (the input already carries `context` nt on each
+ * side) or `pad` (nofall adds `context` N on each side). Lower case is
+ * accepted, T and U alike; any other letter is an error naming where. */
+#include "cli.h"
+#include "io/nf-io.h"
+#include "sptransformer-impl.h"
+
+#include <htslib/faidx.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void nf_cli_seq_free(struct nf_cli_seq * s) {
+    free(s->ids);
+    memset(s, 0, sizeof(*s));
+}
+
+int nf_cli_seq_id(int c) {
+    switch (c) {
+        case 'A':
+        case 'a': return 0;
+        case 'C':
+        case 'c': return 1;
+        case 'G':
+        case 'g': return 2;
+        case 'T':
+        case 't':
+        case 'U':
+        case 'u': return 3;
+        case 'N':
+        case 'n': return 4;
+        default: return -1;
+    }
+}
+
+/* B sequences of n core ids each (in core, B * n), flanked per mode */
+static int nf__seq_make(struct nf_cli_seq * s, const int8_t * core, int64_t B, int64_t n, int pad, int64_t context,
+                        nf_err * err) {
+    const int64_t f = pad ? context : 0, L = n + 2 * f;
+    if (B < 1 || n < 1) return nf__err_set(err, NF_ERR_INPUT, "the input has no sequence");
+    s->ids = malloc((size_t) (B * L));
+    if (!s->ids)
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld x %lld tokens)", (long long) B, (long long) L);
+    for (int64_t b = 0; b < B; b++) {
+        memset(s->ids + b * L, 4, (size_t) f);
+        memcpy(s->ids + b * L + f, core + b * n, (size_t) n);
+        memset(s->ids + b * L + f + n, 4, (size_t) f);
+    }
+    s->B = B;
+    s->L = L;
+    s->pad = pad;
+    s->flank = f;
+    return NF_OK;
+}
+
+int nf_cli_seq_seeded(struct nf_cli_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err * err) {
+    memset(s, 0, sizeof(*s));
+    int8_t * core = malloc((size_t) (n > 0 ? n : 1));
+    if (!core) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    nf__spt_seeded_tokens(seed, n, core);
+    int rc = nf__seq_make(s, core, 1, n, 1, context, err);
+    free(core);
+    snprintf(s->source, sizeof(s->source), "seeded");
+    return rc;
+}
+
+int nf_cli_seq_string(struct nf_cli_seq * s, const char * text, int pad, int64_t context, nf_err * err) {
+    memset(s, 0, sizeof(*s));
+    const int64_t n = (int64_t) strlen(text);
+    int8_t * core = malloc((size_t) (n > 0 ? n : 1));
+    if (!core) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        const int id = nf_cli_seq_id((unsigned char) text[i]);
+        if (id < 0) {
+            free(core);
+            char e[16];
+            return nf__err_set(err, NF_ERR_INPUT,
+                               "--sequence: position %lld is '%s', not a nucleotide (A, C, G, T, U or N, any case)",
+                               (long long) i + 1, nf__esc(e, sizeof(e), (char[]){text[i], 0}));
+        }
+        core[i] = (int8_t) id;
+    }
+    int rc = nf__seq_make(s, core, 1, n, pad, context, err);
+    free(core);
+    snprintf(s->source, sizeof(s->source), "sequence");
+    return rc;
+}
+
+int nf_cli_seq_npy(struct nf_cli_seq * s, const char * path, int pad, int64_t context, nf_err * err) {
+    memset(s, 0, sizeof(*s));
+    struct nf_npy a;
+    NF_TRY(nf__npy_read(path, &a, err));
+    int rc = NF_OK;
+    int8_t * core = NULL;
+    if (a.dtype != NF_NPY_I1 && a.dtype != NF_NPY_I4 && a.dtype != NF_NPY_I8) {
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: token ids must be int8, int32 or int64, not %s", path,
+                         nf__npy_dtype_name(a.dtype));
+        goto done;
+    }
+    if (a.ndim != 1 && a.ndim != 2) {
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: token ids must be (L,) or (B, L), not %d-dimensional", path, a.ndim);
+        goto done;
+    }
+    const int64_t B = a.ndim == 2 ? a.shape[0] : 1, n = a.shape[a.ndim - 1];
+    core = malloc((size_t) (B * n > 0 ? B * n : 1));
+    if (!core) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < B * n; i++) {
+        const int64_t v = a.dtype == NF_NPY_I1   ? ((const int8_t *) a.data)[i]
+                          : a.dtype == NF_NPY_I4 ? ((const int32_t *) a.data)[i]
+                                                 : ((const int64_t *) a.data)[i];
+        if (v < 0 || v > 4) {
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: token [%lld, %lld] is %lld, not an id (A=0 C=1 G=2 T/U=3 N=4)",
+                             path, (long long) (i / n), (long long) (i % n), (long long) v);
+            goto done;
+        }
+        core[i] = (int8_t) v;
+    }
+    rc = nf__seq_make(s, core, B, n, pad, context, err);
+    snprintf(s->source, sizeof(s->source), "tokens file");
+done:
+    free(core);
+    nf__npy_free(&a);
+    return rc;
+}
+
+/* ids of text (len n) into out; an unknown letter names record and position */
+static int nf__seq_map(const char * path, const char * name, int64_t first, const char * text, int64_t n, int8_t * out,
+                       nf_err * err) {
+    for (int64_t i = 0; i < n; i++) {
+        const int id = nf_cli_seq_id((unsigned char) text[i]);
+        if (id < 0) {
+            char e[16];
+            return nf__err_set(err, NF_ERR_INPUT,
+                               "%s: %s position %lld is '%s', not a nucleotide (A, C, G, T, U or N, any case)", path,
+                               name, (long long) (first + i), nf__esc(e, sizeof(e), (char[]){text[i], 0}));
+        }
+        out[i] = (int8_t) id;
+    }
+    return NF_OK;
+}
+
+int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * region, int pad, int64_t context,
+                     nf_err * err) {
+    memset(s, 0, sizeof(*s));
+    int fd;
+    uint64_t size;
+    NF_TRY(nf__open_regular(path, &fd, &size, err)); /* a clear message for a missing file or a directory */
+    close(fd);
+    faidx_t * fai = fai_load3(path, NULL, NULL, FAI_CREATE);
+    if (!fai) return nf__err_set(err, NF_ERR_IO, "%s: not a readable FASTA file (htslib could not index it)", path);
+    int rc = NF_OK;
+    int8_t * core = NULL;
+    int64_t B = 0, n = 0;
+    if (region) {
+        hts_pos_t len = 0;
+        char * seq = fai_fetch64(fai, region, &len);
+        if (!seq || len <= 0) {
+            rc = nf__err_set(err, NF_ERR_INPUT,
+                             "%s: region '%s' is not in the file (chr:start-end, 1-based, inclusive)", path, region);
+        } else {
+            B = 1;
+            n = len;
+            core = malloc((size_t) n);
+            if (!core)
+                rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            else
+                rc = nf__seq_map(path, region, 1, seq, n, core, err);
+        }
+        free(seq);
+    } else {
+        B = faidx_nseq(fai);
+        for (int64_t r = 0; r < B && rc == NF_OK; r++) {
+            const char * nm = faidx_iseq(fai, (int) r);
+            const int64_t len = faidx_seq_len(fai, nm);
+            if (r == 0) {
+                n = len;
+                core = malloc((size_t) (B * n > 0 ? B * n : 1));
+                if (!core) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            } else if (len != n) {
+                rc = nf__err_set(err, NF_ERR_INPUT,
+                                 "%s: record '%s' has %lld nt, the first has %lld: one forward takes sequences of one "
+                                 "length (use --region)",
+                                 path, nm, (long long) len, (long long) n);
+            }
+            if (rc != NF_OK) break;
+            hts_pos_t got = 0;
+            char * seq = faidx_fetch_seq64(fai, nm, 0, (hts_pos_t) n - 1, &got);
+            if (!seq || got != n)
+                rc = nf__err_set(err, NF_ERR_IO, "%s: record '%s' could not be read", path, nm);
+            else
+                rc = nf__seq_map(path, nm, 1, seq, n, core + r * n, err);
+            free(seq);
+        }
+        if (rc == NF_OK && B == 0) rc = nf__err_set(err, NF_ERR_INPUT, "%s: no FASTA records", path);
+    }
+    fai_destroy(fai);
+    if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, pad, context, err);
+    free(core);
+    snprintf(s->source, sizeof(s->source), "fasta");
+    return rc;
+}
