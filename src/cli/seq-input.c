@@ -157,7 +157,11 @@ int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * regi
     NF_TRY(nf__open_regular(path, &fd, &size, err)); /* a clear message for a missing file or a directory */
     close(fd);
     faidx_t * fai = fai_load3(path, NULL, NULL, FAI_CREATE);
-    if (!fai) return nf__err_set(err, NF_ERR_IO, "%s: not a readable FASTA file (htslib could not index it)", path);
+    if (!fai)
+        return nf__err_set(err, NF_ERR_IO,
+                           "%s: not a FASTA file htslib can index (faidx needs the lines of a record, all "
+                           "but its last, to have one length)",
+                           path);
     int rc = NF_OK;
     int8_t * core = NULL;
     int64_t B = 0, n = 0;
