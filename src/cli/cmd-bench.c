@@ -1,19 +1,27 @@
 /* cmd-bench.c -- `nofall bench`: synchronized per-forward timings on one
- * device. A benchmark, not a test: it prints figures and asserts nothing. */
+ * device. A benchmark, not a test: it prints figures and asserts nothing.
+ * Table models (Mitra): a seeded --support x --query x --features table.
+ * SpTransformer: --batch seeded sequences of input length --length L
+ * (flanks included: L - 2 context positions scored; default 8201, the
+ * variant-scoring window). Also the peak RSS of the process and the bytes
+ * the device allocated (weights, workspace, scratch). */
 #include "cli.h"
 #include "io/nf-io.h"
+#include "sptransformer-impl.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 int nf_cmd_bench(int argc, char ** argv) {
     const char *model = NULL, *device = "cpu", *json = NULL, *trace = NULL;
     int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
-    int64_t ns = 16, nq = 8, nf = 13;
+    int64_t ns = 16, nq = 8, nf = 13, length = 8201, batch = 1;
     uint64_t seed = 42;
-    static const char * const flags[] = {"--model",   "--device", "--json",     "--trace", "--warmup",    "--runs",
-                                         "--support", "--query",  "--features", "--seed",  "--precision", NULL};
+    static const char * const flags[] = {"--model",     "--device",  "--json",  "--trace",    "--warmup",
+                                         "--runs",      "--support", "--query", "--features", "--seed",
+                                         "--precision", "--length",  "--batch", NULL};
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;
@@ -44,6 +52,10 @@ int nf_cmd_bench(int argc, char ** argv) {
             if (!nf_cli_parse_int(a, v, 1, 1 << 24, &nq)) return 2;
         } else if (strcmp(a, "--features") == 0) {
             if (!nf_cli_parse_int(a, v, 1, 1 << 20, &nf)) return 2;
+        } else if (strcmp(a, "--length") == 0) {
+            if (!nf_cli_parse_int(a, v, 1, 1 << 24, &length)) return 2;
+        } else if (strcmp(a, "--batch") == 0) {
+            if (!nf_cli_parse_int(a, v, 1, 1 << 16, &batch)) return 2;
         } else if (strcmp(a, "--seed") == 0) {
             if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 2;
             seed = (uint64_t) n;
@@ -95,26 +107,58 @@ int nf_cmd_bench(int argc, char ** argv) {
     }
     if (rc == NF_OK) rc = nf_cli_backend_init(device, precision, &be, &err);
     if (rc == NF_OK) rc = nf_model_load(be, model, &m, &err);
-    int cls = 0, width = 0, out_ndim = 0;
-    int64_t n_classes = 0, out_shape[NF_ARRAY_MAX_DIMS];
-    if (rc == NF_OK) rc = nf_cli_table_model(m, &cls, &n_classes, &err);
-    if (rc == NF_OK)
-        rc = nf_cli_table_generate(seed, ns, nq, nf, cls, cls ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t, &err);
-    if (rc == NF_OK) rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, &err);
+    int cls = 0, width = 0, out_ndim = 0, n_in = NF_CLI_TABLE_INPUTS;
+    int64_t n_classes = 0, out_shape[NF_ARRAY_MAX_DIMS], n_out = 0;
+    struct nf_array in[NF_CLI_TABLE_INPUTS];
+    int64_t * tokens = NULL;
+    char case_name[96] = "";
+    const int spt = rc == NF_OK && strcmp(nf_model_type(m), "sptransformer") == 0;
+    if (spt) {
+        /* batch seeded sequences (seeds seed, seed+1, ...), N flanks of context_len */
+        int64_t context = 0;
+        struct nf_config_item ci;
+        for (int i = 0; nf_model_config_item(m, i, &ci); i++)
+            if (strcmp(ci.key, "context_len") == 0) context = ci.num;
+        tokens = malloc((size_t) (batch * length) * sizeof(int64_t));
+        int8_t * core = malloc((size_t) length);
+        if (!tokens || !core) rc = nf__err_set(&err, NF_ERR_NOMEM, "out of memory");
+        for (int64_t b = 0; rc == NF_OK && b < batch; b++) {
+            const int64_t n = length - 2 * context > 0 ? length - 2 * context : 0;
+            nf__spt_seeded_tokens(seed + (uint64_t) b, n, core);
+            for (int64_t i = 0; i < length; i++) {
+                const int64_t j = i - context;
+                tokens[b * length + i] = j >= 0 && j < n ? core[j] : 4;
+            }
+        }
+        free(core);
+        in[0] = (struct nf_array){"tokens", NF_ARRAY_I64, 2, {batch, length}, tokens};
+        n_in = 1;
+        if (rc == NF_OK) rc = nf_model_output_shape(m, in, 1, &out_ndim, out_shape, &err);
+        n_out = out_shape[0] * out_shape[1] * out_shape[2];
+        snprintf(case_name, sizeof(case_name), "batch=%lld length=%lld", (long long) batch, (long long) length);
+    } else {
+        if (rc == NF_OK) rc = nf_cli_table_model(m, &cls, &n_classes, &err);
+        if (rc == NF_OK)
+            rc = nf_cli_table_generate(seed, ns, nq, nf, cls, cls ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t,
+                                       &err);
+        if (rc == NF_OK) rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, &err);
+        n_out = nq * width;
+        nf_cli_table_arrays(&t, in);
+        snprintf(case_name, sizeof(case_name), "%lldx%lldx%lld", (long long) ns, (long long) nq, (long long) nf);
+    }
     if (rc == NF_OK) {
-        logits = malloc((size_t) (nq * width) * sizeof(float));
+        logits = malloc((size_t) n_out * sizeof(float));
         if (!logits || !ms) rc = nf__err_set(&err, NF_ERR_NOMEM, "out of memory");
     }
-    struct nf_array in[NF_CLI_TABLE_INPUTS];
-    nf_cli_table_arrays(&t, in);
-    for (int i = 0; rc == NF_OK && i < warmup; i++) rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, &err);
-    struct nf_trace_totals tot = {0};
+    for (int i = 0; rc == NF_OK && i < warmup; i++) rc = nf_model_forward(m, in, n_in, logits, &err);
+    struct nf_trace_totals tot = {0}, setup = {0};
+    if (rc == NF_OK) nf_trace_totals_get(be, &setup); /* weights + workspace allocations */
     if (rc == NF_OK) nf_trace_reset(be, 0);
     for (int i = 0; rc == NF_OK && i < runs; i++) {
         /* nf_model_forward returns after the output is downloaded (a device
          * sync); the extra sync makes the end of the run explicit */
         const double t0 = nf_cli_now_ms();
-        rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, &err);
+        rc = nf_model_forward(m, in, n_in, logits, &err);
         if (rc == NF_OK) rc = nf_backend_sync(be, &err);
         ms[i] = nf_cli_now_ms() - t0;
     }
@@ -122,7 +166,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     if (rc == NF_OK && trace) {
         /* one more forward with a timed (per-op synchronized) trace */
         nf_trace_reset(be, NF_TRACE_TIMED);
-        rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, &err);
+        rc = nf_model_forward(m, in, n_in, logits, &err);
         FILE * f = nf_cli_outfile_fp(&tf);
         if (rc == NF_OK && !f) rc = nf__err_set(&err, NF_ERR_IO, "%s: write failed", trace);
         if (rc == NF_OK) rc = nf_cli_write_trace(be, f, trace, &err);
@@ -139,7 +183,8 @@ int nf_cmd_bench(int argc, char ** argv) {
     printf("BENCH_DEVICE_DESC=%s\n", nf_backend_description(be));
     printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
     printf("PRECISION_DETAIL=%s\n", nf_backend_precision_detail(be));
-    printf("CASE=%lldx%lldx%lld\n", (long long) ns, (long long) nq, (long long) nf);
+    printf("CASE=%s\n", case_name);
+    if (spt) printf("INPUT_LENGTH=%lld\nPOSITIONS_SCORED=%lld\n", (long long) length, (long long) out_shape[1]);
     printf("WARMUP=%d\nRUNS=%d\n", warmup, runs);
     printf("MEDIAN_MS=%.3f\nMEAN_MS=%.3f\nP90_MS=%.3f\nMIN_MS=%.3f\nMAX_MS=%.3f\n", st.median, st.mean, st.p90, st.min,
            st.max);
@@ -150,6 +195,11 @@ int nf_cmd_bench(int argc, char ** argv) {
            (long long) (tot.d2h_copies / runs));
     /* after the warm-up forwards the workspace is reused: expected 0 */
     printf("DEVICE_ALLOCS_TIMED=%lld\n", (long long) tot.allocs);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    const double rss_mb = (double) ru.ru_maxrss / 1024.0; /* Linux: KiB */
+    printf("DEVICE_ALLOC_MB=%.1f\n", (double) setup.alloc_bytes / 1048576.0);
+    printf("PEAK_RSS_MB=%.1f\n", rss_mb);
     if (json) {
         cJSON * doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "device", nf_backend_name(be));
@@ -157,9 +207,17 @@ int nf_cmd_bench(int argc, char ** argv) {
         cJSON_AddStringToObject(doc, "precision", nf_precision_name(nf_backend_precision(be)));
         cJSON_AddStringToObject(doc, "precision_detail", nf_backend_precision_detail(be));
         cJSON_AddNumberToObject(doc, "device_allocs_timed", (double) tot.allocs);
-        cJSON_AddNumberToObject(doc, "n_support", (double) ns);
-        cJSON_AddNumberToObject(doc, "n_query", (double) nq);
-        cJSON_AddNumberToObject(doc, "n_features", (double) nf);
+        cJSON_AddStringToObject(doc, "case", case_name);
+        if (spt) {
+            cJSON_AddNumberToObject(doc, "batch", (double) batch);
+            cJSON_AddNumberToObject(doc, "length", (double) length);
+        } else {
+            cJSON_AddNumberToObject(doc, "n_support", (double) ns);
+            cJSON_AddNumberToObject(doc, "n_query", (double) nq);
+            cJSON_AddNumberToObject(doc, "n_features", (double) nf);
+        }
+        cJSON_AddNumberToObject(doc, "device_alloc_mb", (double) setup.alloc_bytes / 1048576.0);
+        cJSON_AddNumberToObject(doc, "peak_rss_mb", rss_mb);
         cJSON_AddNumberToObject(doc, "warmup", warmup);
         cJSON_AddNumberToObject(doc, "runs", runs);
         cJSON_AddNumberToObject(doc, "median_ms", st.median);
@@ -183,6 +241,7 @@ done:
     nf_cli_outfile_abort(&tf);
     free(ms);
     free(logits);
+    free(tokens);
     nf_cli_table_free(&t);
     nf_model_free(m);
     nf_backend_free(be);
