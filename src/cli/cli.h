@@ -175,6 +175,8 @@ int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_
                   nf_err * err);
 /* the SpTransformer run (cmd-run-spt.c); argv as nf_cmd_run's */
 int nf_cmd_run_spt(int argc, char ** argv);
+/* the SpTransformer verify (cmd-verify-spt.c) */
+int nf_cmd_verify_spt(int argc, char ** argv);
 /* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */
 void nf_cli_model_type(const char * model, char * out, size_t n);
 

@@ -557,6 +557,14 @@ done:
 }
 
 int nf_cmd_verify(int argc, char ** argv) {
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--model") == 0) {
+            char type[64];
+            nf_cli_model_type(argv[i + 1], type, sizeof(type));
+            if (strcmp(type, "sptransformer") == 0) return nf_cmd_verify_spt(argc, argv);
+            break;
+        }
+    }
     struct nf_verify_opts o;
     if (!nf_verify_parse(argc, argv, &o)) return 2;
     nf_cli_signals_install();
