@@ -16,6 +16,11 @@
 #   6. determinism: two runs give bitwise identical logits; ATTENTION forced
 #      through cuBLAS (NF_CUDA_ATTENTION=cublas) and chunked, against the cpu
 #   7. bench on the full-size model: 16x8x13 and 1024x1024x32, exact and tf32
+#   7b. SpTransformer (gen-weights sptransformer --seed 0): verify cuda:0
+#      against the committed upstream fixtures (tests/fixtures/sptransformer:
+#      logits, splice classes, bucket choices) and against the cpu (seeded,
+#      varied lengths), placement of one run, bench at L = 8201 (batch 1 and
+#      8, exact and tf32; the goal is <= 10 ms exact at batch 1 on an H200)
 #   8. the tf32 error (verify --precision tf32), for the record
 #   9. compute-sanitizer memcheck + racecheck on a small run (where it works)
 #
@@ -42,7 +47,7 @@ DEPS=${NF_DEPS:-$ROOT/tmp/gpudeps}
 if [ "${1:-}" = "--fetch-deps" ]; then
     rm -rf "$DEPS" && mkdir -p "$DEPS/debs" || exit 1
     ( cd "$DEPS/debs" &&
-      apt-get download libcjson1 libcjson-dev libdnnl2 libdnnl-dev libgomp1 ocl-icd-libopencl1 ) || exit 1
+      apt-get download libcjson1 libcjson-dev libdnnl2 libdnnl-dev libgomp1 ocl-icd-libopencl1 libzip4 libzip-dev ) || exit 1
     for f in "$DEPS"/debs/*.deb; do dpkg -x "$f" "$DEPS" || exit 1; done
     rm -rf "$DEPS/debs" "$DEPS/usr/share"
     find "$DEPS" -name '*.a' -delete
@@ -122,6 +127,10 @@ if [ ! -f /usr/include/oneapi/dnnl/dnnl.h ] && [ -f "$DEPS/usr/include/oneapi/dn
     CMAKE_ARGS="$CMAKE_ARGS -DDNNL_INCLUDE_DIR=$DEPS/usr/include"
     CMAKE_ARGS="$CMAKE_ARGS -DDNNL_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/libdnnl.so"
     note "  using oneDNN from $DEPS"
+fi
+if [ ! -f /usr/include/zip.h ] && [ -f "$DEPS/usr/include/zip.h" ]; then
+    CMAKE_ARGS="$CMAKE_ARGS -DLIBZIP_INCLUDE_DIR=$DEPS/usr/include -DLIBZIP_LIBRARY=$DEPS/usr/lib/x86_64-linux-gnu/libzip.so"
+    note "  using libzip from $DEPS"
 fi
 if [ -d "$DEPS/usr/lib/x86_64-linux-gnu" ]; then
     export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -223,6 +232,32 @@ step verify-tf32-full-synth 90 optional \
     "$NF verify --model $FULL --device cuda:0 --against cpu --seeds $SEEDS --precision tf32"
 log=$(ls "$LOGDIR"/*verify-tf32-full-synth.log)
 note "    tf32 vs cpu (informational; default thresholds 1e-3/1e-4): $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS)"
+
+# ---- 7b. SpTransformer -----------------------------------------------------------------
+SPT=$WORK/models/sptransformer
+step gen-sptransformer 60 required "$NF gen-weights sptransformer --out $SPT --seed 0"
+step spt-verify-torch 90 required \
+    "$NF verify --model $SPT --device cuda:0 --against tests/fixtures/sptransformer --max-abs 1e-4 --mean-abs 1e-5"
+log=$(ls "$LOGDIR"/*spt-verify-torch.log)
+note "    sptransformer vs torch fixtures: $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS) buckets=$(val "$log" BUCKETS_AGREE) near-tie flips=$(val "$log" BUCKET_NEAR_TIE_FLIPS)"
+step spt-verify-cpu 120 required \
+    "$NF verify --model $SPT --device cuda:0 --against cpu --seeds 42 --samples 2 --max-abs 1e-4 --mean-abs 1e-5"
+log=$(ls "$LOGDIR"/*spt-verify-cpu.log)
+note "    sptransformer vs cpu: $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS) buckets=$(val "$log" BUCKETS_AGREE)"
+step spt-run 60 required \
+    "$NF run --model $SPT --device cuda:0 --out $WORK/out/spt-run --seed 20240816 --length 128 --trace $WORK/out/trace-spt.json"
+log=$(ls "$LOGDIR"/*spt-run.log)
+note "    sptransformer run: LOGITS_SHAPE=$(val "$log" LOGITS_SHAPE) MODEL_DEVICE=$(val "$log" MODEL_DEVICE) OPS_OFF_DEVICE=$(val "$log" OPS_OFF_DEVICE) CPU_FALLBACK=$(val "$log" CPU_FALLBACK) H2D_COPIES=$(val "$log" H2D_COPIES) D2H_COPIES=$(val "$log" D2H_COPIES)"
+[ "$(val "$log" CPU_FALLBACK)" = false ] && [ "$(val "$log" OPS_OFF_DEVICE)" = 0 ] || { note "    sptransformer placement: FAIL"; FAILED=1; }
+for prec in exact tf32; do
+    for bs in 1 8; do
+        tag="spt-bench-$prec-b$bs"
+        step "$tag" 90 required \
+            "$NF bench --model $SPT --device cuda:0 --warmup 3 --runs 20 --length 8201 --batch $bs --precision $prec"
+        log=$(ls "$LOGDIR"/*"$tag.log")
+        note "    sptransformer $prec L=8201 batch $bs: median $(val "$log" MEDIAN_MS) ms, $(val "$log" GFLOPS) GFLOP/s, device memory $(val "$log" DEVICE_ALLOC_MB) MB, allocs in timed runs $(val "$log" DEVICE_ALLOCS_TIMED)"
+    done
+done
 
 # ---- the rest of ctest (fixtures-cuda is what steps 3-4 did already) --------------
 CTEST_ARGS=${NF_GPU_CTEST_ARGS:-"-E 'fixtures-cuda|backend-ops'"}

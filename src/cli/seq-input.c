@@ -12,7 +12,9 @@
 #include "io/nf-io.h"
 #include "sptransformer-impl.h"
 
+#ifdef NF_HAVE_HTSLIB
 #include <htslib/faidx.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -133,6 +135,19 @@ done:
     return rc;
 }
 
+#ifndef NF_HAVE_HTSLIB
+int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * region, int pad, int64_t context,
+                     nf_err * err) {
+    (void) region;
+    (void) pad;
+    (void) context;
+    memset(s, 0, sizeof(*s));
+    return nf__err_set(err, NF_ERR_UNSUPPORTED,
+                       "%s: this build has no FASTA input (configure it with htslib: "
+                       "apt-get install libhts-dev)",
+                       path);
+}
+#else
 /* ids of text (len n) into out; an unknown letter names record and position */
 static int nf__seq_map(const char * path, const char * name, int64_t first, const char * text, int64_t n, int8_t * out,
                        nf_err * err) {
@@ -213,3 +228,4 @@ int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * regi
     snprintf(s->source, sizeof(s->source), "fasta");
     return rc;
 }
+#endif
