@@ -327,8 +327,10 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     if (G == 0 || lq == 0) return NF_OK;
     const float scale = p->scale;
 
-    if (lq * lk * E <= 64 * 64 * 128) {
-        /* small problems (feature attention): one task per (group, head) */
+    if (lq * lk * E <= 64 * 64 * 128 && lk < 128) {
+        /* small problems (Mitra's feature attention): one task per (group,
+         * head); from 128 keys on (SpTransformer's windows and buckets) the
+         * two GEMMs below are faster */
         int failed = 0;
 #pragma omp parallel
         {
