@@ -6,6 +6,19 @@ committed under tests/fixtures/ckpt/ and CI never needs torch:
 
     .venv-ref/bin/python reference/make_ckpt_fixtures.py [--out tests/fixtures/ckpt]
 
+A second mode checks nofall's .ckpt writer (src/io/torch-ckpt-write.c,
+`nofall gen-weights sptransformer --format ckpt`) against torch.save itself:
+
+    .venv-ref/bin/python reference/make_ckpt_fixtures.py resave FILE.ckpt
+
+torch.load(FILE, weights_only=True), torch.save of the result under the same
+file name (in a temporary directory: the same zip folder name), then the two
+zips record by record: the same names in the same order, every record's
+bytes identical (data.pkl included: the pickle opcodes, memo indices,
+storage keys, tensor order; .data/serialization_id included), every
+record's data 64-byte aligned in both. Exit 0 when all are. (The zip
+framing around the records is libzip's, not miniz's: not compared.)
+
 Every accepted checkpoint NAME.ckpt comes with NAME.expected.safetensors: the
 tensors of the selected state_dict as torch.load (weights_only=True) sees them,
 written contiguously by this script with the standard library only (no
@@ -22,6 +35,8 @@ import json
 import os
 import struct
 import sys
+import tempfile
+import zipfile
 from collections import OrderedDict
 
 import torch
@@ -63,7 +78,52 @@ def bn_model() -> torch.nn.Module:
     return m
 
 
+def zip_records(path: str):
+    """[(name, data offset, method, bytes)] in central-directory order; the
+    offset from the local header, as torch's reader computes it."""
+    out = []
+    with open(path, "rb") as raw, zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            raw.seek(info.header_offset)
+            hdr = raw.read(30)
+            n, m = struct.unpack("<HH", hdr[26:30])
+            out.append((info.filename, info.header_offset + 30 + n + m, info.compress_type, z.read(info)))
+    return out
+
+
+def resave(path: str) -> int:
+    obj = torch.load(path, map_location="cpu", weights_only=True)
+    with tempfile.TemporaryDirectory() as d:
+        again = os.path.join(d, os.path.basename(path))
+        torch.save(obj, again)
+        a, b = zip_records(path), zip_records(again)
+    bad = []
+    if [r[0] for r in a] != [r[0] for r in b]:
+        bad.append(f"record names differ: {[r[0] for r in a][:8]}... vs {[r[0] for r in b][:8]}...")
+    same = 0
+    for ra, rb in zip(a, b):
+        if ra[0] != rb[0]:
+            continue
+        if ra[3] != rb[3]:
+            bad.append(f"{ra[0]}: {len(ra[3])} vs {len(rb[3])} bytes, first difference at "
+                       f"{next((i for i, (x, y) in enumerate(zip(ra[3], rb[3])) if x != y), min(len(ra[3]), len(rb[3])))}")
+        elif ra[2] != 0 or ra[1] % 64 or rb[1] % 64:
+            bad.append(f"{ra[0]}: method {ra[2]}, data at {ra[1]} (ours) / {rb[1]} (torch)")
+        else:
+            same += 1
+    n_tensors = len(obj["state_dict"]) if isinstance(obj, dict) and "state_dict" in obj else len(obj)
+    print(f"resave {path}: torch {torch.__version__}, {n_tensors} tensors, {len(a)} records; "
+          f"{same} identical and 64-byte aligned in both")
+    for m in bad:
+        print("  DIFFERENT:", m)
+    return 1 if bad else 0
+
+
 def main() -> int:
+    if len(sys.argv) >= 2 and sys.argv[1] == "resave":
+        if len(sys.argv) != 3:
+            sys.exit("usage: make_ckpt_fixtures.py resave FILE.ckpt")
+        return resave(sys.argv[2])
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "ckpt"))
     args = ap.parse_args()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ckpt-cli.sh -- `nofall convert`: a torch.save .ckpt to DIR/model.safetensors;
 # refused checkpoints (a pickle naming os.system / eval, a whole nn.Module)
-# exit non-zero and leave no output behind.
+# exit non-zero and leave no output behind; `gen-weights --format ckpt`
+# writes a .ckpt that converts back to its model.safetensors byte for byte.
 # usage: ckpt-cli.sh NOFALL TEST_CKPT_TMP FIXTURE_DIR WORK_DIR
 set -u
 NF=$1; GEN=$2; FIX=$3; W=$4
@@ -42,6 +43,22 @@ for f in "$GEN/evil-os-system.ckpt:global 'os.system' is not allowed" \
   [ -e "$d" ] && fail "$file: output directory created"
 done
 [ -e pwned ] && fail "something ran"
+
+# gen-weights --format ckpt: DIR/SpTransformer_pytorch.ckpt beside model.safetensors; converted
+# back, the same model.safetensors byte for byte
+out=$("$NF" gen-weights sptransformer --out "$W/gen" --seed 4 --dim 8 --depth 1 --context 10 --window 64 --format ckpt 2>&1) \
+  || fail "gen-weights --format ckpt: $out"
+echo "$out" | grep -q "SpTransformer_pytorch.ckpt" || fail "gen-weights does not name the .ckpt: $out"
+[ -f "$W/gen/SpTransformer_pytorch.ckpt" ] && [ -f "$W/gen/model.safetensors" ] && [ -f "$W/gen/config.json" ] \
+  || fail "gen-weights --format ckpt: files missing: $(ls "$W/gen")"
+ls -a "$W/gen" | grep -q "tmp" && fail "gen-weights left a temporary file: $(ls -a "$W/gen")"
+"$NF" convert --model "$W/gen/SpTransformer_pytorch.ckpt" --out "$W/gen-back" > /dev/null 2>&1 || fail "convert the generated .ckpt"
+cmp -s "$W/gen/model.safetensors" "$W/gen-back/model.safetensors" || fail "the generated .ckpt converts to other bytes than model.safetensors"
+"$NF" gen-weights sptransformer --out "$W/gen2" --seed 4 --dim 8 --depth 1 --context 10 --window 64 --format ckpt > /dev/null 2>&1
+cmp -s "$W/gen/SpTransformer_pytorch.ckpt" "$W/gen2/SpTransformer_pytorch.ckpt" || fail "the generated .ckpt is not deterministic"
+"$NF" gen-weights sptransformer --out "$W/gen3" --format zip > /dev/null 2>&1; [ $? -eq 2 ] || fail "--format zip: exit != 2"
+"$NF" gen-weights mitra --out "$W/gen3" --format ckpt > /dev/null 2>&1; [ $? -eq 2 ] || fail "mitra --format ckpt: exit != 2"
+[ -e "$W/gen3" ] && fail "a refused gen-weights wrote $W/gen3"
 
 # usage errors
 "$NF" convert --model "$GEN/good.ckpt" > /dev/null 2>&1; [ $? -eq 2 ] || fail "missing --out: exit != 2"

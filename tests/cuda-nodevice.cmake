@@ -29,6 +29,21 @@ if(NOFALL_CUDA_EMU)
   set_tests_properties(cuda-emu-oom PROPERTIES TIMEOUT 120)
 endif()
 
+# cuda-emu-sptransformer-small (emulator builds): SpTransformer at small
+# configurations on cuda:0 (the emulator) against the cpu: logits within fp32
+# rounding, identical bucket choices, two runs bitwise identical
+# (tests/test-spt-small.c, --quick: 7 of its 12 length cases, ~30 s); the
+# real model is far too slow for the emulator.
+# sptransformer-small-cuda (real cuda builds): the same on a GPU; skipped (77)
+# without one.
+if(NOFALL_CUDA_EMU)
+  add_test(NAME cuda-emu-sptransformer-small COMMAND test-spt-small cuda:0 cpu --quick WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(cuda-emu-sptransformer-small PROPERTIES TIMEOUT 600)
+elseif(TARGET nofall-cuda-kernels)
+  add_test(NAME sptransformer-small-cuda COMMAND test-spt-small cuda:0 cpu WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(sptransformer-small-cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
+
 # fixtures-cuda (real cuda builds): the upstream fixtures on cuda:0, against
 # their PyTorch logits and against the cpu (tests/fixtures.sh); skipped (77)
 # without a GPU. Not in emulator builds: too slow there (cuda-emu-verify and

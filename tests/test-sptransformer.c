@@ -388,14 +388,46 @@ static void test_gen(void) {
     nf_model * m = NULL;
     CHECK_RC(nf_model_load(be, dir, &m, &err), NF_OK, &err);
     nf_model_free(m);
-    nf_backend_free(be);
     /* options */
     const char *keys[] = {"dim", "depth"}, *vals[] = {"64", "2"};
     CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 2, keys, vals, NULL, 0.0f, NULL, 0, &err), NF_OK, &err);
+    /* --context, --window: the config.json and the length rule follow */
+    const char *k2[] = {"dim", "depth", "context", "window"}, *v2[] = {"16", "1", "50", "192"};
+    CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 4, k2, v2, NULL, 0.0f, summary, sizeof(summary), &err),
+             NF_OK, &err);
+    CHECK(strstr(summary, "context_len 50") && strstr(summary, "max_seq_len 192"), "summary: %s", summary);
+    m = NULL;
+    CHECK_RC(nf_model_load(be, dir, &m, &err), NF_OK, &err);
+    if (m) {
+        const nf_spt * sm = m->impl;
+        CHECK(sm->cfg.context_len == 50 && sm->cfg.max_seq_len == 192 && sm->pe0.ne[1] == 3,
+              "context 50, window 192: 3 axial rows (pos_emb.weights_0 [1, %lld, 1, 32])", (long long) sm->pe0.ne[1]);
+        struct nf_array in = {"tokens", NF_ARRAY_I64, 2, {1, 100}, NULL};
+        int nd = 0;
+        int64_t sh[NF_ARRAY_MAX_DIMS] = {0};
+        CHECK_RC(nf_model_output_shape(m, &in, 1, &nd, sh, &err), NF_ERR_SHAPE, &err);
+        CHECK_MSG(&err, "length 100 is not in [101, 292]");
+        in.shape[1] = 292;
+        CHECK_RC(nf_model_output_shape(m, &in, 1, &nd, sh, &err), NF_OK, &err);
+        CHECK(sh[1] == 192, "L = 292: 192 outputs");
+    }
+    nf_model_free(m);
+    const char *k3[] = {"window"}, *v3[] = {"100"};
+    CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 1, k3, v3, NULL, 0.0f, NULL, 0, &err), NF_ERR_CHECKPOINT,
+             &err);
+    CHECK_MSG(&err, "max_seq_len 100 must be a positive multiple of bucket_size 64");
+    v3[0] = "x";
+    CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 1, k3, v3, NULL, 0.0f, NULL, 0, &err), NF_ERR_ARG, &err);
+    CHECK_MSG(&err, "--window takes an integer");
+    const char *k4[] = {"context"}, *v4[] = {"-1"};
+    CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 1, k4, v4, NULL, 0.0f, NULL, 0, &err), NF_ERR_CHECKPOINT,
+             &err);
+    CHECK_MSG(&err, "bad context_len -1");
     const char *bad[] = {"heads"}, *badv[] = {"4"};
     CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 3, 1, bad, badv, NULL, 0.0f, NULL, 0, &err), NF_ERR_ARG,
              &err);
     CHECK_MSG(&err, "sptransformer has no option 'heads'");
+    nf_backend_free(be);
     remove_spt(dir);
 }
 

@@ -22,7 +22,8 @@ cmake --build build-asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure
 # 3. the cuda backend's host and kernel code on the host emulator (no GPU
-#    here): the conformance suite and small Mitra runs against the cpu. This
+#    here): the conformance suite, small Mitra runs and SpTransformer at
+#    small configurations (cuda-emu-sptransformer-small) against the cpu. This
 #    checks the kernels' logic; only a GPU run (tools/gpu-check.sh) checks
 #    the device itself.
 if command -v nvcc >/dev/null 2>&1; then

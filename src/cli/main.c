@@ -28,8 +28,9 @@ static void nf_usage(FILE * f) {
         NF_VERSION);
 }
 
-/* gen-weights TYPE --out DIR [--seed N] [--perturb KEY:DELTA] [--OPTION VALUE ...]:
- * the options are the model type's (nf_model_i.gen_options) */
+/* gen-weights TYPE --out DIR [--seed N] [--perturb KEY:DELTA] [--format safetensors|ckpt] [--OPTION VALUE ...]:
+ * the options are the model type's (nf_model_i.gen_options); --format ckpt
+ * also writes the model's torch.save checkpoint (nf_model_i.ckpt_name) */
 static int nf_cmd_gen_weights(int argc, char ** argv) {
     const struct nf_model_i * iface = argc >= 2 ? nf__model_find(argv[1]) : NULL;
     if (!iface) {
@@ -46,14 +47,15 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     enum { NF_GEN_MAX_OPTS = 32 };
     const char *keys[NF_GEN_MAX_OPTS], *values[NF_GEN_MAX_OPTS];
     int n = 0;
-    const char *out = NULL, *perturb = NULL;
+    const char *out = NULL, *perturb = NULL, *format = "safetensors";
     static char key[128];
     float delta = 0.0f;
     uint64_t seed = 0;
     int64_t n64;
     for (int i = 2; i < argc; i++) {
         const char * a = argv[i];
-        int known = strcmp(a, "--out") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--perturb") == 0;
+        int known = strcmp(a, "--out") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--perturb") == 0 ||
+                    strcmp(a, "--format") == 0;
         for (const struct nf_option_desc * o = iface->gen_options; !known && o && o->name; o++) {
             known = strncmp(a, "--", 2) == 0 && strcmp(a + 2, o->name) == 0;
         }
@@ -66,7 +68,18 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
         if (!v) return 2;
         if (strcmp(a, "--out") == 0)
             out = v;
-        else if (strcmp(a, "--seed") == 0) {
+        else if (strcmp(a, "--format") == 0) {
+            if (strcmp(v, "safetensors") != 0 && strcmp(v, "ckpt") != 0) {
+                char e[256];
+                fprintf(stderr, "error: --format takes safetensors or ckpt, not '%s'\n", nf__esc(e, sizeof(e), v));
+                return 2;
+            }
+            if (strcmp(v, "ckpt") == 0 && !iface->ckpt_name) {
+                fprintf(stderr, "error: --format ckpt: %s has no torch.save checkpoint form\n", iface->type);
+                return 2;
+            }
+            format = v;
+        } else if (strcmp(a, "--seed") == 0) {
             if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n64)) return 2;
             seed = (uint64_t) n64;
         } else if (strcmp(a, "--perturb") == 0) {
@@ -97,14 +110,18 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     }
     nf_err err = {0};
     char summary[256] = "";
-    int rc = nf__model_gen_weights_ex(iface->type, out, seed, n, keys, values, perturb, delta, summary, sizeof(summary),
-                                      &err);
+    int rc = nf__model_gen_weights_fmt(iface->type, out, format, seed, n, keys, values, perturb, delta, summary,
+                                       sizeof(summary), &err);
     if (rc != NF_OK) {
         nf_cli_print_error(&err, rc);
         return 1;
     }
-    printf("wrote %s/config.json and %s/model.safetensors (%s, seed %llu)\n", out, out, summary,
-           (unsigned long long) seed);
+    if (strcmp(format, "ckpt") == 0)
+        printf("wrote %s/config.json, %s/model.safetensors and %s/%s (%s, seed %llu)\n", out, out, out,
+               iface->ckpt_name, summary, (unsigned long long) seed);
+    else
+        printf("wrote %s/config.json and %s/model.safetensors (%s, seed %llu)\n", out, out, summary,
+               (unsigned long long) seed);
     return 0;
 }
 

@@ -244,6 +244,13 @@ void nf_model_release_workspace(nf_model * m) {
 int nf__model_gen_weights_ex(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
                              const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
                              size_t summary_n, nf_err * err) {
+    return nf__model_gen_weights_fmt(type, dir, NULL, seed, n, keys, values, perturb_key, perturb_delta, summary,
+                                     summary_n, err);
+}
+
+int nf__model_gen_weights_fmt(const char * type, const char * dir, const char * format, uint64_t seed, int n,
+                              const char * const * keys, const char * const * values, const char * perturb_key,
+                              float perturb_delta, char * summary, size_t summary_n, nf_err * err) {
     const struct nf_model_i * iface = nf__model_find(type);
     if (!iface) {
         char known[256];
@@ -256,9 +263,17 @@ int nf__model_gen_weights_ex(const char * type, const char * dir, uint64_t seed,
             ok = strcmp(o->name, keys[i]) == 0;
         if (!ok) return nf__err_set(err, NF_ERR_ARG, "%s has no option '%s'", type, keys[i]);
     }
+    char ckpt[4096], e[256];
+    const int want_ckpt = format && strcmp(format, "ckpt") == 0;
+    if (format && !want_ckpt && strcmp(format, "safetensors") != 0)
+        return nf__err_set(err, NF_ERR_ARG, "unknown weights format '%s' (safetensors or ckpt)",
+                           nf__esc(e, sizeof(e), format));
+    if (want_ckpt && !iface->ckpt_name)
+        return nf__err_set(err, NF_ERR_ARG, "%s has no torch.save checkpoint form (--format ckpt)", type);
+    if (want_ckpt) nf__path_join(ckpt, sizeof(ckpt), dir, iface->ckpt_name);
     char dummy[8];
-    return iface->gen_weights(dir, seed, n, keys, values, perturb_key, perturb_delta, summary ? summary : dummy,
-                              summary ? summary_n : sizeof(dummy), err);
+    return iface->gen_weights(dir, want_ckpt ? ckpt : NULL, seed, n, keys, values, perturb_key, perturb_delta,
+                              summary ? summary : dummy, summary ? summary_n : sizeof(dummy), err);
 }
 
 int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,

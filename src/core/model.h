@@ -41,9 +41,15 @@ struct nf_model_i {
     void (*placement)(const void * impl, struct nf_placement * out);
     /* gen-weights: options by name (values as text; NULL-terminated list) */
     const struct nf_option_desc * gen_options;
-    /* writes DIR/config.json + DIR/model.safetensors; summary: the config in words */
-    int (*gen_weights)(const char * dir, uint64_t seed, int n, const char * const * keys, const char * const * values,
-                       const char * perturb_key, float perturb_delta, char * summary, size_t summary_n, nf_err * err);
+    /* writes DIR/config.json + DIR/model.safetensors, and the same tensors to
+     * ckpt_path as a torch.save checkpoint unless it is NULL; summary: the
+     * config in words */
+    int (*gen_weights)(const char * dir, const char * ckpt_path, uint64_t seed, int n, const char * const * keys,
+                       const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
+                       size_t summary_n, nf_err * err);
+    /* the file name of the model's torch.save checkpoint (gen-weights --format
+     * ckpt writes DIR/<ckpt_name>); NULL: the model has no such form */
+    const char * ckpt_name;
 };
 
 struct nf_model {
@@ -57,6 +63,11 @@ const struct nf_model_i * nf__model_find(const char * type);
 int nf__model_gen_weights_ex(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
                              const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
                              size_t summary_n, nf_err * err);
+/* the same in a format: "safetensors" (or NULL) or "ckpt" (also DIR/<ckpt_name>, a
+ * torch.save checkpoint of the same tensors; NF_ERR_ARG for a model without one) */
+int nf__model_gen_weights_fmt(const char * type, const char * dir, const char * format, uint64_t seed, int n,
+                              const char * const * keys, const char * const * values, const char * perturb_key,
+                              float perturb_delta, char * summary, size_t summary_n, nf_err * err);
 
 /* ---- config.json helpers: messages name the file and the key ------------------- */
 int nf__config_int(const struct cJSON * doc, const char * key, const char * path, int * out, nf_err * err);

@@ -410,6 +410,11 @@ static float nf__normal(uint64_t * s) {
  * i counting the written keys. */
 int nf__weights_generate(const char * path, const struct nf_wtable * t, const void * cfg, uint64_t seed,
                          const char * perturb_key, float perturb_delta, nf_err * err) {
+    return nf__weights_generate_ckpt(path, NULL, t, cfg, seed, perturb_key, perturb_delta, err);
+}
+
+int nf__weights_generate_ckpt(const char * path, const char * ckpt_path, const struct nf_wtable * t, const void * cfg,
+                              uint64_t seed, const char * perturb_key, float perturb_delta, nf_err * err) {
     struct nf_wkey * keys = NULL;
     int n = 0;
     NF_TRY(nf__wtable_expand(t, cfg, NULL, &keys, &n, err));
@@ -467,6 +472,8 @@ int nf__weights_generate(const char * path, const struct nf_wtable * t, const vo
     if (rc == NF_OK && perturb_key)
         rc = nf__err_set(err, NF_ERR_ARG, "--perturb: no tensor named '%s' in this config", perturb_key);
     if (rc == NF_OK) rc = nf__st_write(path, ents, n_ents, err);
+    /* the same tensors as torch.save({"state_dict": OrderedDict}) writes them, in the table's order */
+    if (rc == NF_OK && ckpt_path) rc = nf__ckpt_write(ckpt_path, ents, n_ents, "state_dict", err);
 done:
     if (data)
         for (int i = 0; i < n_ents; i++) free(data[i]);

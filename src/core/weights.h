@@ -137,6 +137,11 @@ int nf__weights_where(const struct nf_weights * w, char * out, size_t n, nf_err 
  * written keys); perturb_key (may be NULL, an F32 key) gets delta added. */
 int nf__weights_generate(const char * path, const struct nf_wtable * t, const void * cfg, uint64_t seed,
                          const char * perturb_key, float perturb_delta, nf_err * err);
+/* The same, and when ckpt_path is not NULL the same tensors (in table order)
+ * as a torch.save checkpoint {"state_dict": OrderedDict(...)} too (io/nf-io.h
+ * nf__ckpt_write). */
+int nf__weights_generate_ckpt(const char * path, const char * ckpt_path, const struct nf_wtable * t, const void * cfg,
+                              uint64_t seed, const char * perturb_key, float perturb_delta, nf_err * err);
 
 /* ---- small helpers shared by the core and the models -------------------------- */
 /* Append to a bounded message (never overflows; stops when full). */

@@ -51,6 +51,16 @@ static size_t nf__utf8_len(const unsigned char * s, size_t avail) {
     return n;
 }
 
+int nf__utf8_valid(const char * s, size_t n) {
+    const unsigned char * u = (const unsigned char *) s;
+    for (size_t i = 0; i < n;) {
+        const size_t k = nf__utf8_len(u + i, n - i);
+        if (!k) return 0;
+        i += k;
+    }
+    return 1;
+}
+
 const char * nf__esc(char * buf, size_t n, const char * s) {
     static const char hex[] = "0123456789abcdef";
     size_t o = 0;

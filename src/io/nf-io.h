@@ -13,6 +13,8 @@ struct cJSON;
  * \xNN, truncated to n; returns buf. For names that come from files or the
  * command line, so a message cannot drive the terminal. */
 const char * nf__esc(char * buf, size_t n, const char * s);
+/* 1 if s[0, n) is valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF) */
+int nf__utf8_valid(const char * s, size_t n);
 
 /* ---- files ---------------------------------------------------------------- */
 /* Open path read-only if it is a regular file: never blocks (O_NONBLOCK for
@@ -166,6 +168,21 @@ int nf__ckpt_load(const char * path, struct nf_safetensors * st, nf_err * err);
 int nf__tensors_open(const char * path, struct nf_safetensors * st, nf_err * err);
 /* ckpt -> safetensors (same names, dtypes, shapes, bytes), atomically. *n_out: tensors written. */
 int nf__ckpt_to_safetensors(const char * ckpt_path, const char * out_path, int * n_out, nf_err * err);
+
+/* torch-ckpt-write.c: the torch.save checkpoint of entries (names, dtypes,
+ * shapes, contiguous little-endian data), as torch 2.x writes
+ * torch.save({wrap: OrderedDict(...)}, path) (wrap NULL: the OrderedDict
+ * itself): entries in the given order, each its own storage (keys "0",
+ * "1", ...), no _metadata; the zip folder is path's basename without its
+ * last extension, every record's data 64-byte aligned. Written to a
+ * temporary name, synced, renamed; result codes only (NF_ERR_ARG for a
+ * name twice, a dtype without a torch storage class, a non-UTF-8 name). */
+int nf__ckpt_write(const char * path, const struct nf_st_entry * entries, int n, const char * wrap, nf_err * err);
+/* torch's .data/serialization_id of a zip whose records (names without the
+ * folder, in write order, the id's own record excluded) have these CRC-32s
+ * and sizes: 40 digits + NUL into out */
+int nf__ckpt_serialization_id(const char * const * names, const uint32_t * crcs, const uint64_t * sizes, int n,
+                              char out[41], nf_err * err);
 
 /* The unpickler alone (fuzzing, tests): data.pkl bytes; record_size(ctx, key)
  * returns the byte size of <prefix>/data/<key> and its entry index, or -1 when

@@ -75,7 +75,7 @@ int nf__mitra_config_write(const char * dir, const struct nf_mitra_config * cfg,
 
 /* gen-weights for the vtable (options dim, layers, heads, outputs, task) */
 extern const struct nf_option_desc nf__mitra_gen_options[];
-int nf__mitra_gen_weights(const char * dir, uint64_t seed, int n, const char * const * keys,
+int nf__mitra_gen_weights(const char * dir, const char * ckpt_path, uint64_t seed, int n, const char * const * keys,
                           const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
                           size_t summary_n, nf_err * err);
 

@@ -139,7 +139,7 @@ const struct nf_option_desc nf__mitra_gen_options[] = {
     {NULL, NULL},
 };
 
-int nf__mitra_gen_weights(const char * dir, uint64_t seed, int n, const char * const * keys,
+int nf__mitra_gen_weights(const char * dir, const char * ckpt_path, uint64_t seed, int n, const char * const * keys,
                           const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
                           size_t summary_n, nf_err * err) {
     /* the official classifier's configuration unless told otherwise */
@@ -173,7 +173,7 @@ int nf__mitra_gen_weights(const char * dir, uint64_t seed, int n, const char * c
     NF_TRY(nf__mkdir_p(dir, err));
     char path[4096];
     nf__path_join(path, sizeof(path), dir, "model.safetensors");
-    NF_TRY(nf__weights_generate(path, &nf__mitra_wtable, &cfg, seed, perturb_key, perturb_delta, err));
+    NF_TRY(nf__weights_generate_ckpt(path, ckpt_path, &nf__mitra_wtable, &cfg, seed, perturb_key, perturb_delta, err));
     NF_TRY(nf__mitra_config_write(dir, &cfg, err));
     snprintf(summary, summary_n, "dim %d, layers %d, heads %d, outputs %d, %s", cfg.dim, cfg.n_layers, cfg.n_heads,
              cfg.dim_output, nf__mitra_tasks[cfg.task]);

@@ -95,8 +95,9 @@ void nf__spt_config_default(struct nf_spt_config * cfg);
 
 /* gen-weights for the vtable (options dim, depth, tissues) */
 extern const struct nf_option_desc nf__spt_gen_options[];
-int nf__spt_gen_weights(const char * dir, uint64_t seed, int n, const char * const * keys, const char * const * values,
-                        const char * perturb_key, float perturb_delta, char * summary, size_t summary_n, nf_err * err);
+int nf__spt_gen_weights(const char * dir, const char * ckpt_path, uint64_t seed, int n, const char * const * keys,
+                        const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
+                        size_t summary_n, nf_err * err);
 
 /* the forward (sptransformer-forward.c): tokens (B, L) ids 0..4, the
  * length already checked (2 context + 1 <= L <= 2 context + max_seq_len);

@@ -237,11 +237,14 @@ const struct nf_option_desc nf__spt_gen_options[] = {
     {"dim", "dim of SpTransformer(dim, ...) (128; the transformer is 2 x dim wide)"},
     {"depth", "attn_depth, transformer layers (8)"},
     {"tissues", "tissue_num, tissue-usage outputs (15)"},
+    {"context", "context_len, flanking positions on each side of the output (4000)"},
+    {"window", "max_seq_len, the transformer's window: a multiple of the bucket size 64 (8192)"},
     {NULL, NULL},
 };
 
-int nf__spt_gen_weights(const char * dir, uint64_t seed, int n, const char * const * keys, const char * const * values,
-                        const char * perturb_key, float perturb_delta, char * summary, size_t summary_n, nf_err * err) {
+int nf__spt_gen_weights(const char * dir, const char * ckpt_path, uint64_t seed, int n, const char * const * keys,
+                        const char * const * values, const char * perturb_key, float perturb_delta, char * summary,
+                        size_t summary_n, nf_err * err) {
     struct nf_spt_config cfg;
     nf__spt_config_default(&cfg); /* the released model's unless told otherwise */
     for (int i = 0; i < n; i++) {
@@ -252,6 +255,10 @@ int nf__spt_gen_weights(const char * dir, uint64_t seed, int n, const char * con
             NF_TRY(nf__option_int(k, v, &cfg.attn_depth, err));
         else if (strcmp(k, "tissues") == 0)
             NF_TRY(nf__option_int(k, v, &cfg.tissue_num, err));
+        else if (strcmp(k, "context") == 0)
+            NF_TRY(nf__option_int(k, v, &cfg.context_len, err));
+        else if (strcmp(k, "window") == 0)
+            NF_TRY(nf__option_int(k, v, &cfg.max_seq_len, err));
         else
             return nf__err_set(err, NF_ERR_ARG, "sptransformer has no option '%s'", k);
     }
@@ -260,7 +267,7 @@ int nf__spt_gen_weights(const char * dir, uint64_t seed, int n, const char * con
     NF_TRY(nf__mkdir_p(dir, err));
     char path[4096];
     nf__path_join(path, sizeof(path), dir, "model.safetensors");
-    NF_TRY(nf__weights_generate(path, &nf__spt_wtable, &cfg, seed, perturb_key, perturb_delta, err));
+    NF_TRY(nf__weights_generate_ckpt(path, ckpt_path, &nf__spt_wtable, &cfg, seed, perturb_key, perturb_delta, err));
     NF_TRY(nf__spt_config_write(dir, &cfg, err));
     snprintf(summary, summary_n, "dim %d, context_len %d, tissue_num %d, max_seq_len %d, attn_depth %d", cfg.dim,
              cfg.context_len, cfg.tissue_num, cfg.max_seq_len, cfg.attn_depth);

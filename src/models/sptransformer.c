@@ -164,4 +164,5 @@ const struct nf_model_i nf__sptransformer_model = {
     .placement = nf__spt_placement,
     .gen_options = nf__spt_gen_options,
     .gen_weights = nf__spt_gen_weights,
+    .ckpt_name = "SpTransformer_pytorch.ckpt", /* upstream's file name (its README, tasks_annotate_mutations.py) */
 };

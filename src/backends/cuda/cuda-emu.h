@@ -11,9 +11,13 @@
  * rounding (expf/erff ulps), timing, memory placement.
  *
  * Kernel model: each launch runs its blocks one after another; the threads
- * of a block are real host threads, so __syncthreads, __syncthreads_or and
- * __shfl_xor_sync are barriers and exchanges among them (a thread that
- * leaves the kernel drops out of the barriers, as on the device).
+ * of a block are fibers (ucontext) on the launching host thread, so
+ * __syncthreads, __syncthreads_or and __shfl_xor_sync are barriers and
+ * exchanges among them (a thread that leaves the kernel drops out of the
+ * barriers, as on the device); a fiber switch costs far less than waking
+ * one of hundreds of host threads on a machine with few cores. (ucontext
+ * stack switches are not annotated for AddressSanitizer: the emulator is
+ * not for sanitizer builds.)
  * __shared__ is `static`: one block at a time, so that is block-shared.
  * Device memory is malloc'ed, filled with 0xFF bytes (NaN) so that reads of
  * unwritten memory show up, and every copy and GEMM operand is checked to
@@ -199,14 +203,12 @@ template <typename T> inline T __shfl_xor_sync(unsigned int mask, T v, int lane_
 
 /* ---- implementation ---------------------------------------------------------- */
 #if defined(__cplusplus) && defined(NF_CUDA_EMU_IMPLEMENTATION)
-#include <barrier>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <thread>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <vector>
 
 thread_local uint3 threadIdx;
@@ -221,37 +223,39 @@ namespace nf_emu {
     abort();
 }
 
+/* Kernel threads are fibers (ucontext) run by the launching host thread: a
+ * fiber runs until it waits at a barrier (__syncthreads, a warp shuffle) or
+ * leaves the kernel, then the next runnable one runs. The sweeps over a
+ * block's fibers alternate between ascending and descending thread order,
+ * so a read of another thread's write that lacks a barrier in between sees
+ * the write in one phase and misses it in the next. A sweep in which no
+ * fiber can run is a deadlock (a barrier not reached by every thread). */
+struct fiber;
+
 /* A barrier whose participants may leave (drop) mid-phase. */
 struct barrier {
-    std::mutex m;
-    std::condition_variable cv;
     int expected = 0, count = 0;
     unsigned long gen = 0;
     void reset(int n) {
-        std::lock_guard<std::mutex> l(m);
         expected = n;
         count = 0;
     }
-    void release_locked() {
+    void release() {
         count = 0;
         gen++;
-        cv.notify_all();
     }
-    void wait() {
-        std::unique_lock<std::mutex> l(m);
-        const unsigned long g = gen;
-        if (++count >= expected) {
-            release_locked();
-            return;
-        }
-        if (!cv.wait_for(l, std::chrono::seconds(120), [&] { return gen != g; }))
-            die("barrier deadlock (a __syncthreads or warp shuffle not reached by every thread)");
-    }
+    void wait();
     void drop() {
-        std::lock_guard<std::mutex> l(m);
         expected--;
-        if (count > 0 && count >= expected) release_locked();
+        if (count > 0 && count >= expected) release();
     }
+};
+
+struct fiber {
+    ucontext_t ctx;
+    bool done = false;
+    const barrier * waiting = nullptr; /* the barrier it waits at (phase wait_gen) */
+    unsigned long wait_gen = 0;
 };
 
 struct launch_state {
@@ -260,6 +264,10 @@ struct launch_state {
     std::vector<barrier> warps;
     std::vector<int> flags;
     std::vector<unsigned char> lanes; /* 8 bytes per thread */
+    std::vector<fiber> fibers;
+    ucontext_t sched;
+    fiber * cur = nullptr;
+    const std::function<void()> * body = nullptr;
 };
 
 static std::mutex g_launch_mutex;
@@ -267,9 +275,59 @@ static launch_state * g_cur = nullptr;
 static thread_local unsigned int t_tid;
 static cudaError_t g_last_error = cudaSuccess;
 
+/* fiber stacks (a guard page below each), kept for later launches */
+static const size_t k_stack_size = 256 * 1024;
+static std::vector<unsigned char *> g_stacks;
+
+static unsigned char * stack_of(unsigned int t) {
+    while (g_stacks.size() <= t) {
+        const size_t page = 4096;
+        void * p = mmap(nullptr, k_stack_size + page, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) die("cannot map a fiber stack");
+        if (mprotect(p, page, PROT_NONE) != 0) die("cannot protect a fiber stack's guard page");
+        g_stacks.push_back((unsigned char *) p + page);
+    }
+    return g_stacks[t];
+}
+
+/* getcontext / swapcontext return twice: kept out of the callers' frames */
+[[gnu::noinline]] static void fiber_make(fiber & f, unsigned int t, ucontext_t * link, void (*fn)()) {
+    f.done = false;
+    f.waiting = nullptr;
+    if (getcontext(&f.ctx) != 0) die("getcontext failed");
+    f.ctx.uc_stack.ss_sp = stack_of(t);
+    f.ctx.uc_stack.ss_size = k_stack_size;
+    f.ctx.uc_link = link;
+    makecontext(&f.ctx, fn, 0);
+}
+[[gnu::noinline]] static void fiber_switch(ucontext_t * from, ucontext_t * to) {
+    if (swapcontext(from, to) != 0) die("swapcontext failed");
+}
+
+void barrier::wait() {
+    if (++count >= expected) {
+        release();
+        return;
+    }
+    fiber * f = g_cur->cur;
+    f->waiting = this;
+    f->wait_gen = gen;
+    fiber_switch(&f->ctx, &g_cur->sched);
+}
+
 static unsigned int warp_size_of(const launch_state & L, unsigned int w) {
     unsigned int left = L.nthreads - w * 32;
     return left < 32 ? left : 32;
+}
+
+static void fiber_main() {
+    launch_state & L = *g_cur;
+    (*L.body)();
+    L.block.drop();
+    L.warps[t_tid / 32].drop();
+    L.cur->done = true;
+    /* returns to L.sched (uc_link) */
 }
 
 void run(dim3 grid, dim3 block, const std::function<void()> & body) {
@@ -282,37 +340,47 @@ void run(dim3 grid, dim3 block, const std::function<void()> & body) {
     std::lock_guard<std::mutex> lock(g_launch_mutex);
     launch_state L;
     L.nthreads = (unsigned int) nt;
+    L.body = &body;
     const unsigned int nw = (L.nthreads + 31) / 32;
     L.warps = std::vector<barrier>(nw);
     L.flags.assign(nt, 0);
     L.lanes.assign(nt * 8, 0);
-    auto reset = [&L, nw]() noexcept {
-        L.block.reset((int) L.nthreads);
-        for (unsigned int w = 0; w < nw; w++) L.warps[w].reset((int) warp_size_of(L, w));
-    };
-    reset();
+    L.fibers = std::vector<fiber>(nt);
     g_cur = &L;
     blockDim = block;
     gridDim = grid;
-    std::barrier end((std::ptrdiff_t) nt, reset);
-    std::vector<std::thread> th;
-    th.reserve(nt);
-    for (unsigned int t = 0; t < nt; t++) {
-        th.emplace_back([&, t]() {
-            t_tid = t;
-            threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-            for (unsigned long long b = 0; b < nb; b++) {
-                blockIdx = uint3{(unsigned int) (b % grid.x), (unsigned int) ((b / grid.x) % grid.y),
-                                 (unsigned int) (b / ((unsigned long long) grid.x * grid.y))};
-                body();
-                L.block.drop();
-                L.warps[t / 32].drop();
-                end.arrive_and_wait();
+    const uint3 saved_t = threadIdx, saved_b = blockIdx;
+    const unsigned int saved_tid = t_tid;
+    for (unsigned long long b = 0; b < nb; b++) {
+        blockIdx = uint3{(unsigned int) (b % grid.x), (unsigned int) ((b / grid.x) % grid.y),
+                         (unsigned int) (b / ((unsigned long long) grid.x * grid.y))};
+        L.block.reset((int) L.nthreads);
+        for (unsigned int w = 0; w < nw; w++) L.warps[w].reset((int) warp_size_of(L, w));
+        for (unsigned int t = 0; t < nt; t++) fiber_make(L.fibers[t], t, &L.sched, fiber_main);
+        unsigned long long live = nt;
+        bool up = true;
+        while (live > 0) {
+            bool progress = false;
+            for (unsigned int k = 0; k < nt; k++) {
+                const unsigned int t = up ? k : (unsigned int) nt - 1 - k;
+                fiber & f = L.fibers[t];
+                if (f.done || (f.waiting && f.waiting->gen == f.wait_gen)) continue;
+                f.waiting = nullptr;
+                L.cur = &f;
+                t_tid = t;
+                threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+                fiber_switch(&L.sched, &f.ctx);
+                progress = true;
+                if (f.done) live--;
             }
-        });
+            if (!progress) die("barrier deadlock (a __syncthreads or warp shuffle not reached by every thread)");
+            up = !up;
+        }
     }
-    for (auto & x : th) x.join();
     g_cur = nullptr;
+    threadIdx = saved_t;
+    blockIdx = saved_b;
+    t_tid = saved_tid;
 }
 
 void syncthreads() { g_cur->block.wait(); }
@@ -561,6 +629,40 @@ static float nf_emu_tf32(float x) {
     return x;
 }
 
+/* C = alpha op(A) op(B) (+ beta C): every dot product an fmaf chain in
+ * ascending l from 0.0f. op(A) is first packed column-major (m x k, TF32
+ * rounding applied there when asked) so that the m chains of a column of C
+ * advance together. fmaf is exactly rounded whether the CPU has an FMA
+ * instruction or libm computes it in software; on x86-64 a clone built for
+ * FMA hardware is picked at run time (the same results, far faster). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("fma", "default")))
+#endif
+static void
+nf_emu_gemm_loops(int m, int n, int k, float alpha, const float * Ab, size_t ai, size_t al, const float * Bb, size_t bl,
+                  size_t bj, float beta, float * Cb, size_t ldc, bool tf32) {
+    std::vector<float> Ap((size_t) m * (size_t) k), acc((size_t) m);
+    for (int l = 0; l < k; l++)
+        for (int i = 0; i < m; i++) {
+            const float a = Ab[(size_t) i * ai + (size_t) l * al];
+            Ap[(size_t) i + (size_t) l * (size_t) m] = tf32 ? nf_emu_tf32(a) : a;
+        }
+    float * ac = acc.data();
+    for (int j = 0; j < n; j++) {
+        const float * x = Bb + (size_t) j * bj;
+        for (int i = 0; i < m; i++) ac[i] = 0.0f;
+        for (int l = 0; l < k; l++) {
+            const float * a = Ap.data() + (size_t) l * (size_t) m;
+            const float xl = tf32 ? nf_emu_tf32(x[(size_t) l * bl]) : x[(size_t) l * bl];
+            for (int i = 0; i < m; i++) ac[i] = fmaf(a[i], xl, ac[i]);
+        }
+        for (int i = 0; i < m; i++) {
+            float * c = &Cb[i + (size_t) j * ldc];
+            *c = beta == 0.0f ? alpha * ac[i] : fmaf(alpha, ac[i], beta * *c);
+        }
+    }
+}
+
 static cublasStatus_t nf_emu_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                   const float * alpha, const float * A, int lda, long long sA, const float * B, int ldb,
                                   long long sB, const float * beta, float * C, int ldc, long long sC, int batch,
@@ -591,22 +693,10 @@ static cublasStatus_t nf_emu_gemm(cublasHandle_t h, cublasOperation_t ta, cublas
                 b, m, n, k, lda, ldb, ldc);
             return CUBLAS_STATUS_EXECUTION_FAILED;
         }
-        for (int j = 0; j < n; j++) {
-            for (int i = 0; i < m; i++) {
-                float acc = 0.0f;
-                for (int l = 0; l < k; l++) {
-                    float a = ta == CUBLAS_OP_N ? Ab[i + (size_t) l * lda] : Ab[l + (size_t) i * lda];
-                    float x = tb == CUBLAS_OP_N ? Bb[l + (size_t) j * ldb] : Bb[j + (size_t) l * ldb];
-                    if (tf32) {
-                        a = nf_emu_tf32(a);
-                        x = nf_emu_tf32(x);
-                    }
-                    acc = fmaf(a, x, acc);
-                }
-                float * c = &Cb[i + (size_t) j * ldc];
-                *c = *beta == 0.0f ? *alpha * acc : fmaf(*alpha, acc, *beta * *c);
-            }
-        }
+        /* element (i, l) of op(A) at Ab[i * ai + l * al]; (l, j) of op(B) at Bb[l * bl + j * bj] */
+        const size_t ai = ta == CUBLAS_OP_N ? 1 : (size_t) lda, al = ta == CUBLAS_OP_N ? (size_t) lda : 1;
+        const size_t bl = tb == CUBLAS_OP_N ? 1 : (size_t) ldb, bj = tb == CUBLAS_OP_N ? (size_t) ldb : 1;
+        nf_emu_gemm_loops(m, n, k, *alpha, Ab, ai, al, Bb, bl, bj, *beta, Cb, (size_t) ldc, tf32);
     }
     return CUBLAS_STATUS_SUCCESS;
 }
