@@ -22,8 +22,14 @@ static void nf_usage(FILE * f) {
         "  nofall devices\n"
         "  nofall gen-weights mitra --out DIR [--seed N] [--dim D --layers L --heads H --outputs C\n"
         "             --task classification|regression] [--perturb KEY:DELTA]\n"
-        "  nofall gen-weights sptransformer --out DIR [--seed N] [--dim D --depth L --tissues T] [--perturb KEY:DELTA]\n"
-        "             (SpTransformer loads and checks; its forward is not implemented yet)\n"
+        "  nofall gen-weights sptransformer --out DIR [--seed N] [--dim D --depth L --tissues T --context C\n"
+        "             --window W] [--format safetensors|ckpt] [--perturb KEY:DELTA]\n"
+        "  SpTransformer (M = DIR or X.ckpt):\n"
+        "  nofall run --model M --out OUTDIR [--device D] [--seed 42 --length 128 | --tokens T.npy\n"
+        "             | --sequence ACGU... | --fasta F.fa [--region chr:start-end]] [--context pad|given] [--trace FILE]\n"
+        "  nofall verify --model M --device DEV --against cpu|FIXTURE_DIR [--seeds 42,100,101] [--samples N]\n"
+        "             [--max-abs 1e-4] [--mean-abs 1e-5] [--bisect[=always]] [--json FILE]\n"
+        "  nofall bench --model M --device DEV [--length 8201] [--batch 1] [--warmup 2] [--runs 10]\n"
         "  nofall convert --model X.ckpt --out DIR [--config FILE]   (torch.save checkpoint -> DIR/model.safetensors)\n",
         NF_VERSION);
 }

@@ -21,7 +21,7 @@
 
 /* rows of one im2col block: big enough for an efficient GEMM, small enough
  * that the block (rows x cin*ksize floats) stays in the caches */
-#define NF__CONV_BLOCK 256
+#define NF__CONV_BLOCK 1024
 
 int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_conv1d_params * p = &op->p.conv1d;
