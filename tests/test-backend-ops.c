@@ -63,8 +63,8 @@ static void run_out_free(struct run_out * r) {
 }
 
 static int run_case(nf_backend * be, const struct tcase * tc, struct run_out * out, nf_err * err) {
-    static const char * const sname[] = {"src0", "src1", "src2", "src3"};
-    static const char * const dname[] = {"dst0", "dst1"};
+    static const char * const sname[NF_OP_MAX_SRC] = {"src0", "src1", "src2", "src3", "src4"};
+    static const char * const dname[NF_OP_MAX_DST] = {"dst0", "dst1"};
     nf_tensor full[NF_OP_MAX_SRC + NF_OP_MAX_DST];
     memset(full, 0, sizeof(full));
     memset(out, 0, sizeof(*out));

@@ -575,7 +575,8 @@ done:
 
 /* The seed-0 safetensors re-written as a torch.save .ckpt ({"state_dict":
  * OrderedDict}, one storage per tensor, as torch.save lays it out). */
-static int write_ckpt_from(const char * st_path, const char * ckpt_path) {
+static int write_ckpt_from(const char * st_path, const char * ckpt_path, const char * rename_from,
+                           const char * rename_to) {
     nf_err err = {0};
     struct nf_safetensors st;
     if (nf__st_open(st_path, &st, &err) != NF_OK) return -1;
@@ -586,7 +587,8 @@ static int write_ckpt_from(const char * st_path, const char * ckpt_path) {
         const struct nf_st_tensor * s = &st.tensors[i];
         const int i64 = s->dtype == NF_ST_I64;
         snprintf(keys[i], sizeof(keys[i]), "%d", i);
-        t[i] = (struct gen_tensor){s->name, i64 ? "LongStorage" : "FloatStorage", keys[i], 0, 0, s->ndim, {0}, {-1}};
+        const char * nm = rename_from && strcmp(s->name, rename_from) == 0 ? rename_to : s->name;
+        t[i] = (struct gen_tensor){nm, i64 ? "LongStorage" : "FloatStorage", keys[i], 0, 0, s->ndim, {0}, {-1}};
         int64_t numel = 1;
         for (int d = 0; d < s->ndim; d++) numel *= (t[i].shape[d] = s->shape[d]);
         t[i].numel = numel;
@@ -613,7 +615,8 @@ static void test_ckpt_forward(nf_backend * be, nf_model * ref, const char * dir)
     snprintf(ck2dir, sizeof(ck2dir), "%s/spt-ckpt-alone", tmpdir);
     snprintf(ck2, sizeof(ck2), "%s/SpTransformer_pytorch.ckpt", ck2dir);
     mkdir(ck2dir, 0777);
-    CHECK(write_ckpt_from(st_path, ck1) == 0 && write_ckpt_from(st_path, ck2) == 0, "wrote the .ckpt forms");
+    CHECK(write_ckpt_from(st_path, ck1, NULL, NULL) == 0 && write_ckpt_from(st_path, ck2, NULL, NULL) == 0,
+          "wrote the .ckpt forms");
     const int64_t L = 8001;
     int64_t * ids = malloc((size_t) L * sizeof(int64_t));
     int8_t * t8 = malloc((size_t) L);
@@ -634,6 +637,15 @@ static void test_ckpt_forward(nf_backend * be, nf_model * ref, const char * dir)
         CHECK(memcmp(a, b, sizeof(a)) == 0, "--model %s: logits byte-identical to model.safetensors's", files[k]);
         nf_model_free(m);
     }
+    /* the strict check on the .ckpt path: a renamed entry is named both ways */
+    CHECK(write_ckpt_from(st_path, ck2, "encoder.1.resblocks.4.bn2.running_var",
+                          "encoder.1.resblocks.4.bn2.running_variance") == 0,
+          "wrote a .ckpt with a renamed entry");
+    nf_model * bad = NULL;
+    CHECK_RC(nf_model_load(be, ck2, &bad, &err), NF_ERR_CHECKPOINT, &err);
+    CHECK_MSG(&err, "missing 'encoder.1.resblocks.4.bn2.running_var'");
+    CHECK_MSG(&err, "unexpected 'encoder.1.resblocks.4.bn2.running_variance'");
+    nf_model_free(bad);
     unlink(ck1);
     unlink(ck2);
     rmdir(ck2dir);
