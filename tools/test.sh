@@ -66,10 +66,14 @@ if command -v valgrind >/dev/null 2>&1; then
   $VG build/nofall run --model build/vg/model --device cpu --out build/vg/out > build/vg/cpu.log 2>&1 \
     || { cat build/vg/cpu.log; echo "test.sh: valgrind: errors in a cpu forward"; exit 1; }
   grep -qx "EXIT_CODE=0" build/vg/cpu.log || { cat build/vg/cpu.log; echo "test.sh: valgrind: the cpu forward failed"; exit 1; }
+  build/nofall gen-weights sptransformer --out build/vg/spt --dim 16 --depth 1 --context 50 --window 64 --seed 1 > /dev/null
+  $VG build/nofall run --model build/vg/spt --device cpu --out build/vg/spt-out --length 40 > build/vg/spt.log 2>&1 \
+    || { cat build/vg/spt.log; echo "test.sh: valgrind: errors in a SpTransformer cpu forward"; exit 1; }
+  grep -qx "EXIT_CODE=0" build/vg/spt.log || { cat build/vg/spt.log; echo "test.sh: valgrind: the SpTransformer forward failed"; exit 1; }
   cp build/vg/model/config.json build/vg/bad/
   rc=0; $VG build/nofall run --model build/vg/bad --device cpu --out build/vg/out > build/vg/bad.log 2>&1 || rc=$?
   [ $rc -eq 1 ] || { cat build/vg/bad.log; echo "test.sh: valgrind: a refused input gave exit $rc (99 = memcheck errors)"; exit 1; }
-  echo "test.sh: valgrind memcheck: cpu forward and a refused input, 0 errors (opencl:0 not run, see above)"
+  echo "test.sh: valgrind memcheck: cpu forwards (Mitra, SpTransformer) and a refused input, 0 errors (opencl:0 not run, see above)"
 else
   echo "test.sh: valgrind not found: memcheck stage skipped"
 fi
