@@ -28,8 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char * const nf_pred_artifacts[] = {"predictions.csv", "probabilities.csv", "logits.npy",
-                                                 "report.json"};
+static const char * const nf_pred_artifacts[] = {"predictions.csv", "probabilities.csv", "logits.npy", "report.json"};
 #define NF_PRED_N_ARTIFACTS 4
 #define NF_PRED_MAX_CLASSES 10
 
@@ -45,14 +44,14 @@ struct nf_pred_opts {
 
 /* one input column and what the feature generation made of it */
 struct nf_feat {
-    int col, tcol;  /* index in train / test */
-    int kind;       /* NF_FEAT_*             */
-    int is_int;     /* pandas int64 in train */
+    int col, tcol;   /* index in train / test */
+    int kind;        /* NF_FEAT_*             */
+    int is_int;      /* pandas int64 in train */
     double true_num; /* bool: the value mapped to 1 */
     const char * true_str;
     char ** cats; /* category: sorted categories (count >= 2) */
     int64_t n_cats;
-    double *xs, *xq;     /* generated values (NaN missing; codes -1 for a missing category) */
+    double *xs, *xq;      /* generated values (NaN missing; codes -1 for a missing category) */
     const char * dropped; /* why it was dropped, or NULL */
 };
 
@@ -224,9 +223,8 @@ static int nf_pred_target(struct nf_pred * p, const struct nf_pred_opts * o, nf_
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) has one class only: nothing to classify",
                              e1, e2);
         else if (u > NF_PRED_MAX_CLASSES)
-            rc = nf__err_set(err, NF_ERR_INPUT,
-                             "%s: column '%s' (the target) has %lld classes; Mitra takes at most %d", e1, e2,
-                             (long long) u, NF_PRED_MAX_CLASSES);
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) has %lld classes; Mitra takes at most %d",
+                             e1, e2, (long long) u, NF_PRED_MAX_CLASSES);
         else if (!(p->yc = malloc((size_t) n * sizeof(int64_t))))
             rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         else {
@@ -287,9 +285,9 @@ static int nf_pred_features(struct nf_pred * p, nf_err * err) {
             int ii;
             while (r < nq && (qc->missing[r] || nf__csv_parse_number(qc->raw[r], &d, &ii))) r++;
             char ev[256];
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, column '%s': '%s' is not a number (the column is %s in %s)",
-                             et, (long long) r + 1, ec, nf__esc(ev, sizeof(ev), r < nq ? qc->raw[r] : ""),
-                             nf_col_type_name(tc), ef);
+            rc = nf__err_set(
+                err, NF_ERR_INPUT, "%s: row %lld, column '%s': '%s' is not a number (the column is %s in %s)", et,
+                (long long) r + 1, ec, nf__esc(ev, sizeof(ev), r < nq ? qc->raw[r] : ""), nf_col_type_name(tc), ef);
             break;
         }
         f->xs = malloc((size_t) (ns ? ns : 1) * sizeof(double));
@@ -380,7 +378,12 @@ static int nf_pred_features(struct nf_pred * p, nf_err * err) {
         }
         int64_t ud = nf_distinct_num(tmp, ns, t2, &hn);
         free(t2);
-        if (ud <= 1) f->dropped = tc->n_missing == ns ? "all missing" : "constant";
+        int all_rare = f->kind == NF_FEAT_CAT;
+        for (int64_t r = 0; all_rare && r < ns; r++) all_rare = f->xs[r] < 0;
+        if (ud <= 1)
+            f->dropped = tc->n_missing == ns ? "all missing"
+                         : all_rare          ? "every value rare (an id column)"
+                                             : "constant";
         else if (f->kind == NF_FEAT_CAT && (double) ud > 0.99 * (double) ns)
             f->dropped = "unique per row";
     }
@@ -476,8 +479,8 @@ static int nf_csv_write_field(FILE * f, const char * s) {
 }
 
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
-    static const char * const flags[] = {"--model", "--train", "--test",   "--target", "--task",     "--n-estimators",
-                                         "--seed",  "--device", "--out",   "--no-mirror", NULL};
+    static const char * const flags[] = {"--model", "--train",  "--test", "--target",    "--task", "--n-estimators",
+                                         "--seed",  "--device", "--out",  "--no-mirror", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     o->n_est = 1;
@@ -528,7 +531,8 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
         }
     }
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
-        fprintf(stderr, "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
+        fprintf(stderr,
+                "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
         return 0;
     }
     return 1;
@@ -564,8 +568,8 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
             goto out_nolock;
         }
         if (p.tr.n_rows < 2) {
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2", nf__esc(e1, sizeof(e1), o->train),
-                             (long long) p.tr.n_rows);
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2",
+                             nf__esc(e1, sizeof(e1), o->train), (long long) p.tr.n_rows);
             goto out_nolock;
         }
         if (p.te.n_rows < 1) {
@@ -627,7 +631,8 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         in[0] = (struct nf_array){.name = "support_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {ns, F}, .data = xs};
         if (class_labels) {
             memcpy(ysi, p.yc, (size_t) ns * sizeof(int64_t));
-            in[1] = (struct nf_array){.name = "support_y", .dtype = NF_ARRAY_I64, .ndim = 1, .shape = {ns}, .data = ysi};
+            in[1] = (struct nf_array){
+                .name = "support_y", .dtype = NF_ARRAY_I64, .ndim = 1, .shape = {ns}, .data = ysi};
         } else {
             for (int64_t r = 0; r < ns; r++) {
                 double y = (p.yv[r] - p.y_min) / (p.y_max - p.y_min);

@@ -18,12 +18,12 @@
 #include <strings.h>
 
 #define NF_CSV_MAX_BYTES ((size_t) 1 << 31)
-#define NF_CSV_MAX_COLS 100000
+#define NF_CSV_MAX_COLS  100000
 
 /* pandas' default na_values (pandas/_libs/parsers.pyx STR_NA_VALUES) */
 static const char * const nf_csv_na[] = {
-    "",     "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-    "<NA>", "N/A",  "NA",       "NULL", "NaN",   "None",     "n/a",  "nan",  "null",
+    "",     "#N/A", "#N/A N/A", "#NA",  "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A",  "NA",       "NULL", "NaN",     "None",     "n/a",  "nan",  "null",
 };
 
 int nf__csv_is_na(const char * s) {
@@ -82,7 +82,8 @@ int nf__csv_parse_number(const char * s, double * out, int * is_int) {
         if (intlit) {
             errno = 0;
             long long v = strtoll(buf, NULL, 10);
-            if (errno == ERANGE) intlit = 0;
+            if (errno == ERANGE)
+                intlit = 0;
             else
                 *out = (double) v;
         }

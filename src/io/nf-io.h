@@ -231,9 +231,9 @@ enum nf_csv_type { NF_CSV_INT, NF_CSV_FLOAT, NF_CSV_TEXT };
 struct nf_csv_column {
     char * name;
     enum nf_csv_type type;
-    char ** raw;     /* n_rows fields as written (UTF-8, unquoted)            */
-    double * num;    /* numeric columns: the values, NaN where missing        */
-    char * missing;  /* 1 where the field is one of pandas' default NA strings */
+    char ** raw;    /* n_rows fields as written (UTF-8, unquoted)            */
+    double * num;   /* numeric columns: the values, NaN where missing        */
+    char * missing; /* 1 where the field is one of pandas' default NA strings */
     int64_t n_missing;
 };
 struct nf_csv_table {
@@ -250,7 +250,7 @@ int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err);
 int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv_table * t, nf_err * err);
 void nf__csv_free(struct nf_csv_table * t);
 int nf__csv_find(const struct nf_csv_table * t, const char * name); /* column index or -1 */
-int nf__csv_is_na(const char * s);                                 /* one of pandas' default NA strings */
+int nf__csv_is_na(const char * s);                                  /* one of pandas' default NA strings */
 int nf__csv_parse_number(const char * s, double * out, int * is_int);
 
 #endif /* NF_IO_H */
