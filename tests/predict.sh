@@ -128,5 +128,28 @@ expect_fail empty "$B/empty.csv" "$B/good.csv" "empty.csv: empty file"
 expect_fail quote "$B/quote.csv" "$B/good.csv" "quote.csv: row 1: malformed CSV"
 expect_fail text-in-numeric "$B/good.csv" "$B/textnum.csv" "textnum.csv: row 1, column 'b': 'two' is not a number"
 
+# ---- column typing as pandas.read_csv (dtypes taken from pandas 2.3.3) ----------------
+python3 - "$B/types.csv" <<'EOF'
+import csv, sys
+vals = [" 1.5", "1e5", "inf", "+3", "1_000", "0x10", ".5", "5.", "-inf", "True", "1,5", "Infinity", "-0", "\uff11",
+        "1.5 ", "nan"]
+w = csv.writer(open(sys.argv[1], "w"))
+w.writerow([f"c{i}" for i in range(len(vals))] + ["y"])
+for r in range(6):
+    w.writerow([vals[i] if r == 0 else str(r + i % 3 + (r * 7) % 5) for i in range(len(vals))] + ["ab"[r % 2]])
+EOF
+if "$NF" predict --model "$T/cls" --train "$B/types.csv" --test "$B/types.csv" --target y --out "$B/types" \
+    >"$B/types.log" 2>&1 && python3 - "$B/types/report.json" <<'EOF'; then ok "column types as pandas"; else bad "column types"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+got = {c["name"]: c["csv_type"] for c in r["columns_kept"] + r["columns_dropped"]}
+want = {"c0": "float64", "c1": "float64", "c2": "float64", "c3": "int64", "c4": "object", "c5": "object",
+        "c6": "float64", "c7": "float64", "c8": "float64", "c9": "object", "c10": "object", "c11": "float64",
+        "c12": "int64", "c13": "object", "c14": "float64", "c15": "float64"}
+if got != want:
+    print("  got", got)
+    sys.exit(1)
+EOF
+
 [ $fail -eq 0 ] && echo "predict: all passed"
 exit $fail

@@ -112,17 +112,24 @@ static int nf_same_values(const double * a, const double * b, int64_t n) {
     }
     return 1;
 }
-/* the same partition of the rows (labels in first-appearance order) */
-static int nf_same_partition(const double * a, const double * b, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t j = 0; j < i; j++) {
-            const int ea = (isnan(a[i]) && isnan(a[j])) || a[i] == a[j];
-            const int eb = (isnan(b[i]) && isnan(b[j])) || b[i] == b[j];
-            if (ea != eb) return 0;
-            if (ea) break;
-        }
+/* the same partition of the rows: category codes (-1 = missing) relabelled
+ * in first-appearance order on both sides, then compared; codes < n_a, n_b */
+static int nf_same_partition(const double * a, int64_t n_a, const double * b, int64_t n_b, int64_t n) {
+    int64_t * la = malloc((size_t) (n_a + 1) * sizeof(int64_t));
+    int64_t * lb = malloc((size_t) (n_b + 1) * sizeof(int64_t));
+    int same = la && lb;
+    for (int64_t k = 0; same && k <= n_a; k++) la[k] = -1;
+    for (int64_t k = 0; same && k <= n_b; k++) lb[k] = -1;
+    int64_t next_a = 0, next_b = 0;
+    for (int64_t i = 0; same && i < n; i++) {
+        const int64_t ca = (int64_t) a[i] + 1, cb = (int64_t) b[i] + 1;
+        if (la[ca] < 0) la[ca] = next_a++;
+        if (lb[cb] < 0) lb[cb] = next_b++;
+        same = la[ca] == lb[cb];
     }
-    return 1;
+    free(la);
+    free(lb);
+    return same;
 }
 
 static const char * nf_col_type_name(const struct nf_csv_column * c) {
@@ -396,7 +403,8 @@ static int nf_pred_features(struct nf_pred * p, nf_err * err) {
         for (int j = 0; j < i; j++) {
             struct nf_feat * b = &p->feats[j];
             if (b->dropped || (a->kind == NF_FEAT_CAT) != (b->kind == NF_FEAT_CAT)) continue;
-            if (a->kind == NF_FEAT_CAT ? nf_same_partition(a->xs, b->xs, ns) : nf_same_values(a->xs, b->xs, ns)) {
+            if (a->kind == NF_FEAT_CAT ? nf_same_partition(a->xs, a->n_cats, b->xs, b->n_cats, ns)
+                                       : nf_same_values(a->xs, b->xs, ns)) {
                 a->dropped = "duplicate";
                 break;
             }
