@@ -609,6 +609,11 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
     }
     const int64_t ns = p.tr.n_rows, nq = p.te.n_rows;
     const int F = p.n_order;
+    if (ns > 8192)
+        fprintf(stderr,
+                "warning: %lld training rows: AutoGluon's Mitra draws a random 8192-row support per 1024 queries; "
+                "nofall uses all of them\n",
+                (long long) ns);
     const int K = class_labels ? (int) p.n_classes : 1;
     const int64_t width = class_labels ? model_classes : 1;
     xs = malloc((size_t) (ns * F) * sizeof(float));
