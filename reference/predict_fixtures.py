@@ -217,6 +217,8 @@ CASES = {
     "diabetes": dict(table=lambda: sk_table("diabetes"), target="target", task="regression", n_train=150,
                      n_test=40, n_est=2, seed=2),  # seed 2: regression mirror on in member 0, off in 1
     "penguins": dict(table=penguins, target="species", task="auto", n_train=150, n_test=50, n_est=1),
+    "iris_nomirror": dict(table=lambda: sk_table("iris"), target="target", task="classification", n_train=120,
+                          n_test=30, n_est=1, mirror=False),
     "rules": dict(table=rules_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
                   edit=rules_edit),
 }
@@ -243,8 +245,9 @@ def make(args):
         seed = c.get("seed", 5)
         mtask = "regression" if c["task"] == "regression" else "classification"
         info, proba, pred, labels = run_autogluon(models[mtask], d / "train.csv", d / "test.csv", c["target"],
-                                                  c["task"], c["n_est"], seed, True)
+                                                  c["task"], c["n_est"], seed, c.get("mirror", True))
         case = {"target": c["target"], "task": c["task"], "n_estimators": c["n_est"], "seed": seed,
+                "mirror_enabled": c.get("mirror", True),
                 "weights": {"seed": 0, "task": mtask}, **info}
         if proba is not None:
             np.save(d / "expected_probabilities.npy", proba.astype(np.float64))

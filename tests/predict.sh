@@ -24,13 +24,14 @@ bad() {
 for d in "$FX"/*/; do
     [ -f "$d/case.json" ] || continue
     c=$(basename "$d")
-    read -r target task nest seed wtask < <(python3 -c "
+    read -r target task nest seed wtask nomirror < <(python3 -c "
 import json; c = json.load(open('$d/case.json'))
-print(c['target'], c['task'], c['n_estimators'], c['seed'], c['weights']['task'])")
+print(c['target'], c['task'], c['n_estimators'], c['seed'], c['weights']['task'],
+      '' if c.get('mirror_enabled', True) else '--no-mirror')")
     m=$T/cls
     [ "$wtask" = regression ] && m=$T/reg
     if ! "$NF" predict --model "$m" --train "$d/train.csv" --test "$d/test.csv" --target "$target" --task "$task" \
-        --n-estimators "$nest" --seed "$seed" --device cpu --out "$T/out-$c" >"$T/$c.log" 2>&1; then
+        --n-estimators "$nest" --seed "$seed" $nomirror --device cpu --out "$T/out-$c" >"$T/$c.log" 2>&1; then
         bad "$c: predict failed: $(tail -1 "$T/$c.log")"
         continue
     fi
