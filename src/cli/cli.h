@@ -185,5 +185,6 @@ int nf_cmd_run(int argc, char ** argv);
 int nf_cmd_verify(int argc, char ** argv);
 int nf_cmd_bench(int argc, char ** argv);
 int nf_cmd_convert(int argc, char ** argv); /* cmd-convert.c */
+int nf_cmd_predict(int argc, char ** argv); /* cmd-predict.c */
 
 #endif

@@ -19,6 +19,8 @@ static void nf_usage(FILE * f) {
         "             [--samples N] [--max-abs 1e-3] [--mean-abs 1e-4] [--bisect[=always]] [--json FILE] [--trace FILE]\n"
         "  nofall bench --model DIR --device DEV [--warmup 2] [--runs 10] [--support N --query M --features F]\n"
         "             [--precision exact|tf32] [--json FILE] [--trace FILE]\n"
+        "  nofall predict --model DIR --train TRAIN.csv --test TEST.csv --target COL --out OUTDIR\n"
+        "             [--task auto|classification|regression] [--n-estimators 1] [--seed 0] [--no-mirror] [--device D]\n"
         "  nofall devices\n"
         "  nofall gen-weights mitra --out DIR [--seed N] [--dim D --layers L --heads H --outputs C\n"
         "             --task classification|regression] [--perturb KEY:DELTA]\n"
@@ -142,6 +144,7 @@ static int nf_main(int argc, char ** argv) {
     if (strcmp(cmd, "bench") == 0) return nf_cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "gen-weights") == 0) return nf_cmd_gen_weights(argc - 1, argv + 1);
     if (strcmp(cmd, "convert") == 0) return nf_cmd_convert(argc - 1, argv + 1);
+    if (strcmp(cmd, "predict") == 0) return nf_cmd_predict(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) {
         nf_err err = {0};
         char * text = nf_devices_describe(&err);

@@ -224,4 +224,33 @@ int nf__smap_get(const struct nf__smap * m, const char * s, size_t n);
 /* 0 added, 1 duplicate, -1 out of memory */
 int nf__smap_put(struct nf__smap * m, const char * s, size_t n, int v);
 
+/* ---- CSV tables (csv.c) ----------------------------------------------------- */
+/* Column types as pandas.read_csv gives them: int64 (every value an integer
+ * literal, none missing), float64 (every non-missing value a number), text. */
+enum nf_csv_type { NF_CSV_INT, NF_CSV_FLOAT, NF_CSV_TEXT };
+struct nf_csv_column {
+    char * name;
+    enum nf_csv_type type;
+    char ** raw;    /* n_rows fields as written (UTF-8, unquoted)            */
+    double * num;   /* numeric columns: the values, NaN where missing        */
+    char * missing; /* 1 where the field is one of pandas' default NA strings */
+    int64_t n_missing;
+};
+struct nf_csv_table {
+    char path[1024];
+    int64_t n_rows; /* data rows (the header not counted) */
+    int n_cols;
+    struct nf_csv_column * cols;
+};
+/* RFC 4180 via libcsv; a header row; every row as many fields as the header
+ * (else an error naming the row); UTF-8 checked per field (an error naming
+ * row and column); empty file, duplicate column names: errors. Row numbers in
+ * messages count data rows from 1 (the header is row 0). */
+int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err);
+int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv_table * t, nf_err * err);
+void nf__csv_free(struct nf_csv_table * t);
+int nf__csv_find(const struct nf_csv_table * t, const char * name); /* column index or -1 */
+int nf__csv_is_na(const char * s);                                  /* one of pandas' default NA strings */
+int nf__csv_parse_number(const char * s, double * out, int * is_int);
+
 #endif /* NF_IO_H */

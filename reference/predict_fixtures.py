@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Fixtures for `nofall predict`: AutoGluon's own pipeline on CSV tables.
+
+This script IMPORTS AutoGluon (autogluon.tabular 1.6.3 from PyPI) and runs its
+pipeline; it contains no copy of the upstream code:
+
+    pandas.read_csv -> LabelCleaner -> AutoMLPipelineFeatureGenerator
+    -> MitraModel (fine_tune=False, hf_model = a `nofall gen-weights` dir)
+    -> MitraModel.predict_proba / predict
+
+with three changes, each needed for an exact comparison:
+  * torch.autocast is switched off (fp32 everywhere) and SDPA uses its math
+    backend;
+  * the Preprocessor's random mirror signs (global numpy RNG upstream) are
+    replaced by nofall's draw from --seed (splitmix64, below), so both sides
+    use the same signs;
+  * MitraModel.fit gets X_val = X (the whole training table): without
+    validation data Mitra fits its Preprocessor (NaN means, singular columns,
+    target range) on an internal 80 % split; nofall uses the whole table.
+The support set is the whole training table (n <= 8192: a permutation of it).
+
+usage: predict_fixtures.py make [--nofall build/nofall] [--out tests/fixtures/predict] [--only a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+M64 = (1 << 64) - 1
+
+
+def splitmix64(state: int):
+    """nofall's mirror generator: yields 64-bit outputs from state `seed`."""
+    while True:
+        state = (state + 0x9E3779B97F4A7C15) & M64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+        yield z ^ (z >> 31)
+
+
+class MirrorDraw:
+    """Per member, in AutoGluon's order: the regression mirror (regression
+    only), then one sign per feature (top bit set = -1)."""
+
+    def __init__(self, seed: int, enabled: bool):
+        self.gen = splitmix64(seed)
+        self.enabled = enabled
+        self.signs = []
+        self.reg = []
+
+    def regression(self):
+        v = bool(next(self.gen) >> 63) if self.enabled else False
+        self.reg.append(v)
+        return v
+
+    def features(self, n):
+        s = [(-1 if (next(self.gen) >> 63) else 1) if self.enabled else 1 for _ in range(n)]
+        self.signs.append(s)
+        return np.array(s, dtype=np.int64).reshape(1, n)
+
+
+def run_autogluon(model_dir: Path, train: Path, test: Path, target: str, task: str, n_est: int, seed: int,
+                  mirror: bool):
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from autogluon.core.data import LabelCleaner
+    from autogluon.core.utils import infer_problem_type
+    from autogluon.features.generators import AutoMLPipelineFeatureGenerator
+    from autogluon.tabular.models.mitra.mitra_model import MitraModel
+    from autogluon.tabular.models.mitra._internal.data import preprocessor as pp
+
+    torch.set_float32_matmul_precision("highest")
+    real_autocast = torch.autocast
+    torch.autocast = lambda *a, **k: real_autocast("cpu", enabled=False)
+
+    draw = MirrorDraw(seed, mirror)
+    pp.Preprocessor.determine_regression_mirror = lambda self: setattr(self, "regression_mirror", draw.regression())
+    pp.Preprocessor.determine_mirror = lambda self, x: setattr(self, "mirror", draw.features(x.shape[1]))
+    singular = []
+    orig_sing = pp.Preprocessor.determine_which_features_are_singular
+
+    def sing(self, x):
+        orig_sing(self, x)
+        singular.append([bool(v) for v in self.singular_features])
+
+    pp.Preprocessor.determine_which_features_are_singular = sing
+
+    df = pd.read_csv(train)
+    dt = pd.read_csv(test)
+    y = df[target]
+    X = df.drop(columns=[target])
+    Xt = dt.drop(columns=[target]) if target in dt.columns else dt
+    problem_type = "regression" if task == "regression" else infer_problem_type(y)
+    if task == "classification" and problem_type == "regression":
+        problem_type = "multiclass" if y.nunique() > 2 else "binary"
+    cleaner = LabelCleaner.construct(problem_type=problem_type, y=y)
+    yc = cleaner.transform(y)
+    fg = AutoMLPipelineFeatureGenerator(verbosity=0)
+    Xf = fg.fit_transform(X)
+    Xtf = fg.transform(Xt)
+    ag_features = list(Xf.columns)
+    fmeta = fg.feature_metadata
+    cat_features = set(fmeta.get_features(valid_raw_types=["category"]))
+    bool_features = set(fmeta.get_features(required_special_types=["bool"]))
+
+    hyp = {"fine_tune": False, "hf_model": str(model_dir), "n_estimators": n_est, "device": "cpu"}
+    m = MitraModel(path=tempfile.mkdtemp(), name="Mitra", problem_type=problem_type, eval_metric=None,
+                   hyperparameters=hyp)
+    with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]):
+        m.fit(X=Xf, y=yc, X_val=Xf, y_val=yc, num_gpus=0, num_cpus=2)
+        if problem_type == "regression":
+            pred = np.asarray(m.predict(Xtf), dtype=np.float64)
+            proba = None
+        else:
+            proba = np.asarray(m.predict_proba(Xtf), dtype=np.float64)
+            if proba.ndim == 1:  # binary: AutoGluon returns P(class 1)
+                proba = np.stack([1 - proba, proba], axis=1)
+            pred = np.argmax(proba, axis=1)
+    sing0 = singular[0] if singular else [False] * len(ag_features)
+    kept = [f for f, s in zip(ag_features, sing0) if not s]
+    dropped = [c for c in X.columns if c not in ag_features] + [f for f, s in zip(ag_features, sing0) if s]
+    types = {f: ("category" if f in cat_features else "bool" if f in bool_features else "numeric") for f in kept}
+    info = {
+        "problem_type": problem_type,
+        "kept": kept, "dropped": dropped, "types": types,
+        "mirror": draw.signs[:n_est], "regression_mirror": draw.reg[:n_est],
+    }
+    if problem_type != "regression":
+        classes = list(cleaner.ordered_class_labels)
+        info["classes"] = [str(c) for c in classes]
+        labels = [str(classes[i]) for i in pred]
+    else:
+        labels = None
+    return info, proba, pred, labels
+
+
+# ----- tables -------------------------------------------------------------------------
+
+def sk_table(name):
+    from sklearn import datasets
+    f = {"iris": datasets.load_iris, "wine": datasets.load_wine, "breast_cancer": datasets.load_breast_cancer,
+         "diabetes": datasets.load_diabetes}[name]
+    b = f(as_frame=True)
+    df = b.frame.copy()
+    if name in ("iris", "wine"):
+        df["target"] = [str(b.target_names[i]) for i in b.target]
+    return df
+
+
+def penguins():
+    import palmerpenguins
+    return palmerpenguins.load_penguins()
+
+
+def rules_table():
+    """Every preprocessing rule in one small table (numpy default_rng(7))."""
+    rng = np.random.default_rng(7)
+    n = 100
+    a = rng.normal(size=n)
+    df = pd.DataFrame({
+        "num": np.round(a, 3),
+        "num_nan": np.where(rng.random(n) < 0.2, np.nan, np.round(rng.normal(size=n), 2)),
+        "color": rng.choice(["red", "green", "blue", "Zed", "éclair", ""], size=n),
+        "rare": [f"v{rng.integers(0, 40)}" for _ in range(n)],
+        "ident": [f"id{i}" for i in range(n)],
+        "const": 5,
+        "allnan": np.nan,
+        "two": rng.choice(["yes", "no"], size=n),
+        "two_nan": np.where(rng.random(n) < 0.3, np.nan, 3.5),
+        "intcol": rng.integers(0, 9, size=n),
+        "dup": None,
+        "one_rare": np.where(np.arange(n) == 4, "only", "common"),
+    })
+    df["dup"] = df["num"]
+    y = (a + 0.5 * rng.normal(size=n) > 0).astype(int) + (a > 1).astype(int)
+    df["label"] = np.array(["lo", "mid", "hi"])[y]
+    return df
+
+
+def write_split(df, d: Path, n_train, n_test, seed, edit_test=None):
+    idx = np.random.default_rng(seed).permutation(len(df))
+    tr = df.iloc[idx[:n_train]].reset_index(drop=True)
+    te = df.iloc[idx[n_train:n_train + n_test]].reset_index(drop=True)
+    if edit_test:
+        te = edit_test(te)
+    d.mkdir(parents=True, exist_ok=True)
+    tr.to_csv(d / "train.csv", index=False)
+    te.to_csv(d / "test.csv", index=False)
+
+
+def rules_edit(te):
+    te = te.copy()
+    te["intcol"] = te["intcol"].astype(float)
+    te.loc[0, "intcol"] = np.nan       # int column, missing only in test
+    te.loc[1, "color"] = "purple"      # unseen category
+    te.loc[2, "two"] = "maybe"         # a third value of a two-valued column
+    te.loc[3, "num"] = np.nan          # missing numeric in test
+    return te
+
+
+CASES = {
+    "iris": dict(table=lambda: sk_table("iris"), target="target", task="auto", n_train=120, n_test=30, n_est=1),
+    "wine": dict(table=lambda: sk_table("wine"), target="target", task="auto", n_train=140, n_test=38, n_est=2),
+    "breast_cancer": dict(table=lambda: sk_table("breast_cancer"), target="target", task="auto", n_train=150,
+                          n_test=40, n_est=1),
+    "diabetes": dict(table=lambda: sk_table("diabetes"), target="target", task="regression", n_train=150,
+                     n_test=40, n_est=2, seed=2),  # seed 2: regression mirror on in member 0, off in 1
+    "penguins": dict(table=penguins, target="species", task="auto", n_train=150, n_test=50, n_est=1),
+    "iris_nomirror": dict(table=lambda: sk_table("iris"), target="target", task="classification", n_train=120,
+                          n_test=30, n_est=1, mirror=False),
+    "rules": dict(table=rules_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
+                  edit=rules_edit),
+}
+
+
+def make(args):
+    nofall = Path(args.nofall).resolve()
+    out = Path(args.out)
+    only = set(args.only.split(",")) if args.only else None
+    tmp = Path(tempfile.mkdtemp())
+    models = {}
+    for task, extra in (("classification", []), ("regression", ["--task", "regression", "--outputs", "1"])):
+        d = tmp / task
+        subprocess.run([str(nofall), "gen-weights", "mitra", "--out", str(d), "--seed", "0", *extra], check=True,
+                       stdout=subprocess.DEVNULL)
+        models[task] = d
+    for name, c in CASES.items():
+        if only and name not in only:
+            continue
+        d = out / name
+        if d.exists():
+            shutil.rmtree(d)
+        write_split(c["table"](), d, c["n_train"], c["n_test"], 11, c.get("edit"))
+        seed = c.get("seed", 5)
+        mtask = "regression" if c["task"] == "regression" else "classification"
+        info, proba, pred, labels = run_autogluon(models[mtask], d / "train.csv", d / "test.csv", c["target"],
+                                                  c["task"], c["n_est"], seed, c.get("mirror", True))
+        case = {"target": c["target"], "task": c["task"], "n_estimators": c["n_est"], "seed": seed,
+                "mirror_enabled": c.get("mirror", True),
+                "weights": {"seed": 0, "task": mtask}, **info}
+        if proba is not None:
+            np.save(d / "expected_probabilities.npy", proba.astype(np.float64))
+            with open(d / "expected_probabilities.csv", "w") as f:  # for the test, which has no numpy
+                for row in proba:
+                    f.write(",".join(repr(float(v)) for v in row) + "\n")
+            case["labels"] = labels
+        else:
+            np.save(d / "expected_predictions.npy", pred.astype(np.float64))
+            with open(d / "expected_predictions.csv", "w") as f:
+                for v in pred:
+                    f.write(repr(float(v)) + "\n")
+        import autogluon.tabular, torch
+        case["versions"] = {"autogluon.tabular": autogluon.tabular.__version__, "torch": torch.__version__,
+                            "pandas": pd.__version__}
+        (d / "case.json").write_text(json.dumps(case, indent=1) + "\n")
+        print(f"{name}: kept {info['kept']} dropped {info['dropped']}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["make"])
+    ap.add_argument("--nofall", default=str(REPO / "build" / "nofall"))
+    ap.add_argument("--out", default=str(REPO / "tests" / "fixtures" / "predict"))
+    ap.add_argument("--only", default="")
+    make(ap.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,337 @@
+/* csv.c -- CSV tables (RFC 4180, via Debian's libcsv) into typed columns.
+ *
+ * The file is read whole (size-capped) and checked as UTF-8 field by field;
+ * the first record is the header; every record must have as many fields as
+ * the header. Columns are typed the way pandas.read_csv types them with its
+ * defaults: a column is numeric if every non-missing value parses as a
+ * number (C locale, surrounding blanks allowed), integer if in addition every
+ * value is an integer literal and none is missing (pandas' int64), otherwise
+ * text. Missing = pandas' default NA strings (the empty field among them).
+ * Blank lines are skipped and a UTF-8 BOM is dropped, as pandas does. */
+#include "nf-io.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NF_CSV_MAX_BYTES ((size_t) 1 << 31)
+#define NF_CSV_MAX_COLS  100000
+
+/* pandas' default na_values (pandas/_libs/parsers.pyx STR_NA_VALUES) */
+static const char * const nf_csv_na[] = {
+    "",     "#N/A", "#N/A N/A", "#NA",  "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A",  "NA",       "NULL", "NaN",     "None",     "n/a",  "nan",  "null",
+};
+
+int nf__csv_is_na(const char * s) {
+    for (size_t i = 0; i < sizeof(nf_csv_na) / sizeof(nf_csv_na[0]); i++)
+        if (strcmp(s, nf_csv_na[i]) == 0) return 1;
+    return 0;
+}
+
+/* A number as pandas reads one: decimal (no hex), optional exponent, inf /
+ * infinity; blanks around it allowed. *is_int: an integer literal that fits
+ * int64. */
+int nf__csv_parse_number(const char * s, double * out, int * is_int) {
+    while (*s == ' ' || *s == '\t') s++;
+    const char * p = s;
+    if (*p == '+' || *p == '-') p++;
+    int digits = 0, intlit = 1;
+    if (strncasecmp(p, "inf", 3) == 0) {
+        const char * q = p + 3;
+        if (strncasecmp(q, "inity", 5) == 0) q += 5;
+        while (*q == ' ' || *q == '\t') q++;
+        if (*q) return 0;
+        *out = (*s == '-') ? -INFINITY : INFINITY;
+        *is_int = 0;
+        return 1;
+    }
+    while (*p >= '0' && *p <= '9') p++, digits++;
+    if (*p == '.') {
+        intlit = 0;
+        p++;
+        while (*p >= '0' && *p <= '9') p++, digits++;
+    }
+    if (!digits) return 0;
+    if (*p == 'e' || *p == 'E') {
+        intlit = 0;
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return 0;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    const char * end = p;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p) return 0;
+    char buf[512];
+    size_t n = (size_t) (end - s);
+    if (n >= sizeof(buf)) {
+        intlit = 0; /* a long literal: strtod on a copy of it all */
+        char * c = malloc(n + 1);
+        if (!c) return 0;
+        memcpy(c, s, n);
+        c[n] = 0;
+        *out = strtod(c, NULL);
+        free(c);
+    } else {
+        memcpy(buf, s, n);
+        buf[n] = 0;
+        if (intlit) {
+            errno = 0;
+            long long v = strtoll(buf, NULL, 10);
+            if (errno == ERANGE)
+                intlit = 0;
+            else
+                *out = (double) v;
+        }
+        if (!intlit) *out = strtod(buf, NULL);
+    }
+    *is_int = intlit;
+    return 1;
+}
+
+struct nf_csv_state {
+    const char * name;
+    struct nf_csv_table * t;
+    /* the record being read */
+    char ** fields;
+    int n_fields, cap_fields;
+    int64_t record; /* 0 = header */
+    int64_t cap_rows;
+    int failed;
+    nf_err * err;
+};
+
+/* the first failure wins; later callbacks do nothing */
+static void nf_csv_fail(struct nf_csv_state * st, int code, const char * msg) {
+    if (st->failed) return;
+    st->failed = 1;
+    nf__err_set(st->err, code, "%s", msg);
+}
+
+static void nf_csv_field(void * s, size_t len, void * data) {
+    struct nf_csv_state * st = data;
+    if (st->failed) return;
+    if (st->n_fields == st->cap_fields) {
+        int nc = st->cap_fields ? st->cap_fields * 2 : 16;
+        if (nc > NF_CSV_MAX_COLS + 1) nc = NF_CSV_MAX_COLS + 1;
+        if (st->n_fields >= nc) {
+            char m[600];
+            snprintf(m, sizeof(m), "%s: row %lld: more than %d fields", st->name, (long long) st->record,
+                     NF_CSV_MAX_COLS);
+            nf_csv_fail(st, NF_ERR_FORMAT, m);
+            return;
+        }
+        char ** f = realloc(st->fields, (size_t) nc * sizeof(char *));
+        if (!f) {
+            nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
+            return;
+        }
+        st->fields = f;
+        st->cap_fields = nc;
+    }
+    const char * src = s ? (const char *) s : "";
+    if (!nf__utf8_valid(src, len) || memchr(src, 0, len)) {
+        const char * col = (st->record > 0 && st->n_fields < st->t->n_cols) ? st->t->cols[st->n_fields].name : NULL;
+        char ec[256], msg[900];
+        if (st->record == 0)
+            snprintf(msg, sizeof(msg), "%s: header, column %d: not valid UTF-8", st->name, st->n_fields + 1);
+        else
+            snprintf(msg, sizeof(msg), "%s: row %lld, column %d ('%s'): not valid UTF-8 (or a NUL byte)", st->name,
+                     (long long) st->record, st->n_fields + 1, col ? nf__esc(ec, sizeof(ec), col) : "?");
+        nf_csv_fail(st, NF_ERR_FORMAT, msg);
+        return;
+    }
+    char * c = malloc(len + 1);
+    if (!c) {
+        nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
+        return;
+    }
+    memcpy(c, src, len);
+    c[len] = 0;
+    st->fields[st->n_fields++] = c;
+}
+
+static void nf_csv_drop_fields(struct nf_csv_state * st) {
+    for (int i = 0; i < st->n_fields; i++) free(st->fields[i]);
+    st->n_fields = 0;
+}
+
+static void nf_csv_record(int c, void * data) {
+    struct nf_csv_state * st = data;
+    (void) c;
+    struct nf_csv_table * t = st->t;
+    if (st->failed) {
+        nf_csv_drop_fields(st);
+        return;
+    }
+    /* a blank line (one empty field): skipped, as pandas does */
+    if (st->n_fields == 1 && st->fields[0][0] == 0) {
+        nf_csv_drop_fields(st);
+        return;
+    }
+    if (st->record == 0) {
+        t->n_cols = st->n_fields;
+        t->cols = calloc((size_t) t->n_cols, sizeof(*t->cols));
+        if (!t->cols) {
+            nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
+            nf_csv_drop_fields(st);
+            return;
+        }
+        for (int i = 0; i < t->n_cols; i++) {
+            char * nm = st->fields[i];
+            if (!nm[0]) { /* pandas names an empty header "Unnamed: i" */
+                free(nm);
+                nm = malloc(32);
+                if (nm) snprintf(nm, 32, "Unnamed: %d", i);
+            }
+            t->cols[i].name = nm;
+            st->fields[i] = NULL;
+            for (int j = 0; nm && j < i; j++) {
+                if (strcmp(t->cols[j].name, nm) == 0) {
+                    char ec[256], m[900];
+                    snprintf(m, sizeof(m), "%s: header: column name '%s' appears twice", st->name,
+                             nf__esc(ec, sizeof(ec), nm));
+                    nf_csv_fail(st, NF_ERR_FORMAT, m);
+                    break;
+                }
+            }
+        }
+        st->n_fields = 0;
+        st->record = 1;
+        return;
+    }
+    if (st->n_fields != t->n_cols) {
+        char m[900];
+        snprintf(m, sizeof(m), "%s: row %lld has %d fields, the header has %d", st->name, (long long) st->record,
+                 st->n_fields, t->n_cols);
+        nf_csv_fail(st, NF_ERR_FORMAT, m);
+        nf_csv_drop_fields(st);
+        return;
+    }
+    if (t->n_rows == st->cap_rows) {
+        int64_t nc = st->cap_rows ? st->cap_rows * 2 : 64;
+        for (int i = 0; i < t->n_cols; i++) {
+            char ** r = realloc(t->cols[i].raw, (size_t) nc * sizeof(char *));
+            if (!r) {
+                nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
+                nf_csv_drop_fields(st);
+                return;
+            }
+            t->cols[i].raw = r;
+        }
+        st->cap_rows = nc;
+    }
+    for (int i = 0; i < t->n_cols; i++) t->cols[i].raw[t->n_rows] = st->fields[i];
+    st->n_fields = 0;
+    t->n_rows++;
+    st->record++;
+}
+
+static int nf_csv_type_columns(struct nf_csv_table * t, const char * name, nf_err * err) {
+    for (int c = 0; c < t->n_cols; c++) {
+        struct nf_csv_column * col = &t->cols[c];
+        col->num = malloc((size_t) (t->n_rows ? t->n_rows : 1) * sizeof(double));
+        col->missing = calloc((size_t) (t->n_rows ? t->n_rows : 1), 1);
+        if (!col->num || !col->missing) return nf__err_set(err, NF_ERR_NOMEM, "out of memory reading %s", name);
+        int numeric = 1, integer = 1;
+        for (int64_t r = 0; r < t->n_rows; r++) {
+            const char * s = col->raw[r];
+            if (nf__csv_is_na(s)) {
+                col->missing[r] = 1;
+                col->num[r] = NAN;
+                col->n_missing++;
+                integer = 0;
+                continue;
+            }
+            int is_int = 0;
+            if (numeric && nf__csv_parse_number(s, &col->num[r], &is_int)) {
+                integer &= is_int;
+            } else {
+                numeric = 0;
+                integer = 0;
+            }
+        }
+        col->type = numeric ? (integer ? NF_CSV_INT : NF_CSV_FLOAT) : NF_CSV_TEXT;
+        if (!numeric) {
+            for (int64_t r = 0; r < t->n_rows; r++) col->num[r] = NAN;
+        }
+    }
+    return NF_OK;
+}
+
+int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv_table * t, nf_err * err) {
+    memset(t, 0, sizeof(*t));
+    snprintf(t->path, sizeof(t->path), "%s", name);
+    if (len >= 3 && (unsigned char) buf[0] == 0xEF && (unsigned char) buf[1] == 0xBB &&
+        (unsigned char) buf[2] == 0xBF) {
+        buf += 3;
+        len -= 3;
+    }
+    char en[512];
+    nf__esc(en, sizeof(en), name);
+    size_t k = 0;
+    while (k < len && (buf[k] == '\n' || buf[k] == '\r')) k++;
+    if (k == len) return nf__err_set(err, NF_ERR_FORMAT, "%s: empty file (no header row)", en);
+    struct csv_parser p;
+    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
+        return nf__err_set(err, NF_ERR_NOMEM, "csv_init failed");
+    struct nf_csv_state st = {.name = en, .t = t, .err = err};
+    size_t done = csv_parse(&p, buf, len, nf_csv_field, nf_csv_record, &st);
+    int perr = done != len ? csv_error(&p) : 0;
+    if (!perr && csv_fini(&p, nf_csv_field, nf_csv_record, &st) != 0) perr = csv_error(&p);
+    csv_free(&p);
+    nf_csv_drop_fields(&st);
+    free(st.fields);
+    if (!st.failed && perr) {
+        char m[900];
+        snprintf(m, sizeof(m), "%s: row %lld: malformed CSV (%s)", en, (long long) st.record, csv_strerror(perr));
+        nf_csv_fail(&st, NF_ERR_FORMAT, m);
+    }
+    if (!st.failed && st.record == 0) {
+        char m[600];
+        snprintf(m, sizeof(m), "%s: empty file (no header row)", en);
+        nf_csv_fail(&st, NF_ERR_FORMAT, m);
+    }
+    if (!st.failed && nf_csv_type_columns(t, en, err) != NF_OK) st.failed = 1;
+    if (st.failed) {
+        nf__csv_free(t);
+        return err->code ? err->code : NF_ERR_FORMAT;
+    }
+    return NF_OK;
+}
+
+int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err) {
+    char * data = NULL;
+    size_t len = 0;
+    memset(t, 0, sizeof(*t));
+    NF_TRY(nf__file_read_all(path, &data, &len, NF_CSV_MAX_BYTES, err));
+    int rc = nf__csv_parse(data, len, path, t, err);
+    free(data);
+    return rc;
+}
+
+int nf__csv_find(const struct nf_csv_table * t, const char * name) {
+    for (int i = 0; i < t->n_cols; i++)
+        if (strcmp(t->cols[i].name, name) == 0) return i;
+    return -1;
+}
+
+void nf__csv_free(struct nf_csv_table * t) {
+    if (t->cols) {
+        for (int c = 0; c < t->n_cols; c++) {
+            struct nf_csv_column * col = &t->cols[c];
+            if (col->raw)
+                for (int64_t r = 0; r < t->n_rows; r++) free(col->raw[r]);
+            free(col->raw);
+            free(col->name);
+            free(col->num);
+            free(col->missing);
+        }
+    }
+    free(t->cols);
+    memset(t, 0, sizeof(*t));
+}

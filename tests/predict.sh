@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# predict.sh NOFALL TMPDIR FIXTURES -- `nofall predict` on cpu against
+# AutoGluon's own pipeline (tests/fixtures/predict, made by
+# reference/predict_fixtures.py): probabilities max_abs <= 1e-5 (regression:
+# predictions within 1e-5 * max(1, max|y|)), identical labels, identical kept /
+# dropped columns and mirror signs; then the bad tables: exit != 0, a message
+# naming the file / row / column, and --out left as it was.
+set -u
+NF=$1
+T=$2
+FX=$3
+rm -rf "$T"
+mkdir -p "$T"
+fail=0
+ok() { echo "ok   $*"; }
+bad() {
+    echo "FAIL $*"
+    fail=1
+}
+
+"$NF" gen-weights mitra --out "$T/cls" --seed 0 >/dev/null || exit 1
+"$NF" gen-weights mitra --out "$T/reg" --seed 0 --task regression --outputs 1 >/dev/null || exit 1
+
+for d in "$FX"/*/; do
+    [ -f "$d/case.json" ] || continue
+    c=$(basename "$d")
+    read -r target task nest seed wtask nomirror < <(python3 -c "
+import json; c = json.load(open('$d/case.json'))
+print(c['target'], c['task'], c['n_estimators'], c['seed'], c['weights']['task'],
+      '' if c.get('mirror_enabled', True) else '--no-mirror')")
+    m=$T/cls
+    [ "$wtask" = regression ] && m=$T/reg
+    if ! "$NF" predict --model "$m" --train "$d/train.csv" --test "$d/test.csv" --target "$target" --task "$task" \
+        --n-estimators "$nest" --seed "$seed" $nomirror --device cpu --out "$T/out-$c" >"$T/$c.log" 2>&1; then
+        bad "$c: predict failed: $(tail -1 "$T/$c.log")"
+        continue
+    fi
+    if python3 - "$d" "$T/out-$c" <<'EOF'; then ok "$c"; else bad "$c"; fi
+import csv, json, sys
+d, o = sys.argv[1], sys.argv[2]
+c = json.load(open(f"{d}/case.json"))
+r = json.load(open(f"{o}/report.json"))
+good = True
+def check(what, cond, detail=""):
+    global good
+    if not cond:
+        print(f"  {what}: mismatch {detail}")
+        good = False
+kept = [x["name"] for x in r["columns_kept"]]
+dropped = sorted(x["name"] for x in r["columns_dropped"])
+check("kept columns", kept == c["kept"], f"{kept} vs {c['kept']}")
+check("dropped columns", dropped == sorted(c["dropped"]), f"{dropped} vs {c['dropped']}")
+check("column types", [x["type"] for x in r["columns_kept"]] == [c["types"][k] for k in c["kept"]])
+check("mirror signs", r["mirror_signs"] == c["mirror"])
+pred = [row[0] for row in list(csv.reader(open(f"{o}/predictions.csv")))[1:]]
+if "labels" in c:
+    rows = list(csv.reader(open(f"{o}/probabilities.csv")))
+    check("classes", rows[0] == c["classes"], f"{rows[0]} vs {c['classes']}")
+    got = [[float(v) for v in row] for row in rows[1:]]
+    exp = [[float(v) for v in l.split(",")] for l in open(f"{d}/expected_probabilities.csv")]
+    check("rows", len(got) == len(exp))
+    err = max(abs(a - b) for ga, ea in zip(got, exp) for a, b in zip(ga, ea))
+    check("probabilities", err <= 1e-5, f"max_abs {err}")
+    check("labels", pred == c["labels"])
+    print(f"  max_abs {err:.3g}, {len(pred)} labels")
+else:
+    check("regression mirror", r["regression_mirror"] == c["regression_mirror"])
+    got = [float(v) for v in pred]
+    exp = [float(l) for l in open(f"{d}/expected_predictions.csv")]
+    check("rows", len(got) == len(exp))
+    s = max(1.0, max(abs(v) for v in exp))
+    err = max(abs(a - b) for a, b in zip(got, exp))
+    check("predictions", err <= 1e-5 * s, f"max_abs {err} (scale {s})")
+    print(f"  max_abs {err:.3g} (scale {s:.3g})")
+sys.exit(0 if good else 1)
+EOF
+done
+
+# ---- bad tables ---------------------------------------------------------------------
+B=$T/bad
+mkdir -p "$B"
+printf 'a,b,y\n1,2,x\n3,4,z\n5,6,x\n7,8,z\n' >"$B/good.csv"
+printf 'a,b,y\n1,2,x\n3,4\n5,6,x\n' >"$B/ragged.csv"
+printf 'a,b,y\n1,2,x\n3,4,5,6\n' >"$B/long.csv"
+printf 'a,b\n1,2\n3,4\n' >"$B/notarget.csv"
+printf 'a,c,y\n1,2,x\n' >"$B/othercols.csv"
+printf 'a,y\n1,x\n' >"$B/fewercols.csv"
+printf 'a,b,y\n1,2,x\n3,4,x\n' >"$B/oneclass.csv"
+python3 -c "
+print('a,b,y')
+for i in range(24): print(f'{i},{i % 3},c{i % 12}')" >"$B/many.csv"
+printf 'a,b,y\n1,2,x\n3,\xff\xfe,z\n' >"$B/latin.csv"
+: >"$B/empty.csv"
+printf 'a,b,y\n1,"2,x\n' >"$B/quote.csv"
+printf 'a,b,y\n1,two,x\n' >"$B/textnum.csv"
+
+mkdir -p "$B/out"
+echo keep >"$B/out/predictions.csv"
+cp -r "$B/out" "$B/out.orig"
+# name: train test expected-substring
+expect_fail() {
+    local name=$1 train=$2 test=$3 want=$4
+    local o
+    for o in "$B/out" "$B/new-$name"; do
+        if "$NF" predict --model "$T/cls" --train "$train" --test "$test" --target y --out "$o" >"$B/$name.log" 2>&1; then
+            bad "bad table $name: exit 0"
+            return
+        fi
+    done
+    if ! grep -qF -- "$want" "$B/$name.log"; then
+        bad "bad table $name: message lacks '$want': $(grep error "$B/$name.log")"
+        return
+    fi
+    if ! diff -r "$B/out" "$B/out.orig" >/dev/null || [ -e "$B/new-$name" ]; then
+        bad "bad table $name: --out changed or created"
+        return
+    fi
+    ok "bad table $name: $(grep error "$B/$name.log")"
+}
+expect_fail ragged "$B/ragged.csv" "$B/good.csv" "ragged.csv: row 2 has 2 fields, the header has 3"
+expect_fail long-test "$B/good.csv" "$B/long.csv" "long.csv: row 2 has 4 fields, the header has 3"
+expect_fail no-target "$B/notarget.csv" "$B/good.csv" "notarget.csv: no column 'y'"
+expect_fail other-columns "$B/good.csv" "$B/othercols.csv" "othercols.csv: column 'c' is not in the training table"
+expect_fail fewer-columns "$B/good.csv" "$B/fewercols.csv" "fewercols.csv: column 'b' of the training table"
+expect_fail one-class "$B/oneclass.csv" "$B/good.csv" "column 'y' (the target) has one class only"
+expect_fail many-classes "$B/many.csv" "$B/good.csv" "has 12 classes; Mitra takes at most 10"
+expect_fail non-utf8 "$B/good.csv" "$B/latin.csv" "latin.csv: row 2, column 2 ('b'): not valid UTF-8"
+expect_fail empty "$B/empty.csv" "$B/good.csv" "empty.csv: empty file"
+expect_fail quote "$B/quote.csv" "$B/good.csv" "quote.csv: row 1: malformed CSV"
+expect_fail text-in-numeric "$B/good.csv" "$B/textnum.csv" "textnum.csv: row 1, column 'b': 'two' is not a number"
+
+# ---- column typing as pandas.read_csv (dtypes taken from pandas 2.3.3) ----------------
+python3 - "$B/types.csv" <<'EOF'
+import csv, sys
+vals = [" 1.5", "1e5", "inf", "+3", "1_000", "0x10", ".5", "5.", "-inf", "True", "1,5", "Infinity", "-0", "\uff11",
+        "1.5 ", "nan"]
+w = csv.writer(open(sys.argv[1], "w"))
+w.writerow([f"c{i}" for i in range(len(vals))] + ["y"])
+for r in range(6):
+    w.writerow([vals[i] if r == 0 else str(r + i % 3 + (r * 7) % 5) for i in range(len(vals))] + ["ab"[r % 2]])
+EOF
+if "$NF" predict --model "$T/cls" --train "$B/types.csv" --test "$B/types.csv" --target y --out "$B/types" \
+    >"$B/types.log" 2>&1 && python3 - "$B/types/report.json" <<'EOF'; then ok "column types as pandas"; else bad "column types"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+got = {c["name"]: c["csv_type"] for c in r["columns_kept"] + r["columns_dropped"]}
+want = {"c0": "float64", "c1": "float64", "c2": "float64", "c3": "int64", "c4": "object", "c5": "object",
+        "c6": "float64", "c7": "float64", "c8": "float64", "c9": "object", "c10": "object", "c11": "float64",
+        "c12": "int64", "c13": "object", "c14": "float64", "c15": "float64"}
+if got != want:
+    print("  got", got)
+    sys.exit(1)
+EOF
+
+[ $fail -eq 0 ] && echo "predict: all passed"
+exit $fail
