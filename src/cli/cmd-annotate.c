@@ -531,9 +531,13 @@ static int nf_ann_record(struct nf_ann * a, bcf1_t * b, int64_t index, nf_err * 
         if (!fetched) {
             fetched = 1;
             snprintf(contig, sizeof(contig), "%s", faidx_has_seq(a->fai, cn) ? cn : chrom);
-            if (!faidx_has_seq(a->fai, contig))
-                return nf__err_set(err, NF_ERR_ARG, "%s: contig %s (or %s) is not in --fasta %s", where,
-                                   nf__esc(e, sizeof(e), cn), chrom, a->o->fasta);
+            if (!faidx_has_seq(a->fai, contig)) {
+                if (strcmp(cn, chrom) == 0)
+                    return nf__err_set(err, NF_ERR_ARG, "%s: contig %s is not in --fasta %s (a gene overlaps it)",
+                                       where, nf__esc(e, sizeof(e), cn), a->o->fasta);
+                return nf__err_set(err, NF_ERR_ARG, "%s: contig %s (or %s) is not in --fasta %s (a gene overlaps it)",
+                                   where, nf__esc(e, sizeof(e), cn), chrom, a->o->fasta);
+            }
             const int64_t clen = faidx_seq_len(a->fai, contig);
             const int64_t beg = pos - a->flank, end = pos + a->flank;
             if (pos > clen)
@@ -552,7 +556,7 @@ static int nf_ann_record(struct nf_ann * a, bcf1_t * b, int64_t index, nf_err * 
                                    "upstream scores a window cut by at most %lld nt, this one leaves no output "
                                    "position",
                                    where, (long long) beg, (long long) end, (long long) (end - clen), contig,
-                                   (long long) clen, (long long) (a->flank - a->context));
+                                   (long long) clen, (long long) (2 * (a->flank - a->context)));
             if (L != 2 * a->flank + 1) a->truncated++;
             hts_pos_t got = 0;
             seq = faidx_fetch_seq64(a->fai, contig, beg - 1, e2 - 1, &got);
@@ -763,7 +767,8 @@ static int nf_ann_main(const struct nf_ann_opts * o, nf_err * err) {
         bad = index + 1;
         if (r < 0) break;
         index++;
-        if ((b->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(b, BCF_UN_STR) < 0) {
+        if ((b->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(b, BCF_UN_STR) < 0 || b->pos < 0 ||
+            b->n_allele < 1) {
             r = -2;
             break;
         }
@@ -777,7 +782,8 @@ static int nf_ann_main(const struct nf_ann_opts * o, nf_err * err) {
     }
     if (r < -1) {
         rc = nf__err_set(err, NF_ERR_FORMAT,
-                         "--vcf %s: data record %lld is malformed (htslib could not parse it; see its message above)",
+                         "--vcf %s: data record %lld is malformed (htslib could not parse it, or POS is not a positive "
+                         "integer)",
                          nf__esc(e, sizeof(e), o->vcf), (long long) bad);
         goto done;
     }
