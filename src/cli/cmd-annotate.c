@@ -38,17 +38,17 @@
 
 #define NF_ANN_TISSUES 15
 static const char * const nf_ann_tissues[NF_ANN_TISSUES] = {
-    "Adipose Tissue", "Blood", "Blood Vessel", "Brain", "Colon",           "Heart", "Kidney",  "Liver",
-    "Lung",           "Muscle", "Nerve",       "Small Intestine", "Skin", "Spleen", "Stomach"};
+    "Adipose Tissue", "Blood",  "Blood Vessel", "Brain",           "Colon", "Heart",  "Kidney", "Liver",
+    "Lung",           "Muscle", "Nerve",        "Small Intestine", "Skin",  "Spleen", "Stomach"};
 /* upstream sptransformer.py, Annotator._threshold (spec Appendix B) */
 static const double nf_ann_mu[NF_ANN_TISSUES] = {
-    0.016170055925538048, -0.1466492029720345,  -0.004814086515620099, 0.017831358519558433, 0.03297392759250731,
-    -0.0238562463866956,  0.03762999484050797,  -0.057356272980532315, 0.04777555561381407,  -0.04901297259546376,
-    0.03865417911254773,  0.05855564392852844,  0.008105610846240991,  0.001179770193512726, 0.022812684877590292};
+    0.016170055925538048, -0.1466492029720345, -0.004814086515620099, 0.017831358519558433, 0.03297392759250731,
+    -0.0238562463866956,  0.03762999484050797, -0.057356272980532315, 0.04777555561381407,  -0.04901297259546376,
+    0.03865417911254773,  0.05855564392852844, 0.008105610846240991,  0.001179770193512726, 0.022812684877590292};
 static const double nf_ann_sd[NF_ANN_TISSUES] = {
-    0.015315100552740593, 0.07765363341706003, 0.02180354730921543,  0.03280497132872753,  0.018426896200775304,
+    0.015315100552740593, 0.07765363341706003,  0.02180354730921543,  0.03280497132872753,  0.018426896200775304,
     0.02340998308282473,  0.022809397819461737, 0.037399009450944404, 0.02457642947897365,  0.03512151853661846,
-    0.025045859953448327, 0.03187442362925183, 0.015884291924608274, 0.022923747771506405, 0.01608487821592824};
+    0.025045859953448327, 0.03187442362925183,  0.015884291924608274, 0.022923747771506405, 0.01608487821592824};
 static const double nf_ann_thr95[NF_ANN_TISSUES] = {
     1.8050256807163338, 1.2976271940160122, 1.7301640366913926, 1.5711727792118446, 1.6529818774325018,
     1.5579432960092778, 1.9147687989032427, 1.4824945358487465, 1.7212837086526112, 1.4469248306980924,
@@ -127,15 +127,8 @@ struct nf_ann_opts {
 enum { NF_ANN_CSV, NF_ANN_TSV, NF_ANN_VCF };
 
 /* skip reasons (the report's "skipped" object) */
-enum {
-    NF_SKIP_CONTIG_NAME,
-    NF_SKIP_NOT_SNV,
-    NF_SKIP_NO_ALT,
-    NF_SKIP_STAR,
-    NF_SKIP_N
-};
-static const char * const nf_skip_names[NF_SKIP_N] = {"contig_name_over_6_characters", "not_snv", "no_alt",
-                                                     "alt_star"};
+enum { NF_SKIP_CONTIG_NAME, NF_SKIP_NOT_SNV, NF_SKIP_NO_ALT, NF_SKIP_STAR, NF_SKIP_N };
+static const char * const nf_skip_names[NF_SKIP_N] = {"contig_name_over_6_characters", "not_snv", "no_alt", "alt_star"};
 
 int nf_cmd_annotate(int argc, char ** argv);
 
@@ -149,8 +142,8 @@ int nf_cmd_annotate(int argc, char ** argv) {
 #else
 
 static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
-    static const char * const flags[] = {"--model", "--vcf", "--fasta", "--genes", "--out", "--device", "--batch",
-                                         NULL};
+    static const char * const flags[] = {"--model", "--vcf",    "--fasta", "--genes",
+                                         "--out",   "--device", "--batch", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     o->batch = 16;
@@ -196,10 +189,10 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
 
 /* one scored ALT */
 struct nf_ann_alt {
-    int skip;       /* -1 scored, else a skip reason */
-    int strands;    /* bit 1 '+', bit 2 '-' */
-    int pending;    /* jobs not yet run */
-    float dsplice;  /* max over strands */
+    int skip;      /* -1 scored, else a skip reason */
+    int strands;   /* bit 1 '+', bit 2 '-' */
+    int pending;   /* jobs not yet run */
+    float dsplice; /* max over strands */
     float dtissue[NF_ANN_TISSUES];
     char base;
 };
@@ -435,7 +428,8 @@ static int nf_ann_flush(struct nf_ann * a, nf_err * err) {
             }
             free(info.s);
             if (vcf_format(a->hdr, b, &a->ks) < 0)
-                return nf__err_set(err, NF_ERR_IO, "%s: cannot format the output line", nf_ann_where(a, rc, e, sizeof(e)));
+                return nf__err_set(err, NF_ERR_IO, "%s: cannot format the output line",
+                                   nf_ann_where(a, rc, e, sizeof(e)));
             a->rows_out++;
         } else {
             const char sep = a->fmt == NF_ANN_CSV ? ',' : '\t';
@@ -541,8 +535,8 @@ static int nf_ann_record(struct nf_ann * a, bcf1_t * b, int64_t index, nf_err * 
             const int64_t clen = faidx_seq_len(a->fai, contig);
             const int64_t beg = pos - a->flank, end = pos + a->flank;
             if (pos > clen)
-                return nf__err_set(err, NF_ERR_ARG, "%s: POS is past the end of contig %s (length %lld)", where,
-                                   contig, (long long) clen);
+                return nf__err_set(err, NF_ERR_ARG, "%s: POS is past the end of contig %s (length %lld)", where, contig,
+                                   (long long) clen);
             if (beg < 1)
                 return nf__err_set(err, NF_ERR_ARG,
                                    "%s: the window %lld..%lld starts before contig %s (upstream's pyfaidx refuses "
@@ -627,8 +621,9 @@ static int nf_ann_write_header(struct nf_ann * a, nf_err * err) {
                  "ALT, ALT|DELTA_SPLICE|",
                  a->o->raw ? " --raw-score" : "");
         for (int t = 0; t < NF_ANN_TISSUES; t++) ksprintf(&line, "%s%s", t ? "|" : "", nf_ann_tissues[t]);
-        ksprintf(&line, "; DELTA_SPLICE = max |a_alt - a_ref| over the 201 central positions, a = max(acceptor, "
-                        "donor), both strands of the overlapping genes; the tissue values are %s\">",
+        ksprintf(&line,
+                 "; DELTA_SPLICE = max |a_alt - a_ref| over the 201 central positions, a = max(acceptor, "
+                 "donor), both strands of the overlapping genes; the tissue values are %s\">",
                  a->o->raw ? "the raw tissue-usage deltas" : "Y/N: the tissue z-score over its 95% threshold");
         const int r = bcf_hdr_append(a->hdr, line.s);
         free(line.s);
@@ -685,8 +680,7 @@ static int nf_ann_report(const struct nf_ann * a, const char * path, double wall
     int rc = nf_cli_outfile_open(&of, path, "report", err);
     if (rc == NF_OK) {
         FILE * f = nf_cli_outfile_fp(&of);
-        if (!f || fputs(s, f) < 0 || fputc('\n', f) < 0)
-            rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
+        if (!f || fputs(s, f) < 0 || fputc('\n', f) < 0) rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
         if (rc == NF_OK) rc = nf_cli_outfile_commit(&of, err);
         if (rc != NF_OK) nf_cli_outfile_abort(&of);
     }
@@ -795,8 +789,9 @@ static int nf_ann_main(const struct nf_ann_opts * o, nf_err * err) {
     snprintf(rp, sizeof(rp), "%s.report.json", o->out);
     if ((rc = nf_ann_report(&a, rp, wall, err)) != NF_OK) goto done;
     if ((rc = nf_cli_outfile_commit(&of, err)) != NF_OK) goto done;
-    fprintf(stderr, "annotate: %lld records, %lld ALTs: %lld scored (%lld with no gene: score 0; %lld REF mismatches "
-                    "scored), skipped:",
+    fprintf(stderr,
+            "annotate: %lld records, %lld ALTs: %lld scored (%lld with no gene: score 0; %lld REF mismatches "
+            "scored), skipped:",
             (long long) a.records, (long long) a.alts, (long long) a.scored, (long long) a.no_gene,
             (long long) a.ref_mismatch);
     for (int i = 0; i < NF_SKIP_N; i++) fprintf(stderr, " %s=%lld", nf_skip_names[i], (long long) a.skipped[i]);
