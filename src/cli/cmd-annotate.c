@@ -769,10 +769,10 @@ static int nf_ann_main(const struct nf_ann_opts * o, nf_err * err) {
         bcf1_t * kept = b;
         b = NULL;
         if ((rc = nf_ann_record(&a, kept, index, err)) != NF_OK) goto done;
-        if (2 * a.n_jobs >= o->batch) {
+        /* a full batch, or many records waiting: run; no job waiting: write */
+        if (2 * a.n_jobs >= o->batch || a.n_recs >= 4096)
             if ((rc = nf_ann_run_jobs(&a, err)) != NF_OK) goto done;
-            if ((rc = nf_ann_flush(&a, err)) != NF_OK) goto done;
-        }
+        if (a.n_jobs == 0 && (rc = nf_ann_flush(&a, err)) != NF_OK) goto done;
     }
     if (r < -1) {
         rc = nf__err_set(err, NF_ERR_FORMAT,
