@@ -8,7 +8,7 @@
 # bad input ends the run with exit != 0, a message naming the record or
 # file, and no output file (a previous one stays as it was).
 set -u
-BIN=$1; T=$2
+BIN=$(readlink -f "$1"); T=$2
 rm -rf "$T"; mkdir -p "$T"
 FX="$(cd "$(dirname "$0")" && pwd)/fixtures/annotate"
 fails=0
