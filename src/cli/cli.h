@@ -180,6 +180,17 @@ int nf_cmd_verify_spt(int argc, char ** argv);
 /* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */
 void nf_cli_model_type(const char * model, char * out, size_t n);
 
+/* ---- `annotate` (cmd-annotate.c) and its gene index (genes.c) --------------------------- */
+struct nf_genes;
+/* the `gene` rows of a GTF (plain or gzip), by contig */
+int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err);
+void nf_genes_free(struct nf_genes * gs);
+int nf_genes_has_contig(const struct nf_genes * gs, const char * name);
+int64_t nf_genes_count(const struct nf_genes * gs);
+/* strands of the genes overlapping pos (1-based): bit 1 '+', bit 2 '-' */
+int nf_genes_strands(const struct nf_genes * gs, const char * contig, int64_t pos, int protein_coding);
+int nf_cmd_annotate(int argc, char ** argv);
+
 /* the commands */
 int nf_cmd_run(int argc, char ** argv);
 int nf_cmd_verify(int argc, char ** argv);

@@ -32,7 +32,9 @@ static void nf_usage(FILE * f) {
         "  nofall verify --model M --device DEV --against cpu|FIXTURE_DIR [--seeds 42,100,101] [--samples N]\n"
         "             [--max-abs 1e-4] [--mean-abs 1e-5] [--bisect[=always]] [--json FILE]\n"
         "  nofall bench --model M --device DEV [--length 8201] [--batch 1] [--warmup 2] [--runs 10]\n"
-        "  nofall convert --model X.ckpt --out DIR [--config FILE]   (torch.save checkpoint -> DIR/model.safetensors)\n",
+        "  nofall convert --model X.ckpt --out DIR [--config FILE]   (torch.save checkpoint -> DIR/model.safetensors)\n"
+        "  nofall annotate --model M --vcf IN.vcf[.gz]|.bcf --fasta REF.fa[.gz] --genes GENES.gtf[.gz]\n"
+        "             --out OUT.vcf|OUT.tsv|OUT.csv [--raw-score] [--protein-coding] [--batch 16] [--device D]\n",
         NF_VERSION);
 }
 
@@ -145,6 +147,7 @@ static int nf_main(int argc, char ** argv) {
     if (strcmp(cmd, "gen-weights") == 0) return nf_cmd_gen_weights(argc - 1, argv + 1);
     if (strcmp(cmd, "convert") == 0) return nf_cmd_convert(argc - 1, argv + 1);
     if (strcmp(cmd, "predict") == 0) return nf_cmd_predict(argc - 1, argv + 1);
+    if (strcmp(cmd, "annotate") == 0) return nf_cmd_annotate(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) {
         nf_err err = {0};
         char * text = nf_devices_describe(&err);
