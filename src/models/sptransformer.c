@@ -125,6 +125,7 @@ static int nf__spt_forward(void * impl, const struct nf_array * in, int n_in, fl
     int ndim;
     int64_t shape[NF_ARRAY_MAX_DIMS];
     NF_TRY(nf__spt_output_shape(impl, in, n_in, &ndim, shape, err));
+    if (!in[0].data || !out) return nf__err_set(err, NF_ERR_ARG, "sptransformer forward: tokens or output is NULL");
     return nf__spt_forward_tokens(m, in[0].data, in[0].shape[0], in[0].shape[1], out, err);
 }
 
