@@ -173,6 +173,9 @@ int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_
 /* after the markers: stdout must have taken them; then swap the set in */
 int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
                   nf_err * err);
+/* the end of a command that prints markers: the error (if any), then
+ * EXIT_CODE=0|1; returns the process exit status (1 also when stdout failed) */
+int nf_cli_command_exit(int rc, const nf_err * err);
 /* the SpTransformer run (cmd-run-spt.c); argv as nf_cmd_run's */
 int nf_cmd_run_spt(int argc, char ** argv);
 /* the SpTransformer verify (cmd-verify-spt.c) */

@@ -831,13 +831,6 @@ int nf_cmd_annotate(int argc, char ** argv) {
     if (!nf_ann_parse(argc, argv, &o)) return 2;
     nf_cli_signals_install();
     nf_err err = {0};
-    const int rc = nf_ann_main(&o, &err);
-    if (rc != NF_OK) {
-        nf_cli_print_error(&err, rc);
-        printf("EXIT_CODE=1\n");
-        return 1;
-    }
-    printf("EXIT_CODE=0\n");
-    return nf_cli_stdout_ok() ? 0 : 1;
+    return nf_cli_command_exit(nf_ann_main(&o, &err), &err);
 }
 #endif

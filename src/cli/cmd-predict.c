@@ -818,6 +818,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         if (rc != NF_OK) goto done;
     }
     /* read back */
+    int assets_verified = 0;
     {
         struct nf_npy a;
         nf_outset_path(&os, "logits.npy", path, sizeof(path));
@@ -833,12 +834,13 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         nf_outset_path(&os, "report.json", path, sizeof(path));
         if ((rc = nf__json_read_file(path, &doc, err)) != NF_OK) goto done;
         cJSON_Delete(doc);
-        if (!ok || !ok2) {
+        assets_verified = ok && ok2;
+        if (!assets_verified) {
             rc = nf__err_set(err, NF_ERR_IO, "%s: artifacts read back wrong", os.staging);
             goto done;
         }
     }
-    nf_run_markers_print(&meas, be, shape, classes_marker, 1, wall_ms);
+    nf_run_markers_print(&meas, be, shape, classes_marker, 1, wall_ms, assets_verified);
     rc = nf_run_commit(&os, NULL, "", NULL, err);
 done:
     nf_outset_end(&os);
@@ -864,12 +866,5 @@ int nf_cmd_predict(int argc, char ** argv) {
     if (!nf_pred_parse(argc, argv, &o)) return 2;
     nf_cli_signals_install();
     nf_err err = {0};
-    int rc = nf_predict_main(&o, &err);
-    if (rc != NF_OK) {
-        nf_cli_print_error(&err, rc);
-        printf("EXIT_CODE=1\n");
-        return 1;
-    }
-    printf("EXIT_CODE=0\n");
-    return nf_cli_stdout_ok() ? 0 : 1;
+    return nf_cli_command_exit(nf_predict_main(&o, &err), &err);
 }

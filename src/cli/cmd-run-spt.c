@@ -310,9 +310,11 @@ static int nf_spt_main(const struct nf_spt_opts * o, nf_err * err) {
     rc = nf__json_write_file(p, rep, err);
     cJSON_Delete(rep);
     if (rc != NF_OK) goto done;
-    if ((rc = nf_spt_verify_assets(os.staging, &s, osh, err)) != NF_OK) goto done;
+    rc = nf_spt_verify_assets(os.staging, &s, osh, err);
+    const int assets_verified = rc == NF_OK; /* the set read back and checked */
+    if (!assets_verified) goto done;
     if ((rc = nf_run_finish(be, o->trace, trace_in_out, &tr, &os, err)) != NF_OK) goto done;
-    nf_run_markers_print(&meas, be, shape, classes, finite, wall_ms);
+    nf_run_markers_print(&meas, be, shape, classes, finite, wall_ms, assets_verified);
     rc = nf_run_commit(&os, o->trace, trace_in_out, &tr, err);
 done:
     nf_cli_outfile_abort(&tr);
@@ -332,12 +334,5 @@ int nf_cmd_run_spt(int argc, char ** argv) {
     if (!nf_spt_parse(argc, argv, &o)) return 2;
     nf_cli_signals_install();
     nf_err err = {0};
-    int rc = nf_spt_main(&o, &err);
-    if (rc != NF_OK) {
-        nf_cli_print_error(&err, rc);
-        printf("EXIT_CODE=1\n");
-        return 1;
-    }
-    printf("EXIT_CODE=0\n");
-    return nf_cli_stdout_ok() ? 0 : 1;
+    return nf_cli_command_exit(nf_spt_main(&o, &err), &err);
 }

@@ -110,7 +110,7 @@ void nf_run_markers_json(cJSON * rep, const struct nf_run_meas * r, const char *
 }
 
 void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, const char * shape, const char * classes,
-                          int finite, double wall_ms) {
+                          int finite, double wall_ms, int assets_verified) {
     printf("INPUT_DEVICE=%s\n", r->pl.inputs);
     printf("MODEL_DEVICE=%s\n", r->model_dev);
     printf("LOGITS_DEVICE=%s\n", r->pl.outputs);
@@ -120,7 +120,7 @@ void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, c
     printf("PREDICTED_CLASS=%s\n", classes);
     printf("LOGITS_FINITE=%s\n", finite ? "true" : "false");
     printf("INFERENCE_WALL_MS=%.3f\n", wall_ms);
-    printf("ASSETS_VERIFIED=true\n"); /* printed only after the set was read back */
+    printf("ASSETS_VERIFIED=%s\n", assets_verified ? "true" : "false");
     printf("OPS_TOTAL=%lld\n", (long long) r->tot.ops);
     printf("OPS_OFF_DEVICE=%lld\n", (long long) r->tot.ops_off_device);
     printf("H2D_COPIES=%lld\n", (long long) r->tot.h2d_copies);
@@ -172,4 +172,14 @@ void nf_cli_model_type(const char * model, char * out, size_t n) {
     const cJSON * t = cJSON_GetObjectItemCaseSensitive(doc, "model_type");
     snprintf(out, n, "%s", cJSON_IsString(t) ? t->valuestring : t ? "" : "mitra");
     cJSON_Delete(doc);
+}
+
+int nf_cli_command_exit(int rc, const nf_err * err) {
+    if (rc != NF_OK) {
+        nf_cli_print_error(err, rc);
+        printf("EXIT_CODE=1\n");
+        return 1;
+    }
+    printf("EXIT_CODE=0\n");
+    return nf_cli_stdout_ok() ? 0 : 1;
 }
