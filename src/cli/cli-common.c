@@ -3,10 +3,12 @@
 #include "io/nf-io.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 void nf_cli_table_free(struct nf_cli_table * t) {
@@ -413,4 +415,71 @@ int nf_cli_backend_init(const char * device, int precision, nf_backend ** out, n
 void nf_cli_backend_warn(const nf_backend * be) {
     const char * w = nf_backend_warning(be);
     if (w && w[0]) fprintf(stderr, "warning: %s: %s\n", nf_backend_name(be), w);
+}
+
+/* all of required[] present in dir */
+static int nf__case_has(const char * dir, const char * const * required, int n_required) {
+    char p[4096];
+    struct stat sb;
+    for (int i = 0; i < n_required; i++) {
+        nf__path_join(p, sizeof(p), dir, required[i]);
+        if (stat(p, &sb) != 0) return 0; /* opened (and checked to be a regular file) by the readers */
+    }
+    return 1;
+}
+
+int nf_cli_case_dirs(const char * against, const char * const * required, int n_required, char *** out, int * n,
+                     nf_err * err) {
+    *out = NULL;
+    *n = 0;
+    if (nf__case_has(against, required, n_required)) {
+        *out = malloc(sizeof(char *));
+        if (!*out || !((*out)[0] = strdup(against))) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        *n = 1;
+        return NF_OK;
+    }
+    DIR * d = opendir(against);
+    if (!d) {
+        char e[1024];
+        return nf__err_set(err, NF_ERR_IO, "%s: not a fixture directory: %s", nf__esc(e, sizeof(e), against),
+                           strerror(errno));
+    }
+    struct dirent * e;
+    int cap = 0, rc = NF_OK;
+    while (rc == NF_OK && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char sub[4096];
+        nf__path_join(sub, sizeof(sub), against, e->d_name);
+        if (!nf__case_has(sub, required, n_required)) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char ** t = realloc(*out, (size_t) cap * sizeof(char *));
+            if (!t) {
+                rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+                break;
+            }
+            *out = t;
+        }
+        if (!((*out)[*n] = strdup(sub)))
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        else
+            (*n)++;
+    }
+    closedir(d);
+    if (rc != NF_OK) return rc;
+    for (int i = 0; i < *n; i++)
+        for (int j = i + 1; j < *n; j++)
+            if (strcmp((*out)[i], (*out)[j]) > 0) {
+                char * t = (*out)[i];
+                (*out)[i] = (*out)[j];
+                (*out)[j] = t;
+            }
+    if (*n == 0) {
+        char want[512] = "";
+        size_t len = 0;
+        for (int i = 0; i < n_required; i++)
+            nf__msg_append(want, sizeof(want), &len, "%s%s", i ? " + " : "", required[i]);
+        return nf__err_set(err, NF_ERR_IO, "%s: no case directory with %s", against, want);
+    }
+    return NF_OK;
 }

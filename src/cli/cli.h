@@ -123,6 +123,12 @@ struct nf_cli_diff {
 void nf_cli_diff(const float * a, const float * b, int64_t rows, int width, struct nf_cli_diff * d);
 int64_t nf_cli_argmax(const float * row, int width);
 
+/* verify's case directories: `against` itself if it holds every file of
+ * required[], else its subdirectories that do, sorted by name (free each
+ * and the array) */
+int nf_cli_case_dirs(const char * against, const char * const * required, int n_required, char *** out, int * n,
+                     nf_err * err);
+
 /* statistics of n timings (sorted in place) */
 struct nf_cli_stats {
     double median, mean, p90, min, max;

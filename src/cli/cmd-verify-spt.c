@@ -17,11 +17,9 @@
 #include "sptransformer-impl.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define NF_VSPT_MAX_SEEDS 64
 #define NF_VSPT_NEAR_TIE  1e-6
@@ -212,53 +210,6 @@ static int nf_vspt_parse(int argc, char ** argv, struct nf_vspt_opts * o) {
     return 1;
 }
 
-/* fixture case directories: `against` itself or its subdirectories holding
- * tokens.npy and expected_logits.npy, sorted */
-static int nf_vspt_fixture_dirs(const char * against, char *** out, int * n, nf_err * err) {
-    char p[4096], q[4096];
-    struct stat sb;
-    *out = NULL;
-    *n = 0;
-    nf__path_join(p, sizeof(p), against, "tokens.npy");
-    nf__path_join(q, sizeof(q), against, "expected_logits.npy");
-    if (stat(p, &sb) == 0 && stat(q, &sb) == 0) {
-        *out = malloc(sizeof(char *));
-        if (!*out || !((*out)[0] = strdup(against))) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-        *n = 1;
-        return NF_OK;
-    }
-    DIR * d = opendir(against);
-    if (!d) return nf__err_set(err, NF_ERR_IO, "%s: not a fixture directory", against);
-    struct dirent * e;
-    int cap = 0;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char sub[4096];
-        nf__path_join(sub, sizeof(sub), against, e->d_name);
-        nf__path_join(p, sizeof(p), sub, "tokens.npy");
-        nf__path_join(q, sizeof(q), sub, "expected_logits.npy");
-        if (stat(p, &sb) != 0 || stat(q, &sb) != 0) continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char ** t = realloc(*out, (size_t) cap * sizeof(char *));
-            if (!t) break;
-            *out = t;
-        }
-        (*out)[(*n)++] = strdup(sub);
-    }
-    closedir(d);
-    for (int i = 0; i < *n; i++)
-        for (int j = i + 1; j < *n; j++)
-            if (strcmp((*out)[i], (*out)[j]) > 0) {
-                char * t = (*out)[i];
-                (*out)[i] = (*out)[j];
-                (*out)[j] = t;
-            }
-    if (*n == 0)
-        return nf__err_set(err, NF_ERR_IO, "%s: no case directory with tokens.npy + expected_logits.npy", against);
-    return NF_OK;
-}
-
 static void nf_vspt_compare(const float * a, const float * b, int64_t rows, int C, struct nf_vspt_case * c) {
     double mx = 0, sum = 0;
     c->finite = 1;
@@ -289,7 +240,9 @@ static int nf_vspt_main(const struct nf_vspt_opts * o, int * n_failed, nf_err * 
     struct nf_cli_outfile jf;
     memset(&jf, 0, sizeof(jf));
     jf.fd = jf.slot = -1;
-    if (!against_cpu && (rc = nf_vspt_fixture_dirs(o->against, &dirs, &n_dirs, err)) != NF_OK) goto done;
+    if (!against_cpu && (rc = nf_cli_case_dirs(o->against, (const char * const[]){"tokens.npy", "expected_logits.npy"},
+                                               2, &dirs, &n_dirs, err)) != NF_OK)
+        goto done;
     if (!against_cpu && o->bisect) {
         rc = nf__err_set(err, NF_ERR_ARG, "--bisect needs --against cpu (fixtures hold no intermediate stages)");
         goto done;

@@ -5,12 +5,10 @@
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define NF_VERIFY_MAX_SEEDS 256
 
@@ -157,53 +155,6 @@ static int nf_verify_parse(int argc, char ** argv, struct nf_verify_opts * o) {
     return 1;
 }
 
-/* Case dirs under `against`: itself if it holds expected_logits.npy, else its
- * subdirectories that do (sorted by name). */
-static int nf_verify_fixture_dirs(const char * against, char *** out, int * n, nf_err * err) {
-    *out = NULL;
-    *n = 0;
-    char p[4096];
-    nf__path_join(p, sizeof(p), against, "expected_logits.npy");
-    struct stat sb;
-    if (stat(p, &sb) == 0) { /* opened (and checked to be a regular file) by the reader */
-        *out = malloc(sizeof(char *));
-        (*out)[0] = strdup(against);
-        *n = 1;
-        return NF_OK;
-    }
-    DIR * d = opendir(against);
-    if (!d) {
-        char e[1024];
-        return nf__err_set(err, NF_ERR_IO, "%s: not a fixture directory: %s", nf__esc(e, sizeof(e), against),
-                           strerror(errno));
-    }
-    struct dirent * e;
-    int cap = 0;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char sub[4096];
-        nf__path_join(sub, sizeof(sub), against, e->d_name);
-        nf__path_join(p, sizeof(p), sub, "expected_logits.npy");
-        if (stat(p, &sb) != 0) continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            *out = realloc(*out, (size_t) cap * sizeof(char *));
-        }
-        (*out)[(*n)++] = strdup(sub);
-    }
-    closedir(d);
-    for (int i = 0; i < *n; i++)
-        for (int j = i + 1; j < *n; j++) {
-            if (strcmp((*out)[i], (*out)[j]) > 0) {
-                char * t = (*out)[i];
-                (*out)[i] = (*out)[j];
-                (*out)[j] = t;
-            }
-        }
-    if (*n == 0) return nf__err_set(err, NF_ERR_IO, "%s: no case directory with expected_logits.npy", against);
-    return NF_OK;
-}
-
 /* An output file of verify must not be a file the run reads: the models'
  * config.json / model.safetensors, a fixture's files. */
 static int nf_verify_check_output(const struct nf_verify_opts * o, const char * flag, const char * out, char ** dirs,
@@ -327,7 +278,9 @@ static int nf_verify_main(const struct nf_verify_opts * o, int * n_failed, nf_er
     memset(&tf, 0, sizeof(tf));
     tf.fd = tf.slot = -1;
     /* the outputs: not what this run reads, and writable, before any work */
-    if (!against_cpu && (rc = nf_verify_fixture_dirs(o->against, &dirs, &n_dirs, err)) != NF_OK) goto done;
+    if (!against_cpu && (rc = nf_cli_case_dirs(o->against, (const char * const[]){"expected_logits.npy"}, 1, &dirs,
+                                               &n_dirs, err)) != NF_OK)
+        goto done;
     for (int k = 0; k < 2; k++) {
         const char *out = k ? o->trace : o->json, *flag = k ? "--trace" : "--json";
         if (!out) continue;
