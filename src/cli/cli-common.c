@@ -1,6 +1,7 @@
 /* cli-common.c -- tables, argument helpers, comparisons, statistics. */
 #include "cli.h"
 #include "io/nf-io.h"
+#include "weights.h"
 
 #include <ctype.h>
 #include <dirent.h>

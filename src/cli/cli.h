@@ -167,7 +167,7 @@ void nf_run_report_common(struct cJSON * rep, const char * model_path, const nf_
 void nf_run_markers_json(struct cJSON * rep, const struct nf_run_meas * r, const char * shape, const char * classes,
                          int finite, double wall_ms);
 void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, const char * shape, const char * classes,
-                          int finite, double wall_ms);
+                          int finite, double wall_ms, int assets_verified);
 /* --trace must not replace an input, the model, --out or an artifact;
  * in_out: its name when it is inside --out (then part of the set) */
 int nf_run_check_trace(const char * trace, const char * model, const char * const * inputs,
