@@ -205,10 +205,23 @@ NF_API void nf_model_get_placement(const nf_model * m, struct nf_placement * out
 /* where the weights live, asked of the device's own API now ("cuda:0", ...) */
 NF_API int  nf_model_weights_device(const nf_model * m, char * out, size_t n, nf_err * err);
 
-/* Options: "chunk_rows" (Mitra: rows of the stream processed together by each
- * sub-block; bounds the scratch memory; 0 = default, 4096 tokens on cpu and
- * opencl, 16384 on cuda). NF_ERR_ARG for an option the model lacks. */
+/* Options (Mitra):
+ *   "chunk_rows"   rows of the stream processed together by each sub-block;
+ *                  bounds the scratch memory; 0 = default, 4096 tokens on
+ *                  cpu and opencl, 16384 on cuda;
+ *   "query_chunk"  query rows a pass (0 = default: 16 chunks' worth of
+ *                  tokens). More queries than that stream through in passes
+ *                  against the support computed once, each layer's support
+ *                  K/V kept (n_layers x n_support x (F+1) x 2 x dim floats):
+ *                  memory independent of the number of queries;
+ *   "kv_cache_mb"  the most that K/V cache may take (0 = 4096); beyond it
+ *                  each pass recomputes the support (as upstream does).
+ * NF_ERR_ARG for an option the model lacks. */
 NF_API int  nf_model_set_option(nf_model * m, const char * key, int64_t value, nf_err * err);
+/* An option's value, or what the last forward did (Mitra: "support_passes",
+ * 1 when the support was computed once; "query_chunk_used"; "kv_cache_bytes").
+ * NF_ERR_ARG for an unknown key. */
+NF_API int  nf_model_get_option(const nf_model * m, const char * key, int64_t * value, nf_err * err);
 
 /* Stage callback (for verifying and bisecting backends): host copies of
  * intermediate arrays, in forward order. Mitra's stages:

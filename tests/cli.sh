@@ -61,6 +61,23 @@ fi
 "$BIN" run --model "$T/full" --out "$T/run5" --chunk-rows 3 > /dev/null 2>&1 && cmp -s "$T/run4/logits.npy" "$T/run5/logits.npy" \
   && ok "--chunk-rows 3 twice: identical bytes" || bad "--chunk-rows 3 is not repeatable"
 
+# many queries: --query-chunk 3 streams the 8 queries 3 at a time against the
+# support computed once (README "Many test rows"): within rounding of the
+# all-at-once forward, and report.json says so
+if "$BIN" run --model "$T/full" --out "$T/run6" --query-chunk 3 > /dev/null 2>&1 &&
+   python3 "$(dirname "$0")/npy-close.py" "$T/run6/logits.npy" "$T/run/logits.npy" > "$T/qchunk.cmp"; then
+  ok "--query-chunk 3: $(cat "$T/qchunk.cmp")"
+else
+  bad "--query-chunk 3 changes the logits beyond rounding: $(cat "$T/qchunk.cmp" 2>/dev/null)"
+fi
+python3 - "$T/run6/report.json" "$T/run/report.json" <<'PY' && ok "report.json: 3 queries a pass, the support computed once" || bad "report.json queries"
+import json, sys
+q = json.load(open(sys.argv[1]))["queries"]
+a = json.load(open(sys.argv[2]))["queries"]
+assert q["query_chunk"] == 3 and q["support_passes"] == 1 and q["kv_cache_bytes"] > 0, q
+assert a["query_chunk"] == 8 and a["support_passes"] == 1, a
+PY
+
 # --- trace ------------------------------------------------------------------------
 "$BIN" gen-weights mitra --out "$T/small" --dim 32 --layers 2 --heads 4 --outputs 10 --seed 3 > /dev/null
 "$BIN" run --model "$T/small" --out "$T/tr" --trace "$T/trace.json" > "$T/tr.out" 2>&1 || bad "run --trace"

@@ -106,6 +106,7 @@ hc seed-overflow "--seed takes an integer" "$BIN" run --model "$T/m" --out @OUT@
 hc seed-space "--seed takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --seed " 5"
 hc chunk-zero "--chunk-rows takes an integer in [1," "$BIN" run --model "$T/m" --out @OUT@ --chunk-rows 0
 hc chunk-negative "--chunk-rows takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --chunk-rows -5
+hc qchunk-zero "--query-chunk takes an integer in [1," "$BIN" run --model "$T/m" --out @OUT@ --query-chunk 0
 hc chunk-huge "--chunk-rows takes an integer" "$BIN" run --model "$T/m" --out @OUT@ --chunk-rows 99999999999999999999
 hc unknown-last "unknown option --verbose" "$BIN" run --model "$T/m" --out @OUT@ --verbose
 hc unknown-control "unknown option --x\\x1b[0m" "$BIN" run --model "$T/m" --out @OUT@ $'--x\x1b[0m'

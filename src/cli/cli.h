@@ -162,6 +162,7 @@ struct nf_run_meas {
 int nf_run_measure(const nf_model * m, const nf_backend * be, struct nf_run_meas * r, nf_err * err);
 /* report.json's common members (version, model, config, device, precision) */
 struct cJSON;
+void nf_cli_report_passes(struct cJSON * rep, const nf_model * m);
 void nf_run_report_common(struct cJSON * rep, const char * model_path, const nf_model * m, const nf_backend * be);
 /* the markers: into report.json's "markers" object, and on stdout */
 void nf_run_markers_json(struct cJSON * rep, const struct nf_run_meas * r, const char * shape, const char * classes,

@@ -34,7 +34,7 @@ struct nf_run_opts {
     const char *model, *device, *out, *sx, *sy, *qx, *trace;
     uint64_t seed;
     int precision;
-    int64_t chunk_rows;
+    int64_t chunk_rows, query_chunk;
 };
 
 /* Read the artifacts back and check shape, dtype and finiteness. */
@@ -84,7 +84,7 @@ static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t,
 static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
     static const char * const flags[] = {"--model",      "--device",    "--out",     "--seed",
                                          "--support-x",  "--support-y", "--query-x", "--trace",
-                                         "--chunk-rows", "--precision", NULL};
+                                         "--chunk-rows", "--precision", "--query-chunk", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     o->seed = 42;
@@ -117,6 +117,8 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
             o->trace = v;
         else if (strcmp(a, "--chunk-rows") == 0) {
             if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->chunk_rows)) return 0;
+        } else if (strcmp(a, "--query-chunk") == 0) {
+            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->query_chunk)) return 0;
         } else if (strcmp(a, "--precision") == 0) {
             if (!nf_cli_parse_precision(v, &o->precision)) {
                 fprintf(stderr, "error: --precision must be exact or tf32\n");
@@ -165,6 +167,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     nf_trace_reset(be, o->trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
     if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
     if (o->chunk_rows > 0 && (rc = nf_model_set_option(m, "chunk_rows", o->chunk_rows, err)) != NF_OK) goto done;
+    if (o->query_chunk > 0 && (rc = nf_model_set_option(m, "query_chunk", o->query_chunk, err)) != NF_OK) goto done;
     int class_labels = 0;
     int64_t n_classes = 0;
     if ((rc = nf_cli_table_model(m, &class_labels, &n_classes, err)) != NF_OK) goto done;
@@ -233,6 +236,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     nf_run_report_common(rep, o->model, m, be);
     cJSON_AddStringToObject(rep, "input_source", o->sx ? "files" : "generated");
     if (!o->sx) cJSON_AddNumberToObject(rep, "seed", (double) o->seed);
+    nf_cli_report_passes(rep, m);
     nf_run_markers_json(rep, &meas, shape, classes, finite, wall_ms);
     nf_outset_path(&os, "report.json", p, sizeof(p));
     rc = nf__json_write_file(p, rep, err);

@@ -14,7 +14,7 @@ static void nf_usage(FILE * f) {
         "usage:\n"
         "  nofall run --model DIR --out OUTDIR [--device cpu|opencl:N|cuda:N] [--seed 42]\n"
         "             [--support-x S.npy --support-y Y.npy --query-x Q.npy] [--precision exact|tf32]\n"
-        "             [--trace FILE] [--chunk-rows ROWS]\n"
+        "             [--trace FILE] [--chunk-rows ROWS] [--query-chunk ROWS]\n"
         "  nofall verify --model DIR --device DEV --against cpu|FIXTURE_DIR [--seeds 42,100,...]\n"
         "             [--samples N] [--max-abs 1e-3] [--mean-abs 1e-4] [--bisect[=always]] [--json FILE] [--trace FILE]\n"
         "  nofall bench --model DIR --device DEV [--warmup 2] [--runs 10] [--support N --query M --features F]\n"

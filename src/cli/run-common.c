@@ -87,6 +87,22 @@ void nf_run_report_common(cJSON * rep, const char * model_path, const nf_model *
     cJSON_AddStringToObject(rep, "NVIDIA_TF32_OVERRIDE", tf32env ? tf32env : "unset");
 }
 
+/* how the last Mitra forward took its queries (nofall.h "query_chunk"):
+ * {"query_chunk": rows a pass, "support_passes": N, "kv_cache_bytes": B};
+ * nothing for a model without these statistics */
+void nf_cli_report_passes(cJSON * rep, const nf_model * m) {
+    static const char * const keys[3] = {"query_chunk_used", "support_passes", "kv_cache_bytes"};
+    static const char * const names[3] = {"query_chunk", "support_passes", "kv_cache_bytes"};
+    cJSON * p = NULL;
+    for (int i = 0; i < 3; i++) {
+        int64_t v = 0;
+        nf_err e = {0};
+        if (nf_model_get_option(m, keys[i], &v, &e) != NF_OK) return;
+        if (!p) p = cJSON_AddObjectToObject(rep, "queries");
+        cJSON_AddNumberToObject(p, names[i], (double) v);
+    }
+}
+
 void nf_run_markers_json(cJSON * rep, const struct nf_run_meas * r, const char * shape, const char * classes,
                          int finite, double wall_ms) {
     cJSON * mk = cJSON_AddObjectToObject(rep, "markers");

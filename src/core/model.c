@@ -222,6 +222,12 @@ int nf_model_set_option(nf_model * m, const char * key, int64_t value, nf_err * 
     return m->iface->set_option(m->impl, key, value, err);
 }
 
+int nf_model_get_option(const nf_model * m, const char * key, int64_t * value, nf_err * err) {
+    if (!m->iface->get_option || !m->iface->get_option(m->impl, key, value))
+        return nf__err_set(err, NF_ERR_ARG, "%s has no option or statistic \"%s\"", m->iface->type, key);
+    return NF_OK;
+}
+
 void nf_model_set_stage_callback(nf_model * m, int stages, nf_stage_fn fn, void * user) {
     m->iface->set_stage_callback(m->impl, fn ? stages : NF_STAGES_NONE, fn, user);
 }

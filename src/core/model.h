@@ -35,6 +35,8 @@ struct nf_model_i {
     int (*forward)(void * impl, const struct nf_array * in, int n_in, float * out, nf_err * err);
     void (*release_workspace)(void * impl);
     int (*set_option)(void * impl, const char * key, int64_t value, nf_err * err);
+    /* an option's value, or a fact about the last forward: 0 if no such key */
+    int (*get_option)(const void * impl, const char * key, int64_t * value);
     int (*stage_count)(const void * impl);
     int (*stage_name)(const void * impl, int i, char * out, size_t n);
     void (*set_stage_callback)(void * impl, int stages, nf_stage_fn fn, void * user);

@@ -191,12 +191,16 @@ static void nf__mitra_release(void * impl) { nf_mitra_release_workspace(impl); }
 
 static int nf__mitra_set_option(void * impl, const char * key, int64_t value, nf_err * err) {
     nf_mitra * m = impl;
-    if (strcmp(key, "chunk_rows") == 0) {
-        m->chunk_rows = value > 0 ? value : 0;
-        return NF_OK;
-    }
-    return nf__err_set(err, NF_ERR_ARG, "mitra has no option \"%s\" (chunk_rows)", key);
+    int64_t * opt = strcmp(key, "chunk_rows") == 0    ? &m->chunk_rows
+                    : strcmp(key, "query_chunk") == 0 ? &m->query_chunk
+                    : strcmp(key, "kv_cache_mb") == 0 ? &m->kv_cache_mb
+                                                      : NULL;
+    if (!opt) return nf__err_set(err, NF_ERR_ARG, "mitra has no option \"%s\" (chunk_rows, query_chunk, kv_cache_mb)", key);
+    *opt = value > 0 ? value : 0;
+    return NF_OK;
 }
+
+static int nf__mitra_get_option(const void * impl, const char * key, int64_t * value);
 
 /* inputs.support_x, inputs.query_x, embedding, 4 per layer, head */
 static int nf__mitra_stage_count(const void * impl) { return 4 + 4 * ((const nf_mitra *) impl)->cfg.n_layers; }
@@ -246,6 +250,7 @@ const struct nf_model_i nf__mitra_model = {
     .forward = nf__mitra_forward,
     .release_workspace = nf__mitra_release,
     .set_option = nf__mitra_set_option,
+    .get_option = nf__mitra_get_option,
     .stage_count = nf__mitra_stage_count,
     .stage_name = nf__mitra_stage_name,
     .set_stage_callback = nf__mitra_set_stage_callback,
@@ -262,14 +267,32 @@ const struct nf_model_i nf__mitra_model = {
 
 /* ---- forward: the work area ------------------------------------------------------------ */
 
-/* One residual stream X (n, T, D) holds the support rows [0, n_s) followed by
- * the query rows [n_s, n): every sub-block but the choice of row-attention
- * keys treats the two alike, so they share each GEMM. */
+/* The residual stream X (nx, T, D) holds the support rows [0, n_s) followed
+ * by the query rows of one pass [n_s, nx): every sub-block but the choice of
+ * row-attention keys treats the two alike, so they share each GEMM. The
+ * queries go through in passes of at most qc rows (spec §4.9: a query row
+ * only reads the support rows' keys and values, never another query row):
+ *
+ *   JOINT      all queries in one pass with the support (nq <= qc): X holds
+ *              every row, and one layer's support K/V at a time;
+ *   STREAM     the support once, layer by layer, keeping every layer's
+ *              support K/V (n_layers x n_s x T x 2D floats); then the query
+ *              rows qc at a time through all layers against them -- memory
+ *              independent of the number of queries, the same FLOPs as JOINT;
+ *   RECOMPUTE  when that cache would exceed kv_cache_mb: one JOINT pass per
+ *              query chunk, the support recomputed each time (as upstream
+ *              does with its 1,024-row chunks), memory still bounded.
+ * A forward with every stage reported (NF_STAGES_ALL) runs JOINT: its stages
+ * are the whole stream. */
+enum nf__pass_mode { NF__JOINT, NF__STREAM, NF__RECOMPUTE };
+
 struct nf__ws {
-    int64_t ns, nq, n, F, T, D, ct; /* ct: tokens per chunk */
+    int64_t ns, nq, F, T, D, ct; /* ct: tokens per chunk of a sub-block */
+    int64_t qc, nx;              /* query rows per pass, stream rows (ns + qc) */
+    int mode, n_kv;              /* enum nf__pass_mode, K/V slices kept   */
     nf_tensor xs, xq, ys, B, zs, zq;
     nf_tensor X;              /* the residual stream                       */
-    nf_tensor Sqkv;           /* row attention: [q k v] of the support rows, (n_s, T, 3D) */
+    nf_tensor KV;             /* row attention: n_kv x [k v] of the support rows, (n_s, T, 2D) each */
     nf_tensor Xn, Pqkv, A, H; /* per-chunk scratch; Pqkv (ct, 3D)          */
     nf_tensor hq, logits;
     float *host_s, *host_q; /* stage dumps                               */
@@ -283,8 +306,8 @@ static void nf__ws_free_host(struct nf__ws * w) {
 
 static void nf__ws_free(struct nf__ws * w) {
     if (!w) return;
-    nf_tensor * all[] = {&w->xs,   &w->xq, &w->ys,   &w->B, &w->zs, &w->zq, &w->X,
-                         &w->Sqkv, &w->Xn, &w->Pqkv, &w->A, &w->H,  &w->hq, &w->logits};
+    nf_tensor * all[] = {&w->xs, &w->xq, &w->ys,   &w->B, &w->zs, &w->zq, &w->X,
+                         &w->KV, &w->Xn, &w->Pqkv, &w->A, &w->H,  &w->hq, &w->logits};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
     nf__ws_free_host(w);
     free(w);
@@ -304,13 +327,13 @@ static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err
     NF__ALLOC(B, NF_F32, 2, "quantile_boundaries", w->F, NF_MITRA_N_QUANTILES);
     NF__ALLOC(zs, NF_F32, 2, "z_support", w->ns, w->F);
     NF__ALLOC(zq, NF_F32, 2, "z_query", w->nq, w->F);
-    NF__ALLOC(X, NF_F32, 3, "stream", w->n, T, D);
-    NF__ALLOC(Sqkv, NF_F32, 1, "support_qkv", w->ns * T * 3 * D);
+    NF__ALLOC(X, NF_F32, 3, "stream", w->nx, T, D);
+    NF__ALLOC(KV, NF_F32, 1, "support_kv", w->n_kv * w->ns * T * 2 * D);
     NF__ALLOC(Xn, NF_F32, 1, "normed", w->ct * D);
     NF__ALLOC(Pqkv, NF_F32, 1, "proj_qkv", w->ct * 3 * D);
     NF__ALLOC(A, NF_F32, 1, "attn_out", w->ct * D);
     NF__ALLOC(H, NF_F32, 1, "mlp_hidden", w->ct * 4 * D);
-    NF__ALLOC(hq, NF_F32, 2, "head_normed", w->nq, D);
+    NF__ALLOC(hq, NF_F32, 2, "head_normed", w->qc, D);
     NF__ALLOC(logits, NF_F32, 2, "logits", w->nq, C);
 #undef NF__ALLOC
     return NF_OK;
@@ -321,11 +344,17 @@ static nf_tensor nf__rows(const struct nf__ws * w, const nf_tensor * t, int64_t 
     return nf_view1(t, r0 * w->T * w->D, (r1 - r0) * w->T * w->D);
 }
 
+/* K/V slice i: (n_s, T, 2D) */
+static nf_tensor nf__kv(const struct nf__ws * w, int i) {
+    const int64_t n = w->ns * w->T * 2 * w->D;
+    return nf_view1(&w->KV, i * n, n);
+}
+
 /* ---- forward: sub-blocks ------------------------------------------------------------------- */
 
-/* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows [rbeg, n) */
+/* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows [rbeg, rend) */
 static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, int half, int64_t rbeg,
-                   int64_t crows) {
+                   int64_t rend, int64_t crows) {
     const struct nf_mlp mlp = {
         .ln_g = &L->ln_w[1 + 2 * half],
         .ln_b = &L->ln_b[1 + 2 * half],
@@ -339,16 +368,16 @@ static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer 
         .fc1_label = nf_label(g, "linear%d", 1 + 2 * half),
         .fc2_label = nf_label(g, "linear%d", 2 + 2 * half),
     };
-    for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
-        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n;
+    for (int64_t r0 = rbeg; r0 < rend; r0 += crows) {
+        const int64_t r1 = r0 + crows < rend ? r0 + crows : rend;
         NF_TRY(nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), (r1 - r0) * w->T, w->D, w->Xn, w->H));
     }
     return NF_OK;
 }
 
-/* (c): X[r] += O2(MHA over the T tokens of row r) for rows [rbeg, n) */
+/* (c): X[r] += O2(MHA over the T tokens of row r) for rows [rbeg, rend) */
 static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
-                                 int64_t rbeg, int64_t crows) {
+                                 int64_t rbeg, int64_t rend, int64_t crows) {
     const struct nf_mhsa mhsa = {
         .ln_g = &L->ln_w[2],
         .ln_b = &L->ln_b[2],
@@ -363,70 +392,60 @@ static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra
         .attn_label = nf_label(g, "attention2"),
         .o_label = nf_label(g, "attention2.o"),
     };
-    for (int64_t r0 = rbeg; r0 < w->n; r0 += crows) {
-        const int64_t r1 = r0 + crows < w->n ? r0 + crows : w->n;
+    for (int64_t r0 = rbeg; r0 < rend; r0 += crows) {
+        const int64_t r1 = r0 + crows < rend ? r0 + crows : rend;
         NF_TRY(nf_prenorm_self_attention(g, &mhsa, nf__rows(w, &w->X, r0, r1), r1 - r0, w->T, w->Xn, w->Pqkv, w->A));
     }
     return NF_OK;
 }
 
-/* (a): per token column, rows [rbeg, n) attend to the support rows [0, n_s).
- * Pass 1 projects LN1 of the support rows (k, v, and q when the support
- * attends too) before any row changes; pass 2 attends and adds O1(.) to the
- * stream -- support rows with their stored q, query rows projecting q chunk
- * by chunk, so no per-query q is kept. */
-static int nf__row_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
-                             int64_t rbeg, int64_t crows) {
-    const int64_t D = w->D, T = w->T, D3 = 3 * D;
-    const int64_t ns3 = w->ns * T * D3; /* elements of Sqkv */
-    const float eps = NF_MITRA_LN_EPS;
+/* (a), first half: kv (n_s, T, 2D) = [K1 V1] LN1(S) of the support rows,
+ * before any row of this layer changes */
+static int nf__row_kv(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, nf_tensor kv,
+                      int64_t crows) {
+    const int64_t D = w->D, T = w->T;
     for (int64_t r0 = 0; r0 < w->ns; r0 += crows) {
         const int64_t r1 = r0 + crows < w->ns ? r0 + crows : w->ns, tok = (r1 - r0) * T;
         NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), nf__rows(w, &w->X, r0, r1), tok, D, &L->ln_w[0],
-                             &L->ln_b[0], w->Xn, D, eps));
-        /* Sqkv rows (tok, 3D) = [q k v], or only [k v] into columns D.. when
-         * no support row attends (the last layer) */
-        const int64_t at = r0 * T * D3;
-        if (rbeg < w->ns) {
-            NF_TRY(nf_linear(g, nf_label(g, "attention1.qkv"), w->Xn, tok, D, &L->qkv_w[0], &L->qkv_b[0],
-                             nf_view1(&w->Sqkv, at, tok * D3), D3, NF_ACT_NONE, 0));
-        } else {
-            NF_TRY(nf_linear(g, nf_label(g, "attention1.kv"), w->Xn, tok, D, &L->kv_w[0], &L->kv_b[0],
-                             nf_view1(&w->Sqkv, at + D, tok * D3 - D), D3, NF_ACT_NONE, 0));
-        }
+                             &L->ln_b[0], w->Xn, D, NF_MITRA_LN_EPS));
+        NF_TRY(nf_linear(g, nf_label(g, "attention1.kv"), w->Xn, tok, D, &L->kv_w[0], &L->kv_b[0],
+                         nf_view1(&kv, r0 * T * 2 * D, tok * 2 * D), 2 * D, NF_ACT_NONE, 0));
     }
-    for (int64_t r0 = rbeg, r1; r0 < w->n; r0 = r1) {
+    return NF_OK;
+}
+
+/* (a), second half: per token column, rows [rbeg, rend) attend to the
+ * support rows' kv: X += O1(MHA(Q1 LN1(X), kv)), chunk by chunk. A chunk's
+ * q is projected before its own rows change, and no row reads another's q,
+ * so support and query rows are treated alike. */
+static int nf__row_attend(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
+                          nf_tensor kv, int64_t rbeg, int64_t rend, int64_t crows) {
+    const int64_t D = w->D, T = w->T, D2 = 2 * D, nkv = w->ns * T * D2;
+    for (int64_t r0 = rbeg, r1; r0 < rend; r0 = r1) {
         /* chunks do not straddle the support/query boundary */
-        const int64_t lim = r0 < w->ns ? w->ns : w->n;
+        const int64_t lim = r0 < w->ns && rend > w->ns ? w->ns : rend;
         r1 = r0 + crows < lim ? r0 + crows : lim;
         const int64_t c = r1 - r0, tok = c * T;
-        nf_tensor x = nf__rows(w, &w->X, r0, r1), q;
-        int64_t q_ld; /* row stride of q's tokens */
-        if (r0 < w->ns) {
-            q = nf_view1(&w->Sqkv, r0 * T * D3, tok * D3);
-            q_ld = D3;
-        } else {
-            NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D, eps));
-            q = nf_view1(&w->Pqkv, 0, tok * D);
-            NF_TRY(nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D,
-                             NF_ACT_NONE, 0));
-            q_ld = D;
-        }
+        nf_tensor x = nf__rows(w, &w->X, r0, r1), q = nf_view1(&w->Pqkv, 0, tok * D);
+        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D,
+                             NF_MITRA_LN_EPS));
+        NF_TRY(nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D,
+                         NF_ACT_NONE, 0));
         const struct nf_attn_layout lay = {
             .groups = T,
             .lq = c,
             .lk = w->ns,
             .n_heads = m->cfg.n_heads,
             .head_dim = D / m->cfg.n_heads,
-            .q_gs = q_ld,
-            .q_ss = T * q_ld,
-            .kv_gs = D3,
-            .kv_ss = T * D3,
+            .q_gs = D,
+            .q_ss = T * D,
+            .kv_gs = D2,
+            .kv_ss = T * D2,
             .o_gs = D,
             .o_ss = T * D,
         };
-        NF_TRY(nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&w->Sqkv, D, ns3 - D),
-                            nf_view1(&w->Sqkv, 2 * D, ns3 - 2 * D), w->A));
+        NF_TRY(nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&kv, 0, nkv), nf_view1(&kv, D, nkv - D),
+                            w->A));
         NF_TRY(
             nf_linear(g, nf_label(g, "attention1.o"), w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D, NF_ACT_NONE, 1));
     }
@@ -436,9 +455,9 @@ static int nf__row_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m
 static int nf__stage(nf_mitra * m, struct nf__ws * w, const char * name, nf_err * err) {
     if (m->stages != NF_STAGES_ALL) return NF_OK;
     /* the whole stream, support rows first */
-    nf_tensor x = nf__rows(w, &w->X, 0, w->n);
+    nf_tensor x = nf__rows(w, &w->X, 0, w->nx);
     NF_TRY(nf__tensor_download(&x, w->host_s, err));
-    const int64_t shape[3] = {w->n, w->T, w->D};
+    const int64_t shape[3] = {w->nx, w->T, w->D};
     if (m->stage_fn(m->stage_user, name, w->host_s, 3, shape) != 0) {
         return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at %s", name);
     }
@@ -486,13 +505,108 @@ static int nf__mitra_check_input(const nf_mitra * m, const struct nf_mitra_input
     return NF_OK;
 }
 
+/* step 2 (spec §4.3): token embeddings of the support rows into X[0, n_s);
+ * token 0 = label, 1..F = features */
+static int nf__embed_support(nf_graph * g, const nf_mitra * m, struct nf__ws * w) {
+    const int64_t ne[3] = {w->ns, w->T, w->D};
+    nf_tensor S = nf__tensor_view(&w->X, 0, 3, ne);
+    NF_TRY(nf_embed_features(g, "x_embedding", w->zs, &m->x_w, &m->x_b, S));
+    if (nf__mitra_class_labels(&m->cfg)) return nf_label_tokens_class(g, "y_embedding", w->ys, &m->y_w, S);
+    return nf_label_tokens_value(g, "y_embedding", w->ys, &m->y_w, &m->y_b, S);
+}
+
+/* ... and of query rows [q0, q0 + c) into X[n_s, n_s + c), label token masked */
+static int nf__embed_queries(nf_graph * g, const nf_mitra * m, struct nf__ws * w, int64_t q0, int64_t c) {
+    const int64_t ne_z[2] = {c, w->F}, ne[3] = {c, w->T, w->D};
+    nf_tensor Q = nf__tensor_view(&w->X, w->ns * w->T * w->D, 3, ne);
+    NF_TRY(nf_embed_features(g, "x_embedding", nf__tensor_view(&w->zq, q0 * w->F, 2, ne_z), &m->x_w, &m->x_b, Q));
+    return nf_label_tokens_mask(g, "y_embedding.y_mask", &m->y_mask, Q);
+}
+
+/* step 3 (spec §4.4): layer l over rows [rbeg, rend) of X, its row attention
+ * against the support K/V kv (computed already); stages reported in a JOINT
+ * pass */
+static int nf__layer(nf_graph * g, nf_mitra * m, struct nf__ws * w, int l, nf_tensor kv, int64_t rbeg, int64_t rend,
+                     int64_t crows, nf_err * err) {
+    const struct nf_mitra_layer * L = &m->layers[l];
+    char st[64];
+#define NF__STAGE(name)                                 \
+    do {                                                \
+        snprintf(st, sizeof(st), "layers.%d." name, l); \
+        NF_TRY(nf__stage(m, w, st, err));               \
+    } while (0)
+    NF_TRY(nf__row_attend(g, w, m, L, kv, rbeg, rend, crows));
+    NF__STAGE("row_attention");
+    NF_TRY(nf__mlp(g, w, L, 0, rbeg, rend, crows));
+    NF__STAGE("mlp1");
+    NF_TRY(nf__feature_attention(g, w, m, L, rbeg, rend, crows));
+    NF__STAGE("feature_attention");
+    NF_TRY(nf__mlp(g, w, L, 1, rbeg, rend, crows));
+    NF__STAGE("mlp2");
+#undef NF__STAGE
+    return NF_OK;
+}
+
+/* step 4 (spec §4.5): logits[q0, q0 + c) = head on token 0 of the pass's query rows */
+static int nf__head(nf_graph * g, const nf_mitra * m, struct nf__ws * w, int64_t q0, int64_t c) {
+    const int64_t C = m->cfg.dim_output;
+    nf_tensor hq = nf_view1(&w->hq, 0, c * w->D);
+    NF_TRY(nf_layer_norm(g, "final_layer_norm", nf__rows(w, &w->X, w->ns, w->ns + c), c, w->T * w->D, &m->fln_w,
+                         &m->fln_b, hq, w->D, NF_MITRA_LN_EPS));
+    return nf_linear(g, "final_layer", hq, c, w->D, &m->f_w, &m->f_b, nf_view1(&w->logits, q0 * C, c * C), C,
+                     NF_ACT_NONE, 0);
+}
+
+/* A JOINT pass: the support and query rows [q0, q0 + c) together, layer by
+ * layer, one K/V slice reused. In the last layer the support rows only
+ * provide row-attention keys/values: nothing downstream reads the rest of
+ * their update, so it is skipped (spec §4.9). */
+static int nf__pass_joint(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_t q0, int64_t c, int64_t crows,
+                          nf_err * err) {
+    NF_TRY(nf__embed_support(g, m, w));
+    NF_TRY(nf__embed_queries(g, m, w, q0, c));
+    NF_TRY(nf__stage(m, w, "embedding", err));
+    const nf_tensor kv = nf__kv(w, 0);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        nf_graph_prefix(g, "layers.%d.", l);
+        NF_TRY(nf__row_kv(g, w, &m->layers[l], kv, crows));
+        NF_TRY(nf__layer(g, m, w, l, kv, l == m->cfg.n_layers - 1 ? w->ns : 0, w->ns + c, crows, err));
+    }
+    nf_graph_prefix(g, "%s", "");
+    return nf__head(g, m, w, q0, c);
+}
+
+/* STREAM: the support once, keeping each layer's K/V, then the queries qc
+ * rows at a time through every layer */
+static int nf__pass_stream(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_t crows, nf_err * err) {
+    const int nl = m->cfg.n_layers;
+    NF_TRY(nf__embed_support(g, m, w));
+    for (int l = 0; l < nl; l++) {
+        nf_graph_prefix(g, "layers.%d.", l);
+        NF_TRY(nf__row_kv(g, w, &m->layers[l], nf__kv(w, l), crows));
+        if (l < nl - 1) NF_TRY(nf__layer(g, m, w, l, nf__kv(w, l), 0, w->ns, crows, err));
+    }
+    for (int64_t q0 = 0; q0 < w->nq; q0 += w->qc) {
+        const int64_t c = q0 + w->qc < w->nq ? w->qc : w->nq - q0;
+        nf_graph_prefix(g, "%s", "");
+        NF_TRY(nf__embed_queries(g, m, w, q0, c));
+        for (int l = 0; l < nl; l++) {
+            nf_graph_prefix(g, "layers.%d.", l);
+            NF_TRY(nf__layer(g, m, w, l, nf__kv(w, l), w->ns, w->ns + c, crows, err));
+        }
+        nf_graph_prefix(g, "%s", "");
+        NF_TRY(nf__head(g, m, w, q0, c));
+    }
+    return NF_OK;
+}
+
 static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf_mitra_input * in, float * logits,
                                 nf_err * err) {
     nf_backend * be = m->be;
     const int cls = nf__mitra_class_labels(&m->cfg);
     const int64_t C = m->cfg.dim_output, D = w->D, T = w->T;
     if (m->stages != NF_STAGES_NONE) {
-        const int64_t ns = w->n * T * D, nq = 0;
+        const int64_t ns = w->nx * T * D, nq = 0;
         const int64_t xs = nf__tensor_numel(&w->xs), xq = nf__tensor_numel(&w->xq);
         w->host_s = malloc((size_t) (ns > xs ? ns : xs) * sizeof(float));
         w->host_q = malloc((size_t) (nq > xq ? nq : xq) * sizeof(float));
@@ -529,53 +643,23 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     nf_graph gr, *g = &gr;
     nf_graph_init(g, be, err);
 
-    /* step 1: quantile embedding statistics (spec §4.2) */
+    /* step 1: quantile embedding statistics (spec §4.2), of all rows at once */
     NF_TRY(nf_quantile(g, "x_quantile", w->xs, w->B, NF_MITRA_N_QUANTILES, NF_MITRA_Q_DENOM));
     NF_TRY(nf_bucketize_norm(g, "x_quantile", w->xs, w->xq, w->B, w->zs, w->zq));
 
-    /* step 2: token embeddings (spec §4.3): token 0 = label, 1..F = features */
-    int64_t ne_s[3] = {w->ns, T, D}, ne_q[3] = {w->nq, T, D};
-    nf_tensor S = nf__tensor_view(&w->X, 0, 3, ne_s), Q = nf__tensor_view(&w->X, w->ns * T * D, 3, ne_q);
-    NF_TRY(nf_embed_features(g, "x_embedding", w->zs, &m->x_w, &m->x_b, S));
-    NF_TRY(nf_embed_features(g, "x_embedding", w->zq, &m->x_w, &m->x_b, Q));
-    if (cls)
-        NF_TRY(nf_label_tokens_class(g, "y_embedding", w->ys, &m->y_w, S));
-    else
-        NF_TRY(nf_label_tokens_value(g, "y_embedding", w->ys, &m->y_w, &m->y_b, S));
-    NF_TRY(nf_label_tokens_mask(g, "y_embedding.y_mask", &m->y_mask, Q));
-    NF_TRY(nf__stage(m, w, "embedding", err));
-
-    /* step 3: the layers (spec §4.4). In the last layer the support rows only
-     * provide row-attention keys/values: nothing downstream reads the rest of
-     * their update, so it is skipped (spec §4.9). */
+    /* steps 2-4, pass by pass */
     const int64_t cmax = w->ct / T > 0 ? w->ct / T : 1;
     const int64_t crows = m->chunk_rows > 0 && m->chunk_rows < cmax ? m->chunk_rows : cmax;
-    char st[64];
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        const struct nf_mitra_layer * L = &m->layers[l];
-        const int64_t rbeg = l == m->cfg.n_layers - 1 ? w->ns : 0;
-        nf_graph_prefix(g, "layers.%d.", l);
-#define NF__STAGE(name)                                 \
-    do {                                                \
-        snprintf(st, sizeof(st), "layers.%d." name, l); \
-        NF_TRY(nf__stage(m, w, st, err));               \
-    } while (0)
-        NF_TRY(nf__row_attention(g, w, m, L, rbeg, crows));
-        NF__STAGE("row_attention");
-        NF_TRY(nf__mlp(g, w, L, 0, rbeg, crows));
-        NF__STAGE("mlp1");
-        NF_TRY(nf__feature_attention(g, w, m, L, rbeg, crows));
-        NF__STAGE("feature_attention");
-        NF_TRY(nf__mlp(g, w, L, 1, rbeg, crows));
-        NF__STAGE("mlp2");
-#undef NF__STAGE
+    m->support_passes = 0;
+    if (w->mode == NF__STREAM) {
+        NF_TRY(nf__pass_stream(g, m, w, crows, err));
+        m->support_passes = 1;
+    } else {
+        for (int64_t q0 = 0; q0 < w->nq; q0 += w->qc) {
+            NF_TRY(nf__pass_joint(g, m, w, q0, q0 + w->qc < w->nq ? w->qc : w->nq - q0, crows, err));
+            m->support_passes++;
+        }
     }
-    nf_graph_prefix(g, "%s", "");
-
-    /* step 4: head on token 0 of every query row (spec §4.5) */
-    NF_TRY(nf_layer_norm(g, "final_layer_norm", nf__rows(w, &w->X, w->ns, w->n), w->nq, T * D, &m->fln_w, &m->fln_b,
-                         w->hq, D, NF_MITRA_LN_EPS));
-    NF_TRY(nf_linear(g, "final_layer", w->hq, w->nq, D, &m->f_w, &m->f_b, w->logits, C, NF_ACT_NONE, 0));
     /* outputs out: the only device->host copy */
     NF_TRY(nf__tensor_download(&w->logits, logits, err));
     if (m->stages != NF_STAGES_NONE) {
@@ -599,24 +683,46 @@ void nf_mitra_release_workspace(nf_mitra * m) {
     m->ws = NULL;
 }
 
+/* How the queries go through (see "the work area"): qc rows a pass, by
+ * default as many as 16 sub-block chunks hold; STREAM while the support K/V
+ * of every layer fit in kv_cache_mb (default 4096 MiB), else RECOMPUTE in
+ * passes of at least n_s query rows (the support is recomputed per pass). */
+static void nf__plan(const nf_mitra * m, struct nf__ws * w) {
+    const int64_t qc_auto = 16 * w->ct / w->T > 0 ? 16 * w->ct / w->T : 1;
+    w->qc = m->query_chunk > 0 ? m->query_chunk : qc_auto;
+    w->mode = NF__JOINT;
+    w->n_kv = 1;
+    if (m->stages == NF_STAGES_ALL || w->nq <= w->qc) {
+        w->qc = w->nq;
+    } else {
+        const double kv_bytes = (double) m->cfg.n_layers * (double) w->ns * (double) w->T * 2.0 * (double) w->D * 4.0;
+        const double budget = (double) (m->kv_cache_mb > 0 ? m->kv_cache_mb : 4096) * 1048576.0;
+        if (kv_bytes <= budget) {
+            w->mode = NF__STREAM;
+            w->n_kv = m->cfg.n_layers;
+        } else {
+            w->mode = NF__RECOMPUTE;
+            if (m->query_chunk <= 0 && w->qc < w->ns) w->qc = w->ns < w->nq ? w->ns : w->nq;
+        }
+    }
+    w->nx = w->ns + w->qc;
+}
+
 static int nf__ws_get(nf_mitra * m, const struct nf_mitra_input * in, struct nf__ws ** out, nf_err * err) {
     const int64_t T = in->n_features + 1, D = m->cfg.dim;
     const int64_t ct = m->chunk_tokens > T ? m->chunk_tokens : T;
+    struct nf__ws want = {.ns = in->n_support, .nq = in->n_query, .F = in->n_features, .T = T, .D = D, .ct = ct};
+    nf__plan(m, &want);
     struct nf__ws * w = m->ws;
-    if (w && w->ns == in->n_support && w->nq == in->n_query && w->F == in->n_features && w->D == D && w->ct == ct) {
+    if (w && w->ns == want.ns && w->nq == want.nq && w->F == want.F && w->D == D && w->ct == ct && w->qc == want.qc &&
+        w->mode == want.mode) {
         *out = w;
         return NF_OK;
     }
     nf_mitra_release_workspace(m);
     w = calloc(1, sizeof(*w));
     if (!w) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    w->ns = in->n_support;
-    w->nq = in->n_query;
-    w->n = w->ns + w->nq;
-    w->F = in->n_features;
-    w->T = T;
-    w->D = D;
-    w->ct = ct;
+    *w = want;
     int rc = nf__ws_alloc(m, w, m->cfg.dim_output, err);
     if (rc != NF_OK) {
         nf__ws_free(w);
@@ -636,4 +742,20 @@ int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * log
     if (rc != NF_OK) nf_mitra_release_workspace(m); /* the device may be in error: start afresh */
     nf__trace_where(m->be, m->placement.ops, sizeof(m->placement.ops));
     return rc;
+}
+
+/* the options as set, and what the last forward did: "query_chunk_used"
+ * (query rows a pass), "support_passes" (1 = the support computed once),
+ * "kv_cache_bytes" (support K/V kept) */
+static int nf__mitra_get_option(const void * impl, const char * key, int64_t * value) {
+    const nf_mitra * m = impl;
+    const struct nf__ws * w = m->ws;
+    if (strcmp(key, "chunk_rows") == 0) *value = m->chunk_rows;
+    else if (strcmp(key, "query_chunk") == 0) *value = m->query_chunk;
+    else if (strcmp(key, "kv_cache_mb") == 0) *value = m->kv_cache_mb;
+    else if (strcmp(key, "support_passes") == 0) *value = m->support_passes;
+    else if (strcmp(key, "query_chunk_used") == 0) *value = w ? w->qc : 0;
+    else if (strcmp(key, "kv_cache_bytes") == 0) *value = w ? w->n_kv * w->ns * w->T * 2 * w->D * 4 : 0;
+    else return 0;
+    return 1;
 }
