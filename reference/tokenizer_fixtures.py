@@ -16,7 +16,9 @@ This script IMPORTS transformers/tokenizers and contains no copy of them.
 Writes, under --out (default tests/fixtures/tokenizer):
   vocab.txt        the synthetic vocabulary
   cases.jsonl      one JSON object a line: name, max_len, text (or hex: the
-                   UTF-8 bytes, for a text with a NUL), ids
+                   UTF-8 bytes, for a text with a NUL), ids; the combining_*
+                   cases also words (the normalizer + pre-tokenizer's words,
+                   each followed by a space)
   codepoints.txt.gz  for every code point c (no surrogates), the words that the
                    normalizer + pre-tokenizer make of "a" c "a" (see the file's
                    header); checks the Unicode handling one character at a time
@@ -89,6 +91,9 @@ def make_vocab() -> list[str]:
     for c in CHARS:
         add(c)
     for c in CHARS:
+        add("##" + c)
+    for c in ["\U0001D165", "\U0001D16D", "\u0903", "\u1734", "\U00011938", "\u0f71", "\u0f72"]:
+        add(c)
         add("##" + c)
     for w in WORDS:
         add(w)
@@ -222,6 +227,27 @@ def random_cases(vocab: list[str], n: int, seed: int) -> list[tuple[str, str, in
             if rng.random() < 0.5:
                 parts.append(" ")
         out.append((f"random_{i:03d}", "".join(parts), 512 if rng.random() < 0.9 else rng.randint(2, 20)))
+    return out
+
+
+# marks of many combining classes (incl. spacing marks with a class: U+1D165, U+1D16D),
+# characters that decompose into several, and ones Hugging Face's older tables see otherwise
+MARKS = ("\u0300 \u0315 \u0316 \u031b \u0327 \u0334 \u0345 \u05ae \U0001D165 \U0001D16D \U0001D16E \u0f39 \u093c "
+         "\u3099 \u0e38 \u0344 \u0f73 \u0f75 \u0f81 \u1ABF \u0898 \u1734 \U000111C9 \u166D \U00011938 \u20dd "
+         "\u0488 \u0903 \u302a \u302e").split()
+BASES = list("aeiouAEIOUnNcCzZ") + ["é", "ǖ", "ḗ", "Ǻ", "ṩ", "ᾇ", "ΐ", "ờ", "가", "각", "힣", "\u1E9B", "\u0F40", "\U00011935",
+                                     "\u0B47", "\u0DD9", "\uFB2C", "\u2126", "\u212B", "\U0001D15E", "\U0001D160"]
+
+
+def combining_cases(n: int, seed: int) -> list[tuple[str, str, int]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        parts = []
+        for _ in range(rng.randint(1, 6)):
+            parts.append(rng.choice(BASES) + "".join(rng.choice(MARKS) for _ in range(rng.randint(0, 5))))
+            parts.append(rng.choice(["", "", " ", "-", "\u00a0"]))
+        out.append((f"combining_{i:03d}", "".join(parts), 512))
     return out
 
 
@@ -388,7 +414,8 @@ def main() -> int:
     settings = json.loads(tok.backend_tokenizer.to_str())
     settings["model"].pop("vocab", None)
 
-    cases = hostile_cases() + random_cases(vocab, a.random, a.seed)
+    cases = hostile_cases() + random_cases(vocab, a.random, a.seed) + combining_cases(100, a.seed + 1)
+    bt = tok.backend_tokenizer
     names = set()
     with open(out / "cases.jsonl", "w", encoding="utf-8") as f:
         for name, text, max_len in cases:
@@ -401,6 +428,9 @@ def main() -> int:
             else:
                 rec["text"] = text
             rec["ids"] = ids
+            if name.startswith("combining_"):  # the word split itself (normalizer + pre-tokenizer)
+                words = bt.pre_tokenizer.pre_tokenize_str(bt.normalizer.normalize_str(text))
+                rec["words"] = "".join(w + " " for w, _ in words)
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
     lines = sweep(tok)

@@ -59,7 +59,7 @@ static void test_cases(const struct nf__wordpiece * wp, const char * dir) {
     char * line = NULL;
     size_t cap = 0;
     ssize_t got;
-    int n_cases = 0, n_ok = 0, lineno = 0;
+    int n_cases = 0, n_ok = 0, lineno = 0, n_words = 0;
     int32_t * ids = NULL;
     while ((got = getline(&line, &cap, f)) > 0) {
         lineno++;
@@ -107,6 +107,16 @@ static void test_cases(const struct nf__wordpiece * wp, const char * dir) {
             print_ids("HF    ", wp, w, cJSON_GetArraySize(want));
         }
         n_ok += same;
+        const cJSON * words = cJSON_GetObjectItemCaseSensitive(j, "words");
+        if (cJSON_IsString(words)) { /* the normalizer + pre-tokenizer's words themselves */
+            char * got_w = NULL;
+            size_t gl = 0;
+            rc = nf__wp_basic_tokenize(bytes, len, &got_w, &gl, name->valuestring, NULL, &err);
+            CHECK(rc == NF_OK && strcmp(got_w, words->valuestring) == 0, "case %s: words \"%s\", HF \"%s\"",
+                  name->valuestring, got_w ? got_w : err.msg, words->valuestring);
+            n_words++;
+            free(got_w);
+        }
         free(w);
         free(bytes);
         cJSON_Delete(j);
@@ -114,8 +124,8 @@ static void test_cases(const struct nf__wordpiece * wp, const char * dir) {
     free(ids);
     free(line);
     fclose(f);
-    CHECK(n_cases >= 300, "only %d cases in %s", n_cases, path);
-    printf("cases: %d of %d identical to BertTokenizerFast\n", n_ok, n_cases);
+    CHECK(n_cases >= 400 && n_words >= 100, "only %d cases (%d with words) in %s", n_cases, n_words, path);
+    printf("cases: %d of %d identical to BertTokenizerFast (%d also word by word)\n", n_ok, n_cases, n_words);
 }
 
 /* every code point c: the words of "a" c "a" */
