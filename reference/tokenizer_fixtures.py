@@ -184,6 +184,9 @@ def hostile_cases() -> list[tuple[str, str, int]]:
         ("special_with_spaces", "  [CLS]  \t[SEP]\n"),
         ("special_nul_neighbour", "\x00[SEP]\x00"),
         ("special_fullwidth", "［CLS］"),
+        ("special_broken_by_dropped", "[CL\x00S] [SE\u200bP] [MA\ue000SK] [CL\u0301S]"),
+        ("special_nfd_neighbours", "e\u0301[SEP]\u0301e [CLS]\u0327"),
+        ("special_cjk_neighbours", "中[SEP]文[MASK]"),
     ]
     out = [(n, t, 512) for n, t in c]
     long_text = " ".join(["predictive feature value"] * 200)  # 600 words
