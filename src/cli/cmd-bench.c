@@ -17,11 +17,12 @@
 int nf_cmd_bench(int argc, char ** argv) {
     const char *model = NULL, *device = "cpu", *json = NULL, *trace = NULL;
     int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
-    int64_t ns = 16, nq = 8, nf = 13, length = 8201, batch = 1;
+    int64_t ns = 16, nq = 8, nf = 13, length = 8201, batch = 1, query_chunk = 0, kv_cache_mb = 0;
     uint64_t seed = 42;
     static const char * const flags[] = {"--model",     "--device",  "--json",  "--trace",    "--warmup",
                                          "--runs",      "--support", "--query", "--features", "--seed",
-                                         "--precision", "--length",  "--batch", NULL};
+                                         "--precision", "--length",  "--batch", "--query-chunk", "--kv-cache-mb",
+                                         NULL};
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;
@@ -56,6 +57,10 @@ int nf_cmd_bench(int argc, char ** argv) {
             if (!nf_cli_parse_int(a, v, 1, 1 << 24, &length)) return 2;
         } else if (strcmp(a, "--batch") == 0) {
             if (!nf_cli_parse_int(a, v, 1, 1 << 16, &batch)) return 2;
+        } else if (strcmp(a, "--query-chunk") == 0) {
+            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &query_chunk)) return 2;
+        } else if (strcmp(a, "--kv-cache-mb") == 0) {
+            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &kv_cache_mb)) return 2;
         } else if (strcmp(a, "--seed") == 0) {
             if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 2;
             seed = (uint64_t) n;
@@ -138,6 +143,8 @@ int nf_cmd_bench(int argc, char ** argv) {
         snprintf(case_name, sizeof(case_name), "batch=%lld length=%lld", (long long) batch, (long long) length);
     } else {
         if (rc == NF_OK) rc = nf_cli_table_model(m, &cls, &n_classes, &err);
+        if (rc == NF_OK && query_chunk) rc = nf_model_set_option(m, "query_chunk", query_chunk, &err);
+        if (rc == NF_OK && kv_cache_mb) rc = nf_model_set_option(m, "kv_cache_mb", kv_cache_mb, &err);
         if (rc == NF_OK)
             rc = nf_cli_table_generate(seed, ns, nq, nf, cls, cls ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t,
                                        &err);
@@ -200,6 +207,11 @@ int nf_cmd_bench(int argc, char ** argv) {
     const double rss_mb = (double) ru.ru_maxrss / 1024.0; /* Linux: KiB */
     printf("DEVICE_ALLOC_MB=%.1f\n", (double) setup.alloc_bytes / 1048576.0);
     printf("PEAK_RSS_MB=%.1f\n", rss_mb);
+    int64_t passes = 0, qused = 0;
+    nf_err e2 = {0};
+    if (nf_model_get_option(m, "support_passes", &passes, &e2) == NF_OK &&
+        nf_model_get_option(m, "query_chunk_used", &qused, &e2) == NF_OK)
+        printf("QUERY_CHUNK=%lld\nSUPPORT_PASSES=%lld\n", (long long) qused, (long long) passes);
     if (json) {
         cJSON * doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "device", nf_backend_name(be));
