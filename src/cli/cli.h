@@ -217,9 +217,10 @@ void nf_cli_mpi_finalize(struct nf_cli_mpi * m);
  * "opencl:<local rank>" under MPI; anything else (cpu, cuda:N) as given */
 void nf_cli_mpi_device(const struct nf_cli_mpi * m, const char * device, char * out, size_t n);
 /* Collective: did any rank fail? Every rank passes its rc (err holding its
- * message when rc != NF_OK). NF_OK on every rank when none failed; else, on
- * every rank, the lowest failing rank's code with err = "rank R of N: its
- * message" and *failed_rank = R (may be NULL). */
+ * message when rc != NF_OK). NF_OK on every rank when none failed; else
+ * err = "rank R of N: R's message", R's code returned, *failed_rank = R (may
+ * be NULL): R is the rank itself when it failed, else the lowest failing
+ * rank (so rank 0 reports the lowest one). */
 int nf_cli_mpi_agree(const struct nf_cli_mpi * m, int rc, nf_err * err, int * failed_rank);
 /* Collective: v[0..n) summed over the ranks, on every rank */
 int nf_cli_mpi_sum_i64(const struct nf_cli_mpi * m, int64_t * v, int n, nf_err * err);

@@ -835,25 +835,27 @@ static int nf_ann_malformed(const struct nf_ann * a, int64_t bad, nf_err * err) 
                        nf__esc(e, sizeof(e), a->o->vcf), (long long) bad);
 }
 
-/* read one record: 1 got one, 0 the end, < 0 an error (err set) */
-static int nf_ann_read(struct nf_ann * a, bcf1_t ** b, int64_t * index, nf_err * err) {
+/* read one record into *b: *got 1, or 0 at the end; NF_OK or the error */
+static int nf_ann_read(struct nf_ann * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err) {
+    *got = 0;
     if (!*b && !(*b = bcf_init())) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     const int r = bcf_read(a->in, a->hdr, *b);
-    if (r == -1) return 0;
+    if (r == -1) return NF_OK;
     if (r < -1) return nf_ann_malformed(a, *index + 1, err);
     ++*index;
     if (((*b)->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(*b, BCF_UN_STR) < 0 ||
         (*b)->pos < 0 || (*b)->n_allele < 1)
         return nf_ann_malformed(a, *index, err);
-    return 1;
+    *got = 1;
+    return NF_OK;
 }
 
 /* one process: the records as they come, written as their batch finishes */
 static int nf_ann_loop_one(struct nf_ann * a, nf_err * err) {
     int64_t index = 0;
     bcf1_t * b = NULL;
-    int rc = NF_OK, got;
-    while ((got = nf_ann_read(a, &b, &index, err)) == 1) {
+    int rc, got;
+    while ((rc = nf_ann_read(a, &b, &index, &got, err)) == NF_OK && got) {
         bcf1_t * kept = b;
         b = NULL;
         if ((rc = nf_ann_record(a, kept, index, err)) != NF_OK) break;
@@ -863,7 +865,6 @@ static int nf_ann_loop_one(struct nf_ann * a, nf_err * err) {
         if (a->n_jobs == 0 && (rc = nf_ann_flush(a, err)) != NF_OK) break;
     }
     if (b) bcf_destroy(b);
-    if (rc == NF_OK && got < 0) rc = got;
     if (rc == NF_OK) rc = nf_ann_run_jobs(a, err);
     if (rc == NF_OK) rc = nf_ann_flush(a, err);
     return rc;
@@ -878,9 +879,8 @@ static int nf_ann_loop_mpi(struct nf_ann * a, int * failed_rank, nf_err * err) {
     int rc = NF_OK, eof = 0;
     while (!eof) {
         for (int64_t n = 0; rc == NF_OK && n < chunk; n++) {
-            const int got = nf_ann_read(a, &b, &index, err);
-            if (got <= 0) {
-                rc = got;
+            int got = 0;
+            if ((rc = nf_ann_read(a, &b, &index, &got, err)) != NF_OK || !got) {
                 eof = 1;
                 break;
             }

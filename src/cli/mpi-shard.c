@@ -62,7 +62,13 @@ void nf_cli_mpi_finalize(struct nf_cli_mpi * m) {
     if (m->active && m->owns_init) {
         int done = 0;
         MPI_Finalized(&done);
-        if (!done) MPI_Finalize();
+        /* no rank leaves before rank 0 has printed the job's error and
+         * removed its temporary output: a launcher ends the job at the first
+         * rank that exits non-zero */
+        if (!done) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Finalize();
+        }
     }
 #endif
     m->active = 0;
@@ -87,11 +93,21 @@ int nf_cli_mpi_agree(const struct nf_cli_mpi * m, int rc, nf_err * err, int * fa
         char msg[sizeof(err->msg)];
     } e;
     memset(&e, 0, sizeof(e));
-    if (m->rank == first) {
+    if (m->rank == first || rc != NF_OK) {
         e.code = rc;
         snprintf(e.msg, sizeof(e.msg), "%s", err->msg);
     }
+    /* the lowest failing rank's message to every rank; a rank that failed
+     * itself keeps its own */
+    char mine_msg[sizeof(err->msg)];
+    const int mine_code = e.code;
+    memcpy(mine_msg, e.msg, sizeof(mine_msg));
     MPI_Bcast(&e, (int) sizeof(e), MPI_BYTE, first, MPI_COMM_WORLD);
+    if (rc != NF_OK) {
+        e.code = mine_code;
+        memcpy(e.msg, mine_msg, sizeof(mine_msg));
+        first = m->rank;
+    }
     if (failed_rank) *failed_rank = first;
     return nf__err_set(err, e.code != NF_OK ? e.code : NF_ERR_IO, "rank %d of %d: %s", first, m->size, e.msg);
 #else
