@@ -52,7 +52,17 @@ int nf_cli_mpi_init(int * argc, char *** argv, struct nf_cli_mpi * m, nf_err * e
 #else
     (void) argc;
     (void) argv;
-    (void) err;
+    /* started as one of several ranks by a build without MPI: every rank
+     * would run the whole command and write the same output */
+    static const char * const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char * v = getenv(vars[i]);
+        if (v && atoi(v) > 1)
+            return nf__err_set(err, NF_ERR_ARG,
+                               "started as one of %d MPI ranks (%s), but this build has no MPI (install "
+                               "libopenmpi-dev and rebuild, README \"Running on a cluster with mpirun\")",
+                               atoi(v), vars[i]);
+    }
 #endif
     return NF_OK;
 }
