@@ -785,7 +785,8 @@ static int nf_ann_exchange(struct nf_ann * a, nf_err * err) {
                 memcpy(&idx, all + off[w], 8);
                 memcpy(&na, all + off[w] + 8, 4);
             }
-            if (idx != r->index || na != r->n_alt || end[w] - off[w] < NF_ANN_WIRE_REC + (int64_t) na * NF_ANN_WIRE_ALT) {
+            if (idx != r->index || na != r->n_alt ||
+                end[w] - off[w] < NF_ANN_WIRE_REC + (int64_t) na * NF_ANN_WIRE_ALT) {
                 rc = nf__err_set(err, NF_ERR_MISMATCH,
                                  "%s: rank %d sent the scores of record %lld (%d ALTs) instead; do all ranks read "
                                  "the same --vcf?",
@@ -843,8 +844,8 @@ static int nf_ann_read(struct nf_ann * a, bcf1_t ** b, int64_t * index, int * go
     if (r == -1) return NF_OK;
     if (r < -1) return nf_ann_malformed(a, *index + 1, err);
     ++*index;
-    if (((*b)->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(*b, BCF_UN_STR) < 0 ||
-        (*b)->pos < 0 || (*b)->n_allele < 1)
+    if (((*b)->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(*b, BCF_UN_STR) < 0 || (*b)->pos < 0 ||
+        (*b)->n_allele < 1)
         return nf_ann_malformed(a, *index, err);
     *got = 1;
     return NF_OK;
@@ -939,7 +940,8 @@ static int nf_ann_setup2(struct nf_ann * a, nf_err * err) {
     int rc;
     if (!a->fai && !(a->fai = fai_load3(o->fasta, NULL, NULL, FAI_CREATE)))
         return nf__err_set(err, NF_ERR_IO, "--fasta %s: cannot open it or its .fai", nf__esc(e, sizeof(e), o->fasta));
-    if (!(a->in = hts_open(o->vcf, "r"))) return nf__err_set(err, NF_ERR_IO, "--vcf %s: cannot open", nf__esc(e, sizeof(e), o->vcf));
+    if (!(a->in = hts_open(o->vcf, "r")))
+        return nf__err_set(err, NF_ERR_IO, "--vcf %s: cannot open", nf__esc(e, sizeof(e), o->vcf));
     if (a->in->format.category != variant_data || !(a->hdr = bcf_hdr_read(a->in)))
         return nf__err_set(err, NF_ERR_FORMAT, "--vcf %s: not a VCF/BCF file (no header)",
                            nf__esc(e, sizeof(e), o->vcf));
@@ -998,7 +1000,7 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     if (rc != NF_OK) goto done;
     if (mp->size > 1) {
         /* the totals (every rank past its last agree: all take part) */
-        int64_t c[8 + NF_SKIP_N] = {a.records, a.alts,    a.scored,  a.no_gene,
+        int64_t c[8 + NF_SKIP_N] = {a.records,      a.alts,      a.scored,   a.no_gene,
                                     a.ref_mismatch, a.truncated, a.forwards, a.windows};
         for (int i = 0; i < NF_SKIP_N; i++) c[8 + i] = a.skipped[i];
         nf_cli_mpi_sum_i64(mp, c, 8 + NF_SKIP_N, err);
