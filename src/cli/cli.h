@@ -230,6 +230,10 @@ int nf_cli_mpi_sum_f64(const struct nf_cli_mpi * m, double * v, int n, nf_err * 
  * ranks get *all = NULL. Fails (on every rank) past 2^31-1 bytes in all. */
 int nf_cli_mpi_gather(const struct nf_cli_mpi * m, const void * data, int64_t n, char ** all, int64_t * lens,
                       nf_err * err);
+/* stderr to /dev/null on ranks other than 0 (what every rank would print
+ * alike, e.g. usage errors), and back; begin returns what end takes */
+int nf_cli_mpi_quiet_begin(const struct nf_cli_mpi * m);
+void nf_cli_mpi_quiet_end(int saved);
 /* The end of a sharded command: rank 0 as nf_cli_command_exit; another rank
  * prints nothing, except its own error when it is failed_rank; 1 on failure */
 int nf_cli_mpi_command_exit(const struct nf_cli_mpi * m, int rc, const nf_err * err, int failed_rank);

@@ -1064,7 +1064,11 @@ int nf_cmd_annotate(int argc, char ** argv) {
     }
     struct nf_ann_opts o;
     int ret = 2;
-    if (nf_ann_parse(argc, argv, &o)) {
+    /* a usage error is every rank's: rank 0 prints it */
+    const int quiet = nf_cli_mpi_quiet_begin(&mp);
+    const int parsed = nf_ann_parse(argc, argv, &o);
+    nf_cli_mpi_quiet_end(quiet);
+    if (parsed) {
         nf_cli_signals_install();
         int failed_rank = -1;
         const int rc = nf_ann_main(&o, &mp, &failed_rank, &err);

@@ -13,8 +13,10 @@
  * Only the CLI links MPI; libnofall does not. */
 #include "cli.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef NF_HAVE_MPI
 #include <mpi.h>
@@ -207,6 +209,26 @@ int nf_cli_mpi_gather(const struct nf_cli_mpi * m, const void * data, int64_t n,
 #else
     return nf__err_set(err, NF_ERR_ARG, "this build has no MPI");
 #endif
+}
+
+int nf_cli_mpi_quiet_begin(const struct nf_cli_mpi * m) {
+    if (m->rank == 0) return -1;
+    fflush(stderr);
+    const int saved = dup(2), null = open("/dev/null", O_WRONLY);
+    if (saved < 0 || null < 0 || dup2(null, 2) < 0) {
+        if (saved >= 0) close(saved);
+        if (null >= 0) close(null);
+        return -1;
+    }
+    close(null);
+    return saved;
+}
+
+void nf_cli_mpi_quiet_end(int saved) {
+    if (saved < 0) return;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
 }
 
 int nf_cli_mpi_command_exit(const struct nf_cli_mpi * m, int rc, const nf_err * err, int failed_rank) {
