@@ -201,6 +201,44 @@ int64_t nf_genes_count(const struct nf_genes * gs);
 int nf_genes_strands(const struct nf_genes * gs, const char * contig, int64_t pos, int protein_coding);
 int nf_cmd_annotate(int argc, char ** argv);
 
+/* ---- MPI: one command sharded over the ranks of an mpirun job (mpi-shard.c) ---------- */
+/* Under a launcher (its environment variables) in a build with MPI
+ * (NF_HAVE_MPI): MPI initialised, this process's rank. Otherwise rank 0 of 1,
+ * active 0, and every function below is a no-op on this one process. */
+struct nf_cli_mpi {
+    int active;                 /* MPI initialised for this command */
+    int owns_init;              /* nf_cli_mpi_init called MPI_Init  */
+    int rank, size;             /* in MPI_COMM_WORLD                */
+    int local_rank, local_size; /* among the ranks on this node     */
+};
+int nf_cli_mpi_launched(void); /* started by mpirun / srun / hydra (and built with MPI) */
+int nf_cli_mpi_init(int * argc, char *** argv, struct nf_cli_mpi * m, nf_err * err);
+void nf_cli_mpi_finalize(struct nf_cli_mpi * m);
+/* --device for this rank: "cuda" -> "cuda:<local rank>", "opencl" ->
+ * "opencl:<local rank>" under MPI; anything else (cpu, cuda:N) as given */
+void nf_cli_mpi_device(const struct nf_cli_mpi * m, const char * device, char * out, size_t n);
+/* Collective: did any rank fail? Every rank passes its rc (err holding its
+ * message when rc != NF_OK). NF_OK on every rank when none failed; else
+ * err = "rank R of N: R's message", R's code returned, *failed_rank = R (may
+ * be NULL): R is the rank itself when it failed, else the lowest failing
+ * rank (so rank 0 reports the lowest one). */
+int nf_cli_mpi_agree(const struct nf_cli_mpi * m, int rc, nf_err * err, int * failed_rank);
+/* Collective: v[0..n) summed over the ranks, on every rank */
+int nf_cli_mpi_sum_i64(const struct nf_cli_mpi * m, int64_t * v, int n, nf_err * err);
+int nf_cli_mpi_sum_f64(const struct nf_cli_mpi * m, double * v, int n, nf_err * err);
+/* Collective: every rank's n bytes to rank 0, in rank order: *all (free it)
+ * holds them back to back, lens[r] (m->size entries) their lengths; other
+ * ranks get *all = NULL. Fails (on every rank) past 2^31-1 bytes in all. */
+int nf_cli_mpi_gather(const struct nf_cli_mpi * m, const void * data, int64_t n, char ** all, int64_t * lens,
+                      nf_err * err);
+/* stderr to /dev/null on ranks other than 0 (what every rank would print
+ * alike, e.g. usage errors), and back; begin returns what end takes */
+int nf_cli_mpi_quiet_begin(const struct nf_cli_mpi * m);
+void nf_cli_mpi_quiet_end(int saved);
+/* The end of a sharded command: rank 0 as nf_cli_command_exit; another rank
+ * prints nothing, except its own error when it is failed_rank; 1 on failure */
+int nf_cli_mpi_command_exit(const struct nf_cli_mpi * m, int rc, const nf_err * err, int failed_rank);
+
 /* the commands */
 int nf_cmd_run(int argc, char ** argv);
 int nf_cmd_verify(int argc, char ** argv);

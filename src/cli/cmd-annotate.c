@@ -200,6 +200,7 @@ struct nf_ann_alt {
 struct nf_ann_rec {
     bcf1_t * b;
     int64_t index; /* 1-based data record number */
+    int owner;     /* the rank that scores it (0 without MPI) */
     int n_alt;
     struct nf_ann_alt * alt;
 };
@@ -215,6 +216,10 @@ struct nf_ann_job {
 
 struct nf_ann {
     const struct nf_ann_opts * o;
+    const struct nf_cli_mpi * mp;
+    const char * device; /* this rank's */
+    nf_backend * be;
+    struct nf_cli_outfile of; /* --out (rank 0) */
     nf_model * m;
     int64_t context, flank; /* flank = context + 100 */
     faidx_t * fai;
@@ -660,6 +665,7 @@ static int nf_ann_report(const struct nf_ann * a, const char * path, double wall
     cJSON_AddBoolToObject(d, "raw_score", a->o->raw);
     cJSON_AddBoolToObject(d, "protein_coding_only", a->o->protein_coding);
     cJSON_AddNumberToObject(d, "batch", (double) a->o->batch);
+    if (a->mp->size > 1) cJSON_AddNumberToObject(d, "ranks", (double) a->mp->size); /* the counts are totals */
     cJSON_AddNumberToObject(d, "records", (double) a->records);
     cJSON_AddNumberToObject(d, "alts", (double) a->alts);
     cJSON_AddNumberToObject(d, "scored", (double) a->scored);
@@ -688,16 +694,279 @@ static int nf_ann_report(const struct nf_ann * a, const char * path, double wall
     return rc;
 }
 
-static int nf_ann_main(const struct nf_ann_opts * o, nf_err * err) {
+/* ---- MPI (README "Running on a cluster with mpirun") -------------------------------------
+ * Every rank reads the whole VCF; record k (1-based) is scored by rank
+ * (k - 1) % size. The records go in chunks: each rank scores its records of
+ * the chunk, every rank says whether it failed (nf_cli_mpi_agree), the
+ * scores go to rank 0, which writes the chunk's records in input order. */
+
+/* a record another rank scores: rank 0 keeps it until its scores come */
+static int nf_ann_remote(struct nf_ann * a, bcf1_t * b, int64_t index, int owner, nf_err * err) {
+    if (nf_ann_grow((void **) &a->recs, &a->cap_recs, a->n_recs + 1, sizeof(*a->recs))) {
+        bcf_destroy(b);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    struct nf_ann_rec * rc = &a->recs[a->n_recs++];
+    memset(rc, 0, sizeof(*rc));
+    rc->b = b;
+    rc->index = index;
+    rc->owner = owner;
+    rc->n_alt = b->n_allele > 1 ? b->n_allele - 1 : 1;
+    if (!(rc->alt = calloc((size_t) rc->n_alt, sizeof(*rc->alt))))
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    return NF_OK;
+}
+
+static void nf_ann_discard(struct nf_ann * a) {
+    for (int64_t i = 0; i < a->n_recs; i++) {
+        if (a->recs[i].b) bcf_destroy(a->recs[i].b);
+        free(a->recs[i].alt);
+    }
+    a->n_recs = 0;
+}
+
+/* on the wire, per record: int64 index, int32 n_alt; per ALT: int32 skip,
+ * float dsplice, float dtissue[15] (one machine type across the job) */
+#define NF_ANN_WIRE_REC (8 + 4)
+#define NF_ANN_WIRE_ALT (4 + 4 + 4 * NF_ANN_TISSUES)
+
+/* this rank's scores of the chunk to rank 0, into its remote records */
+static int nf_ann_exchange(struct nf_ann * a, nf_err * err) {
+    const struct nf_cli_mpi * mp = a->mp;
+    char * blob = NULL;
+    int64_t n = 0;
+    int rc = NF_OK;
+    if (mp->rank != 0) {
+        for (int64_t i = 0; i < a->n_recs; i++) n += NF_ANN_WIRE_REC + (int64_t) a->recs[i].n_alt * NF_ANN_WIRE_ALT;
+        if (!(blob = malloc(n > 0 ? (size_t) n : 1))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        char * p = blob;
+        for (int64_t i = 0; blob && i < a->n_recs; i++) {
+            const struct nf_ann_rec * r = &a->recs[i];
+            const int32_t na = r->n_alt;
+            memcpy(p, &r->index, 8);
+            memcpy(p + 8, &na, 4);
+            p += NF_ANN_WIRE_REC;
+            for (int k = 0; k < na; k++) {
+                const int32_t sk = r->alt[k].skip;
+                memcpy(p, &sk, 4);
+                memcpy(p + 4, &r->alt[k].dsplice, 4);
+                memcpy(p + 8, r->alt[k].dtissue, 4 * NF_ANN_TISSUES);
+                p += NF_ANN_WIRE_ALT;
+            }
+        }
+        nf_ann_discard(a);
+        if (rc != NF_OK) n = 0; /* still take part in the gather */
+    }
+    char * all = NULL;
+    int64_t * lens = calloc((size_t) mp->size, sizeof(int64_t));
+    int64_t *off = calloc((size_t) mp->size, sizeof(int64_t)), *end = calloc((size_t) mp->size, sizeof(int64_t));
+    if (!lens || !off || !end) {
+        /* cannot take part: MPI's collectives would hang; out of memory for
+         * three small arrays ends the job */
+        fprintf(stderr, "error: rank %d: out of memory\n", mp->rank);
+        exit(1);
+    }
+    const int grc = nf_cli_mpi_gather(mp, blob, n, &all, lens, err);
+    if (rc == NF_OK) rc = grc;
+    free(blob);
+    if (rc == NF_OK && mp->rank == 0) {
+        for (int r = 0, o = 0; r < mp->size; o += (int) lens[r], r++) {
+            off[r] = o;
+            end[r] = o + lens[r];
+        }
+        char e[1024];
+        for (int64_t i = 0; rc == NF_OK && i < a->n_recs; i++) {
+            struct nf_ann_rec * r = &a->recs[i];
+            if (r->owner == 0) continue;
+            const int w = r->owner;
+            int64_t idx = -1;
+            int32_t na = -1;
+            if (end[w] - off[w] >= NF_ANN_WIRE_REC) {
+                memcpy(&idx, all + off[w], 8);
+                memcpy(&na, all + off[w] + 8, 4);
+            }
+            if (idx != r->index || na != r->n_alt ||
+                end[w] - off[w] < NF_ANN_WIRE_REC + (int64_t) na * NF_ANN_WIRE_ALT) {
+                rc = nf__err_set(err, NF_ERR_MISMATCH,
+                                 "%s: rank %d sent the scores of record %lld (%d ALTs) instead; do all ranks read "
+                                 "the same --vcf?",
+                                 nf_ann_where(a, r, e, sizeof(e)), w, (long long) idx, (int) na);
+                break;
+            }
+            const char * p = all + off[w] + NF_ANN_WIRE_REC;
+            for (int k = 0; k < na; k++, p += NF_ANN_WIRE_ALT) {
+                int32_t sk;
+                memcpy(&sk, p, 4);
+                r->alt[k].skip = sk;
+                memcpy(&r->alt[k].dsplice, p + 4, 4);
+                memcpy(r->alt[k].dtissue, p + 8, 4 * NF_ANN_TISSUES);
+            }
+            off[w] += NF_ANN_WIRE_REC + (int64_t) na * NF_ANN_WIRE_ALT;
+        }
+        for (int r = 1; rc == NF_OK && r < mp->size; r++)
+            if (off[r] != end[r])
+                rc = nf__err_set(err, NF_ERR_MISMATCH,
+                                 "rank %d sent scores of more records than rank 0 gave it; do all ranks read the same "
+                                 "--vcf?",
+                                 r);
+    }
+    free(all);
+    free(lens);
+    free(off);
+    free(end);
+    return rc;
+}
+
+/* records per rank in one chunk: at least a full --batch */
+static int64_t nf_ann_chunk(const struct nf_ann * a) {
+    int64_t per = a->o->batch > 1024 ? a->o->batch : 1024;
+#ifdef NF_TEST_HOOKS
+    const char * t = getenv("NOFALL_TEST_ANNOTATE_CHUNK"); /* tests: several chunks on a small VCF */
+    if (t && atoll(t) > 0) per = atoll(t);
+#endif
+    return per * a->mp->size;
+}
+
+/* the malformed-record message (the same on every rank: all read the VCF) */
+static int nf_ann_malformed(const struct nf_ann * a, int64_t bad, nf_err * err) {
+    char e[1024];
+    return nf__err_set(err, NF_ERR_FORMAT,
+                       "--vcf %s: data record %lld is malformed (htslib could not parse it, or POS is not a positive "
+                       "integer)",
+                       nf__esc(e, sizeof(e), a->o->vcf), (long long) bad);
+}
+
+/* read one record into *b: *got 1, or 0 at the end; NF_OK or the error */
+static int nf_ann_read(struct nf_ann * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err) {
+    *got = 0;
+    if (!*b && !(*b = bcf_init())) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    const int r = bcf_read(a->in, a->hdr, *b);
+    if (r == -1) return NF_OK;
+    if (r < -1) return nf_ann_malformed(a, *index + 1, err);
+    ++*index;
+    if (((*b)->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(*b, BCF_UN_STR) < 0 || (*b)->pos < 0 ||
+        (*b)->n_allele < 1)
+        return nf_ann_malformed(a, *index, err);
+    *got = 1;
+    return NF_OK;
+}
+
+/* one process: the records as they come, written as their batch finishes */
+static int nf_ann_loop_one(struct nf_ann * a, nf_err * err) {
+    int64_t index = 0;
+    bcf1_t * b = NULL;
+    int rc, got;
+    while ((rc = nf_ann_read(a, &b, &index, &got, err)) == NF_OK && got) {
+        bcf1_t * kept = b;
+        b = NULL;
+        if ((rc = nf_ann_record(a, kept, index, err)) != NF_OK) break;
+        /* a full batch, or many records waiting: run; no job waiting: write */
+        if (2 * a->n_jobs >= a->o->batch || a->n_recs >= 4096)
+            if ((rc = nf_ann_run_jobs(a, err)) != NF_OK) break;
+        if (a->n_jobs == 0 && (rc = nf_ann_flush(a, err)) != NF_OK) break;
+    }
+    if (b) bcf_destroy(b);
+    if (rc == NF_OK) rc = nf_ann_run_jobs(a, err);
+    if (rc == NF_OK) rc = nf_ann_flush(a, err);
+    return rc;
+}
+
+/* the ranks of an MPI job: chunk by chunk; *failed_rank: the rank whose error err holds */
+static int nf_ann_loop_mpi(struct nf_ann * a, int * failed_rank, nf_err * err) {
+    const struct nf_cli_mpi * mp = a->mp;
+    const int64_t chunk = nf_ann_chunk(a);
+    int64_t index = 0;
+    bcf1_t * b = NULL;
+    int rc = NF_OK, eof = 0;
+    while (!eof) {
+        for (int64_t n = 0; rc == NF_OK && n < chunk; n++) {
+            int got = 0;
+            if ((rc = nf_ann_read(a, &b, &index, &got, err)) != NF_OK || !got) {
+                eof = 1;
+                break;
+            }
+            bcf1_t * kept = b;
+            b = NULL;
+            const int owner = (int) ((index - 1) % mp->size);
+            if (owner == mp->rank) {
+                if ((rc = nf_ann_record(a, kept, index, err)) != NF_OK) break;
+                if (2 * a->n_jobs >= a->o->batch) rc = nf_ann_run_jobs(a, err);
+            } else if (mp->rank == 0)
+                rc = nf_ann_remote(a, kept, index, owner, err);
+            else
+                bcf_destroy(kept);
+        }
+        if (rc == NF_OK) rc = nf_ann_run_jobs(a, err);
+        /* the ranks disagreeing on the end of the VCF: not the same file */
+        int64_t ends[2] = {eof, 1};
+        if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) break;
+        nf_cli_mpi_sum_i64(mp, ends, 2, err);
+        if (ends[0] != 0 && ends[0] != ends[1])
+            rc = nf__err_set(err, NF_ERR_MISMATCH, "rank %d: --vcf ended after %lld records on %lld of %lld ranks",
+                             mp->rank, (long long) index, (long long) ends[0], (long long) ends[1]);
+        if (rc == NF_OK) rc = nf_ann_exchange(a, err);
+        if (rc == NF_OK && mp->rank == 0) rc = nf_ann_flush(a, err);
+        if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) break;
+        if (mp->rank == 0) nf_cli_test_delay("annotate-chunk");
+    }
+    if (b) bcf_destroy(b);
+    return rc;
+}
+
+/* setup, first part: --out (rank 0), --genes, --fasta on rank 0 (which
+ * creates the .fai when missing, before any other rank looks for it) */
+static int nf_ann_setup1(struct nf_ann * a, nf_err * err) {
+    const struct nf_ann_opts * o = a->o;
+    char e[1024];
+    int rc;
+    if (a->mp->rank == 0) {
+        if ((rc = nf_cli_outfile_open(&a->of, o->out, "--out", err)) != NF_OK) return rc;
+        if (!(a->out = nf_cli_outfile_fp(&a->of)))
+            return nf__err_set(err, NF_ERR_IO, "--out %s: cannot write", nf__esc(e, sizeof(e), o->out));
+    }
+    if ((rc = nf_genes_load(o->genes, &a->genes, err)) != NF_OK) return rc;
+    if (a->mp->rank == 0 && !(a->fai = fai_load3(o->fasta, NULL, NULL, FAI_CREATE)))
+        return nf__err_set(err, NF_ERR_IO,
+                           "--fasta %s: not a FASTA file htslib can index (plain, or bgzip-compressed; the lines of "
+                           "a record all one length)",
+                           nf__esc(e, sizeof(e), o->fasta));
+    return NF_OK;
+}
+
+/* setup, second part: --fasta on the other ranks, --vcf, the device, the model, the header */
+static int nf_ann_setup2(struct nf_ann * a, nf_err * err) {
+    const struct nf_ann_opts * o = a->o;
+    char e[1024];
+    int rc;
+    if (!a->fai && !(a->fai = fai_load3(o->fasta, NULL, NULL, FAI_CREATE)))
+        return nf__err_set(err, NF_ERR_IO, "--fasta %s: cannot open it or its .fai", nf__esc(e, sizeof(e), o->fasta));
+    if (!(a->in = hts_open(o->vcf, "r")))
+        return nf__err_set(err, NF_ERR_IO, "--vcf %s: cannot open", nf__esc(e, sizeof(e), o->vcf));
+    if (a->in->format.category != variant_data || !(a->hdr = bcf_hdr_read(a->in)))
+        return nf__err_set(err, NF_ERR_FORMAT, "--vcf %s: not a VCF/BCF file (no header)",
+                           nf__esc(e, sizeof(e), o->vcf));
+    if ((rc = nf_cli_backend_init(a->device, 0, &a->be, err)) != NF_OK) return rc;
+    if ((rc = nf_model_load(a->be, o->model, &a->m, err)) != NF_OK) return rc;
+    struct nf_config_item ci;
+    for (int i = 0; nf_model_config_item(a->m, i, &ci); i++)
+        if (strcmp(ci.key, "context_len") == 0) a->context = ci.num;
+    if (a->context <= 0) return nf__err_set(err, NF_ERR_ARG, "--model: no context_len");
+    a->flank = a->context + 100;
+    if (a->mp->rank == 0) return nf_ann_write_header(a, err);
+    return NF_OK;
+}
+
+static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * mp, int * failed_rank, nf_err * err) {
     char e[1024];
     struct nf_ann a;
     memset(&a, 0, sizeof(a));
     a.o = o;
-    nf_backend * be = NULL;
-    struct nf_cli_outfile of;
-    memset(&of, 0, sizeof(of));
-    of.fd = of.slot = -1;
-    bcf1_t * b = NULL;
+    a.mp = mp;
+    a.of.fd = a.of.slot = -1;
+    char device[64];
+    nf_cli_mpi_device(mp, o->device, device, sizeof(device));
+    a.device = device;
+    *failed_rank = -1;
     int rc = NF_OK;
     const double t_start = nf_cli_now_ms();
     const size_t ol = strlen(o->out);
@@ -708,104 +977,63 @@ static int nf_ann_main(const struct nf_ann_opts * o, nf_err * err) {
     else if (ol > 4 && strcmp(o->out + ol - 4, ".vcf") == 0)
         a.fmt = NF_ANN_VCF;
     else
-        return nf__err_set(err, NF_ERR_ARG, "--out %s: the name must end in .vcf, .tsv or .csv",
-                           nf__esc(e, sizeof(e), o->out));
+        rc = nf__err_set(err, NF_ERR_ARG, "--out %s: the name must end in .vcf, .tsv or .csv",
+                         nf__esc(e, sizeof(e), o->out));
     const char * ins[3] = {o->vcf, o->fasta, o->genes};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; rc == NF_OK && i < 3; i++)
         if (nf_cli_same_file(o->out, ins[i]))
-            return nf__err_set(err, NF_ERR_ARG, "--out %s is an input", nf__esc(e, sizeof(e), o->out));
-    char type[64];
-    nf_cli_model_type(o->model, type, sizeof(type));
-    if (strcmp(type, "sptransformer") != 0)
-        return nf__err_set(err, NF_ERR_ARG, "--model %s: not a SpTransformer model", nf__esc(e, sizeof(e), o->model));
-    if ((rc = nf_cli_outfile_open(&of, o->out, "--out", err)) != NF_OK) return rc;
-    if (!(a.out = nf_cli_outfile_fp(&of))) {
-        rc = nf__err_set(err, NF_ERR_IO, "--out %s: cannot write", nf__esc(e, sizeof(e), o->out));
-        goto done;
+            rc = nf__err_set(err, NF_ERR_ARG, "--out %s is an input", nf__esc(e, sizeof(e), o->out));
+    if (rc == NF_OK) {
+        char type[64];
+        nf_cli_model_type(o->model, type, sizeof(type));
+        if (strcmp(type, "sptransformer") != 0)
+            rc = nf__err_set(err, NF_ERR_ARG, "--model %s: not a SpTransformer model", nf__esc(e, sizeof(e), o->model));
     }
-    if ((rc = nf_genes_load(o->genes, &a.genes, err)) != NF_OK) goto done;
-    if (!(a.fai = fai_load3(o->fasta, NULL, NULL, FAI_CREATE))) {
-        rc = nf__err_set(err, NF_ERR_IO,
-                         "--fasta %s: not a FASTA file htslib can index (plain, or bgzip-compressed; the lines of "
-                         "a record all one length)",
-                         nf__esc(e, sizeof(e), o->fasta));
-        goto done;
+    if (rc == NF_OK) rc = nf_ann_setup1(&a, err);
+    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    rc = nf_ann_setup2(&a, err);
+    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if (mp->size == 1)
+        rc = nf_ann_loop_one(&a, err);
+    else
+        rc = nf_ann_loop_mpi(&a, failed_rank, err);
+    if (rc != NF_OK) goto done;
+    if (mp->size > 1) {
+        /* the totals (every rank past its last agree: all take part) */
+        int64_t c[8 + NF_SKIP_N] = {a.records,      a.alts,      a.scored,   a.no_gene,
+                                    a.ref_mismatch, a.truncated, a.forwards, a.windows};
+        for (int i = 0; i < NF_SKIP_N; i++) c[8 + i] = a.skipped[i];
+        nf_cli_mpi_sum_i64(mp, c, 8 + NF_SKIP_N, err);
+        nf_cli_mpi_sum_f64(mp, &a.forward_ms, 1, err);
+        a.records = c[0], a.alts = c[1], a.scored = c[2], a.no_gene = c[3];
+        a.ref_mismatch = c[4], a.truncated = c[5], a.forwards = c[6], a.windows = c[7];
+        for (int i = 0; i < NF_SKIP_N; i++) a.skipped[i] = c[8 + i];
     }
-    if (!(a.in = hts_open(o->vcf, "r"))) {
-        rc = nf__err_set(err, NF_ERR_IO, "--vcf %s: cannot open", nf__esc(e, sizeof(e), o->vcf));
-        goto done;
-    }
-    if (a.in->format.category != variant_data || !(a.hdr = bcf_hdr_read(a.in))) {
-        rc = nf__err_set(err, NF_ERR_FORMAT, "--vcf %s: not a VCF/BCF file (no header)", nf__esc(e, sizeof(e), o->vcf));
-        goto done;
-    }
-    if ((rc = nf_cli_backend_init(o->device, 0, &be, err)) != NF_OK) goto done;
-    if ((rc = nf_model_load(be, o->model, &a.m, err)) != NF_OK) goto done;
-    struct nf_config_item ci;
-    for (int i = 0; nf_model_config_item(a.m, i, &ci); i++)
-        if (strcmp(ci.key, "context_len") == 0) a.context = ci.num;
-    if (a.context <= 0) {
-        rc = nf__err_set(err, NF_ERR_ARG, "--model: no context_len");
-        goto done;
-    }
-    a.flank = a.context + 100;
-    if ((rc = nf_ann_write_header(&a, err)) != NF_OK) goto done;
-    int64_t index = 0, bad = 0;
-    int r;
-    for (;;) {
-        if (!b && !(b = bcf_init())) {
-            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        r = bcf_read(a.in, a.hdr, b);
-        bad = index + 1;
-        if (r < 0) break;
-        index++;
-        if ((b->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(b, BCF_UN_STR) < 0 || b->pos < 0 ||
-            b->n_allele < 1) {
-            r = -2;
-            break;
-        }
-        bcf1_t * kept = b;
-        b = NULL;
-        if ((rc = nf_ann_record(&a, kept, index, err)) != NF_OK) goto done;
-        /* a full batch, or many records waiting: run; no job waiting: write */
-        if (2 * a.n_jobs >= o->batch || a.n_recs >= 4096)
-            if ((rc = nf_ann_run_jobs(&a, err)) != NF_OK) goto done;
-        if (a.n_jobs == 0 && (rc = nf_ann_flush(&a, err)) != NF_OK) goto done;
-    }
-    if (r < -1) {
-        rc = nf__err_set(err, NF_ERR_FORMAT,
-                         "--vcf %s: data record %lld is malformed (htslib could not parse it, or POS is not a positive "
-                         "integer)",
-                         nf__esc(e, sizeof(e), o->vcf), (long long) bad);
-        goto done;
-    }
-    if ((rc = nf_ann_run_jobs(&a, err)) != NF_OK) goto done;
-    if ((rc = nf_ann_flush(&a, err)) != NF_OK) goto done;
-    if ((rc = nf_cli_outfile_close(&of, err)) != NF_OK) goto done;
-    const double wall = nf_cli_now_ms() - t_start;
     char rp[4200];
     snprintf(rp, sizeof(rp), "%s.report.json", o->out);
-    if ((rc = nf_ann_report(&a, rp, wall, err)) != NF_OK) goto done;
-    if ((rc = nf_cli_outfile_commit(&of, err)) != NF_OK) goto done;
+    if (mp->rank == 0) {
+        if ((rc = nf_cli_outfile_close(&a.of, err)) == NF_OK &&
+            (rc = nf_ann_report(&a, rp, nf_cli_now_ms() - t_start, err)) == NF_OK)
+            rc = nf_cli_outfile_commit(&a.of, err);
+    }
+    /* rank 0's writing failed: every rank fails */
+    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if (mp->rank != 0) goto done;
     fprintf(stderr,
             "annotate: %lld records, %lld ALTs: %lld scored (%lld with no gene: score 0; %lld REF mismatches "
             "scored), skipped:",
             (long long) a.records, (long long) a.alts, (long long) a.scored, (long long) a.no_gene,
             (long long) a.ref_mismatch);
     for (int i = 0; i < NF_SKIP_N; i++) fprintf(stderr, " %s=%lld", nf_skip_names[i], (long long) a.skipped[i]);
-    fprintf(stderr, "; %lld forwards (%lld windows) in %.1f s; %lld rows to %s\n", (long long) a.forwards,
-            (long long) a.windows, a.forward_ms / 1000.0, (long long) a.rows_out, nf__esc(e, sizeof(e), o->out));
+    fprintf(stderr, "; %lld forwards (%lld windows) in %.1f s", (long long) a.forwards, (long long) a.windows,
+            a.forward_ms / 1000.0);
+    if (mp->size > 1) fprintf(stderr, " on %d ranks", mp->size);
+    fprintf(stderr, "; %lld rows to %s\n", (long long) a.rows_out, nf__esc(e, sizeof(e), o->out));
     printf("RECORDS=%lld\nALTS_SCORED=%lld\nALTS_SKIPPED=%lld\nFORWARDS=%lld\nWINDOWS=%lld\nREPORT=%s\n",
            (long long) a.records, (long long) a.scored, (long long) (a.alts - a.scored), (long long) a.forwards,
            (long long) a.windows, nf__esc(e, sizeof(e), rp));
 done:
-    if (b) bcf_destroy(b);
-    for (int64_t i = 0; i < a.n_recs; i++) {
-        if (a.recs[i].b) bcf_destroy(a.recs[i].b);
-        free(a.recs[i].alt);
-    }
+    nf_ann_discard(&a);
     for (int64_t i = 0; i < a.n_jobs; i++) {
         free(a.jobs[i].ref);
         free(a.jobs[i].alt_ids);
@@ -816,21 +1044,37 @@ done:
     free(a.logits);
     free(a.probs);
     free(a.ks.s);
-    if (rc != NF_OK) nf_cli_outfile_abort(&of);
+    if (rc != NF_OK) nf_cli_outfile_abort(&a.of);
     if (a.hdr) bcf_hdr_destroy(a.hdr);
     if (a.in) hts_close(a.in);
     if (a.fai) fai_destroy(a.fai);
     nf_genes_free(a.genes);
     nf_model_free(a.m);
-    nf_backend_free(be);
+    nf_backend_free(a.be);
     return rc;
 }
 
 int nf_cmd_annotate(int argc, char ** argv) {
-    struct nf_ann_opts o;
-    if (!nf_ann_parse(argc, argv, &o)) return 2;
-    nf_cli_signals_install();
+    /* under mpirun: one rank of the job (all ranks parse the same argv) */
+    struct nf_cli_mpi mp;
     nf_err err = {0};
-    return nf_cli_command_exit(nf_ann_main(&o, &err), &err);
+    if (nf_cli_mpi_init(&argc, &argv, &mp, &err) != NF_OK) {
+        nf_cli_print_error(&err, err.code);
+        return 1;
+    }
+    struct nf_ann_opts o;
+    int ret = 2;
+    /* a usage error is every rank's: rank 0 prints it */
+    const int quiet = nf_cli_mpi_quiet_begin(&mp);
+    const int parsed = nf_ann_parse(argc, argv, &o);
+    nf_cli_mpi_quiet_end(quiet);
+    if (parsed) {
+        nf_cli_signals_install();
+        int failed_rank = -1;
+        const int rc = nf_ann_main(&o, &mp, &failed_rank, &err);
+        ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);
+    }
+    nf_cli_mpi_finalize(&mp);
+    return ret;
 }
 #endif
