@@ -59,7 +59,7 @@ NF_API int nf_table_col_type(const nf_table * t, int i); /* enum nf_column_type 
 NF_API int nf_table_find(const nf_table * t, const char * name); /* column index or -1 */
 
 /* ---- the predictor ---------------------------------------------------------- */
-enum nf_task { NF_TASK_AUTO = 0, NF_TASK_CLASSIFICATION = 1, NF_TASK_REGRESSION = 2 };
+enum nf_predict_task { NF_PREDICT_AUTO = 0, NF_PREDICT_CLASSIFICATION = 1, NF_PREDICT_REGRESSION = 2 };
 #define NF_PREDICTOR_MAX_CLASSES 10
 
 /* Mirror signs given explicitly (how a user reproduces a fitted AutoGluon
@@ -84,7 +84,7 @@ NF_API int nf_mirror_spec_read(const char * path, struct nf_mirror_spec ** out, 
 NF_API void nf_mirror_spec_free(struct nf_mirror_spec * s);
 
 struct nf_predictor_opts {
-    int task;             /* enum nf_task; AUTO: AutoGluon's infer_problem_type */
+    int task;             /* enum nf_predict_task; AUTO: AutoGluon's infer_problem_type */
     int64_t n_estimators; /* >= 1 (0 = 1; with a mirror spec: its member count) */
     uint64_t seed;        /* the mirror draws                                     */
     int no_mirror;        /* 1: every sign +1, no regression mirror               */
@@ -114,7 +114,7 @@ NF_API int nf_predictor_check_table(const nf_predictor * p, const nf_table * tes
 /* milliseconds spent in the model's forwards by the last nf_predictor_predict */
 NF_API double nf_predictor_forward_ms(const nf_predictor * p);
 
-NF_API int nf_predictor_task(const nf_predictor * p); /* NF_TASK_CLASSIFICATION or _REGRESSION */
+NF_API int nf_predictor_task(const nf_predictor * p); /* NF_PREDICT_CLASSIFICATION or _REGRESSION */
 NF_API int64_t nf_predictor_n_train(const nf_predictor * p);
 NF_API int64_t nf_predictor_n_estimators(const nf_predictor * p);
 NF_API int64_t nf_predictor_n_outputs(const nf_predictor * p); /* n_classes, or 1 for regression */

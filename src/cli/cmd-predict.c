@@ -77,11 +77,11 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
             o->mirror_signs = v;
         else if (strcmp(a, "--task") == 0) {
             if (strcmp(v, "auto") == 0)
-                o->task = NF_TASK_AUTO;
+                o->task = NF_PREDICT_AUTO;
             else if (strcmp(v, "classification") == 0)
-                o->task = NF_TASK_CLASSIFICATION;
+                o->task = NF_PREDICT_CLASSIFICATION;
             else if (strcmp(v, "regression") == 0)
-                o->task = NF_TASK_REGRESSION;
+                o->task = NF_PREDICT_REGRESSION;
             else {
                 fprintf(stderr, "error: --task takes auto, classification or regression, not '%s'\n",
                         nf__esc(e, sizeof(e), v));
@@ -143,7 +143,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         .task = o->task, .n_estimators = o->n_est, .seed = o->seed, .no_mirror = !o->mirror, .mirror = spec};
     if ((rc = nf_predictor_fit(tr, o->target, &po, &pr, err)) != NF_OK) goto out_nolock;
     if ((rc = nf_predictor_check_table(pr, te, err)) != NF_OK) goto out_nolock;
-    const int is_cls = nf_predictor_task(pr) == NF_TASK_CLASSIFICATION;
+    const int is_cls = nf_predictor_task(pr) == NF_PREDICT_CLASSIFICATION;
 
     if ((rc = nf_outset_begin(&os, o->out, nf_pred_artifacts, NF_PRED_N_ARTIFACTS, err)) != NF_OK) goto out_nolock;
     if ((rc = nf_cli_backend_init(o->device, 0, &be, err)) != NF_OK) goto done;

@@ -42,7 +42,7 @@ struct nf_feat {
 struct nf_predictor {
     struct nf_csv_table tr; /* the predictor's own copy of the training table */
     int ycol;
-    int task; /* NF_TASK_CLASSIFICATION / NF_TASK_REGRESSION */
+    int task; /* NF_PREDICT_CLASSIFICATION / NF_PREDICT_REGRESSION */
     /* classification */
     int64_t n_classes;
     char * class_name[NF_PREDICTOR_MAX_CLASSES];
@@ -159,21 +159,21 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
             if (i == 0 || strcmp(s[i], s[i - 1]) != 0) s[u++] = s[i];
     }
     int task = task_opt;
-    if (task == NF_TASK_AUTO) {
+    if (task == NF_PREDICT_AUTO) {
         /* autogluon.core.utils.infer_problem_type */
         const double ratio = (double) u / (double) n, thr = n > 1000 ? 0.05 : 0.1;
         if (u == 2 || y->type == NF_CSV_TEXT)
-            task = NF_TASK_CLASSIFICATION;
+            task = NF_PREDICT_CLASSIFICATION;
         else if (ratio <= thr && u <= 1000) {
             int ints = 1;
             for (int64_t i = 0; i < u; i++) ints &= tmp[i] == floor(tmp[i]) && fabs(tmp[i]) < 9.2e18;
-            task = ints ? NF_TASK_CLASSIFICATION : NF_TASK_REGRESSION;
+            task = ints ? NF_PREDICT_CLASSIFICATION : NF_PREDICT_REGRESSION;
         } else
-            task = NF_TASK_REGRESSION;
+            task = NF_PREDICT_REGRESSION;
     }
     p->task = task;
     int rc = NF_OK;
-    if (task == NF_TASK_REGRESSION) {
+    if (task == NF_PREDICT_REGRESSION) {
         if (y->type == NF_CSV_TEXT) {
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) is not numeric: no regression", e1, e2);
         } else if (!(u >= 2)) {
@@ -490,7 +490,7 @@ static int nf_pred_mirror_given(struct nf_predictor * p, const struct nf_mirror_
             if (v != 0 && v != 1)
                 return nf__err_set(err, NF_ERR_INPUT, "%s: member %lld: regression mirror %d (not 0 or 1)", src,
                                    (long long) e + 1, v);
-            p->regmirror[e] = p->task == NF_TASK_REGRESSION ? v : 0;
+            p->regmirror[e] = p->task == NF_PREDICT_REGRESSION ? v : 0;
         }
     }
     return NF_OK;
@@ -645,7 +645,7 @@ int nf_predictor_fit(const nf_table * train, const char * target, const struct n
     if (!train || !target) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_fit: no training table or target");
     const struct nf_predictor_opts dflt = {0};
     const struct nf_predictor_opts * o = opts ? opts : &dflt;
-    if (o->task != NF_TASK_AUTO && o->task != NF_TASK_CLASSIFICATION && o->task != NF_TASK_REGRESSION)
+    if (o->task != NF_PREDICT_AUTO && o->task != NF_PREDICT_CLASSIFICATION && o->task != NF_PREDICT_REGRESSION)
         return nf__err_set(err, NF_ERR_ARG, "nf_predictor_fit: task %d", o->task);
     int64_t n_est = o->n_estimators ? o->n_estimators : (o->mirror ? o->mirror->n_estimators : 1);
     if (n_est < 1 || n_est > 100000)
@@ -679,7 +679,7 @@ int nf_predictor_fit(const nf_table * train, const char * target, const struct n
         uint64_t rng = o->seed;
         const int mirror = !o->no_mirror;
         for (int64_t e = 0; e < n_est; e++) {
-            if (p->task == NF_TASK_REGRESSION) p->regmirror[e] = mirror ? (int) (nf__rng_next(&rng) >> 63) : 0;
+            if (p->task == NF_PREDICT_REGRESSION) p->regmirror[e] = mirror ? (int) (nf__rng_next(&rng) >> 63) : 0;
             for (int j = 0; j < F; j++) p->signs[e * F + j] = mirror ? ((nf__rng_next(&rng) >> 63) ? -1 : 1) : 1;
         }
     }
@@ -739,9 +739,9 @@ int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, 
     int class_labels = 0;
     int64_t model_classes = 0;
     if (rc == NF_OK) rc = nf_pred_model(m, &class_labels, &model_classes, err);
-    if (rc == NF_OK && class_labels != (p->task == NF_TASK_CLASSIFICATION))
+    if (rc == NF_OK && class_labels != (p->task == NF_PREDICT_CLASSIFICATION))
         rc = nf__err_set(err, NF_ERR_ARG, "the target is a %s task but the model is a %s",
-                         p->task == NF_TASK_CLASSIFICATION ? "classification" : "regression",
+                         p->task == NF_PREDICT_CLASSIFICATION ? "classification" : "regression",
                          class_labels ? "classifier" : "regressor");
     if (rc == NF_OK && class_labels && model_classes < p->n_classes)
         rc = nf__err_set(err, NF_ERR_ARG, "the target has %lld classes; the model has %lld outputs",
@@ -836,18 +836,18 @@ int nf_predictor_task(const nf_predictor * p) { return p->task; }
 int64_t nf_predictor_n_train(const nf_predictor * p) { return p->tr.n_rows; }
 int64_t nf_predictor_n_estimators(const nf_predictor * p) { return p->n_est; }
 int64_t nf_predictor_n_outputs(const nf_predictor * p) {
-    return p->task == NF_TASK_CLASSIFICATION ? p->n_classes : 1;
+    return p->task == NF_PREDICT_CLASSIFICATION ? p->n_classes : 1;
 }
 const char * nf_predictor_target(const nf_predictor * p) { return p->tr.cols[p->ycol].name; }
 int64_t nf_predictor_n_classes(const nf_predictor * p) {
-    return p->task == NF_TASK_CLASSIFICATION ? p->n_classes : 0;
+    return p->task == NF_PREDICT_CLASSIFICATION ? p->n_classes : 0;
 }
 const char * nf_predictor_class_name(const nf_predictor * p, int64_t k) {
-    return p->task == NF_TASK_CLASSIFICATION && k >= 0 && k < p->n_classes ? p->class_name[k] : NULL;
+    return p->task == NF_PREDICT_CLASSIFICATION && k >= 0 && k < p->n_classes ? p->class_name[k] : NULL;
 }
 void nf_predictor_target_range(const nf_predictor * p, double * y_min, double * y_max) {
-    *y_min = p->task == NF_TASK_REGRESSION ? p->y_min : 0;
-    *y_max = p->task == NF_TASK_REGRESSION ? p->y_max : 0;
+    *y_min = p->task == NF_PREDICT_REGRESSION ? p->y_min : 0;
+    *y_max = p->task == NF_PREDICT_REGRESSION ? p->y_max : 0;
 }
 int nf_predictor_n_columns(const nf_predictor * p) { return p->n_feats; }
 int nf_predictor_column(const nf_predictor * p, int i, struct nf_column_info * out) {
