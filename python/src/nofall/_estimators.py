@@ -133,16 +133,18 @@ class _MitraBase(BaseEstimator):
 
     # -- tables ----------------------------------------------------------------------
     def _columns(self, X, reset):
-        _check_feature_names(self, X, reset=reset)
-        _check_n_features(self, X, reset=reset)
         if _is_frame(X):
+            _check_feature_names(self, X, reset=reset)
+            _check_n_features(self, X, reset=reset)
             n = len(X)
             if n < (2 if reset else 1):
                 raise ValueError(f"Found array with {n} sample(s) (shape={X.shape}) while a minimum of "
                                  f"{2 if reset else 1} is required.")
             return _frame_columns(X), n
-        cols = _array_columns(X, 2 if reset else 1)
-        return cols, (len(cols[0][2]) if cols else 0)
+        X = check_array(X, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=2 if reset else 1)
+        _check_feature_names(self, X, reset=reset)
+        _check_n_features(self, X, reset=reset)
+        return _array_columns(X, 2 if reset else 1), X.shape[0]
 
     def _seed(self):
         rs = self.random_state
@@ -266,7 +268,8 @@ class MitraClassifier(ClassifierMixin, _MitraBase):
         return self._run(X)
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
 
 class MitraRegressor(RegressorMixin, _MitraBase):
