@@ -525,7 +525,7 @@ static PyObject * NfPredictor_report(NfPredictor * self, PyObject * unused) {
         PyObject * v = NULL;
         if (j >= F) {
             v = PyUnicode_FromString(ci.dropped);
-            PyDict_SetItemString(c, "reason", v);
+            if (v) PyDict_SetItemString(c, "reason", v);
         } else {
             if (strcmp(ci.kind, "category") == 0) {
                 v = PyList_New(0);

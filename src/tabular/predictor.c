@@ -461,6 +461,7 @@ static int nf_pred_mirror_given(struct nf_predictor * p, const struct nf_mirror_
     char src[600], en[256], eo[256];
     nf__esc(src, sizeof(src), s->source ? s->source : "mirror signs");
     const int64_t E = p->n_est;
+    if (!s->signs) return nf__err_set(err, NF_ERR_ARG, "%s: no signs", src);
     if (s->n_columns != F) {
         return nf__err_set(err, NF_ERR_INPUT,
                            "%s: %d kept columns, the preprocessing of %s keeps %d (first kept: '%s')", src,
