@@ -88,7 +88,9 @@ struct nf_predictor_opts {
     int64_t n_estimators; /* >= 1 (0 = 1; with a mirror spec: its member count) */
     uint64_t seed;        /* the mirror draws                                     */
     int no_mirror;        /* 1: every sign +1, no regression mirror               */
-    const struct nf_mirror_spec * mirror; /* NULL, or the signs given explicitly */
+    const struct nf_mirror_spec * mirror; /* NULL, or the signs given explicitly (then seed and
+                                             no_mirror are not used; n_estimators must be 0 or
+                                             the spec's member count) */
 };
 
 typedef struct nf_predictor nf_predictor;
