@@ -76,6 +76,76 @@ sys.exit(0 if good else 1)
 EOF
 done
 
+# ---- --mirror-signs: a previous run's report.json reproduces it byte for byte ---------
+M=$T/mirror
+mkdir -p "$M"
+for c in penguins diabetes; do
+    d=$FX/$c
+    read -r target wtask < <(python3 -c "
+import json; c = json.load(open('$d/case.json')); print(c['target'], c['weights']['task'])")
+    m=$T/cls
+    [ "$wtask" = regression ] && m=$T/reg
+    if ! "$NF" predict --model "$m" --train "$d/train.csv" --test "$d/test.csv" --target "$target" --n-estimators 3 \
+        --seed 11 --out "$M/a-$c" >"$M/a-$c.log" 2>&1 ||
+        ! "$NF" predict --model "$m" --train "$d/train.csv" --test "$d/test.csv" --target "$target" \
+            --mirror-signs "$M/a-$c/report.json" --out "$M/b-$c" >"$M/b-$c.log" 2>&1; then
+        bad "mirror-signs $c: predict failed: $(tail -1 "$M/a-$c.log") $(tail -1 "$M/b-$c.log")"
+        continue
+    fi
+    same=1
+    for f in predictions.csv probabilities.csv logits.npy; do
+        [ -f "$M/a-$c/$f" ] || continue
+        cmp -s "$M/a-$c/$f" "$M/b-$c/$f" || same=0
+    done
+    if [ $same -eq 1 ] && python3 -c "
+import json, sys
+a, b = (json.load(open(f'$M/{x}-$c/report.json')) for x in 'ab')
+sys.exit(0 if a['mirror_signs'] == b['mirror_signs'] and a.get('regression_mirror') == b.get('regression_mirror')
+         and b['n_estimators'] == 3 else 1)"; then
+        ok "mirror-signs $c: the report's signs reproduce its outputs byte for byte"
+    else
+        bad "mirror-signs $c: outputs differ"
+    fi
+done
+# bad mirror-signs files: refused, nothing written
+d=$FX/penguins
+target=$(python3 -c "import json; print(json.load(open('$d/case.json'))['target'])")
+python3 - "$M/a-penguins/report.json" "$M" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+def put(name, doc):
+    json.dump(doc, open(f"{sys.argv[2]}/{name}.json", "w"))
+names = [c["name"] for c in r["columns_kept"]]
+put("cols", {"columns_kept": names[::-1], "mirror_signs": r["mirror_signs"]})
+put("fewcols", {"columns_kept": names[:-1], "mirror_signs": [s[:-1] for s in r["mirror_signs"]]})
+put("short", {"columns_kept": names, "mirror_signs": [r["mirror_signs"][0][:-1]]})
+put("value", {"columns_kept": names, "mirror_signs": [[2] + r["mirror_signs"][0][1:]]})
+put("nosigns", {"columns_kept": names})
+open(f"{sys.argv[2]}/notjson.json", "w").write("{\"columns_kept\": [")
+EOF
+expect_mirror_fail() {
+    local name=$1 want=$2
+    shift 2
+    if "$NF" predict --model "$T/cls" --train "$d/train.csv" --test "$d/test.csv" --target "$target" \
+        --mirror-signs "$M/$name.json" "$@" --out "$M/new-$name" >"$M/$name.log" 2>&1; then
+        bad "bad mirror-signs $name: exit 0"
+    elif ! grep -qF -- "$want" "$M/$name.log"; then
+        bad "bad mirror-signs $name: message lacks '$want': $(grep error "$M/$name.log")"
+    elif [ -e "$M/new-$name" ]; then
+        bad "bad mirror-signs $name: --out created"
+    else
+        ok "bad mirror-signs $name: $(grep error "$M/$name.log")"
+    fi
+}
+expect_mirror_fail cols "cols.json: kept column 1 is"
+expect_mirror_fail fewcols "kept columns, the preprocessing of"
+expect_mirror_fail short "mirror_signs[0] is not a list of"
+expect_mirror_fail value "mirror_signs[0][0] is not 1 or -1"
+expect_mirror_fail nosigns "no \"mirror_signs\" list"
+expect_mirror_fail notjson "notjson.json"
+cp "$M/a-penguins/report.json" "$M/members.json"
+expect_mirror_fail members "3 lists of signs (ensemble members), the predictor has 2" --n-estimators 2
+
 # ---- bad tables ---------------------------------------------------------------------
 B=$T/bad
 mkdir -p "$B"

@@ -77,4 +77,20 @@ if command -v valgrind >/dev/null 2>&1; then
 else
   echo "test.sh: valgrind not found: memcheck stage skipped"
 fi
+# 6. the Python package (python/, README "Python"): a fresh venv, pip install
+#    ./python (scikit-build-core from PyPI builds the _nofall extension with
+#    this repository's CMake; OpenCL when found; CUDA off here, as the Python
+#    tests run on cpu) with the test extras, then pytest: parity against the
+#    AutoGluon fixtures (tests/fixtures/predict), scikit-learn's estimator
+#    checks (documented expected failures: python/tests/test_sklearn.py), the
+#    lower-level Model API, errors, the GIL
+echo "test.sh: python package (pip install ./python, pytest python/tests)"
+rm -rf .venv-test
+python3 -m venv .venv-test
+.venv-test/bin/python -m pip install -q --upgrade pip
+CMAKE_BUILD_PARALLEL_LEVEL=$JOBS .venv-test/bin/python -m pip install -q "./python[test]" \
+  --config-settings=cmake.define.NOFALL_CUDA=OFF
+(cd python && ../.venv-test/bin/python -m pytest -q -rfEx tests) \
+  || { echo "test.sh: python package: pytest failed"; exit 1; }
+echo "test.sh: python package: pytest passed"
 echo "test.sh: all tests passed"

@@ -1,0 +1,157 @@
+/*
+ * nofall-tabular.h -- tables and the Mitra predictor of libnofall: AutoGluon's
+ * preprocessing and ensembling as AutoGluon feeds Mitra (spec
+ * shared/specs/mitra.md §5; README "predict"), for the command line
+ * (`nofall predict`) and the Python package alike.
+ *
+ *   nf_table      columns by name, each numeric (double, NaN = missing; int64
+ *                 or float64 as pandas types it) or text (UTF-8, with a
+ *                 missing mask); built from a CSV file (pandas.read_csv's
+ *                 typing) or column by column (a pandas DataFrame, numpy).
+ *   nf_predictor  fitted on a training table and a target column: the task,
+ *                 the classes, AutoGluon's feature generation, Mitra's
+ *                 Preprocessor, the mirror signs of every ensemble member.
+ *                 It keeps its own copy of the training table (the support
+ *                 set); the table can be freed after the fit.
+ *   nf_predictor_predict  one forward per member on a test table, the
+ *                 probabilities (or de-normalised predictions) averaged.
+ *
+ * Errors as in nofall.h: result codes, messages naming the table (its name,
+ * e.g. the CSV path), row and column. A predictor is used by one thread at a
+ * time; a model by one forward at a time.
+ */
+#ifndef NOFALL_TABULAR_H
+#define NOFALL_TABULAR_H
+
+#include "nofall.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- tables ---------------------------------------------------------------- */
+typedef struct nf_table nf_table;
+
+enum nf_column_type {
+    NF_COLUMN_INT64 = 0,   /* every value an integer, none missing */
+    NF_COLUMN_FLOAT64 = 1, /* numbers, NaN where missing           */
+    NF_COLUMN_TEXT = 2,    /* strings (pandas object), a missing mask */
+};
+NF_API const char * nf_column_type_name(int type); /* "int64", "float64", "object" */
+
+/* RFC 4180, a header row, columns typed as pandas.read_csv types them */
+NF_API int nf_table_read_csv(const char * path, nf_table ** out, nf_err * err);
+/* An empty table of n_rows rows; name is used in messages (e.g. "X", "train") */
+NF_API int nf_table_new(const char * name, int64_t n_rows, nf_table ** out, nf_err * err);
+/* Add a numeric column (copied): n_rows values, NaN = missing. is_int: the
+ * values are int64 (each must then be an integer and none missing; NF_ERR_INPUT
+ * otherwise). */
+NF_API int nf_table_add_numeric(nf_table * t, const char * name, const double * values, int is_int, nf_err * err);
+/* Add a text column (copied): n_rows NUL-terminated UTF-8 strings; a row is
+ * missing where missing[r] != 0 (missing may be NULL) or values[r] is NULL. */
+NF_API int nf_table_add_text(nf_table * t, const char * name, const char * const * values,
+                             const unsigned char * missing, nf_err * err);
+NF_API void nf_table_free(nf_table * t);
+NF_API int64_t nf_table_n_rows(const nf_table * t);
+NF_API int nf_table_n_cols(const nf_table * t);
+NF_API const char * nf_table_col_name(const nf_table * t, int i);
+NF_API int nf_table_col_type(const nf_table * t, int i); /* enum nf_column_type */
+NF_API int nf_table_find(const nf_table * t, const char * name); /* column index or -1 */
+
+/* ---- the predictor ---------------------------------------------------------- */
+enum nf_predict_task { NF_PREDICT_AUTO = 0, NF_PREDICT_CLASSIFICATION = 1, NF_PREDICT_REGRESSION = 2 };
+#define NF_PREDICTOR_MAX_CLASSES 10
+
+/* Mirror signs given explicitly (how a user reproduces a fitted AutoGluon
+ * model, or a previous run from its report.json): the kept columns in model
+ * order, which must equal the predictor's, and one +-1 sign per kept column
+ * per ensemble member (n_estimators rows, row-major); regression_mirror: NULL
+ * (none) or one 0/1 per member. */
+struct nf_mirror_spec {
+    const char * source; /* where the signs come from, for messages (NULL: "mirror signs") */
+    int n_columns;
+    const char * const * columns;
+    int64_t n_estimators;
+    const int * signs;             /* n_estimators x n_columns, each -1 or 1 */
+    const int * regression_mirror; /* NULL or n_estimators values 0 / 1      */
+};
+/* Read a mirror-signs JSON file: an object with "columns_kept" (names, or
+ * objects with a "name" as report.json writes them), "mirror_signs" (one list
+ * of +-1 per member) and optionally "regression_mirror" (one bool per
+ * member) -- a report.json is such a file. The returned spec is malloc'ed:
+ * release with nf_mirror_spec_free. Every malformed item is named. */
+NF_API int nf_mirror_spec_read(const char * path, struct nf_mirror_spec ** out, nf_err * err);
+NF_API void nf_mirror_spec_free(struct nf_mirror_spec * s);
+
+struct nf_predictor_opts {
+    int task;             /* enum nf_predict_task; AUTO: AutoGluon's infer_problem_type */
+    int64_t n_estimators; /* >= 1 (0 = 1; with a mirror spec: its member count) */
+    uint64_t seed;        /* the mirror draws                                     */
+    int no_mirror;        /* 1: every sign +1, no regression mirror               */
+    const struct nf_mirror_spec * mirror; /* NULL, or the signs given explicitly (then seed and
+                                             no_mirror are not used; n_estimators must be 0 or
+                                             the spec's member count) */
+};
+
+typedef struct nf_predictor nf_predictor;
+
+/* The fit: target column `target` of train; the preprocessing fitted on the
+ * other columns. Bad tables (missing target values, one class, more than 10
+ * classes, no feature left, ...) are NF_ERR_INPUT naming the table and column. */
+NF_API int nf_predictor_fit(const nf_table * train, const char * target, const struct nf_predictor_opts * opts,
+                            nf_predictor ** out, nf_err * err);
+NF_API void nf_predictor_free(nf_predictor * p);
+
+/* Predict test (the training table's columns; the target column optional, no
+ * others) with model m (a Mitra classifier for a classification task, a
+ * regressor for regression). out: classification: n_test x n_classes
+ * averaged probabilities, regression: n_test averaged de-normalised
+ * predictions. logits: NULL, or n_estimators x n_test x n_outputs (n_outputs =
+ * n_classes, 1 for regression) float32, each member's raw outputs. */
+NF_API int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, double * out, float * logits,
+                                nf_err * err);
+/* The checks nf_predictor_predict makes of a test table before any forward
+ * (its columns, their types), without a model */
+NF_API int nf_predictor_check_table(const nf_predictor * p, const nf_table * test, nf_err * err);
+/* milliseconds spent in the model's forwards by the last nf_predictor_predict */
+NF_API double nf_predictor_forward_ms(const nf_predictor * p);
+
+NF_API int nf_predictor_task(const nf_predictor * p); /* NF_PREDICT_CLASSIFICATION or _REGRESSION */
+NF_API int64_t nf_predictor_n_train(const nf_predictor * p);
+NF_API int64_t nf_predictor_n_estimators(const nf_predictor * p);
+NF_API int64_t nf_predictor_n_outputs(const nf_predictor * p); /* n_classes, or 1 for regression */
+NF_API const char * nf_predictor_target(const nf_predictor * p);
+/* classification: the classes in AutoGluon's order (the sorted labels), each as
+ * first written in the training table */
+NF_API int64_t nf_predictor_n_classes(const nf_predictor * p);
+NF_API const char * nf_predictor_class_name(const nf_predictor * p, int64_t k);
+/* regression: the target's range (the [0, 1] scaling) */
+NF_API void nf_predictor_target_range(const nf_predictor * p, double * y_min, double * y_max);
+
+/* The feature columns (the training table's columns but the target, in
+ * training order) and what the preprocessing made of each */
+struct nf_column_info {
+    const char * name;
+    const char * csv_type; /* the column's type: "int64", "float64", "object" */
+    const char * kind;     /* "numeric", "bool", "category"                   */
+    const char * dropped;  /* why it was dropped, or NULL when kept            */
+    int kept;              /* its index among the kept columns, or -1          */
+    double mean;           /* kept: the training mean imputed for NaN          */
+    int64_t n_categories;  /* category: the categories (codes 0..n-1)          */
+    const char * const * categories;
+    const char * true_str; /* bool: the value mapped to 1 (text column), or NULL */
+    double true_num;       /* bool, numeric column: the value mapped to 1      */
+};
+NF_API int nf_predictor_n_columns(const nf_predictor * p);
+NF_API int nf_predictor_column(const nf_predictor * p, int i, struct nf_column_info * out);
+/* the kept columns in model order: column index (nf_predictor_column) of each */
+NF_API int nf_predictor_n_kept(const nf_predictor * p);
+NF_API int nf_predictor_kept(const nf_predictor * p, int j);
+/* member e's signs (n_kept values, -1 / 1) and regression mirror (0 / 1) */
+NF_API const int * nf_predictor_mirror_signs(const nf_predictor * p, int64_t e);
+NF_API int nf_predictor_regression_mirror(const nf_predictor * p, int64_t e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NOFALL_TABULAR_H */

@@ -1,0 +1,19 @@
+"""nofall: Mitra inference on libnofall.
+
+- ``MitraClassifier`` / ``MitraRegressor``: scikit-learn estimators. ``fit``
+  stores the support set and fits AutoGluon's preprocessing (as
+  ``nofall predict`` does, in the C library); ``predict_proba`` /
+  ``predict`` run one forward per ensemble member.
+- ``Model``: a checkpoint loaded once onto a device; ``forward`` on numpy
+  arrays; the op trace (``trace_totals``, ``trace_json``) and placement
+  (``info``).
+- ``NofallError`` (``NofallInputError`` for bad input, also a ValueError):
+  the library's errors, with ``code``, ``code_name`` and the message.
+"""
+from ._nofall import NofallError, NofallInputError, devices, gen_weights, read_mirror_signs
+from ._nofall import __version__
+from ._model import Model
+from ._estimators import MitraClassifier, MitraRegressor
+
+__all__ = ["MitraClassifier", "MitraRegressor", "Model", "NofallError", "NofallInputError", "devices",
+           "gen_weights", "read_mirror_signs", "__version__"]

@@ -1,0 +1,297 @@
+"""scikit-learn estimators on libnofall's Mitra predictor.
+
+``fit`` stores the support set and fits AutoGluon's preprocessing in the C
+library (the same code as ``nofall predict``: README "predict"); each
+``predict_proba`` / ``predict`` runs one forward per ensemble member with the
+whole training table as support.
+
+Inputs: pandas DataFrames (numeric, bool, categorical, object / string
+columns, NaN / None / pd.NA missing) or array-likes (numeric, or object
+arrays whose columns are numbers or strings). A DataFrame column keeps its
+pandas dtype (an object column is text, hence categories, as AutoGluon does
+with it); array columns are named x0, x1, ...
+"""
+import json
+import os
+import threading
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (_check_feature_names, _check_n_features, check_array, check_consistent_length,
+                                      check_is_fitted, column_or_1d)
+
+from . import _nofall
+from ._model import Model
+
+_TASK_CLASSIFICATION, _TASK_REGRESSION = 1, 2
+_models = {}
+_models_lock = threading.Lock()
+
+
+def _load_model(model_dir, device):
+    """one loaded model per (directory, device) in the process: estimators and their clones share it"""
+    if model_dir is None:
+        raise ValueError("model_dir is None: the Mitra checkpoint directory (config.json, model.safetensors) is needed")
+    key = (os.path.realpath(os.fspath(model_dir)), device)
+    with _models_lock:
+        m = _models.get(key)
+        if m is None:
+            m = _models[key] = Model(key[0], device)
+        return m
+
+
+def _is_frame(X):
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+
+
+def _text(values, missing):
+    return [None if miss else (v if isinstance(v, str) else str(v)) for v, miss in zip(values, missing)]
+
+
+def _frame_columns(X):
+    import pandas as pd
+
+    cols = []
+    for j, name in enumerate(X.columns):
+        s = X.iloc[:, j]
+        dt = s.dtype
+        key = str(name)
+        miss = s.isna().to_numpy()
+        if pd.api.types.is_bool_dtype(dt) and not miss.any():
+            cols.append((key, "int64", s.to_numpy(dtype=np.float64)))
+        elif pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
+            if pd.api.types.is_complex_dtype(dt):
+                raise ValueError("Complex data not supported")
+            v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            if np.isinf(v).any():
+                raise ValueError(f"Input X contains infinity (column {key!r})")
+            kind = "int64" if pd.api.types.is_integer_dtype(dt) and not miss.any() else "float64"
+            cols.append((key, kind, np.ascontiguousarray(v)))
+        else:  # object, string, category, bool with missing values, datetime: text
+            cols.append((key, "text", _text(s.astype(object).tolist(), miss)))
+    return cols
+
+
+def _array_columns(X, min_samples):
+    X = check_array(X, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=min_samples)
+    cols = []
+    if X.dtype.kind in "biuf":
+        kind = "int64" if X.dtype.kind in "biu" else "float64"
+        Xf = np.asarray(X, dtype=np.float64)
+        for j in range(X.shape[1]):
+            cols.append((f"x{j}", kind, np.ascontiguousarray(Xf[:, j])))
+        return cols
+    if X.dtype.kind != "O":
+        raise ValueError(f"X of dtype {X.dtype}: numbers, or an object array of numbers and strings")
+    for j in range(X.shape[1]):
+        c = X[:, j]
+        try:
+            v = c.astype(np.float64)
+        except ValueError:  # strings: a text column (None / NaN missing)
+            miss = [v is None or (isinstance(v, float) and np.isnan(v)) for v in c]
+            cols.append((f"x{j}", "text", _text(c.tolist(), miss)))
+            continue
+        if np.isinf(v).any():
+            raise ValueError("Input X contains infinity")
+        cols.append((f"x{j}", "float64", np.ascontiguousarray(v)))
+    return cols
+
+
+def _mirror_spec(mirror_signs):
+    """None, a report.json-like file, or a dict {"columns_kept", "mirror_signs"[, "regression_mirror"]}"""
+    if mirror_signs is None:
+        return None
+    if isinstance(mirror_signs, (str, os.PathLike)):
+        return _nofall.read_mirror_signs(os.fspath(mirror_signs))
+    d = dict(mirror_signs)
+    names = [c["name"] if isinstance(c, dict) else str(c) for c in d["columns_kept"]]
+    signs = [[int(s) for s in row] for row in d["mirror_signs"]]
+    rm = d.get("regression_mirror")
+    rm = [bool(b) for b in rm] if rm else None
+    return (names, signs, rm)
+
+
+class _MitraBase(BaseEstimator):
+    _task = None
+
+    def __init__(self, model_dir=None, device="cpu", n_estimators=1, random_state=0, mirror=True, mirror_signs=None):
+        self.model_dir = model_dir
+        self.device = device
+        self.n_estimators = n_estimators
+        self.random_state = random_state
+        self.mirror = mirror
+        self.mirror_signs = mirror_signs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
+
+    # -- tables ----------------------------------------------------------------------
+    def _columns(self, X, reset):
+        if _is_frame(X):
+            _check_feature_names(self, X, reset=reset)
+            _check_n_features(self, X, reset=reset)
+            n = len(X)
+            if n < (2 if reset else 1):
+                raise ValueError(f"Found array with {n} sample(s) (shape={X.shape}) while a minimum of "
+                                 f"{2 if reset else 1} is required.")
+            return _frame_columns(X), n
+        X = check_array(X, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=2 if reset else 1)
+        _check_feature_names(self, X, reset=reset)
+        _check_n_features(self, X, reset=reset)
+        return _array_columns(X, 2 if reset else 1), X.shape[0]
+
+    def _seed(self):
+        rs = self.random_state
+        if isinstance(rs, (int, np.integer)) and not isinstance(rs, bool):
+            if rs < 0:
+                raise ValueError(f"random_state must be >= 0, not {rs}")
+            return int(rs)
+        return int(check_random_state(rs).randint(0, 2**31 - 1))
+
+    def _fit(self, X, y_column, y_kind):
+        n_est = self.n_estimators
+        if not isinstance(n_est, (int, np.integer)) or isinstance(n_est, bool) or n_est < 1:
+            raise ValueError(f"n_estimators must be an int >= 1, not {n_est!r}")
+        model = _load_model(self.model_dir, self.device)
+        cols, n = self._columns(X, reset=True)
+        if n == 0 or not cols:
+            raise ValueError("0 feature(s) (shape=(%d, 0)) while a minimum of 1 is required." % n)
+        check_consistent_length(cols[0][2], y_column)
+        names = {c[0] for c in cols}
+        target = "y"
+        while target in names:
+            target = "_" + target
+        spec = _mirror_spec(self.mirror_signs)
+        seed = self._seed()
+        # the support set and the fitted preprocessing (the C predictor keeps its own copy)
+        self._state_ = {
+            "columns": cols + [(target, y_kind, np.ascontiguousarray(y_column, dtype=np.float64))],
+            "n": n, "target": target, "task": self._task, "n_estimators": int(n_est), "seed": seed,
+            "mirror": bool(self.mirror), "spec": spec,
+        }
+        self._cache_ = {}
+        pred = self._predictor()
+        self.report_ = pred.report()
+        self.columns_kept_ = [c["name"] for c in self.report_["columns_kept"]]
+        self.columns_dropped_ = {c["name"]: c["reason"] for c in self.report_["columns_dropped"]}
+        self.mirror_signs_ = self.report_["mirror_signs"]
+        self.regression_mirror_ = self.report_["regression_mirror"]
+        self.seed_ = seed
+        if self._task == _TASK_CLASSIFICATION:
+            k = model.n_classes
+            if k == 0:
+                raise ValueError(f"model_dir {self.model_dir}: a Mitra regressor, not a classifier")
+            if k < len(self.classes_):
+                raise ValueError(f"{len(self.classes_)} classes; the model at {self.model_dir} has {k} outputs")
+        elif model.n_classes:
+            raise ValueError(f"model_dir {self.model_dir}: a Mitra classifier, not a regressor")
+        return self
+
+    def _predictor(self):
+        cache = self._cache_
+        p = cache.get("predictor")
+        if p is None:
+            s = self._state_
+            p = cache["predictor"] = _nofall.Predictor(
+                s["columns"], s["n"], s["target"], task=s["task"], n_estimators=s["n_estimators"], seed=s["seed"],
+                mirror=s["mirror"], mirror_signs=s["spec"], name="the training data")
+        return p
+
+    def __getstate__(self):
+        d = self.__dict__.copy()
+        if "_cache_" in d:
+            d["_cache_"] = {}
+        return d
+
+    def _run(self, X, logits=False):
+        check_is_fitted(self, "_state_")
+        cols, n = self._columns(X, reset=False)
+        pred = self._predictor()
+        model = _load_model(self.model_dir, self.device)
+        k = self.report_["n_outputs"]
+        out = np.empty((n, k) if self._task == _TASK_CLASSIFICATION else (n,), dtype=np.float64)
+        lg = np.empty((self.report_["n_estimators"], n, k), dtype=np.float32) if logits else None
+        with model._lock:
+            pred.predict(model._m, cols, n, out, lg)
+        return lg if logits else out
+
+    def predict_logits(self, X):
+        """each ensemble member's raw model outputs, float32 (n_estimators, n_samples, n_outputs)"""
+        return self._run(X, logits=True)
+
+
+class MitraClassifier(ClassifierMixin, _MitraBase):
+    """Mitra classification on tables, as AutoGluon's MitraModel (fine_tune=False) feeds it.
+
+    Parameters: model_dir (a Mitra classifier checkpoint directory), device
+    ("cpu", "opencl[:N]", "cuda[:N]"), n_estimators (ensemble members, each
+    with its own mirror draw), random_state (the mirror draws; an int is
+    nofall predict's --seed), mirror (False: no mirroring), mirror_signs
+    (None, a report.json-like file or dict: the signs given explicitly).
+    At most 10 classes (Mitra's limit).
+
+    Fitted: classes_, n_features_in_, feature_names_in_ (DataFrames with
+    string column names), columns_kept_, columns_dropped_, mirror_signs_,
+    report_ (everything the fit decided).
+    """
+
+    _task = _TASK_CLASSIFICATION
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # the tests run synthetic weights: predictions are not meant to be good
+        tags.classifier_tags.poor_score = True
+        tags.classifier_tags.multi_label = False
+        return tags
+
+    def fit(self, X, y):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        y = column_or_1d(y, warn=True)
+        if y.dtype.kind in "fc":
+            y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name="y"))
+        elif y.dtype.kind == "O":
+            if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in y):
+                raise ValueError("Input y contains NaN.")
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        return self._fit(X, codes.astype(np.float64), "int64")
+
+    def predict_proba(self, X):
+        """the averaged probabilities, (n_samples, n_classes), columns in classes_ order"""
+        return self._run(X)
+
+    def predict(self, X):
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+
+class MitraRegressor(RegressorMixin, _MitraBase):
+    """Mitra regression on tables, as AutoGluon's MitraModel (fine_tune=False) feeds it.
+
+    Parameters as MitraClassifier's; model_dir is a Mitra regressor checkpoint
+    (one output). The target is min-max scaled to [0, 1] (and mirrored per
+    member when mirror is on); predictions are de-normalised and averaged.
+    """
+
+    _task = _TASK_REGRESSION
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def fit(self, X, y):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        y = column_or_1d(check_array(y, ensure_2d=False, dtype="numeric", input_name="y"), warn=True)
+        return self._fit(X, y.astype(np.float64), "float64")
+
+    def predict(self, X):
+        return self._run(X)

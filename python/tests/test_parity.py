@@ -1,0 +1,95 @@
+"""The estimators against AutoGluon's own pipeline on the committed real-data
+cases (tests/fixtures/predict, made by reference/predict_fixtures.py), on
+cpu: probabilities max_abs <= 1e-5 (regression: predictions within 1e-5 x
+max(1, max|y|)), identical labels, kept / dropped columns, types, signs."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nofall
+from conftest import FIXTURES, model_dir
+
+CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").exists()) if FIXTURES.is_dir() else []
+
+
+def _load(name):
+    d = FIXTURES / name
+    c = json.loads((d / "case.json").read_text())
+    train = pd.read_csv(d / "train.csv")
+    test = pd.read_csv(d / "test.csv")
+    y = train[c["target"]]
+    X = train.drop(columns=[c["target"]])
+    Xt = test.drop(columns=[c["target"]], errors="ignore")
+    return d, c, X, y, Xt
+
+
+def _estimator(c, device="cpu"):
+    cls = c["weights"]["task"] == "classification"
+    est = nofall.MitraClassifier if cls else nofall.MitraRegressor
+    return est(model_dir("cls" if cls else "reg"), device=device, n_estimators=c["n_estimators"],
+               random_state=c["seed"], mirror=c.get("mirror_enabled", True))
+
+
+def _check_report(est, c):
+    r = est.report_
+    assert [x["name"] for x in r["columns_kept"]] == c["kept"]
+    assert sorted(x["name"] for x in r["columns_dropped"]) == sorted(c["dropped"])
+    assert [x["type"] for x in r["columns_kept"]] == [c["types"][k] for k in c["kept"]]
+    assert est.mirror_signs_ == c["mirror"]
+
+
+@pytest.mark.skipif(not CASES, reason=f"no parity fixtures at {FIXTURES}")
+@pytest.mark.parametrize("name", CASES)
+def test_parity_dataframe(name):
+    d, c, X, y, Xt = _load(name)
+    est = _estimator(c).fit(X, y)
+    _check_report(est, c)
+    assert est.n_features_in_ == X.shape[1]
+    assert list(est.feature_names_in_) == list(X.columns)
+    if "labels" in c:
+        assert [str(k) for k in est.classes_] == c["classes"]
+        proba = est.predict_proba(Xt)
+        exp = np.loadtxt(d / "expected_probabilities.csv", delimiter=",", ndmin=2)
+        assert proba.shape == exp.shape
+        err = float(np.max(np.abs(proba - exp)))
+        assert err <= 1e-5, f"max_abs {err}"
+        assert [str(v) for v in est.predict(Xt)] == c["labels"]
+    else:
+        assert est.regression_mirror_ == c["regression_mirror"]
+        pred = est.predict(Xt)
+        exp = np.loadtxt(d / "expected_predictions.csv", ndmin=1)
+        scale = max(1.0, float(np.max(np.abs(exp))))
+        err = float(np.max(np.abs(pred - exp)))
+        assert err <= 1e-5 * scale, f"max_abs {err} (scale {scale})"
+
+
+@pytest.mark.skipif(not CASES, reason=f"no parity fixtures at {FIXTURES}")
+@pytest.mark.parametrize("name", [n for n in CASES if n == "iris"])
+def test_parity_numpy(name):
+    """the numeric cases through plain numpy arrays: the same numbers"""
+    d, c, X, y, Xt = _load(name)
+    a = _estimator(c).fit(X, y)
+    b = _estimator(c).fit(X.to_numpy(), y.to_numpy())
+    assert not hasattr(b, "feature_names_in_")
+    if "labels" in c:
+        np.testing.assert_array_equal(a.predict_proba(Xt), b.predict_proba(Xt.to_numpy()))
+    else:
+        np.testing.assert_array_equal(a.predict(Xt), b.predict(Xt.to_numpy()))
+
+
+@pytest.mark.skipif(not CASES, reason=f"no parity fixtures at {FIXTURES}")
+def test_mirror_signs_reproduce(tmp_path):
+    """the signs of one fit (its report, as a dict or as a report.json file) given to another reproduce it"""
+    d, c, X, y, Xt = _load("penguins")
+    a = nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, random_state=11).fit(X, y)
+    f = tmp_path / "report.json"
+    f.write_text(json.dumps(a.report_))
+    for spec in (a.report_, str(f)):
+        b = nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, random_state=0, mirror_signs=spec).fit(X, y)
+        assert b.mirror_signs_ == a.mirror_signs_
+        np.testing.assert_array_equal(a.predict_proba(Xt), b.predict_proba(Xt))
+    bad = dict(a.report_, mirror_signs=[[2] * len(a.columns_kept_)] * 3)
+    with pytest.raises(nofall.NofallInputError, match="not 1 or -1"):
+        nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, mirror_signs=bad).fit(X, y)

@@ -1,0 +1,33 @@
+"""scikit-learn's estimator checks (parametrize_with_checks) on both
+estimators, with a small synthetic checkpoint (64 wide, 2 layers).
+
+Every check that is not expected to pass is listed in EXPECTED_FAILED with
+the reason; the estimators' tags also declare poor_score (the synthetic
+weights make the predictions meaningless as predictions, so the accuracy /
+R^2 thresholds of check_classifiers_train / check_regressors_train are not
+applied; the rest of those checks runs)."""
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import nofall
+from conftest import model_dir
+
+_ORDER = ("fp32 rounding: a query row's outputs depend in the last bits on its position in the batch "
+          "(measured ~5e-8 absolute, 3e-7 relative on permuted rows, above the check's rtol 1e-7; presumably the "
+          "cpu GEMM's row tiling, not traced further). Query rows do not attend to each other, so the values agree "
+          "to fp32 rounding")
+EXPECTED_FAILED = {
+    "MitraClassifier": {"check_methods_sample_order_invariance": _ORDER},
+    "MitraRegressor": {"check_methods_sample_order_invariance": _ORDER},
+}
+
+
+def _expected(est):
+    return EXPECTED_FAILED[type(est).__name__]
+
+
+@parametrize_with_checks(
+    [nofall.MitraClassifier(model_dir("small_cls")), nofall.MitraRegressor(model_dir("small_reg"))],
+    expected_failed_checks=_expected,
+)
+def test_sklearn_check(estimator, check):
+    check(estimator)

@@ -1,0 +1,881 @@
+/* predictor.c -- the Mitra predictor on tables (nofall-tabular.h), as
+ * AutoGluon feeds Mitra (README "predict"; spec shared/specs/mitra.md §5):
+ *
+ *   pandas.read_csv typing (src/io/csv.c, or the caller's columns: table.c)
+ *   -> label cleaning: classes = the sorted distinct labels (<= 10)
+ *   -> AutoMLPipelineFeatureGenerator: two-valued columns to 0/1
+ *      (AsTypeFeatureGenerator), text NaN -> '' (FillNa), text -> category
+ *      codes (values seen < 2 times in training: -1; categories in code point
+ *      order), constant columns and exact duplicates dropped, categories after
+ *      the numeric columns
+ *   -> Mitra's Preprocessor: NaN -> training mean, singular columns dropped,
+ *      +-1 mirror per feature (and the regression mirror) drawn from the seed
+ *      or given, float32, NaN/Inf -> 0; regression target min-max scaled
+ *   -> one forward per ensemble member (support = the whole training table),
+ *      probabilities / de-normalised predictions averaged. */
+#include "tabular-impl.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { NF_FEAT_NUM, NF_FEAT_BOOL, NF_FEAT_CAT };
+
+/* one input column and what the feature generation made of it */
+struct nf_feat {
+    int col;         /* index in the training table */
+    int kind;        /* NF_FEAT_*             */
+    int is_int;      /* pandas int64 in train */
+    double true_num; /* bool: the value mapped to 1 */
+    const char * true_str;
+    char ** cats; /* category: sorted categories (count >= 2) */
+    int64_t n_cats;
+    double * xs;          /* generated values (NaN missing; codes -1 for a missing category) */
+    const char * dropped; /* why it was dropped, or NULL */
+    int kept;             /* index in the model order, or -1 */
+    double mean;
+};
+
+struct nf_predictor {
+    struct nf_csv_table tr; /* the predictor's own copy of the training table */
+    int ycol;
+    int task; /* NF_PREDICT_CLASSIFICATION / NF_PREDICT_REGRESSION */
+    /* classification */
+    int64_t n_classes;
+    char * class_name[NF_PREDICTOR_MAX_CLASSES];
+    int64_t * yc;
+    /* regression */
+    double *yv, y_min, y_max;
+    struct nf_feat * feats;
+    int n_feats;
+    int * order; /* kept features after Mitra's singular check, in model order */
+    int n_order;
+    double * mean; /* per kept feature */
+    int64_t n_est;
+    int * signs;     /* n_est x n_order */
+    int * regmirror; /* n_est */
+    double forward_ms;
+};
+
+static int nf_cmp_str(const void * a, const void * b) {
+    return strcmp(*(const char * const *) a, *(const char * const *) b);
+}
+static int nf_cmp_dbl(const void * a, const void * b) {
+    const double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* a text cell as AutoGluon sees it after FillNa: missing -> "" */
+static const char * nf_text(const struct nf_csv_column * c, int64_t r) { return c->missing[r] ? "" : c->raw[r]; }
+
+/* distinct values of a column, missing counted as one value; sorted copies out */
+static int64_t nf_distinct_num(const double * v, int64_t n, double * tmp, int * has_nan) {
+    int64_t m = 0;
+    *has_nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(v[i]))
+            *has_nan = 1;
+        else
+            tmp[m++] = v[i];
+    }
+    qsort(tmp, (size_t) m, sizeof(double), nf_cmp_dbl);
+    int64_t u = 0;
+    for (int64_t i = 0; i < m; i++)
+        if (i == 0 || tmp[i] != tmp[i - 1]) tmp[u++] = tmp[i];
+    return u + *has_nan;
+}
+
+static int64_t nf_find_cat(char ** cats, int64_t n, const char * s) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int64_t mid = (lo + hi) / 2;
+        int c = strcmp(cats[mid], s);
+        if (c == 0) return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* both vectors the same values, NaN where the other has NaN */
+static int nf_same_values(const double * a, const double * b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i])) return 0;
+        if (!isnan(a[i]) && a[i] != b[i]) return 0;
+    }
+    return 1;
+}
+/* the same partition of the rows: category codes (-1 = missing) relabelled
+ * in first-appearance order on both sides, then compared; codes < n_a, n_b */
+static int nf_same_partition(const double * a, int64_t n_a, const double * b, int64_t n_b, int64_t n) {
+    int64_t * la = malloc((size_t) (n_a + 1) * sizeof(int64_t));
+    int64_t * lb = malloc((size_t) (n_b + 1) * sizeof(int64_t));
+    int same = la && lb;
+    for (int64_t k = 0; same && k <= n_a; k++) la[k] = -1;
+    for (int64_t k = 0; same && k <= n_b; k++) lb[k] = -1;
+    int64_t next_a = 0, next_b = 0;
+    for (int64_t i = 0; same && i < n; i++) {
+        const int64_t ca = (int64_t) a[i] + 1, cb = (int64_t) b[i] + 1;
+        if (la[ca] < 0) la[ca] = next_a++;
+        if (lb[cb] < 0) lb[cb] = next_b++;
+        same = la[ca] == lb[cb];
+    }
+    free(la);
+    free(lb);
+    return same;
+}
+
+/* the target: task, classes, encoded labels */
+static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
+    const struct nf_csv_column * y = &p->tr.cols[p->ycol];
+    const int64_t n = p->tr.n_rows;
+    char e1[512], e2[256];
+    nf__esc(e1, sizeof(e1), p->tr.path);
+    nf__esc(e2, sizeof(e2), y->name);
+    for (int64_t r = 0; r < n; r++)
+        if (y->missing[r])
+            return nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, column '%s' (the target): missing value", e1,
+                               (long long) r + 1, e2);
+    double * tmp = malloc((size_t) n * sizeof(double));
+    char ** s = malloc((size_t) n * sizeof(char *));
+    if (!tmp || !s) {
+        free(tmp);
+        free(s);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    int64_t u = 0;
+    int has_nan = 0;
+    if (y->type != NF_CSV_TEXT) {
+        u = nf_distinct_num(y->num, n, tmp, &has_nan);
+    } else {
+        for (int64_t r = 0; r < n; r++) s[r] = y->raw[r];
+        qsort(s, (size_t) n, sizeof(char *), nf_cmp_str);
+        for (int64_t i = 0; i < n; i++)
+            if (i == 0 || strcmp(s[i], s[i - 1]) != 0) s[u++] = s[i];
+    }
+    int task = task_opt;
+    if (task == NF_PREDICT_AUTO) {
+        /* autogluon.core.utils.infer_problem_type */
+        const double ratio = (double) u / (double) n, thr = n > 1000 ? 0.05 : 0.1;
+        if (u == 2 || y->type == NF_CSV_TEXT)
+            task = NF_PREDICT_CLASSIFICATION;
+        else if (ratio <= thr && u <= 1000) {
+            int ints = 1;
+            for (int64_t i = 0; i < u; i++) ints &= tmp[i] == floor(tmp[i]) && fabs(tmp[i]) < 9.2e18;
+            task = ints ? NF_PREDICT_CLASSIFICATION : NF_PREDICT_REGRESSION;
+        } else
+            task = NF_PREDICT_REGRESSION;
+    }
+    p->task = task;
+    int rc = NF_OK;
+    if (task == NF_PREDICT_REGRESSION) {
+        if (y->type == NF_CSV_TEXT) {
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) is not numeric: no regression", e1, e2);
+        } else if (!(u >= 2)) {
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) is constant: nothing to regress", e1, e2);
+        } else if (!(p->yv = malloc((size_t) n * sizeof(double)))) {
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        } else {
+            p->y_min = tmp[0];
+            p->y_max = tmp[u - 1];
+            if (!isfinite(p->y_min) || !isfinite(p->y_max))
+                rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) holds an infinite value", e1, e2);
+            memcpy(p->yv, y->num, (size_t) n * sizeof(double));
+        }
+    } else {
+        if (u < 2)
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) has one class only: nothing to classify",
+                             e1, e2);
+        else if (u > NF_PREDICTOR_MAX_CLASSES)
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) has %lld classes; Mitra takes at most %d",
+                             e1, e2, (long long) u, NF_PREDICTOR_MAX_CLASSES);
+        else if (!(p->yc = malloc((size_t) n * sizeof(int64_t))))
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        else {
+            p->n_classes = u;
+            for (int64_t k = 0; k < u; k++) p->class_name[k] = NULL;
+            for (int64_t r = 0; r < n; r++) {
+                int64_t k = 0;
+                if (y->type == NF_CSV_TEXT) {
+                    while (strcmp(s[k], y->raw[r]) != 0) k++;
+                } else {
+                    while (tmp[k] != y->num[r]) k++;
+                }
+                p->yc[r] = k;
+                if (!p->class_name[k]) p->class_name[k] = y->raw[r]; /* as written, first occurrence */
+            }
+        }
+    }
+    free(tmp);
+    free(s);
+    return rc;
+}
+
+/* AutoGluon's feature generation, column by column, then the drops */
+static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
+    const int64_t ns = p->tr.n_rows;
+    p->feats = calloc((size_t) p->tr.n_cols, sizeof(*p->feats));
+    double * tmp = malloc((size_t) (ns + 1) * sizeof(double));
+    if (!p->feats || !tmp) {
+        free(tmp);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    int rc = NF_OK;
+    for (int c = 0; c < p->tr.n_cols && rc == NF_OK; c++) {
+        if (c == p->ycol) continue;
+        const struct nf_csv_column * tc = &p->tr.cols[c];
+        struct nf_feat * f = &p->feats[p->n_feats++];
+        f->col = c;
+        const int numeric = tc->type != NF_CSV_TEXT;
+        f->xs = malloc((size_t) (ns ? ns : 1) * sizeof(double));
+        if (!f->xs) {
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        f->is_int = tc->type == NF_CSV_INT;
+        /* distinct values, missing counted as a value (AsTypeFeatureGenerator) */
+        int64_t nd;
+        char ** strs = NULL;
+        if (numeric) {
+            int has_nan;
+            nd = nf_distinct_num(tc->num, ns, tmp, &has_nan);
+            if (nd == 2) {
+                f->kind = NF_FEAT_BOOL;
+                f->true_num = has_nan ? tmp[0] : tmp[1]; /* the larger value; never NaN */
+            }
+        } else {
+            strs = malloc((size_t) (ns ? ns : 1) * sizeof(char *));
+            if (!strs) {
+                rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+                break;
+            }
+            for (int64_t r = 0; r < ns; r++) strs[r] = (char *) nf_text(tc, r);
+            qsort(strs, (size_t) ns, sizeof(char *), nf_cmp_str);
+            nd = 0;
+            for (int64_t i = 0; i < ns; i++)
+                if (i == 0 || strcmp(strs[i], strs[i - 1]) != 0) nd++;
+            if (nd == 2) {
+                f->kind = NF_FEAT_BOOL;
+                f->true_str = strs[ns - 1]; /* the larger in code point order ('' = missing is smallest) */
+            } else {
+                f->kind = NF_FEAT_CAT;
+                /* categories: values seen at least twice, sorted */
+                int64_t k = 0;
+                for (int64_t i = 0; i < ns;) {
+                    int64_t j = i;
+                    while (j < ns && strcmp(strs[j], strs[i]) == 0) j++;
+                    if (j - i >= 2) strs[k++] = strs[i];
+                    i = j;
+                }
+                f->cats = strs;
+                f->n_cats = k;
+                strs = NULL;
+            }
+        }
+        free(strs);
+        /* generated values */
+        for (int64_t r = 0; r < ns; r++) {
+            if (f->kind == NF_FEAT_BOOL)
+                f->xs[r] = numeric ? (tc->num[r] == f->true_num) : (strcmp(nf_text(tc, r), f->true_str) == 0);
+            else if (f->kind == NF_FEAT_CAT)
+                f->xs[r] = (double) nf_find_cat(f->cats, f->n_cats, nf_text(tc, r));
+            else
+                f->xs[r] = tc->num[r];
+        }
+        /* DropUniqueFeatureGenerator: one value (NaN counted) in training */
+        int hn;
+        for (int64_t r = 0; r < ns; r++) tmp[r] = f->kind == NF_FEAT_CAT && f->xs[r] < 0 ? NAN : f->xs[r];
+        double * t2 = malloc((size_t) (ns + 1) * sizeof(double));
+        if (!t2) {
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        int64_t ud = nf_distinct_num(tmp, ns, t2, &hn);
+        free(t2);
+        int all_rare = f->kind == NF_FEAT_CAT;
+        for (int64_t r = 0; all_rare && r < ns; r++) all_rare = f->xs[r] < 0;
+        if (ud <= 1)
+            f->dropped = tc->n_missing == ns ? "all missing"
+                         : all_rare          ? "every value rare (an id column)"
+                                             : "constant";
+        else if (f->kind == NF_FEAT_CAT && (double) ud > 0.99 * (double) ns)
+            f->dropped = "unique per row";
+    }
+    free(tmp);
+    if (rc != NF_OK) return rc;
+    /* DropDuplicatesFeatureGenerator: numeric (incl. 0/1) by value, categories by partition; first kept */
+    for (int i = 0; i < p->n_feats; i++) {
+        struct nf_feat * a = &p->feats[i];
+        if (a->dropped) continue;
+        for (int j = 0; j < i; j++) {
+            struct nf_feat * b = &p->feats[j];
+            if (b->dropped || (a->kind == NF_FEAT_CAT) != (b->kind == NF_FEAT_CAT)) continue;
+            if (a->kind == NF_FEAT_CAT ? nf_same_partition(a->xs, a->n_cats, b->xs, b->n_cats, ns)
+                                       : nf_same_values(a->xs, b->xs, ns)) {
+                a->dropped = "duplicate";
+                break;
+            }
+        }
+    }
+    return NF_OK;
+}
+
+/* Mitra's Preprocessor.fit: training means, singular columns; model order */
+static int nf_pred_mitra_fit(struct nf_predictor * p, nf_err * err) {
+    const int64_t ns = p->tr.n_rows;
+    p->order = malloc((size_t) (p->n_feats + 1) * sizeof(int));
+    p->mean = malloc((size_t) (p->n_feats + 1) * sizeof(double));
+    double * tmp = malloc((size_t) (ns + 1) * sizeof(double));
+    if (!p->order || !p->mean || !tmp) {
+        free(tmp);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    for (int pass = 0; pass < 2; pass++) { /* numeric (and 0/1) first, then categories */
+        for (int i = 0; i < p->n_feats; i++) {
+            struct nf_feat * f = &p->feats[i];
+            if (f->dropped || (pass == 0) == (f->kind == NF_FEAT_CAT)) continue;
+            double sum = 0;
+            int64_t cnt = 0;
+            for (int64_t r = 0; r < ns; r++)
+                if (!isnan(f->xs[r])) sum += f->xs[r], cnt++;
+            const double mean = cnt ? sum / (double) cnt : NAN;
+            for (int64_t r = 0; r < ns; r++) tmp[r] = isnan(f->xs[r]) ? mean : f->xs[r];
+            int hn;
+            double * t2 = malloc((size_t) (ns + 1) * sizeof(double));
+            if (!t2) {
+                free(tmp);
+                return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            }
+            const int64_t u = nf_distinct_num(tmp, ns, t2, &hn);
+            free(t2);
+            if (u == 1) {
+                f->dropped = "singular (Mitra)";
+                continue;
+            }
+            p->mean[p->n_order] = mean;
+            p->order[p->n_order++] = i;
+        }
+    }
+    free(tmp);
+    if (p->n_order == 0) {
+        char e[512];
+        return nf__err_set(err, NF_ERR_INPUT, "%s: no feature column is left after preprocessing",
+                           nf__esc(e, sizeof(e), p->tr.path));
+    }
+    return NF_OK;
+}
+
+/* transform_X: mean imputation, mirror, float32, NaN/Inf -> 0 */
+static void nf_pred_matrix(const struct nf_predictor * p, double * const * xq, int64_t nq, const int * sign, float * out) {
+    const int64_t n = xq ? nq : p->tr.n_rows;
+    const int F = p->n_order;
+    for (int j = 0; j < F; j++) {
+        const struct nf_feat * f = &p->feats[p->order[j]];
+        const double * x = xq ? xq[p->order[j]] : f->xs;
+        for (int64_t r = 0; r < n; r++) {
+            double v = isnan(x[r]) ? p->mean[j] : x[r];
+            v *= sign[j];
+            float g = (float) v;
+            if (isnan(g) || isinf(g)) g = 0.0f;
+            out[r * F + j] = g;
+        }
+    }
+}
+
+
+static const char * nf_col_type_name(const struct nf_csv_column * c) {
+    return c->type == NF_CSV_INT ? "int64" : c->type == NF_CSV_FLOAT ? "float64" : "object";
+}
+
+/* the test table: the training columns (the target optional), no others; a
+ * numeric training column reads as numbers. tcol: each feature's column in test */
+static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_table * te, int * tcol, nf_err * err) {
+    char ef[512], et[512], ec[256];
+    nf__esc(ef, sizeof(ef), p->tr.path);
+    nf__esc(et, sizeof(et), te->path);
+    const int64_t nq = te->n_rows;
+    if (nq < 1) return nf__err_set(err, NF_ERR_INPUT, "%s: no data rows", et);
+    for (int c = 0; c < te->n_cols; c++) {
+        if (nf__csv_find(&p->tr, te->cols[c].name) < 0)
+            return nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' is not in the training table %s", et,
+                               nf__esc(ec, sizeof(ec), te->cols[c].name), ef);
+    }
+    for (int i = 0; i < p->n_feats; i++) {
+        const struct nf_feat * f = &p->feats[i];
+        const struct nf_csv_column * tc = &p->tr.cols[f->col];
+        nf__esc(ec, sizeof(ec), tc->name);
+        const int t = nf__csv_find(te, tc->name);
+        if (t < 0) return nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' of the training table %s is missing", et, ec, ef);
+        if (tcol) tcol[i] = t;
+        const struct nf_csv_column * qc = &te->cols[t];
+        if (tc->type != NF_CSV_TEXT && qc->type == NF_CSV_TEXT) {
+            int64_t r = 0;
+            double d;
+            int ii;
+            while (r < nq && (qc->missing[r] || nf__csv_parse_number(qc->raw[r], &d, &ii))) r++;
+            if (r == nq) continue; /* a text column of numbers (e.g. a DataFrame's object column) */
+            char ev[256];
+            return nf__err_set(err, NF_ERR_INPUT,
+                               "%s: row %lld, column '%s': '%s' is not a number (the column is %s in %s)", et,
+                               (long long) r + 1, ec, nf__esc(ev, sizeof(ev), qc->raw[r]), nf_col_type_name(tc), ef);
+        }
+    }
+    return NF_OK;
+}
+
+/* a test column through the fitted feature generation */
+static void nf_pred_transform(const struct nf_feat * f, int numeric, const struct nf_csv_column * qc, int64_t nq,
+                              double * xq) {
+        for (int64_t r = 0; r < nq; r++) {
+            /* a test cell: numeric columns read as numbers, text as text */
+            double v = NAN;
+            const char * s = nf_text(qc, r);
+            if (numeric) {
+                if (!qc->missing[r]) {
+                    int ii;
+                    if (qc->type != NF_CSV_TEXT)
+                        v = qc->num[r];
+                    else
+                        nf__csv_parse_number(qc->raw[r], &v, &ii);
+                }
+            }
+            if (f->kind == NF_FEAT_BOOL)
+                xq[r] = numeric ? (v == f->true_num) : (strcmp(s, f->true_str) == 0);
+            else if (f->kind == NF_FEAT_CAT)
+                xq[r] = (double) nf_find_cat(f->cats, f->n_cats, s);
+            else if (f->is_int) /* int64 in training: missing -> 0, then astype(int64) */
+                xq[r] = isnan(v) ? 0.0 : (isfinite(v) ? trunc(v) : v);
+            else
+                xq[r] = v;
+        }
+}
+
+/* ---- mirror signs given explicitly --------------------------------------------- */
+static int nf_pred_mirror_given(struct nf_predictor * p, const struct nf_mirror_spec * s, nf_err * err) {
+    const int F = p->n_order;
+    char src[600], en[256], eo[256];
+    nf__esc(src, sizeof(src), s->source ? s->source : "mirror signs");
+    const int64_t E = p->n_est;
+    if (!s->signs) return nf__err_set(err, NF_ERR_ARG, "%s: no signs", src);
+    if (s->n_columns != F) {
+        return nf__err_set(err, NF_ERR_INPUT,
+                           "%s: %d kept columns, the preprocessing of %s keeps %d (first kept: '%s')", src,
+                           s->n_columns, nf__esc(eo, sizeof(eo), p->tr.path), F,
+                           nf__esc(en, sizeof(en), p->tr.cols[p->feats[p->order[0]].col].name));
+    }
+    for (int j = 0; j < F; j++) {
+        const char * want = p->tr.cols[p->feats[p->order[j]].col].name;
+        if (!s->columns || !s->columns[j] || strcmp(s->columns[j], want) != 0)
+            return nf__err_set(err, NF_ERR_INPUT, "%s: kept column %d is '%s', the preprocessing's is '%s'", src,
+                               j + 1, s->columns && s->columns[j] ? nf__esc(eo, sizeof(eo), s->columns[j]) : "(none)",
+                               nf__esc(en, sizeof(en), want));
+    }
+    if (s->n_estimators != E)
+        return nf__err_set(err, NF_ERR_INPUT, "%s: %lld lists of signs (ensemble members), the predictor has %lld",
+                           src, (long long) s->n_estimators, (long long) E);
+    for (int64_t e = 0; e < E; e++) {
+        for (int j = 0; j < F; j++) {
+            const int v = s->signs[e * F + j];
+            if (v != 1 && v != -1)
+                return nf__err_set(err, NF_ERR_INPUT, "%s: member %lld, column '%s': sign %d (not 1 or -1)", src,
+                                   (long long) e + 1, nf__esc(en, sizeof(en), s->columns[j]), v);
+            p->signs[e * F + j] = v;
+        }
+        if (s->regression_mirror) {
+            const int v = s->regression_mirror[e];
+            if (v != 0 && v != 1)
+                return nf__err_set(err, NF_ERR_INPUT, "%s: member %lld: regression mirror %d (not 0 or 1)", src,
+                                   (long long) e + 1, v);
+            p->regmirror[e] = p->task == NF_PREDICT_REGRESSION ? v : 0;
+        }
+    }
+    return NF_OK;
+}
+
+struct nf_mirror_owned {
+    struct nf_mirror_spec spec; /* first: the public part */
+    char * source;
+    char ** names;
+    int * signs;
+    int * regmirror;
+};
+
+int nf_mirror_spec_read(const char * path, struct nf_mirror_spec ** out, nf_err * err) {
+    *out = NULL;
+    cJSON * doc = NULL;
+    char ep[600];
+    nf__esc(ep, sizeof(ep), path ? path : "");
+    if (!path) return nf__err_set(err, NF_ERR_ARG, "nf_mirror_spec_read: no path");
+    NF_TRY(nf__json_read_file(path, &doc, err));
+    struct nf_mirror_owned * o = calloc(1, sizeof(*o));
+    int rc = NF_OK;
+    if (!o) {
+        cJSON_Delete(doc);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    const cJSON * cols = cJSON_IsObject(doc) ? cJSON_GetObjectItemCaseSensitive(doc, "columns_kept") : NULL;
+    const cJSON * signs = cJSON_IsObject(doc) ? cJSON_GetObjectItemCaseSensitive(doc, "mirror_signs") : NULL;
+    const cJSON * rm = cJSON_IsObject(doc) ? cJSON_GetObjectItemCaseSensitive(doc, "regression_mirror") : NULL;
+    if (!cJSON_IsObject(doc)) {
+        rc = nf__err_set(err, NF_ERR_FORMAT, "%s: not a JSON object", ep);
+        goto fail;
+    }
+    if (!cJSON_IsArray(cols) || cJSON_GetArraySize(cols) < 1) {
+        rc = nf__err_set(err, NF_ERR_FORMAT, "%s: no \"columns_kept\" list (the kept columns' names)", ep);
+        goto fail;
+    }
+    if (!cJSON_IsArray(signs) || cJSON_GetArraySize(signs) < 1) {
+        rc = nf__err_set(err, NF_ERR_FORMAT, "%s: no \"mirror_signs\" list (one list of +-1 per ensemble member)", ep);
+        goto fail;
+    }
+    const int F = cJSON_GetArraySize(cols);
+    const int E = cJSON_GetArraySize(signs);
+    o->names = calloc((size_t) F, sizeof(char *));
+    o->signs = malloc((size_t) E * (size_t) F * sizeof(int));
+    if (!o->names || !o->signs) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    o->spec.n_columns = F;
+    o->spec.n_estimators = E;
+    for (int j = 0; j < F; j++) {
+        const cJSON * c = cJSON_GetArrayItem(cols, j);
+        if (cJSON_IsObject(c)) c = cJSON_GetObjectItemCaseSensitive(c, "name");
+        if (!cJSON_IsString(c)) {
+            rc = nf__err_set(err, NF_ERR_FORMAT, "%s: columns_kept[%d] is neither a name nor an object with a \"name\"",
+                             ep, j);
+            goto fail;
+        }
+        if (!(o->names[j] = strdup(c->valuestring))) {
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+    }
+    for (int e = 0; e < E; e++) {
+        const cJSON * row = cJSON_GetArrayItem(signs, e);
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != F) {
+            rc = nf__err_set(err, NF_ERR_FORMAT, "%s: mirror_signs[%d] is not a list of %d signs (one per kept column)",
+                             ep, e, F);
+            goto fail;
+        }
+        for (int j = 0; j < F; j++) {
+            const cJSON * v = cJSON_GetArrayItem(row, j);
+            if (!cJSON_IsNumber(v) || (v->valuedouble != 1.0 && v->valuedouble != -1.0)) {
+                rc = nf__err_set(err, NF_ERR_FORMAT, "%s: mirror_signs[%d][%d] is not 1 or -1", ep, e, j);
+                goto fail;
+            }
+            o->signs[e * F + j] = (int) v->valuedouble;
+        }
+    }
+    if (rm && !cJSON_IsNull(rm)) {
+        if (!cJSON_IsArray(rm) || (cJSON_GetArraySize(rm) != E && cJSON_GetArraySize(rm) != 0)) {
+            rc = nf__err_set(err, NF_ERR_FORMAT,
+                             "%s: regression_mirror is not a list of %d booleans (one per ensemble member)", ep, E);
+            goto fail;
+        }
+        if (cJSON_GetArraySize(rm) == E) {
+            if (!(o->regmirror = malloc((size_t) E * sizeof(int)))) {
+                rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+                goto fail;
+            }
+            for (int e = 0; e < E; e++) {
+                const cJSON * v = cJSON_GetArrayItem(rm, e);
+                if (!cJSON_IsBool(v)) {
+                    rc = nf__err_set(err, NF_ERR_FORMAT, "%s: regression_mirror[%d] is not true or false", ep, e);
+                    goto fail;
+                }
+                o->regmirror[e] = cJSON_IsTrue(v);
+            }
+        }
+    }
+    if (!(o->source = strdup(path))) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    o->spec.source = o->source;
+    o->spec.columns = (const char * const *) o->names;
+    o->spec.signs = o->signs;
+    o->spec.regression_mirror = o->regmirror;
+    cJSON_Delete(doc);
+    *out = &o->spec;
+    return NF_OK;
+fail:
+    cJSON_Delete(doc);
+    nf_mirror_spec_free(&o->spec);
+    return rc;
+}
+
+void nf_mirror_spec_free(struct nf_mirror_spec * s) {
+    if (!s) return;
+    struct nf_mirror_owned * o = (struct nf_mirror_owned *) s;
+    if (o->names)
+        for (int j = 0; j < s->n_columns; j++) free(o->names[j]);
+    free(o->names);
+    free(o->source);
+    free(o->signs);
+    free(o->regmirror);
+    free(o);
+}
+
+/* ---- fit ----------------------------------------------------------------------- */
+void nf_predictor_free(nf_predictor * p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_feats; i++) {
+        free(p->feats[i].cats);
+        free(p->feats[i].xs);
+    }
+    free(p->feats);
+    free(p->order);
+    free(p->mean);
+    free(p->yc);
+    free(p->yv);
+    free(p->signs);
+    free(p->regmirror);
+    nf__csv_free(&p->tr);
+    free(p);
+}
+
+int nf_predictor_fit(const nf_table * train, const char * target, const struct nf_predictor_opts * opts,
+                     nf_predictor ** out, nf_err * err) {
+    *out = NULL;
+    if (!train || !target) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_fit: no training table or target");
+    const struct nf_predictor_opts dflt = {0};
+    const struct nf_predictor_opts * o = opts ? opts : &dflt;
+    if (o->task != NF_PREDICT_AUTO && o->task != NF_PREDICT_CLASSIFICATION && o->task != NF_PREDICT_REGRESSION)
+        return nf__err_set(err, NF_ERR_ARG, "nf_predictor_fit: task %d", o->task);
+    int64_t n_est = o->n_estimators ? o->n_estimators : (o->mirror ? o->mirror->n_estimators : 1);
+    if (n_est < 1 || n_est > 100000)
+        return nf__err_set(err, NF_ERR_ARG, "nf_predictor_fit: %lld ensemble members", (long long) n_est);
+    char e1[512], e2[256];
+    nf__esc(e1, sizeof(e1), train->csv.path);
+    nf__esc(e2, sizeof(e2), target);
+    const int ycol = nf__csv_find(&train->csv, target);
+    if (ycol < 0) return nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (the target)", e1, e2);
+    if (train->csv.n_rows < 2)
+        return nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2", e1,
+                           (long long) train->csv.n_rows);
+    nf_predictor * p = calloc(1, sizeof(*p));
+    if (!p) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int rc = nf__csv_clone(&train->csv, &p->tr, err);
+    p->ycol = ycol;
+    p->n_est = n_est;
+    if (rc == NF_OK) rc = nf_pred_target(p, o->task, err);
+    if (rc == NF_OK) rc = nf_pred_features(p, err);
+    if (rc == NF_OK) rc = nf_pred_mitra_fit(p, err);
+    const int F = p->n_order;
+    if (rc == NF_OK) {
+        p->signs = malloc((size_t) (n_est * F) * sizeof(int));
+        p->regmirror = calloc((size_t) n_est, sizeof(int));
+        if (!p->signs || !p->regmirror) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    if (rc == NF_OK && o->mirror) {
+        rc = nf_pred_mirror_given(p, o->mirror, err);
+    } else if (rc == NF_OK) {
+        /* each member's draws, in AutoGluon's order: the regression mirror, then one sign per feature */
+        uint64_t rng = o->seed;
+        const int mirror = !o->no_mirror;
+        for (int64_t e = 0; e < n_est; e++) {
+            if (p->task == NF_PREDICT_REGRESSION) p->regmirror[e] = mirror ? (int) (nf__rng_next(&rng) >> 63) : 0;
+            for (int j = 0; j < F; j++) p->signs[e * F + j] = mirror ? ((nf__rng_next(&rng) >> 63) ? -1 : 1) : 1;
+        }
+    }
+    if (rc == NF_OK) {
+        for (int i = 0; i < p->n_feats; i++) p->feats[i].kept = -1;
+        for (int j = 0; j < F; j++) {
+            p->feats[p->order[j]].kept = j;
+            p->feats[p->order[j]].mean = p->mean[j];
+        }
+    }
+    if (rc != NF_OK) {
+        nf_predictor_free(p);
+        return rc;
+    }
+    *out = p;
+    return NF_OK;
+}
+
+/* ---- predict ------------------------------------------------------------------- */
+int nf_predictor_check_table(const nf_predictor * p, const nf_table * test, nf_err * err) {
+    if (!p || !test) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_check_table: no predictor or table");
+    return nf_pred_check(p, &test->csv, NULL, err);
+}
+
+static double nf_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
+}
+
+/* the model takes a table: support_x, support_y (i64 labels: a classifier), query_x */
+static int nf_pred_model(const nf_model * m, int * class_labels, int64_t * n_classes, nf_err * err) {
+    static const char * const names[3] = {"support_x", "support_y", "query_x"};
+    int ok = nf_model_n_inputs(m) == 3;
+    for (int i = 0; ok && i < 3; i++) {
+        const struct nf_input_desc * d = nf_model_input(m, i);
+        ok = strcmp(d->name, names[i]) == 0 && d->ndim == (i == 1 ? 1 : 2) && (i == 1 || d->dtype == NF_ARRAY_F32);
+        if (ok && i == 1) {
+            *class_labels = d->dtype == NF_ARRAY_I64;
+            *n_classes = d->n_classes;
+        }
+    }
+    if (!ok)
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s does not take a table (support_x, support_y, query_x)",
+                           nf_model_type(m));
+    return NF_OK;
+}
+
+int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, double * out, float * logits_out,
+                         nf_err * err) {
+    if (!p || !m || !test || !out) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_predict: a NULL argument");
+    const struct nf_csv_table * te = &test->csv;
+    p->forward_ms = 0;
+    int * tcol = malloc((size_t) (p->n_feats + 1) * sizeof(int));
+    if (!tcol) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int rc = nf_pred_check(p, te, tcol, err);
+    int class_labels = 0;
+    int64_t model_classes = 0;
+    if (rc == NF_OK) rc = nf_pred_model(m, &class_labels, &model_classes, err);
+    if (rc == NF_OK && class_labels != (p->task == NF_PREDICT_CLASSIFICATION))
+        rc = nf__err_set(err, NF_ERR_ARG, "the target is a %s task but the model is a %s",
+                         p->task == NF_PREDICT_CLASSIFICATION ? "classification" : "regression",
+                         class_labels ? "classifier" : "regressor");
+    if (rc == NF_OK && class_labels && model_classes < p->n_classes)
+        rc = nf__err_set(err, NF_ERR_ARG, "the target has %lld classes; the model has %lld outputs",
+                         (long long) p->n_classes, (long long) model_classes);
+    if (rc != NF_OK) {
+        free(tcol);
+        return rc;
+    }
+    const int64_t ns = p->tr.n_rows, nq = te->n_rows;
+    const int F = p->n_order;
+    const int K = class_labels ? (int) p->n_classes : 1;
+    const int64_t width = class_labels ? model_classes : 1;
+    double ** xq = calloc((size_t) p->n_feats + 1, sizeof(double *));
+    float * xs = malloc((size_t) (ns * F) * sizeof(float));
+    float * xqm = malloc((size_t) (nq * F) * sizeof(float));
+    float * ys = malloc((size_t) ns * sizeof(float));
+    int64_t * ysi = malloc((size_t) ns * sizeof(int64_t));
+    float * logits = malloc((size_t) (nq * width) * sizeof(float));
+    double * acc = calloc((size_t) (nq * K), sizeof(double));
+    int nomem = !xq || !xs || !xqm || !ys || !ysi || !logits || !acc;
+    for (int j = 0; !nomem && j < F; j++) {
+        const int i = p->order[j];
+        if (!(xq[i] = malloc((size_t) nq * sizeof(double)))) nomem = 1;
+        else
+            nf_pred_transform(&p->feats[i], p->tr.cols[p->feats[i].col].type != NF_CSV_TEXT, &te->cols[tcol[i]], nq,
+                              xq[i]);
+    }
+    if (nomem) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    for (int64_t e = 0; rc == NF_OK && e < p->n_est; e++) {
+        const int * sign = p->signs + e * F;
+        const int regm = p->regmirror[e];
+        nf_pred_matrix(p, NULL, 0, sign, xs);
+        nf_pred_matrix(p, xq, nq, sign, xqm);
+        struct nf_array in[3];
+        memset(in, 0, sizeof(in));
+        in[0] = (struct nf_array){.name = "support_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {ns, F}, .data = xs};
+        if (class_labels) {
+            memcpy(ysi, p->yc, (size_t) ns * sizeof(int64_t));
+            in[1] = (struct nf_array){.name = "support_y", .dtype = NF_ARRAY_I64, .ndim = 1, .shape = {ns}, .data = ysi};
+        } else {
+            for (int64_t r = 0; r < ns; r++) {
+                double y = (p->yv[r] - p->y_min) / (p->y_max - p->y_min);
+                if (regm) y = 1 - y;
+                ys[r] = (float) y;
+            }
+            in[1] = (struct nf_array){.name = "support_y", .dtype = NF_ARRAY_F32, .ndim = 1, .shape = {ns}, .data = ys};
+        }
+        in[2] = (struct nf_array){.name = "query_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {nq, F}, .data = xqm};
+        const double t0 = nf_now_ms();
+        if ((rc = nf_model_forward(m, in, 3, logits, err)) != NF_OK) break;
+        p->forward_ms += nf_now_ms() - t0;
+        for (int64_t r = 0; r < nq && rc == NF_OK; r++) {
+            const float * l = logits + r * width;
+            for (int k = 0; k < K; k++) {
+                if (!isfinite(l[k])) {
+                    rc = nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits");
+                    break;
+                }
+                if (logits_out) logits_out[(e * nq + r) * K + k] = l[k];
+            }
+            if (rc != NF_OK) break;
+            if (class_labels) {
+                double mx = l[0], s = 0;
+                for (int k = 1; k < K; k++) mx = l[k] > mx ? l[k] : mx;
+                for (int k = 0; k < K; k++) s += exp((double) l[k] - mx);
+                for (int k = 0; k < K; k++) acc[r * K + k] += exp((double) l[k] - mx) / s;
+            } else {
+                float y = l[0];
+                if (regm) y = 1.0f - y;
+                acc[r] += (double) y * (p->y_max - p->y_min) + p->y_min;
+            }
+        }
+    }
+    if (rc == NF_OK)
+        for (int64_t i = 0; i < nq * K; i++) out[i] = acc[i] / (double) p->n_est;
+    if (xq)
+        for (int i = 0; i < p->n_feats; i++) free(xq[i]);
+    free(xq);
+    free(xs);
+    free(xqm);
+    free(ys);
+    free(ysi);
+    free(logits);
+    free(acc);
+    free(tcol);
+    return rc;
+}
+
+/* ---- accessors ------------------------------------------------------------------ */
+double nf_predictor_forward_ms(const nf_predictor * p) { return p->forward_ms; }
+int nf_predictor_task(const nf_predictor * p) { return p->task; }
+int64_t nf_predictor_n_train(const nf_predictor * p) { return p->tr.n_rows; }
+int64_t nf_predictor_n_estimators(const nf_predictor * p) { return p->n_est; }
+int64_t nf_predictor_n_outputs(const nf_predictor * p) {
+    return p->task == NF_PREDICT_CLASSIFICATION ? p->n_classes : 1;
+}
+const char * nf_predictor_target(const nf_predictor * p) { return p->tr.cols[p->ycol].name; }
+int64_t nf_predictor_n_classes(const nf_predictor * p) {
+    return p->task == NF_PREDICT_CLASSIFICATION ? p->n_classes : 0;
+}
+const char * nf_predictor_class_name(const nf_predictor * p, int64_t k) {
+    return p->task == NF_PREDICT_CLASSIFICATION && k >= 0 && k < p->n_classes ? p->class_name[k] : NULL;
+}
+void nf_predictor_target_range(const nf_predictor * p, double * y_min, double * y_max) {
+    *y_min = p->task == NF_PREDICT_REGRESSION ? p->y_min : 0;
+    *y_max = p->task == NF_PREDICT_REGRESSION ? p->y_max : 0;
+}
+int nf_predictor_n_columns(const nf_predictor * p) { return p->n_feats; }
+int nf_predictor_column(const nf_predictor * p, int i, struct nf_column_info * out) {
+    memset(out, 0, sizeof(*out));
+    if (i < 0 || i >= p->n_feats) return 0;
+    const struct nf_feat * f = &p->feats[i];
+    out->name = p->tr.cols[f->col].name;
+    out->csv_type = nf_col_type_name(&p->tr.cols[f->col]);
+    out->kind = f->kind == NF_FEAT_CAT ? "category" : f->kind == NF_FEAT_BOOL ? "bool" : "numeric";
+    out->dropped = f->dropped;
+    out->kept = f->kept;
+    out->mean = f->kept >= 0 ? f->mean : NAN;
+    if (f->kind == NF_FEAT_CAT) {
+        out->n_categories = f->n_cats;
+        out->categories = (const char * const *) f->cats;
+    }
+    if (f->kind == NF_FEAT_BOOL) {
+        out->true_str = f->true_str;
+        out->true_num = f->true_num;
+    }
+    return 1;
+}
+int nf_predictor_n_kept(const nf_predictor * p) { return p->n_order; }
+int nf_predictor_kept(const nf_predictor * p, int j) { return j >= 0 && j < p->n_order ? p->order[j] : -1; }
+const int * nf_predictor_mirror_signs(const nf_predictor * p, int64_t e) {
+    return e >= 0 && e < p->n_est ? p->signs + e * p->n_order : NULL;
+}
+int nf_predictor_regression_mirror(const nf_predictor * p, int64_t e) {
+    return e >= 0 && e < p->n_est ? p->regmirror[e] : 0;
+}
