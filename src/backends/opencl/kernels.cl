@@ -437,6 +437,8 @@ void nf_linear(__global const float * x, long x_off, long ldx,
                 const float e = NF_ERF(NF_GELU_ARG(t));
                 const float h = 0.5f * t;
                 t = h * (1.0f + e);
+            } else if (act == 2) {
+                t = t < 0.0f ? 0.0f : t;
             }
             __global float * yp = y + y_off + (long)gm * ldy + gn;
             *yp = accumulate ? *yp + t : t;
@@ -464,6 +466,8 @@ __kernel void nf_linear_epilogue(__global const float * tmp,
         const float e = NF_ERF(NF_GELU_ARG(t));
         const float h = 0.5f * t;
         t = h * (1.0f + e);
+    } else if (act == 2) {
+        t = t < 0.0f ? 0.0f : t;
     }
     __global float * yp = y + y_off + (long)gm * ldy + gn;
     *yp = accumulate ? *yp + t : t;
@@ -712,6 +716,26 @@ __kernel void nf_axial_pos(__global const float * e0, long e0_off,
     const float p = e0[e0_off + (t / n1) * D + c] + e1[e1_off + (t % n1) * D + c];
     __global float * xp = x + x_off + s * gs + t * ld + c;
     *xp = *xp + p;
+}
+
+/* ---- GATHER_ROWS ----------------------------------------------------------- */
+
+/* dim 0: c < k; dim 1: r < m.  g = scale * W[idx[r]][c] (a zero row for an
+ * index outside [0, n_table)); y[r][c] = accumulate ? y + g : g. */
+__kernel void nf_gather_rows(__global const int * idx, long idx_off,
+                             __global const float * W, long w_off, long ldw, long n_table,
+                             __global float * y, long y_off, long ldy,
+                             long m, int k, float scale, int accumulate)
+{
+    const int  c = get_global_id(0);
+    const long r = get_global_id(1);
+    if (c >= k || r >= m) {
+        return;
+    }
+    const long i = idx[idx_off + r];
+    const float g = (i >= 0 && i < n_table) ? scale * W[w_off + i * ldw + c] : 0.0f;
+    __global float * yp = y + y_off + r * ldy + c;
+    *yp = accumulate ? *yp + g : g;
 }
 
 /* ---- BUCKET_ROUTE / BUCKET_GATHER ---------------------------------------- */
