@@ -13,10 +13,12 @@
 
 extern const struct nf_model_i nf__mitra_model;
 extern const struct nf_model_i nf__sptransformer_model;
+extern const struct nf_model_i nf__tabstar_model;
 
 static const struct nf_model_i * const nf__models[] = {
     &nf__mitra_model,
     &nf__sptransformer_model,
+    &nf__tabstar_model,
 };
 #define NF_N_MODELS ((int) (sizeof(nf__models) / sizeof(nf__models[0])))
 
