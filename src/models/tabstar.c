@@ -38,17 +38,20 @@ static void nf__tab_free(void * impl) {
     free(m);
 }
 
-/* v1.1 (tabstar >= 1.2, "tabstarv1p1"): its own architecture and checkpoints */
+/* v1.1 (tabstar >= 1.2, tabstarv1p1): its config.json has model_type
+ * "tabstar" too, but its TabStarConfig writes d_num / reg_dist_bins /
+ * interaction_layers / text_model, and its class is TabSTARModel (v1:
+ * TabStarModel with d_model / embedding_model) */
 static int nf__tab_is_v1p1(const cJSON * doc) {
-    const cJSON * t = cJSON_GetObjectItemCaseSensitive(doc, "model_type");
-    if (cJSON_IsString(t) && strstr(t->valuestring, "v1p1")) return 1;
+    static const char * const keys[] = {"d_num", "reg_dist_bins", "interaction_layers", "text_model"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (cJSON_GetObjectItemCaseSensitive(doc, keys[i])) return 1;
     const cJSON * a = cJSON_GetObjectItemCaseSensitive(doc, "architectures");
     const cJSON * e;
     cJSON_ArrayForEach(e, a) {
-        if (cJSON_IsString(e) && (strstr(e->valuestring, "V1p1") || strstr(e->valuestring, "v1p1"))) return 1;
+        if (cJSON_IsString(e) && strcmp(e->valuestring, "TabSTARModel") == 0) return 1;
     }
-    const cJSON * v = cJSON_GetObjectItemCaseSensitive(doc, "tabstar_version");
-    return cJSON_IsString(v) && strcmp(v->valuestring, "1.0") != 0 && strcmp(v->valuestring, "1") != 0;
+    return 0;
 }
 
 static int nf__tab_load(nf_backend * be, const char * weights, const cJSON * config, const char * config_path,
