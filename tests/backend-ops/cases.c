@@ -329,6 +329,11 @@ static const struct {
     {0, 9, 257, 2, 32, 2, 0},
     {0, 8, 31, 3, 100, 2, 0},
     {0, 17, 33, 1, 128, 1, 1},
+    /* head_dim above 128 (opencl: its wide kernel): TabSTAR's fusion layer
+     * (2 heads of 192 over 2 tokens, many groups), odd sizes */
+    {1, 2, 2, 2, 192, 50, 0},
+    {0, 19, 21, 1, 256, 2, 1},
+    {1, 9, 9, 3, 129, 3, 0},
 };
 
 static void case_attention(struct tcase * tc, int v) {

@@ -93,9 +93,9 @@ static bool sup_attention(nf_backend * be, const nf_op * op) {
     struct nf_cl * c = be->ctx;
     const struct nf_attention_params * p = &op->p.attention;
     return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]) &&
-           is_f32(&op->dst[0]) && p->head_dim >= 1 && p->head_dim <= NF_CL_ATTN_MAX_HD && p->lk >= 1 &&
+           is_f32(&op->dst[0]) && p->head_dim >= 1 && p->head_dim <= NF_CL_ATTNW_MAX_HD && p->lk >= 1 &&
            fits_int(p->lq) && fits_int(p->lk) && fits_int(p->n_heads) && fits_int(p->n_groups) &&
-           c->kwg[K_ATTENTION] >= NF_CL_ATTN_WG;
+           c->kwg[p->head_dim <= NF_CL_ATTN_MAX_HD ? K_ATTENTION : K_ATTENTION_WIDE] >= NF_CL_ATTN_WG;
 }
 
 static bool sup_batch_norm(nf_backend * be, const nf_op * op) {
@@ -275,10 +275,12 @@ static int op_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const nf_tensor * v = &op->src[2];
     const nf_tensor * o = &op->dst[0];
     const struct nf_attention_params * p = &op->p.attention;
+    const int wide = p->head_dim > NF_CL_ATTN_MAX_HD;
+    const size_t rows = wide ? NF_CL_ATTNW_ROWS : NF_CL_ATTN_ROWS;
     const size_t ls[3] = {NF_CL_ATTN_WG, 1, 1};
-    const size_t gs[3] = {((size_t) p->lq + NF_CL_ATTN_ROWS - 1) / NF_CL_ATTN_ROWS * NF_CL_ATTN_WG, (size_t) p->n_heads,
+    const size_t gs[3] = {((size_t) p->lq + rows - 1) / rows * NF_CL_ATTN_WG, (size_t) p->n_heads,
                           (size_t) p->n_groups};
-    return LAUNCH(c, K_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)), KLONG(toff(k)),
+    return LAUNCH(c, wide ? K_ATTENTION_WIDE : K_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)), KLONG(toff(k)),
                   KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)), KINT(p->lq), KINT(p->lk),
                   KINT(p->head_dim), KLONG(p->q_gs), KLONG(p->q_ss), KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs),
                   KLONG(p->o_ss), KFLT(p->scale));
