@@ -11,6 +11,7 @@
 #include "io/nf-io.h"
 #include "models/tabstar-cells.h"
 #include "models/tabstar-impl.h"
+#include "text/nf-text.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -163,6 +164,29 @@ static void run_case(const char * cdir, const char * name, const char * device) 
     struct nf_tab_cells c;
     snprintf(p, sizeof(p), "%s/cells.json", cdir);
     if (m) CHECK_RC(nf__tab_cells_load(p, nf__tab_vocab(m), &c, &err), NF_OK, &err);
+    /* upstream's tokenizer ids of every distinct string */
+    snprintf(p, sizeof(p), "%s/token_ids.json", cdir);
+    cJSON * tj = NULL;
+    if (m && nf__json_read_file(p, &tj, &err) == NF_OK) {
+        const cJSON * strs = cJSON_GetObjectItem(tj, "strings");
+        const cJSON * idl = cJSON_GetObjectItem(tj, "ids");
+        int32_t ids[NF_TAB_MAX_TOKENS];
+        int n_same = 0, n_str = cJSON_GetArraySize(strs), longest = 0;
+        for (int i = 0; i < n_str; i++) {
+            const char * t = cJSON_GetArrayItem(strs, i)->valuestring;
+            const cJSON * want_ids = cJSON_GetArrayItem(idl, i);
+            int n = 0, same;
+            CHECK_RC(nf__wp_encode(nf__tab_vocab(m), t, strlen(t), NF_TAB_MAX_TOKENS, ids, &n, "t", NULL, &err),
+                     NF_OK, &err);
+            same = n == cJSON_GetArraySize(want_ids);
+            for (int j = 0; same && j < n; j++) same = ids[j] == cJSON_GetArrayItem(want_ids, j)->valueint;
+            CHECK(same, "%s: string %d tokenized differently from upstream", name, i);
+            n_same += same;
+            longest = n > longest ? n : longest;
+        }
+        printf("%s: %d/%d strings tokenized as upstream (longest %d ids)\n", name, n_same, n_str, longest);
+    }
+    cJSON_Delete(tj);
     struct nf_npy want;
     snprintf(p, sizeof(p), "%s/logits.npy", cdir);
     CHECK_RC(nf__npy_read(p, &want, &err), NF_OK, &err);

@@ -57,7 +57,7 @@ static int64_t nf__tab_dim(const void * c, char sym, const int * idx, int depth)
     }
 /* the 12 entries of a TransformerEncoderLayer under prefix P */
 #define TEL(P, SL)                                                                                  \
-    LINW(P "self_attn.in_proj", "3D D", "D", SL, in_w),                                             \
+    {P "self_attn.in_proj_weight", "3D D", .fan_in = "D", .slot = SL(in_w)},                        \
         {P "self_attn.in_proj_bias", "3D", .fan_in = "D", .slot = SL(in_b)},                        \
         LINW(P "self_attn.out_proj", "D D", "D", SL, out_w), LINB(P "self_attn.out_proj", "D", "D", SL, out_b), \
         LINW(P "linear1", "F D", "D", SL, l1_w), LINB(P "linear1", "F", "D", SL, l1_b),             \
