@@ -43,7 +43,13 @@ CASES = {
     "cls5": (12, 3, 3000, "classification", ["red", "green", "blue", "dark red", "Lower than 5"], 3),
     "reg": (13, 2, 2000, "regression", None, 5),
     "full-cls3": (14, 12, 30522, "classification", ["cat", "dog", "bird"], 2),
+    "lora-cls3": (15, 2, 2000, "classification", ["low", "medium", "high"], 3),
 }
+# LoRA cases: a random PEFT adapter (upstream's target modules, training/lora.py; the
+# text layers below LORA_FROZEN excluded as upstream excludes 0..5 of 12), merged by
+# PEFT (merge_and_unload): the expected logits are the merged model's
+LORA = {"lora-cls3": dict(r=2, alpha=4, frozen=1)}
+LORA_TARGETS = ["query", "key", "value", "out_proj", "linear1", "linear2", "cls_head.layers.0", "reg_head.layers.0"]
 
 
 def bins(col, b):
@@ -141,14 +147,39 @@ def cmd_make(args):
             C = len(targets)
             xt = np.array(x_txt, dtype=object)
             xn = np.array(x_num, dtype=np.float32)
+            adir = None
+            if name in LORA:
+                from peft import LoraConfig, get_peft_model
+                lc = LORA[name]
+                with torch.no_grad():
+                    base_logits = model(xt, xn, C).float().numpy()
+                prefixes = tuple(f"text_encoder.encoder.layer.{i}." for i in range(lc["frozen"]))
+                excl = [n for n, _ in model.named_modules() if n.startswith(prefixes)]
+                peft_model = get_peft_model(model, LoraConfig(r=lc["r"], lora_alpha=lc["alpha"],
+                                                              target_modules=LORA_TARGETS, exclude_modules=excl,
+                                                              lora_dropout=0.1, bias="none"))
+                g = torch.Generator().manual_seed(seed)
+                with torch.no_grad():
+                    for n, p in peft_model.named_parameters():
+                        if "lora_A" in n or "lora_B" in n:
+                            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+                adir = os.path.join(tmp, "adapter")
+                peft_model.save_pretrained(adir)
+                model = peft_model.merge_and_unload()
+                model.eval()
             with torch.no_grad(), torch.autocast(device_type="cpu", enabled=False):
                 logits = model(xt, xn, C).float().numpy()
+            if adir:
+                print(f"{name}: the adapter moves the logits by up to {np.abs(logits - base_logits).max():.3g}")
             uniq = np.unique(xt)
             ids = [model.tokenizer(str(s), truncation=True)["input_ids"] for s in uniq]
-        cdir = os.path.join(args.out, name)
-        os.makedirs(cdir, exist_ok=True)
+            cdir = os.path.join(args.out, name)
+            os.makedirs(cdir, exist_ok=True)
+            if adir:
+                shutil.rmtree(os.path.join(cdir, "adapter"), ignore_errors=True)
+                shutil.copytree(adir, os.path.join(cdir, "adapter"), ignore=shutil.ignore_patterns("README.md"))
         with open(os.path.join(cdir, "case.json"), "w") as f:
-            json.dump({"seed": seed, "layers": layers, "vocab": vocab,
+            json.dump({"seed": seed, "layers": layers, "vocab": vocab, **({"adapter": "adapter"} if name in LORA else {}),
                        "upstream": "tabstar TabStarModel.forward(x_txt, x_num, d_output), cpu fp32 eval no_grad"}, f,
                       indent=1)
         cells = {"format": "nofall-tabstar-cells/1", "task": task, "n_target_tokens": C, "n_rows": n_rows,

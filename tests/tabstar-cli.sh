@@ -50,6 +50,13 @@ grep -q '^LOGITS_SHAPE=1x2' "$T/run2.out" && grep -q '^EXIT_CODE=0' "$T/run2.out
 "$BIN" run --model "$T/m" --out "$T/o3" --seed 42 > /dev/null 2>&1
 cmp -s "$T/o2/logits.npy" "$T/o3/logits.npy" && ok "seeded run is deterministic" || bad "seeded run not deterministic"
 
+# --adapter: the fixture lora-cls3's PEFT adapter on its weights (seed 15)
+"$BIN" gen-weights tabstar --out "$T/ml" --seed 15 --layers 2 --vocab 2000 > /dev/null 2>&1
+"$BIN" run --model "$T/ml" --adapter "$FX/lora-cls3/adapter" --cells "$FX/lora-cls3/cells.json" --out "$T/o4" > "$T/run4.out" 2>&1
+grep -q '^EXIT_CODE=0' "$T/run4.out" && grep -q '"adapter":.*26 modules, r 2' "$T/o4/report.json" && ok "run --adapter: report.json names the merge" || { bad "run --adapter"; cat "$T/run4.out"; }
+expect_fail adapter-spt "adapter_config.json" "$BIN" run --model "$T/ml" --adapter "$T/m" --out "$T/bad0"
+empty_dir "$T/bad0" "not an adapter directory"
+
 # bad input: exit != 0, nothing written
 printf '{"format":"nofall-tabstar-cells/1","task":"classification","n_target_tokens":2,"n_rows":1,"n_cells":3,"x_txt":[["a","b"]],"x_num":[[0,0,0]],"classes":["x","y"]}' > "$T/ragged.json"
 expect_fail ragged "does not have n_cells" "$BIN" run --model "$T/m" --cells "$T/ragged.json" --out "$T/bad1"

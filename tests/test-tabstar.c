@@ -104,6 +104,36 @@ static void test_load(void) {
         /* the JSON reader refuses it first, with the byte offset */
         CHECK_RC(nf__tab_cells_load(p, wp, &c, &err), NF_ERR_FORMAT, &err);
         CHECK_MSG(&err, "invalid UTF-8 at byte");
+        /* adapters: another model's key; a shape that does not fit; another peft type */
+        char adir[600], sp[700];
+        snprintf(adir, sizeof(adir), "%s/adapter", g_tmp);
+        nf__mkdir_p(adir, NULL);
+        snprintf(sp, sizeof(sp), "%s/adapter_config.json", adir);
+        write_text(sp, "{\"peft_type\": \"LORA\", \"r\": 2, \"lora_alpha\": 4, \"bias\": \"none\", "
+                       "\"target_modules\": [\"query\", \"dense\", \"linear1\"]}");
+        static float za[2 * 384], zb[1536 * 2];
+        struct nf_st_entry ents[2] = {
+            {"base_model.model.encoder.layers.0.self_attn.q_proj.lora_A.weight", 2, {2, 384}, za, NF_ST_F32},
+            {"base_model.model.encoder.layers.0.self_attn.q_proj.lora_B.weight", 2, {384, 2}, zb, NF_ST_F32},
+        };
+        snprintf(sp, sizeof(sp), "%s/adapter_model.safetensors", adir);
+        CHECK_RC(nf__st_write(sp, ents, 2, &err), NF_OK, &err);
+        char sum[256];
+        CHECK_RC(nf__tab_merge_adapter(m, adir, sum, sizeof(sum), &err), NF_ERR_CHECKPOINT, &err);
+        CHECK_MSG(&err, "matches no Linear of TabSTAR");
+        ents[0].name = "base_model.model.tabular_encoder.encoder.layers.0.linear1.lora_A.weight";
+        ents[1].name = "base_model.model.tabular_encoder.encoder.layers.0.linear1.lora_B.weight";
+        CHECK_RC(nf__st_write(sp, ents, 2, &err), NF_OK, &err); /* B is (384, 2): linear1 is (1536, 384) */
+        CHECK_RC(nf__tab_merge_adapter(m, adir, sum, sizeof(sum), &err), NF_ERR_CHECKPOINT, &err);
+        CHECK_MSG(&err, "lora_B [1536, 2]");
+        ents[1].shape[0] = 1536;
+        CHECK_RC(nf__st_write(sp, ents, 2, &err), NF_OK, &err);
+        CHECK_RC(nf__tab_merge_adapter(m, adir, sum, sizeof(sum), &err), NF_OK, &err);
+        CHECK(strstr(sum, "1 modules") != NULL, "%s", sum);
+        snprintf(sp, sizeof(sp), "%s/adapter_config.json", adir);
+        write_text(sp, "{\"peft_type\": \"IA3\", \"r\": 2, \"lora_alpha\": 4, \"target_modules\": [\"linear1\"]}");
+        CHECK_RC(nf__tab_merge_adapter(m, adir, sum, sizeof(sum), &err), NF_ERR_CHECKPOINT, &err);
+        CHECK_MSG(&err, "LORA");
         nf_model_free(m);
     }
     /* a vocabulary of another size */
@@ -151,6 +181,9 @@ static void run_case(const char * cdir, const char * name, const char * device) 
     if (!cj) return;
     const int seed = cJSON_GetObjectItem(cj, "seed")->valueint, layers = cJSON_GetObjectItem(cj, "layers")->valueint,
               vocab = cJSON_GetObjectItem(cj, "vocab")->valueint;
+    char adir[1100] = "";
+    if (cJSON_IsString(cJSON_GetObjectItem(cj, "adapter")))
+        snprintf(adir, sizeof(adir), "%s/%s", cdir, cJSON_GetObjectItem(cj, "adapter")->valuestring);
     cJSON_Delete(cj);
     snprintf(wdir, sizeof(wdir), "%s/w-%d-%d-%d", g_tmp, seed, layers, vocab);
     struct stat sb;
@@ -161,6 +194,11 @@ static void run_case(const char * cdir, const char * name, const char * device) 
     if (rc != NF_OK) return;
     nf_model * m = NULL;
     CHECK_RC(nf_model_load(be, wdir, &m, &err), NF_OK, &err);
+    if (m && adir[0]) {
+        char summary[1024];
+        CHECK_RC(nf__tab_merge_adapter(m, adir, summary, sizeof(summary), &err), NF_OK, &err);
+        printf("%s: merged %s\n", name, summary);
+    }
     struct nf_tab_cells c;
     snprintf(p, sizeof(p), "%s/cells.json", cdir);
     if (m) CHECK_RC(nf__tab_cells_load(p, nf__tab_vocab(m), &c, &err), NF_OK, &err);

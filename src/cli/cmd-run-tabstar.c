@@ -5,7 +5,8 @@
  * Inputs (one of): --cells CELLS.json ("nofall-tabstar-cells/1": what
  * upstream's TabStarModel.forward(x_txt, x_num, d_output) consumes), or the
  * seeded input (--seed S, default 42): one row, 2 target tokens and 6
- * numerical feature cells drawn from splitmix64.
+ * numerical feature cells drawn from splitmix64. --adapter DIR merges a PEFT
+ * LoRA adapter into the weights first (tabstar-lora.c).
  *
  * Artifacts: logits.npy (float32 (B, C)); classification: probabilities.npy
  * (softmax over the C target tokens), class_ids.npy (int64 argmax);
@@ -29,14 +30,14 @@ static const char * const nf_tab_artifacts[] = {
 #define NF_TAB_N_ARTIFACTS ((int) (sizeof(nf_tab_artifacts) / sizeof(nf_tab_artifacts[0])))
 
 struct nf_tab_opts {
-    const char *model, *device, *out, *trace, *cells;
+    const char *model, *device, *out, *trace, *cells, *adapter;
     uint64_t seed;
     int have_seed, precision;
 };
 
 static int nf_tab_parse(int argc, char ** argv, struct nf_tab_opts * o) {
-    static const char * const flags[] = {"--model", "--device", "--out",       "--seed",
-                                         "--cells", "--trace",  "--precision", NULL};
+    static const char * const flags[] = {"--model", "--device",    "--out",     "--seed", "--cells",
+                                         "--trace", "--precision", "--adapter", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     o->seed = 42;
@@ -173,6 +174,8 @@ static int nf_tab_main(const struct nf_tab_opts * o, nf_err * err) {
     if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) goto done;
     nf_trace_reset(be, o->trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
     if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
+    char adapter[4400] = "none";
+    if (o->adapter && (rc = nf__tab_merge_adapter(m, o->adapter, adapter, sizeof(adapter), err)) != NF_OK) goto done;
     const struct nf__wordpiece * wp = nf__tab_vocab(m);
     if (o->cells) {
         rc = nf__tab_cells_load(o->cells, wp, &c, err);
@@ -246,7 +249,7 @@ static int nf_tab_main(const struct nf_tab_opts * o, nf_err * err) {
     int64_t ntok = 0;
     for (int64_t u = 0; u < c.n_strings; u++) ntok += c.token_lengths[u];
     cJSON_AddNumberToObject(rep, "text_tokens", (double) ntok);
-    cJSON_AddStringToObject(rep, "adapter", "none");
+    cJSON_AddStringToObject(rep, "adapter", adapter);
     if (c.classes) cJSON_AddItemToObject(rep, "classes", cJSON_Duplicate(c.classes, 1));
     if (c.regression)
         cJSON_AddStringToObject(rep, "predictions",

@@ -64,6 +64,7 @@ typedef struct nf_tab {
     nf_stage_fn stage_fn;
     void * stage_user;
     int64_t last_strings, last_tokens; /* facts about the last forward */
+    int adapter_modules;               /* LoRA modules merged (tabstar-lora.c) */
     struct {
         char inputs[32], logits[32], ops[96];
     } placement;
@@ -95,6 +96,11 @@ int nf__tab_forward_tokens(nf_tab * m, const int32_t * ids, const int32_t * lens
 void nf__tab_release_workspace(nf_tab * m);
 int nf__tab_stage_count(const nf_tab * m);
 int nf__tab_stage_name(const nf_tab * m, int i, char * out, size_t n);
+
+/* Merge the PEFT LoRA adapter in dir (adapter_config.json +
+ * adapter_model.safetensors) into the loaded weights (tabstar-lora.c);
+ * summary: what was merged, in words */
+int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, size_t summary_n, nf_err * err);
 
 /* the loaded tokenizer (for the CLI's string inputs) */
 const struct nf__wordpiece * nf__tab_vocab(const nf_model * model);
