@@ -63,6 +63,8 @@ static int nf_tab_parse(int argc, char ** argv, struct nf_tab_opts * o) {
             o->have_seed = 1;
         } else if (strcmp(a, "--cells") == 0)
             o->cells = v;
+        else if (strcmp(a, "--adapter") == 0)
+            o->adapter = v;
         else if (strcmp(a, "--trace") == 0)
             o->trace = v;
         else if (strcmp(a, "--precision") == 0) {
