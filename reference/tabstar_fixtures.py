@@ -26,6 +26,11 @@ Each case directory: case.json (gen-weights seed / layers / vocab), cells.json
 logits.npy (float32 (n_rows, C), upstream's TabStarModel.forward), and
 token_ids.json (upstream's tokenizer ids of every distinct string, in
 np.unique order, for debugging).
+
+    .venv-tab/bin/python reference/tabstar_fixtures.py keys --out tests/fixtures/tabstar/state_dict_keys.txt
+
+writes upstream's state_dict listing at the released size, which
+tests/test-tabstar.c compares with nofall's weight table.
 """
 import argparse
 import json
@@ -193,6 +198,25 @@ def cmd_make(args):
         print(f"{name}: logits {logits.shape}, {len(uniq)} distinct strings, max |logit| {np.abs(logits).max():.4g}")
 
 
+def cmd_keys(args):
+    """upstream's state_dict at the released size (12 text layers, vocabulary 30522): "name dtype shape" lines."""
+    import torch
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab = os.path.join(tmp, "vocab.txt")
+        with open(vocab, "w") as f:
+            f.write("".join(f"[unused{i}]\n" for i in range(30522)))
+        e5 = os.path.join(tmp, "e5")
+        build_e5(e5, 12, vocab, 30522)
+        import tabstar.arch.arch as arch
+        from tabstar.arch.config import TabStarConfig
+        arch.E5_SMALL_LOCAL_PATH = e5
+        sd = arch.TabStarModel(TabStarConfig()).state_dict()
+    with open(args.out, "w") as f:
+        for k, v in sd.items():
+            f.write(f"{k} {str(v.dtype).replace('torch.', '')} {list(v.shape)}\n".replace(", ", ","))
+    print(f"{len(sd)} keys, {sum(v.numel() for v in sd.values())} values -> {args.out}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -200,9 +224,13 @@ def main():
     mk.add_argument("--nofall", required=True)
     mk.add_argument("--out", required=True)
     mk.add_argument("--only", default="")
+    ks = sub.add_parser("keys")
+    ks.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.cmd == "make":
         cmd_make(args)
+    elif args.cmd == "keys":
+        cmd_keys(args)
 
 
 if __name__ == "__main__":

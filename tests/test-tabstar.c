@@ -31,7 +31,7 @@ static int gen(const char * dir, uint64_t seed, int layers, int vocab, nf_err * 
 }
 
 /* the full-size table: 295 keys (+ the ignored position_ids), 47,263,874 parameters */
-static void test_table(void) {
+static void test_table(const char * fixtures) {
     struct nf_tab_config cfg;
     nf__tab_config_default(&cfg);
     struct nf_wkey * keys = NULL;
@@ -50,6 +50,33 @@ static void test_table(void) {
     CHECK(n == 296 && strcmp(keys[5].name, "text_encoder.embeddings.position_ids") == 0, "ignored buffer");
     CHECK(strcmp(keys[6].name, "text_encoder.encoder.layer.0.attention.self.query.weight") == 0, "%s", keys[6].name);
     CHECK(strcmp(keys[n - 1].name, "reg_head.layers.2.bias") == 0, "%s", keys[n - 1].name);
+    /* upstream's state_dict, in order (reference/tabstar_fixtures.py keys) */
+    char p[1024], line[256];
+    snprintf(p, sizeof(p), "%s/state_dict_keys.txt", fixtures);
+    FILE * f = fopen(p, "r");
+    CHECK(f != NULL, "%s", p);
+    int j = 0, same = 0;
+    for (int i = 0; f && i < n; i++) {
+        if (!nf__wkey_loaded(&keys[i])) continue;
+        if (!fgets(line, sizeof(line), f)) break;
+        char want[256], shape[64];
+        nf__shape_str(shape, sizeof(shape), keys[i].ndim, keys[i].shape);
+        /* "[a, b]" -> "[a,b]" */
+        char * w = shape;
+        for (char * r = shape; *r; r++)
+            if (*r != ' ') *w++ = *r;
+        *w = '\0';
+        snprintf(want, sizeof(want), "%s float32 %s\n", keys[i].name, shape);
+        const int ok = strcmp(want, line) == 0;
+        CHECK(ok, "key %d: nofall '%s', upstream '%s'", j, want, line);
+        same += ok;
+        j++;
+    }
+    if (f) {
+        CHECK(!fgets(line, sizeof(line), f), "upstream has more keys: %s", line);
+        fclose(f);
+    }
+    printf("weight table vs upstream's state_dict: %d/%d keys identical (name, dtype, shape, order)\n", same, j);
     free(keys);
 }
 
@@ -273,7 +300,7 @@ int main(int argc, char ** argv) {
     }
     nf__mkdir_p(g_tmp, NULL);
     if (argc == 2) {
-        test_table();
+        test_table(argv[1]);
         test_load();
     } else {
         nf_err err = {0};
