@@ -57,6 +57,17 @@ grep -q '^EXIT_CODE=0' "$T/run4.out" && grep -q '"adapter":.*26 modules, r 2' "$
 expect_fail adapter-spt "adapter_config.json" "$BIN" run --model "$T/ml" --adapter "$T/m" --out "$T/bad0"
 empty_dir "$T/bad0" "not an adapter directory"
 
+# tokenize: upstream's ids (the fixture's token_ids.json, all its strings)
+if command -v python3 > /dev/null; then
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); json.dump(d["strings"], open(sys.argv[2],"w"))' "$FX/cls2/token_ids.json" "$T/strings.json"
+  "$BIN" tokenize --model "$T/m" --strings "$T/strings.json" --out "$T/tok" > "$T/tok.out" 2>&1
+  python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))["ids"]; sys.exit(0 if a==b else 1)' "$T/tok/token_ids.json" "$FX/cls2/token_ids.json" \
+    && ok "tokenize: ids identical to upstream's" || { bad "tokenize"; cat "$T/tok.out"; }
+fi
+printf '["fine", "bad \xff"]' > "$T/badstr.json"
+expect_fail tokenize-utf8 "invalid UTF-8" "$BIN" tokenize --model "$T/m" --strings "$T/badstr.json" --out "$T/badtok"
+empty_dir "$T/badtok" "tokenize, invalid UTF-8"
+
 # bad input: exit != 0, nothing written
 printf '{"format":"nofall-tabstar-cells/1","task":"classification","n_target_tokens":2,"n_rows":1,"n_cells":3,"x_txt":[["a","b"]],"x_num":[[0,0,0]],"classes":["x","y"]}' > "$T/ragged.json"
 expect_fail ragged "does not have n_cells" "$BIN" run --model "$T/m" --cells "$T/ragged.json" --out "$T/bad1"

@@ -261,7 +261,7 @@ int nf__tab_gen_weights(const char * dir, const char * ckpt_path, uint64_t seed,
     nf__path_join(path, sizeof(path), dir, "vocab.txt");
     NF_TRY(nf__tab_write_vocab(path, cfg.vocab, err));
     NF_TRY(nf__tab_config_write(dir, &cfg, err));
-    snprintf(summary, summary_n, "text encoder %d layers, vocabulary %d, 6 interaction layers, d 384",
+    snprintf(summary, summary_n, "and vocab.txt: text encoder %d layers, vocabulary %d, 6 interaction layers, d 384",
              cfg.text_layers, cfg.vocab);
     return NF_OK;
 }
