@@ -68,6 +68,16 @@ printf '["fine", "bad \xff"]' > "$T/badstr.json"
 expect_fail tokenize-utf8 "invalid UTF-8" "$BIN" tokenize --model "$T/m" --strings "$T/badstr.json" --out "$T/badtok"
 empty_dir "$T/badtok" "tokenize, invalid UTF-8"
 
+# verify against the fixture (its weights) and against cpu; the wrong weights fail (exit 3); bench
+"$BIN" verify --model "$T/m" --device cpu --against "$FX/cls2" > "$T/v1.out" 2>&1
+[ $? -eq 0 ] && grep -q '^RESULT=PASS' "$T/v1.out" && ok "verify --against the fixture" || { bad "verify fixture"; cat "$T/v1.out"; }
+"$BIN" verify --model "$T/m" --device cpu --against cpu > "$T/v2.out" 2>&1
+[ $? -eq 0 ] && grep -q '^RESULT=PASS' "$T/v2.out" && ok "verify --against cpu" || { bad "verify cpu"; cat "$T/v2.out"; }
+"$BIN" verify --model "$T/m" --device cpu --against "$FX/cls5" > "$T/v3.out" 2>&1
+[ $? -eq 3 ] && grep -q '^RESULT=FAIL' "$T/v3.out" && ok "verify: other weights fail (exit 3)" || { bad "verify mismatch"; cat "$T/v3.out"; }
+"$BIN" bench --model "$T/m" --device cpu --warmup 0 --runs 1 > "$T/b.out" 2>&1
+grep -q '^MEDIAN_MS=' "$T/b.out" && grep -q '^EXIT_CODE=0' "$T/b.out" && ok "bench" || { bad "bench"; cat "$T/b.out"; }
+
 # bad input: exit != 0, nothing written
 printf '{"format":"nofall-tabstar-cells/1","task":"classification","n_target_tokens":2,"n_rows":1,"n_cells":3,"x_txt":[["a","b"]],"x_num":[[0,0,0]],"classes":["x","y"]}' > "$T/ragged.json"
 expect_fail ragged "does not have n_cells" "$BIN" run --model "$T/m" --cells "$T/ragged.json" --out "$T/bad1"

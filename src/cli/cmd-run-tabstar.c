@@ -88,7 +88,8 @@ static int nf_tab_parse(int argc, char ** argv, struct nf_tab_opts * o) {
 
 /* the seeded input: 1 row; targets "no"/"yes" of "target"; features f0..f5
  * with a bin label and a z-score from splitmix64 (nf__rng_next) at seed */
-static cJSON * nf_tab_seeded(uint64_t seed) {
+cJSON * nf_tab_seeded_cells(uint64_t seed);
+cJSON * nf_tab_seeded_cells(uint64_t seed) {
     uint64_t s = seed;
     cJSON * d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "format", "nofall-tabstar-cells/1");
@@ -183,7 +184,7 @@ static int nf_tab_main(const struct nf_tab_opts * o, nf_err * err) {
     if (o->cells) {
         rc = nf__tab_cells_load(o->cells, wp, &c, err);
     } else {
-        cJSON * d = nf_tab_seeded(o->seed);
+        cJSON * d = nf_tab_seeded_cells(o->seed);
         rc = d ? nf__tab_cells_build(d, "the seeded input", wp, &c, err) : nf__err_set(err, NF_ERR_NOMEM, "no memory");
         cJSON_Delete(d);
     }

@@ -38,6 +38,8 @@ static void nf_usage(FILE * f) {
         "  TabSTAR (DIR with config.json, model.safetensors, vocab.txt):\n"
         "  nofall gen-weights tabstar --out DIR [--seed N] [--layers 12] [--vocab 30522]\n"
         "  nofall run --model DIR --out OUTDIR [--device D] [--adapter LORA_DIR] [--cells CELLS.json | --seed 42]\n"
+        "  nofall verify --model DIR --device DEV --against cpu|CASE_DIR [--adapter A] [--cells C.json]\n"
+        "  nofall bench --model DIR --device DEV [--cells C.json] [--adapter A] [--warmup 2] [--runs 10]\n"
         "  nofall tokenize --model DIR --strings S.json --out OUT   (OUT/token_ids.json)\n",
         NF_VERSION);
 }
