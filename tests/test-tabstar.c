@@ -194,6 +194,52 @@ static void test_load(void) {
     CHECK_RC(nf_model_load(be, dir, &m, &err), NF_ERR_CHECKPOINT, &err);
     CHECK_MSG(&err, "unexpected");
     CHECK_MSG(&err, "text_encoder.encoder.layer.1.");
+    /* missing: 1-layer weights under a 2-layer config */
+    char dir3[512];
+    snprintf(dir3, sizeof(dir3), "%s/small3", g_tmp);
+    CHECK_RC(gen(dir3, 3, 1, 1000, &err), NF_OK, &err);
+    snprintf(src, sizeof(src), "%s/model.safetensors", dir3);
+    snprintf(dst, sizeof(dst), "%s/model.safetensors", dir2);
+    CHECK(rename(src, dst) == 0, "rename");
+    CHECK_RC(nf_model_load(be, dir2, &m, &err), NF_ERR_CHECKPOINT, &err);
+    CHECK_MSG(&err, "missing 'text_encoder.encoder.layer.1.attention.self.query.weight'");
+    /* mis-shaped: a 1001-token embedding under a 1000-token config (vocab.txt of 1001 to pass that check) */
+    CHECK_RC(gen(dir3, 3, 1, 1001, &err), NF_OK, &err);
+    snprintf(dst, sizeof(dst), "%s/config.json", dir3);
+    if (text) write_text(dst, text);
+    snprintf(dst, sizeof(dst), "%s/vocab.txt", dir3);
+    CHECK_RC(nf__tab_write_vocab(dst, 1000, &err), NF_OK, &err);
+    CHECK_RC(nf_model_load(be, dir3, &m, &err), NF_ERR_CHECKPOINT, &err);
+    CHECK_MSG(&err, "'text_encoder.embeddings.word_embeddings.weight' has shape [1001, 384]");
+    /* an old transformers' position_ids buffer (I64 [1, 512]) is accepted and ignored */
+    CHECK_RC(gen(dir3, 3, 1, 1000, &err), NF_OK, &err);
+    snprintf(src, sizeof(src), "%s/model.safetensors", dir3);
+    struct nf_safetensors st;
+    if (nf__st_open(src, &st, &err) == NF_OK) {
+        struct nf_st_entry * ents = calloc((size_t) st.n_tensors + 1, sizeof(*ents));
+        static int64_t pos_ids[512];
+        for (int i = 0; i < 512; i++) pos_ids[i] = i;
+        for (int i = 0; ents && i < st.n_tensors; i++) {
+            ents[i].name = st.tensors[i].name;
+            ents[i].ndim = st.tensors[i].ndim;
+            for (int d = 0; d < st.tensors[i].ndim; d++) ents[i].shape[d] = st.tensors[i].shape[d];
+            ents[i].data = nf__st_data(&st, &st.tensors[i]);
+            ents[i].dtype = st.tensors[i].dtype;
+        }
+        if (ents) {
+            ents[st.n_tensors] = (struct nf_st_entry){"text_encoder.embeddings.position_ids", 2, {1, 512}, pos_ids,
+                                                      NF_ST_I64};
+            snprintf(dst, sizeof(dst), "%s/with-pos.safetensors", dir3);
+            CHECK_RC(nf__st_write(dst, ents, st.n_tensors + 1, &err), NF_OK, &err);
+        }
+        free(ents);
+        nf__st_close(&st);
+        CHECK(rename(dst, src) == 0, "rename");
+        CHECK_RC(nf_model_load(be, dir3, &m, &err), NF_OK, &err);
+        if (m) CHECK(nf_model_n_params(m) == 47263874 - 11 * 1774464 - (30522 - 1000) * 384, "params");
+        nf_model_free(m);
+        m = NULL;
+    }
     free(text);
     nf_backend_free(be);
 }
