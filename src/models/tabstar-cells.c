@@ -12,6 +12,7 @@
 #include "weights.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,11 @@ int nf__tab_cells_build(const cJSON * doc, const char * path, const struct nf__w
             if (!cJSON_IsString(st) || !cJSON_IsNumber(nu)) {
                 rc = nf__err_set(err, NF_ERR_INPUT, "%s: cell [%lld][%lld]: x_txt must be a string, x_num a number",
                                  path, (long long) r, (long long) s);
+                break;
+            }
+            if (!(fabs(nu->valuedouble) <= (double) FLT_MAX)) {
+                rc = nf__err_set(err, NF_ERR_INPUT, "%s: x_num[%lld][%lld] = %g does not fit a float32", path,
+                                 (long long) r, (long long) s, nu->valuedouble);
                 break;
             }
             c->x_num[r * S + s] = (float) nu->valuedouble; /* parsed as double, cast to float32 */

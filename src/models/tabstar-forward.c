@@ -16,6 +16,7 @@
 #include "nf-ops.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,14 @@ int nf__tab_forward_tokens(nf_tab * m, const int32_t * ids, const int32_t * lens
             order[p] = u;
             where[u] = p;
         }
+    }
+    if (T > INT32_MAX / 4 || 2 * BS > INT32_MAX / 4 || BC > INT32_MAX / 4) {
+        free(order);
+        free(in_off);
+        free(where);
+        return nf__err_set(err, NF_ERR_SHAPE,
+                           "tabstar: %lld text tokens / %lld cells are too many for one forward (split the rows)",
+                           (long long) T, (long long) BS);
     }
     struct nf_tab_idx ix;
     ix.ids = 0;
