@@ -99,7 +99,8 @@ int nf__tab_stage_name(const nf_tab * m, int i, char * out, size_t n);
 
 /* Merge the PEFT LoRA adapter in dir (adapter_config.json +
  * adapter_model.safetensors) into the loaded weights (tabstar-lora.c);
- * summary: what was merged, in words */
+ * summary: what was merged, in words. On an error the weights may be partly
+ * merged: free the model. */
 int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, size_t summary_n, nf_err * err);
 
 /* the loaded tokenizer (for the CLI's string inputs) */

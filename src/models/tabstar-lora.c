@@ -58,7 +58,7 @@ int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, si
     int rc = NF_OK;
     struct nf_safetensors st;
     memset(&st, 0, sizeof(st));
-    float *W = NULL, *delta = NULL;
+    float * W = NULL;
     const cJSON * pt = cJSON_GetObjectItemCaseSensitive(cfg, "peft_type");
     const cJSON * r_ = cJSON_GetObjectItemCaseSensitive(cfg, "r");
     const cJSON * al = cJSON_GetObjectItemCaseSensitive(cfg, "lora_alpha");
@@ -176,7 +176,6 @@ int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, si
         m->adapter_modules = merged;
     }
 done:
-    (void) delta;
     free(W);
     nf__st_close(&st);
     cJSON_Delete(cfg);
