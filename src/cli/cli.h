@@ -185,6 +185,13 @@ int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_
 int nf_cli_command_exit(int rc, const nf_err * err);
 /* the SpTransformer run (cmd-run-spt.c); argv as nf_cmd_run's */
 int nf_cmd_run_spt(int argc, char ** argv);
+/* the TabSTAR run (cmd-run-tabstar.c); argv as nf_cmd_run's */
+int nf_cmd_run_tabstar(int argc, char ** argv);
+/* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-run-tabstar.c) */
+int nf_cmd_tokenize(int argc, char ** argv);
+/* the TabSTAR verify and bench (cmd-verify-tabstar.c) */
+int nf_cmd_verify_tabstar(int argc, char ** argv);
+int nf_cmd_bench_tabstar(int argc, char ** argv);
 /* the SpTransformer verify (cmd-verify-spt.c) */
 int nf_cmd_verify_spt(int argc, char ** argv);
 /* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */

@@ -15,6 +15,14 @@
 #include <sys/resource.h>
 
 int nf_cmd_bench(int argc, char ** argv) {
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--model") == 0) {
+            char type[64];
+            nf_cli_model_type(argv[i + 1], type, sizeof(type));
+            if (strcmp(type, "tabstar") == 0) return nf_cmd_bench_tabstar(argc, argv);
+            break;
+        }
+    }
     const char *model = NULL, *device = "cpu", *json = NULL, *trace = NULL;
     int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
     int64_t ns = 16, nq = 8, nf = 13, length = 8201, batch = 1, query_chunk = 0, kv_cache_mb = 0;

@@ -265,6 +265,7 @@ int nf_cmd_run(int argc, char ** argv) {
             char type[64];
             nf_cli_model_type(argv[i + 1], type, sizeof(type));
             if (strcmp(type, "sptransformer") == 0) return nf_cmd_run_spt(argc, argv);
+            if (strcmp(type, "tabstar") == 0) return nf_cmd_run_tabstar(argc, argv);
             break;
         }
     }

@@ -35,7 +35,13 @@ static void nf_usage(FILE * f) {
         "  nofall bench --model M --device DEV [--length 8201] [--batch 1] [--warmup 2] [--runs 10]\n"
         "  nofall convert --model X.ckpt --out DIR [--config FILE]   (torch.save checkpoint -> DIR/model.safetensors)\n"
         "  nofall annotate --model M --vcf IN.vcf[.gz]|.bcf --fasta REF.fa[.gz] --genes GENES.gtf[.gz]\n"
-        "             --out OUT.vcf|OUT.tsv|OUT.csv [--raw-score] [--protein-coding] [--batch 16] [--device D]\n",
+        "             --out OUT.vcf|OUT.tsv|OUT.csv [--raw-score] [--protein-coding] [--batch 16] [--device D]\n"
+        "  TabSTAR (DIR with config.json, model.safetensors, vocab.txt):\n"
+        "  nofall gen-weights tabstar --out DIR [--seed N] [--layers 12] [--vocab 30522]\n"
+        "  nofall run --model DIR --out OUTDIR [--device D] [--adapter LORA_DIR] [--cells CELLS.json | --seed 42]\n"
+        "  nofall verify --model DIR --device DEV --against cpu|CASE_DIR [--adapter A] [--cells C.json]\n"
+        "  nofall bench --model DIR --device DEV [--cells C.json] [--adapter A] [--warmup 2] [--runs 10]\n"
+        "  nofall tokenize --model DIR --strings S.json --out OUT   (OUT/token_ids.json)\n",
         NF_VERSION);
 }
 
@@ -149,6 +155,7 @@ static int nf_main(int argc, char ** argv) {
     if (strcmp(cmd, "convert") == 0) return nf_cmd_convert(argc - 1, argv + 1);
     if (strcmp(cmd, "predict") == 0) return nf_cmd_predict(argc - 1, argv + 1);
     if (strcmp(cmd, "annotate") == 0) return nf_cmd_annotate(argc - 1, argv + 1);
+    if (strcmp(cmd, "tokenize") == 0) return nf_cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) {
         nf_err err = {0};
         char * text = nf_devices_describe(&err);

@@ -13,10 +13,12 @@
 
 extern const struct nf_model_i nf__mitra_model;
 extern const struct nf_model_i nf__sptransformer_model;
+extern const struct nf_model_i nf__tabstar_model;
 
 static const struct nf_model_i * const nf__models[] = {
     &nf__mitra_model,
     &nf__sptransformer_model,
+    &nf__tabstar_model,
 };
 #define NF_N_MODELS ((int) (sizeof(nf__models) / sizeof(nf__models[0])))
 
@@ -133,7 +135,14 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
     } else if (!cJSON_IsString(type)) {
         rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: \"model_type\" must be a string", path);
         goto done;
-    } else if (!(iface = nf__model_find(type->valuestring))) {
+    } else if (!(iface = nf__model_find(type->valuestring)) && strncmp(type->valuestring, "tabstar", 7) == 0) {
+        char e[512];
+        rc = nf__err_set(err, NF_ERR_CHECKPOINT,
+                         "%s: model_type \"%s\": a TabSTAR v1.1 (or later) checkpoint is not supported; nofall runs "
+                         "the original TabSTAR (alana89/TabSTAR, model_type \"tabstar\")",
+                         path, nf__esc(e, sizeof(e), type->valuestring));
+        goto done;
+    } else if (!iface) {
         char known[256];
         nf__model_types(known, sizeof(known));
         char e[512];

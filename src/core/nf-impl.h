@@ -104,7 +104,7 @@ enum nf_op_type {
 };
 
 enum nf_label_mode { NF_LABEL_CLASS = 0, NF_LABEL_VALUE = 1, NF_LABEL_MASK = 2 };
-enum nf_act { NF_ACT_NONE = 0, NF_ACT_GELU = 1 };
+enum nf_act { NF_ACT_NONE = 0, NF_ACT_GELU = 1, NF_ACT_RELU = 2 };
 
 #define NF__UNPAREN(...) __VA_ARGS__
 /* struct nf_<name>_params, one per op */

@@ -113,6 +113,17 @@ int nf_bucket_route(nf_graph * g, const char * label, const struct nf_bucket_sha
 int nf_bucket_gather(nf_graph * g, const char * label, const struct nf_bucket_shape * s, nf_tensor k, nf_tensor v,
                      nf_tensor sel, nf_tensor prob, nf_tensor kcat, nf_tensor vcat, int reuse_keys);
 
+/* y[r] (+)= scale * W[idx[r]] for r < rows: rows of k elements (k = W's
+ * row length unless W is a flat view: pass k and ldw), y rows at ldy;
+ * n_table rows of W at stride ldw; an idx outside [0, n_table) is a zero row */
+struct nf_gather {
+    int64_t rows, k, n_table, ldw, ldy;
+    float scale; /* 0: 1.0f */
+    int accumulate;
+};
+int nf_gather_rows(nf_graph * g, const char * label, const struct nf_gather * s, nf_tensor idx, nf_tensor W,
+                   nf_tensor y);
+
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
 /* Pre-norm MLP with a residual add (Mitra, BERT's and SpTransformer's

@@ -110,6 +110,8 @@ int nf__validate_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_linear_params * p = &op->p.linear;
     const nf_tensor *s = op->src, *d = op->dst;
     if (p->k < 1 || p->n < 1 || p->ldx < p->k || p->ldy < p->n) return NF__OPERR(NF_ERR_ARG, "bad k/n/ldx/ldy");
+    if (p->act != NF_ACT_NONE && p->act != NF_ACT_GELU && p->act != NF_ACT_RELU)
+        return NF__OPERR(NF_ERR_ARG, "unknown activation %d", (int) p->act);
     if (s[1].ndim != 2 || s[1].ne[0] != p->n || s[1].ne[1] != p->k) {
         return NF__OPERR(NF_ERR_SHAPE, "W '%s' must be (%lld, %lld)", s[1].name ? s[1].name : "?", (long long) p->n,
                          (long long) p->k);
@@ -298,4 +300,15 @@ int nf__op_err(nf_err * err, const nf_op * op, const nf_backend * be, int code, 
     va_end(ap);
     return nf__err_set(err, code, "op %s (%s) on %s: %s", nf__op_name(op->type), op->label ? op->label : "-", be->name,
                        msg);
+}
+
+int nf__validate_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_gather_rows_params * p = &op->p.gather_rows;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->m < 0 || p->k < 1 || p->n_table < 0 || p->ldw < p->k || p->ldy < p->k)
+        return NF__OPERR(NF_ERR_ARG, "bad m/k/n_table/ldw/ldy");
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "idx", p->m));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "W", nf__extent(p->n_table, p->ldw, p->k)));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "y", nf__extent(p->m, p->ldy, p->k)));
+    return NF_OK;
 }

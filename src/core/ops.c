@@ -257,6 +257,22 @@ int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout *
     return nf__op_run(g->be, &op, g->err);
 }
 
+int nf_gather_rows(nf_graph * g, const char * label, const struct nf_gather * s, nf_tensor idx, nf_tensor W,
+                   nf_tensor y) {
+    nf_op op = nf__op(NF_OP_GATHER_ROWS, label, 2, 1);
+    op.src[0] = idx;
+    op.src[1] = W;
+    op.dst[0] = y;
+    op.p.gather_rows = (struct nf_gather_rows_params){.m = s->rows,
+                                                      .k = s->k,
+                                                      .n_table = s->n_table,
+                                                      .ldw = s->ldw,
+                                                      .ldy = s->ldy,
+                                                      .scale = s->scale != 0.0f ? s->scale : 1.0f,
+                                                      .accumulate = s->accumulate};
+    return nf__op_run(g->be, &op, g->err);
+}
+
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
 int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx, nf_tensor xn,

@@ -266,6 +266,7 @@ static void case_linear(struct tcase * tc, int v) {
     /* variant bits cycle through bias / GELU / accumulate / padded strides */
     const int bias = (v % 8) != 3;
     const int gelu = (v / 2) % 2;
+    const int relu = !gelu && (v % 7) == 5; /* TabSTAR's feed-forwards and heads */
     const int acc = (v % 3) == 1;
     const int pad = (v % 5) == 2;
     const int64_t ldx = k + (pad ? 3 : 0), ldy = n + (pad ? 2 : 0);
@@ -275,7 +276,7 @@ static void case_linear(struct tcase * tc, int v) {
     tc->op.p.linear.n = n;
     tc->op.p.linear.ldx = ldx;
     tc->op.p.linear.ldy = ldy;
-    tc->op.p.linear.act = gelu ? NF_ACT_GELU : NF_ACT_NONE;
+    tc->op.p.linear.act = gelu ? NF_ACT_GELU : relu ? NF_ACT_RELU : NF_ACT_NONE;
     tc->op.p.linear.accumulate = acc;
     opnd_init(&tc->src[0], NF_F32, 1, (m - 1) * ldx + k, 0, 0);
     fill_unif(&tc->src[0], -1.0f, 1.0f);
@@ -297,8 +298,8 @@ static void case_linear(struct tcase * tc, int v) {
         }
     }
     snprintf(tc->desc, sizeof(tc->desc), "m=%lld k=%lld n=%lld ldx=%lld ldy=%lld%s%s%s", (long long) m, (long long) k,
-             (long long) n, (long long) ldx, (long long) ldy, bias ? " bias" : "", gelu ? " gelu" : "",
-             acc ? " acc" : "");
+             (long long) n, (long long) ldx, (long long) ldy, bias ? " bias" : "",
+             gelu ? " gelu" : relu ? " relu" : "", acc ? " acc" : "");
 }
 
 /* ATTENTION in Mitra's two layouts over a (rows, T, H*E) token tensor:
@@ -328,6 +329,11 @@ static const struct {
     {0, 9, 257, 2, 32, 2, 0},
     {0, 8, 31, 3, 100, 2, 0},
     {0, 17, 33, 1, 128, 1, 1},
+    /* head_dim above 128 (opencl: its wide kernel): TabSTAR's fusion layer
+     * (2 heads of 192 over 2 tokens, many groups), odd sizes */
+    {1, 2, 2, 2, 192, 50, 0},
+    {0, 19, 21, 1, 256, 2, 1},
+    {1, 9, 9, 3, 129, 3, 0},
 };
 
 static void case_attention(struct tcase * tc, int v) {
@@ -634,6 +640,42 @@ static void case_bucket_gather(struct tcase * tc, int v) {
              p->reuse_keys ? " reuse-keys" : "", v == 4 ? " clamp" : "");
 }
 
+/* GATHER_ROWS: TabSTAR's lookups -- word embeddings (a big table, ids out of
+ * range among them), the [CLS] rows of a hidden state (strided table), the
+ * halves of the fusion mean (scale 0.5, accumulating), one row */
+static const struct {
+    int64_t m, k, n_table, ldw_pad, ldy_pad;
+    float scale;
+    int acc;
+} gather_shapes[] = {{1, 1, 1, 0, 0, 1.0f, 0},    {37, 384, 30522, 0, 0, 1.0f, 0}, {9, 384, 50, 384, 0, 1.0f, 0},
+                     {64, 384, 128, 384, 384, 0.5f, 1}, {5, 17, 3, 2, 5, 1.0f, 1}};
+
+static void case_gather_rows(struct tcase * tc, int v) {
+    const int64_t m = gather_shapes[v].m, k = gather_shapes[v].k, nt = gather_shapes[v].n_table;
+    tcase_begin(tc, NF_OP_GATHER_ROWS, 2, 1);
+    struct nf_gather_rows_params * p = &tc->op.p.gather_rows;
+    p->m = m;
+    p->k = k;
+    p->n_table = nt;
+    p->ldw = k + gather_shapes[v].ldw_pad;
+    p->ldy = k + gather_shapes[v].ldy_pad;
+    p->scale = gather_shapes[v].scale;
+    p->accumulate = gather_shapes[v].acc;
+    opnd_init(&tc->src[0], NF_I32, 1, m, 0, 0);
+    int32_t * idx = opnd_i(&tc->src[0]);
+    for (int64_t r = 0; r < m; r++) {
+        /* every fifth index out of range (below 0 or past the table) when m > 1 */
+        idx[r] = m > 1 && r % 5 == 4 ? (r % 2 ? -1 - (int32_t) r : (int32_t) (nt + r)) : (int32_t) rng_int(nt);
+    }
+    opnd_init(&tc->src[1], NF_F32, 1, (nt - 1) * p->ldw + k, 0, 0);
+    fill_unif(&tc->src[1], -1.0f, 1.0f);
+    opnd_init(&tc->dst[0], NF_F32, 1, (m - 1) * p->ldy + k, 0, 0);
+    if (p->accumulate) fill_unif(&tc->dst[0], -2.0f, 2.0f);
+    snprintf(tc->desc, sizeof(tc->desc), "m=%lld k=%lld table=%lld ldw=%lld ldy=%lld scale=%g%s", (long long) m,
+             (long long) k, (long long) nt, (long long) p->ldw, (long long) p->ldy, (double) p->scale,
+             p->accumulate ? " acc" : "");
+}
+
 /* the test descriptors (struct op_desc in backend-ops.h), in the order they run */
 const struct op_desc g_ops[] = {
     {NF_OP_QUANTILE, case_quantile, (int) (sizeof(quantile_shapes) / sizeof(quantile_shapes[0])), NULL},
@@ -649,5 +691,6 @@ const struct op_desc g_ops[] = {
     {NF_OP_AXIAL_POS, case_axial_pos, (int) (sizeof(axial_shapes) / sizeof(axial_shapes[0])), NULL},
     {NF_OP_BUCKET_ROUTE, case_bucket_route, (int) (sizeof(bucket_shapes) / sizeof(bucket_shapes[0])), tol_bucket_route},
     {NF_OP_BUCKET_GATHER, case_bucket_gather, (int) (sizeof(bucket_shapes) / sizeof(bucket_shapes[0])), NULL},
+    {NF_OP_GATHER_ROWS, case_gather_rows, (int) (sizeof(gather_shapes) / sizeof(gather_shapes[0])), NULL},
 };
 const int g_n_ops = (int) (sizeof(g_ops) / sizeof(g_ops[0]));

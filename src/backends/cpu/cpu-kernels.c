@@ -252,7 +252,16 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static vo
  * scratch row, else t == y): one pass each, with the roundings of the
  * expression y + act(t + b). */
 static void nf__linear_epilogue(float * yr, float * tr, const float * restrict bias, int64_t n, int gelu, int acc) {
-    if (gelu) {
+    if (gelu == 2) { /* ReLU: t < 0 ? 0 : t (NaN stays NaN) */
+        for (int64_t o = 0; o < n; o++) {
+            const float t = bias ? tr[o] + bias[o] : tr[o];
+            const float r = t < 0.0f ? 0.0f : t;
+            if (acc)
+                yr[o] = yr[o] + r;
+            else
+                tr[o] = r;
+        }
+    } else if (gelu) {
         nf__gelu_row(tr, bias, n);
         if (acc)
             for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
@@ -284,7 +293,7 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
         ldt = n;
     }
     NF_TRY(nf__cpu_sgemm(1, m, n, k, 1.0f, x, p->ldx, W, k, t, ldt, err));
-    const int gelu = p->act == NF_ACT_GELU, acc = p->accumulate;
+    const int gelu = p->act == NF_ACT_GELU ? 1 : p->act == NF_ACT_RELU ? 2 : 0, acc = p->accumulate;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < m; r++) nf__linear_epilogue(y + r * p->ldy, t + r * ldt, bias, n, gelu, acc);
     return NF_OK;

@@ -10,6 +10,7 @@ int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_fill(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_axial_pos(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_gather_rows(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err);
 

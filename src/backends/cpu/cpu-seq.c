@@ -247,3 +247,32 @@ int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
     }
     return NF_OK;
 }
+
+/* ---- GATHER_ROWS --------------------------------------------------------------------- */
+
+int nf__cpu_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    (void) err;
+    const struct nf_gather_rows_params * p = &op->p.gather_rows;
+    const int32_t * idx = (const int32_t *) (const void *) NF__PTR(&op->src[0]);
+    const float * W = NF__PTR(&op->src[1]);
+    float * y = NF__PTR(&op->dst[0]);
+    const float scale = p->scale;
+    const int acc = p->accumulate;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < p->m; r++) {
+        const int64_t i = idx[r];
+        float * yr = y + r * p->ldy;
+        if (i < 0 || i >= p->n_table) {
+            if (!acc)
+                for (int64_t c = 0; c < p->k; c++) yr[c] = 0.0f;
+            continue;
+        }
+        const float * w = W + i * p->ldw;
+        if (acc)
+            for (int64_t c = 0; c < p->k; c++) yr[c] = yr[c] + scale * w[c];
+        else
+            for (int64_t c = 0; c < p->k; c++) yr[c] = scale * w[c];
+    }
+    return NF_OK;
+}

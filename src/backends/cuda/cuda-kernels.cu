@@ -253,7 +253,10 @@ __global__ void nf_k_linear_epilogue(const float * s, int64_t lds, const float *
         const int64_t r = e / n, o = e - r * n;
         float t = s[r * lds + o];
         if (bias) t = t + bias[o];
-        if (act) t = nf_gelu(t);
+        if (act == 1)
+            t = nf_gelu(t);
+        else if (act == 2)
+            t = t < 0.0f ? 0.0f : t; /* ReLU: NaN stays NaN */
         float * yp = y + r * ldy + o;
         *yp = accumulate ? *yp + t : t;
     }
@@ -508,6 +511,24 @@ __global__ void nf_k_axial_pos(const float * __restrict__ e0, const float * __re
         const float * a = e0 + t0 * D;
         const float * b = e1 + (t - t0 * n1) * D;
         for (int64_t c = lane; c < D; c += 32) xr[c] = xr[c] + (a[c] + b[c]);
+    }
+}
+
+/* GATHER_ROWS: y[r][c] (+)= scale * W[idx[r]][c], a zero row for an index
+ * outside [0, n_table); a warp per row. */
+__global__ void nf_k_gather_rows(const int32_t * __restrict__ idx, const float * __restrict__ W, int64_t ldw,
+                                 int64_t n_table, float * y, int64_t ldy, int64_t m, int64_t k, float scale,
+                                 int accumulate) {
+    const int lane = (int) (threadIdx.x & 31);
+    NF_WARP_ROWS(r, m) {
+        const int64_t i = idx[r];
+        float * yr = y + r * ldy;
+        const int ok = i >= 0 && i < n_table;
+        const float * w = W + (ok ? i : 0) * ldw;
+        for (int64_t c = lane; c < k; c += 32) {
+            const float g = ok ? scale * w[c] : 0.0f;
+            yr[c] = accumulate ? yr[c] + g : g;
+        }
     }
 }
 
@@ -977,6 +998,24 @@ int nf__cuda_op_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 bool nf__cuda_ok_axial_pos(nf_backend * be, const nf_op * op) { return true; }
+
+static cudaError_t nf_gather_rows(cudaStream_t st, const int32_t * idx, const float * W, int64_t ldw,
+                                  int64_t n_table, float * y, int64_t ldy, int64_t m, int64_t k, float scale,
+                                  int accumulate, const char ** kernel) {
+    if (m <= 0 || k <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_gather_rows, nf_blocks(m, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
+    (idx, W, ldw, n_table, y, ldy, m, k, scale, accumulate);
+    NF_CHECK_LAUNCH("nf_k_gather_rows");
+    return cudaSuccess;
+}
+
+int nf__cuda_op_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_gather_rows_params * p = &op->p.gather_rows;
+    NF_OP_LAUNCH(nf_gather_rows(nf__cuda_op_stream(be), NF_I(&op->src[0]), NF_F(&op->src[1]), p->ldw, p->n_table,
+                                NF_F(&op->dst[0]), p->ldy, p->m, p->k, p->scale, p->accumulate != 0, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_ok_gather_rows(nf_backend * be, const nf_op * op) { return true; }
 
 int nf__cuda_op_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_bucket_route_params * p = &op->p.bucket_route;

@@ -56,7 +56,8 @@ cudaError_t nf__cuda_probe(const char ** kernel);
     X(FILL, fill)                     \
     X(AXIAL_POS, axial_pos)           \
     X(BUCKET_ROUTE, bucket_route)     \
-    X(BUCKET_GATHER, bucket_gather)
+    X(BUCKET_GATHER, bucket_gather)   \
+    X(GATHER_ROWS, gather_rows)
 
 #define NF__CUDA_DECLARE_OP(NAME, name)                                      \
     int nf__cuda_op_##name(nf_backend * be, const nf_op * op, nf_err * err); \

@@ -101,7 +101,7 @@ static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
     const float * W = NF__F(&op->src[1]);
     const float * bias = op->n_src >= 3 ? NF__F(&op->src[2]) : NULL;
     float * y = NF__F(&op->dst[0]);
-    const int act = p->act == NF_ACT_GELU;
+    const int act = p->act == NF_ACT_GELU ? 1 : p->act == NF_ACT_RELU ? 2 : 0;
     cudaStream_t st = nf__cuda(be)->stream;
 
     if (!bias && !act) {
@@ -299,7 +299,7 @@ static bool nf__fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 static bool nf__cuda_ok_linear(nf_backend * be, const nf_op * op) {
     const struct nf_linear_params * p = &op->p.linear;
-    return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU) && nf__fits_int(p->m) && nf__fits_int(p->n) &&
+    return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU || p->act == NF_ACT_RELU) && nf__fits_int(p->m) && nf__fits_int(p->n) &&
            nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
            (p->m <= 1 || (p->ldx >= p->k && p->ldy >= p->n));
 }

@@ -437,6 +437,8 @@ void nf_linear(__global const float * x, long x_off, long ldx,
                 const float e = NF_ERF(NF_GELU_ARG(t));
                 const float h = 0.5f * t;
                 t = h * (1.0f + e);
+            } else if (act == 2) {
+                t = t < 0.0f ? 0.0f : t;
             }
             __global float * yp = y + y_off + (long)gm * ldy + gn;
             *yp = accumulate ? *yp + t : t;
@@ -464,6 +466,8 @@ __kernel void nf_linear_epilogue(__global const float * tmp,
         const float e = NF_ERF(NF_GELU_ARG(t));
         const float h = 0.5f * t;
         t = h * (1.0f + e);
+    } else if (act == 2) {
+        t = t < 0.0f ? 0.0f : t;
     }
     __global float * yp = y + y_off + (long)gm * ldy + gn;
     *yp = accumulate ? *yp + t : t;
@@ -578,6 +582,121 @@ void nf_attention(__global const float * q, long q_off,
     for (int r = 0; r < NF_APT; r++) {
         const int idx = tid + r * NF_AWG;
         if (idx < NF_AQ * hd) {
+            const int i = idx / hd;
+            const int e = idx % hd;
+            if (i0 + i < lq) {
+                ob[(long)(i0 + i) * o_ss + e] = NF_DIV(acc[r], Ll[i]);
+            }
+        }
+    }
+}
+
+/* nf_attention_wide: the same online-softmax kernel for 128 < head_dim <= 256
+ * (TabSTAR's 2-head fusion layer: head_dim 192), with 8 query rows and
+ * 8-key tiles per work-group so that its local memory stays under 32 KB. */
+#define NF_AQW  8
+#define NF_AKW  8
+#define NF_AHDW 256
+#define NF_AWGW 128
+#define NF_APTW (NF_AQW * NF_AHDW / NF_AWGW)   /* outputs per work-item: 16 */
+
+__kernel __attribute__((reqd_work_group_size(NF_AWGW, 1, 1)))
+void nf_attention_wide(__global const float * q, long q_off,
+                  __global const float * k, long k_off,
+                  __global const float * v, long v_off,
+                  __global float * o, long o_off,
+                  int lq, int lk, int hd,
+                  long q_gs, long q_ss, long kv_gs, long kv_ss, long o_gs, long o_ss,
+                  float scale)
+{
+    __local float Qs[NF_AQW][NF_AHDW];
+    __local float Ks[NF_AKW][NF_AHDW + 1];
+    __local float Vs[NF_AKW][NF_AHDW];
+    __local float S[NF_AQW][NF_AKW + 1];
+    __local float Ml[NF_AQW];
+    __local float Ll[NF_AQW];
+    __local float Al[NF_AQW];
+
+    const int  tid = get_local_id(0);
+    const int  i0  = get_group_id(0) * NF_AQW;
+    const long h   = get_group_id(1);
+    const long g   = get_group_id(2);
+
+    __global const float * qb = q + q_off + g * q_gs  + h * hd;
+    __global const float * kb = k + k_off + g * kv_gs + h * hd;
+    __global const float * vb = v + v_off + g * kv_gs + h * hd;
+    __global float       * ob = o + o_off + g * o_gs  + h * hd;
+
+    for (int idx = tid; idx < NF_AQW * hd; idx += NF_AWGW) {
+        const int i = idx / hd;
+        const int e = idx % hd;
+        Qs[i][e] = (i0 + i < lq) ? qb[(long)(i0 + i) * q_ss + e] : 0.0f;
+    }
+    if (tid < NF_AQW) {
+        Ml[tid] = -INFINITY;
+        Ll[tid] = 0.0f;
+    }
+    float acc[NF_APTW];
+    for (int r = 0; r < NF_APTW; r++) {
+        acc[r] = 0.0f;
+    }
+
+    for (int j0 = 0; j0 < lk; j0 += NF_AKW) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int idx = tid; idx < NF_AKW * hd; idx += NF_AWGW) {
+            const int jj = idx / hd;
+            const int e  = idx % hd;
+            const int ok = j0 + jj < lk;
+            Ks[jj][e] = ok ? kb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
+            Vs[jj][e] = ok ? vb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int idx = tid; idx < NF_AQW * NF_AKW; idx += NF_AWGW) {
+            const int i  = idx / NF_AKW;
+            const int jj = idx % NF_AKW;
+            float s = 0.0f;
+            for (int e = 0; e < hd; e++) {
+                s = fma(Qs[i][e], Ks[jj][e], s);
+            }
+            S[i][jj] = (j0 + jj < lk) ? s * scale : -INFINITY;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid < NF_AQW) {
+            const float m_old = Ml[tid];
+            float mx = m_old;
+            for (int jj = 0; jj < NF_AKW; jj++) {
+                const float sv = S[tid][jj];
+                mx = sv > mx ? sv : mx;
+            }
+            const float alpha = NF_EXP(m_old - mx);
+            float l = Ll[tid] * alpha;
+            for (int jj = 0; jj < NF_AKW; jj++) {
+                const float p = (j0 + jj < lk) ? NF_EXP(S[tid][jj] - mx) : 0.0f;
+                S[tid][jj] = p;
+                l = l + p;
+            }
+            Ml[tid] = mx;
+            Ll[tid] = l;
+            Al[tid] = alpha;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int r = 0; r < NF_APTW; r++) {
+            const int idx = tid + r * NF_AWGW;
+            if (idx < NF_AQW * hd) {
+                const int i = idx / hd;
+                const int e = idx % hd;
+                float a = acc[r] * Al[i];
+                for (int jj = 0; jj < NF_AKW; jj++) {
+                    a = fma(S[i][jj], Vs[jj][e], a);
+                }
+                acc[r] = a;
+            }
+        }
+    }
+
+    for (int r = 0; r < NF_APTW; r++) {
+        const int idx = tid + r * NF_AWGW;
+        if (idx < NF_AQW * hd) {
             const int i = idx / hd;
             const int e = idx % hd;
             if (i0 + i < lq) {
@@ -712,6 +831,26 @@ __kernel void nf_axial_pos(__global const float * e0, long e0_off,
     const float p = e0[e0_off + (t / n1) * D + c] + e1[e1_off + (t % n1) * D + c];
     __global float * xp = x + x_off + s * gs + t * ld + c;
     *xp = *xp + p;
+}
+
+/* ---- GATHER_ROWS ----------------------------------------------------------- */
+
+/* dim 0: c < k; dim 1: r < m.  g = scale * W[idx[r]][c] (a zero row for an
+ * index outside [0, n_table)); y[r][c] = accumulate ? y + g : g. */
+__kernel void nf_gather_rows(__global const int * idx, long idx_off,
+                             __global const float * W, long w_off, long ldw, long n_table,
+                             __global float * y, long y_off, long ldy,
+                             long m, int k, float scale, int accumulate)
+{
+    const int  c = get_global_id(0);
+    const long r = get_global_id(1);
+    if (c >= k || r >= m) {
+        return;
+    }
+    const long i = idx[idx_off + r];
+    const float g = (i >= 0 && i < n_table) ? scale * W[w_off + i * ldw + c] : 0.0f;
+    __global float * yp = y + y_off + r * ldy + c;
+    *yp = accumulate ? *yp + g : g;
 }
 
 /* ---- BUCKET_ROUTE / BUCKET_GATHER ---------------------------------------- */

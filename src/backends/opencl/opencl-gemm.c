@@ -88,7 +88,7 @@ bool nf__cl_sup_linear(nf_backend * be, const nf_op * op) {
         (op->n_src >= 3 && !is_f32(&op->src[2]))) {
         return false;
     }
-    if (p->act != NF_ACT_NONE && p->act != NF_ACT_GELU) {
+    if (p->act != NF_ACT_NONE && p->act != NF_ACT_GELU && p->act != NF_ACT_RELU) {
         return false;
     }
     return fits_int(p->m) && fits_int(p->n) && fits_int(p->k) &&
@@ -181,7 +181,7 @@ static int op_linear_clblast(nf_backend * be, const nf_op * op, nf_err * err) {
         const size_t gs[2] = {N, rows};
         NF_TRY(LAUNCH(c, K_LINEAR_EPILOGUE, 2, gs, ls, err, KMEM(c->scratch), KMEM(tmem(bias)), KLONG(toff(bias)),
                       KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y) + (cl_long) (r0 * (size_t) p->ldy)), KLONG(p->ldy),
-                      KINT(rows), KINT(N), KINT(p->act == NF_ACT_GELU), KINT(p->accumulate != 0)));
+                      KINT(rows), KINT(N), KINT(p->act), KINT(p->accumulate != 0)));
     }
     return NF_OK;
 }
@@ -205,7 +205,7 @@ int nf__cl_op_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     const size_t gs[2] = {((size_t) p->n + g->tn - 1) / g->tn * g->wx, ((size_t) p->m + g->tm - 1) / g->tm * g->wy};
     return LAUNCH(c, K_LINEAR, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(W)),
                   KLONG(toff(W)), KMEM(tmem(bias)), KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y)),
-                  KLONG(p->ldy), KINT(p->m), KINT(p->n), KINT(p->k), KINT(p->act == NF_ACT_GELU),
+                  KLONG(p->ldy), KINT(p->m), KINT(p->n), KINT(p->k), KINT(p->act),
                   KINT(p->accumulate != 0));
 }
 

@@ -70,11 +70,11 @@ static inline int cl_rc_code(cl_int e) {
     X(K_LABEL_MASK, "nf_label_mask")                                                \
     X(K_LAYER_NORM, "nf_layer_norm")                                                \
     X(K_LINEAR, "nf_linear") X(K_LINEAR_EPILOGUE, "nf_linear_epilogue")             \
-    X(K_ATTENTION, "nf_attention")                                                  \
+    X(K_ATTENTION, "nf_attention") X(K_ATTENTION_WIDE, "nf_attention_wide")         \
     X(K_CONV1D_WPERM, "nf_conv1d_wperm") X(K_CONV1D_IM2COL, "nf_conv1d_im2col")     \
     X(K_CONV1D_EPILOGUE, "nf_conv1d_epilogue")                                      \
     X(K_BATCH_NORM, "nf_batch_norm") X(K_FILL, "nf_fill")                           \
-    X(K_AXIAL_POS, "nf_axial_pos")                                                  \
+    X(K_AXIAL_POS, "nf_axial_pos") X(K_GATHER_ROWS, "nf_gather_rows")               \
     X(K_BUCKET_MEANS, "nf_bucket_means") X(K_BUCKET_ROUTE, "nf_bucket_route")       \
     X(K_BUCKET_GATHER, "nf_bucket_gather")
 /* clang-format on */

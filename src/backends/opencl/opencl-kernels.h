@@ -31,6 +31,9 @@ static inline struct nf_cl_lin_geo nf__cl_lin_geo(int device_is_cpu) {
 #define NF_CL_ATTN_ROWS   16
 #define NF_CL_ATTN_WG     128
 #define NF_CL_ATTN_MAX_HD 128
+/* nf_attention_wide: 128 < head_dim <= 256, NF_AQW query rows per work-group */
+#define NF_CL_ATTNW_ROWS   8
+#define NF_CL_ATTNW_MAX_HD 256
 
 /* nf_batch_norm: rows per work-item (NF_BN_ROWS in kernels.cl) */
 #define NF_CL_BN_ROWS 16

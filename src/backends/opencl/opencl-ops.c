@@ -93,9 +93,9 @@ static bool sup_attention(nf_backend * be, const nf_op * op) {
     struct nf_cl * c = be->ctx;
     const struct nf_attention_params * p = &op->p.attention;
     return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]) &&
-           is_f32(&op->dst[0]) && p->head_dim >= 1 && p->head_dim <= NF_CL_ATTN_MAX_HD && p->lk >= 1 &&
+           is_f32(&op->dst[0]) && p->head_dim >= 1 && p->head_dim <= NF_CL_ATTNW_MAX_HD && p->lk >= 1 &&
            fits_int(p->lq) && fits_int(p->lk) && fits_int(p->n_heads) && fits_int(p->n_groups) &&
-           c->kwg[K_ATTENTION] >= NF_CL_ATTN_WG;
+           c->kwg[p->head_dim <= NF_CL_ATTN_MAX_HD ? K_ATTENTION : K_ATTENTION_WIDE] >= NF_CL_ATTN_WG;
 }
 
 static bool sup_batch_norm(nf_backend * be, const nf_op * op) {
@@ -123,6 +123,12 @@ static bool sup_axial_pos(nf_backend * be, const nf_op * op) {
 }
 
 static bool is_i32(const nf_tensor * t) { return has_tensor(t) && t->type == NF_I32 && t->offs % sizeof(int32_t) == 0; }
+
+static bool sup_gather_rows(nf_backend * be, const nf_op * op) {
+    const struct nf_gather_rows_params * p = &op->p.gather_rows;
+    return op->n_src >= 2 && op->n_dst >= 1 && is_i32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->dst[0]) &&
+           fits_int(p->k) && p->m >= 0;
+}
 
 static bool sup_bucket_route(nf_backend * be, const nf_op * op) {
     const struct nf_bucket_route_params * p = &op->p.bucket_route;
@@ -269,10 +275,12 @@ static int op_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const nf_tensor * v = &op->src[2];
     const nf_tensor * o = &op->dst[0];
     const struct nf_attention_params * p = &op->p.attention;
+    const int wide = p->head_dim > NF_CL_ATTN_MAX_HD;
+    const size_t rows = wide ? NF_CL_ATTNW_ROWS : NF_CL_ATTN_ROWS;
     const size_t ls[3] = {NF_CL_ATTN_WG, 1, 1};
-    const size_t gs[3] = {((size_t) p->lq + NF_CL_ATTN_ROWS - 1) / NF_CL_ATTN_ROWS * NF_CL_ATTN_WG, (size_t) p->n_heads,
+    const size_t gs[3] = {((size_t) p->lq + rows - 1) / rows * NF_CL_ATTN_WG, (size_t) p->n_heads,
                           (size_t) p->n_groups};
-    return LAUNCH(c, K_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)), KLONG(toff(k)),
+    return LAUNCH(c, wide ? K_ATTENTION_WIDE : K_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)), KLONG(toff(k)),
                   KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)), KINT(p->lq), KINT(p->lk),
                   KINT(p->head_dim), KLONG(p->q_gs), KLONG(p->q_ss), KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs),
                   KLONG(p->o_ss), KFLT(p->scale));
@@ -303,6 +311,22 @@ static int op_fill(nf_backend * be, const nf_op * op, nf_err * err) {
     const size_t gs[2] = {(size_t) p->k, (size_t) p->m};
     return LAUNCH(c, K_FILL, 2, gs, ls, err, KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ld), KINT(p->m), KINT(p->k),
                   KFLT(p->value));
+}
+
+static int op_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * idx = &op->src[0];
+    const nf_tensor * W = &op->src[1];
+    const nf_tensor * y = &op->dst[0];
+    const struct nf_gather_rows_params * p = &op->p.gather_rows;
+    if (p->m == 0) {
+        return NF_OK;
+    }
+    const size_t ls[2] = {p->k >= 64 ? 64 : (size_t) p->k, 1};
+    const size_t gs[2] = {((size_t) p->k + ls[0] - 1) / ls[0] * ls[0], (size_t) p->m};
+    return LAUNCH(c, K_GATHER_ROWS, 2, gs, ls, err, KMEM(tmem(idx)), KLONG(toff(idx)), KMEM(tmem(W)), KLONG(toff(W)),
+                  KLONG(p->ldw), KLONG(p->n_table), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->m),
+                  KINT(p->k), KFLT(p->scale), KINT(p->accumulate != 0));
 }
 
 static int op_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -378,6 +402,7 @@ const struct nf_kernel nf__cl_kernels[NF_OP_COUNT] = {
     [NF_OP_BATCH_NORM] = {op_batch_norm, sup_batch_norm},
     [NF_OP_FILL] = {op_fill, sup_fill},
     [NF_OP_AXIAL_POS] = {op_axial_pos, sup_axial_pos},
+    [NF_OP_GATHER_ROWS] = {op_gather_rows, sup_gather_rows},
     [NF_OP_BUCKET_ROUTE] = {op_bucket_route, sup_bucket_route},
     [NF_OP_BUCKET_GATHER] = {op_bucket_gather, sup_bucket_gather},
 };

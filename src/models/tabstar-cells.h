@@ -1,0 +1,29 @@
+/* tabstar-cells.h -- TabSTAR's model-level input, CELLS.json
+ * ("nofall-tabstar-cells/1", README "TabSTAR"), as the model's arrays. */
+#ifndef NF_TABSTAR_CELLS_H
+#define NF_TABSTAR_CELLS_H
+
+#include "tabstar-impl.h"
+
+struct cJSON;
+
+struct nf_tab_cells {
+    int regression;
+    int64_t n_rows, n_cells, n_targets, n_strings, max_len;
+    int64_t * token_ids;     /* (n_strings, max_len), 0-padded   */
+    int64_t * token_lengths; /* (n_strings)                      */
+    int64_t * cells;         /* (n_rows, n_cells): string index  */
+    float * x_num;           /* (n_rows, n_cells)                */
+    int64_t * targets;       /* 0 .. n_targets-1                 */
+    char ** strings;         /* the distinct strings             */
+    struct cJSON * classes;  /* the "classes" array, or NULL     */
+};
+
+int nf__tab_cells_load(const char * path, const struct nf__wordpiece * vocab, struct nf_tab_cells * c, nf_err * err);
+int nf__tab_cells_build(const struct cJSON * doc, const char * path, const struct nf__wordpiece * vocab,
+                        struct nf_tab_cells * c, nf_err * err);
+void nf__tab_cells_free(struct nf_tab_cells * c);
+/* the five input arrays of the model (views of c) */
+void nf__tab_cells_arrays(const struct nf_tab_cells * c, struct nf_array out[5]);
+
+#endif
