@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# predict.sh NOFALL TMPDIR FIXTURES -- `nofall predict` on cpu against
+# predict.sh NOFALL TMPDIR FIXTURES [DEVICE] -- `nofall predict` on DEVICE (cpu) against
 # AutoGluon's own pipeline (tests/fixtures/predict, made by
 # reference/predict_fixtures.py): probabilities max_abs <= 1e-5 (regression:
 # predictions within 1e-5 * max(1, max|y|)), identical labels, identical kept /
-# dropped columns and mirror signs; then the bad tables: exit != 0, a message
-# naming the file / row / column, and --out left as it was.
+# dropped columns and mirror signs; the same with --query-chunk 3 (the test
+# rows streamed 3 at a time against the support computed once) on three
+# cases; then (cpu only: the rest is device-independent) --mirror-signs and
+# the bad tables: exit != 0, a message naming the file / row / column, and
+# --out left as it was.
 set -u
 NF=$1
 T=$2
 FX=$3
+DEV=${4:-cpu}
 rm -rf "$T"
 mkdir -p "$T"
 fail=0
@@ -21,9 +25,11 @@ bad() {
 "$NF" gen-weights mitra --out "$T/cls" --seed 0 >/dev/null || exit 1
 "$NF" gen-weights mitra --out "$T/reg" --seed 0 --task regression --outputs 1 >/dev/null || exit 1
 
-for d in "$FX"/*/; do
+for d in "$FX"/*/ "$FX"/iris/@qc "$FX"/penguins/@qc "$FX"/diabetes/@qc; do
+    qc=()
+    case $d in */@qc) d=${d%@qc}; qc=(--query-chunk 3) ;; esac
     [ -f "$d/case.json" ] || continue
-    c=$(basename "$d")
+    c=$(basename "$d")${qc[0]:+-qc3}
     read -r target task nest seed wtask nomirror < <(python3 -c "
 import json; c = json.load(open('$d/case.json'))
 print(c['target'], c['task'], c['n_estimators'], c['seed'], c['weights']['task'],
@@ -31,7 +37,7 @@ print(c['target'], c['task'], c['n_estimators'], c['seed'], c['weights']['task']
     m=$T/cls
     [ "$wtask" = regression ] && m=$T/reg
     if ! "$NF" predict --model "$m" --train "$d/train.csv" --test "$d/test.csv" --target "$target" --task "$task" \
-        --n-estimators "$nest" --seed "$seed" $nomirror --device cpu --out "$T/out-$c" >"$T/$c.log" 2>&1; then
+        --n-estimators "$nest" --seed "$seed" $nomirror --device "$DEV" "${qc[@]}" --out "$T/out-$c" >"$T/$c.log" 2>&1; then
         bad "$c: predict failed: $(tail -1 "$T/$c.log")"
         continue
     fi
@@ -72,9 +78,17 @@ else:
     err = max(abs(a - b) for a, b in zip(got, exp))
     check("predictions", err <= 1e-5 * s, f"max_abs {err} (scale {s})")
     print(f"  max_abs {err:.3g} (scale {s:.3g})")
+q = r["queries"]
+check("support computed once per estimator", q["support_passes"] == 1, str(q))
+if o.endswith("-qc3"):
+    check("queries 3 a pass", q["query_chunk"] == 3, str(q))
 sys.exit(0 if good else 1)
 EOF
 done
+if [ "$DEV" != cpu ]; then
+    [ $fail -eq 0 ] && echo "predict.sh ($DEV): all passed" || echo "predict.sh ($DEV): failures"
+    exit $fail
+fi
 
 # ---- --mirror-signs: a previous run's report.json reproduces it byte for byte ---------
 M=$T/mirror

@@ -27,6 +27,7 @@ struct nf_pred_opts {
     const char *model, *train, *test, *target, *device, *out, *mirror_signs;
     int task, mirror;
     int64_t n_est; /* 0: not given (1, or the --mirror-signs file's members) */
+    int64_t query_chunk;
     uint64_t seed;
 };
 
@@ -43,7 +44,8 @@ static int nf_csv_write_field(FILE * f, const char * s) {
 
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
     static const char * const flags[] = {"--model", "--train",  "--test", "--target",    "--task", "--n-estimators",
-                                         "--seed",  "--device", "--out",  "--no-mirror", "--mirror-signs", NULL};
+                                         "--seed",  "--device", "--out",  "--no-mirror", "--mirror-signs",
+                                         "--query-chunk", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
         o->mirror = 1;
@@ -89,6 +91,8 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
             }
         } else if (strcmp(a, "--n-estimators") == 0) {
             if (!nf_cli_parse_int(a, v, 1, 1000, &o->n_est)) return 0;
+        } else if (strcmp(a, "--query-chunk") == 0) {
+            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->query_chunk)) return 0;
         } else if (strcmp(a, "--seed") == 0) {
             if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0;
             o->seed = (uint64_t) n;
@@ -149,6 +153,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
     if ((rc = nf_cli_backend_init(o->device, 0, &be, err)) != NF_OK) goto done;
     nf_trace_reset(be, NF_TRACE_TOTALS);
     if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
+    if (o->query_chunk > 0 && (rc = nf_model_set_option(m, "query_chunk", o->query_chunk, err)) != NF_OK) goto done;
     int class_labels = 0;
     int64_t model_classes = 0;
     if ((rc = nf_cli_table_model(m, &class_labels, &model_classes, err)) != NF_OK) goto done;
@@ -252,6 +257,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
     {
         cJSON * rep = cJSON_CreateObject();
         nf_run_report_common(rep, o->model, m, be);
+        nf_cli_report_passes(rep, m);
         cJSON_AddStringToObject(rep, "train", o->train);
         cJSON_AddStringToObject(rep, "test", o->test);
         cJSON_AddStringToObject(rep, "target", target);
