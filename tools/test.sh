@@ -38,8 +38,8 @@ fi
 CLANG=$(command -v clang-14 || command -v clang || true)
 if [ -n "$CLANG" ]; then
   CC=$CLANG cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNOFALL_FUZZ=ON -DNOFALL_OPENCL=OFF -DNOFALL_CUDA=OFF
-  cmake --build build-fuzz -j "$JOBS" --target fuzz-safetensors fuzz-npy fuzz-config fuzz-ckpt fuzz-tokenizer
-  for t in safetensors npy config ckpt tokenizer; do
+  cmake --build build-fuzz -j "$JOBS" --target fuzz-safetensors fuzz-npy fuzz-config fuzz-ckpt fuzz-tokenizer fuzz-csv
+  for t in safetensors npy config ckpt tokenizer csv; do
     mkdir -p build-fuzz/corpus-$t
     if ! build-fuzz/fuzz-$t -max_total_time="${NOFALL_FUZZ_SECONDS:-30}" -print_final_stats=1 -artifact_prefix=build-fuzz/crash-$t- \
          build-fuzz/corpus-$t tests/fuzz/corpus/$t > build-fuzz/fuzz-$t.log 2>&1; then
