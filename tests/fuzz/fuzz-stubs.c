@@ -9,6 +9,7 @@
 
 const struct nf_model_i nf__mitra_model = {.type = "mitra", .description = "fuzz stub"};
 const struct nf_model_i nf__sptransformer_model = {.type = "sptransformer", .description = "fuzz stub"};
+const struct nf_model_i nf__tabstar_model = {.type = "tabstar", .description = "fuzz stub"};
 
 int nf__tensor_alloc(nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim, const int64_t * ne,
                      const char * name, nf_err * err) {
