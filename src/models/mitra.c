@@ -313,6 +313,9 @@ static void nf__ws_free(struct nf__ws * w) {
     free(w);
 }
 
+/* floats of one K/V slice: [k v] of the support rows, (n_s, T, 2D) */
+static int64_t nf__kv_elems(const struct nf__ws * w) { return w->ns * w->T * 2 * w->D; }
+
 static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err) {
     nf_backend * be = m->be;
     const int64_t D = w->D, T = w->T;
@@ -328,7 +331,7 @@ static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err
     NF__ALLOC(zs, NF_F32, 2, "z_support", w->ns, w->F);
     NF__ALLOC(zq, NF_F32, 2, "z_query", w->nq, w->F);
     NF__ALLOC(X, NF_F32, 3, "stream", w->nx, T, D);
-    NF__ALLOC(KV, NF_F32, 1, "support_kv", w->n_kv * w->ns * T * 2 * D);
+    NF__ALLOC(KV, NF_F32, 1, "support_kv", w->n_kv * nf__kv_elems(w));
     NF__ALLOC(Xn, NF_F32, 1, "normed", w->ct * D);
     NF__ALLOC(Pqkv, NF_F32, 1, "proj_qkv", w->ct * 3 * D);
     NF__ALLOC(A, NF_F32, 1, "attn_out", w->ct * D);
@@ -346,7 +349,7 @@ static nf_tensor nf__rows(const struct nf__ws * w, const nf_tensor * t, int64_t 
 
 /* K/V slice i: (n_s, T, 2D) */
 static nf_tensor nf__kv(const struct nf__ws * w, int i) {
-    const int64_t n = w->ns * w->T * 2 * w->D;
+    const int64_t n = nf__kv_elems(w);
     return nf_view1(&w->KV, i * n, n);
 }
 
@@ -695,7 +698,7 @@ static void nf__plan(const nf_mitra * m, struct nf__ws * w) {
     if (m->stages == NF_STAGES_ALL || w->nq <= w->qc) {
         w->qc = w->nq;
     } else {
-        const double kv_bytes = (double) m->cfg.n_layers * (double) w->ns * (double) w->T * 2.0 * (double) w->D * 4.0;
+        const double kv_bytes = (double) m->cfg.n_layers * (double) nf__kv_elems(w) * 4.0;
         const double budget = (double) (m->kv_cache_mb > 0 ? m->kv_cache_mb : 4096) * 1048576.0;
         if (kv_bytes <= budget) {
             w->mode = NF__STREAM;
@@ -755,7 +758,7 @@ static int nf__mitra_get_option(const void * impl, const char * key, int64_t * v
     else if (strcmp(key, "kv_cache_mb") == 0) *value = m->kv_cache_mb;
     else if (strcmp(key, "support_passes") == 0) *value = m->support_passes;
     else if (strcmp(key, "query_chunk_used") == 0) *value = w ? w->qc : 0;
-    else if (strcmp(key, "kv_cache_bytes") == 0) *value = w ? w->n_kv * w->ns * w->T * 2 * w->D * 4 : 0;
+    else if (strcmp(key, "kv_cache_bytes") == 0) *value = w ? w->n_kv * nf__kv_elems(w) * 4 : 0;
     else return 0;
     return 1;
 }
