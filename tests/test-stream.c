@@ -113,7 +113,8 @@ int main(int argc, char ** argv) {
     CHECK_RC(forward(m, be, &t, 7, 0, &f_stream, &p_stream, &err), NF_OK, &err);
     CHECK(p_stream == 1, "query_chunk 7: the support computed once (got %lld passes)", (long long) p_stream);
     CHECK(f_stream == f_joint, "query_chunk 7: the same FLOPs as all at once (%.6g vs %.6g)", f_stream, f_joint);
-    CHECK(nf_test_close("query_chunk 7 vs all at once", t.out, joint, n, 1e-5, 1e-6), "streamed logits within rounding");
+    CHECK(nf_test_close("query_chunk 7 vs all at once", t.out, joint, n, 1e-5, 1e-6),
+          "streamed logits within rounding");
     memcpy(again, t.out, n * sizeof(float));
     CHECK_RC(forward(m, be, &t, 7, 0, NULL, NULL, &err), NF_OK, &err);
     CHECK(memcmp(again, t.out, n * sizeof(float)) == 0, "query_chunk 7 twice: identical bytes");

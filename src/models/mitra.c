@@ -195,7 +195,8 @@ static int nf__mitra_set_option(void * impl, const char * key, int64_t value, nf
                     : strcmp(key, "query_chunk") == 0 ? &m->query_chunk
                     : strcmp(key, "kv_cache_mb") == 0 ? &m->kv_cache_mb
                                                       : NULL;
-    if (!opt) return nf__err_set(err, NF_ERR_ARG, "mitra has no option \"%s\" (chunk_rows, query_chunk, kv_cache_mb)", key);
+    if (!opt)
+        return nf__err_set(err, NF_ERR_ARG, "mitra has no option \"%s\" (chunk_rows, query_chunk, kv_cache_mb)", key);
     *opt = value > 0 ? value : 0;
     return NF_OK;
 }
@@ -404,8 +405,7 @@ static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra
 
 /* (a), first half: kv (n_s, T, 2D) = [K1 V1] LN1(S) of the support rows,
  * before any row of this layer changes */
-static int nf__row_kv(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, nf_tensor kv,
-                      int64_t crows) {
+static int nf__row_kv(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, nf_tensor kv, int64_t crows) {
     const int64_t D = w->D, T = w->T;
     for (int64_t r0 = 0; r0 < w->ns; r0 += crows) {
         const int64_t r1 = r0 + crows < w->ns ? r0 + crows : w->ns, tok = (r1 - r0) * T;
@@ -432,8 +432,8 @@ static int nf__row_attend(nf_graph * g, struct nf__ws * w, const nf_mitra * m, c
         nf_tensor x = nf__rows(w, &w->X, r0, r1), q = nf_view1(&w->Pqkv, 0, tok * D);
         NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D,
                              NF_MITRA_LN_EPS));
-        NF_TRY(nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D,
-                         NF_ACT_NONE, 0));
+        NF_TRY(
+            nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE, 0));
         const struct nf_attn_layout lay = {
             .groups = T,
             .lq = c,
@@ -753,12 +753,19 @@ int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * log
 static int nf__mitra_get_option(const void * impl, const char * key, int64_t * value) {
     const nf_mitra * m = impl;
     const struct nf__ws * w = m->ws;
-    if (strcmp(key, "chunk_rows") == 0) *value = m->chunk_rows;
-    else if (strcmp(key, "query_chunk") == 0) *value = m->query_chunk;
-    else if (strcmp(key, "kv_cache_mb") == 0) *value = m->kv_cache_mb;
-    else if (strcmp(key, "support_passes") == 0) *value = m->support_passes;
-    else if (strcmp(key, "query_chunk_used") == 0) *value = w ? w->qc : 0;
-    else if (strcmp(key, "kv_cache_bytes") == 0) *value = w ? w->n_kv * nf__kv_elems(w) * 4 : 0;
-    else return 0;
+    if (strcmp(key, "chunk_rows") == 0)
+        *value = m->chunk_rows;
+    else if (strcmp(key, "query_chunk") == 0)
+        *value = m->query_chunk;
+    else if (strcmp(key, "kv_cache_mb") == 0)
+        *value = m->kv_cache_mb;
+    else if (strcmp(key, "support_passes") == 0)
+        *value = m->support_passes;
+    else if (strcmp(key, "query_chunk_used") == 0)
+        *value = w ? w->qc : 0;
+    else if (strcmp(key, "kv_cache_bytes") == 0)
+        *value = w ? w->n_kv * nf__kv_elems(w) * 4 : 0;
+    else
+        return 0;
     return 1;
 }
