@@ -113,6 +113,12 @@ def run_autogluon(model_dir: Path, train: Path, test: Path, target: str, task: s
     fmeta = fg.feature_metadata
     cat_features = set(fmeta.get_features(valid_raw_types=["category"]))
     bool_features = set(fmeta.get_features(required_special_types=["bool"]))
+    date_features = set(fmeta.get_features(required_special_types=["datetime_as_int"]))
+    # what each input column generates (a date column: DatetimeFeatureGenerator's five)
+    date_in = set(fg.feature_metadata_in.get_features(required_special_types=["datetime_as_object"]))
+    generated = []
+    for c in X.columns:
+        generated += [c] + ([c + p for p in (".year", ".month", ".day", ".dayofweek")] if c in date_in else [])
 
     hyp = {"fine_tune": False, "hf_model": str(model_dir), "n_estimators": n_est, "device": "cpu"}
     m = MitraModel(path=tempfile.mkdtemp(), name="Mitra", problem_type=problem_type, eval_metric=None,
@@ -129,8 +135,9 @@ def run_autogluon(model_dir: Path, train: Path, test: Path, target: str, task: s
             pred = np.argmax(proba, axis=1)
     sing0 = singular[0] if singular else [False] * len(ag_features)
     kept = [f for f, s in zip(ag_features, sing0) if not s]
-    dropped = [c for c in X.columns if c not in ag_features] + [f for f, s in zip(ag_features, sing0) if s]
-    types = {f: ("category" if f in cat_features else "bool" if f in bool_features else "numeric") for f in kept}
+    dropped = [c for c in generated if c not in ag_features] + [f for f, s in zip(ag_features, sing0) if s]
+    types = {f: ("category" if f in cat_features else "bool" if f in bool_features else
+                 "datetime" if f in date_features else "numeric") for f in kept}
     info = {
         "problem_type": problem_type,
         "kept": kept, "dropped": dropped, "types": types,
@@ -188,6 +195,40 @@ def rules_table():
     return df
 
 
+def dates_table():
+    """ISO 8601 date columns (DatetimeFeatureGenerator), numpy default_rng(3)."""
+    rng = np.random.default_rng(3)
+    n = 100
+    day = pd.Timestamp("2019-01-01") + pd.to_timedelta(rng.integers(0, 4 * 365, size=n), unit="D")
+    sec = rng.integers(0, 86400, size=n)
+    when = []
+    for i in range(n):
+        t = day[i] + pd.to_timedelta(int(sec[i]), unit="s")
+        form = i % 6
+        when.append(t.strftime("%Y-%m-%d") if form == 0 else t.strftime("%Y-%m-%d %H:%M:%S") if form == 1 else
+                    t.strftime("%Y-%m-%dT%H:%M:%SZ") if form == 2 else t.strftime("%Y-%m-%dT%H:%M:%S+02:00")
+                    if form == 3 else t.strftime("%Y-%m-%d %H:%M:%S.") + "%06d" % rng.integers(0, 10**6)
+                    if form == 4 else t.strftime("%Y-%m-%dT%H:%M"))
+    when = np.array(when, dtype=object)
+    when[rng.random(n) < 0.1] = np.nan
+    when[[7, 31]] = "unknown"   # no date: NaT -> the training mean
+    stamp = [f"2020-{m:02d}-{d:02d}" for m, d in zip(rng.integers(1, 13, size=n), rng.integers(1, 29, size=n))]
+    x = np.round(rng.normal(size=n), 3)
+    df = pd.DataFrame({"x": x, "when": when, "grp": rng.choice(["a", "b", "c"], size=n), "stamp": stamp})
+    month = pd.to_datetime(pd.Series(when), errors="coerce", utc=True, format="mixed").dt.month.fillna(6)
+    df["label"] = np.where(x + (month.values > 6) * 0.8 + 0.3 * rng.normal(size=n) > 0.4, "late", "early")
+    return df
+
+
+def dates_edit(te):
+    te = te.copy()
+    te.loc[0, "when"] = np.nan             # missing in test -> the training mean
+    te.loc[1, "when"] = "unknown"          # no date
+    te.loc[2, "when"] = "2031-05-06 07:08:09"   # outside the training range
+    te.loc[3, "stamp"] = "2021-02-03"      # a year training never saw
+    return te
+
+
 def write_split(df, d: Path, n_train, n_test, seed, edit_test=None):
     idx = np.random.default_rng(seed).permutation(len(df))
     tr = df.iloc[idx[:n_train]].reset_index(drop=True)
@@ -221,6 +262,8 @@ CASES = {
                           n_test=30, n_est=1, mirror=False),
     "rules": dict(table=rules_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
                   edit=rules_edit),
+    "dates": dict(table=dates_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
+                  edit=dates_edit),
 }
 
 

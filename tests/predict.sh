@@ -177,6 +177,12 @@ printf 'a,b,y\n1,2,x\n3,\xff\xfe,z\n' >"$B/latin.csv"
 : >"$B/empty.csv"
 printf 'a,b,y\n1,"2,x\n' >"$B/quote.csv"
 printf 'a,b,y\n1,two,x\n' >"$B/textnum.csv"
+# AutoGluon's special types: free text (refused), dates nofall cannot read as pandas does
+printf 'a,b,y\n1,the quick brown fox,x\n2,jumps over the dog,z\n3,a b c d,x\n4,and so it goes,z\n' >"$B/text.csv"
+printf 'a,b,y\n1,2021-03-04,x\n2,03/04/2021,z\n3,2021-05-06 10:00,x\n4,2020-01-02,z\n' >"$B/dateus.csv"
+printf 'a,b,y\n1,2021-03-04,x\n2,unknown,z\n3,2021-05-06 10:00,x\n4,2020-01-02,z\n' >"$B/dates.csv"
+printf 'a,b,y\n1,2021-03-04,x\n2,4 May 2021,z\n' >"$B/datetest.csv"
+printf 'a,b,y\n1,A1,x\n2,x1,z\n3,10:30,x\n4,B2,z\n5,C3,x\n' >"$B/dateunsure.csv"
 
 mkdir -p "$B/out"
 echo keep >"$B/out/predictions.csv"
@@ -212,6 +218,10 @@ expect_fail non-utf8 "$B/good.csv" "$B/latin.csv" "latin.csv: row 2, column 2 ('
 expect_fail empty "$B/empty.csv" "$B/good.csv" "empty.csv: empty file"
 expect_fail quote "$B/quote.csv" "$B/good.csv" "quote.csv: row 1: malformed CSV"
 expect_fail text-in-numeric "$B/good.csv" "$B/textnum.csv" "textnum.csv: row 1, column 'b': 'two' is not a number"
+expect_fail free-text "$B/text.csv" "$B/good.csv" "text.csv: column 'b' is free text by AutoGluon's rule"
+expect_fail date-not-iso "$B/dateus.csv" "$B/good.csv" "dateus.csv: row 2, column 'b': '03/04/2021' might be a date"
+expect_fail date-test-not-iso "$B/dates.csv" "$B/datetest.csv" "datetest.csv: row 2, column 'b': '4 May 2021' is not an ISO 8601 date"
+expect_fail date-unsure "$B/dateunsure.csv" "$B/good.csv" "dateunsure.csv: row 3, column 'b': '10:30' might be a date"
 
 # ---- column typing as pandas.read_csv (dtypes taken from pandas 2.3.3) ----------------
 python3 - "$B/types.csv" <<'EOF'

@@ -7,7 +7,9 @@
  *      (AsTypeFeatureGenerator), text NaN -> '' (FillNa), text -> category
  *      codes (values seen < 2 times in training: -1; categories in code point
  *      order), constant columns and exact duplicates dropped, categories after
- *      the numeric columns
+ *      the numeric columns; ISO 8601 date columns -> DatetimeFeatureGenerator
+ *      (the UTC nanoseconds, year, month, day, dayofweek; unreadable -> the
+ *      training mean), after the categories; free text refused (ag-types.c)
  *   -> Mitra's Preprocessor: NaN -> training mean, singular columns dropped,
  *      +-1 mirror per feature (and the regression mirror) drawn from the seed
  *      or given, float32, NaN/Inf -> 0; regression target min-max scaled
@@ -18,11 +20,13 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-enum { NF_FEAT_NUM, NF_FEAT_BOOL, NF_FEAT_CAT };
+enum { NF_FEAT_NUM, NF_FEAT_BOOL, NF_FEAT_CAT, NF_FEAT_DATE };
+static const char * const nf_date_part[] = {"", ".year", ".month", ".day", ".dayofweek"};
 
 /* one input column and what the feature generation made of it */
 struct nf_feat {
@@ -37,6 +41,9 @@ struct nf_feat {
     const char * dropped; /* why it was dropped, or NULL */
     int kept;             /* index in the model order, or -1 */
     double mean;
+    int part;          /* date: 0 the nanoseconds, 1 year, 2 month, 3 day, 4 dayofweek */
+    int64_t date_fill; /* date: the value for a missing or unreadable one (UTC ns) */
+    char * name;       /* date: the generated feature's name (e.g. "d.year"), else NULL */
 };
 
 struct nf_predictor {
@@ -217,9 +224,134 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
 }
 
 /* AutoGluon's feature generation, column by column, then the drops */
+/* DropUniqueFeatureGenerator: one value (NaN counted) in training */
+static int nf_pred_drop_unique(struct nf_feat * f, const struct nf_csv_column * tc, int64_t ns, double * tmp,
+                               nf_err * err) {
+    int hn;
+    for (int64_t r = 0; r < ns; r++) tmp[r] = f->kind == NF_FEAT_CAT && f->xs[r] < 0 ? NAN : f->xs[r];
+    double * t2 = malloc((size_t) (ns + 1) * sizeof(double));
+    if (!t2) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int64_t ud = nf_distinct_num(tmp, ns, t2, &hn);
+    free(t2);
+    int all_rare = f->kind == NF_FEAT_CAT;
+    for (int64_t r = 0; all_rare && r < ns; r++) all_rare = f->xs[r] < 0;
+    if (ud <= 1)
+        f->dropped = tc->n_missing == ns ? "all missing"
+                     : all_rare          ? "every value rare (an id column)"
+                                         : "constant";
+    else if (f->kind == NF_FEAT_CAT && (double) ud > 0.99 * (double) ns)
+        f->dropped = "unique per row";
+    return NF_OK;
+}
+
+/* numpy's pairwise summation (pairwise_sum_DOUBLE), as Series.mean sums */
+static double nf_pairwise_sum(const double * a, int64_t n) {
+    if (n < 8) {
+        double r = 0.;
+        for (int64_t i = 0; i < n; i++) r += a[i];
+        return r;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int k = 0; k < 8; k++) r[k] = a[k];
+        int64_t i;
+        for (i = 8; i < n - n % 8; i += 8)
+            for (int k = 0; k < 8; k++) r[k] += a[i + k];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i];
+        return res;
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return nf_pairwise_sum(a, n2) + nf_pairwise_sum(a + n2, n - n2);
+}
+
+/* a date feature of one value (UTC ns) */
+static double nf_date_value(int part, int64_t ns) {
+    int64_t y;
+    int mo, d, dow;
+    nf__civil_from_ns(ns, &y, &mo, &d, &dow);
+    return part == 0 ? (double) ns : part == 1 ? (double) y : part == 2 ? mo : part == 3 ? d : dow;
+}
+
+/* AutoGluon's special types of a text column (ag-types.c): free text is
+ * refused; a date column becomes DatetimeFeatureGenerator's five features
+ * (appended to p->feats; the caller sees them by their column) */
+static int nf_pred_special(struct nf_predictor * p, int c, double * tmp, nf_err * err) {
+    const struct nf_csv_column * tc = &p->tr.cols[c];
+    const int64_t ns = p->tr.n_rows;
+    int64_t bad;
+    if (tc->type != NF_CSV_TEXT) return NF_OK;
+    /* two distinct values (missing counted) are 0/1 before any type inference */
+    {
+        int64_t first = -1, nd = 0;
+        for (int64_t r = 0; r < ns && nd < 3; r++) {
+            if (first < 0) {
+                first = r, nd = 1;
+            } else if (strcmp(nf_text(tc, r), nf_text(tc, first)) != 0) {
+                int64_t q = first + 1;
+                while (q < r && strcmp(nf_text(tc, q), nf_text(tc, r)) != 0) q++;
+                if (q == r) nd++;
+            }
+        }
+        if (nd == 2) return NF_OK;
+    }
+    const int t = nf__ag_special_type(tc, ns, &bad, err);
+    if (t < 0) return t;
+    char ef[512], ec[256], ev[256];
+    nf__esc(ef, sizeof(ef), p->tr.path);
+    nf__esc(ec, sizeof(ec), tc->name);
+    if (t == NF_AG_TEXT)
+        return nf__err_set(err, NF_ERR_INPUT,
+                           "%s: column '%s' is free text by AutoGluon's rule (unique values average 3 or more words): "
+                           "AutoGluon derives binned text statistics and n-gram counts from it, which nofall does not "
+                           "compute; drop the column from both tables",
+                           ef, ec);
+    if (t == NF_AG_DATE_UNSURE || (t == NF_AG_DATETIME && bad >= 0))
+        return nf__err_set(err, NF_ERR_INPUT,
+                           "%s: row %lld, column '%s': '%s' might be a date to pandas.to_datetime, and %s; nofall "
+                           "reads dates only as ISO 8601 (YYYY-MM-DD[ HH:MM[:SS[.f]]][Z|+HH:MM]): write the column's "
+                           "dates that way",
+                           ef, (long long) bad + 1, ec, nf__esc(ev, sizeof(ev), tc->raw[bad]),
+                           t == NF_AG_DATETIME ? "the column holds dates (AutoGluon makes date features of it)"
+                                               : "whether AutoGluon reads the column as dates depends on it");
+    if (t != NF_AG_DATETIME) return NF_OK;
+    /* DatetimeFeatureGenerator: pd.to_datetime(utc=True); unreadable -> the training mean, int(Series.mean()) */
+    int64_t * v = malloc((size_t) ns * sizeof(int64_t));
+    if (!v) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int64_t ng = 0;
+    for (int64_t r = 0; r < ns; r++) {
+        int64_t x;
+        if (!tc->missing[r] && nf__iso_datetime_ns(tc->raw[r], &x)) tmp[ng++] = (double) x;
+    }
+    const int64_t fill = (int64_t) (nf_pairwise_sum(tmp, ng) / (double) ng);
+    for (int64_t r = 0; r < ns; r++)
+        if (tc->missing[r] || !nf__iso_datetime_ns(tc->raw[r], &v[r])) v[r] = fill;
+    int rc = NF_OK;
+    for (int part = 0; part < 5 && rc == NF_OK; part++) {
+        struct nf_feat * f = &p->feats[p->n_feats++];
+        f->col = c;
+        f->kind = NF_FEAT_DATE;
+        f->part = part;
+        f->date_fill = fill;
+        const size_t len = strlen(tc->name) + strlen(nf_date_part[part]) + 1;
+        f->name = malloc(len);
+        f->xs = malloc((size_t) ns * sizeof(double));
+        if (!f->name || !f->xs) {
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(f->name, len, "%s%s", tc->name, nf_date_part[part]);
+        for (int64_t r = 0; r < ns; r++) f->xs[r] = nf_date_value(part, v[r]);
+        rc = nf_pred_drop_unique(f, tc, ns, tmp, err);
+    }
+    free(v);
+    return rc;
+}
+
 static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
     const int64_t ns = p->tr.n_rows;
-    p->feats = calloc((size_t) p->tr.n_cols, sizeof(*p->feats));
+    p->feats = calloc((size_t) p->tr.n_cols * 5, sizeof(*p->feats)); /* a date column makes 5 */
     double * tmp = malloc((size_t) (ns + 1) * sizeof(double));
     if (!p->feats || !tmp) {
         free(tmp);
@@ -229,6 +361,8 @@ static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
     for (int c = 0; c < p->tr.n_cols && rc == NF_OK; c++) {
         if (c == p->ycol) continue;
         const struct nf_csv_column * tc = &p->tr.cols[c];
+        if ((rc = nf_pred_special(p, c, tmp, err)) != NF_OK) break;
+        if (p->n_feats && p->feats[p->n_feats - 1].col == c) continue; /* made date features */
         struct nf_feat * f = &p->feats[p->n_feats++];
         f->col = c;
         const int numeric = tc->type != NF_CSV_TEXT;
@@ -287,24 +421,7 @@ static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
             else
                 f->xs[r] = tc->num[r];
         }
-        /* DropUniqueFeatureGenerator: one value (NaN counted) in training */
-        int hn;
-        for (int64_t r = 0; r < ns; r++) tmp[r] = f->kind == NF_FEAT_CAT && f->xs[r] < 0 ? NAN : f->xs[r];
-        double * t2 = malloc((size_t) (ns + 1) * sizeof(double));
-        if (!t2) {
-            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-            break;
-        }
-        int64_t ud = nf_distinct_num(tmp, ns, t2, &hn);
-        free(t2);
-        int all_rare = f->kind == NF_FEAT_CAT;
-        for (int64_t r = 0; all_rare && r < ns; r++) all_rare = f->xs[r] < 0;
-        if (ud <= 1)
-            f->dropped = tc->n_missing == ns ? "all missing"
-                         : all_rare          ? "every value rare (an id column)"
-                                             : "constant";
-        else if (f->kind == NF_FEAT_CAT && (double) ud > 0.99 * (double) ns)
-            f->dropped = "unique per row";
+        rc = nf_pred_drop_unique(f, tc, ns, tmp, err);
     }
     free(tmp);
     if (rc != NF_OK) return rc;
@@ -335,10 +452,11 @@ static int nf_pred_mitra_fit(struct nf_predictor * p, nf_err * err) {
         free(tmp);
         return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    for (int pass = 0; pass < 2; pass++) { /* numeric (and 0/1) first, then categories */
+    for (int pass = 0; pass < 3; pass++) { /* numeric (and 0/1) first, then categories, then dates */
         for (int i = 0; i < p->n_feats; i++) {
             struct nf_feat * f = &p->feats[i];
-            if (f->dropped || (pass == 0) == (f->kind == NF_FEAT_CAT)) continue;
+            const int fpass = f->kind == NF_FEAT_CAT ? 1 : f->kind == NF_FEAT_DATE ? 2 : 0;
+            if (f->dropped || fpass != pass) continue;
             double sum = 0;
             int64_t cnt = 0;
             for (int64_t r = 0; r < ns; r++)
@@ -413,6 +531,22 @@ static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_tabl
         if (t < 0) return nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' of the training table %s is missing", et, ec, ef);
         if (tcol) tcol[i] = t;
         const struct nf_csv_column * qc = &te->cols[t];
+        if (f->kind == NF_FEAT_DATE && f->part == 0) { /* dates: ISO 8601, missing, or no date at all */
+            for (int64_t r = 0; r < nq; r++) {
+                int64_t ns;
+                if (qc->missing[r]) continue;
+                if (qc->type != NF_CSV_TEXT)
+                    return nf__err_set(err, NF_ERR_INPUT,
+                                       "%s: column '%s' holds numbers; in the training table %s it holds dates", et,
+                                       ec, ef);
+                if (nf__iso_datetime_ns(qc->raw[r], &ns) || !nf__date_maybe(qc->raw[r])) continue;
+                char ev[256];
+                return nf__err_set(err, NF_ERR_INPUT,
+                                   "%s: row %lld, column '%s': '%s' is not an ISO 8601 date/time, and the column holds "
+                                   "dates; nofall reads dates only as ISO 8601 (YYYY-MM-DD[ HH:MM[:SS[.f]]][Z|+HH:MM])",
+                                   et, (long long) r + 1, ec, nf__esc(ev, sizeof(ev), qc->raw[r]));
+            }
+        }
         if (tc->type != NF_CSV_TEXT && qc->type == NF_CSV_TEXT) {
             int64_t r = 0;
             double d;
@@ -444,7 +578,13 @@ static void nf_pred_transform(const struct nf_feat * f, int numeric, const struc
                         nf__csv_parse_number(qc->raw[r], &v, &ii);
                 }
             }
-            if (f->kind == NF_FEAT_BOOL)
+            int64_t t;
+            if (f->kind == NF_FEAT_DATE) /* checked: ISO, missing, or no date at all */
+                xq[r] = nf_date_value(f->part, qc->type == NF_CSV_TEXT && !qc->missing[r] &&
+                                                       nf__iso_datetime_ns(qc->raw[r], &t)
+                                                   ? t
+                                                   : f->date_fill);
+            else if (f->kind == NF_FEAT_BOOL)
                 xq[r] = numeric ? (v == f->true_num) : (strcmp(s, f->true_str) == 0);
             else if (f->kind == NF_FEAT_CAT)
                 xq[r] = (double) nf_find_cat(f->cats, f->n_cats, s);
@@ -628,6 +768,7 @@ void nf_predictor_free(nf_predictor * p) {
     for (int i = 0; i < p->n_feats; i++) {
         free(p->feats[i].cats);
         free(p->feats[i].xs);
+        free(p->feats[i].name);
     }
     free(p->feats);
     free(p->order);
@@ -855,9 +996,12 @@ int nf_predictor_column(const nf_predictor * p, int i, struct nf_column_info * o
     memset(out, 0, sizeof(*out));
     if (i < 0 || i >= p->n_feats) return 0;
     const struct nf_feat * f = &p->feats[i];
-    out->name = p->tr.cols[f->col].name;
+    out->name = f->name ? f->name : p->tr.cols[f->col].name;
     out->csv_type = nf_col_type_name(&p->tr.cols[f->col]);
-    out->kind = f->kind == NF_FEAT_CAT ? "category" : f->kind == NF_FEAT_BOOL ? "bool" : "numeric";
+    out->kind = f->kind == NF_FEAT_CAT    ? "category"
+                : f->kind == NF_FEAT_BOOL ? "bool"
+                : f->kind == NF_FEAT_DATE ? "datetime"
+                                          : "numeric";
     out->dropped = f->dropped;
     out->kept = f->kept;
     out->mean = f->kept >= 0 ? f->mean : NAN;

@@ -14,4 +14,14 @@ struct nf_table {
 /* a deep copy of a table (the predictor's support set) */
 int nf__csv_clone(const struct nf_csv_table * src, struct nf_csv_table * dst, nf_err * err);
 
+/* AutoGluon's special types of a text column (ag-types.c). NF_AG_DATETIME:
+ * a date column; *bad_row >= 0 names a value whose reading nofall cannot
+ * vouch for. NF_AG_DATE_UNSURE: whether it is a date column depends on such
+ * a value (*bad_row). NF_AG_TEXT: free text. */
+enum { NF_AG_PLAIN, NF_AG_DATETIME, NF_AG_DATE_UNSURE, NF_AG_TEXT };
+int nf__ag_special_type(const struct nf_csv_column * c, int64_t n, int64_t * bad_row, nf_err * err);
+int nf__iso_datetime_ns(const char * s, int64_t * ns); /* 1: an ISO 8601 date/time, as UTC ns */
+int nf__date_maybe(const char * s);                    /* not ISO: might pandas read it as a date? */
+void nf__civil_from_ns(int64_t ns, int64_t * year, int * month, int * day, int * dayofweek);
+
 #endif /* NF_TABULAR_IMPL_H */
