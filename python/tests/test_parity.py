@@ -1,7 +1,8 @@
 """The estimators against AutoGluon's own pipeline on the committed real-data
 cases (tests/fixtures/predict, made by reference/predict_fixtures.py), on
 cpu: probabilities max_abs <= 1e-5 (regression: predictions within 1e-5 x
-max(1, max|y|)), identical labels, kept / dropped columns, types, signs."""
+max(1, max|y|)), identical labels, kept / dropped columns, types, signs;
+two of them on opencl:0 too."""
 import json
 
 import numpy as np
@@ -40,11 +41,26 @@ def _check_report(est, c):
     assert est.mirror_signs_ == c["mirror"]
 
 
+def _opencl():
+    return "opencl:0" in nofall.devices()
+
+
 @pytest.mark.skipif(not CASES, reason=f"no parity fixtures at {FIXTURES}")
 @pytest.mark.parametrize("name", CASES)
 def test_parity_dataframe(name):
+    _parity(name, "cpu")
+
+
+@pytest.mark.skipif(not CASES or not _opencl(), reason="no parity fixtures, or no OpenCL device opencl:0")
+@pytest.mark.parametrize("name", [n for n in ("dates", "diabetes") if n in CASES])
+def test_parity_opencl(name):
+    """the same on the OpenCL backend (PoCL in CI): a classifier with dates, a regressor"""
+    _parity(name, "opencl:0")
+
+
+def _parity(name, device):
     d, c, X, y, Xt = _load(name)
-    est = _estimator(c).fit(X, y)
+    est = _estimator(c, device).fit(X, y)
     _check_report(est, c)
     assert est.n_features_in_ == X.shape[1]
     assert list(est.feature_names_in_) == list(X.columns)
