@@ -475,35 +475,29 @@ __kernel void nf_linear_epilogue(__global const float * tmp,
 
 /* ---- ATTENTION ----------------------------------------------------------- */
 
-/* One work-group of NF_AWG work-items per (block of NF_AQ query rows, head,
- * group). Keys/values stream through local memory in tiles of NF_AK with an
- * online softmax (running max m, running sum l, rescale alpha), so any lk
- * works with fixed local memory. head_dim <= NF_AHD. */
-#define NF_AQ  16
-#define NF_AK  16
-#define NF_AHD 128
-#define NF_AWG 128
-#define NF_APT (NF_AQ * NF_AHD / NF_AWG)   /* outputs per work-item: 16 */
+/* One work-group of AWG work-items per (block of AQ query rows, head, group).
+ * Keys/values stream through local memory in tiles of AK with an online
+ * softmax (running max m, running sum l, rescale alpha), so any lk works with
+ * fixed local memory; head_dim <= AHD. The tile shape is a compile-time
+ * argument of nf__attention_tile (inlined and folded): nf_attention is 16
+ * query rows x 16-key tiles for head_dim <= 128, nf_attention_wide 8 x 8 for
+ * 128 < head_dim <= 256 (TabSTAR's 2-head fusion layer: head_dim 192), so
+ * that its local memory stays under 32 KB. Both give each work-item
+ * NF_APT = AQ * AHD / AWG outputs. */
+#define NF_APT 16
+#define NF_ATTENTION_ARGS                                                                  \
+    __global const float * q, long q_off, __global const float * k, long k_off,           \
+    __global const float * v, long v_off, __global float * o, long o_off,                 \
+    int lq, int lk, int hd, long q_gs, long q_ss, long kv_gs, long kv_ss, long o_gs, long o_ss, \
+    float scale
 
-__kernel __attribute__((reqd_work_group_size(NF_AWG, 1, 1)))
-void nf_attention(__global const float * q, long q_off,
-                  __global const float * k, long k_off,
-                  __global const float * v, long v_off,
-                  __global float * o, long o_off,
-                  int lq, int lk, int hd,
-                  long q_gs, long q_ss, long kv_gs, long kv_ss, long o_gs, long o_ss,
-                  float scale)
+void nf__attention_tile(NF_ATTENTION_ARGS,
+                        __local float * Qs, __local float * Ks, __local float * Vs, __local float * S,
+                        __local float * Ml, __local float * Ll, __local float * Al,
+                        const int AQ, const int AK, const int AHD, const int AWG)
 {
-    __local float Qs[NF_AQ][NF_AHD];
-    __local float Ks[NF_AK][NF_AHD + 1];
-    __local float Vs[NF_AK][NF_AHD];
-    __local float S[NF_AQ][NF_AK + 1];
-    __local float Ml[NF_AQ];
-    __local float Ll[NF_AQ];
-    __local float Al[NF_AQ];
-
     const int  tid = get_local_id(0);
-    const int  i0  = get_group_id(0) * NF_AQ;
+    const int  i0  = get_group_id(0) * AQ;
     const long h   = get_group_id(1);
     const long g   = get_group_id(2);
 
@@ -512,12 +506,12 @@ void nf_attention(__global const float * q, long q_off,
     __global const float * vb = v + v_off + g * kv_gs + h * hd;
     __global float       * ob = o + o_off + g * o_gs  + h * hd;
 
-    for (int idx = tid; idx < NF_AQ * hd; idx += NF_AWG) {
+    for (int idx = tid; idx < AQ * hd; idx += AWG) {
         const int i = idx / hd;
         const int e = idx % hd;
-        Qs[i][e] = (i0 + i < lq) ? qb[(long)(i0 + i) * q_ss + e] : 0.0f;
+        Qs[i * AHD + e] = (i0 + i < lq) ? qb[(long)(i0 + i) * q_ss + e] : 0.0f;
     }
-    if (tid < NF_AQ) {
+    if (tid < AQ) {
         Ml[tid] = -INFINITY;
         Ll[tid] = 0.0f;
     }
@@ -526,38 +520,38 @@ void nf_attention(__global const float * q, long q_off,
         acc[r] = 0.0f;
     }
 
-    for (int j0 = 0; j0 < lk; j0 += NF_AK) {
+    for (int j0 = 0; j0 < lk; j0 += AK) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int idx = tid; idx < NF_AK * hd; idx += NF_AWG) {
+        for (int idx = tid; idx < AK * hd; idx += AWG) {
             const int jj = idx / hd;
             const int e  = idx % hd;
             const int ok = j0 + jj < lk;
-            Ks[jj][e] = ok ? kb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
-            Vs[jj][e] = ok ? vb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
+            Ks[jj * (AHD + 1) + e] = ok ? kb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
+            Vs[jj * AHD + e]       = ok ? vb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int idx = tid; idx < NF_AQ * NF_AK; idx += NF_AWG) {
-            const int i  = idx / NF_AK;
-            const int jj = idx % NF_AK;
+        for (int idx = tid; idx < AQ * AK; idx += AWG) {
+            const int i  = idx / AK;
+            const int jj = idx % AK;
             float s = 0.0f;
             for (int e = 0; e < hd; e++) {
-                s = fma(Qs[i][e], Ks[jj][e], s);
+                s = fma(Qs[i * AHD + e], Ks[jj * (AHD + 1) + e], s);
             }
-            S[i][jj] = (j0 + jj < lk) ? s * scale : -INFINITY;
+            S[i * (AK + 1) + jj] = (j0 + jj < lk) ? s * scale : -INFINITY;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid < NF_AQ) {
+        if (tid < AQ) {
             const float m_old = Ml[tid];
             float mx = m_old;
-            for (int jj = 0; jj < NF_AK; jj++) {
-                const float sv = S[tid][jj];
+            for (int jj = 0; jj < AK; jj++) {
+                const float sv = S[tid * (AK + 1) + jj];
                 mx = sv > mx ? sv : mx;
             }
             const float alpha = NF_EXP(m_old - mx);
             float l = Ll[tid] * alpha;
-            for (int jj = 0; jj < NF_AK; jj++) {
-                const float p = (j0 + jj < lk) ? NF_EXP(S[tid][jj] - mx) : 0.0f;
-                S[tid][jj] = p;
+            for (int jj = 0; jj < AK; jj++) {
+                const float p = (j0 + jj < lk) ? NF_EXP(S[tid * (AK + 1) + jj] - mx) : 0.0f;
+                S[tid * (AK + 1) + jj] = p;
                 l = l + p;
             }
             Ml[tid] = mx;
@@ -566,13 +560,13 @@ void nf_attention(__global const float * q, long q_off,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int r = 0; r < NF_APT; r++) {
-            const int idx = tid + r * NF_AWG;
-            if (idx < NF_AQ * hd) {
+            const int idx = tid + r * AWG;
+            if (idx < AQ * hd) {
                 const int i = idx / hd;
                 const int e = idx % hd;
                 float a = acc[r] * Al[i];
-                for (int jj = 0; jj < NF_AK; jj++) {
-                    a = fma(S[i][jj], Vs[jj][e], a);
+                for (int jj = 0; jj < AK; jj++) {
+                    a = fma(S[i * (AK + 1) + jj], Vs[jj * AHD + e], a);
                 }
                 acc[r] = a;
             }
@@ -580,8 +574,8 @@ void nf_attention(__global const float * q, long q_off,
     }
 
     for (int r = 0; r < NF_APT; r++) {
-        const int idx = tid + r * NF_AWG;
-        if (idx < NF_AQ * hd) {
+        const int idx = tid + r * AWG;
+        if (idx < AQ * hd) {
             const int i = idx / hd;
             const int e = idx % hd;
             if (i0 + i < lq) {
@@ -591,120 +585,16 @@ void nf_attention(__global const float * q, long q_off,
     }
 }
 
-/* nf_attention_wide: the same online-softmax kernel for 128 < head_dim <= 256
- * (TabSTAR's 2-head fusion layer: head_dim 192), with 8 query rows and
- * 8-key tiles per work-group so that its local memory stays under 32 KB. */
-#define NF_AQW  8
-#define NF_AKW  8
-#define NF_AHDW 256
-#define NF_AWGW 128
-#define NF_APTW (NF_AQW * NF_AHDW / NF_AWGW)   /* outputs per work-item: 16 */
-
-__kernel __attribute__((reqd_work_group_size(NF_AWGW, 1, 1)))
-void nf_attention_wide(__global const float * q, long q_off,
-                  __global const float * k, long k_off,
-                  __global const float * v, long v_off,
-                  __global float * o, long o_off,
-                  int lq, int lk, int hd,
-                  long q_gs, long q_ss, long kv_gs, long kv_ss, long o_gs, long o_ss,
-                  float scale)
-{
-    __local float Qs[NF_AQW][NF_AHDW];
-    __local float Ks[NF_AKW][NF_AHDW + 1];
-    __local float Vs[NF_AKW][NF_AHDW];
-    __local float S[NF_AQW][NF_AKW + 1];
-    __local float Ml[NF_AQW];
-    __local float Ll[NF_AQW];
-    __local float Al[NF_AQW];
-
-    const int  tid = get_local_id(0);
-    const int  i0  = get_group_id(0) * NF_AQW;
-    const long h   = get_group_id(1);
-    const long g   = get_group_id(2);
-
-    __global const float * qb = q + q_off + g * q_gs  + h * hd;
-    __global const float * kb = k + k_off + g * kv_gs + h * hd;
-    __global const float * vb = v + v_off + g * kv_gs + h * hd;
-    __global float       * ob = o + o_off + g * o_gs  + h * hd;
-
-    for (int idx = tid; idx < NF_AQW * hd; idx += NF_AWGW) {
-        const int i = idx / hd;
-        const int e = idx % hd;
-        Qs[i][e] = (i0 + i < lq) ? qb[(long)(i0 + i) * q_ss + e] : 0.0f;
+#define NF_ATTENTION_KERNEL(name, AQ, AK, AHD, AWG)                                              \
+    __kernel __attribute__((reqd_work_group_size(AWG, 1, 1))) void name(NF_ATTENTION_ARGS)      \
+    {                                                                                            \
+        __local float Qs[AQ * AHD], Ks[AK * (AHD + 1)], Vs[AK * AHD], S[AQ * (AK + 1)];          \
+        __local float Ml[AQ], Ll[AQ], Al[AQ];                                                    \
+        nf__attention_tile(q, q_off, k, k_off, v, v_off, o, o_off, lq, lk, hd, q_gs, q_ss, kv_gs, \
+                           kv_ss, o_gs, o_ss, scale, Qs, Ks, Vs, S, Ml, Ll, Al, AQ, AK, AHD, AWG); \
     }
-    if (tid < NF_AQW) {
-        Ml[tid] = -INFINITY;
-        Ll[tid] = 0.0f;
-    }
-    float acc[NF_APTW];
-    for (int r = 0; r < NF_APTW; r++) {
-        acc[r] = 0.0f;
-    }
-
-    for (int j0 = 0; j0 < lk; j0 += NF_AKW) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int idx = tid; idx < NF_AKW * hd; idx += NF_AWGW) {
-            const int jj = idx / hd;
-            const int e  = idx % hd;
-            const int ok = j0 + jj < lk;
-            Ks[jj][e] = ok ? kb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
-            Vs[jj][e] = ok ? vb[(long)(j0 + jj) * kv_ss + e] : 0.0f;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int idx = tid; idx < NF_AQW * NF_AKW; idx += NF_AWGW) {
-            const int i  = idx / NF_AKW;
-            const int jj = idx % NF_AKW;
-            float s = 0.0f;
-            for (int e = 0; e < hd; e++) {
-                s = fma(Qs[i][e], Ks[jj][e], s);
-            }
-            S[i][jj] = (j0 + jj < lk) ? s * scale : -INFINITY;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid < NF_AQW) {
-            const float m_old = Ml[tid];
-            float mx = m_old;
-            for (int jj = 0; jj < NF_AKW; jj++) {
-                const float sv = S[tid][jj];
-                mx = sv > mx ? sv : mx;
-            }
-            const float alpha = NF_EXP(m_old - mx);
-            float l = Ll[tid] * alpha;
-            for (int jj = 0; jj < NF_AKW; jj++) {
-                const float p = (j0 + jj < lk) ? NF_EXP(S[tid][jj] - mx) : 0.0f;
-                S[tid][jj] = p;
-                l = l + p;
-            }
-            Ml[tid] = mx;
-            Ll[tid] = l;
-            Al[tid] = alpha;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int r = 0; r < NF_APTW; r++) {
-            const int idx = tid + r * NF_AWGW;
-            if (idx < NF_AQW * hd) {
-                const int i = idx / hd;
-                const int e = idx % hd;
-                float a = acc[r] * Al[i];
-                for (int jj = 0; jj < NF_AKW; jj++) {
-                    a = fma(S[i][jj], Vs[jj][e], a);
-                }
-                acc[r] = a;
-            }
-        }
-    }
-
-    for (int r = 0; r < NF_APTW; r++) {
-        const int idx = tid + r * NF_AWGW;
-        if (idx < NF_AQW * hd) {
-            const int i = idx / hd;
-            const int e = idx % hd;
-            if (i0 + i < lq) {
-                ob[(long)(i0 + i) * o_ss + e] = NF_DIV(acc[r], Ll[i]);
-            }
-        }
-    }
-}
+NF_ATTENTION_KERNEL(nf_attention, 16, 16, 128, 128)
+NF_ATTENTION_KERNEL(nf_attention_wide, 8, 8, 256, 128)
 
 /* ---- CONV1D -------------------------------------------------------------- */
 
