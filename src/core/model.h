@@ -80,4 +80,16 @@ int nf__config_enum(const struct cJSON * doc, const char * key, const char * pat
 /* gen-weights option values: an integer / one of names (case-sensitive) */
 int nf__option_int(const char * key, const char * value, int * out, nf_err * err);
 
+/* ---- stage dumps (nf_model_set_stage_callback) ----------------------------------- */
+/* a host buffer for the dumps, grown on demand */
+struct nf_stage_buf {
+    float * host;
+    size_t n;
+};
+/* hand the first numel(shape) elements of device tensor t to fn (as float;
+ * an NF_I32 tensor's small integers converted exactly); an error naming the
+ * stage when fn returns non-zero */
+int nf__stage_emit(nf_stage_fn fn, void * user, struct nf_stage_buf * buf, const char * name, const nf_tensor * t,
+                   int ndim, const int64_t * shape, nf_err * err);
+
 #endif

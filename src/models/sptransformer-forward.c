@@ -64,8 +64,7 @@ struct nf_spt_ws {
     nf_tensor sel, prob;    /* (B, sinkhorn heads, N / bucket [, 2])       */
     nf_tensor kcat, vcat;   /* (B N/bucket, 2 bucket, sinkhorn heads x E)  */
     nf_tensor logits;       /* (B, out_len, 18)                            */
-    float * host;           /* stage dumps                                 */
-    size_t host_n;
+    struct nf_stage_buf dump; /* stage dumps */
 };
 
 static void nf__ws_free(struct nf_spt_ws * w) {
@@ -73,7 +72,7 @@ static void nf__ws_free(struct nf_spt_ws * w) {
     nf_tensor * all[] = {&w->x, &w->conv, &w->h1,  &w->h2,   &w->feat, &w->X,    &w->Xn,    &w->qkv,
                          &w->O, &w->H,    &w->sel, &w->prob, &w->kcat, &w->vcat, &w->logits};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
-    free(w->host);
+    free(w->dump.host);
     free(w);
 }
 
@@ -187,24 +186,7 @@ int nf__spt_stage_name(const nf_spt * m, int i, char * out, size_t n) {
 static int nf__stage(nf_spt * m, struct nf_spt_ws * w, const char * name, const nf_tensor * t, int ndim,
                      const int64_t * shape, int always, nf_err * err) {
     if (m->stages == NF_STAGES_NONE || (!always && m->stages != NF_STAGES_ALL)) return NF_OK;
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    if ((size_t) n > w->host_n) {
-        float * h = realloc(w->host, (size_t) n * sizeof(float));
-        if (!h) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for the stage %s", name);
-        w->host = h;
-        w->host_n = (size_t) n;
-    }
-    nf_tensor v = nf_view1(t, 0, n);
-    v.type = t->type;
-    NF_TRY(nf__tensor_download(&v, w->host, err));
-    if (t->type == NF_I32) { /* bucket choices: small integers, exact as floats */
-        const int32_t * iv = (const int32_t *) (const void *) w->host;
-        for (int64_t i = 0; i < n; i++) w->host[i] = (float) iv[i];
-    }
-    if (m->stage_fn(m->stage_user, name, w->host, ndim, shape) != 0)
-        return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at %s", name);
-    return NF_OK;
+    return nf__stage_emit(m->stage_fn, m->stage_user, &w->dump, name, t, ndim, shape, err);
 }
 
 /* ---- the blocks -------------------------------------------------------------------------- */

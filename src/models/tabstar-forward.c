@@ -31,8 +31,7 @@ struct nf_tab_ws {
     nf_tensor X, Xn, qkv2, a2, hid; /* (2BS, D) (2BS, D) (2BS, 3D) (2BS, D) (2BS, F) */
     nf_tensor F;                    /* (BS, D)                                  */
     nf_tensor Tt, Hh, logits;       /* (BC, D) (BC, F) (BC)                      */
-    float * host;
-    size_t host_n;
+    struct nf_stage_buf dump; /* stage dumps */
 };
 
 static void nf__ws_free(struct nf_tab_ws * w) {
@@ -40,7 +39,7 @@ static void nf__ws_free(struct nf_tab_ws * w) {
     nf_tensor * all[] = {&w->idx, &w->h,  &w->h2,   &w->qkv, &w->a,   &w->ff, &w->E,  &w->z,  &w->sh,
                          &w->X,   &w->Xn, &w->qkv2, &w->a2,  &w->hid, &w->F,  &w->Tt, &w->Hh, &w->logits};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
-    free(w->host);
+    free(w->dump.host);
     free(w);
 }
 
@@ -134,19 +133,7 @@ int nf__tab_stage_name(const nf_tab * m, int i, char * out, size_t n) {
 static int nf__stage(nf_tab * m, struct nf_tab_ws * w, const char * name, const nf_tensor * t, int ndim,
                      const int64_t * shape, int always, nf_err * err) {
     if (m->stages == NF_STAGES_NONE || (!always && m->stages != NF_STAGES_ALL)) return NF_OK;
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    if ((size_t) n > w->host_n) {
-        float * h = realloc(w->host, (size_t) n * sizeof(float));
-        if (!h) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for the stage %s", name);
-        w->host = h;
-        w->host_n = (size_t) n;
-    }
-    nf_tensor v = nf_view1(t, 0, n);
-    NF_TRY(nf__tensor_download(&v, w->host, err));
-    if (m->stage_fn(m->stage_user, name, w->host, ndim, shape) != 0)
-        return nf__err_set(err, NF_ERR_ARG, "stage callback stopped the forward at %s", name);
-    return NF_OK;
+    return nf__stage_emit(m->stage_fn, m->stage_user, &w->dump, name, t, ndim, shape, err);
 }
 
 /* ---- the blocks -------------------------------------------------------------------------- */
