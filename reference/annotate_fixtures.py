@@ -229,6 +229,39 @@ def sha(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def upstream_annotator(clone, nofall, genes, fasta, threads=2):
+    """upstream's Annotator (sptransformer.py from CLONE's HEAD, in a temporary
+    working directory with the synthetic checkpoint), with the stand-ins for
+    pyensembl and PyVCF, on GENES / FASTA: (annotator, commit, workdir)"""
+    work = tempfile.mkdtemp(prefix="nf-annotate-up-")
+    commit = subprocess.run(["git", "-C", clone, "rev-parse", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    for p in ["sptransformer.py", "tasks_annotate_mutations.py", "model/model.py", "model/SpliceAI.py"]:
+        os.makedirs(os.path.join(work, os.path.dirname(p)), exist_ok=True)
+        data = subprocess.run(["git", "-C", clone, "show", f"HEAD:{p}"], check=True, capture_output=True).stdout
+        with open(os.path.join(work, p), "wb") as f:
+            f.write(data)
+    os.makedirs(os.path.join(work, "model", "weights"))
+    subprocess.run([nofall, "gen-weights", "sptransformer", "--out", os.path.join(work, "w"), "--seed", "0",
+                    "--format", "ckpt"], check=True, stdout=subprocess.DEVNULL)
+    os.rename(os.path.join(work, "w", "SpTransformer_pytorch.ckpt"),
+              os.path.join(work, "model", "weights", "SpTransformer_pytorch.ckpt"))
+
+    sys.modules["pyensembl"] = types.SimpleNamespace(Genome=StubGenome)
+    sys.modules["vcf"] = types.SimpleNamespace(Reader=StubReader)
+    os.chdir(work)
+    sys.path.insert(0, work)
+    import torch
+    torch.set_num_threads(threads)
+    from pyfaidx import Fasta
+    import sptransformer as up  # upstream's own module
+
+    ann = up.Annotator()
+    ann.gtf["hg38"] = StubGenome(genes)
+    ann.ref_fasta["hg38"] = Fasta(fasta)
+    return ann, commit, work
+
+
 def main():
     global OUT
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -242,33 +275,9 @@ def main():
     rows = make_vcf(seqs)
     bad = write_inputs(OUT, seqs, rows)
 
-    work = tempfile.mkdtemp(prefix="nf-annotate-up-")
-    commit = subprocess.run(["git", "-C", a.upstream, "rev-parse", "HEAD"], check=True, capture_output=True,
-                            text=True).stdout.strip()
-    for p in ["sptransformer.py", "tasks_annotate_mutations.py", "model/model.py", "model/SpliceAI.py"]:
-        os.makedirs(os.path.join(work, os.path.dirname(p)), exist_ok=True)
-        data = subprocess.run(["git", "-C", a.upstream, "show", f"HEAD:{p}"], check=True, capture_output=True).stdout
-        with open(os.path.join(work, p), "wb") as f:
-            f.write(data)
-    os.makedirs(os.path.join(work, "model", "weights"))
-    subprocess.run([a.nofall, "gen-weights", "sptransformer", "--out", os.path.join(work, "w"), "--seed", "0",
-                    "--format", "ckpt"], check=True, stdout=subprocess.DEVNULL)
-    os.rename(os.path.join(work, "w", "SpTransformer_pytorch.ckpt"),
-              os.path.join(work, "model", "weights", "SpTransformer_pytorch.ckpt"))
-
-    sys.modules["pyensembl"] = types.SimpleNamespace(Genome=StubGenome)
-    sys.modules["vcf"] = types.SimpleNamespace(Reader=StubReader)
-    os.chdir(work)
-    sys.path.insert(0, work)
+    ann, commit, work = upstream_annotator(a.upstream, a.nofall, os.path.join(OUT, "genes.gtf"),
+                                           os.path.join(OUT, "genome.fa"))
     import numpy as np
-    import torch
-    torch.set_num_threads(2)
-    from pyfaidx import Fasta
-    import sptransformer as up  # upstream's own module
-
-    ann = up.Annotator()
-    ann.gtf["hg38"] = StubGenome(os.path.join(OUT, "genes.gtf"))
-    ann.ref_fasta["hg38"] = Fasta(os.path.join(OUT, "genome.fa"))
     drv = ann.model
     orig = drv.calc_single_sequence
     cache = {}

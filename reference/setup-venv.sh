@@ -54,5 +54,7 @@ EOF
 # >= 1.8.5 do). sinkhorn-transformer 0.11.4 is the last release.
 "$VENV/bin/python" -m pip install \
     sinkhorn-transformer==0.11.4 local-attention==1.4.4 axial-positional-embedding==0.2.1
-"$VENV/bin/python" -c "import sinkhorn_transformer, local_attention, axial_positional_embedding; print('sptransformer deps ok')"
+# upstream's annotator (reference/annotate_fixtures.py, bench_annotate.py) reads the FASTA with pyfaidx
+"$VENV/bin/python" -m pip install pyfaidx
+"$VENV/bin/python" -c "import sinkhorn_transformer, local_attention, axial_positional_embedding, pyfaidx; print('sptransformer deps ok')"
 echo "reference venv ready: $VENV"
