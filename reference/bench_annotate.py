@@ -25,6 +25,7 @@ on the parity fixture); the line printed says whether they are here too.
 import argparse
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,8 +84,10 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     a = ap.parse_args()
     nofall = os.path.abspath(a.nofall)
-    fasta, genes = os.path.abspath(os.path.join(FX, "genome.fa")), os.path.abspath(os.path.join(FX, "genes.gtf"))
     t = tempfile.mkdtemp(prefix="nf-bench-annotate-")
+    fasta, genes = os.path.join(t, "genome.fa"), os.path.join(t, "genes.gtf")  # copies: the .fai goes beside them
+    for src, dst in ((os.path.join(FX, "genome.fa"), fasta), (os.path.join(FX, "genes.gtf"), genes)):
+        shutil.copyfile(src, dst)
     vcf = os.path.join(t, "bench.vcf")
     make_vcf(vcf, a.n, read_fasta(fasta))
     model = os.path.join(t, "m")

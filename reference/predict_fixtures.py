@@ -258,6 +258,8 @@ CASES = {
     "diabetes": dict(table=lambda: sk_table("diabetes"), target="target", task="regression", n_train=150,
                      n_test=40, n_est=2, seed=2),  # seed 2: regression mirror on in member 0, off in 1
     "penguins": dict(table=penguins, target="species", task="auto", n_train=150, n_test=50, n_est=1),
+    "iris_4": dict(table=lambda: sk_table("iris"), target="target", task="auto", n_train=120, n_test=30, n_est=4,
+                   seed=9),  # an ensemble of 4 members
     "iris_nomirror": dict(table=lambda: sk_table("iris"), target="target", task="classification", n_train=120,
                           n_test=30, n_est=1, mirror=False),
     "rules": dict(table=rules_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
