@@ -84,7 +84,7 @@ static int nf__cpu_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * er
     const int64_t ns = op->src[0].ne[0], nqr = op->src[1].ne[0], F = op->src[0].ne[1];
     const int64_t nb = op->src[2].ne[1];
     const float fns = (float) ns;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(F * ns))
     for (int64_t j = 0; j < F; j++) {
         const float * Bj = B + j * nb;
         double sum = 0.0;
@@ -119,7 +119,7 @@ static int nf__cpu_embed_features(nf_backend * be, const nf_op * op, nf_err * er
     const float * b = NF__PTR(&op->src[2]);
     float * tok = NF__PTR(&op->dst[0]);
     const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1], D = op->dst[0].ne[2];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * F * D))
     for (int64_t r = 0; r < n; r++) {
         for (int64_t j = 0; j < F; j++) {
             const float zz = z[r * F + j];
@@ -162,7 +162,7 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const float * g = NF__PTR(&op->src[1]);
     const float * b = NF__PTR(&op->src[2]);
     float * y = NF__PTR(&op->dst[0]);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * p->k))
     for (int64_t r = 0; r < p->m; r++) {
         const float * xr = x + r * p->ldx;
         float * yr = y + r * p->ldy;
@@ -294,7 +294,7 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     }
     NF_TRY(nf__cpu_sgemm(1, m, n, k, 1.0f, x, p->ldx, W, k, t, ldt, err));
     const int gelu = p->act == NF_ACT_GELU ? 1 : p->act == NF_ACT_RELU ? 2 : 0, acc = p->accumulate;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * n))
     for (int64_t r = 0; r < m; r++) nf__linear_epilogue(y + r * p->ldy, t + r * ldt, bias, n, gelu, acc);
     return NF_OK;
 }
@@ -341,7 +341,7 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
          * head); from 128 keys on (SpTransformer's windows and buckets) the
          * two GEMMs below are faster */
         int failed = 0;
-#pragma omp parallel
+#pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
         {
             float * s = malloc((size_t) lk * sizeof(float));
             if (!s) {

@@ -5,6 +5,14 @@
 
 #include "nf-impl.h"
 
+/* an OpenMP loop goes parallel only from this much work (elements touched):
+ * below it, waking the team costs more than the loop (microseconds on an
+ * idle machine, milliseconds on a loaded one), and every loop here computes
+ * each output element in one thread in a fixed order, so the results do not
+ * depend on whether it runs in parallel */
+#define NF_CPU_PAR_MIN ((int64_t) 1 << 16)
+#define NF_CPU_PAR(work) ((int64_t) (work) >= NF_CPU_PAR_MIN)
+
 /* cpu-seq.c: the sequence ops */
 int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err);

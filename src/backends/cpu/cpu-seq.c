@@ -99,7 +99,7 @@ int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
         sh[c] = b[c] - mean[c] * a[c];
     }
     const int relu = p->relu;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * C))
     for (int64_t r = 0; r < p->m; r++) {
         const float * xr = x + r * p->ldx;
         float * yr = y + r * p->ldy;
@@ -117,7 +117,7 @@ int nf__cpu_fill(nf_backend * be, const nf_op * op, nf_err * err) {
     (void) err;
     const struct nf_fill_params * p = &op->p.fill;
     float * y = NF__PTR(&op->dst[0]);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * p->k))
     for (int64_t r = 0; r < p->m; r++)
         for (int64_t c = 0; c < p->k; c++) y[r * p->ld + c] = p->value;
     return NF_OK;
@@ -130,7 +130,7 @@ int nf__cpu_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
     const float *e0 = NF__PTR(&op->src[0]), *e1 = NF__PTR(&op->src[1]);
     float * x = NF__PTR(&op->dst[0]);
     const int64_t D = p->dim;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->n_seq * p->len * D))
     for (int64_t st = 0; st < p->n_seq * p->len; st++) {
         const int64_t s = st / p->len, t = st % p->len;
         float * xr = x + s * p->gs + t * p->ld;
@@ -259,7 +259,7 @@ int nf__cpu_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
     float * y = NF__PTR(&op->dst[0]);
     const float scale = p->scale;
     const int acc = p->accumulate;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * p->k))
     for (int64_t r = 0; r < p->m; r++) {
         const int64_t i = idx[r];
         float * yr = y + r * p->ldy;
