@@ -259,7 +259,10 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         end = end < nq ? end : nq;
     }
     int64_t r0 = 0, r1 = nq;
-    rc = nf_predictor_predict_part(pr, m, te, begin, mp->size > 1 ? end : 0, acc, all_logits, &r0, &r1, err);
+    if (mp->size > 1 && end == 0) /* fewer units than ranks: nothing here ([0, 0) would read "all") */
+        r1 = 0;
+    else
+        rc = nf_predictor_predict_part(pr, m, te, begin, mp->size > 1 ? end : 0, acc, all_logits, &r0, &r1, err);
 #ifdef NF_TEST_HOOKS
     {
         /* tests: NOFALL_TEST_PREDICT_FAIL_RANK=N fails rank N after its forwards */
@@ -272,6 +275,10 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     struct nf_predict_stats st;
     nf_predictor_last_stats(pr, &st);
+    /* what every rank's forwards are (a rank without rows ran none) */
+    st.subsets = ns > NF_PREDICTOR_MAX_SUPPORT;
+    st.support_rows = st.subsets ? NF_PREDICTOR_MAX_SUPPORT : ns;
+    st.query_chunk = st.subsets ? NF_PREDICTOR_QUERY_CHUNK : 0;
     double wall_ms = nf_predictor_forward_ms(pr);
     if (mp->size > 1) {
         int64_t tot[2] = {st.forwards, st.support_passes};
