@@ -875,8 +875,10 @@ int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * t
                 if (q0 < r0 || q0 >= r1) continue;
                 for (int64_t i = 0; i < nsub; i++) {
                     memcpy(xsub + i * F, xs + perm[i] * F, (size_t) F * sizeof(float));
-                    ysub[i] = ys[perm[i]];
-                    ysubi[i] = ysi[perm[i]];
+                    if (class_labels)
+                        ysubi[i] = ysi[perm[i]];
+                    else
+                        ysub[i] = ys[perm[i]];
                 }
                 sx = xsub;
                 sy = ysub;
