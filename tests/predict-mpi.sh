@@ -8,7 +8,7 @@
 #     diabetes): --query-chunk 8, so the ranks split the model's query
 #     passes, each computing the support stream itself; and the default (one
 #     pass: rank 0 computes it);
-#   * > 8,192 training rows (tests/fixtures/predict/big: 8,200 rows, 1,100
+#   * > 8,192 training rows (tests/fixtures/predict/big: 9,900 rows, 1,100
 #     test rows = two 1,024-row chunks, two members): each rank its chunks,
 #     drawing the other ranks' random support subsets too (skipped in the
 #     quick mode of the sanitizer builds: ~50x slower);
