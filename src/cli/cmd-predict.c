@@ -121,23 +121,19 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
  * plain run's. The blob of a rank: rows_begin, rows_end (int64), the rows'
  * averaged outputs (double, K each), then per member their logits (float). */
 static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, int64_t nq, int64_t n_est, int K,
-                          double * acc, float * logits, nf_err * err) {
+                          double * acc, float * logits, int64_t * lens, nf_err * err) {
     const int64_t nr = r1 - r0;
     const int64_t n = 16 + nr * K * (int64_t) sizeof(double) + n_est * nr * K * (int64_t) sizeof(float);
     char * blob = malloc((size_t) n);
-    int64_t * lens = calloc((size_t) mp->size, sizeof(int64_t));
     char * all = NULL;
     int rc = NF_OK;
-    if (!blob || !lens) {
+    if (!blob) {
         /* out of memory: still take part in the gather (the collectives
          * would hang otherwise), sending rows [-1, -1) that rank 0 refuses */
         static const int64_t none[2] = {-1, -1};
-        int64_t len0 = 0;
         nf_err e2 = {0};
-        nf_cli_mpi_gather(mp, none, 16, &all, lens ? lens : &len0, &e2);
+        nf_cli_mpi_gather(mp, none, 16, &all, lens, &e2);
         free(all);
-        free(blob);
-        free(lens);
         return nf__err_set(err, NF_ERR_NOMEM, "rank %d: out of memory for its %lld test rows", mp->rank,
                            (long long) nr);
     }
@@ -176,7 +172,6 @@ static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, 
                              (long long) nq);
     }
     free(all);
-    free(lens);
     return rc;
 }
 
@@ -241,7 +236,8 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     const int K = (int) nf_predictor_n_outputs(pr);
     all_logits = malloc((size_t) (n_est * nq * K) * sizeof(float));
     acc = malloc((size_t) (nq * K) * sizeof(double));
-    rows = calloc((size_t) 2 * (size_t) mp->size, sizeof(int64_t));
+    /* each rank's rows [begin, end), then the gather's blob lengths */
+    rows = calloc((size_t) 3 * (size_t) mp->size, sizeof(int64_t));
     if (!all_logits || !acc || !rows) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         goto done_agree;
@@ -290,7 +286,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         nf_cli_mpi_sum_f64(mp, &wall_ms, 1, err);
         st.forwards = tot[0];
         st.support_passes = tot[1];
-        rc = nf_pred_gather(mp, r0, r1, nq, n_est, K, acc, all_logits, err);
+        rc = nf_pred_gather(mp, r0, r1, nq, n_est, K, acc, all_logits, rows + 2 * mp->size, err);
         if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
         if (mp->rank != 0) goto write_end;
     }
