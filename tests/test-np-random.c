@@ -27,7 +27,7 @@ static void subsets_in_use(void) {
     const char * keys[] = {"dim", "layers", "heads"};
     const char * vals[] = {"8", "1", "1"};
     CHECK_RC(nf_model_gen_weights("mitra", mdir, 3, 3, keys, vals, &err), NF_OK, &err);
-    double * xs = malloc(NS * sizeof(double)), *xq = malloc(NQ * sizeof(double));
+    double *xs = malloc(NS * sizeof(double)), *xq = malloc(NQ * sizeof(double));
     const char ** ys = malloc(NS * sizeof(char *));
     int64_t * yi = malloc(NS * sizeof(int64_t));
     float *fx = malloc(NS * sizeof(float)), *sx = malloc(8192 * sizeof(float)), *qx = malloc(NQ * sizeof(float));
@@ -80,8 +80,10 @@ static void subsets_in_use(void) {
     for (int e = 0; e < NE; e++)
         for (int c = 0; c < 2; c++) {
             nf__np_choice(&r, NS, 8192, perm, NULL);
-            if (first0 < 0) first0 = perm[0];
-            else if (perm[0] != first0) distinct = 1;
+            if (first0 < 0)
+                first0 = perm[0];
+            else if (perm[0] != first0)
+                distinct = 1;
             for (int i = 0; i < 8192; i++) {
                 sx[i] = fx[perm[i]];
                 sy[i] = yi[perm[i]];
@@ -89,14 +91,17 @@ static void subsets_in_use(void) {
             const int64_t q0 = c * 1024, cq = c ? NQ - 1024 : 1024;
             struct nf_array in[3];
             memset(in, 0, sizeof(in));
-            in[0] = (struct nf_array){.name = "support_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {8192, 1}, .data = sx};
-            in[1] = (struct nf_array){.name = "support_y", .dtype = NF_ARRAY_I64, .ndim = 1, .shape = {8192}, .data = sy};
+            in[0] = (struct nf_array){
+                .name = "support_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {8192, 1}, .data = sx};
+            in[1] = (struct nf_array){
+                .name = "support_y", .dtype = NF_ARRAY_I64, .ndim = 1, .shape = {8192}, .data = sy};
             in[2] = (struct nf_array){
                 .name = "query_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {cq, 1}, .data = qx + q0};
             CHECK_RC(nf_model_forward(m, in, 3, direct, &err), NF_OK, &err);
             for (int64_t q = 0; q < cq; q++)
                 for (int k = 0; k < 2; k++)
-                    if (memcmp(&direct[q * W + k], &lg[((int64_t) e * NQ + q0 + q) * 2 + k], sizeof(float)) != 0) same = 0;
+                    if (memcmp(&direct[q * W + k], &lg[((int64_t) e * NQ + q0 + q) * 2 + k], sizeof(float)) != 0)
+                        same = 0;
         }
     CHECK(same, "the predictor's chunk logits differ from direct forwards with the replayed subsets");
     CHECK(distinct, "every chunk got the same subset");
@@ -164,8 +169,9 @@ int main(int argc, char ** argv) {
     while (fgets(line, sizeof(line), f)) {
         if (line[0] == '#') continue;
         long long seed, n, k, call, fx[16], ck;
-        int got = sscanf(line, "%lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "
-                               "%lld %lld %lld %lld",
+        int got = sscanf(line,
+                         "%lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "
+                         "%lld %lld %lld %lld",
                          &seed, &n, &k, &call, &fx[0], &fx[1], &fx[2], &fx[3], &fx[4], &fx[5], &fx[6], &fx[7], &fx[8],
                          &fx[9], &fx[10], &fx[11], &fx[12], &fx[13], &fx[14], &fx[15], &ck);
         CHECK(got == 21, "%s: malformed line '%s'", path, line);
@@ -186,7 +192,8 @@ int main(int argc, char ** argv) {
         unsigned char * seen = calloc((size_t) n, 1);
         int is_perm = seen != NULL;
         for (int64_t j = 0; j < n && seen; j++) {
-            if (perm[j] < 0 || perm[j] >= n || seen[perm[j]]) is_perm = 0;
+            if (perm[j] < 0 || perm[j] >= n || seen[perm[j]])
+                is_perm = 0;
             else
                 seen[perm[j]] = 1;
         }
@@ -198,9 +205,11 @@ int main(int argc, char ** argv) {
             if (j < kk && perm[kk - (kk < 8 ? kk : 8) + j] != fx[8 + j]) same = 0;
         }
         CHECK(is_perm, "seed %lld n %lld call %lld: not a permutation", seed, n, call);
-        CHECK(same, "seed %lld n %lld k %lld call %lld: indices %lld %lld %lld ... (checksum %lld) vs numpy's %lld %lld %lld ... (%lld)",
-              seed, n, k, call, (long long) perm[0], kk > 1 ? (long long) perm[1] : -1LL,
-              kk > 2 ? (long long) perm[2] : -1LL, sum, fx[0], fx[1], fx[2], ck);
+        CHECK(
+            same,
+            "seed %lld n %lld k %lld call %lld: indices %lld %lld %lld ... (checksum %lld) vs numpy's %lld %lld %lld ... (%lld)",
+            seed, n, k, call, (long long) perm[0], kk > 1 ? (long long) perm[1] : -1LL,
+            kk > 2 ? (long long) perm[2] : -1LL, sum, fx[0], fx[1], fx[2], ck);
         draws++;
     }
     fclose(f);
