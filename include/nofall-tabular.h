@@ -13,7 +13,9 @@
  *                 Preprocessor, the mirror signs of every ensemble member.
  *                 It keeps its own copy of the training table (the support
  *                 set); the table can be freed after the fit.
- *   nf_predictor_predict  one forward per member on a test table, the
+ *   nf_predictor_predict  one forward per member on a test table (above
+ *                 8,192 training rows one per 1,024 test rows, each with a
+ *                 random 8,192-row support subset, as upstream), the
  *                 probabilities (or de-normalised predictions) averaged.
  *
  * Errors as in nofall.h: result codes, messages naming the table (its name,
@@ -86,9 +88,11 @@ NF_API void nf_mirror_spec_free(struct nf_mirror_spec * s);
 struct nf_predictor_opts {
     int task;             /* enum nf_predict_task; AUTO: AutoGluon's infer_problem_type */
     int64_t n_estimators; /* >= 1 (0 = 1; with a mirror spec: its member count) */
-    uint64_t seed;        /* the mirror draws                                     */
+    uint64_t seed;        /* the mirror draws, and (always) the RandomState of the support
+                             subsets above 8,192 training rows: AutoGluon's Mitra `seed`
+                             hyperparameter (default 0)                            */
     int no_mirror;        /* 1: every sign +1, no regression mirror               */
-    const struct nf_mirror_spec * mirror; /* NULL, or the signs given explicitly (then seed and
+    const struct nf_mirror_spec * mirror; /* NULL, or the signs given explicitly (then the mirror draws and
                                              no_mirror are not used; n_estimators must be 0 or
                                              the spec's member count) */
 };
@@ -110,6 +114,32 @@ NF_API void nf_predictor_free(nf_predictor * p);
  * n_classes, 1 for regression) float32, each member's raw outputs. */
 NF_API int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, double * out, float * logits,
                                 nf_err * err);
+/* Part of a prediction (an MPI shard: README "Running on a cluster with
+ * mpirun"): the rows of test whose forward starts in [begin, end) (end 0: the
+ * number of test rows), computed exactly as nf_predictor_predict computes
+ * them -- the same forwards, the same random support subsets -- so the rows
+ * are byte-identical to the whole prediction's, and shards [b_i, b_i+1)
+ * covering the test rows predict every row once. A forward is, above
+ * NF_PREDICTOR_MAX_SUPPORT training rows, one NF_PREDICTOR_QUERY_CHUNK-row
+ * chunk of the test rows; else one of the model's query passes (Mitra's
+ * "query_begin" / "query_end" options, nofall.h). out and logits have the
+ * whole prediction's layout (n_test rows); *rows_begin, *rows_end (NULL or)
+ * get the rows predicted; the other rows are 0. */
+NF_API int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * test, int64_t begin,
+                                     int64_t end, double * out, float * logits, int64_t * rows_begin,
+                                     int64_t * rows_end, nf_err * err);
+/* How the last prediction formed its forwards (report.json "queries") */
+#define NF_PREDICTOR_MAX_SUPPORT 8192 /* upstream's max_samples_support           */
+#define NF_PREDICTOR_QUERY_CHUNK 1024 /* upstream's max_samples_query (subsets)   */
+struct nf_predict_stats {
+    int subsets;            /* 1: n_train > 8,192, a random subset per query chunk     */
+    int64_t support_rows;   /* support rows a forward (n_train, or 8,192)              */
+    int64_t query_chunk;    /* test rows a forward with subsets (1,024), else 0        */
+    int64_t forwards;       /* forwards run (members x chunks; 1 a member without)     */
+    int64_t support_passes; /* support streams computed, over every forward            */
+    int64_t rows_begin, rows_end; /* the test rows predicted                           */
+};
+NF_API void nf_predictor_last_stats(const nf_predictor * p, struct nf_predict_stats * out);
 /* The checks nf_predictor_predict makes of a test table before any forward
  * (its columns, their types), without a model */
 NF_API int nf_predictor_check_table(const nf_predictor * p, const nf_table * test, nf_err * err);

@@ -215,11 +215,19 @@ NF_API int  nf_model_weights_device(const nf_model * m, char * out, size_t n, nf
  *                  K/V kept (n_layers x n_support x (F+1) x 2 x dim floats):
  *                  memory independent of the number of queries;
  *   "kv_cache_mb"  the most that K/V cache may take (0 = 4096); beyond it
- *                  each pass recomputes the support (as upstream does).
+ *                  each pass recomputes the support (as upstream does);
+ *   "query_begin", "query_end"  run only the passes whose first query row
+ *                  is in [query_begin, query_end) (0, 0 = all): the other
+ *                  rows' logits are 0. The plan (passes, shapes) is the
+ *                  whole forward's, so the rows run are byte-identical to
+ *                  the whole forward's; shards [b_i, b_i+1) covering the
+ *                  queries run every pass once (MPI: README "Running on a
+ *                  cluster with mpirun").
  * NF_ERR_ARG for an option the model lacks. */
 NF_API int  nf_model_set_option(nf_model * m, const char * key, int64_t value, nf_err * err);
 /* An option's value, or what the last forward did (Mitra: "support_passes",
- * 1 when the support was computed once; "query_chunk_used"; "kv_cache_bytes").
+ * 1 when the support was computed once; "query_chunk_used"; "kv_cache_bytes";
+ * "query_rows_begin" / "query_rows_end", the query rows it computed).
  * NF_ERR_ARG for an unknown key. */
 NF_API int  nf_model_get_option(const nf_model * m, const char * key, int64_t * value, nf_err * err);
 

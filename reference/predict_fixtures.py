@@ -18,6 +18,12 @@ with three changes, each needed for an exact comparison:
     validation data Mitra fits its Preprocessor (NaN means, singular columns,
     target range) on an internal 80 % split; nofall uses the whole table.
 The support set is the whole training table (n <= 8192: a permutation of it).
+Above 8,192 training rows (the case "big": 9,900 rows, a small model) each
+1,024-row test chunk of each member gets a random 8,192-row subset from
+Mitra's RandomState(get_numpy_seed(seed)); that case passes the case's seed
+as Mitra's `seed` hyperparameter (nofall: --seed), so both draw the same
+subsets. (The cases of <= 8,192 rows were made without it: there the draw
+only permutes the support.)
 
 usage: predict_fixtures.py make [--nofall build/nofall] [--out tests/fixtures/predict] [--only a,b]
 """
@@ -71,7 +77,7 @@ class MirrorDraw:
 
 
 def run_autogluon(model_dir: Path, train: Path, test: Path, target: str, task: str, n_est: int, seed: int,
-                  mirror: bool):
+                  mirror: bool, mitra_seed: int | None = None):
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from autogluon.core.data import LabelCleaner
@@ -121,6 +127,8 @@ def run_autogluon(model_dir: Path, train: Path, test: Path, target: str, task: s
         generated += [c] + ([c + p for p in (".year", ".month", ".day", ".dayofweek")] if c in date_in else [])
 
     hyp = {"fine_tune": False, "hf_model": str(model_dir), "n_estimators": n_est, "device": "cpu"}
+    if mitra_seed is not None:
+        hyp["seed"] = mitra_seed
     m = MitraModel(path=tempfile.mkdtemp(), name="Mitra", problem_type=problem_type, eval_metric=None,
                    hyperparameters=hyp)
     with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]):
@@ -227,6 +235,16 @@ def dates_edit(te):
     te.loc[2, "when"] = "2031-05-06 07:08:09"   # outside the training range
     te.loc[3, "stamp"] = "2021-02-03"      # a year training never saw
     return te
+def big_table():
+    """More than 8,192 training rows (numpy default_rng(3)): 3 features, 3 classes."""
+    rng = np.random.default_rng(3)
+    n = 11000
+    a = np.round(rng.normal(size=n), 4)
+    b = np.round(rng.random(n) * 10, 3)
+    c = rng.integers(0, 6, size=n)
+    s = a + 0.2 * b - 0.3 * c + 0.5 * rng.normal(size=n)
+    y = np.where(s > 0.5, "p", np.where(c % 2 == 1, "q", "r"))
+    return pd.DataFrame({"a": a, "b": b, "c": c, "y": y})
 
 
 def write_split(df, d: Path, n_train, n_test, seed, edit_test=None):
@@ -266,6 +284,10 @@ CASES = {
                   edit=rules_edit),
     "dates": dict(table=dates_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
                   edit=dates_edit),
+    # > 8,192 training rows: two 1,024-row test chunks, two members sharing one RandomState; a small
+    # model (the full-size one would take minutes a forward on a CPU)
+    "big": dict(table=big_table, target="y", task="auto", n_train=9900, n_test=1100, n_est=2, mitra_seed=True,
+                weights=["--dim", "16", "--layers", "1", "--heads", "2"]),
 }
 
 
@@ -283,17 +305,26 @@ def make(args):
     for name, c in CASES.items():
         if only and name not in only:
             continue
+        mtask = "regression" if c["task"] == "regression" else "classification"
+        if c.get("weights"):
+            md = tmp / f"{name}-{mtask}"
+            extra = ["--task", "regression", "--outputs", "1"] if mtask == "regression" else []
+            subprocess.run([str(nofall), "gen-weights", "mitra", "--out", str(md), "--seed", "0", *extra,
+                            *c["weights"]], check=True, stdout=subprocess.DEVNULL)
+            models[f"{name}-{mtask}"] = md
         d = out / name
         if d.exists():
             shutil.rmtree(d)
         write_split(c["table"](), d, c["n_train"], c["n_test"], 11, c.get("edit"))
         seed = c.get("seed", 5)
-        mtask = "regression" if c["task"] == "regression" else "classification"
-        info, proba, pred, labels = run_autogluon(models[mtask], d / "train.csv", d / "test.csv", c["target"],
-                                                  c["task"], c["n_est"], seed, c.get("mirror", True))
+        mkey = f"{name}-{mtask}" if c.get("weights") else mtask
+        info, proba, pred, labels = run_autogluon(models[mkey], d / "train.csv", d / "test.csv", c["target"],
+                                                  c["task"], c["n_est"], seed, c.get("mirror", True),
+                                                  seed if c.get("mitra_seed") else None)
         case = {"target": c["target"], "task": c["task"], "n_estimators": c["n_est"], "seed": seed,
                 "mirror_enabled": c.get("mirror", True),
-                "weights": {"seed": 0, "task": mtask}, **info}
+                "weights": {"seed": 0, "task": mtask, **({"args": c["weights"]} if c.get("weights") else {})},
+                **info}
         if proba is not None:
             np.save(d / "expected_probabilities.npy", proba.astype(np.float64))
             with open(d / "expected_probabilities.csv", "w") as f:  # for the test, which has no numpy

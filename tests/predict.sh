@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # predict.sh NOFALL TMPDIR FIXTURES [DEVICE] -- `nofall predict` on DEVICE (cpu) against
 # AutoGluon's own pipeline (tests/fixtures/predict, made by
-# reference/predict_fixtures.py): probabilities max_abs <= 1e-5 (regression:
+# reference/predict_fixtures.py; "big": 9,900 training rows, so a random
+# 8,192-row support per 1,024 test rows and member, as AutoGluon draws it):
+# probabilities max_abs <= 1e-5 (regression:
 # predictions within 1e-5 * max(1, max|y|)), identical labels, identical kept /
 # dropped columns and mirror signs; the same with --query-chunk 3 (the test
 # rows streamed 3 at a time against the support computed once) on three
@@ -36,6 +38,13 @@ print(c['target'], c['task'], c['n_estimators'], c['seed'], c['weights']['task']
       '' if c.get('mirror_enabled', True) else '--no-mirror')")
     m=$T/cls
     [ "$wtask" = regression ] && m=$T/reg
+    # a case's own (small) weights: case.json weights.args, e.g. the > 8,192-row case
+    wargs=$(python3 -c "import json; print(' '.join(json.load(open('$d/case.json'))['weights'].get('args', [])))")
+    if [ -n "$wargs" ]; then
+        m=$T/w-$(basename "$d")
+        [ -d "$m" ] || { [ "$wtask" = regression ] && extra=(--task regression --outputs 1) || extra=();
+            "$NF" gen-weights mitra --out "$m" --seed 0 "${extra[@]}" $wargs >/dev/null || exit 1; }
+    fi
     if ! "$NF" predict --model "$m" --train "$d/train.csv" --test "$d/test.csv" --target "$target" --task "$task" \
         --n-estimators "$nest" --seed "$seed" $nomirror --device "$DEV" "${qc[@]}" --out "$T/out-$c" >"$T/$c.log" 2>&1; then
         bad "$c: predict failed: $(tail -1 "$T/$c.log")"
@@ -80,6 +89,15 @@ else:
     print(f"  max_abs {err:.3g} (scale {s:.3g})")
 q = r["queries"]
 check("support computed once per estimator", q["support_passes"] == 1, str(q))
+n_train = sum(1 for _ in open(f"{d}/train.csv")) - 1
+if n_train > 8192:
+    # a random 8,192-row subset per 1,024 test rows and member (README "More than 8,192 training rows")
+    n_test = len(pred)
+    check("support subsets", q["support_subsets"] is True and q["support_rows"] == 8192 and
+          q["forwards"] == c["n_estimators"] * -(-n_test // 1024), str(q))
+else:
+    check("the whole table as support", q["support_subsets"] is False and q["support_rows"] == n_train and
+          q["forwards"] == c["n_estimators"], str(q))
 if o.endswith("-qc3"):
     check("queries 3 a pass", q["query_chunk"] == 3, str(q))
 sys.exit(0 if good else 1)

@@ -110,7 +110,73 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
     return 1;
 }
 
-static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
+/* MPI (README "Running on a cluster with mpirun"): every rank reads the
+ * tables, fits the predictor and loads the model on its own device; the test
+ * rows are split in contiguous blocks, one a rank, on the forwards' own
+ * boundaries (nf_predictor_predict_part: above 8,192 training rows the
+ * 1,024-row chunks, each rank drawing -- and skipping -- the other ranks'
+ * support subsets, so every chunk gets the subset of the plain run; else the
+ * model's query passes, each rank computing the support stream itself);
+ * rank 0 gathers the rows and writes the outputs, byte-identical to the
+ * plain run's. The blob of a rank: rows_begin, rows_end (int64), the rows'
+ * averaged outputs (double, K each), then per member their logits (float). */
+static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, int64_t nq, int64_t n_est, int K,
+                          double * acc, float * logits, int64_t * lens, nf_err * err) {
+    const int64_t nr = r1 - r0;
+    const int64_t n = 16 + nr * K * (int64_t) sizeof(double) + n_est * nr * K * (int64_t) sizeof(float);
+    char * blob = malloc((size_t) n);
+    char * all = NULL;
+    int rc = NF_OK;
+    if (!blob) {
+        /* out of memory: still take part in the gather (the collectives
+         * would hang otherwise), sending rows [-1, -1) that rank 0 refuses */
+        static const int64_t none[2] = {-1, -1};
+        nf_err e2 = {0};
+        nf_cli_mpi_gather(mp, none, 16, &all, lens, &e2);
+        free(all);
+        return nf__err_set(err, NF_ERR_NOMEM, "rank %d: out of memory for its %lld test rows", mp->rank,
+                           (long long) nr);
+    }
+    memcpy(blob, &r0, 8);
+    memcpy(blob + 8, &r1, 8);
+    memcpy(blob + 16, acc + r0 * K, (size_t) (nr * K) * sizeof(double));
+    for (int64_t e = 0; e < n_est; e++)
+        memcpy(blob + 16 + nr * K * (int64_t) sizeof(double) + e * nr * K * (int64_t) sizeof(float),
+               logits + (e * nq + r0) * K, (size_t) (nr * K) * sizeof(float));
+    rc = nf_cli_mpi_gather(mp, blob, n, &all, lens, err);
+    free(blob);
+    if (rc == NF_OK && mp->rank == 0) {
+        /* every row once: the ranks' row blocks in rank order, end to end */
+        int64_t off = 0, next = 0;
+        for (int r = 0; rc == NF_OK && r < mp->size; r++) {
+            int64_t b0, b1;
+            memcpy(&b0, all + off, 8);
+            memcpy(&b1, all + off + 8, 8);
+            const int64_t m = b1 - b0;
+            if (b0 != next || b1 < b0 || b1 > nq ||
+                lens[r] != 16 + m * K * (int64_t) sizeof(double) + n_est * m * K * (int64_t) sizeof(float)) {
+                rc = nf__err_set(err, NF_ERR_GENERIC, "rank %d sent test rows [%lld, %lld); expected them from row %lld",
+                                 r, (long long) b0, (long long) b1, (long long) next);
+                break;
+            }
+            memcpy(acc + b0 * K, all + off + 16, (size_t) (m * K) * sizeof(double));
+            for (int64_t e = 0; e < n_est; e++)
+                memcpy(logits + (e * nq + b0) * K,
+                       all + off + 16 + m * K * (int64_t) sizeof(double) + e * m * K * (int64_t) sizeof(float),
+                       (size_t) (m * K) * sizeof(float));
+            next = b1;
+            off += lens[r];
+        }
+        if (rc == NF_OK && next != nq)
+            rc = nf__err_set(err, NF_ERR_GENERIC, "the ranks predicted test rows [0, %lld) of %lld", (long long) next,
+                             (long long) nq);
+    }
+    free(all);
+    return rc;
+}
+
+static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, int * failed_rank,
+                           nf_err * err) {
     nf_table *tr = NULL, *te = NULL;
     nf_predictor * pr = NULL;
     struct nf_mirror_spec * spec = NULL;
@@ -120,65 +186,110 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
     float * all_logits = NULL;
     double * acc = NULL;
     int rc;
+    int64_t * rows = NULL;
+    char device[64];
+    nf_cli_mpi_device(mp, o->device, device, sizeof(device));
     memset(&os, 0, sizeof(os));
     os.lock_fd = -1;
-    /* the tables first: every bad table fails before --out is touched */
-    if ((rc = nf_table_read_csv(o->train, &tr, err)) != NF_OK) goto out_nolock;
-    if ((rc = nf_table_read_csv(o->test, &te, err)) != NF_OK) goto out_nolock;
-    {
+    /* the tables first: every bad table fails before --out is touched (under
+     * MPI every rank's; the ranks agree before anything else) */
+    rc = nf_table_read_csv(o->train, &tr, err);
+    if (rc == NF_OK) rc = nf_table_read_csv(o->test, &te, err);
+    if (rc == NF_OK) {
         char e1[512], e2[256];
-        if (nf_table_find(tr, o->target) < 0) {
+        if (nf_table_find(tr, o->target) < 0)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)", nf__esc(e1, sizeof(e1), o->train),
                              nf__esc(e2, sizeof(e2), o->target));
-            goto out_nolock;
-        }
-        if (nf_table_n_rows(tr) < 2) {
+        else if (nf_table_n_rows(tr) < 2)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2",
                              nf__esc(e1, sizeof(e1), o->train), (long long) nf_table_n_rows(tr));
-            goto out_nolock;
-        }
-        if (nf_table_n_rows(te) < 1) {
+        else if (nf_table_n_rows(te) < 1)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows", nf__esc(e1, sizeof(e1), o->test));
-            goto out_nolock;
-        }
     }
-    if (o->mirror_signs && (rc = nf_mirror_spec_read(o->mirror_signs, &spec, err)) != NF_OK) goto out_nolock;
+    if (rc == NF_OK && o->mirror_signs) rc = nf_mirror_spec_read(o->mirror_signs, &spec, err);
     struct nf_predictor_opts po = {
         .task = o->task, .n_estimators = o->n_est, .seed = o->seed, .no_mirror = !o->mirror, .mirror = spec};
-    if ((rc = nf_predictor_fit(tr, o->target, &po, &pr, err)) != NF_OK) goto out_nolock;
-    if ((rc = nf_predictor_check_table(pr, te, err)) != NF_OK) goto out_nolock;
+    if (rc == NF_OK) rc = nf_predictor_fit(tr, o->target, &po, &pr, err);
+    if (rc == NF_OK) rc = nf_predictor_check_table(pr, te, err);
+    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto out_nolock;
     const int is_cls = nf_predictor_task(pr) == NF_PREDICT_CLASSIFICATION;
 
-    if ((rc = nf_outset_begin(&os, o->out, nf_pred_artifacts, NF_PRED_N_ARTIFACTS, err)) != NF_OK) goto out_nolock;
-    if ((rc = nf_cli_backend_init(o->device, 0, &be, err)) != NF_OK) goto done;
+    /* --out: rank 0's */
+    if (mp->rank == 0) rc = nf_outset_begin(&os, o->out, nf_pred_artifacts, NF_PRED_N_ARTIFACTS, err);
+    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if ((rc = nf_cli_backend_init(device, 0, &be, err)) != NF_OK) goto done_agree;
     nf_trace_reset(be, NF_TRACE_TOTALS);
-    if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
-    if (o->query_chunk > 0 && (rc = nf_model_set_option(m, "query_chunk", o->query_chunk, err)) != NF_OK) goto done;
+    if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done_agree;
+    if (o->query_chunk > 0 && (rc = nf_model_set_option(m, "query_chunk", o->query_chunk, err)) != NF_OK)
+        goto done_agree;
     int class_labels = 0;
     int64_t model_classes = 0;
-    if ((rc = nf_cli_table_model(m, &class_labels, &model_classes, err)) != NF_OK) goto done;
+    if ((rc = nf_cli_table_model(m, &class_labels, &model_classes, err)) != NF_OK) goto done_agree;
     if (class_labels != is_cls) {
         rc = nf__err_set(err, NF_ERR_ARG, "the target is a %s task but --model %s is a %s",
                          is_cls ? "classification" : "regression", o->model,
                          class_labels ? "classifier" : "regressor");
-        goto done;
+        goto done_agree;
     }
     const int64_t ns = nf_predictor_n_train(pr), nq = nf_table_n_rows(te), n_est = nf_predictor_n_estimators(pr);
     const int F = nf_predictor_n_kept(pr);
-    if (ns > 8192)
-        fprintf(stderr,
-                "warning: %lld training rows: AutoGluon's Mitra draws a random 8192-row support per 1024 queries; "
-                "nofall uses all of them\n",
-                (long long) ns);
     const int K = (int) nf_predictor_n_outputs(pr);
     all_logits = malloc((size_t) (n_est * nq * K) * sizeof(float));
     acc = malloc((size_t) (nq * K) * sizeof(double));
-    if (!all_logits || !acc) {
+    /* each rank's rows [begin, end), then the gather's blob lengths */
+    rows = calloc((size_t) 3 * (size_t) mp->size, sizeof(int64_t));
+    if (!all_logits || !acc || !rows) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-        goto done;
+        goto done_agree;
     }
-    if ((rc = nf_predictor_predict(pr, m, te, acc, all_logits, err)) != NF_OK) goto done;
-    const double wall_ms = nf_predictor_forward_ms(pr);
+    /* this rank's block of the test rows: above 8,192 training rows whole
+     * 1,024-row chunks, else rows (the predictor moves the ends to its
+     * forwards' boundaries) */
+    int64_t begin = 0, end = nq;
+    if (mp->size > 1) {
+        const int64_t unit = ns > NF_PREDICTOR_MAX_SUPPORT ? NF_PREDICTOR_QUERY_CHUNK : 1;
+        const int64_t units = (nq + unit - 1) / unit;
+        begin = units * mp->rank / mp->size * unit;
+        end = units * (mp->rank + 1) / mp->size * unit;
+        begin = begin < nq ? begin : nq;
+        end = end < nq ? end : nq;
+    }
+    int64_t r0 = 0, r1 = nq;
+    if (mp->size > 1 && end == 0) /* fewer units than ranks: nothing here ([0, 0) would read "all") */
+        r1 = 0;
+    else
+        rc = nf_predictor_predict_part(pr, m, te, begin, mp->size > 1 ? end : 0, acc, all_logits, &r0, &r1, err);
+#ifdef NF_TEST_HOOKS
+    {
+        /* tests: NOFALL_TEST_PREDICT_FAIL_RANK=N fails rank N after its forwards */
+        const char * t = getenv("NOFALL_TEST_PREDICT_FAIL_RANK");
+        if (rc == NF_OK && t && atoi(t) == mp->rank)
+            rc = nf__err_set(err, NF_ERR_GENERIC, "test hook: rank %d fails its test rows [%lld, %lld)", mp->rank,
+                             (long long) r0, (long long) r1);
+    }
+#endif
+    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    struct nf_predict_stats st;
+    nf_predictor_last_stats(pr, &st);
+    /* what every rank's forwards are (a rank without rows ran none) */
+    st.subsets = ns > NF_PREDICTOR_MAX_SUPPORT;
+    st.support_rows = st.subsets ? NF_PREDICTOR_MAX_SUPPORT : ns;
+    st.query_chunk = st.subsets ? NF_PREDICTOR_QUERY_CHUNK : 0;
+    double wall_ms = nf_predictor_forward_ms(pr);
+    if (mp->size > 1) {
+        int64_t tot[2] = {st.forwards, st.support_passes};
+        int64_t * mine = rows + 2 * mp->rank;
+        mine[0] = r0;
+        mine[1] = r1;
+        nf_cli_mpi_sum_i64(mp, tot, 2, err);
+        nf_cli_mpi_sum_i64(mp, rows, 2 * mp->size, err);
+        nf_cli_mpi_sum_f64(mp, &wall_ms, 1, err);
+        st.forwards = tot[0];
+        st.support_passes = tot[1];
+        rc = nf_pred_gather(mp, r0, r1, nq, n_est, K, acc, all_logits, rows + 2 * mp->size, err);
+        if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+        if (mp->rank != 0) goto write_end;
+    }
 
     /* predictions.csv, probabilities.csv, logits.npy */
     char path[4096];
@@ -190,7 +301,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         FILE * f = fopen(path, "w");
         if (!f) {
             rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create", path);
-            goto done;
+            goto write_end;
         }
         int ok = nf_csv_write_field(f, target) && fputc('\n', f) != EOF;
         int64_t counts[NF_PREDICTOR_MAX_CLASSES] = {0};
@@ -217,7 +328,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         ok &= fclose(f) == 0;
         if (!ok) {
             rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
-            goto done;
+            goto write_end;
         }
     }
     if (is_cls) {
@@ -225,7 +336,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         FILE * f = fopen(path, "w");
         if (!f) {
             rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create", path);
-            goto done;
+            goto write_end;
         }
         int ok = 1;
         for (int k = 0; ok && k < K; k++)
@@ -237,16 +348,16 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         ok &= fclose(f) == 0;
         if (!ok) {
             rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
-            goto done;
+            goto write_end;
         }
     }
     {
         int64_t sh[3] = {n_est, nq, K};
         nf_outset_path(&os, "logits.npy", path, sizeof(path));
-        if ((rc = nf__npy_write(path, NF_NPY_F4, is_cls ? 3 : 2, sh, all_logits, err)) != NF_OK) goto done;
+        if ((rc = nf__npy_write(path, NF_NPY_F4, is_cls ? 3 : 2, sh, all_logits, err)) != NF_OK) goto write_end;
     }
     struct nf_run_meas meas;
-    if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto done;
+    if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto write_end;
     char shape[64];
     if (is_cls)
         snprintf(shape, sizeof(shape), "%lldx%lldx%d", (long long) n_est, (long long) nq, K);
@@ -258,6 +369,26 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         cJSON * rep = cJSON_CreateObject();
         nf_run_report_common(rep, o->model, m, be);
         nf_cli_report_passes(rep, m);
+        /* how the forwards were formed (README "More than 8,192 training rows"):
+         * the model's figures above are its last forward's (rank 0's), these
+         * the whole prediction's (every rank's) */
+        cJSON * qb = cJSON_GetObjectItemCaseSensitive(rep, "queries");
+        if (!qb) qb = cJSON_AddObjectToObject(rep, "queries");
+        cJSON_AddNumberToObject(qb, "support_rows", (double) st.support_rows);
+        cJSON_AddBoolToObject(qb, "support_subsets", st.subsets);
+        if (st.subsets) cJSON_AddNumberToObject(qb, "subset_query_chunk", (double) st.query_chunk);
+        cJSON_AddNumberToObject(qb, "forwards", (double) st.forwards);
+        cJSON_AddNumberToObject(qb, "support_passes_total", (double) st.support_passes);
+        if (mp->size > 1) {
+            cJSON_AddNumberToObject(rep, "ranks", mp->size);
+            cJSON * rr = cJSON_AddArrayToObject(qb, "rank_rows");
+            for (int r = 0; r < mp->size; r++) {
+                cJSON * a = cJSON_CreateArray();
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double) rows[2 * r]));
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double) rows[2 * r + 1]));
+                cJSON_AddItemToArray(rr, a);
+            }
+        }
         cJSON_AddStringToObject(rep, "train", o->train);
         cJSON_AddStringToObject(rep, "test", o->test);
         cJSON_AddStringToObject(rep, "target", target);
@@ -320,36 +451,44 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         nf_outset_path(&os, "report.json", path, sizeof(path));
         rc = nf__json_write_file(path, rep, err);
         cJSON_Delete(rep);
-        if (rc != NF_OK) goto done;
+        if (rc != NF_OK) goto write_end;
     }
     /* read back */
     int assets_verified = 0;
     {
         struct nf_npy a;
         nf_outset_path(&os, "logits.npy", path, sizeof(path));
-        if ((rc = nf__npy_read(path, &a, err)) != NF_OK) goto done;
+        if ((rc = nf__npy_read(path, &a, err)) != NF_OK) goto write_end;
         const int ok = a.dtype == NF_NPY_F4 && a.shape[0] == n_est && a.shape[1] == nq;
         nf__npy_free(&a);
         struct nf_csv_table back;
         nf_outset_path(&os, "predictions.csv", path, sizeof(path));
-        if ((rc = nf__csv_read(path, &back, err)) != NF_OK) goto done;
+        if ((rc = nf__csv_read(path, &back, err)) != NF_OK) goto write_end;
         const int ok2 = back.n_rows == nq && back.n_cols == 1;
         nf__csv_free(&back);
         cJSON * doc = NULL;
         nf_outset_path(&os, "report.json", path, sizeof(path));
-        if ((rc = nf__json_read_file(path, &doc, err)) != NF_OK) goto done;
+        if ((rc = nf__json_read_file(path, &doc, err)) != NF_OK) goto write_end;
         cJSON_Delete(doc);
         assets_verified = ok && ok2;
         if (!assets_verified) {
             rc = nf__err_set(err, NF_ERR_IO, "%s: artifacts read back wrong", os.staging);
-            goto done;
+            goto write_end;
         }
     }
     nf_run_markers_print(&meas, be, shape, classes_marker, 1, wall_ms, assets_verified);
     rc = nf_run_commit(&os, NULL, "", NULL, err);
+write_end:
+    /* rank 0's writing failed: every rank fails */
+    if (mp->size > 1) rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);
+    goto done;
+done_agree:
+    /* a failure before the forwards: every rank learns it */
+    rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);
 done:
     nf_outset_end(&os);
 out_nolock:
+    free(rows);
     free(all_logits);
     free(acc);
     nf_model_free(m);
@@ -362,9 +501,25 @@ out_nolock:
 }
 
 int nf_cmd_predict(int argc, char ** argv) {
-    struct nf_pred_opts o;
-    if (!nf_pred_parse(argc, argv, &o)) return 2;
-    nf_cli_signals_install();
+    /* under mpirun: one rank of the job (all ranks parse the same argv) */
+    struct nf_cli_mpi mp;
     nf_err err = {0};
-    return nf_cli_command_exit(nf_predict_main(&o, &err), &err);
+    if (nf_cli_mpi_init(&argc, &argv, &mp, &err) != NF_OK) {
+        nf_cli_print_error(&err, err.code);
+        return 1;
+    }
+    struct nf_pred_opts o;
+    int ret = 2;
+    /* a usage error is every rank's: rank 0 prints it */
+    const int quiet = nf_cli_mpi_quiet_begin(&mp);
+    const int parsed = nf_pred_parse(argc, argv, &o);
+    nf_cli_mpi_quiet_end(quiet);
+    if (parsed) {
+        nf_cli_signals_install();
+        int failed_rank = -1;
+        const int rc = nf_predict_main(&o, &mp, &failed_rank, &err);
+        ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);
+    }
+    nf_cli_mpi_finalize(&mp);
+    return ret;
 }

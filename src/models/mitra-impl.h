@@ -44,9 +44,11 @@ typedef struct nf_mitra {
     struct nf_mitra_layer * layers;
     int64_t chunk_tokens;
     int64_t chunk_rows;
-    int64_t query_chunk;    /* query rows a pass (0: as many as 16 chunks of chunk_tokens hold) */
-    int64_t kv_cache_mb;    /* STREAM while every layer's support K/V fit (0: 4096) */
-    int64_t support_passes; /* the last forward: times the support stream was computed */
+    int64_t query_chunk;            /* query rows a pass (0: as many as 16 chunks of chunk_tokens hold) */
+    int64_t kv_cache_mb;            /* STREAM while every layer's support K/V fit (0: 4096) */
+    int64_t support_passes;         /* the last forward: times the support stream was computed */
+    int64_t query_begin, query_end; /* only the passes starting in [begin, end) (end 0: all; MPI shards) */
+    int64_t rows_begin, rows_end;   /* the last forward: the query rows it computed */
     nf_stage_fn stage_fn;
     void * stage_user;
     int stages;

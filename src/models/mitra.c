@@ -194,9 +194,13 @@ static int nf__mitra_set_option(void * impl, const char * key, int64_t value, nf
     int64_t * opt = strcmp(key, "chunk_rows") == 0    ? &m->chunk_rows
                     : strcmp(key, "query_chunk") == 0 ? &m->query_chunk
                     : strcmp(key, "kv_cache_mb") == 0 ? &m->kv_cache_mb
+                    : strcmp(key, "query_begin") == 0 ? &m->query_begin
+                    : strcmp(key, "query_end") == 0   ? &m->query_end
                                                       : NULL;
     if (!opt)
-        return nf__err_set(err, NF_ERR_ARG, "mitra has no option \"%s\" (chunk_rows, query_chunk, kv_cache_mb)", key);
+        return nf__err_set(err, NF_ERR_ARG,
+                           "mitra has no option \"%s\" (chunk_rows, query_chunk, kv_cache_mb, query_begin, query_end)",
+                           key);
     *opt = value > 0 ? value : 0;
     return NF_OK;
 }
@@ -580,8 +584,10 @@ static int nf__pass_joint(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_t
 }
 
 /* STREAM: the support once, keeping each layer's K/V, then the queries qc
- * rows at a time through every layer */
-static int nf__pass_stream(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_t crows, nf_err * err) {
+ * rows at a time through every layer (the passes of [qbegin, qend): qbegin a
+ * multiple of qc) */
+static int nf__pass_stream(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_t qbegin, int64_t qend, int64_t crows,
+                           nf_err * err) {
     const int nl = m->cfg.n_layers;
     NF_TRY(nf__embed_support(g, m, w));
     for (int l = 0; l < nl; l++) {
@@ -589,7 +595,7 @@ static int nf__pass_stream(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_
         NF_TRY(nf__row_kv(g, w, &m->layers[l], nf__kv(w, l), crows));
         if (l < nl - 1) NF_TRY(nf__layer(g, m, w, l, nf__kv(w, l), 0, w->ns, crows, err));
     }
-    for (int64_t q0 = 0; q0 < w->nq; q0 += w->qc) {
+    for (int64_t q0 = qbegin; q0 < qend; q0 += w->qc) {
         const int64_t c = q0 + w->qc < w->nq ? w->qc : w->nq - q0;
         nf_graph_prefix(g, "%s", "");
         NF_TRY(nf__embed_queries(g, m, w, q0, c));
@@ -653,18 +659,31 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
     /* steps 2-4, pass by pass */
     const int64_t cmax = w->ct / T > 0 ? w->ct / T : 1;
     const int64_t crows = m->chunk_rows > 0 && m->chunk_rows < cmax ? m->chunk_rows : cmax;
+    /* the passes run: those starting in [query_begin, query_end) -- every
+     * one by default; a shard of an MPI job runs its share of the very
+     * passes (same plan, same shapes) the whole forward runs */
+    const int64_t qend = m->query_end > 0 && m->query_end < w->nq ? m->query_end : w->nq;
+    const int64_t lo = (m->query_begin + w->qc - 1) / w->qc * w->qc;
+    const int64_t hi_pass = (qend + w->qc - 1) / w->qc * w->qc;
+    m->rows_begin = lo < w->nq ? lo : w->nq;
+    m->rows_end = hi_pass < w->nq ? hi_pass : w->nq;
+    if (m->rows_end < m->rows_begin) m->rows_end = m->rows_begin;
     m->support_passes = 0;
     if (w->mode == NF__STREAM) {
-        NF_TRY(nf__pass_stream(g, m, w, crows, err));
-        m->support_passes = 1;
+        if (m->rows_begin < m->rows_end) {
+            NF_TRY(nf__pass_stream(g, m, w, m->rows_begin, m->rows_end, crows, err));
+            m->support_passes = 1;
+        }
     } else {
-        for (int64_t q0 = 0; q0 < w->nq; q0 += w->qc) {
+        for (int64_t q0 = m->rows_begin; q0 < m->rows_end; q0 += w->qc) {
             NF_TRY(nf__pass_joint(g, m, w, q0, q0 + w->qc < w->nq ? w->qc : w->nq - q0, crows, err));
             m->support_passes++;
         }
     }
-    /* outputs out: the only device->host copy */
+    /* outputs out: the only device->host copy; rows of passes not run are 0 */
     NF_TRY(nf__tensor_download(&w->logits, logits, err));
+    if (m->rows_begin > 0) memset(logits, 0, (size_t) (m->rows_begin * C) * sizeof(float));
+    if (m->rows_end < w->nq) memset(logits + m->rows_end * C, 0, (size_t) ((w->nq - m->rows_end) * C) * sizeof(float));
     if (m->stages != NF_STAGES_NONE) {
         const int64_t sh[2] = {w->nq, C};
         if (m->stage_fn(m->stage_user, "head", logits, m->cfg.task == NF_TASK_REGRESSION && C == 1 ? 1 : 2, sh) != 0) {
@@ -749,7 +768,8 @@ int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * log
 
 /* the options as set, and what the last forward did: "query_chunk_used"
  * (query rows a pass), "support_passes" (1 = the support computed once),
- * "kv_cache_bytes" (support K/V kept) */
+ * "kv_cache_bytes" (support K/V kept), "query_rows_begin" / "query_rows_end"
+ * (the query rows computed: all of them unless query_begin / query_end) */
 static int nf__mitra_get_option(const void * impl, const char * key, int64_t * value) {
     const nf_mitra * m = impl;
     const struct nf__ws * w = m->ws;
@@ -765,6 +785,14 @@ static int nf__mitra_get_option(const void * impl, const char * key, int64_t * v
         *value = w ? w->qc : 0;
     else if (strcmp(key, "kv_cache_bytes") == 0)
         *value = w ? w->n_kv * nf__kv_elems(w) * 4 : 0;
+    else if (strcmp(key, "query_begin") == 0)
+        *value = m->query_begin;
+    else if (strcmp(key, "query_end") == 0)
+        *value = m->query_end;
+    else if (strcmp(key, "query_rows_begin") == 0)
+        *value = m->rows_begin;
+    else if (strcmp(key, "query_rows_end") == 0)
+        *value = m->rows_end;
     else
         return 0;
     return 1;

@@ -13,7 +13,9 @@
  *   -> Mitra's Preprocessor: NaN -> training mean, singular columns dropped,
  *      +-1 mirror per feature (and the regression mirror) drawn from the seed
  *      or given, float32, NaN/Inf -> 0; regression target min-max scaled
- *   -> one forward per ensemble member (support = the whole training table),
+ *   -> one forward per ensemble member (support = the whole training table;
+ *      above 8,192 rows one per 1,024 test rows, each with its own random
+ *      8,192-row subset drawn as numpy's RandomState draws it: np-random.c),
  *      probabilities / de-normalised predictions averaged. */
 #include "tabular-impl.h"
 
@@ -65,6 +67,8 @@ struct nf_predictor {
     int * signs;     /* n_est x n_order */
     int * regmirror; /* n_est */
     double forward_ms;
+    uint64_t seed; /* the support subsets' RandomState (AutoGluon's Mitra `seed`) */
+    struct nf_predict_stats stats;
 };
 
 static int nf_cmp_str(const void * a, const void * b) {
@@ -805,6 +809,7 @@ int nf_predictor_fit(const nf_table * train, const char * target, const struct n
     int rc = nf__csv_clone(&train->csv, &p->tr, err);
     p->ycol = ycol;
     p->n_est = n_est;
+    p->seed = o->seed;
     if (rc == NF_OK) rc = nf_pred_target(p, o->task, err);
     if (rc == NF_OK) rc = nf_pred_features(p, err);
     if (rc == NF_OK) rc = nf_pred_mitra_fit(p, err);
@@ -870,11 +875,45 @@ static int nf_pred_model(const nf_model * m, int * class_labels, int64_t * n_cla
     return NF_OK;
 }
 
-int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, double * out, float * logits_out,
-                         nf_err * err) {
+/* The support of a forward and the query rows it predicts, as AutoGluon's
+ * Mitra forms them (spec §5.4; README "More than 8,192 training rows"):
+ *
+ *   n_train <= 8,192: the whole training table, one forward per member over
+ *     every test row (upstream: a random permutation of the table per
+ *     1,024-query chunk; the order of the support rows does not change the
+ *     result but for rounding, so nofall keeps the table's order and lets the
+ *     model stream the queries);
+ *   n_train > 8,192: per member and per 1,024-row chunk of the test rows (in
+ *     order), support = the rows rng.choice(n_train, 8192, replace=False)
+ *     picks, in the order picked, one forward per chunk. rng is ONE
+ *     np.random.RandomState(get_numpy_seed(seed)) shared by the members
+ *     (MitraBase._train_ensemble), and the draws it makes are, in order:
+ *       fit:     per member, TrainerFinetune.train -> evaluate(X, y, X_val =
+ *                the training table, as nofall fits): one draw per 1,024-row
+ *                chunk of the training table (no fine-tuning: no other draw);
+ *       predict: per member, one draw per 1,024-row chunk of the test table.
+ *     Each nf_predictor_predict call is the first prediction after the fit. */
+#define NF_PRED_MAX_SUPPORT 8192
+#define NF_PRED_QUERY_CHUNK 1024
+
+static int nf_pred_opt(nf_model * m, const char * key, int64_t v, nf_err * err) {
+    return nf_model_set_option(m, key, v, err);
+}
+
+int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * test, int64_t begin, int64_t end,
+                              double * out, float * logits_out, int64_t * rows_begin, int64_t * rows_end,
+                              nf_err * err) {
     if (!p || !m || !test || !out) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_predict: a NULL argument");
     const struct nf_csv_table * te = &test->csv;
+    const int64_t ns = p->tr.n_rows, nq = te->n_rows;
+    if (end == 0) end = nq;
+    if (begin < 0 || begin > end || end > nq)
+        return nf__err_set(err, NF_ERR_ARG, "nf_predictor_predict_part: rows [%lld, %lld) of %lld", (long long) begin,
+                           (long long) end, (long long) nq);
+    if (rows_begin) *rows_begin = 0;
+    if (rows_end) *rows_end = 0;
     p->forward_ms = 0;
+    memset(&p->stats, 0, sizeof(p->stats));
     int * tcol = malloc((size_t) (p->n_feats + 1) * sizeof(int));
     if (!tcol) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     int rc = nf_pred_check(p, te, tcol, err);
@@ -892,18 +931,36 @@ int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, 
         free(tcol);
         return rc;
     }
-    const int64_t ns = p->tr.n_rows, nq = te->n_rows;
     const int F = p->n_order;
     const int K = class_labels ? (int) p->n_classes : 1;
     const int64_t width = class_labels ? model_classes : 1;
+    const int subsets = ns > NF_PRED_MAX_SUPPORT;
+    const int64_t nsub = subsets ? NF_PRED_MAX_SUPPORT : ns;   /* support rows a forward */
+    const int64_t nql = subsets ? (nq < NF_PRED_QUERY_CHUNK ? nq : NF_PRED_QUERY_CHUNK) : nq; /* queries a forward */
+    const int ranged = begin > 0 || end < nq;
+    /* the rows this call predicts: above 8,192 training rows the 1,024-row
+     * chunks starting in [begin, end); else the model's passes starting there */
+    int64_t r0 = 0, r1 = nq;
+    if (subsets) {
+        r0 = (begin + NF_PRED_QUERY_CHUNK - 1) / NF_PRED_QUERY_CHUNK * NF_PRED_QUERY_CHUNK;
+        r1 = (end + NF_PRED_QUERY_CHUNK - 1) / NF_PRED_QUERY_CHUNK * NF_PRED_QUERY_CHUNK;
+        r0 = r0 < nq ? r0 : nq;
+        r1 = r1 < nq ? r1 : nq;
+    }
     double ** xq = calloc((size_t) p->n_feats + 1, sizeof(double *));
     float * xs = malloc((size_t) (ns * F) * sizeof(float));
     float * xqm = malloc((size_t) (nq * F) * sizeof(float));
     float * ys = malloc((size_t) ns * sizeof(float));
     int64_t * ysi = malloc((size_t) ns * sizeof(int64_t));
-    float * logits = malloc((size_t) (nq * width) * sizeof(float));
+    float * logits = malloc((size_t) (nql * width) * sizeof(float));
     double * acc = calloc((size_t) (nq * K), sizeof(double));
-    int nomem = !xq || !xs || !xqm || !ys || !ysi || !logits || !acc;
+    float * xsub = subsets ? malloc((size_t) (nsub * F) * sizeof(float)) : NULL;
+    float * ysub = subsets ? malloc((size_t) nsub * sizeof(float)) : NULL;
+    int64_t * ysubi = subsets ? malloc((size_t) nsub * sizeof(int64_t)) : NULL;
+    int64_t * perm = subsets ? malloc((size_t) ns * sizeof(int64_t)) : NULL;
+    struct nf_np_rng * rng = subsets ? malloc(sizeof(*rng)) : NULL;
+    int nomem = !xq || !xs || !xqm || !ys || !ysi || !logits || !acc ||
+                (subsets && (!xsub || !ysub || !ysubi || !perm || !rng));
     for (int j = 0; !nomem && j < F; j++) {
         const int i = p->order[j];
         if (!(xq[i] = malloc((size_t) nq * sizeof(double)))) nomem = 1;
@@ -912,53 +969,135 @@ int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, 
                               xq[i]);
     }
     if (nomem) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    if (rc == NF_OK && subsets) {
+        /* the fit's draws: every member's evaluate on the training table */
+        nf__np_rng_seed(rng, nf__np_seed(p->seed));
+        const int64_t fit_chunks = (ns + NF_PRED_QUERY_CHUNK - 1) / NF_PRED_QUERY_CHUNK;
+        for (int64_t d = 0; d < p->n_est * fit_chunks; d++) nf__np_choice(rng, ns, nsub, perm, NULL);
+    }
+    /* the model's passes starting in [begin, end) (an MPI shard; the whole
+     * forward's plan, so those rows come out byte-identical to it) */
+    int opts_set = 0;
+    if (rc == NF_OK && ranged && !subsets) {
+        if ((rc = nf_pred_opt(m, "query_begin", begin, err)) == NF_OK &&
+            (rc = nf_pred_opt(m, "query_end", end, err)) == NF_OK)
+            opts_set = 1;
+        else
+            rc = nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s cannot predict a part of the test rows: %s",
+                             nf_model_type(m), err->msg);
+    }
+    p->stats.support_rows = nsub;
+    p->stats.query_chunk = subsets ? NF_PRED_QUERY_CHUNK : 0;
+    p->stats.subsets = subsets;
     for (int64_t e = 0; rc == NF_OK && e < p->n_est; e++) {
         const int * sign = p->signs + e * F;
         const int regm = p->regmirror[e];
         nf_pred_matrix(p, NULL, 0, sign, xs);
         nf_pred_matrix(p, xq, nq, sign, xqm);
-        struct nf_array in[3];
-        memset(in, 0, sizeof(in));
-        in[0] = (struct nf_array){.name = "support_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {ns, F}, .data = xs};
         if (class_labels) {
             memcpy(ysi, p->yc, (size_t) ns * sizeof(int64_t));
-            in[1] = (struct nf_array){.name = "support_y", .dtype = NF_ARRAY_I64, .ndim = 1, .shape = {ns}, .data = ysi};
         } else {
             for (int64_t r = 0; r < ns; r++) {
                 double y = (p->yv[r] - p->y_min) / (p->y_max - p->y_min);
                 if (regm) y = 1 - y;
                 ys[r] = (float) y;
             }
-            in[1] = (struct nf_array){.name = "support_y", .dtype = NF_ARRAY_F32, .ndim = 1, .shape = {ns}, .data = ys};
         }
-        in[2] = (struct nf_array){.name = "query_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {nq, F}, .data = xqm};
-        const double t0 = nf_now_ms();
-        if ((rc = nf_model_forward(m, in, 3, logits, err)) != NF_OK) break;
-        p->forward_ms += nf_now_ms() - t0;
-        for (int64_t r = 0; r < nq && rc == NF_OK; r++) {
-            const float * l = logits + r * width;
-            for (int k = 0; k < K; k++) {
-                if (!isfinite(l[k])) {
-                    rc = nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits");
-                    break;
+        const int64_t n_fw = subsets ? (nq + NF_PRED_QUERY_CHUNK - 1) / NF_PRED_QUERY_CHUNK : 1;
+        for (int64_t c = 0; rc == NF_OK && c < n_fw; c++) {
+            const int64_t q0 = subsets ? c * NF_PRED_QUERY_CHUNK : 0;
+            const int64_t cq = subsets ? (nq - q0 < NF_PRED_QUERY_CHUNK ? nq - q0 : NF_PRED_QUERY_CHUNK) : nq;
+            const float * sx = xs;
+            const float * sy = ys;
+            const int64_t * syi = ysi;
+            if (subsets) {
+                /* this chunk's support: drawn whether or not this call predicts it */
+                nf__np_choice(rng, ns, nsub, perm, NULL);
+                if (q0 < r0 || q0 >= r1) continue;
+                for (int64_t i = 0; i < nsub; i++) {
+                    memcpy(xsub + i * F, xs + perm[i] * F, (size_t) F * sizeof(float));
+                    if (class_labels)
+                        ysubi[i] = ysi[perm[i]];
+                    else
+                        ysub[i] = ys[perm[i]];
                 }
-                if (logits_out) logits_out[(e * nq + r) * K + k] = l[k];
+                sx = xsub;
+                sy = ysub;
+                syi = ysubi;
             }
-            if (rc != NF_OK) break;
-            if (class_labels) {
-                double mx = l[0], s = 0;
-                for (int k = 1; k < K; k++) mx = l[k] > mx ? l[k] : mx;
-                for (int k = 0; k < K; k++) s += exp((double) l[k] - mx);
-                for (int k = 0; k < K; k++) acc[r * K + k] += exp((double) l[k] - mx) / s;
-            } else {
-                float y = l[0];
-                if (regm) y = 1.0f - y;
-                acc[r] += (double) y * (p->y_max - p->y_min) + p->y_min;
+            struct nf_array in[3];
+            memset(in, 0, sizeof(in));
+            in[0] = (struct nf_array){
+                .name = "support_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {nsub, F}, .data = (void *) sx};
+            if (class_labels)
+                in[1] = (struct nf_array){
+                    .name = "support_y", .dtype = NF_ARRAY_I64, .ndim = 1, .shape = {nsub}, .data = (void *) syi};
+            else
+                in[1] = (struct nf_array){
+                    .name = "support_y", .dtype = NF_ARRAY_F32, .ndim = 1, .shape = {nsub}, .data = (void *) sy};
+            in[2] = (struct nf_array){.name = "query_x",
+                                      .dtype = NF_ARRAY_F32,
+                                      .ndim = 2,
+                                      .shape = {cq, F},
+                                      .data = (void *) (xqm + q0 * F)};
+            const double t0 = nf_now_ms();
+            if ((rc = nf_model_forward(m, in, 3, logits, err)) != NF_OK) break;
+            p->forward_ms += nf_now_ms() - t0;
+            int64_t passes = 1, lo = 0, hi = cq;
+            nf_err e2 = {0};
+            if (nf_model_get_option(m, "support_passes", &passes, &e2) != NF_OK) passes = 1;
+            if (opts_set && (nf_model_get_option(m, "query_rows_begin", &lo, &e2) != NF_OK ||
+                             nf_model_get_option(m, "query_rows_end", &hi, &e2) != NF_OK)) {
+                rc = nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s does not say which query rows it computed",
+                                 nf_model_type(m));
+                break;
+            }
+            if (!subsets) {
+                r0 = lo;
+                r1 = hi;
+            }
+            p->stats.forwards++;
+            p->stats.support_passes += passes;
+            for (int64_t rl = subsets ? 0 : lo; rl < (subsets ? cq : hi) && rc == NF_OK; rl++) {
+                const int64_t r = q0 + rl;
+                const float * l = logits + rl * width;
+                for (int k = 0; k < K; k++) {
+                    if (!isfinite(l[k])) {
+                        rc = nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits");
+                        break;
+                    }
+                    if (logits_out) logits_out[(e * nq + r) * K + k] = l[k];
+                }
+                if (rc != NF_OK) break;
+                if (class_labels) {
+                    double mx = l[0], s = 0;
+                    for (int k = 1; k < K; k++) mx = l[k] > mx ? l[k] : mx;
+                    for (int k = 0; k < K; k++) s += exp((double) l[k] - mx);
+                    for (int k = 0; k < K; k++) acc[r * K + k] += exp((double) l[k] - mx) / s;
+                } else {
+                    float y = l[0];
+                    if (regm) y = 1.0f - y;
+                    acc[r] += (double) y * (p->y_max - p->y_min) + p->y_min;
+                }
             }
         }
     }
-    if (rc == NF_OK)
-        for (int64_t i = 0; i < nq * K; i++) out[i] = acc[i] / (double) p->n_est;
+    if (opts_set) {
+        nf_err e2 = {0};
+        nf_pred_opt(m, "query_begin", 0, &e2);
+        nf_pred_opt(m, "query_end", 0, &e2);
+    }
+    if (rc == NF_OK) {
+        for (int64_t i = 0; i < nq * K; i++) out[i] = i >= r0 * K && i < r1 * K ? acc[i] / (double) p->n_est : 0.0;
+        if (logits_out && ranged)
+            for (int64_t e = 0; e < p->n_est; e++)
+                for (int64_t i = 0; i < nq * K; i++)
+                    if (i < r0 * K || i >= r1 * K) logits_out[e * nq * K + i] = 0.0f;
+        if (rows_begin) *rows_begin = r0;
+        if (rows_end) *rows_end = r1;
+        p->stats.rows_begin = r0;
+        p->stats.rows_end = r1;
+    }
     if (xq)
         for (int i = 0; i < p->n_feats; i++) free(xq[i]);
     free(xq);
@@ -968,9 +1107,21 @@ int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, 
     free(ysi);
     free(logits);
     free(acc);
+    free(xsub);
+    free(ysub);
+    free(ysubi);
+    free(perm);
+    free(rng);
     free(tcol);
     return rc;
 }
+
+int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, double * out, float * logits_out,
+                         nf_err * err) {
+    return nf_predictor_predict_part(p, m, test, 0, 0, out, logits_out, NULL, NULL, err);
+}
+
+void nf_predictor_last_stats(const nf_predictor * p, struct nf_predict_stats * out) { *out = p->stats; }
 
 /* ---- accessors ------------------------------------------------------------------ */
 double nf_predictor_forward_ms(const nf_predictor * p) { return p->forward_ms; }

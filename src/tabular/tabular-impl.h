@@ -23,5 +23,16 @@ int nf__ag_special_type(const struct nf_csv_column * c, int64_t n, int64_t * bad
 int nf__iso_datetime_ns(const char * s, int64_t * ns); /* 1: an ISO 8601 date/time, as UTC ns */
 int nf__date_maybe(const char * s);                    /* not ISO: might pandas read it as a date? */
 void nf__civil_from_ns(int64_t ns, int64_t * year, int * month, int * day, int * dayofweek);
+/* numpy's legacy RandomState, what Mitra's support subsets draw (np-random.c) */
+struct nf_np_rng {
+    uint32_t key[624];
+    int pos;
+};
+uint32_t nf__np_seed(uint64_t seed);                       /* AutoGluon's get_numpy_seed */
+void nf__np_rng_seed(struct nf_np_rng * r, uint32_t seed); /* np.random.RandomState(seed) */
+uint32_t nf__np_rng_u32(struct nf_np_rng * r);             /* one MT19937 output          */
+/* rng.choice(n, k, replace=False): perm (n values) gets permutation(n), out
+ * (NULL, perm, or k values) its first k; 0 when not 1 <= n, 0 <= k <= n */
+int nf__np_choice(struct nf_np_rng * r, int64_t n, int64_t k, int64_t * perm, int64_t * out);
 
 #endif /* NF_TABULAR_IMPL_H */
