@@ -247,8 +247,26 @@ def big_table():
     return pd.DataFrame({"a": a, "b": b, "c": c, "y": y})
 
 
-def write_split(df, d: Path, n_train, n_test, seed, edit_test=None):
-    idx = np.random.default_rng(seed).permutation(len(df))
+def date_sample_table(sampled):
+    """600 training rows (then 20 test rows) whose column `d` is a date column for AutoGluon only because of
+    Series.sample(n=500, random_state=0) (sampled=True: 100 ISO dates, all in the sample: 20 % of it, 16.7 %
+    of the rows), or only because of the rows it leaves out (sampled=False: 120 ISO dates, 100 outside the
+    sample: 20 % of the rows, 4 % of the sample -> not a date column, a category); numpy default_rng(5)"""
+    n = 600
+    rng = np.random.default_rng(5)
+    perm = np.random.RandomState(0).permutation(n)
+    iso_rows = perm[:100] if sampled else np.concatenate([perm[500:], perm[:20]])
+    d = rng.choice(["x", "y", "z"], size=n + 20).astype(object)
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 1000, size=len(iso_rows)), unit="D")
+    d[iso_rows] = [t.strftime("%Y-%m-%d") for t in days]
+    d[n:n + 5] = ["2021-03-04", "2019-12-31", "x", "2022-07-08", "y"]
+    x = np.round(rng.normal(size=n + 20), 3)
+    y = np.where(x + 0.5 * rng.normal(size=n + 20) > 0, "b", "a")
+    return pd.DataFrame({"x": x, "d": d, "y": y})
+
+
+def write_split(df, d: Path, n_train, n_test, seed, edit_test=None, ordered=False):
+    idx = np.arange(len(df)) if ordered else np.random.default_rng(seed).permutation(len(df))
     tr = df.iloc[idx[:n_train]].reset_index(drop=True)
     te = df.iloc[idx[n_train:n_train + n_test]].reset_index(drop=True)
     if edit_test:
@@ -288,6 +306,11 @@ CASES = {
     # model (the full-size one would take minutes a forward on a CPU)
     "big": dict(table=big_table, target="y", task="auto", n_train=9900, n_test=1100, n_est=2, mitra_seed=True,
                 weights=["--dim", "16", "--layers", "1", "--heads", "2"]),
+    # AutoGluon's date detection on its 500-row sample (a small model: the point is the columns)
+    "dates_sample_yes": dict(table=lambda: date_sample_table(True), target="y", task="auto", n_train=600,
+                             n_test=20, n_est=1, ordered=True, weights=["--dim", "16", "--layers", "1", "--heads", "2"]),
+    "dates_sample_no": dict(table=lambda: date_sample_table(False), target="y", task="auto", n_train=600,
+                            n_test=20, n_est=1, ordered=True, weights=["--dim", "16", "--layers", "1", "--heads", "2"]),
 }
 
 
@@ -315,7 +338,7 @@ def make(args):
         d = out / name
         if d.exists():
             shutil.rmtree(d)
-        write_split(c["table"](), d, c["n_train"], c["n_test"], 11, c.get("edit"))
+        write_split(c["table"](), d, c["n_train"], c["n_test"], 11, c.get("edit"), c.get("ordered", False))
         seed = c.get("seed", 5)
         mkey = f"{name}-{mtask}" if c.get("weights") else mtask
         info, proba, pred, labels = run_autogluon(models[mkey], d / "train.csv", d / "test.csv", c["target"],

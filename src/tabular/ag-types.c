@@ -4,13 +4,14 @@
  *
  *   datetime_as_object  pd.to_numeric fails on the column, and pd.to_datetime
  *                       (errors="coerce", format="mixed") parses at least 20 %
- *                       of its values, missing ones counted as failures; on a
- *                       sample of 500 rows when there are more
+ *                       of its values, missing ones counted as failures; on
+ *                       Series.sample(n=500, random_state=0) above 500 rows
+ *                       (nf__np_choice: numpy's RandomState(0))
  *                       -> DatetimeFeatureGenerator (predictor.c)
  *   text                not a date; unique values / rows > 0.01 (NaN one of
  *                       the values) and the unique values have on average at
- *                       least 3 whitespace-separated words; on a sample of
- *                       5,000 rows when there are more
+ *                       least 3 whitespace-separated words; on
+ *                       Series.sample(n=5000, random_state=0) above 5,000 rows
  *                       -> binned text statistics and n-gram counts, which
  *                       nofall does not compute: the predictor refuses it
  *
@@ -162,6 +163,24 @@ static int nf_cmp_pstr(const void * a, const void * b) {
     return strcmp(*(const char * const *) a, *(const char * const *) b);
 }
 
+/* pandas' Series.sample(n=k, random_state=0) above k rows: the rows
+ * RandomState(0).choice(n, k, replace=False) picks (*m = k); NULL with *m = n
+ * for every row; NULL with *m = -1 when out of memory */
+static int64_t * nf_sample(int64_t n, int64_t k, int64_t * m) {
+    *m = n;
+    if (n <= k) return NULL;
+    int64_t * perm = malloc((size_t) n * sizeof(int64_t));
+    if (!perm) {
+        *m = -1;
+        return NULL;
+    }
+    struct nf_np_rng rng;
+    nf__np_rng_seed(&rng, 0);
+    nf__np_choice(&rng, n, k, perm, NULL);
+    *m = k;
+    return perm;
+}
+
 int nf__ag_special_type(const struct nf_csv_column * c, int64_t n, int64_t * bad_row, nf_err * err) {
     *bad_row = -1;
     if (c->type != NF_CSV_TEXT || c->n_missing == n || n == 0) return NF_AG_PLAIN;
@@ -172,43 +191,61 @@ int nf__ag_special_type(const struct nf_csv_column * c, int64_t n, int64_t * bad
         if (!c->missing[r] && !nf__csv_parse_number(c->raw[r], &v, &ii)) break;
     }
     if (r == n) return NF_AG_PLAIN;
-    /* TODO(sample): AutoGluon looks at a 500-row sample (X.sample(n=500,
-     * random_state=0)) when there are more rows; nofall uses every row */
+    /* datetime: the NaT fraction <= 0.8, on X.sample(n=500, random_state=0) above 500 rows */
+    int64_t m;
+    int64_t * rows = nf_sample(n, 500, &m);
+    if (!rows && m < 0) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     int64_t iso = 0, maybe = 0, first_maybe = -1;
-    for (r = 0; r < n; r++) {
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t q = rows ? rows[i] : i;
         int64_t ns;
-        if (c->missing[r]) continue;
-        if (nf__iso_datetime_ns(c->raw[r], &ns))
+        if (c->missing[q]) continue;
+        if (nf__iso_datetime_ns(c->raw[q], &ns))
             iso++;
-        else if (nf__date_maybe(c->raw[r])) {
+        else if (nf__date_maybe(c->raw[q])) {
             maybe++;
-            if (first_maybe < 0) first_maybe = r;
+            if (first_maybe < 0 || q < first_maybe) first_maybe = q;
         }
     }
-    /* datetime when the NaT fraction is <= 0.8 */
-    if (iso * 5 >= n) {
-        if (maybe) *bad_row = first_maybe;
+    free(rows);
+    if (iso * 5 >= m) { /* a date column: every value is converted, so any doubtful one counts */
+        for (r = 0; r < n; r++) {
+            int64_t ns;
+            if (!c->missing[r] && !nf__iso_datetime_ns(c->raw[r], &ns) && nf__date_maybe(c->raw[r])) {
+                *bad_row = r;
+                break;
+            }
+        }
         return NF_AG_DATETIME;
     }
-    if ((iso + maybe) * 5 >= n) {
+    if ((iso + maybe) * 5 >= m) {
         *bad_row = first_maybe;
         return NF_AG_DATE_UNSURE;
     }
-    /* text: X.unique() (NaN one value, "nan" as a string: 1 word) */
-    const char ** u = malloc((size_t) n * sizeof(char *));
-    if (!u) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    /* text: X.unique() (NaN one value, "nan" as a string: 1 word), on
+     * X.sample(n=5000, random_state=0) above 5,000 rows */
+    rows = nf_sample(n, 5000, &m);
+    if (!rows && m < 0) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    const char ** u = malloc((size_t) m * sizeof(char *));
+    if (!u) {
+        free(rows);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
     int64_t k = 0, has_nan = 0;
-    for (r = 0; r < n; r++)
-        if (c->missing[r])
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t q = rows ? rows[i] : i;
+        if (c->missing[q])
             has_nan = 1;
         else
-            u[k++] = c->raw[r];
+            u[k++] = c->raw[q];
+    }
+    free(rows);
     qsort(u, (size_t) k, sizeof(char *), nf_cmp_pstr);
     int64_t nu = 0, words = has_nan;
     for (int64_t i = 0; i < k; i++)
         if (i == 0 || strcmp(u[i], u[i - 1]) != 0) nu++, words += nf_words(u[i]);
     free(u);
     nu += has_nan;
-    if ((double) nu / (double) n <= 0.01) return NF_AG_PLAIN;
+    if ((double) nu / (double) m <= 0.01) return NF_AG_PLAIN;
     return (double) words / (double) nu >= 3 ? NF_AG_TEXT : NF_AG_PLAIN;
 }
