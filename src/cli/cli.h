@@ -135,6 +135,21 @@ struct nf_cli_stats {
 };
 void nf_cli_stats(double * v, int n, struct nf_cli_stats * s);
 
+/* ---- a progress bar on stderr (progress.c; README "Progress") -------------------------- */
+/* One line "WHAT: DONE/TOTAL UNIT (P%), R/s, ETA H:MM:SS" redrawn in place
+ * ('\r', at most 4 times a second); total <= 0: unknown (count, rate and the
+ * time elapsed, no ETA). begin returns NULL -- and every call below is a
+ * no-op on NULL -- when quiet is set or stderr is not a terminal. suspend
+ * blanks the line before other output on stderr (the next update redraws
+ * it); end draws the final state, ends the line and frees p. */
+typedef struct nf_progress nf_progress;
+nf_progress * nf_progress_begin(const char * what, const char * unit, long long total, int quiet);
+/* would begin draw (not quiet, stderr a terminal)? to skip counting a total otherwise */
+int nf_progress_enabled(int quiet);
+void nf_progress_update(nf_progress * p, long long done);
+void nf_progress_suspend(nf_progress * p);
+void nf_progress_end(nf_progress * p);
+
 /* ---- SpTransformer's sequence inputs (seq-input.c) ------------------------------- */
 struct nf_cli_seq {
     int64_t B, L;  /* sequences, tokens each (flanks included)        */

@@ -25,7 +25,7 @@ static const char * const nf_pred_artifacts[] = {"predictions.csv", "probabiliti
 
 struct nf_pred_opts {
     const char *model, *train, *test, *target, *device, *out, *mirror_signs;
-    int task, mirror;
+    int task, mirror, quiet;
     int64_t n_est; /* 0: not given (1, or the --mirror-signs file's members) */
     int64_t query_chunk;
     uint64_t seed;
@@ -45,7 +45,7 @@ static int nf_csv_write_field(FILE * f, const char * s) {
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
     static const char * const flags[] = {"--model", "--train",  "--test", "--target",    "--task", "--n-estimators",
                                          "--seed",  "--device", "--out",  "--no-mirror", "--mirror-signs",
-                                         "--query-chunk", NULL};
+                                         "--query-chunk", "--quiet", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
         o->mirror = 1;
@@ -58,6 +58,10 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
         }
         if (strcmp(a, "--no-mirror") == 0) {
             o->mirror = 0;
+            continue;
+        }
+        if (strcmp(a, "--quiet") == 0) { /* no progress bar */
+            o->quiet = 1;
             continue;
         }
         const char * v = nf_cli_need_value(argc, argv, &i);
@@ -108,6 +112,12 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
         return 0;
     }
     return 1;
+}
+
+/* the predictor's progress (one member's forward done) to the bar */
+static void nf_pred_progress(void * user, int64_t done, int64_t total) {
+    (void) total;
+    nf_progress_update(user, (long long) done);
 }
 
 static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
@@ -177,7 +187,14 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((rc = nf_predictor_predict(pr, m, te, acc, all_logits, err)) != NF_OK) goto done;
+    {
+        nf_progress * bar = nf_progress_begin("predict", "forwards", (long long) n_est, o->quiet);
+        if (bar) nf_predictor_set_progress(pr, nf_pred_progress, bar);
+        rc = nf_predictor_predict(pr, m, te, acc, all_logits, err);
+        nf_predictor_set_progress(pr, NULL, NULL);
+        nf_progress_end(bar);
+    }
+    if (rc != NF_OK) goto done;
     const double wall_ms = nf_predictor_forward_ms(pr);
 
     /* predictions.csv, probabilities.csv, logits.npy */

@@ -58,6 +58,8 @@ struct nf_predictor {
     int * signs;     /* n_est x n_order */
     int * regmirror; /* n_est */
     double forward_ms;
+    nf_predictor_progress_fn progress; /* nf_predictor_set_progress */
+    void * progress_user;
 };
 
 static int nf_cmp_str(const void * a, const void * b) {
@@ -794,6 +796,7 @@ int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, 
         const double t0 = nf_now_ms();
         if ((rc = nf_model_forward(m, in, 3, logits, err)) != NF_OK) break;
         p->forward_ms += nf_now_ms() - t0;
+        if (p->progress) p->progress(p->progress_user, e + 1, p->n_est);
         for (int64_t r = 0; r < nq && rc == NF_OK; r++) {
             const float * l = logits + r * width;
             for (int k = 0; k < K; k++) {
@@ -833,6 +836,11 @@ int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, 
 
 /* ---- accessors ------------------------------------------------------------------ */
 double nf_predictor_forward_ms(const nf_predictor * p) { return p->forward_ms; }
+void nf_predictor_set_progress(nf_predictor * p, nf_predictor_progress_fn fn, void * user) {
+    if (!p) return;
+    p->progress = fn;
+    p->progress_user = user;
+}
 int nf_predictor_task(const nf_predictor * p) { return p->task; }
 int64_t nf_predictor_n_train(const nf_predictor * p) { return p->tr.n_rows; }
 int64_t nf_predictor_n_estimators(const nf_predictor * p) { return p->n_est; }
