@@ -2,18 +2,22 @@
  * VCF/BCF through htslib into another encoding, so the tests need no
  * bcftools.
  *
- *   vcf-convert IN OUT MODE    MODE: htslib's write mode: "w" VCF, "wz"
- *                              VCF + BGZF (.vcf.gz), "wb" BCF
+ *   vcf-convert IN OUT MODE [index]
+ *        MODE: htslib's write mode: "w" VCF, "wz" VCF + BGZF (.vcf.gz), "wb"
+ *        BCF; index: then index OUT (.vcf.gz: OUT.tbi, BCF: OUT.csi)
  *
  * The header and every record as htslib reads them; exit 0, or 1 with a
  * message on stderr. */
+#include <htslib/tbx.h>
 #include <htslib/vcf.h>
 #include <stdio.h>
 #include <string.h>
 
 int main(int argc, char ** argv) {
-    if (argc != 4 || (strcmp(argv[3], "w") && strcmp(argv[3], "wz") && strcmp(argv[3], "wb"))) {
-        fprintf(stderr, "usage: vcf-convert IN OUT w|wz|wb\n");
+    const int index = argc == 5 && strcmp(argv[4], "index") == 0;
+    if ((argc != 4 && !index) || (strcmp(argv[3], "w") && strcmp(argv[3], "wz") && strcmp(argv[3], "wb")) ||
+        (index && strcmp(argv[3], "w") == 0)) {
+        fprintf(stderr, "usage: vcf-convert IN OUT w|wz|wb [index] (index: wz or wb)\n");
         return 2;
     }
     htsFile * in = hts_open(argv[1], "r");
@@ -39,6 +43,11 @@ int main(int argc, char ** argv) {
     hts_close(in);
     if (!ok) {
         fprintf(stderr, "vcf-convert: %s -> %s (%s): failed after %lld records\n", argv[1], argv[2], argv[3], n);
+        return 1;
+    }
+    if (index &&
+        (strcmp(argv[3], "wb") == 0 ? bcf_index_build(argv[2], 14) : tbx_index_build(argv[2], 0, &tbx_conf_vcf)) != 0) {
+        fprintf(stderr, "vcf-convert: %s: cannot index it\n", argv[2]);
         return 1;
     }
     return 0;

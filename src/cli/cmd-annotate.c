@@ -463,7 +463,14 @@ static int nf_ann_flush(struct nf_ann * a, nf_err * err) {
             free(info.s);
             if (a->enc == NF_ANN_BCF) {
                 /* htslib refuses a record whose contig or tag the header
-                 * lacks (it would make a broken BCF) */
+                 * lacks (the header is written: it would make a broken BCF) */
+                if (b->errcode & (BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF))
+                    return nf__err_set(err, NF_ERR_FORMAT,
+                                       "%s: its %s is not declared in the --vcf header; a .bcf --out needs every "
+                                       "contig and INFO / FORMAT field declared (declare it, or write .vcf / "
+                                       ".vcf.gz)",
+                                       nf_ann_where(a, rc, e, sizeof(e)),
+                                       b->errcode & BCF_ERR_CTG_UNDEF ? "contig" : "INFO or FORMAT field");
                 if (bcf_write(a->hout, a->hdr, b) < 0)
                     return nf__err_set(err, NF_ERR_IO,
                                        "%s: cannot write it as BCF to --out %s (a full disk, or a contig, INFO or "
