@@ -172,6 +172,13 @@ if cmp -s s-quiet.vcf s.vcf && ! grep -q $'\r' s-vcf.err && ! grep -q '^annotate
 else
   bad "stderr in a pipe"; cat -A s-vcf.err s-quiet.err | head
 fi
+# --progress: the bar in a pipe too; --quiet with --progress: a usage error
+small s-prog --vcf input.vcf --out s-prog.vcf --progress
+grep -q $'^\rannotate: 0/19 records (0.0%)' s-prog.err && grep -q 'annotate: 19/19 records (100.0%)' s-prog.err &&
+  cmp -s s-prog.vcf s.vcf && ok "--progress in a pipe: the bar" || { bad "--progress in a pipe"; cat -A s-prog.err | head; }
+"$BIN" annotate "${S[@]}" --vcf input.vcf --out s-qp.vcf --quiet --progress > qp.out 2> qp.err; rc=$?
+[ $rc = 2 ] && grep -q 'error: --quiet and --progress exclude each other' qp.err && [ ! -e s-qp.vcf ] &&
+  ok "--quiet --progress: exit 2, they exclude each other" || { bad "--quiet --progress: exit $rc"; cat qp.err; }
 # on a terminal: the bar ('\r'-refreshed, its final state, a newline); --quiet: nothing of it
 on_tty() { # command... : its stdout and stderr under a pseudo-terminal
   if command -v script > /dev/null 2>&1; then

@@ -24,7 +24,7 @@
  * .vcf's header and records as BCF (htslib "wb").
  * Written under a temporary name and renamed at the end, with OUT.report.json
  * (counts by reason). Batching: the windows of many variants in one forward.
- * A progress bar (progress.c) on a terminal's stderr, unless --quiet. */
+ * A progress bar (progress.c) on a terminal's stderr (--quiet: none, --progress: always). */
 #include "cli.h"
 #include "io/nf-io.h"
 
@@ -128,7 +128,8 @@ static double nf_ann_np_mean15(const double * a) {
 
 struct nf_ann_opts {
     const char *model, *vcf, *fasta, *genes, *out, *device;
-    int raw, protein_coding, quiet;
+    int raw, protein_coding;
+    int progress; /* NF_PROGRESS_AUTO / _QUIET (--quiet) / _FORCE (--progress) */
     int64_t batch;
 };
 
@@ -167,10 +168,9 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
             o->protein_coding = 1;
             continue;
         }
-        if (strcmp(a, "--quiet") == 0) {
-            o->quiet = 1;
-            continue;
-        }
+        const int po = nf_progress_option(a, &o->progress); /* --quiet, --progress */
+        if (po < 0) return 0;
+        if (po) continue;
         if (!nf_cli_is_flag(a, flags)) {
             char e[256];
             fprintf(stderr, "error: annotate: unknown option %s\n", nf__esc(e, sizeof(e), a));
@@ -1119,8 +1119,8 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     rc = nf_ann_setup2(&a, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     /* the bar: rank 0's, over the records of every rank (rank 0 writes them all) */
-    if (mp->rank == 0 && nf_progress_enabled(o->quiet))
-        a.prog = nf_progress_begin("annotate", "records", nf_ann_count(o->vcf), o->quiet);
+    if (mp->rank == 0 && nf_progress_enabled(o->progress))
+        a.prog = nf_progress_begin("annotate", "records", nf_ann_count(o->vcf), o->progress);
     if (mp->size == 1)
         rc = nf_ann_loop_one(&a, err);
     else
@@ -1149,7 +1149,7 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     /* rank 0's writing failed: every rank fails */
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     if (mp->rank != 0) goto done;
-    if (!o->quiet) {
+    if (o->progress != NF_PROGRESS_QUIET) {
         fprintf(stderr,
                 "annotate: %lld records, %lld ALTs: %lld scored (%lld with no gene: score 0; %lld REF mismatches "
                 "scored), skipped:",

@@ -25,7 +25,7 @@ static const char * const nf_pred_artifacts[] = {"predictions.csv", "probabiliti
 
 struct nf_pred_opts {
     const char *model, *train, *test, *target, *device, *out, *mirror_signs;
-    int task, mirror, quiet;
+    int task, mirror, progress; /* NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
     int64_t n_est; /* 0: not given (1, or the --mirror-signs file's members) */
     int64_t query_chunk;
     uint64_t seed;
@@ -45,7 +45,7 @@ static int nf_csv_write_field(FILE * f, const char * s) {
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
     static const char * const flags[] = {"--model", "--train",  "--test", "--target",    "--task", "--n-estimators",
                                          "--seed",  "--device", "--out",  "--no-mirror", "--mirror-signs",
-                                         "--query-chunk", "--quiet", NULL};
+                                         "--query-chunk", "--quiet", "--progress", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
         o->mirror = 1;
@@ -60,10 +60,9 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
             o->mirror = 0;
             continue;
         }
-        if (strcmp(a, "--quiet") == 0) { /* no progress bar */
-            o->quiet = 1;
-            continue;
-        }
+        const int po = nf_progress_option(a, &o->progress); /* --quiet, --progress: the bar */
+        if (po < 0) return 0;
+        if (po) continue;
         const char * v = nf_cli_need_value(argc, argv, &i);
         int64_t n;
         if (!v) return 0;
@@ -188,7 +187,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, nf_err * err) {
         goto done;
     }
     {
-        nf_progress * bar = nf_progress_begin("predict", "forwards", (long long) n_est, o->quiet);
+        nf_progress * bar = nf_progress_begin("predict", "forwards", (long long) n_est, o->progress);
         if (bar) nf_predictor_set_progress(pr, nf_pred_progress, bar);
         rc = nf_predictor_predict(pr, m, te, acc, all_logits, err);
         nf_predictor_set_progress(pr, NULL, NULL);

@@ -1,9 +1,10 @@
 /* progress.c -- a one-line progress bar on stderr for long commands
  * (`annotate`, `predict`; README "Progress"): "WHAT: DONE/TOTAL UNIT (P%),
  * R/s, ETA H:MM:SS", refreshed in place with '\r' at most 4 times a second,
- * terminated with a newline by nf_progress_end. Drawn only when stderr is a
- * terminal and the command was not given --quiet; otherwise begin returns
- * NULL and every call is a no-op, so a pipe or a log file gets nothing. */
+ * terminated with a newline by nf_progress_end. Drawn when stderr is a
+ * terminal and the command was not given --quiet, or given --progress;
+ * otherwise begin returns NULL and every call is a no-op, so a pipe or a log
+ * file gets nothing. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -57,10 +58,25 @@ static void nf_progress_draw(nf_progress * p, double now) {
     p->last = now;
 }
 
-int nf_progress_enabled(int quiet) { return !quiet && isatty(STDERR_FILENO); }
+int nf_progress_enabled(int mode) {
+    return mode == NF_PROGRESS_FORCE || (mode == NF_PROGRESS_AUTO && isatty(STDERR_FILENO));
+}
 
-nf_progress * nf_progress_begin(const char * what, const char * unit, long long total, int quiet) {
-    if (!nf_progress_enabled(quiet)) return NULL;
+int nf_progress_option(const char * arg, int * mode) {
+    const int m = strcmp(arg, "--quiet") == 0      ? NF_PROGRESS_QUIET
+                  : strcmp(arg, "--progress") == 0 ? NF_PROGRESS_FORCE
+                                                   : -1;
+    if (m < 0) return 0;
+    if (*mode != NF_PROGRESS_AUTO && *mode != m) {
+        fprintf(stderr, "error: --quiet and --progress exclude each other\n");
+        return -1;
+    }
+    *mode = m;
+    return 1;
+}
+
+nf_progress * nf_progress_begin(const char * what, const char * unit, long long total, int mode) {
+    if (!nf_progress_enabled(mode)) return NULL;
     nf_progress * p = calloc(1, sizeof(*p));
     if (!p) return NULL; /* no bar: not worth failing the command */
     snprintf(p->what, sizeof(p->what), "%s", what);
