@@ -143,6 +143,13 @@ NF_API void nf_predictor_last_stats(const nf_predictor * p, struct nf_predict_st
 /* The checks nf_predictor_predict makes of a test table before any forward
  * (its columns, their types), without a model */
 NF_API int nf_predictor_check_table(const nf_predictor * p, const nf_table * test, nf_err * err);
+/* Progress of nf_predictor_predict (a progress bar, README "Progress"):
+ * fn(user, done, total) after each member's forward -- done of total =
+ * n_estimators forwards; the query passes inside one forward are not
+ * reported separately -- on the thread that calls nf_predictor_predict.
+ * fn NULL (the default): none. */
+typedef void (*nf_predictor_progress_fn)(void * user, int64_t done, int64_t total);
+NF_API void nf_predictor_set_progress(nf_predictor * p, nf_predictor_progress_fn fn, void * user);
 /* milliseconds spent in the model's forwards by the last nf_predictor_predict */
 NF_API double nf_predictor_forward_ms(const nf_predictor * p);
 

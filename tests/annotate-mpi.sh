@@ -4,7 +4,10 @@
 # (tests/fixtures/annotate) with a small gen-weights model (context 100:
 # windows of 401), the .tsv and the --raw-score .vcf of a 2-rank job are
 # byte-identical to a 1-rank job and to the plain run (no mpirun) of the same
-# build; the report holds the totals; a record that fails on rank 1 fails
+# build, and so are a 2-rank .bcf and .vcf.gz (rank 0 writes them) to the
+# plain run's; --progress: rank 0 draws the bar (over all ranks' records),
+# no other rank does, and none without it (mpirun pipes the ranks' stderr:
+# never a terminal); the report holds the totals; a record that fails on rank 1 fails
 # the job: exit != 0, rank 0 and rank 1 print rank 1's message, no output;
 # so does a malformed record (every rank's), and SIGINT to mpirun mid-job.
 # As root, Open MPI needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM) (set here).
@@ -52,6 +55,19 @@ run np1-vcf "${MPI[@]}" -np 1 -- --out np1.vcf --raw-score --batch 2
 # several chunks (test builds: 2 records a rank a chunk) and one chunk
 NOFALL_TEST_ANNOTATE_CHUNK=2 run np2-tsv "${MPI[@]}" -x NOFALL_TEST_ANNOTATE_CHUNK -np 2 -- --out np2.tsv
 run np2-vcf "${MPI[@]}" -np 2 -- --out np2.vcf --raw-score --batch 2
+run plain-bcf -- --out plain.bcf --raw-score --batch 2
+run np2-bcf "${MPI[@]}" -np 2 -- --out np2.bcf --raw-score --batch 2
+NOFALL_TEST_ANNOTATE_CHUNK=2 run np2-vcfgz "${MPI[@]}" -x NOFALL_TEST_ANNOTATE_CHUNK --tag-output -np 2 -- \
+  --out np2.vcf.gz --raw-score --batch 2 --progress
+cmp -s plain.bcf np2.bcf && ok "np2.bcf = plain.bcf (byte for byte)" || bad "np2.bcf differs from plain.bcf"
+python3 -c 'import gzip, sys; sys.exit(gzip.open(sys.argv[1]).read() != open(sys.argv[2], "rb").read())' np2.vcf.gz plain.vcf &&
+  ok "np2.vcf.gz decompressed = plain.vcf" || bad "np2.vcf.gz differs from plain.vcf"
+if grep -q $'^\\[1,0\\]<stderr>:\rannotate: 0/19 records' np2-vcfgz.err && grep -q 'annotate: 19/19 records (100.0%)' np2-vcfgz.err &&
+   ! grep '^\[1,1\]' np2-vcfgz.err | grep -q 'records (' && ! grep -q $'\r' np2-tsv.err; then
+  ok "np2 --progress: rank 0 draws the bar over the 19 records of both ranks, rank 1 none; none without --progress"
+else
+  bad "np2 --progress"; cat -A np2-vcfgz.err | head
+fi
 for f in np1.tsv np2.tsv; do
   cmp -s plain.tsv "$f" && ok "$f = plain.tsv ($(($(wc -l < plain.tsv) - 1)) rows, byte for byte)" || { bad "$f differs from plain.tsv"; diff plain.tsv "$f" | head; }
 done
@@ -75,8 +91,8 @@ EOF
 
 # failures: exit != 0, the failing rank's message on rank 0 (and on that
 # rank), no output, no report, no temporary file; a previous --out kept
-expect_fail() { # name needle-on-rank-0 rank needle-on-that-rank vcf
-  local name=$1 needle=$2 fr=$3 needle_r=$4 vcf=$5 out=$1.tsv
+expect_fail() { # name needle-on-rank-0 rank needle-on-that-rank vcf [extension]
+  local name=$1 needle=$2 fr=$3 needle_r=$4 vcf=$5 out=$1.${6:-tsv}
   echo previous > keep-$out
   "${MPI[@]}" --tag-output -np 2 "$BIN" annotate --model m --vcf "$vcf" --fasta genome.fa --genes genes.gtf --out "$out" \
     > "$name.out" 2> "$name.err"; local rc=$?
@@ -97,6 +113,8 @@ expect_fail() { # name needle-on-rank-0 rank needle-on-that-rank vcf
 { grep '^#' input.vcf; printf 'chr1\t13000\t.\tT\tA\t.\t.\t.\nchr3\t150\tbad1\tC\tA\t.\t.\t.\nchr1\t14000\t.\tG\tT\t.\t.\t.\n'; } > bad-rank1.vcf
 W="--vcf record 2 (chr3:150 bad1): the window -50..350 starts before contig chr3"
 expect_fail rank1 "rank 1 of 2: $W" 1 "rank 1 of 2: $W" bad-rank1.vcf
+expect_fail rank1-bcf "rank 1 of 2: $W" 1 "rank 1 of 2: $W" bad-rank1.vcf bcf
+expect_fail rank1-vcfgz "rank 1 of 2: $W" 1 "rank 1 of 2: $W" bad-rank1.vcf vcf.gz
 # every rank reads the malformed record: rank 0 prints the lowest rank's
 # message, every rank its own
 M="--vcf bad-malformed.vcf: data record 2 is malformed"

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# annotate.sh BIN TMP -- `nofall annotate` against upstream SpliceTransformer's
+# annotate.sh BIN TMP [VCF_CONVERT] -- `nofall annotate` against upstream SpliceTransformer's
 # own scoring (tests/fixtures/annotate, made by reference/annotate_fixtures.py):
 # the .csv is byte-identical to upstream's expected.csv (every score and flag
 # as formatted, the same rows in the same order, the same records skipped);
 # the report counts the skips by reason; a --raw-score .vcf on a subset
 # carries every input record and upstream's raw tissue deltas within 1e-5;
 # bad input ends the run with exit != 0, a message naming the record or
-# file, and no output file (a previous one stays as it was).
+# file, and no output file (a previous one stays as it was). With a small
+# model: --out .vcf.gz / .tsv.gz (BGZF of the .vcf's / .tsv's bytes) and .bcf
+# (back to VCF by VCF_CONVERT, tests/vcf-convert.c: the .vcf's bytes); a BCF
+# and a .vcf.gz --vcf (made by VCF_CONVERT) give the plain VCF's output; the
+# progress bar only on a terminal (script(1) or a Python pty), none in a
+# pipe, none with --quiet.
 set -u
-BIN=$(readlink -f "$1"); T=$2
+BIN=$(readlink -f "$1"); T=$2; CONV=${3:+$(readlink -f "$3")}
 rm -rf "$T"; mkdir -p "$T"
 FX="$(cd "$(dirname "$0")" && pwd)/fixtures/annotate"
 fails=0
@@ -96,13 +101,131 @@ expect_fail malformed "data record 2 is malformed" o4.csv --vcf bad-malformed.vc
 printf 'not a gtf\n' > garbage.gtf
 expect_fail gtf-garbage "genes garbage.gtf line 1: not a GTF line" o5.csv --vcf input.vcf --genes garbage.gtf
 expect_fail gtf-missing "genes missing.gtf: cannot open" o6.csv --vcf input.vcf --genes missing.gtf
-expect_fail out-ext "must end in .vcf, .tsv or .csv" o7.txt --vcf input.vcf --genes genes.gtf
-for f in o1.csv o2.csv o3.csv o4.csv o5.csv o6.csv o7.txt; do [ -e "$f" ] && bad "$f written"; done
+expect_fail out-ext "must end in .vcf, .vcf.gz, .bcf, .tsv, .tsv.gz, .csv or .csv.gz" o7.txt --vcf input.vcf --genes genes.gtf
+expect_fail bcf-window-start "record 1 (chr3:4000 bad1): the window -100..8100 starts before contig chr3" o8.bcf --vcf bad-window-start.vcf --genes genes.gtf
+expect_fail vcfgz-window-start "record 1 (chr3:4000 bad1): the window -100..8100 starts before contig chr3" o9.vcf.gz --vcf bad-window-start.vcf --genes genes.gtf
+# a contig the header does not declare: fine in a .vcf, refused by htslib's
+# BCF writer (after the header and a record, chr1:25000 in no gene, are
+# written: the temporary file goes)
+{ grep '^#' input.vcf; printf 'chr1\t25000\t.\tG\tT\t.\t.\t.\nchrUndecl\t500\t.\tA\tG\t.\t.\t.\n'; } > undeclared.vcf
+expect_fail bcf-undeclared "record 2 (chrUndecl:500 .): its contig is not declared in the --vcf header; a .bcf --out needs" o10.bcf --vcf undeclared.vcf --genes genes.gtf
+for f in o1.csv o2.csv o3.csv o4.csv o5.csv o6.csv o7.txt o8.bcf o9.vcf.gz o10.bcf; do [ -e "$f" ] && bad "$f written"; done
 ok "no output file for any bad input"
 # a failed run leaves a previous output as it was
 echo "previous" > keep.csv
 "$BIN" annotate --model m --vcf bad-window-start.vcf --fasta genome.fa --genes genes.gtf --out keep.csv > /dev/null 2>&1
 [ "$(cat keep.csv)" = "previous" ] && ok "a failed run leaves the previous --out as it was" || bad "previous --out changed"
+
+# 4. the encodings of --out and --vcf, the progress bar: a small model
+# (context 100) and one thread, so the runs are short and alike
+export OMP_NUM_THREADS=1
+"$BIN" gen-weights sptransformer --out ms --seed 0 --dim 16 --depth 1 --context 100 --window 512 > gen-small.out 2>&1 ||
+  { bad "gen-weights (small)"; cat gen-small.out; }
+S=(--model ms --fasta genome.fa --genes genes.gtf)
+small() { # name args... (exit 0 expected)
+  local name=$1; shift
+  "$BIN" annotate "${S[@]}" "$@" > "$name.out" 2> "$name.err" && return 0
+  bad "$name: exit $?"; cat "$name.err"; return 1
+}
+small s-vcf --vcf input.vcf --out s.vcf
+small s-tsv --vcf input.vcf --out s.tsv
+small s-vcfgz --vcf input.vcf --out s.vcf.gz
+small s-tsvgz --vcf input.vcf --out s.tsv.gz
+small s-bcf --vcf input.vcf --out s.bcf
+python3 - s.vcf s.vcf.gz s.tsv s.tsv.gz <<'EOF' && ok "--out .vcf.gz / .tsv.gz: BGZF (the EOF block) of the .vcf's / .tsv's bytes" || bad ".vcf.gz / .tsv.gz output"
+import gzip, sys
+EOF_BLOCK = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+for plain, gz in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    raw = open(gz, "rb").read()
+    if not raw.endswith(EOF_BLOCK) or raw[12:14] != b"BC":
+        sys.exit(f"{gz}: not BGZF")
+    if gzip.decompress(raw) != open(plain, "rb").read():
+        sys.exit(f"{gz} decompressed differs from {plain}")
+EOF
+grep -q '^##INFO=<ID=SPT,' s.vcf && [ "$(grep -vc '^#' s.vcf)" = 19 ] && ok "s.vcf: INFO/SPT header, 19 records" || bad "s.vcf"
+if [ -n "$CONV" ]; then
+  # the .bcf back to VCF: byte for byte the .vcf (htslib writes no IDX= keys in VCF)
+  if "$CONV" s.bcf s-bcf-back.vcf w && cmp -s s-bcf-back.vcf s.vcf && python3 -c '
+import gzip, sys; sys.exit(gzip.open(sys.argv[1]).read(5) != b"BCF\x02\x02")' s.bcf; then
+    ok "--out .bcf: compressed BCF 2.2, back to VCF = the .vcf byte for byte"
+  else
+    bad "--out .bcf differs from the .vcf"; diff s-bcf-back.vcf s.vcf | head
+  fi
+  # BCF and .vcf.gz input
+  "$CONV" input.vcf input.bcf wb && "$CONV" input.vcf input.vcf.gz wz || bad "vcf-convert input.vcf"
+  for f in input.bcf input.vcf.gz; do
+    small "in-$f" --vcf "$f" --out "in-$f.vcf" && small "in-$f-tsv" --vcf "$f" --out "in-$f.tsv" || continue
+    if cmp -s "in-$f.vcf" s.vcf && cmp -s "in-$f.tsv" s.tsv; then
+      ok "--vcf $f: the .vcf and the .tsv of the plain VCF, byte for byte"
+    else
+      bad "--vcf $f: output differs"; diff "in-$f.vcf" s.vcf | head
+    fi
+  done
+else
+  echo "skip .bcf read-back, BCF / .vcf.gz input (no vcf-convert given)"
+fi
+# no progress output in a pipe: stderr = that of --quiet plus the summary line
+small s-quiet --vcf input.vcf --out s-quiet.vcf --quiet
+if cmp -s s-quiet.vcf s.vcf && ! grep -q $'\r' s-vcf.err && ! grep -q '^annotate:' s-quiet.err &&
+   grep -v '^annotate: ' s-vcf.err | cmp -s - s-quiet.err && [ "$(grep -c '^annotate: ' s-vcf.err)" = 1 ]; then
+  ok "in a pipe: no progress bar (stderr = --quiet's + the summary line; --quiet: no summary, the warnings kept)"
+else
+  bad "stderr in a pipe"; cat -A s-vcf.err s-quiet.err | head
+fi
+# --progress: the bar in a pipe too; --quiet with --progress: a usage error
+small s-prog --vcf input.vcf --out s-prog.vcf --progress
+grep -q $'^\rannotate: 0/19 records (0.0%)' s-prog.err && grep -q 'annotate: 19/19 records (100.0%)' s-prog.err &&
+  cmp -s s-prog.vcf s.vcf && ok "--progress in a pipe: the bar" || { bad "--progress in a pipe"; cat -A s-prog.err | head; }
+"$BIN" annotate "${S[@]}" --vcf input.vcf --out s-qp.vcf --quiet --progress > qp.out 2> qp.err; rc=$?
+[ $rc = 2 ] && grep -q 'error: --quiet and --progress exclude each other' qp.err && [ ! -e s-qp.vcf ] &&
+  ok "--quiet --progress: exit 2, they exclude each other" || { bad "--quiet --progress: exit $rc"; cat qp.err; }
+# on a terminal: the bar ('\r'-refreshed, its final state, a newline); --quiet: nothing of it
+on_tty() { # command... : its stdout and stderr under a pseudo-terminal
+  if command -v script > /dev/null 2>&1; then
+    script -qec "$(printf '%q ' "$@")" /dev/null
+  else
+    python3 -c 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)' "$@"
+  fi
+}
+on_tty "$BIN" annotate "${S[@]}" --vcf input.vcf --out s-tty.vcf > tty.txt 2>&1
+on_tty "$BIN" annotate "${S[@]}" --vcf input.vcf --out s-ttyq.vcf --quiet > ttyq.txt 2>&1
+if grep -q $'\rannotate: 0/19 records (0.0%)' tty.txt &&
+   grep -q $'annotate: 19/19 records (100.0%), [0-9.e+]*/s, ETA 0:00:00\r*$' tty.txt &&
+   grep -q '^EXIT_CODE=0' tty.txt && cmp -s s-tty.vcf s.vcf; then
+  ok "on a terminal: the progress bar (0/19 .. 19/19 records, rate, ETA), the same output"
+else
+  bad "no progress bar on a terminal"; cat -A tty.txt | head
+fi
+if ! grep -q 'records (' ttyq.txt && ! grep -q '^annotate:' ttyq.txt && grep -q '^EXIT_CODE=0' ttyq.txt &&
+   cmp -s s-ttyq.vcf s.vcf; then
+  ok "on a terminal with --quiet: no bar, no summary"
+else
+  bad "--quiet on a terminal"; cat -A ttyq.txt | head
+fi
+# an indexed --vcf (a sorted copy: .vcf.gz + .tbi): the total from the index
+if [ -n "$CONV" ]; then
+  python3 - input.vcf sorted.vcf <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+head = [l for l in lines if l.startswith("#")]
+order = [l.split("ID=")[1].split(",")[0] for l in head if l.startswith("##contig")]
+body = sorted((l for l in lines if not l.startswith("#")), key=lambda l: (order.index(l.split("\t")[0]), int(l.split("\t")[1])))
+open(sys.argv[2], "w").write("\n".join(head + body) + "\n")
+EOF
+  "$CONV" sorted.vcf sorted.vcf.gz wz index || bad "vcf-convert: sorted.vcf.gz + .tbi"
+  on_tty "$BIN" annotate "${S[@]}" --vcf sorted.vcf.gz --out s-idx.vcf > ttyi.txt 2>&1
+  grep -q $'\rannotate: 0/19 records (0.0%)' ttyi.txt && grep -q '^EXIT_CODE=0' ttyi.txt &&
+    ok "--vcf .vcf.gz with a .tbi, on a terminal: the total (19)" || { bad "indexed --vcf on a terminal"; cat -A ttyi.txt | head; }
+fi
+# --vcf a pipe: not counted first (that would consume it): count and rate, no ETA
+small s-fifo --vcf <(cat input.vcf) --out s-fifo.vcf && cmp -s s-fifo.vcf s.vcf && ok "--vcf from a pipe: the same output" ||
+  bad "--vcf from a pipe"
+on_tty bash -c "cat input.vcf | $(printf '%q ' "$BIN" annotate "${S[@]}") --vcf - --out s-ttyp.vcf" > ttyp.txt 2>&1
+if grep -q $'\rannotate: 19 records, [0-9.e+]*/s, 0:00:[0-9][0-9] elapsed' ttyp.txt && cmp -s s-ttyp.vcf s.vcf; then
+  ok "--vcf on a pipe, on a terminal: count and rate, no ETA"
+else
+  bad "piped --vcf on a terminal"; cat -A ttyp.txt | head
+fi
 
 [ $fails -eq 0 ] && echo "annotate: all passed" || echo "annotate: $fails failed"
 exit $((fails > 0))

@@ -135,6 +135,28 @@ struct nf_cli_stats {
 };
 void nf_cli_stats(double * v, int n, struct nf_cli_stats * s);
 
+/* ---- a progress bar on stderr (progress.c; README "Progress") -------------------------- */
+/* One line "WHAT: DONE/TOTAL UNIT (P%), R/s, ETA H:MM:SS" redrawn in place
+ * ('\r', at most 4 times a second); total <= 0: unknown (count, rate and the
+ * time elapsed, no ETA). mode: NF_PROGRESS_AUTO draws when stderr is a
+ * terminal, NF_PROGRESS_QUIET (--quiet) never, NF_PROGRESS_FORCE
+ * (--progress) always (a log, or an MPI rank, whose stderr mpirun pipes).
+ * begin returns NULL -- and every call below is a no-op on NULL -- when it
+ * does not draw. suspend blanks the line before other output on stderr (the
+ * next update redraws it); end draws the final state, ends the line and
+ * frees p. */
+enum { NF_PROGRESS_AUTO = 0, NF_PROGRESS_QUIET = 1, NF_PROGRESS_FORCE = 2 };
+typedef struct nf_progress nf_progress;
+nf_progress * nf_progress_begin(const char * what, const char * unit, long long total, int mode);
+/* would begin draw? (to skip counting a total otherwise) */
+int nf_progress_enabled(int mode);
+/* --quiet / --progress: 1 when argv[*i] is one of them (mode set), 0 if
+ * not; -1 after a message when they are both given */
+int nf_progress_option(const char * arg, int * mode);
+void nf_progress_update(nf_progress * p, long long done);
+void nf_progress_suspend(nf_progress * p);
+void nf_progress_end(nf_progress * p);
+
 /* ---- SpTransformer's sequence inputs (seq-input.c) ------------------------------- */
 struct nf_cli_seq {
     int64_t B, L;  /* sequences, tokens each (flanks included)        */

@@ -16,11 +16,15 @@
  *   - tissue flags: z = ((d_t - mean(d)) - mu_t) / sd_t, 'Y' if z > thr95_t
  *     (Appendix B), or the raw d_t with --raw-score.
  *
+ * Input: whatever htslib reads as variants (.vcf, .vcf.gz, .bcf).
  * Output: .csv / .tsv with upstream's columns and formatting (a pandas index
  * column, '%.2f' score, Python float repr for raw values), or .vcf: every
- * input record, INFO/SPT=ALT|DSPLICE|<15 tissue values> per scored ALT.
+ * input record, INFO/SPT=ALT|DSPLICE|<15 tissue values> per scored ALT;
+ * .vcf.gz / .tsv.gz / .csv.gz: the same bytes, BGZF-compressed; .bcf: the
+ * .vcf's header and records as BCF (htslib "wb").
  * Written under a temporary name and renamed at the end, with OUT.report.json
- * (counts by reason). Batching: the windows of many variants in one forward. */
+ * (counts by reason). Batching: the windows of many variants in one forward.
+ * A progress bar (progress.c) on a terminal's stderr (--quiet: none, --progress: always). */
 #include "cli.h"
 #include "io/nf-io.h"
 
@@ -29,10 +33,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef NF_HAVE_HTSLIB
+#include <htslib/bgzf.h>
 #include <htslib/faidx.h>
 #include <htslib/kstring.h>
+#include <htslib/tbx.h>
 #include <htslib/vcf.h>
 #endif
 
@@ -121,10 +129,13 @@ static double nf_ann_np_mean15(const double * a) {
 struct nf_ann_opts {
     const char *model, *vcf, *fasta, *genes, *out, *device;
     int raw, protein_coding;
+    int progress; /* NF_PROGRESS_AUTO / _QUIET (--quiet) / _FORCE (--progress) */
     int64_t batch;
 };
 
 enum { NF_ANN_CSV, NF_ANN_TSV, NF_ANN_VCF };
+/* how --out is written: as is, BGZF-compressed (.gz), BCF (.bcf) */
+enum { NF_ANN_PLAIN, NF_ANN_BGZF, NF_ANN_BCF };
 
 /* skip reasons (the report's "skipped" object) */
 enum { NF_SKIP_CONTIG_NAME, NF_SKIP_NOT_SNV, NF_SKIP_NO_ALT, NF_SKIP_STAR, NF_SKIP_N };
@@ -157,6 +168,9 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
             o->protein_coding = 1;
             continue;
         }
+        const int po = nf_progress_option(a, &o->progress); /* --quiet, --progress */
+        if (po < 0) return 0;
+        if (po) continue;
         if (!nf_cli_is_flag(a, flags)) {
             char e[256];
             fprintf(stderr, "error: annotate: unknown option %s\n", nf__esc(e, sizeof(e), a));
@@ -181,7 +195,8 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
         }
     }
     if (!o->model || !o->vcf || !o->fasta || !o->genes || !o->out) {
-        fprintf(stderr, "error: annotate needs --model M --vcf IN --fasta REF --genes GTF --out OUT.vcf|.tsv|.csv\n");
+        fprintf(stderr, "error: annotate needs --model M --vcf IN --fasta REF --genes GTF --out "
+                        "OUT.vcf|.vcf.gz|.bcf|.tsv[.gz]|.csv[.gz]\n");
         return 0;
     }
     return 1;
@@ -226,8 +241,12 @@ struct nf_ann {
     struct nf_genes * genes;
     htsFile * in;
     bcf_hdr_t * hdr;
-    int fmt;
-    FILE * out;
+    int fmt, enc;
+    FILE * out;     /* NF_ANN_PLAIN */
+    BGZF * bgz;     /* NF_ANN_BGZF  */
+    htsFile * hout; /* NF_ANN_BCF   */
+    nf_progress * prog;
+    int64_t written; /* records written (rank 0): the progress */
     kstring_t ks;
     struct nf_ann_rec * recs;
     int64_t n_recs, cap_recs;
@@ -398,6 +417,16 @@ static void nf_ann_tissue_values(const struct nf_ann * a, const struct nf_ann_al
     }
 }
 
+/* a->ks to --out */
+static int nf_ann_put(struct nf_ann * a, nf_err * err) {
+    char e[1024];
+    if (!a->ks.l) return NF_OK;
+    const int ok = a->enc == NF_ANN_BGZF ? bgzf_write(a->bgz, a->ks.s, a->ks.l) == (ssize_t) a->ks.l
+                                         : fwrite(a->ks.s, 1, a->ks.l, a->out) == a->ks.l;
+    if (!ok) return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o->out));
+    return NF_OK;
+}
+
 /* write the pending records (all their jobs done), in input order */
 static int nf_ann_flush(struct nf_ann * a, nf_err * err) {
     char e[1024];
@@ -432,7 +461,23 @@ static int nf_ann_flush(struct nf_ann * a, nf_err * err) {
                 return nf__err_set(err, NF_ERR_IO, "%s: cannot set INFO/SPT", nf_ann_where(a, rc, e, sizeof(e)));
             }
             free(info.s);
-            if (vcf_format(a->hdr, b, &a->ks) < 0)
+            if (a->enc == NF_ANN_BCF) {
+                /* htslib refuses a record whose contig or tag the header
+                 * lacks (the header is written: it would make a broken BCF) */
+                if (b->errcode & (BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF))
+                    return nf__err_set(err, NF_ERR_FORMAT,
+                                       "%s: its %s is not declared in the --vcf header; a .bcf --out needs every "
+                                       "contig and INFO / FORMAT field declared (declare it, or write .vcf / "
+                                       ".vcf.gz)",
+                                       nf_ann_where(a, rc, e, sizeof(e)),
+                                       b->errcode & BCF_ERR_CTG_UNDEF ? "contig" : "INFO or FORMAT field");
+                if (bcf_write(a->hout, a->hdr, b) < 0)
+                    return nf__err_set(err, NF_ERR_IO,
+                                       "%s: cannot write it as BCF to --out %s (a full disk, or a contig, INFO or "
+                                       "FORMAT field the --vcf header does not declare: declare it, or write .vcf / "
+                                       ".vcf.gz)",
+                                       nf_ann_where(a, rc, e, sizeof(e)), a->o->out);
+            } else if (vcf_format(a->hdr, b, &a->ks) < 0)
                 return nf__err_set(err, NF_ERR_IO, "%s: cannot format the output line",
                                    nf_ann_where(a, rc, e, sizeof(e)));
             a->rows_out++;
@@ -461,14 +506,15 @@ static int nf_ann_flush(struct nf_ann * a, nf_err * err) {
                 kputc('\n', &a->ks);
             }
         }
-        if (a->ks.l && fwrite(a->ks.s, 1, a->ks.l, a->out) != a->ks.l)
-            return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o->out));
+        NF_TRY(nf_ann_put(a, err));
         bcf_destroy(b);
         free(rc->alt);
         rc->b = NULL;
         rc->alt = NULL;
+        a->written++;
     }
     a->n_recs = 0;
+    nf_progress_update(a->prog, a->written);
     return NF_OK;
 }
 
@@ -574,6 +620,7 @@ static int nf_ann_record(struct nf_ann * a, bcf1_t * b, int64_t index, nf_err * 
                 }
             if (toupper((unsigned char) seq[a->flank]) != toupper((unsigned char) ref[0])) {
                 a->ref_mismatch++;
+                nf_progress_suspend(a->prog);
                 fprintf(stderr, "warning: %s: REF %s but the genome has %c there; scored anyway, as upstream does\n",
                         where, nf__esc(e, sizeof(e), ref), seq[a->flank]);
             }
@@ -633,6 +680,11 @@ static int nf_ann_write_header(struct nf_ann * a, nf_err * err) {
         const int r = bcf_hdr_append(a->hdr, line.s);
         free(line.s);
         if (r < 0 || bcf_hdr_sync(a->hdr) < 0) return nf__err_set(err, NF_ERR_IO, "cannot add the INFO/SPT header");
+        if (a->enc == NF_ANN_BCF) {
+            if (bcf_hdr_write(a->hout, a->hdr) < 0)
+                return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o->out));
+            return NF_OK;
+        }
         if (bcf_hdr_format(a->hdr, 0, &a->ks) < 0) return nf__err_set(err, NF_ERR_IO, "cannot format the header");
     } else {
         const char sep = a->fmt == NF_ANN_CSV ? ',' : '\t';
@@ -647,9 +699,7 @@ static int nf_ann_write_header(struct nf_ann * a, nf_err * err) {
         }
         kputc('\n', &a->ks);
     }
-    if (fwrite(a->ks.s, 1, a->ks.l, a->out) != a->ks.l)
-        return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o->out));
-    return NF_OK;
+    return nf_ann_put(a, err);
 }
 
 static int nf_ann_report(const struct nf_ann * a, const char * path, double wall_ms, nf_err * err) {
@@ -921,7 +971,15 @@ static int nf_ann_setup1(struct nf_ann * a, nf_err * err) {
     int rc;
     if (a->mp->rank == 0) {
         if ((rc = nf_cli_outfile_open(&a->of, o->out, "--out", err)) != NF_OK) return rc;
-        if (!(a->out = nf_cli_outfile_fp(&a->of)))
+        /* htslib writes the temporary file by its name (the same inode:
+         * nf_cli_outfile_close fsyncs it through the descriptor kept open) */
+        if (a->enc == NF_ANN_PLAIN)
+            a->out = nf_cli_outfile_fp(&a->of);
+        else if (a->enc == NF_ANN_BGZF)
+            a->bgz = bgzf_open(a->of.tmp, "w");
+        else
+            a->hout = hts_open(a->of.tmp, "wb");
+        if (!a->out && !a->bgz && !a->hout)
             return nf__err_set(err, NF_ERR_IO, "--out %s: cannot write", nf__esc(e, sizeof(e), o->out));
     }
     if ((rc = nf_genes_load(o->genes, &a->genes, err)) != NF_OK) return rc;
@@ -956,6 +1014,63 @@ static int nf_ann_setup2(struct nf_ann * a, nf_err * err) {
     return NF_OK;
 }
 
+/* the compressed / BCF --out ended (their last blocks, the BGZF EOF block);
+ * NF_OK, or the error when it is still NF_OK */
+static int nf_ann_close_out(struct nf_ann * a, int rc, nf_err * err) {
+    char e[1024];
+    int bad = 0;
+    if (a->bgz) bad |= bgzf_close(a->bgz) < 0;
+    if (a->hout) bad |= hts_close(a->hout) != 0;
+    a->bgz = NULL;
+    a->hout = NULL;
+    if (bad && rc == NF_OK)
+        return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o->out));
+    return rc;
+}
+
+/* the data records of --vcf for the progress bar, 0 when not cheaply known:
+ * its index's counts (.tbi / .csi next to it), else one pass over it when it
+ * is a regular file (never a pipe or a FIFO: that would consume it) */
+static long long nf_ann_count(const char * path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
+    htsFile * f = hts_open(path, "r");
+    if (!f) return 0;
+    bcf_hdr_t * h = f->format.category == variant_data ? bcf_hdr_read(f) : NULL;
+    long long n = 0;
+    if (h) {
+        hts_idx_t * idx = NULL;
+        tbx_t * tbx = NULL;
+        if (f->format.format == bcf)
+            idx = bcf_index_load3(path, NULL, HTS_IDX_SILENT_FAIL);
+        else if (f->format.compression == bgzf && (tbx = tbx_index_load3(path, NULL, HTS_IDX_SILENT_FAIL)))
+            idx = tbx->idx;
+        if (idx) {
+            for (int i = 0; i < hts_idx_nseq(idx); i++) {
+                uint64_t m = 0, u = 0;
+                if (hts_idx_get_stat(idx, i, &m, &u) == 0) n += (long long) (m + u);
+            }
+            if (tbx)
+                tbx_destroy(tbx);
+            else
+                hts_idx_destroy(idx);
+        }
+        if (n == 0 && f->format.format == bcf) {
+            bcf1_t * b = bcf_init();
+            while (b && bcf_read(f, h, b) == 0) n++;
+            if (b) bcf_destroy(b);
+        } else if (n == 0) {
+            kstring_t ks = {0, 0, NULL};
+            while (hts_getline(f, 2 /* KS_SEP_LINE */, &ks) >= 0)
+                if (ks.l && ks.s[0] != '#') n++;
+            free(ks.s);
+        }
+        bcf_hdr_destroy(h);
+    }
+    hts_close(f);
+    return n;
+}
+
 static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * mp, int * failed_rank, nf_err * err) {
     char e[1024];
     struct nf_ann a;
@@ -969,15 +1084,25 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     *failed_rank = -1;
     int rc = NF_OK;
     const double t_start = nf_cli_now_ms();
-    const size_t ol = strlen(o->out);
-    if (ol > 4 && strcmp(o->out + ol - 4, ".csv") == 0)
-        a.fmt = NF_ANN_CSV;
-    else if (ol > 4 && strcmp(o->out + ol - 4, ".tsv") == 0)
-        a.fmt = NF_ANN_TSV;
-    else if (ol > 4 && strcmp(o->out + ol - 4, ".vcf") == 0)
+    size_t ol = strlen(o->out);
+    a.enc = NF_ANN_PLAIN;
+    if (ol > 4 && strcmp(o->out + ol - 4, ".bcf") == 0) {
         a.fmt = NF_ANN_VCF;
-    else
-        rc = nf__err_set(err, NF_ERR_ARG, "--out %s: the name must end in .vcf, .tsv or .csv",
+        a.enc = NF_ANN_BCF;
+        ol = 0;
+    } else if (ol > 7 && strcmp(o->out + ol - 3, ".gz") == 0) {
+        a.enc = NF_ANN_BGZF;
+        ol -= 3;
+    }
+    if (ol > 4 && strncmp(o->out + ol - 4, ".csv", 4) == 0)
+        a.fmt = NF_ANN_CSV;
+    else if (ol > 4 && strncmp(o->out + ol - 4, ".tsv", 4) == 0)
+        a.fmt = NF_ANN_TSV;
+    else if (ol > 4 && strncmp(o->out + ol - 4, ".vcf", 4) == 0)
+        a.fmt = NF_ANN_VCF;
+    else if (a.enc != NF_ANN_BCF)
+        rc = nf__err_set(err, NF_ERR_ARG,
+                         "--out %s: the name must end in .vcf, .vcf.gz, .bcf, .tsv, .tsv.gz, .csv or .csv.gz",
                          nf__esc(e, sizeof(e), o->out));
     const char * ins[3] = {o->vcf, o->fasta, o->genes};
     for (int i = 0; rc == NF_OK && i < 3; i++)
@@ -993,10 +1118,15 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     rc = nf_ann_setup2(&a, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    /* the bar: rank 0's, over the records of every rank (rank 0 writes them all) */
+    if (mp->rank == 0 && nf_progress_enabled(o->progress))
+        a.prog = nf_progress_begin("annotate", "records", nf_ann_count(o->vcf), o->progress);
     if (mp->size == 1)
         rc = nf_ann_loop_one(&a, err);
     else
         rc = nf_ann_loop_mpi(&a, failed_rank, err);
+    nf_progress_end(a.prog);
+    a.prog = NULL;
     if (rc != NF_OK) goto done;
     if (mp->size > 1) {
         /* the totals (every rank past its last agree: all take part) */
@@ -1012,27 +1142,31 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     char rp[4200];
     snprintf(rp, sizeof(rp), "%s.report.json", o->out);
     if (mp->rank == 0) {
-        if ((rc = nf_cli_outfile_close(&a.of, err)) == NF_OK &&
+        if ((rc = nf_ann_close_out(&a, NF_OK, err)) == NF_OK && (rc = nf_cli_outfile_close(&a.of, err)) == NF_OK &&
             (rc = nf_ann_report(&a, rp, nf_cli_now_ms() - t_start, err)) == NF_OK)
             rc = nf_cli_outfile_commit(&a.of, err);
     }
     /* rank 0's writing failed: every rank fails */
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     if (mp->rank != 0) goto done;
-    fprintf(stderr,
-            "annotate: %lld records, %lld ALTs: %lld scored (%lld with no gene: score 0; %lld REF mismatches "
-            "scored), skipped:",
-            (long long) a.records, (long long) a.alts, (long long) a.scored, (long long) a.no_gene,
-            (long long) a.ref_mismatch);
-    for (int i = 0; i < NF_SKIP_N; i++) fprintf(stderr, " %s=%lld", nf_skip_names[i], (long long) a.skipped[i]);
-    fprintf(stderr, "; %lld forwards (%lld windows) in %.1f s", (long long) a.forwards, (long long) a.windows,
-            a.forward_ms / 1000.0);
-    if (mp->size > 1) fprintf(stderr, " on %d ranks", mp->size);
-    fprintf(stderr, "; %lld rows to %s\n", (long long) a.rows_out, nf__esc(e, sizeof(e), o->out));
+    if (o->progress != NF_PROGRESS_QUIET) {
+        fprintf(stderr,
+                "annotate: %lld records, %lld ALTs: %lld scored (%lld with no gene: score 0; %lld REF mismatches "
+                "scored), skipped:",
+                (long long) a.records, (long long) a.alts, (long long) a.scored, (long long) a.no_gene,
+                (long long) a.ref_mismatch);
+        for (int i = 0; i < NF_SKIP_N; i++) fprintf(stderr, " %s=%lld", nf_skip_names[i], (long long) a.skipped[i]);
+        fprintf(stderr, "; %lld forwards (%lld windows) in %.1f s", (long long) a.forwards, (long long) a.windows,
+                a.forward_ms / 1000.0);
+        if (mp->size > 1) fprintf(stderr, " on %d ranks", mp->size);
+        fprintf(stderr, "; %lld rows to %s\n", (long long) a.rows_out, nf__esc(e, sizeof(e), o->out));
+    }
     printf("RECORDS=%lld\nALTS_SCORED=%lld\nALTS_SKIPPED=%lld\nFORWARDS=%lld\nWINDOWS=%lld\nREPORT=%s\n",
            (long long) a.records, (long long) a.scored, (long long) (a.alts - a.scored), (long long) a.forwards,
            (long long) a.windows, nf__esc(e, sizeof(e), rp));
 done:
+    nf_progress_end(a.prog);
+    (void) nf_ann_close_out(&a, NF_ERR_IO, err); /* still open: an error path, whose error stands */
     nf_ann_discard(&a);
     for (int64_t i = 0; i < a.n_jobs; i++) {
         free(a.jobs[i].ref);

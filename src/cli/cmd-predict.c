@@ -25,7 +25,7 @@ static const char * const nf_pred_artifacts[] = {"predictions.csv", "probabiliti
 
 struct nf_pred_opts {
     const char *model, *train, *test, *target, *device, *out, *mirror_signs;
-    int task, mirror;
+    int task, mirror, progress; /* NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
     int64_t n_est; /* 0: not given (1, or the --mirror-signs file's members) */
     int64_t query_chunk;
     uint64_t seed;
@@ -45,7 +45,7 @@ static int nf_csv_write_field(FILE * f, const char * s) {
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
     static const char * const flags[] = {"--model", "--train",  "--test", "--target",    "--task", "--n-estimators",
                                          "--seed",  "--device", "--out",  "--no-mirror", "--mirror-signs",
-                                         "--query-chunk", NULL};
+                                         "--query-chunk", "--quiet", "--progress", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
         o->mirror = 1;
@@ -60,6 +60,9 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
             o->mirror = 0;
             continue;
         }
+        const int po = nf_progress_option(a, &o->progress); /* --quiet, --progress: the bar */
+        if (po < 0) return 0;
+        if (po) continue;
         const char * v = nf_cli_need_value(argc, argv, &i);
         int64_t n;
         if (!v) return 0;
@@ -175,6 +178,19 @@ static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, 
     return rc;
 }
 
+/* the predictor's progress (a forward done) to the bar, begun at the first
+ * forward, when the total (the forwards of this rank's rows) is known; only
+ * rank 0 draws under mpirun */
+struct nf_pred_bar {
+    nf_progress * bar;
+    int mode;
+};
+static void nf_pred_progress(void * user, int64_t done, int64_t total) {
+    struct nf_pred_bar * b = user;
+    if (!b->bar) b->bar = nf_progress_begin("predict", "forwards", (long long) total, b->mode);
+    nf_progress_update(b->bar, (long long) done);
+}
+
 static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, int * failed_rank,
                            nf_err * err) {
     nf_table *tr = NULL, *te = NULL;
@@ -257,8 +273,13 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     int64_t r0 = 0, r1 = nq;
     if (mp->size > 1 && end == 0) /* fewer units than ranks: nothing here ([0, 0) would read "all") */
         r1 = 0;
-    else
+    else {
+        struct nf_pred_bar bar = {NULL, mp->rank == 0 ? o->progress : NF_PROGRESS_QUIET};
+        if (nf_progress_enabled(bar.mode)) nf_predictor_set_progress(pr, nf_pred_progress, &bar);
         rc = nf_predictor_predict_part(pr, m, te, begin, mp->size > 1 ? end : 0, acc, all_logits, &r0, &r1, err);
+        nf_predictor_set_progress(pr, NULL, NULL);
+        nf_progress_end(bar.bar);
+    }
 #ifdef NF_TEST_HOOKS
     {
         /* tests: NOFALL_TEST_PREDICT_FAIL_RANK=N fails rank N after its forwards */

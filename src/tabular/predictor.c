@@ -69,6 +69,8 @@ struct nf_predictor {
     double forward_ms;
     uint64_t seed; /* the support subsets' RandomState (AutoGluon's Mitra `seed`) */
     struct nf_predict_stats stats;
+    nf_predictor_progress_fn progress; /* nf_predictor_set_progress */
+    void * progress_user;
 };
 
 static int nf_cmp_str(const void * a, const void * b) {
@@ -989,6 +991,11 @@ int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * t
     p->stats.support_rows = nsub;
     p->stats.query_chunk = subsets ? NF_PRED_QUERY_CHUNK : 0;
     p->stats.subsets = subsets;
+    /* the progress callback's unit: the forwards this call runs */
+    int64_t fw_total = 0, fw_done = 0;
+    for (int64_t c = 0; c * NF_PRED_QUERY_CHUNK < (subsets ? nq : 1); c++)
+        if (!subsets || (c * NF_PRED_QUERY_CHUNK >= r0 && c * NF_PRED_QUERY_CHUNK < r1)) fw_total++;
+    fw_total *= p->n_est;
     for (int64_t e = 0; rc == NF_OK && e < p->n_est; e++) {
         const int * sign = p->signs + e * F;
         const int regm = p->regmirror[e];
@@ -1057,6 +1064,7 @@ int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * t
                 r1 = hi;
             }
             p->stats.forwards++;
+            if (p->progress) p->progress(p->progress_user, ++fw_done, fw_total);
             p->stats.support_passes += passes;
             for (int64_t rl = subsets ? 0 : lo; rl < (subsets ? cq : hi) && rc == NF_OK; rl++) {
                 const int64_t r = q0 + rl;
@@ -1125,6 +1133,11 @@ void nf_predictor_last_stats(const nf_predictor * p, struct nf_predict_stats * o
 
 /* ---- accessors ------------------------------------------------------------------ */
 double nf_predictor_forward_ms(const nf_predictor * p) { return p->forward_ms; }
+void nf_predictor_set_progress(nf_predictor * p, nf_predictor_progress_fn fn, void * user) {
+    if (!p) return;
+    p->progress = fn;
+    p->progress_user = user;
+}
 int nf_predictor_task(const nf_predictor * p) { return p->task; }
 int64_t nf_predictor_n_train(const nf_predictor * p) { return p->tr.n_rows; }
 int64_t nf_predictor_n_estimators(const nf_predictor * p) { return p->n_est; }
