@@ -362,6 +362,13 @@ out_nolock:
 }
 
 int nf_cmd_predict(int argc, char ** argv) {
+    for (int i = 1; i + 1 < argc; i++) /* a TabSTAR model directory: its own predict */
+        if (strcmp(argv[i], "--model") == 0) {
+            char type[64];
+            nf_cli_model_type(argv[i + 1], type, sizeof(type));
+            if (strcmp(type, "tabstar") == 0) return nf_cmd_predict_tabstar(argc, argv);
+            break;
+        }
     struct nf_pred_opts o;
     if (!nf_pred_parse(argc, argv, &o)) return 2;
     nf_cli_signals_install();
