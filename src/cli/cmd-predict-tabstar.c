@@ -34,8 +34,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char * const nf_tp_artifacts[] = {"logits.npy",      "probabilities.npy", "predictions.npy", "class_ids.npy",
-                                               "predictions.csv", "cells.json",        "report.json"};
+static const char * const nf_tp_artifacts[] = {"logits.npy",    "probabilities.npy", "predictions.npy",
+                                               "class_ids.npy", "predictions.csv",   "cells.json",
+                                               "report.json"};
 #define NF_TP_N_ARTIFACTS ((int) (sizeof(nf_tp_artifacts) / sizeof(nf_tp_artifacts[0])))
 
 struct nf_tp_opts {
@@ -44,8 +45,8 @@ struct nf_tp_opts {
 };
 
 static int nf_tp_parse(int argc, char ** argv, struct nf_tp_opts * o) {
-    static const char * const flags[] = {"--model",  "--adapter", "--train", "--test", "--target",
-                                         "--task",   "--device",  "--out",   NULL};
+    static const char * const flags[] = {"--model", "--adapter", "--train", "--test", "--target",
+                                         "--task",  "--device",  "--out",   NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     for (int i = 1; i < argc; i++) {
@@ -86,7 +87,8 @@ static int nf_tp_parse(int argc, char ** argv, struct nf_tp_opts * o) {
         }
     }
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
-        fprintf(stderr, "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
+        fprintf(stderr,
+                "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
         return 0;
     }
     return 1;

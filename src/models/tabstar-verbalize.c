@@ -29,12 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NF_TAB_UNKNOWN    "Unknown Value" /* preprocessing/nulls.py MISSING_VALUE */
-#define NF_TAB_MAX_CAT    50              /* detection.py MAX_NUMERIC_FOR_CATEGORICAL */
-#define NF_TAB_Z_MAX      3.0             /* scaler.py Z_MAX_ABS_VAL */
-#define NF_TAB_N_BINS     10              /* binning.py VERBALIZED_QUANTILE_BINS */
-#define NF_TAB_MAX_QUANT  1000            /* n_quantiles = min(1000, n) */
-#define NF_TAB_AUTO_CLASSES 10            /* --task auto: an int64 target with at most this many values */
+#define NF_TAB_UNKNOWN      "Unknown Value" /* preprocessing/nulls.py MISSING_VALUE */
+#define NF_TAB_MAX_CAT      50              /* detection.py MAX_NUMERIC_FOR_CATEGORICAL */
+#define NF_TAB_Z_MAX        3.0             /* scaler.py Z_MAX_ABS_VAL */
+#define NF_TAB_N_BINS       10              /* binning.py VERBALIZED_QUANTILE_BINS */
+#define NF_TAB_MAX_QUANT    1000            /* n_quantiles = min(1000, n) */
+#define NF_TAB_AUTO_CLASSES 10              /* --task auto: an int64 target with at most this many values */
 
 const char * nf__tab_dtype_name(int dtype) {
     static const char * const n[] = {"int64", "float64", "bool", "object", "object"};
@@ -250,7 +250,7 @@ static int nf_boundaries(const double * x, int64_t n, double b[11], int64_t * nq
 /* ---- pandas' view of a column ------------------------------------------------ */
 
 static int nf_is_bool_str(const char * s, int * val) {
-    static const char * const t[] = {"True", "TRUE", "true"}, *const f[] = {"False", "FALSE", "false"};
+    static const char *const t[] = {"True", "TRUE", "true"}, *const f[] = {"False", "FALSE", "false"};
     for (int i = 0; i < 3; i++) {
         if (strcmp(s, t[i]) == 0) return *val = 1, 1;
         if (strcmp(s, f[i]) == 0) return *val = 0, 1;
@@ -284,7 +284,8 @@ static int nf_isdigit_str(const char * s) {
 /* the numeric value of a non-missing field of an int64 / float64 / bool column */
 static double nf_col_number(const struct nf_csv_column * c, int dtype, int64_t r) {
     int b = 0;
-    if (dtype == NF_TAB_DT_BOOL || dtype == NF_TAB_DT_OBJBOOL) return c->missing[r] ? NAN : (nf_is_bool_str(c->raw[r], &b), (double) b);
+    if (dtype == NF_TAB_DT_BOOL || dtype == NF_TAB_DT_OBJBOOL)
+        return c->missing[r] ? NAN : (nf_is_bool_str(c->raw[r], &b), (double) b);
     if (dtype == NF_TAB_DT_INT) return (double) strtoll(c->raw[r], NULL, 10);
     return c->num[r];
 }
@@ -295,17 +296,18 @@ static const char * nf_col_text(const struct nf_csv_column * c, int dtype, int64
     int b = 0;
     if (c->missing[r]) return NF_TAB_UNKNOWN;
     switch (dtype) {
-    case NF_TAB_DT_INT:
-        snprintf(buf, n, "%lld", strtoll(c->raw[r], NULL, 10));
-        return buf;
-    case NF_TAB_DT_FLOAT:
-        nf__py_float_repr(c->num[r], buf, n);
-        return buf;
-    case NF_TAB_DT_BOOL:
-    case NF_TAB_DT_OBJBOOL:
-        nf_is_bool_str(c->raw[r], &b);
-        return b ? "True" : "False";
-    default: return c->raw[r];
+        case NF_TAB_DT_INT: snprintf(buf, n, "%lld", strtoll(c->raw[r], NULL, 10)); return buf;
+        case NF_TAB_DT_FLOAT: {
+            double x = c->num[r];
+            const char * p = c->raw[r];
+            while (*p == ' ' || *p == '\t') p++;
+            if (x == 0 && *p == '-') x = -0.0; /* pandas reads "-0.0" as -0.0: str() "-0.0" */
+            nf__py_float_repr(x, buf, n);
+            return buf;
+        }
+        case NF_TAB_DT_BOOL:
+        case NF_TAB_DT_OBJBOOL: nf_is_bool_str(c->raw[r], &b); return b ? "True" : "False";
+        default: return c->raw[r];
     }
 }
 
@@ -441,8 +443,8 @@ static int nf_fit_target(const struct nf_csv_table * t, int ti, int task, struct
         for (int64_t r = 0; r < n; r++)
             if (!isfinite(nums[r])) {
                 free(nums);
-                return nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, target column '%s': %s is not a finite number",
-                                   e1, (long long) r + 1, e2, c->raw[r]);
+                return nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, target column '%s': %s is not a finite number", e1,
+                                   (long long) r + 1, e2, c->raw[r]);
             }
         qsort(nums, (size_t) n, sizeof(double), nf_cmp_double);
         for (int64_t r = 0; r < n; r++)
@@ -478,13 +480,14 @@ static int nf_fit_target(const struct nf_csv_table * t, int ti, int task, struct
             double * y = malloc((size_t) n * sizeof(double));
             if (!y) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
             for (int64_t r = 0; y && r < n; r++) y[r] = nf_col_number(c, dt, r);
-            if (y && !nf_std_scaler(y, n, &v->y_mean, &v->y_scale)) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+            if (y && !nf_std_scaler(y, n, &v->y_mean, &v->y_scale))
+                rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
             free(y);
         }
     } else if (nd < 2) {
         rc = nf__err_set(err, NF_ERR_INPUT,
-                         "%s: target column '%s' has one class only ('%s'); a classification needs at least 2", e1,
-                         e2, c->raw[0]);
+                         "%s: target column '%s' has one class only ('%s'); a classification needs at least 2", e1, e2,
+                         c->raw[0]);
     } else {
         v->n_classes = nd;
         v->classes = calloc((size_t) nd, sizeof(char *));
@@ -555,7 +558,7 @@ static int nf_fit_column(const struct nf_csv_table * t, struct nf_tab_vcol * vc,
                 nonnum += !nf_isdigit_str(strs[i]);
             }
         vc->numerical = nd > NF_TAB_MAX_CAT && nonnum <= 1;
-        vc->why = vc->numerical     ? "numerical: object column, > 50 distinct values, at most one not a digit string"
+        vc->why = vc->numerical ? "numerical: object column, > 50 distinct values, at most one not a digit string"
                   : nd > NF_TAB_MAX_CAT ? "text: object column, more than one distinct non-digit value"
                                         : "text: object column, at most 50 distinct values";
     }
@@ -631,7 +634,8 @@ int nf__tab_verbalizer_fit(const nf_table * train, const char * target, int task
     char e1[512], e2[256], e3[256];
     nf__esc(e1, sizeof(e1), t->path);
     const int ti = nf__csv_find(t, target);
-    if (ti < 0) return nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)", e1, nf__esc(e2, sizeof(e2), target));
+    if (ti < 0)
+        return nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)", e1, nf__esc(e2, sizeof(e2), target));
     if (t->n_rows < 2)
         return nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2", e1, (long long) t->n_rows);
     int rc = NF_OK;

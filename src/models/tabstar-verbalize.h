@@ -14,40 +14,40 @@ struct cJSON;
 /* a column's dtype as pandas.read_csv gives it (the fixture script converts
  * pandas 3's `str` columns to object first, as upstream needs) */
 enum nf_tab_dtype {
-    NF_TAB_DT_INT = 0,    /* int64                                            */
-    NF_TAB_DT_FLOAT = 1,  /* float64 (NaN where missing)                      */
-    NF_TAB_DT_BOOL = 2,   /* bool: only True/TRUE/true/False/FALSE/false       */
+    NF_TAB_DT_INT = 0,     /* int64                                            */
+    NF_TAB_DT_FLOAT = 1,   /* float64 (NaN where missing)                      */
+    NF_TAB_DT_BOOL = 2,    /* bool: only True/TRUE/true/False/FALSE/false       */
     NF_TAB_DT_OBJBOOL = 3, /* object holding Python bools and NaN (the same, some missing) */
-    NF_TAB_DT_OBJECT = 4, /* object holding str and NaN                       */
+    NF_TAB_DT_OBJECT = 4,  /* object holding str and NaN                       */
 };
 
 struct nf_tab_vcol {
-    char * name;         /* as in the CSV header                                     */
-    char * norm;         /* normalize_col_name(name)                                 */
-    int src;             /* its index in the training table                          */
-    int dtype;           /* enum nf_tab_dtype (training table)                       */
-    int numerical;       /* is_numerical_feature                                     */
+    char * name;          /* as in the CSV header                                     */
+    char * norm;          /* normalize_col_name(name)                                 */
+    int src;              /* its index in the training table                          */
+    int dtype;            /* enum nf_tab_dtype (training table)                       */
+    int numerical;        /* is_numerical_feature                                     */
     const char * dropped; /* why it is not in the cells (constant), or NULL           */
-    const char * why;    /* why numerical / text, for report.json                     */
-    double mean, scale;  /* StandardScaler (numerical, kept)                          */
-    double bounds[11];   /* the QuantileTransformer-derived boundaries                */
-    char * labels[12];   /* the 12 bin labels                                        */
+    const char * why;     /* why numerical / text, for report.json                     */
+    double mean, scale;   /* StandardScaler (numerical, kept)                          */
+    double bounds[11];    /* the QuantileTransformer-derived boundaries                */
+    char * labels[12];    /* the 12 bin labels                                        */
     int64_t n_quantiles;
 };
 
 struct nf_tab_verbalizer {
     int regression;
-    char * target;      /* the target column, as in the CSV         */
-    char * y_name;      /* normalized                                */
-    int target_dtype;   /* enum nf_tab_dtype                         */
-    const char * task_why; /* how the task was decided                */
-    int64_t n_classes;  /* classification: LabelEncoder's classes_   */
-    char ** classes;    /* str(v) of each class, sorted as upstream  */
+    char * target;          /* the target column, as in the CSV         */
+    char * y_name;          /* normalized                                */
+    int target_dtype;       /* enum nf_tab_dtype                         */
+    const char * task_why;  /* how the task was decided                */
+    int64_t n_classes;      /* classification: LabelEncoder's classes_   */
+    char ** classes;        /* str(v) of each class, sorted as upstream  */
     double y_mean, y_scale; /* regression: StandardScaler on y        */
-    int n_cols;         /* the feature columns, training order       */
+    int n_cols;             /* the feature columns, training order       */
     struct nf_tab_vcol * cols;
-    int n_out;          /* kept columns in cell order: text (training order), numerical (sorted by name) */
-    int * out;          /* n_out indices into cols                   */
+    int n_out; /* kept columns in cell order: text (training order), numerical (sorted by name) */
+    int * out; /* n_out indices into cols                   */
 };
 
 const char * nf__tab_dtype_name(int dtype);
