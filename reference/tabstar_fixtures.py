@@ -223,9 +223,10 @@ def e2e_tables(name, rng):
     if name == "e2e-multi":
         # multi-class string labels; a name that normalizes ("my feature_one"), one that does not ("a:b");
         # NaN, negative and large values; a tied int column; bool (True/False) and bool-with-missing
-        # columns; a constant column; multi-line / tab / NUL-free control chars; a date-like column
+        # columns; a constant column; multi-line / tab / BEL cells, unquoted leading / trailing blanks (kept,
+        # as pandas keeps them); a date-like column
         hdr = ["my feature_one", "a:b", "city", "flag", "maybe", "const", "date", "ratio", "Species"]
-        cities = ["Paris", "Tel Aviv", "New\nYork", "tab\there", "", "café crème", "bell\x07ring"]
+        cities = ["Paris", "Tel Aviv", "New\nYork", "tab\there", "", "café crème", "bell\x07ring", " lead", "trail "]
         rows = []
         for r in range(30):
             v = rng.normal(0, 1000)
@@ -238,7 +239,7 @@ def e2e_tables(name, rng):
                          f"2024-01-{1 + r % 28:02d}", f(rng.uniform(-0.001, 0.001), 6),
                          ["setosa", "versicolor", "virginica"][int(rng.integers(3))]])
         test = [["-5000", "0", "Paris", "True", "", "7", "2025-06-01", "-0.0005", "setosa"],
-                ["1.5e20", "3", "Rome", "False", "True", "7", "2024-01-01", "-0.00004", "virginica"],
+                ["1.5e20", "3", " Rome ", "False", "True", "7", "2024-01-01", "-0.00004", "virginica"],
                 ["", "2", "", "True", "False", "8", "", "0.0005", "setosa"],
                 ["12.25", "", "New\nYork", "False", "", "7", "2024-02-30", "0.001", "versicolor"],
                 ["3e21", "1", "tab\there", "True", "True", "7", "x", "-1", "setosa"]]

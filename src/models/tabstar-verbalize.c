@@ -413,7 +413,7 @@ static int nf_col_to_numbers(const struct nf_csv_table * t, int ci, const char *
 static int nf_fit_target(const struct nf_csv_table * t, int ti, int task, struct nf_tab_verbalizer * v, nf_err * err) {
     const struct nf_csv_column * c = &t->cols[ti];
     const int64_t n = t->n_rows;
-    char e1[512], e2[256];
+    char e1[512], e2[256], e3[256];
     nf__esc(e1, sizeof(e1), t->path);
     nf__esc(e2, sizeof(e2), c->name);
     v->target_dtype = nf_col_dtype(c, n);
@@ -444,7 +444,7 @@ static int nf_fit_target(const struct nf_csv_table * t, int ti, int task, struct
             if (!isfinite(nums[r])) {
                 free(nums);
                 return nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, target column '%s': %s is not a finite number", e1,
-                                   (long long) r + 1, e2, c->raw[r]);
+                                   (long long) r + 1, e2, nf__esc(e3, sizeof(e3), c->raw[r]));
             }
         qsort(nums, (size_t) n, sizeof(double), nf_cmp_double);
         for (int64_t r = 0; r < n; r++)
@@ -475,7 +475,7 @@ static int nf_fit_target(const struct nf_csv_table * t, int ti, int task, struct
         else if (nd < 2)
             rc = nf__err_set(err, NF_ERR_INPUT,
                              "%s: target column '%s' is constant (%s in all %lld rows): nothing to regress on", e1, e2,
-                             c->raw[0], (long long) n);
+                             nf__esc(e3, sizeof(e3), c->raw[0]), (long long) n);
         else {
             double * y = malloc((size_t) n * sizeof(double));
             if (!y) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
@@ -487,7 +487,7 @@ static int nf_fit_target(const struct nf_csv_table * t, int ti, int task, struct
     } else if (nd < 2) {
         rc = nf__err_set(err, NF_ERR_INPUT,
                          "%s: target column '%s' has one class only ('%s'); a classification needs at least 2", e1, e2,
-                         c->raw[0]);
+                         nf__esc(e3, sizeof(e3), c->raw[0]));
     } else {
         v->n_classes = nd;
         v->classes = calloc((size_t) nd, sizeof(char *));
