@@ -27,6 +27,19 @@ logits.npy (float32 (n_rows, C), upstream's TabStarModel.forward), and
 token_ids.json (upstream's tokenizer ids of every distinct string, in
 np.unique order, for debugging).
 
+    .venv-tab/bin/python reference/tabstar_fixtures.py e2e --nofall build/nofall \
+        --out tests/fixtures/tabstar-predict
+
+writes the `nofall predict` cases (E2E below): train.csv / test.csv (written
+here), upstream's TabSTARVerbalizer fitted on the whole training table
+(pd.read_csv, pandas 3's `str` columns converted to object first) and
+applied to the test table -> expected_cells.json (x_txt / x_num in the cells
+schema), TabStarModel.forward on them -> logits.npy, case.json (target,
+task, numerical / constant columns, boundaries, upstream's predictions,
+regression: the target scaler and predictions.npy). e2e-lora uses
+lora-cls3's weights and adapter (the same seed and shapes give the same
+adapter; referenced, not copied).
+
     .venv-tab/bin/python reference/tabstar_fixtures.py keys --out tests/fixtures/tabstar/state_dict_keys.txt
 
 writes upstream's state_dict listing at the released size, which
