@@ -168,7 +168,7 @@ open(sys.argv[2], "wb").write(t[:i + 15] + b"\xff" + t[i + 15:])
 EOF
 "$NF" run --model "$m" --cells "$B/cells-utf8.json" --out "$T/bad-cells" >"$T/bad-cells.log" 2>&1
 rc=$?
-if [ $rc -ne 0 ] && grep -qF "x_txt[1][2] (row 1, cell 2): invalid UTF-8" "$T/bad-cells.log" && [ ! -e "$T/bad-cells" ]; then
+if [ $rc -ne 0 ] && grep -qF "x_txt[1][2] (row 1, cell 2): invalid UTF-8 at byte" "$T/bad-cells.log" && [ ! -e "$T/bad-cells" ]; then
     ok "cells.json invalid UTF-8: exit $rc, row and cell named"
 else
     bad "cells.json invalid UTF-8: exit $rc: $(grep error "$T/bad-cells.log")"

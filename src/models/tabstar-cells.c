@@ -168,7 +168,7 @@ done:
 /* A cells file that is not valid UTF-8: which cell. The invalid bytes are
  * marked with DEL (when the file has none of its own), the marked copy
  * parsed, the first x_txt / classes string with a mark named (0: not found). */
-static int nf__cells_bad_utf8(const char * path, char * where, size_t n) {
+static int nf__cells_bad_utf8(const char * path, char * where, size_t n, long * first) {
     char * txt = NULL;
     size_t len = 0;
     nf_err e2 = {0};
@@ -179,6 +179,7 @@ static int nf__cells_bad_utf8(const char * path, char * where, size_t n) {
             size_t k = 1;
             while (k <= 4 && (i + k > len || !nf__utf8_valid(txt + i, k))) k++;
             if (k > 4) {
+                if (*first < 0) *first = (long) i;
                 txt[i++] = 0x7f;
                 continue;
             }
@@ -216,8 +217,10 @@ int nf__tab_cells_load(const char * path, const struct nf__wordpiece * vocab, st
     int rc = nf__json_read_file(path, &doc, err);
     if (rc != NF_OK) {
         char where[128], e[1024];
-        if (rc == NF_ERR_FORMAT && nf__cells_bad_utf8(path, where, sizeof(where)))
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: %s: invalid UTF-8", nf__esc(e, sizeof(e), path), where);
+        long first = -1;
+        if (rc == NF_ERR_FORMAT && nf__cells_bad_utf8(path, where, sizeof(where), &first))
+            rc = nf__err_set(err, NF_ERR_FORMAT, "%s: %s: invalid UTF-8 at byte %ld", nf__esc(e, sizeof(e), path),
+                             where, first);
         return rc;
     }
     rc = cJSON_IsObject(doc) ? nf__tab_cells_build(doc, path, vocab, c, err)
