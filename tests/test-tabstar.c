@@ -128,9 +128,9 @@ static void test_load(void) {
             fclose(f);
         }
         struct nf_tab_cells c;
-        /* the JSON reader refuses it first, with the byte offset */
+        /* refused with the cell (row, index) and the byte offset */
         CHECK_RC(nf__tab_cells_load(p, wp, &c, &err), NF_ERR_FORMAT, &err);
-        CHECK_MSG(&err, "invalid UTF-8 at byte");
+        CHECK_MSG(&err, "x_txt[0][1] (row 0, cell 1): invalid UTF-8 at byte");
         /* adapters: another model's key; a shape that does not fit; another peft type */
         char adir[600], sp[700];
         snprintf(adir, sizeof(adir), "%s/adapter", g_tmp);

@@ -209,6 +209,8 @@ int nf_cli_command_exit(int rc, const nf_err * err);
 int nf_cmd_run_spt(int argc, char ** argv);
 /* the TabSTAR run (cmd-run-tabstar.c); argv as nf_cmd_run's */
 int nf_cmd_run_tabstar(int argc, char ** argv);
+/* `nofall predict` on a TabSTAR model (cmd-predict-tabstar.c); argv as nf_cmd_predict's */
+int nf_cmd_predict_tabstar(int argc, char ** argv);
 /* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-run-tabstar.c) */
 int nf_cmd_tokenize(int argc, char ** argv);
 /* the TabSTAR verify and bench (cmd-verify-tabstar.c) */

@@ -529,6 +529,20 @@ int nf_cmd_predict(int argc, char ** argv) {
         nf_cli_print_error(&err, err.code);
         return 1;
     }
+    for (int i = 1; i + 1 < argc; i++) /* a TabSTAR model directory: its own predict, one process */
+        if (strcmp(argv[i], "--model") == 0) {
+            char type[64];
+            nf_cli_model_type(argv[i + 1], type, sizeof(type));
+            if (strcmp(type, "tabstar") != 0) break;
+            const int size = mp.size, rank = mp.rank;
+            nf_cli_mpi_finalize(&mp);
+            if (size == 1) return nf_cmd_predict_tabstar(argc, argv);
+            if (rank == 0)
+                fprintf(stderr, "error: predict of a TabSTAR model runs as one process, not as %d MPI ranks "
+                                "(README \"Running on a cluster with mpirun\": annotate and Mitra's predict)\n",
+                        size);
+            return 1;
+        }
     struct nf_pred_opts o;
     int ret = 2;
     /* a usage error is every rank's: rank 0 prints it */

@@ -23,6 +23,8 @@ static void nf_usage(FILE * f) {
         "             [--task auto|classification|regression] [--n-estimators 1] [--seed 0] [--no-mirror] [--device D]\n"
         "             [--mirror-signs FILE (a report.json, or {columns_kept, mirror_signs[, regression_mirror]})]\n"
         "             [--query-chunk ROWS]\n"
+        "  nofall predict --model TABSTAR_DIR [--adapter DIR] --train TRAIN.csv --test TEST.csv --target COL --out OUTDIR\n"
+        "             [--task auto|classification|regression] [--device D]\n"
         "  nofall devices\n"
         "  nofall gen-weights mitra --out DIR [--seed N] [--dim D --layers L --heads H --outputs C\n"
         "             --task classification|regression] [--perturb KEY:DELTA]\n"

@@ -155,6 +155,12 @@ static void nf_csv_field(void * s, size_t len, void * data) {
     st->fields[st->n_fields++] = c;
 }
 
+/* libcsv trims spaces and tabs around unquoted fields by default; pandas does not */
+static int nf_csv_no_space(unsigned char c) {
+    (void) c;
+    return 0;
+}
+
 static void nf_csv_drop_fields(struct nf_csv_state * st) {
     for (int i = 0; i < st->n_fields; i++) free(st->fields[i]);
     st->n_fields = 0;
@@ -279,6 +285,7 @@ int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv
     struct csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
         return nf__err_set(err, NF_ERR_NOMEM, "csv_init failed");
+    csv_set_space_func(&p, nf_csv_no_space); /* blanks are part of a field, as pandas keeps them */
     struct nf_csv_state st = {.name = en, .t = t, .err = err};
     size_t done = csv_parse(&p, buf, len, nf_csv_field, nf_csv_record, &st);
     int perr = done != len ? csv_error(&p) : 0;

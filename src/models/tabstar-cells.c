@@ -165,12 +165,66 @@ done:
     return rc;
 }
 
+/* A cells file that is not valid UTF-8: which cell. The invalid bytes are
+ * marked with DEL (when the file has none of its own), the marked copy
+ * parsed, the first x_txt / classes string with a mark named (0: not found). */
+static int nf__cells_bad_utf8(const char * path, char * where, size_t n, long * first) {
+    char * txt = NULL;
+    size_t len = 0;
+    nf_err e2 = {0};
+    if (nf__file_read_all(path, &txt, &len, 16u << 20, &e2) != NF_OK) return 0;
+    int found = 0;
+    if (!memchr(txt, 0x7f, len) && !nf__utf8_valid(txt, len)) {
+        for (size_t i = 0; i < len;) {
+            size_t k = 1;
+            while (k <= 4 && (i + k > len || !nf__utf8_valid(txt + i, k))) k++;
+            if (k > 4) {
+                if (*first < 0) *first = (long) i;
+                txt[i++] = 0x7f;
+                continue;
+            }
+            i += k;
+        }
+        cJSON * doc = NULL;
+        if (nf__json_parse(txt, len, path, &doc, &e2) == NF_OK) {
+            const cJSON * xt = cJSON_GetObjectItemCaseSensitive(doc, "x_txt");
+            int r = 0;
+            for (const cJSON * row = cJSON_IsArray(xt) ? xt->child : NULL; row && !found; row = row->next, r++) {
+                int c = 0;
+                for (const cJSON * st = cJSON_IsArray(row) ? row->child : NULL; st && !found; st = st->next, c++)
+                    if (cJSON_IsString(st) && strchr(st->valuestring, 0x7f)) {
+                        snprintf(where, n, "x_txt[%d][%d] (row %d, cell %d)", r, c, r, c);
+                        found = 1;
+                    }
+            }
+            const cJSON * cl = cJSON_GetObjectItemCaseSensitive(doc, "classes");
+            int k = 0;
+            for (const cJSON * st = cJSON_IsArray(cl) ? cl->child : NULL; st && !found; st = st->next, k++)
+                if (cJSON_IsString(st) && strchr(st->valuestring, 0x7f)) {
+                    snprintf(where, n, "classes[%d]", k);
+                    found = 1;
+                }
+            cJSON_Delete(doc);
+        }
+    }
+    free(txt);
+    return found;
+}
+
 int nf__tab_cells_load(const char * path, const struct nf__wordpiece * vocab, struct nf_tab_cells * c, nf_err * err) {
     cJSON * doc = NULL;
     memset(c, 0, sizeof(*c));
-    NF_TRY(nf__json_read_file(path, &doc, err));
-    int rc = cJSON_IsObject(doc) ? nf__tab_cells_build(doc, path, vocab, c, err)
-                                 : nf__err_set(err, NF_ERR_INPUT, "%s: not a JSON object", path);
+    int rc = nf__json_read_file(path, &doc, err);
+    if (rc != NF_OK) {
+        char where[128], e[1024];
+        long first = -1;
+        if (rc == NF_ERR_FORMAT && nf__cells_bad_utf8(path, where, sizeof(where), &first))
+            rc = nf__err_set(err, NF_ERR_FORMAT, "%s: %s: invalid UTF-8 at byte %ld", nf__esc(e, sizeof(e), path),
+                             where, first);
+        return rc;
+    }
+    rc = cJSON_IsObject(doc) ? nf__tab_cells_build(doc, path, vocab, c, err)
+                             : nf__err_set(err, NF_ERR_INPUT, "%s: not a JSON object", path);
     cJSON_Delete(doc);
     return rc;
 }
