@@ -30,6 +30,24 @@ def model_dir(name):
     return _MADE[name]
 
 
+def case_model(c):
+    """the checkpoint of a parity case (case.json "weights": the task, and gen-weights flags such as
+    ["--dim", "16", "--layers", "1"] for the cases made on a small model)"""
+    cls = c["weights"]["task"] == "classification"
+    args = c["weights"].get("args") or []
+    if not args:
+        return model_dir("cls" if cls else "reg")
+    key = ("cls " if cls else "reg ") + " ".join(args)
+    if key not in _MADE:
+        opts = {} if cls else {"task": "regression", "outputs": 1}
+        for k, v in zip(args[::2], args[1::2]):
+            opts[k.lstrip("-").replace("-", "_")] = int(v) if v.lstrip("-").isdigit() else v
+        d = _DIR / ("case%d" % len(_MADE))
+        nofall.gen_weights("mitra", str(d), 0, opts)
+        _MADE[key] = str(d)
+    return _MADE[key]
+
+
 @pytest.fixture(scope="session")
 def cls_model():
     return model_dir("cls")

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import nofall
-from conftest import FIXTURES, model_dir
+from conftest import FIXTURES, case_model, model_dir
 
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").exists()) if FIXTURES.is_dir() else []
 
@@ -29,7 +29,7 @@ def _load(name):
 def _estimator(c, device="cpu"):
     cls = c["weights"]["task"] == "classification"
     est = nofall.MitraClassifier if cls else nofall.MitraRegressor
-    return est(model_dir("cls" if cls else "reg"), device=device, n_estimators=c["n_estimators"],
+    return est(case_model(c), device=device, n_estimators=c["n_estimators"],
                random_state=c["seed"], mirror=c.get("mirror_enabled", True))
 
 
