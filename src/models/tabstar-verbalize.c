@@ -125,42 +125,19 @@ void nf__tab_format_float(double x, char * buf, size_t n) {
 
 /* ---- numpy's arithmetic ----------------------------------------------------- */
 
-/* np.add.reduce over contiguous float64: pairwise_sum (8 accumulators,
- * blocks of 128) */
-static double nf_np_sum(const double * a, int64_t n) {
-    if (n < 8) {
-        double r = 0.;
-        for (int64_t i = 0; i < n; i++) r += a[i];
-        return r;
-    }
-    if (n <= 128) {
-        double r[8];
-        for (int j = 0; j < 8; j++) r[j] = a[j];
-        int64_t i;
-        for (i = 8; i < n - (n % 8); i += 8)
-            for (int j = 0; j < 8; j++) r[j] += a[i + j];
-        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++) res += a[i];
-        return res;
-    }
-    int64_t n2 = n / 2;
-    n2 -= n2 % 8;
-    return nf_np_sum(a, n2) + nf_np_sum(a + n2, n - n2);
-}
-
 /* sklearn StandardScaler.fit on n values (no NaN): _incremental_mean_and_var
  * from zero, _is_constant_feature -> scale 1 */
 static int nf_std_scaler(const double * x, int64_t n, double * mean, double * scale) {
     double * t = calloc((size_t) (n ? n : 1), sizeof(double));
     if (!t) return 0;
     const double cnt = (double) n;
-    const double sum = nf_np_sum(x, n);
+    const double sum = nf__np_sum(x, n);
     const double m = (0.0 + sum) / cnt;
     const double T = sum / cnt;
     for (int64_t i = 0; i < n; i++) t[i] = x[i] - T;
-    const double corr = nf_np_sum(t, n);
+    const double corr = nf__np_sum(t, n);
     for (int64_t i = 0; i < n; i++) t[i] = t[i] * t[i];
-    double nuv = nf_np_sum(t, n);
+    double nuv = nf__np_sum(t, n);
     nuv -= corr * corr / cnt;
     const double var = nuv / cnt;
     free(t);

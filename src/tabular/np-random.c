@@ -102,3 +102,26 @@ int nf__np_choice(struct nf_np_rng * r, int64_t n, int64_t k, int64_t * perm, in
         for (int64_t i = 0; i < k; i++) out[i] = perm[i];
     return 1;
 }
+
+/* np.add.reduce over contiguous float64 (pairwise_sum_DOUBLE: 8 accumulators,
+ * blocks of 128), what Series.mean / np.mean / np.sum add up */
+double nf__np_sum(const double * a, int64_t n) {
+    if (n < 8) {
+        double r = 0.;
+        for (int64_t i = 0; i < n; i++) r += a[i];
+        return r;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int k = 0; k < 8; k++) r[k] = a[k];
+        int64_t i;
+        for (i = 8; i < n - n % 8; i += 8)
+            for (int k = 0; k < 8; k++) r[k] += a[i + k];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i];
+        return res;
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return nf__np_sum(a, n2) + nf__np_sum(a + n2, n - n2);
+}

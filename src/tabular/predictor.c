@@ -250,28 +250,6 @@ static int nf_pred_drop_unique(struct nf_feat * f, const struct nf_csv_column * 
     return NF_OK;
 }
 
-/* numpy's pairwise summation (pairwise_sum_DOUBLE), as Series.mean sums */
-static double nf_pairwise_sum(const double * a, int64_t n) {
-    if (n < 8) {
-        double r = 0.;
-        for (int64_t i = 0; i < n; i++) r += a[i];
-        return r;
-    }
-    if (n <= 128) {
-        double r[8];
-        for (int k = 0; k < 8; k++) r[k] = a[k];
-        int64_t i;
-        for (i = 8; i < n - n % 8; i += 8)
-            for (int k = 0; k < 8; k++) r[k] += a[i + k];
-        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++) res += a[i];
-        return res;
-    }
-    int64_t n2 = n / 2;
-    n2 -= n2 % 8;
-    return nf_pairwise_sum(a, n2) + nf_pairwise_sum(a + n2, n - n2);
-}
-
 /* a date feature of one value (UTC ns) */
 static double nf_date_value(int part, int64_t ns) {
     int64_t y;
@@ -330,7 +308,7 @@ static int nf_pred_special(struct nf_predictor * p, int c, double * tmp, nf_err 
         int64_t x;
         if (!tc->missing[r] && nf__iso_datetime_ns(tc->raw[r], &x)) tmp[ng++] = (double) x;
     }
-    const int64_t fill = (int64_t) (nf_pairwise_sum(tmp, ng) / (double) ng);
+    const int64_t fill = (int64_t) (nf__np_sum(tmp, ng) / (double) ng);
     for (int64_t r = 0; r < ns; r++)
         if (tc->missing[r] || !nf__iso_datetime_ns(tc->raw[r], &v[r])) v[r] = fill;
     int rc = NF_OK;

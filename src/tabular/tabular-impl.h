@@ -34,5 +34,7 @@ uint32_t nf__np_rng_u32(struct nf_np_rng * r);             /* one MT19937 output
 /* rng.choice(n, k, replace=False): perm (n values) gets permutation(n), out
  * (NULL, perm, or k values) its first k; 0 when not 1 <= n, 0 <= k <= n */
 int nf__np_choice(struct nf_np_rng * r, int64_t n, int64_t k, int64_t * perm, int64_t * out);
+/* np.add.reduce of n contiguous float64 (numpy's pairwise summation) */
+double nf__np_sum(const double * a, int64_t n);
 
 #endif /* NF_TABULAR_IMPL_H */
