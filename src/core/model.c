@@ -1,7 +1,6 @@
 /* model.c -- the public nf_model_* API over the model vtable, the registry
  * and type detection, config.json helpers. */
 #include "model.h"
-#include "nf-ops.h"
 #include "io/nf-io.h"
 #include "models/sptransformer-impl.h"
 
@@ -297,25 +296,3 @@ int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int
     return nf__model_gen_weights_ex(type, dir, seed, n, keys, values, NULL, 0.0f, NULL, 0, err);
 }
 
-/* ---- stage dumps ---------------------------------------------------------------- */
-int nf__stage_emit(nf_stage_fn fn, void * user, struct nf_stage_buf * buf, const char * name, const nf_tensor * t,
-                   int ndim, const int64_t * shape, nf_err * err) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    if ((size_t) n > buf->n) {
-        float * h = realloc(buf->host, (size_t) n * sizeof(float));
-        if (!h) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for the stage %s", name);
-        buf->host = h;
-        buf->n = (size_t) n;
-    }
-    nf_tensor v = nf_view1(t, 0, n);
-    v.type = t->type;
-    NF_TRY(nf__tensor_download(&v, buf->host, err));
-    if (t->type == NF_I32) {
-        const int32_t * iv = (const int32_t *) (const void *) buf->host;
-        for (int64_t i = 0; i < n; i++) buf->host[i] = (float) iv[i];
-    }
-    if (fn(user, name, buf->host, ndim, shape) != 0)
-        return nf__err_set(err, NF_ERR_GENERIC, "stage callback stopped the forward at %s", name);
-    return NF_OK;
-}

@@ -86,7 +86,7 @@ struct nf_stage_buf {
     float * host;
     size_t n;
 };
-/* hand the first numel(shape) elements of device tensor t to fn (as float;
+/* (tensor.c) hand the first numel(shape) elements of device tensor t to fn (as float;
  * an NF_I32 tensor's small integers converted exactly); an error naming the
  * stage when fn returns non-zero */
 int nf__stage_emit(nf_stage_fn fn, void * user, struct nf_stage_buf * buf, const char * name, const nf_tensor * t,

@@ -1,5 +1,7 @@
 /* tensor.c -- tensors are views (buffer + offset + shape); buffers belong to one device. */
 #include "nf-impl.h"
+#include "model.h"
+#include "nf-ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -101,5 +103,28 @@ int nf__tensor_download(const nf_tensor * t, void * dst, nf_err * err) {
     int rc = be->iface->download(be, t->buf->handle, t->offs, dst, n, err);
     if (rc != NF_OK) return nf__err_prefix(err, "%s: download of %s", be->name, t->name ? t->name : "?");
     nf__trace_xfer(be, 0, (int64_t) n, t->name ? t->name : "?");
+    return NF_OK;
+}
+
+/* ---- stage dumps ---------------------------------------------------------------- */
+int nf__stage_emit(nf_stage_fn fn, void * user, struct nf_stage_buf * buf, const char * name, const nf_tensor * t,
+                   int ndim, const int64_t * shape, nf_err * err) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    if ((size_t) n > buf->n) {
+        float * h = realloc(buf->host, (size_t) n * sizeof(float));
+        if (!h) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for the stage %s", name);
+        buf->host = h;
+        buf->n = (size_t) n;
+    }
+    nf_tensor v = nf_view1(t, 0, n);
+    v.type = t->type;
+    NF_TRY(nf__tensor_download(&v, buf->host, err));
+    if (t->type == NF_I32) {
+        const int32_t * iv = (const int32_t *) (const void *) buf->host;
+        for (int64_t i = 0; i < n; i++) buf->host[i] = (float) iv[i];
+    }
+    if (fn(user, name, buf->host, ndim, shape) != 0)
+        return nf__err_set(err, NF_ERR_GENERIC, "stage callback stopped the forward at %s", name);
     return NF_OK;
 }
