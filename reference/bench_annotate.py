@@ -14,13 +14,14 @@ the same weights for both (upstream loads the .ckpt form).
   nofall     `nofall annotate --vcf V --fasta genome.fa --genes genes.gtf
              --out out.csv --device cpu --batch B` (the whole process: FASTA
              index, weights, every forward, the output), OMP threads = --threads
+  no-reuse   the same with --no-reuse (every window computed in full)
   upstream   sptransformer.py's `Annotator.annotate_variant_table` (as in
              reference/annotate_fixtures.py: upstream's code unchanged,
              stand-ins for pyensembl and PyVCF), torch threads = --threads;
              the model and FASTA loaded before the clock starts
 
-Both outputs are compared (upstream's .csv and nofall's are byte-identical
-on the parity fixture); the line printed says whether they are here too.
+Every output is compared with upstream's (byte-identical on the parity
+fixture); the lines printed say whether they are here too.
 """
 import argparse
 import os
@@ -99,15 +100,20 @@ def main():
           f"{a.threads} threads", flush=True)
 
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
-    out_n = os.path.join(t, "nofall.csv")
-    t0 = time.perf_counter()
-    r = subprocess.run([nofall, "annotate", "--model", model, "--vcf", vcf, "--fasta", fasta, "--genes", genes,
-                        "--out", out_n, "--device", "cpu", "--batch", str(a.batch)], env=env, capture_output=True,
-                       text=True)
-    tn = time.perf_counter() - t0
-    if r.returncode != 0:
-        sys.exit("nofall annotate failed: " + r.stderr.strip().splitlines()[-1])
-    fwd_n = next((l.split("=", 1)[1] for l in r.stdout.splitlines() if l.startswith("FORWARDS=")), "?")
+
+    def run_nofall(name, extra):
+        out = os.path.join(t, name + ".csv")
+        t0 = time.perf_counter()
+        r = subprocess.run([nofall, "annotate", "--model", model, "--vcf", vcf, "--fasta", fasta, "--genes", genes,
+                            "--out", out, "--device", "cpu", "--batch", str(a.batch)] + extra, env=env,
+                           capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        if r.returncode != 0:
+            sys.exit("nofall annotate failed: " + r.stderr.strip().splitlines()[-1])
+        fwd = next((l.split("=", 1)[1] for l in r.stdout.splitlines() if l.startswith("FORWARDS=")), "?")
+        return out, dt, fwd
+
+    runs = [("nofall",) + run_nofall("nofall", []), ("no-reuse",) + run_nofall("noreuse", ["--no-reuse"])]
 
     ann, commit, work = af.upstream_annotator(os.path.abspath(a.upstream), nofall, genes, fasta, a.threads)
     drv = ann.model
@@ -123,11 +129,14 @@ def main():
     t0 = time.perf_counter()
     ann.annotate_variant_table(fname=vcf, foutput_name=out_u, ref_genome="hg38", input_CSV=False, output_raw=False)
     tu = time.perf_counter() - t0
-    same = open(out_n, "rb").read() == open(out_u, "rb").read()
-    print(f"{'run':10s} {'seconds':>9s} {'variants/s':>11s} {'forwards':>9s}")
-    print(f"{'nofall':10s} {tn:9.2f} {a.n / tn:11.3f} {fwd_n:>9s}   (--batch {a.batch}, whole process)")
+    up = open(out_u, "rb").read()
+    print(f"{'run':10s} {'seconds':>9s} {'variants/s':>11s} {'forwards':>9s} {'upstream/this':>14s}")
+    for name, out, dt, fwd in runs:
+        note = "(--batch %d, whole process%s)" % (a.batch, ", --no-reuse" if name == "no-reuse" else "")
+        print(f"{name:10s} {dt:9.2f} {a.n / dt:11.3f} {fwd:>9s} {tu / dt:13.2f}x   {note}; "
+              f"output byte-identical to upstream's: {open(out, 'rb').read() == up}")
     print(f"{'upstream':10s} {tu:9.2f} {a.n / tu:11.3f} {n_fwd[0]:>9d}   (upstream commit {commit[:7]})")
-    print(f"nofall / upstream: {tu / tn:.2f}x variants/s; outputs byte-identical: {same}")
+    print(f"nofall / upstream: {tu / runs[0][2]:.2f}x variants/s; reuse on / off: {runs[1][2] / runs[0][2]:.2f}x")
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 

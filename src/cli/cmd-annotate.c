@@ -129,6 +129,7 @@ static double nf_ann_np_mean15(const double * a) {
 struct nf_ann_opts {
     const char *model, *vcf, *fasta, *genes, *out, *device;
     int raw, protein_coding;
+    int no_reuse; /* --no-reuse: every window in full (the model's batch_reuse 0) */
     int progress; /* NF_PROGRESS_AUTO / _QUIET (--quiet) / _FORCE (--progress) */
     int64_t batch;
 };
@@ -166,6 +167,10 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
         }
         if (strcmp(a, "--protein-coding") == 0) {
             o->protein_coding = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-reuse") == 0) {
+            o->no_reuse = 1;
             continue;
         }
         const int po = nf_progress_option(a, &o->progress); /* --quiet, --progress */
@@ -257,6 +262,7 @@ struct nf_ann {
     int64_t buf_seqs, buf_L;
     /* counts */
     int64_t records, alts, scored, no_gene, ref_mismatch, truncated, forwards, windows, rows_out;
+    int64_t computed, reused; /* windows computed (repeats once), and of those reusing encoder rows */
     int64_t skipped[NF_SKIP_N];
     double forward_ms;
 };
@@ -370,6 +376,9 @@ static int nf_ann_run_jobs(struct nf_ann * a, nf_err * err) {
         a->forward_ms += nf_cli_now_ms() - t0;
         a->forwards++;
         a->windows += B;
+        int64_t v = 0;
+        if (nf_model_get_option(a->m, "distinct", &v, err) == NF_OK) a->computed += v;
+        if (nf_model_get_option(a->m, "reused", &v, err) == NF_OK) a->reused += v;
         for (int64_t i = 0; i < B * rows * 18; i++)
             if (!isfinite(a->logits[i])) return nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits");
         nf_ann_probs(a->logits, a->probs, B * rows);
@@ -727,6 +736,9 @@ static int nf_ann_report(const struct nf_ann * a, const char * path, double wall
     cJSON_AddNumberToObject(d, "rows_written", (double) a->rows_out);
     cJSON_AddNumberToObject(d, "forwards", (double) a->forwards);
     cJSON_AddNumberToObject(d, "windows", (double) a->windows);
+    cJSON_AddBoolToObject(d, "batch_reuse", !a->o->no_reuse);
+    cJSON_AddNumberToObject(d, "windows_computed", (double) a->computed);
+    cJSON_AddNumberToObject(d, "windows_reusing_encoder_rows", (double) a->reused);
     cJSON_AddNumberToObject(d, "forward_ms", a->forward_ms);
     cJSON_AddNumberToObject(d, "wall_ms", wall_ms);
     char * s = cJSON_Print(d);
@@ -1005,6 +1017,7 @@ static int nf_ann_setup2(struct nf_ann * a, nf_err * err) {
                            nf__esc(e, sizeof(e), o->vcf));
     if ((rc = nf_cli_backend_init(a->device, 0, &a->be, err)) != NF_OK) return rc;
     if ((rc = nf_model_load(a->be, o->model, &a->m, err)) != NF_OK) return rc;
+    if (o->no_reuse && (rc = nf_model_set_option(a->m, "batch_reuse", 0, err)) != NF_OK) return rc;
     struct nf_config_item ci;
     for (int i = 0; nf_model_config_item(a->m, i, &ci); i++)
         if (strcmp(ci.key, "context_len") == 0) a->context = ci.num;
@@ -1130,14 +1143,15 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     if (rc != NF_OK) goto done;
     if (mp->size > 1) {
         /* the totals (every rank past its last agree: all take part) */
-        int64_t c[8 + NF_SKIP_N] = {a.records,      a.alts,      a.scored,   a.no_gene,
-                                    a.ref_mismatch, a.truncated, a.forwards, a.windows};
-        for (int i = 0; i < NF_SKIP_N; i++) c[8 + i] = a.skipped[i];
-        nf_cli_mpi_sum_i64(mp, c, 8 + NF_SKIP_N, err);
+        int64_t c[10 + NF_SKIP_N] = {a.records,   a.alts,      a.scored,   a.no_gene,  a.ref_mismatch,
+                                     a.truncated, a.forwards, a.windows, a.computed, a.reused};
+        for (int i = 0; i < NF_SKIP_N; i++) c[10 + i] = a.skipped[i];
+        nf_cli_mpi_sum_i64(mp, c, 10 + NF_SKIP_N, err);
         nf_cli_mpi_sum_f64(mp, &a.forward_ms, 1, err);
         a.records = c[0], a.alts = c[1], a.scored = c[2], a.no_gene = c[3];
         a.ref_mismatch = c[4], a.truncated = c[5], a.forwards = c[6], a.windows = c[7];
-        for (int i = 0; i < NF_SKIP_N; i++) a.skipped[i] = c[8 + i];
+        a.computed = c[8], a.reused = c[9];
+        for (int i = 0; i < NF_SKIP_N; i++) a.skipped[i] = c[10 + i];
     }
     char rp[4200];
     snprintf(rp, sizeof(rp), "%s.report.json", o->out);
@@ -1156,7 +1170,8 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
                 (long long) a.records, (long long) a.alts, (long long) a.scored, (long long) a.no_gene,
                 (long long) a.ref_mismatch);
         for (int i = 0; i < NF_SKIP_N; i++) fprintf(stderr, " %s=%lld", nf_skip_names[i], (long long) a.skipped[i]);
-        fprintf(stderr, "; %lld forwards (%lld windows) in %.1f s", (long long) a.forwards, (long long) a.windows,
+        fprintf(stderr, "; %lld forwards (%lld windows, %lld computed, %lld reusing encoder rows) in %.1f s",
+                (long long) a.forwards, (long long) a.windows, (long long) a.computed, (long long) a.reused,
                 a.forward_ms / 1000.0);
         if (mp->size > 1) fprintf(stderr, " on %d ranks", mp->size);
         fprintf(stderr, "; %lld rows to %s\n", (long long) a.rows_out, nf__esc(e, sizeof(e), o->out));

@@ -38,7 +38,7 @@ static void nf_usage(FILE * f) {
         "  nofall bench --model M --device DEV [--length 8201] [--batch 1] [--warmup 2] [--runs 10]\n"
         "  nofall convert --model X.ckpt --out DIR [--config FILE]   (torch.save checkpoint -> DIR/model.safetensors)\n"
         "  nofall annotate --model M --vcf IN.vcf[.gz]|.bcf --fasta REF.fa[.gz] --genes GENES.gtf[.gz]\n"
-        "             --out OUT.vcf|OUT.tsv|OUT.csv [--raw-score] [--protein-coding] [--batch 16] [--device D]\n"
+        "             --out OUT.vcf|OUT.tsv|OUT.csv [--raw-score] [--protein-coding] [--batch 16] [--no-reuse] [--device D]\n"
         "  TabSTAR (DIR with config.json, model.safetensors, vocab.txt):\n"
         "  nofall gen-weights tabstar --out DIR [--seed N] [--layers 12] [--vocab 30522]\n"
         "  nofall run --model DIR --out OUTDIR [--device D] [--adapter LORA_DIR] [--cells CELLS.json | --seed 42]\n"

@@ -26,6 +26,11 @@
  *   §3.8  the splice and usage heads on rows t .. t + L-8000 of the window,
  *         t = ceil(e/2) - (L & 1), e = 8192 - (L - 8000): output row i is
  *         input position 4000 + i
+ *
+ * Within a batch, a repeated sequence is computed once and a sequence that
+ * differs from another in a short run reuses that one's encoder rows
+ * outside the run's receptive field ("reuse within a batch" below; option
+ * batch_reuse).
  */
 #include "sptransformer-impl.h"
 #include "nf-ops.h"
@@ -64,13 +69,14 @@ struct nf_spt_ws {
     nf_tensor sel, prob;    /* (B, sinkhorn heads, N / bucket [, 2])       */
     nf_tensor kcat, vcat;   /* (B N/bucket, 2 bucket, sinkhorn heads x E)  */
     nf_tensor logits;       /* (B, out_len, 18)                            */
+    nf_tensor rowidx;       /* i32 0 .. L-1 (row copies by GATHER_ROWS), made when first needed */
     struct nf_stage_buf dump; /* stage dumps */
 };
 
 static void nf__ws_free(struct nf_spt_ws * w) {
     if (!w) return;
     nf_tensor * all[] = {&w->x, &w->conv, &w->h1,  &w->h2,   &w->feat, &w->X,    &w->Xn,    &w->qkv,
-                         &w->O, &w->H,    &w->sel, &w->prob, &w->kcat, &w->vcat, &w->logits};
+                         &w->O, &w->H,    &w->sel, &w->prob, &w->kcat, &w->vcat, &w->logits, &w->rowidx};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
     free(w->dump.host);
     free(w);
@@ -196,8 +202,198 @@ static nf_tensor nf__rows(const nf_tensor * t, int64_t r0, int64_t n, int64_t wi
     return nf_view1(t, r0 * width, n * width);
 }
 
-/* §3.1: encoder e; its skip goes to columns col .. col+H of feat */
-static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, int e, int64_t col) {
+/* ---- reuse within a batch ----------------------------------------------------------------
+ *
+ * annotate's batches are pairs of windows that differ in one base (the
+ * reference and the alternate allele), and a multi-allelic record repeats
+ * its reference window. nf__spt_plan orders the batch's distinct sequences
+ * so that the first F are computed in full and each later one names a base
+ * among them whose tokens differ from its own only at positions [lo, hi).
+ * The encoders are convolutions with pointwise steps between them, so such
+ * a sequence's encoder rows can differ from its base's only within the
+ * receptive field of [lo, hi): a resblock with "same" padding p per conv
+ * widens that run by 2p. Its resblocks run on that run (plus the rows the
+ * convs read), the rest of its residual stream is copied from its base's
+ * after every resblock; everything after the encoders (the fusion, the
+ * transformer, the heads) runs on every distinct sequence in full. The
+ * rows computed are those a full forward computes, the same operations on
+ * the same values, so the result is the full forward's up to the GEMM's
+ * blocking (within fp32 rounding; tests/test-spt-reuse.c). */
+
+struct nf_spt_plan {
+    int64_t B, F;   /* distinct sequences; the first F in full                        */
+    int64_t * src;  /* (B) the input sequence each computed one is                     */
+    int64_t * of;   /* (B_in) the computed sequence each input one is                  */
+    int64_t * base; /* (B) for b >= F: its base, < F                                   */
+    int64_t * lo;   /* (B) for b >= F: positions [lo, hi) where it differs from its base */
+    int64_t * hi;
+};
+
+static void nf__plan_free(struct nf_spt_plan * pl) {
+    free(pl->src);
+    free(pl->of);
+    free(pl->base);
+    free(pl->lo);
+    free(pl->hi);
+}
+
+/* the "same" padding of resblock i's convs */
+static int64_t nf__res_pad(const nf_spt * m, int i) { return nf__spt_ar[i] * (m->enc[0].res[i].conv1_w.ne[2] - 1) / 2; }
+
+static int64_t nf__clip(int64_t v, int64_t L) { return v < 0 ? 0 : v > L ? L : v; }
+
+/* the dilated convs' rows for a sequence differing at [lo, hi), as a
+ * fraction of a full sequence's (the rows nf__resblock_delta computes) */
+static double nf__delta_cost(const nf_spt * m, int64_t lo, int64_t hi, int64_t L) {
+    double part = 0.0, full = 0.0;
+    for (int i = 0; i < NF_SPT_N_RESBLOCKS; i++) {
+        const int64_t p = nf__res_pad(m, i), K = m->enc[0].res[i].conv1_w.ne[2];
+        part += (double) K * (double) (nf__clip(hi + 4 * p, L) - nf__clip(lo - 4 * p, L) + nf__clip(hi + 3 * p, L) -
+                                       nf__clip(lo - 3 * p, L));
+        full += (double) K * 2.0 * (double) L;
+        lo -= 2 * p;
+        hi += 2 * p;
+    }
+    return part / full;
+}
+
+static uint64_t nf__seq_hash(const int64_t * t, int64_t L) {
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (int64_t i = 0; i < L; i++) h = (h ^ (uint64_t) t[i]) * 1099511628211u;
+    return h;
+}
+
+/* how many of the latest full sequences a sequence is compared with */
+#define NF_SPT_BASE_SCAN 8
+
+static int nf__spt_plan(const nf_spt * m, const int64_t * tokens, int64_t B, int64_t L, struct nf_spt_plan * pl,
+                        nf_err * err) {
+    memset(pl, 0, sizeof(*pl));
+    const size_t n = (size_t) B;
+    pl->src = malloc(n * sizeof(int64_t));
+    pl->of = malloc(n * sizeof(int64_t));
+    pl->base = malloc(n * sizeof(int64_t));
+    pl->lo = malloc(n * sizeof(int64_t));
+    pl->hi = malloc(n * sizeof(int64_t));
+    uint64_t * hash = malloc(n * sizeof(uint64_t));
+    int64_t * uniq = malloc(n * sizeof(int64_t)); /* input index of each distinct sequence, in input order */
+    int64_t * kind = malloc(n * sizeof(int64_t)); /* per distinct one: -1 full, else its base (distinct index) */
+    int64_t *dlo = malloc(n * sizeof(int64_t)), *dhi = malloc(n * sizeof(int64_t)), *slot = malloc(n * sizeof(int64_t));
+    int rc = NF_OK;
+    if (!pl->src || !pl->of || !pl->base || !pl->lo || !pl->hi || !hash || !uniq || !kind || !dlo || !dhi || !slot) {
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory planning a batch of %lld", (long long) B);
+        goto out;
+    }
+    const int reuse = m->stages == NF_STAGES_NONE ? (int) m->batch_reuse : 0; /* stage dumps: the batch as given */
+    int64_t U = 0, nfull = 0;
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t * t = tokens + i * L;
+        int64_t u = -1;
+        if (reuse) {
+            hash[i] = nf__seq_hash(t, L);
+            for (int64_t v = 0; v < U && u < 0; v++)
+                if (hash[uniq[v]] == hash[i] && memcmp(tokens + uniq[v] * L, t, (size_t) L * sizeof(int64_t)) == 0)
+                    u = v;
+        }
+        if (u >= 0) {
+            pl->of[i] = u; /* a distinct index for now */
+            continue;
+        }
+        u = U++;
+        uniq[u] = i;
+        pl->of[i] = u;
+        kind[u] = -1;
+        /* the latest full ones: the one it differs from in the shortest run */
+        int64_t best = -1, blo = 0, bhi = L;
+        for (int64_t v = u - 1, seen = 0; reuse && v >= 0 && seen < NF_SPT_BASE_SCAN; v--) {
+            if (kind[v] != -1) continue;
+            seen++;
+            const int64_t * s = tokens + uniq[v] * L;
+            int64_t lo = 0, hi = L;
+            while (lo < L && s[lo] == t[lo]) lo++;
+            while (hi > lo && s[hi - 1] == t[hi - 1]) hi--;
+            if (best < 0 || hi - lo < bhi - blo) best = v, blo = lo, bhi = hi;
+        }
+        if (best >= 0 && (reuse == 2 || nf__delta_cost(m, blo, bhi, L) <= 0.75)) {
+            kind[u] = best;
+            dlo[u] = blo;
+            dhi[u] = bhi;
+        } else {
+            nfull++;
+        }
+    }
+    /* the computed order: the full ones, then the others, each in input order */
+    pl->B = U;
+    pl->F = nfull;
+    int64_t nf_ = 0, nd = nfull;
+    for (int64_t u = 0; u < U; u++) slot[u] = kind[u] == -1 ? nf_++ : nd++;
+    for (int64_t u = 0; u < U; u++) {
+        const int64_t b = slot[u];
+        pl->src[b] = uniq[u];
+        pl->base[b] = kind[u] == -1 ? -1 : slot[kind[u]];
+        pl->lo[b] = kind[u] == -1 ? 0 : dlo[u];
+        pl->hi[b] = kind[u] == -1 ? 0 : dhi[u];
+    }
+    for (int64_t i = 0; i < B; i++) pl->of[i] = slot[pl->of[i]];
+out:
+    free(hash);
+    free(uniq);
+    free(kind);
+    free(dlo);
+    free(dhi);
+    free(slot);
+    if (rc != NF_OK) nf__plan_free(pl);
+    return rc;
+}
+
+/* rows [r0, r0 + n) of sequence b's rows (of width H) in an encoder buffer */
+static nf_tensor nf__seq_rows(const nf_tensor * t, const struct nf_spt_ws * w, int64_t b, int64_t r0, int64_t n,
+                              int64_t H) {
+    return nf__rows(t, b * w->L + r0, n, H);
+}
+
+/* sequence b's encoder stream rows [r0, r0 + n) = sequence a's */
+static int nf__copy_rows(nf_graph * g, struct nf_spt_ws * w, int64_t H, int64_t a, int64_t b, int64_t r0, int64_t n) {
+    if (n <= 0) return NF_OK;
+    const struct nf_gather gs = {.rows = n, .k = H, .n_table = w->L, .ldw = H, .ldy = H, .scale = 1.0f};
+    return nf_gather_rows(g, nf_label(g, "reuse_rows"), &gs, nf_view1(&w->rowidx, r0, n),
+                          nf__seq_rows(&w->conv, w, a, 0, w->L, H), nf__seq_rows(&w->conv, w, b, r0, n, H));
+}
+
+/* resblock i for sequence b, whose stream differs from sequence a's (this
+ * resblock done) only in rows [*lo, *hi), and is right everywhere. A conv
+ * over a run of rows as if it were a whole sequence is right except in the
+ * p rows at an end that is not the sequence's; so: BN1 on [lo-4p, hi+4p),
+ * conv1 there (right on [lo-3p, hi+3p)), BN2 and conv2 on that (right on
+ * [lo-2p, hi+2p), the new run), the rest of the stream from a. */
+static int nf__resblock_delta(nf_graph * g, const struct nf_spt_resblock * r, struct nf_spt_ws * w, int64_t H, int i,
+                              int64_t p, int64_t a, int64_t b, int64_t * lo, int64_t * hi) {
+    const int64_t L = w->L, ar = nf__spt_ar[i];
+    const int64_t r1 = nf__clip(*lo - 4 * p, L), n1 = nf__clip(*hi + 4 * p, L) - r1;
+    const int64_t r2 = nf__clip(*lo - 3 * p, L), n2 = nf__clip(*hi + 3 * p, L) - r2;
+    const int64_t nlo = nf__clip(*lo - 2 * p, L), nhi = nf__clip(*hi + 2 * p, L);
+    const struct nf_conv1d_shape c1 = {1, n1, ar, p}, c2 = {1, n2, ar, p};
+    NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn1", i), nf__seq_rows(&w->conv, w, b, r1, n1, H), n1, H,
+                         &r->bn1.w, &r->bn1.b, &r->bn1.mean, &r->bn1.var, nf__seq_rows(&w->h1, w, b, r1, n1, H),
+                         NF_SPT_BN_EPS, 1));
+    NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv1", i), &c1, nf__seq_rows(&w->h1, w, b, r1, n1, H), &r->conv1_w,
+                     &r->conv1_b, nf__seq_rows(&w->h2, w, b, r1, n1, H), 0));
+    NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn2", i), nf__seq_rows(&w->h2, w, b, r2, n2, H), n2, H,
+                         &r->bn2.w, &r->bn2.b, &r->bn2.mean, &r->bn2.var, nf__seq_rows(&w->h1, w, b, r2, n2, H),
+                         NF_SPT_BN_EPS, 1));
+    NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv2", i), &c2, nf__seq_rows(&w->h1, w, b, r2, n2, H), &r->conv2_w,
+                     &r->conv2_b, nf__seq_rows(&w->conv, w, b, r2, n2, H), 1));
+    NF_TRY(nf__copy_rows(g, w, H, a, b, 0, nlo));
+    NF_TRY(nf__copy_rows(g, w, H, a, b, nhi, L - nhi));
+    *lo = nlo;
+    *hi = nhi;
+    return NF_OK;
+}
+
+/* §3.1: encoder e; its skip goes to columns col .. col+H of feat. The
+ * first pl->F sequences in full, the others by nf__resblock_delta. */
+static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, const struct nf_spt_plan * pl, int e,
+                       int64_t col, int64_t * lo, int64_t * hi) {
     const struct nf_spt_encoder * en = &m->enc[e];
     const int64_t H = e == 0 ? NF_SPT_ENC0_WIDTH : NF_SPT_ENC1_WIDTH, B = w->B, L = w->L;
     const int64_t Cf = nf__tensor_numel(&w->feat) / (B * w->R);
@@ -210,17 +406,20 @@ static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, int
                          &en->skip_b, nf_view1(&w->feat, (b * w->R + w->zpad) * Cf + col, L * Cf - col), Cf,
                          NF_ACT_NONE, 0));
     }
+    const int64_t F = pl->F;
+    for (int64_t b = F; b < B; b++) lo[b] = pl->lo[b], hi[b] = pl->hi[b];
     int j = 0;
     for (int i = 0; i < NF_SPT_N_RESBLOCKS; i++) {
         const struct nf_spt_resblock * r = &en->res[i];
-        const int64_t ar = nf__spt_ar[i], K = r->conv1_w.ne[2];
-        const struct nf_conv1d_shape cs = {B, L, ar, ar * (K - 1) / 2};
-        NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn1", i), w->conv, B * L, H, &r->bn1.w, &r->bn1.b,
+        const int64_t ar = nf__spt_ar[i], p = nf__res_pad(m, i);
+        const struct nf_conv1d_shape cs = {F, L, ar, p};
+        NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn1", i), w->conv, F * L, H, &r->bn1.w, &r->bn1.b,
                              &r->bn1.mean, &r->bn1.var, w->h1, NF_SPT_BN_EPS, 1));
         NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv1", i), &cs, w->h1, &r->conv1_w, &r->conv1_b, w->h2, 0));
-        NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn2", i), w->h2, B * L, H, &r->bn2.w, &r->bn2.b, &r->bn2.mean,
+        NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn2", i), w->h2, F * L, H, &r->bn2.w, &r->bn2.b, &r->bn2.mean,
                              &r->bn2.var, w->h1, NF_SPT_BN_EPS, 1));
         NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv2", i), &cs, w->h1, &r->conv2_w, &r->conv2_b, w->conv, 1));
+        for (int64_t b = F; b < B; b++) NF_TRY(nf__resblock_delta(g, r, w, H, i, p, pl->base[b], b, &lo[b], &hi[b]));
         if ((i + 1) % 4 == 0) {
             for (int64_t b = 0; b < B; b++) {
                 NF_TRY(nf_linear(g, nf_label(g, "convs.%d", j), nf__rows(&w->conv, b * L, L, H), L, H,
@@ -294,7 +493,21 @@ static int nf__bucket_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w
                         nf_view1(&w->O, h0 * E, B * w->N * A - h0 * E));
 }
 
-static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * tokens, float * logits, nf_err * err) {
+/* the row indices the row copies read, uploaded once per workspace (an input, like the one-hot) */
+static int nf__rowidx(nf_spt * m, struct nf_spt_ws * w, nf_err * err) {
+    if (w->rowidx.buf) return NF_OK;
+    const int64_t ne[1] = {w->L};
+    NF_TRY(nf__tensor_alloc(m->be, &w->rowidx, NF_I32, 1, ne, "row_index", err));
+    int32_t * ix = malloc((size_t) w->L * sizeof(int32_t));
+    if (!ix) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < w->L; i++) ix[i] = (int32_t) i;
+    const int rc = nf__tensor_upload(&w->rowidx, ix, err);
+    free(ix);
+    return rc;
+}
+
+static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * tokens, const struct nf_spt_plan * pl,
+                              float * logits, nf_err * err) {
     const struct nf_spt_config * c = &m->cfg;
     nf_backend * be = m->be;
     const int64_t B = w->B, L = w->L, N = w->N, A = c->attn_dim, D = c->dim;
@@ -329,8 +542,13 @@ static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * 
                            0.0f));
     }
     /* §3.1, §3.2 */
-    NF_TRY(nf__encoder(g, m, w, 0, 0));
-    NF_TRY(nf__encoder(g, m, w, 1, NF_SPT_ENC0_WIDTH));
+    if (pl->F < B) NF_TRY(nf__rowidx(m, w, err));
+    int64_t * run = malloc((size_t) (2 * B) * sizeof(int64_t)); /* per sequence: the run of rows that differ */
+    if (!run) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int rc_e = nf__encoder(g, m, w, pl, 0, 0, run, run + B);
+    if (rc_e == NF_OK) rc_e = nf__encoder(g, m, w, pl, 1, NF_SPT_ENC0_WIDTH, run, run + B);
+    free(run);
+    NF_TRY(rc_e);
     nf_graph_prefix(g, "%s", "");
     NF_TRY(nf_linear(g, "conv1.0", w->x, B * L, NF_SPT_IN_CHANNELS, nf__w2(&m->c10_w, &t2), &m->c10_b, w->h1, D,
                      NF_ACT_NONE, 0));
@@ -414,11 +632,34 @@ int nf__spt_forward_tokens(nf_spt * m, const int64_t * tokens, int64_t B, int64_
                                (long long) (i / L), (long long) (i % L), (long long) tokens[i]);
         }
     }
+    struct nf_spt_plan pl;
+    NF_TRY(nf__spt_plan(m, tokens, B, L, &pl, err));
+    /* the computed order, when it is not the batch as given */
+    int same = pl.B == B;
+    for (int64_t b = 0; same && b < B; b++) same = pl.src[b] == b;
+    const int64_t out_len = L - 2 * (int64_t) m->cfg.context_len, C = NF_SPT_N_SPLICE + m->cfg.tissue_num;
+    const size_t per = (size_t) (out_len * C);
+    int64_t * tk = same ? (int64_t *) tokens : malloc((size_t) (pl.B * L) * sizeof(int64_t));
+    float * lg = same ? logits : malloc((size_t) pl.B * per * sizeof(float));
+    int rc = tk && lg ? NF_OK : nf__err_set(err, NF_ERR_NOMEM, "out of memory for a batch of %lld", (long long) B);
+    if (rc == NF_OK && !same)
+        for (int64_t b = 0; b < pl.B; b++) memcpy(tk + b * L, tokens + pl.src[b] * L, (size_t) L * sizeof(int64_t));
     nf__trace_where_reset(m->be);
     struct nf_spt_ws * w = NULL;
-    int rc = nf__ws_get(m, B, L, &w, err);
-    if (rc == NF_OK) rc = nf__spt_forward_ws(m, w, tokens, logits, err);
+    if (rc == NF_OK) rc = nf__ws_get(m, pl.B, L, &w, err);
+    if (rc == NF_OK) rc = nf__spt_forward_ws(m, w, tk, &pl, lg, err);
     if (rc != NF_OK) nf__spt_release_workspace(m); /* the device may be in error: start afresh */
     nf__trace_where(m->be, m->placement.ops, sizeof(m->placement.ops));
+    if (rc == NF_OK && !same)
+        for (int64_t i = 0; i < B; i++) memcpy(logits + (size_t) i * per, lg + (size_t) pl.of[i] * per, per * sizeof(float));
+    if (rc == NF_OK) {
+        m->last_distinct = pl.B;
+        m->last_reused = pl.B - pl.F;
+    }
+    if (!same) {
+        free(tk);
+        free(lg);
+    }
+    nf__plan_free(&pl);
     return rc;
 }

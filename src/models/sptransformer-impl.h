@@ -70,7 +70,13 @@ typedef struct nf_spt {
     nf_tensor splice_w, splice_b, usage_w, usage_b;
     struct nf_input_desc input;
     struct nf_spt_ws * ws; /* kept for the next forward of the same shape */
-    int stages;            /* enum nf_stages */
+    /* option "batch_reuse" (sptransformer-forward.c, "Reuse within a batch"):
+     * 0 every sequence in full; 1 (default) identical sequences once and
+     * encoder rows reused where that saves a quarter; 2 reuse wherever a
+     * sequence differs from an earlier one (tests) */
+    int64_t batch_reuse;
+    int64_t last_distinct, last_reused; /* of the last forward: options "distinct", "reused" */
+    int stages;                         /* enum nf_stages */
     nf_stage_fn stage_fn;
     void * stage_user;
     struct {

@@ -34,6 +34,7 @@ static int nf__spt_load(nf_backend * be, const char * weights, const cJSON * con
     nf_spt * m = calloc(1, sizeof(*m));
     if (!m) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     m->be = be;
+    m->batch_reuse = 1;
     int rc = nf__spt_config_parse(config, config_path, &m->cfg, err);
     if (rc != NF_OK) {
         nf__spt_free(m);
@@ -130,6 +131,30 @@ static int nf__spt_forward(void * impl, const struct nf_array * in, int n_in, fl
 }
 
 static void nf__spt_release(void * impl) { nf__spt_release_workspace(impl); }
+
+static int nf__spt_set_option(void * impl, const char * key, int64_t value, nf_err * err) {
+    nf_spt * m = impl;
+    if (strcmp(key, "batch_reuse") != 0)
+        return nf__err_set(err, NF_ERR_ARG, "sptransformer has no option \"%s\" (batch_reuse)", key);
+    if (value < 0 || value > 2)
+        return nf__err_set(err, NF_ERR_ARG, "batch_reuse is 0 (off), 1 (where it saves) or 2 (always), not %lld",
+                           (long long) value);
+    m->batch_reuse = value;
+    return NF_OK;
+}
+
+/* batch_reuse; of the last forward: distinct (sequences computed), reused
+ * (of those, the ones whose encoder rows came partly from another) */
+static int nf__spt_get_option(const void * impl, const char * key, int64_t * value) {
+    const nf_spt * m = impl;
+    const int64_t * v = strcmp(key, "batch_reuse") == 0 ? &m->batch_reuse
+                        : strcmp(key, "distinct") == 0  ? &m->last_distinct
+                        : strcmp(key, "reused") == 0    ? &m->last_reused
+                                                        : NULL;
+    if (!v) return 0;
+    *value = *v;
+    return 1;
+}
 static int nf__spt_stages(const void * impl) { return nf__spt_stage_count(impl); }
 static int nf__spt_stage(const void * impl, int i, char * out, size_t n) { return nf__spt_stage_name(impl, i, out, n); }
 static void nf__spt_set_stage_callback(void * impl, int stages, nf_stage_fn fn, void * user) {
@@ -158,7 +183,8 @@ const struct nf_model_i nf__sptransformer_model = {
     .output_shape = nf__spt_output_shape,
     .forward = nf__spt_forward,
     .release_workspace = nf__spt_release,
-    .set_option = NULL,
+    .set_option = nf__spt_set_option,
+    .get_option = nf__spt_get_option,
     .stage_count = nf__spt_stages,
     .stage_name = nf__spt_stage,
     .set_stage_callback = nf__spt_set_stage_callback,
