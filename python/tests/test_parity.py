@@ -2,8 +2,10 @@
 cases (tests/fixtures/predict, made by reference/predict_fixtures.py), on
 cpu: probabilities max_abs <= 1e-5 (regression: predictions within 1e-5 x
 max(1, max|y|)), identical labels, kept / dropped columns, types, signs;
-two of them on opencl:0 too."""
+two of them on opencl:0 too (every one with NOFALL_TEST_OPENCL_ALL=1: about
+15 minutes on PoCL, too long for CI; run by hand)."""
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -52,7 +54,8 @@ def test_parity_dataframe(name):
 
 
 @pytest.mark.skipif(not CASES or not _opencl(), reason="no parity fixtures, or no OpenCL device opencl:0")
-@pytest.mark.parametrize("name", [n for n in ("dates", "diabetes") if n in CASES])
+@pytest.mark.parametrize("name", CASES if os.environ.get("NOFALL_TEST_OPENCL_ALL") == "1"
+                         else [n for n in ("dates", "diabetes") if n in CASES])
 def test_parity_opencl(name):
     """the same on the OpenCL backend (PoCL in CI): a classifier with dates, a regressor"""
     _parity(name, "opencl:0")

@@ -209,6 +209,10 @@ int nf_cli_command_exit(int rc, const nf_err * err);
 int nf_cmd_run_spt(int argc, char ** argv);
 /* the TabSTAR run (cmd-run-tabstar.c); argv as nf_cmd_run's */
 int nf_cmd_run_tabstar(int argc, char ** argv);
+/* a TabSTAR output set's arrays and report.json read back (cmd-run-tabstar.c);
+ * logits.npy compared with logits unless NULL */
+struct nf_tab_cells;
+int nf_tab_verify_outputs(const char * dir, const struct nf_tab_cells * c, const float * logits, nf_err * err);
 /* `nofall predict` on a TabSTAR model (cmd-predict-tabstar.c); argv as nf_cmd_predict's */
 int nf_cmd_predict_tabstar(int argc, char ** argv);
 /* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-run-tabstar.c) */

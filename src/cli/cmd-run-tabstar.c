@@ -127,7 +127,11 @@ cJSON * nf_tab_seeded_cells(uint64_t seed) {
     return d;
 }
 
-static int nf_tab_verify_assets(const char * dir, const struct nf_tab_cells * c, nf_err * err) {
+/* the arrays of a TabSTAR output set read back (logits.npy, probabilities.npy
+ * and class_ids.npy or predictions.npy: dtype, shape, finite, class ids in
+ * range; logits.npy equal to `logits` unless NULL) and report.json with its
+ * markers; run's and predict's (cmd-predict-tabstar.c) */
+int nf_tab_verify_outputs(const char * dir, const struct nf_tab_cells * c, const float * logits, nf_err * err) {
     char p[4096];
     const int64_t B = c->n_rows, C = c->n_targets;
     const char * files[3] = {"logits.npy", c->regression ? "predictions.npy" : "probabilities.npy",
@@ -144,6 +148,7 @@ static int nf_tab_verify_assets(const char * dir, const struct nf_tab_cells * c,
         for (size_t e = 0; ok && e < n; e++)
             ok = want_i8 ? ((const int64_t *) a.data)[e] >= 0 && ((const int64_t *) a.data)[e] < C
                          : isfinite(((const float *) a.data)[e]) != 0;
+        if (ok && i == 0 && logits) ok = memcmp(a.data, logits, (size_t) (B * C) * sizeof(float)) == 0;
         nf__npy_free(&a);
         if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back with the wrong shape/dtype/values", p);
     }
@@ -263,7 +268,7 @@ static int nf_tab_main(const struct nf_tab_opts * o, nf_err * err) {
     rc = nf__json_write_file(p, rep, err);
     cJSON_Delete(rep);
     if (rc != NF_OK) goto done;
-    rc = nf_tab_verify_assets(os.staging, &c, err);
+    rc = nf_tab_verify_outputs(os.staging, &c, NULL, err);
     const int assets_verified = rc == NF_OK;
     if (!assets_verified) goto done;
     if ((rc = nf_run_finish(be, o->trace, trace_in_out, &tr, &os, err)) != NF_OK) goto done;
