@@ -12,6 +12,9 @@
 # and a .vcf.gz --vcf (made by VCF_CONVERT) give the plain VCF's output; the
 # progress bar only on a terminal (script(1) or a Python pty), none in a
 # pipe, none with --quiet.
+# Env: DEVICE (default cpu) for parts 1 and 2; PARITY_ONLY=1 stops after them
+# (e.g. DEVICE=opencl:0 PARITY_ONLY=1: the parity on PoCL, ~9 minutes on 2
+# cores; not in CI).
 set -u
 BIN=$(readlink -f "$1"); T=$2; CONV=${3:+$(readlink -f "$3")}
 rm -rf "$T"; mkdir -p "$T"
@@ -25,7 +28,8 @@ cp "$FX"/genome.fa "$FX"/genes.gtf "$FX"/*.vcf "$T/"
 cd "$T" || exit 1
 
 # 1. the whole fixture VCF, as upstream's .csv
-if "$BIN" annotate --model m --vcf input.vcf --fasta genome.fa --genes genes.gtf --out out.csv > run.out 2> run.err; then
+DEVICE=${DEVICE:-cpu}
+if "$BIN" annotate --model m --vcf input.vcf --fasta genome.fa --genes genes.gtf --out out.csv --device "$DEVICE" > run.out 2> run.err; then
   ok "annotate input.vcf: exit 0 ($(grep '^annotate:' run.err))"
 else
   bad "annotate input.vcf: exit $?"; cat run.err
@@ -46,7 +50,7 @@ EOF
 # 2. --raw-score as a .vcf on a subset: both strands, a window cut by the contig
 # end, a deletion (skipped, kept in the VCF), no gene (score 0)
 { grep '^#' input.vcf; awk -F'\t' '!/^#/ && (($1=="chr1" && ($2==13000 || $2==9000 || $2==25000)) || ($1=="chr3" && $2==8050))' input.vcf; } > sub.vcf
-if "$BIN" annotate --model m --vcf sub.vcf --fasta genome.fa --genes genes.gtf --out sub.vcf.out.vcf --raw-score --batch 2 > sub.out 2> sub.err; then
+if "$BIN" annotate --model m --vcf sub.vcf --fasta genome.fa --genes genes.gtf --out sub.vcf.out.vcf --raw-score --batch 2 --device "$DEVICE" > sub.out 2> sub.err; then
   ok "annotate --raw-score --batch 2 -> .vcf: exit 0"
 else
   bad "annotate --raw-score .vcf: exit $?"; cat sub.err
@@ -85,6 +89,11 @@ for o in out:
 if n != 3:
     sys.exit(f"{n} ALTs compared, want 3")
 EOF
+
+if [ "${PARITY_ONLY:-0}" = 1 ]; then
+  [ $fails -eq 0 ] && echo "annotate ($DEVICE, parity only): all passed" || echo "annotate ($DEVICE, parity only): $fails failed"
+  exit $((fails > 0))
+fi
 
 # 3. bad input: exit != 0, the record or file named, no output, no report
 expect_fail() { # name needle out args...
