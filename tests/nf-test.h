@@ -58,6 +58,16 @@ static inline int nf_test_close(const char * what, const float * a, const float 
     return ok;
 }
 
+/* remove a generated model directory: model.safetensors, config.json, the directory */
+static inline void nf_test_rm_model(const char * dir) {
+    char p[1024];
+    snprintf(p, sizeof(p), "%s/model.safetensors", dir);
+    remove(p);
+    snprintf(p, sizeof(p), "%s/config.json", dir);
+    remove(p);
+    remove(dir);
+}
+
 static int nf_test_done(const char * name) {
     printf("%s: %d checks, %d failed\n", name, nf_test_checks, nf_test_fails);
     return nf_test_fails ? 1 : 0;

@@ -23,7 +23,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 struct edit {
     int from;     /* the sequence it copies */
@@ -101,12 +100,7 @@ static void run_case(nf_backend * be, const char * dev, const char * what, const
     free(ids);
     free(on);
     free(off);
-    char p[300];
-    snprintf(p, sizeof(p), "%s/model.safetensors", dir);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s/config.json", dir);
-    unlink(p);
-    rmdir(dir);
+    nf_test_rm_model(dir);
 }
 
 int main(int argc, char ** argv) {

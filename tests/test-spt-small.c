@@ -171,12 +171,7 @@ static void test_model(const struct model_case * mc, const char * dev, nf_backen
 done:
     nf_model_free(m);
     nf_model_free(r);
-    char p[300];
-    snprintf(p, sizeof(p), "%s/model.safetensors", dir);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s/config.json", dir);
-    unlink(p);
-    rmdir(dir);
+    nf_test_rm_model(dir);
 }
 
 int main(int argc, char ** argv) {

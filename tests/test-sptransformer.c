@@ -215,14 +215,7 @@ static void write_spt(const char * dir, enum edit e, const char * target, const 
     free(keys);
 }
 
-static void remove_spt(const char * dir) {
-    char p[1024];
-    snprintf(p, sizeof(p), "%s/model.safetensors", dir);
-    remove(p);
-    snprintf(p, sizeof(p), "%s/config.json", dir);
-    remove(p);
-    rmdir(dir);
-}
+static void remove_spt(const char * dir) { nf_test_rm_model(dir); }
 
 static void test_load(void) {
     nf_err err = {0};
