@@ -15,9 +15,13 @@ _ORDER = ("fp32 rounding: a query row's outputs depend in the last bits on its p
           "(measured ~5e-8 absolute, 3e-7 relative on permuted rows, above the check's rtol 1e-7; presumably the "
           "cpu GEMM's row tiling, not traced further). Query rows do not attend to each other, so the values agree "
           "to fp32 rounding")
+_SUBSET = ("fp32 rounding, as for the sample order: predicting a subset of the rows runs other GEMM shapes, and "
+           "the GEMM library's kernel choice by shape depends on the CPU. Passes on the AMD EPYC machines; on an "
+           "Intel Xeon (AVX-512, oneDNN 2.6.3) 2 of 20 regression predictions differed by 7.2e-7 absolute, "
+           "1.9e-7 relative, above the check's rtol 1e-7 (README \"Determinism\": equal within rounding)")
 EXPECTED_FAILED = {
-    "MitraClassifier": {"check_methods_sample_order_invariance": _ORDER},
-    "MitraRegressor": {"check_methods_sample_order_invariance": _ORDER},
+    "MitraClassifier": {"check_methods_sample_order_invariance": _ORDER, "check_methods_subset_invariance": _SUBSET},
+    "MitraRegressor": {"check_methods_sample_order_invariance": _ORDER, "check_methods_subset_invariance": _SUBSET},
 }
 
 
