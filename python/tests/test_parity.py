@@ -3,7 +3,7 @@ cases (tests/fixtures/predict, made by reference/predict_fixtures.py), on
 cpu: probabilities max_abs <= 1e-5 (regression: predictions within 1e-5 x
 max(1, max|y|)), identical labels, kept / dropped columns, types, signs;
 two of them on opencl:0 too (every one with NOFALL_TEST_OPENCL_ALL=1: about
-15 minutes on PoCL, too long for CI; run by hand)."""
+5 minutes on PoCL on 2 cores, left out of CI for its length; run by hand)."""
 import json
 import os
 
