@@ -242,17 +242,39 @@ static int64_t nf__res_pad(const nf_spt * m, int i) { return nf__spt_ar[i] * (m-
 
 static int64_t nf__clip(int64_t v, int64_t L) { return v < 0 ? 0 : v > L ? L : v; }
 
+/* The rows of one resblock (padding p) for a sequence differing from its
+ * base at positions [lo, hi) of L, its run widened by `grow` by the
+ * resblocks before (clipping once is clipping each time: the bounds only
+ * move outward). A conv over a run of rows as if it were a whole sequence is
+ * right except in the p rows at an end that is not the sequence's; so BN1
+ * and conv1 on [lo-4p, hi+4p) (right on [lo-3p, hi+3p)), BN2 and conv2 on
+ * that (right on [lo-2p, hi+2p): the new run), the rest copied. */
+struct nf_delta_rows {
+    int64_t r1, n1; /* BN1, conv1 */
+    int64_t r2, n2; /* BN2, conv2 */
+    int64_t lo, hi; /* the run after this resblock; outside it the base's rows */
+};
+
+static struct nf_delta_rows nf__delta_rows(int64_t lo, int64_t hi, int64_t grow, int64_t p, int64_t L) {
+    lo -= grow;
+    hi += grow;
+    const struct nf_delta_rows d = {nf__clip(lo - 4 * p, L), nf__clip(hi + 4 * p, L) - nf__clip(lo - 4 * p, L),
+                                    nf__clip(lo - 3 * p, L), nf__clip(hi + 3 * p, L) - nf__clip(lo - 3 * p, L),
+                                    nf__clip(lo - 2 * p, L), nf__clip(hi + 2 * p, L)};
+    return d;
+}
+
 /* the dilated convs' rows for a sequence differing at [lo, hi), as a
  * fraction of a full sequence's (the rows nf__resblock_delta computes) */
 static double nf__delta_cost(const nf_spt * m, int64_t lo, int64_t hi, int64_t L) {
     double part = 0.0, full = 0.0;
+    int64_t grow = 0;
     for (int i = 0; i < NF_SPT_N_RESBLOCKS; i++) {
         const int64_t p = nf__res_pad(m, i), K = m->enc[0].res[i].conv1_w.ne[2];
-        part += (double) K * (double) (nf__clip(hi + 4 * p, L) - nf__clip(lo - 4 * p, L) + nf__clip(hi + 3 * p, L) -
-                                       nf__clip(lo - 3 * p, L));
+        const struct nf_delta_rows d = nf__delta_rows(lo, hi, grow, p, L);
+        part += (double) K * (double) (d.n1 + d.n2);
         full += (double) K * 2.0 * (double) L;
-        lo -= 2 * p;
-        hi += 2 * p;
+        grow += 2 * p;
     }
     return part / full;
 }
@@ -360,18 +382,14 @@ static int nf__copy_rows(nf_graph * g, struct nf_spt_ws * w, int64_t H, int64_t 
                           nf__seq_rows(&w->conv, w, a, 0, w->L, H), nf__seq_rows(&w->conv, w, b, r0, n, H));
 }
 
-/* resblock i for sequence b, whose stream differs from sequence a's (this
- * resblock done) only in rows [*lo, *hi), and is right everywhere. A conv
- * over a run of rows as if it were a whole sequence is right except in the
- * p rows at an end that is not the sequence's; so: BN1 on [lo-4p, hi+4p),
- * conv1 there (right on [lo-3p, hi+3p)), BN2 and conv2 on that (right on
- * [lo-2p, hi+2p), the new run), the rest of the stream from a. */
-static int nf__resblock_delta(nf_graph * g, const struct nf_spt_resblock * r, struct nf_spt_ws * w, int64_t H, int i,
-                              int64_t p, int64_t a, int64_t b, int64_t * lo, int64_t * hi) {
-    const int64_t L = w->L, ar = nf__spt_ar[i];
-    const int64_t r1 = nf__clip(*lo - 4 * p, L), n1 = nf__clip(*hi + 4 * p, L) - r1;
-    const int64_t r2 = nf__clip(*lo - 3 * p, L), n2 = nf__clip(*hi + 3 * p, L) - r2;
-    const int64_t nlo = nf__clip(*lo - 2 * p, L), nhi = nf__clip(*hi + 2 * p, L);
+/* resblock i for computed sequence b of the plan, whose stream differs from
+ * its base a's (this resblock done) only in its run (nf__delta_rows), and
+ * is right everywhere: the rows there, the rest of the stream from a */
+static int nf__resblock_delta(nf_graph * g, const struct nf_spt_resblock * r, struct nf_spt_ws * w,
+                              const struct nf_spt_plan * pl, int64_t H, int i, int64_t p, int64_t grow, int64_t b) {
+    const int64_t L = w->L, ar = nf__spt_ar[i], a = pl->base[b];
+    const struct nf_delta_rows d = nf__delta_rows(pl->lo[b], pl->hi[b], grow, p, L);
+    const int64_t r1 = d.r1, n1 = d.n1, r2 = d.r2, n2 = d.n2;
     const struct nf_conv1d_shape c1 = {1, n1, ar, p}, c2 = {1, n2, ar, p};
     NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn1", i), nf__seq_rows(&w->conv, w, b, r1, n1, H), n1, H,
                          &r->bn1.w, &r->bn1.b, &r->bn1.mean, &r->bn1.var, nf__seq_rows(&w->h1, w, b, r1, n1, H),
@@ -383,17 +401,14 @@ static int nf__resblock_delta(nf_graph * g, const struct nf_spt_resblock * r, st
                          NF_SPT_BN_EPS, 1));
     NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv2", i), &c2, nf__seq_rows(&w->h1, w, b, r2, n2, H), &r->conv2_w,
                      &r->conv2_b, nf__seq_rows(&w->conv, w, b, r2, n2, H), 1));
-    NF_TRY(nf__copy_rows(g, w, H, a, b, 0, nlo));
-    NF_TRY(nf__copy_rows(g, w, H, a, b, nhi, L - nhi));
-    *lo = nlo;
-    *hi = nhi;
-    return NF_OK;
+    NF_TRY(nf__copy_rows(g, w, H, a, b, 0, d.lo));
+    return nf__copy_rows(g, w, H, a, b, d.hi, L - d.hi);
 }
 
 /* §3.1: encoder e; its skip goes to columns col .. col+H of feat. The
  * first pl->F sequences in full, the others by nf__resblock_delta. */
 static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, const struct nf_spt_plan * pl, int e,
-                       int64_t col, int64_t * lo, int64_t * hi) {
+                       int64_t col) {
     const struct nf_spt_encoder * en = &m->enc[e];
     const int64_t H = e == 0 ? NF_SPT_ENC0_WIDTH : NF_SPT_ENC1_WIDTH, B = w->B, L = w->L;
     const int64_t Cf = nf__tensor_numel(&w->feat) / (B * w->R);
@@ -407,7 +422,7 @@ static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, con
                          NF_ACT_NONE, 0));
     }
     const int64_t F = pl->F;
-    for (int64_t b = F; b < B; b++) lo[b] = pl->lo[b], hi[b] = pl->hi[b];
+    int64_t grow = 0; /* how far the earlier resblocks widened a differing run */
     int j = 0;
     for (int i = 0; i < NF_SPT_N_RESBLOCKS; i++) {
         const struct nf_spt_resblock * r = &en->res[i];
@@ -419,7 +434,8 @@ static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, con
         NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn2", i), w->h2, F * L, H, &r->bn2.w, &r->bn2.b, &r->bn2.mean,
                              &r->bn2.var, w->h1, NF_SPT_BN_EPS, 1));
         NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv2", i), &cs, w->h1, &r->conv2_w, &r->conv2_b, w->conv, 1));
-        for (int64_t b = F; b < B; b++) NF_TRY(nf__resblock_delta(g, r, w, H, i, p, pl->base[b], b, &lo[b], &hi[b]));
+        for (int64_t b = F; b < B; b++) NF_TRY(nf__resblock_delta(g, r, w, pl, H, i, p, grow, b));
+        grow += 2 * p;
         if ((i + 1) % 4 == 0) {
             for (int64_t b = 0; b < B; b++) {
                 NF_TRY(nf_linear(g, nf_label(g, "convs.%d", j), nf__rows(&w->conv, b * L, L, H), L, H,
@@ -543,12 +559,8 @@ static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * 
     }
     /* §3.1, §3.2 */
     if (pl->F < B) NF_TRY(nf__rowidx(m, w, err));
-    int64_t * run = malloc((size_t) (2 * B) * sizeof(int64_t)); /* per sequence: the run of rows that differ */
-    if (!run) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    int rc_e = nf__encoder(g, m, w, pl, 0, 0, run, run + B);
-    if (rc_e == NF_OK) rc_e = nf__encoder(g, m, w, pl, 1, NF_SPT_ENC0_WIDTH, run, run + B);
-    free(run);
-    NF_TRY(rc_e);
+    NF_TRY(nf__encoder(g, m, w, pl, 0, 0));
+    NF_TRY(nf__encoder(g, m, w, pl, 1, NF_SPT_ENC0_WIDTH));
     nf_graph_prefix(g, "%s", "");
     NF_TRY(nf_linear(g, "conv1.0", w->x, B * L, NF_SPT_IN_CHANNELS, nf__w2(&m->c10_w, &t2), &m->c10_b, w->h1, D,
                      NF_ACT_NONE, 0));
