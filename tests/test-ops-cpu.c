@@ -457,6 +457,43 @@ static void test_erf(void) {
     printf("erf: %lld points, worst %.4f ulp from the correctly rounded value\n", (long long) n, worst_ulps);
 }
 
+/* the cpu backend's exp: correctly rounded (to within ~1e-15 relative of a
+ * rounding tie) against the long double expl, within 1 ulp of libm's expf,
+ * on a grid over the softmax's range (x <= 0, down to the subnormal
+ * results and the underflow to 0) and over the positive range up to the
+ * overflow; the specials */
+static void test_exp(void) {
+    int64_t bad = 0, n = 0, off_expf = 0;
+    double worst_ulps = 0;
+    for (int64_t i = -2200000; i <= 1800000; i++) {
+        const float x = (float) i * 5e-5f; /* -110 .. 90 */
+        const long double e = expl((long double) x);
+        const float got = nf__exp_f32(x);
+        const float ef = (float) e;
+        double d = 0;
+        if (ef == 0.0f || isinf(ef)) {
+            d = got == ef ? 0 : 1e9;
+        } else {
+            const long double ulp = (long double) nextafterf(ef, INFINITY) - (long double) ef;
+            d = (double) (fabsl((long double) got - e) / ulp);
+        }
+        if (d > worst_ulps) worst_ulps = d;
+        bad += d > 0.5 + 1e-6;
+        const float lf = expf(x);
+        off_expf += got != lf && nextafterf(got, INFINITY) != lf && nextafterf(got, -INFINITY) != lf;
+        n++;
+    }
+    CHECK(bad == 0, "exp: %lld of %lld values not correctly rounded (worst %.4f ulp)", (long long) bad, (long long) n,
+          worst_ulps);
+    CHECK(off_expf == 0, "exp: %lld values more than 1 ulp from expf", (long long) off_expf);
+    CHECK(nf__exp_f32(0.0f) == 1.0f && nf__exp_f32(-0.0f) == 1.0f, "exp(0) = 1");
+    CHECK(nf__exp_f32(-INFINITY) == 0.0f && nf__exp_f32(-1000.0f) == 0.0f, "exp(-Inf) = 0");
+    CHECK(isinf(nf__exp_f32(INFINITY)) && isinf(nf__exp_f32(89.0f)), "exp overflows to Inf");
+    CHECK(isnan(nf__exp_f32(NAN)) && isnan(nf__exp_f32(-NAN)), "exp(NaN) is NaN");
+    CHECK(nf__exp_f32(-100.0f) > 0.0f && nf__exp_f32(-100.0f) == expf(-100.0f), "exp(-100): the subnormal");
+    printf("exp: %lld points, worst %.4f ulp from the correctly rounded value\n", (long long) n, worst_ulps);
+}
+
 static void test_bounds(void) {
     /* an op whose strided access would leave its tensor is refused */
     nf_tensor x = mk(10, NULL), W = shaped(mk(4, NULL), 2, 2, 2, 0), y = mk(10, NULL);
@@ -501,6 +538,7 @@ int main(void) {
     test_attention(24, 14, 4, 128, 0, 0);
     test_attention(3, 33, 2, 16, 0, 0);
     test_erf();
+    test_exp();
     test_quantile_edges();
     test_bucketize_naive(1, 3, 4);
     test_bucketize_naive(2, 5, 4);

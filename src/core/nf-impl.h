@@ -265,6 +265,8 @@ nf_backend * nf__backend_new(const struct nf_backend_i * iface, void * ctx, cons
 extern const struct nf_kernel nf__cpu_kernels[NF_OP_COUNT];
 /* the cpu backend's erf (double-precision Chebyshev series, see cpu-kernels.c) */
 float nf__erf_f32(float x);
+/* the cpu backend's exp (double-precision Taylor series, see cpu-kernels.c) */
+float nf__exp_f32(float x);
 
 #ifdef __cplusplus
 }

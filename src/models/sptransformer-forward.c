@@ -449,21 +449,25 @@ static int nf__encoder(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, con
     return NF_OK;
 }
 
-/* §3.6 local heads: window u attends to windows u-1, u, u+1 (the ones that exist) */
-static int nf__local_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, int64_t b) {
+/* §3.6 local heads: window u attends to windows u-1, u, u+1 (the ones
+ * that exist), for the windows ua .. ub of sequence b */
+static int nf__local_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, int64_t b, int64_t ua, int64_t ub) {
     const struct nf_spt_config * c = &m->cfg;
     const int64_t A = c->attn_dim, E = c->dim_head, G = c->bucket_size, nw = w->N / G, S3 = 3 * A;
     const nf_tensor q = nf_view1(&w->qkv, b * w->N * S3, w->N * S3);
     const nf_tensor k = nf_view1(&w->qkv, b * w->N * S3 + A, w->N * S3 - A);
     const nf_tensor v = nf_view1(&w->qkv, b * w->N * S3 + 2 * A, w->N * S3 - 2 * A);
     const nf_tensor o = nf_view1(&w->O, b * w->N * A, w->N * A);
-    /* (first window, windows, keys per window) for the interior and the two ends */
-    const int64_t part[3][3] = {{1, nw - 2, 3 * G}, {0, 1, 2 * G}, {nw - 1, 1, 2 * G}};
+    /* (first window, last window, keys per window) for the first window, the
+     * interior and the last: the ends have no window before / after them */
+    const int64_t lo = ua > 1 ? ua : 1, hi = ub < nw - 2 ? ub : nw - 2;
+    const int64_t part[3][3] = {{0, ua == 0 ? 0 : -1, nw == 1 ? G : 2 * G},
+                                {lo, hi, 3 * G},
+                                {nw - 1, ub == nw - 1 && nw > 1 ? nw - 1 : nw - 2, 2 * G}};
     for (int pi = 0; pi < 3; pi++) {
-        const int64_t u0 = part[pi][0], n = part[pi][1];
-        if (n <= 0 || (pi == 2 && nw == 1)) continue;
+        const int64_t u0 = part[pi][0], n = part[pi][1] - u0 + 1, lk = part[pi][2];
+        if (n <= 0) continue;
         const int64_t k0 = u0 == 0 ? 0 : (u0 - 1) * G; /* first key row */
-        const int64_t lk = nw == 1 ? G : part[pi][2];
         const struct nf_attn_layout lay = {.groups = n,
                                            .lq = G,
                                            .lk = lk,
@@ -483,8 +487,11 @@ static int nf__local_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w,
 }
 
 /* §3.6 sinkhorn heads: top-1 bucket routing, then attention over
- * [chosen bucket's keys x p; own keys] with values [the same scaled keys; own values] */
-static int nf__bucket_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w) {
+ * [chosen bucket's keys x p; own keys] with values [the same scaled keys;
+ * own values]; the routing and the gather for every bucket (a bucket may
+ * choose any other), the attention for the query buckets ua .. ub of each
+ * sequence */
+static int nf__bucket_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w, int64_t ua, int64_t ub) {
     const struct nf_spt_config * c = &m->cfg;
     const int64_t A = c->attn_dim, E = c->dim_head, G = c->bucket_size, nb = w->N / G, S3 = 3 * A;
     const int64_t h0 = c->n_local_attn_heads, nsh = c->heads - h0, B = w->B, tot = B * w->N * S3;
@@ -494,19 +501,29 @@ static int nf__bucket_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w
     const struct nf_bucket_shape bs = {B, nb, G, nsh, E, S3, w->N * S3};
     NF_TRY(nf_bucket_route(g, nf_label(g, "sort_net"), &bs, q, k, w->sel, w->prob, 1.0f / sqrtf((float) E)));
     NF_TRY(nf_bucket_gather(g, nf_label(g, "reorder_buckets"), &bs, k, v, w->sel, w->prob, w->kcat, w->vcat, 1));
-    const struct nf_attn_layout lay = {.groups = B * nb,
-                                       .lq = G,
-                                       .lk = 2 * G,
-                                       .n_heads = nsh,
-                                       .head_dim = E,
-                                       .q_gs = G * S3,
-                                       .q_ss = S3,
-                                       .kv_gs = 2 * G * nsh * E,
-                                       .kv_ss = nsh * E,
-                                       .o_gs = G * A,
-                                       .o_ss = A};
-    return nf_attention(g, nf_label(g, "sinkhorn_attention"), &lay, q, w->kcat, w->vcat,
-                        nf_view1(&w->O, h0 * E, B * w->N * A - h0 * E));
+    const int64_t nu = ub - ua + 1, KC = 2 * G * nsh * E;
+    const nf_tensor o = nf_view1(&w->O, h0 * E, B * w->N * A - h0 * E);
+    struct nf_attn_layout lay = {.groups = B * nb,
+                                 .lq = G,
+                                 .lk = 2 * G,
+                                 .n_heads = nsh,
+                                 .head_dim = E,
+                                 .q_gs = G * S3,
+                                 .q_ss = S3,
+                                 .kv_gs = KC,
+                                 .kv_ss = nsh * E,
+                                 .o_gs = G * A,
+                                 .o_ss = A};
+    if (nu == nb) return nf_attention(g, nf_label(g, "sinkhorn_attention"), &lay, q, w->kcat, w->vcat, o);
+    lay.groups = nu;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t u0 = b * nb + ua;
+        NF_TRY(nf_attention(g, nf_label(g, "sinkhorn_attention"), &lay,
+                            nf_view1(&q, u0 * G * S3, nu * G * S3 - h0 * E - 2 * A),
+                            nf_view1(&w->kcat, u0 * KC, nu * KC), nf_view1(&w->vcat, u0 * KC, nu * KC),
+                            nf_view1(&o, u0 * G * A, nu * G * A - h0 * E)));
+    }
+    return NF_OK;
 }
 
 /* the row indices the row copies read, uploaded once per workspace (an input, like the one-hot) */
@@ -591,10 +608,21 @@ static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * 
         NF_TRY(nf_layer_norm(g, nf_label(g, "attn.norm"), w->X, B * N, A, &Ly->ln0_w, &Ly->ln0_b, w->Xn, A,
                              NF_SPT_LN_EPS));
         NF_TRY(nf_linear(g, nf_label(g, "to_q+to_kv"), w->Xn, B * N, A, &Ly->qkv, NULL, w->qkv, 3 * A, NF_ACT_NONE, 0));
-        for (int64_t b = 0; b < B; b++) NF_TRY(nf__local_heads(g, m, w, b));
-        NF_TRY(nf__bucket_heads(g, m, w));
-        NF_TRY(
-            nf_linear(g, nf_label(g, "to_out"), w->O, B * N, A, &Ly->to_out_w, &Ly->to_out_b, w->X, A, NF_ACT_NONE, 1));
+        /* the last layer's rows feed only the final norm and the heads, which
+         * read the output rows: without stage dumps, its attention output,
+         * to_out and feed-forward run on the buckets holding those rows (the
+         * keys and the routing still cover every row) */
+        const int trim = l == c->attn_depth - 1 && m->stages == NF_STAGES_NONE;
+        const int64_t ua = trim ? w->out_off / c->bucket_size : 0,
+                      ub = trim ? (w->out_off + w->out_len - 1) / c->bucket_size : nb - 1;
+        const int64_t r0 = ua * c->bucket_size, nr = (ub - ua + 1) * c->bucket_size;
+        for (int64_t b = 0; b < B; b++) NF_TRY(nf__local_heads(g, m, w, b, ua, ub));
+        NF_TRY(nf__bucket_heads(g, m, w, ua, ub));
+        for (int64_t b = 0; b < (trim ? B : 1); b++) {
+            const int64_t rb = trim ? b * N + r0 : 0, nrb = trim ? nr : B * N;
+            NF_TRY(nf_linear(g, nf_label(g, "to_out"), nf__rows(&w->O, rb, nrb, A), nrb, A, &Ly->to_out_w,
+                             &Ly->to_out_b, nf__rows(&w->X, rb, nrb, A), A, NF_ACT_NONE, 1));
+        }
         const int64_t sh_b[3] = {B, nsh, nb};
         snprintf(st, sizeof(st), "layers.%d.attention", l);
         NF_TRY(nf__stage(m, w, st, &w->X, 3, sh_X, 0, err));
@@ -611,13 +639,21 @@ static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * 
         f.w2 = &Ly->w2;
         f.b2 = &Ly->b2;
         for (int64_t b = 0; b < B; b++) /* one sequence's rows at a time: H holds N rows */
-            NF_TRY(nf_prenorm_mlp(g, &f, nf__rows(&w->X, b * N, N, A), N, A, nf__rows(&w->Xn, b * N, N, A), w->H));
+            NF_TRY(nf_prenorm_mlp(g, &f, nf__rows(&w->X, b * N + r0, nr, A), nr, A, nf__rows(&w->Xn, b * N + r0, nr, A),
+                                  w->H));
         snprintf(st, sizeof(st), "layers.%d.feed_forward", l);
         NF_TRY(nf__stage(m, w, st, &w->X, 3, sh_X, 0, err));
     }
     nf_graph_prefix(g, "%s", "");
-    NF_TRY(nf_layer_norm(g, "attn.norm", w->X, B * N, A, &m->norm_w, &m->norm_b, w->Xn, A, NF_SPT_LN_EPS));
-    NF_TRY(nf__stage(m, w, "norm", &w->Xn, 3, sh_X, 0, err));
+    if (m->stages != NF_STAGES_NONE) {
+        NF_TRY(nf_layer_norm(g, "attn.norm", w->X, B * N, A, &m->norm_w, &m->norm_b, w->Xn, A, NF_SPT_LN_EPS));
+        NF_TRY(nf__stage(m, w, "norm", &w->Xn, 3, sh_X, 0, err));
+    } else { /* the output rows only, as the heads read */
+        for (int64_t b = 0; b < B; b++)
+            NF_TRY(nf_layer_norm(g, "attn.norm", nf__rows(&w->X, b * N + w->out_off, w->out_len, A), w->out_len, A,
+                                 &m->norm_w, &m->norm_b, nf__rows(&w->Xn, b * N + w->out_off, w->out_len, A), A,
+                                 NF_SPT_LN_EPS));
+    }
     /* §3.8: the heads on the output rows only */
     for (int64_t b = 0; b < B; b++) {
         const nf_tensor xo = nf__rows(&w->Xn, b * N + w->out_off, w->out_len, A);

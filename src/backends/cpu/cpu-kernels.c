@@ -1,8 +1,9 @@
 /* cpu-kernels.c -- the reference kernels (host pointers), one per op.
  *
  * These define the numerics every other backend is checked against
- * (tests/test-backend-ops.c). Exact fp32: erff GELU, expf softmax with max
- * subtraction, sqrtf; compiled with -ffp-contract=off. GEMMs go through
+ * (tests/test-backend-ops.c). Exact fp32: erf GELU and the softmax's exp
+ * correctly rounded (evaluated in double), softmax with max subtraction,
+ * sqrtf; compiled with -ffp-contract=off. GEMMs go through
  * oneDNN's sgemm (cpu-gemm.c); the loops are parallel over independent rows with OpenMP
  * and never split a reduction, so results are identical run to run. */
 #include "cpu-gemm.h"
@@ -304,29 +305,146 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
 
 /* ---- ATTENTION ------------------------------------------------------------------- */
 
-static inline float nf__dot(const float * a, const float * b, int64_t n) {
-    /* 8 independent partial sums: vectorisable without reassociation, and a
-     * fixed order, hence deterministic */
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
-    }
-    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
+/* exp for float arguments, evaluated in double: x = n ln2 + r with n the
+ * nearest integer to x/ln2 and |r| <= ln2/2 (Cody-Waite: ln2 split in two,
+ * n*ln2_hi exact), exp(r) by its Taylor series to degree 13 (truncation
+ * 4e-18 relative) in Estrin's scheme, times 2^n built from the exponent
+ * bits, rounded to float once: the correctly rounded exp except within
+ * ~1e-15 relative of a rounding tie (tests/test-ops-cpu.c compares it with
+ * the long double expl and with libm's expf), subnormal results and the
+ * overflow to Inf included, as the conversion of the double rounds them.
+ * Branch-free with integer range tests, like the erf, so the softmax loop
+ * vectorises: libm's expf is one call per element. */
+static inline float nf__exp_inline(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u;
+    /* |x| > 110 (Inf too) is clamped to +-110: exp then still over/underflows
+     * float, and n stays small enough for the exponent arithmetic */
+    const uint32_t big = (uint32_t) 0 - (uint32_t) (mag > 0x42dc0000u);
+    const uint32_t nan = (uint32_t) 0 - (uint32_t) (mag > 0x7f800000u);
+    const uint32_t cbits = (bits & ~big) | ((sign | 0x42dc0000u) & big);
+    float xc;
+    memcpy(&xc, &cbits, sizeof(xc));
+    const double xd = (double) xc;
+    const double shifter = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
+    const double tn = xd * 1.4426950408889634074 + shifter;
+    const double n = tn - shifter;
+    const double r = (xd - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
+    const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const double q0 = 1.0 + r, q1 = 1.0 / 2 + r * (1.0 / 6), q2 = 1.0 / 24 + r * (1.0 / 120),
+                 q3 = 1.0 / 720 + r * (1.0 / 5040), q4 = 1.0 / 40320 + r * (1.0 / 362880),
+                 q5 = 1.0 / 3628800 + r * (1.0 / 39916800), q6 = 1.0 / 479001600 + r * (1.0 / 6227020800);
+    const double e0 = q0 + q1 * r2, e1 = q2 + q3 * r2, e2 = q4 + q5 * r2;
+    const double er = (e0 + e1 * r4) + (e2 + q6 * r4) * r8;
+    uint64_t tbits, sbits;
+    memcpy(&tbits, &tn, sizeof(tbits));
+    sbits = (tbits - 0x4338000000000000ull + 1023u) << 52; /* n + 1023 in the exponent field */
+    double sc;
+    memcpy(&sc, &sbits, sizeof(sc));
+    const float res = (float) (er * sc);
+    uint32_t rbits;
+    memcpy(&rbits, &res, sizeof(rbits));
+    rbits = (rbits & ~nan) | ((bits | 0x00400000u) & nan); /* NaN stays (quiet) NaN */
+    float out;
+    memcpy(&out, &rbits, sizeof(out));
+    return out;
+}
+float nf__exp_f32(float x) { return nf__exp_inline(x); }
+
+#define NF__LANES 16
+
+/* softmax over a row, in place: the max, exp(s - max), their sum in 16
+ * interleaved partial sums (element j into lane j % 16, the lanes then added
+ * pairwise: a fixed order, whatever the vector width), times 1/sum. A NaN
+ * anywhere makes the whole row NaN. */
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static void nf__softmax_row(float * s,
+                                                                                                   int64_t n) {
+    float lm[NF__LANES], ls[NF__LANES];
+    for (int l = 0; l < NF__LANES; l++) lm[l] = s[0];
+    int64_t j = 0;
+    for (; j + NF__LANES <= n; j += NF__LANES)
+        for (int l = 0; l < NF__LANES; l++) lm[l] = s[j + l] > lm[l] ? s[j + l] : lm[l];
+    for (; j < n; j++) lm[j % NF__LANES] = s[j] > lm[j % NF__LANES] ? s[j] : lm[j % NF__LANES];
+    float mx = lm[0];
+    for (int l = 1; l < NF__LANES; l++) mx = lm[l] > mx ? lm[l] : mx;
+    for (int64_t i = 0; i < n; i++) s[i] = nf__exp_inline(s[i] - mx);
+    for (int l = 0; l < NF__LANES; l++) ls[l] = 0.0f;
+    for (j = 0; j + NF__LANES <= n; j += NF__LANES)
+        for (int l = 0; l < NF__LANES; l++) ls[l] += s[j + l];
+    for (; j < n; j++) ls[j % NF__LANES] += s[j];
+    for (int w = NF__LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) ls[l] = ls[l] + ls[l + w];
+    const float inv = 1.0f / ls[0];
+    for (int64_t i = 0; i < n; i++) s[i] *= inv;
 }
 
-static void nf__softmax_row(float * s, int64_t n) {
-    float mx = s[0];
-    for (int64_t j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
-        s[j] = expf(s[j] - mx);
-        sum += s[j];
+/* The small-problem attention kernel (up to NF__TILE_MAXK keys: Mitra's
+ * feature attention, SpTransformer's windows and buckets, where a GEMM call
+ * costs more than its arithmetic): one (group, head) at a time, four query
+ * rows at a time against sixteen keys (scores) or sixteen channels (output)
+ * held in registers. Each score is the plain sum over e in order, each
+ * output the plain sum over j in order, so the result does not depend on
+ * the vector width, the blocking or the machine. */
+#define NF__TILE_MAXK 256
+#define NF__TILE_ROWS 4
+typedef float nf__v16 __attribute__((vector_size(NF__LANES * sizeof(float))));
+
+
+struct nf__attn_tile {
+    int64_t lq, lk, E, lk16, E16;
+    float scale;
+    float *kt, *vp, *s, *qb; /* E x lk16 keys transposed; lk x E16 values; 4 x lk16 scores; 4 x E queries */
+};
+
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static void nf__attn_tile_run(
+    const struct nf__attn_tile * t, const float * q, int64_t q_ss, const float * k, const float * v, int64_t kv_ss,
+    float * o, int64_t o_ss) {
+    const int64_t lq = t->lq, lk = t->lk, E = t->E, lk16 = t->lk16, E16 = t->E16;
+    float *kt = t->kt, *vp = t->vp, *s = t->s, *qb = t->qb;
+    for (int64_t j = 0; j < lk16; j++)
+        for (int64_t e = 0; e < E; e++) kt[e * lk16 + j] = j < lk ? k[j * kv_ss + e] : 0.0f;
+    for (int64_t j = 0; j < lk; j++)
+        for (int64_t e = 0; e < E16; e++) vp[j * E16 + e] = e < E ? v[j * kv_ss + e] : 0.0f;
+    for (int64_t i0 = 0; i0 < lq; i0 += NF__TILE_ROWS) {
+        const int64_t nr = lq - i0 < NF__TILE_ROWS ? lq - i0 : NF__TILE_ROWS;
+        for (int64_t r = 0; r < NF__TILE_ROWS; r++)
+            for (int64_t e = 0; e < E; e++) qb[r * E + e] = r < nr ? q[(i0 + r) * q_ss + e] : 0.0f;
+        for (int64_t jb = 0; jb < lk16; jb += NF__LANES) {
+            nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int64_t e = 0; e < E; e++) {
+                nf__v16 kv;
+                memcpy(&kv, kt + e * lk16 + jb, sizeof(kv));
+                a0 = a0 + qb[e] * kv;
+                a1 = a1 + qb[E + e] * kv;
+                a2 = a2 + qb[2 * E + e] * kv;
+                a3 = a3 + qb[3 * E + e] * kv;
+            }
+            a0 = t->scale * a0;
+            a1 = t->scale * a1;
+            a2 = t->scale * a2;
+            a3 = t->scale * a3;
+            memcpy(s + jb, &a0, sizeof(a0));
+            memcpy(s + lk16 + jb, &a1, sizeof(a1));
+            memcpy(s + 2 * lk16 + jb, &a2, sizeof(a2));
+            memcpy(s + 3 * lk16 + jb, &a3, sizeof(a3));
+        }
+        for (int64_t r = 0; r < nr; r++) nf__softmax_row(s + r * lk16, lk);
+        for (int64_t eb = 0; eb < E16; eb += NF__LANES) {
+            nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int64_t j = 0; j < lk; j++) {
+                nf__v16 vv;
+                memcpy(&vv, vp + j * E16 + eb, sizeof(vv));
+                a0 = a0 + s[j] * vv;
+                a1 = a1 + s[lk16 + j] * vv;
+                a2 = a2 + s[2 * lk16 + j] * vv;
+                a3 = a3 + s[3 * lk16 + j] * vv;
+            }
+            const nf__v16 * acc[NF__TILE_ROWS] = {&a0, &a1, &a2, &a3};
+            const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
+            for (int64_t r = 0; r < nr; r++) memcpy(o + (i0 + r) * o_ss + eb, acc[r], (size_t) ne * sizeof(float));
+        }
     }
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < n; j++) s[j] *= inv;
 }
 
 static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -339,38 +457,29 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     if (G == 0 || lq == 0) return NF_OK;
     const float scale = p->scale;
 
-    if (lq * lk * E <= 64 * 64 * 128 && lk < 128) {
-        /* small problems (Mitra's feature attention): one task per (group,
-         * head); from 128 keys on (SpTransformer's windows and buckets) the
-         * two GEMMs below are faster */
+    if (lk <= NF__TILE_MAXK) {
+        /* small problems: one task per (group, head) */
+        const int64_t lk16 = (lk + NF__LANES - 1) / NF__LANES * NF__LANES;
+        const int64_t E16 = (E + NF__LANES - 1) / NF__LANES * NF__LANES;
+        const size_t nfl = (size_t) (E * lk16 + lk * E16 + NF__TILE_ROWS * lk16 + NF__TILE_ROWS * E);
         int failed = 0;
 #pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
         {
-            float * s = malloc((size_t) lk * sizeof(float));
-            if (!s) {
+            float * buf = malloc(nfl * sizeof(float));
+            if (!buf) {
 #pragma omp atomic write
                 failed = 1;
             }
+            const struct nf__attn_tile t = {lq,  lk, E, lk16, E16, scale, buf, buf + E * lk16, buf + E * lk16 + lk * E16,
+                                            buf + E * lk16 + lk * E16 + NF__TILE_ROWS * lk16};
 #pragma omp for schedule(static)
             for (int64_t gh = 0; gh < G * H; gh++) {
-                if (!s) continue;
+                if (!buf) continue;
                 const int64_t g = gh / H, h = gh % H;
-                for (int64_t i = 0; i < lq; i++) {
-                    const float * qi = q + g * p->q_gs + i * p->q_ss + h * E;
-                    for (int64_t j = 0; j < lk; j++) {
-                        s[j] = scale * nf__dot(qi, k + g * p->kv_gs + j * p->kv_ss + h * E, E);
-                    }
-                    nf__softmax_row(s, lk);
-                    float * oi = o + g * p->o_gs + i * p->o_ss + h * E;
-                    for (int64_t e = 0; e < E; e++) oi[e] = 0.0f;
-                    for (int64_t j = 0; j < lk; j++) {
-                        const float * vj = v + g * p->kv_gs + j * p->kv_ss + h * E;
-                        const float pj = s[j];
-                        for (int64_t e = 0; e < E; e++) oi[e] += pj * vj[e];
-                    }
-                }
+                nf__attn_tile_run(&t, q + g * p->q_gs + h * E, p->q_ss, k + g * p->kv_gs + h * E,
+                                  v + g * p->kv_gs + h * E, p->kv_ss, o + g * p->o_gs + h * E, p->o_ss);
             }
-            free(s);
+            free(buf);
         }
         if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory");
         return NF_OK;

@@ -62,7 +62,7 @@ int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out,
              gi.cpu_model[0] ? gi.cpu_model : "(unknown model)", gi.cpu_simd, omp_get_max_threads(), gi.library);
     snprintf(
         be->precision_detail, sizeof(be->precision_detail),
-        "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); %s",
+        "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); softmax exp correctly rounded (double-precision Taylor series); %s",
         gi.library);
     snprintf(be->warning, sizeof(be->warning), "%s", gi.warning);
     *out = be;
