@@ -9,6 +9,9 @@
  * (it then runs on the calling thread alone). */
 int nf__cpu_sgemm(int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float * a, int64_t lda,
                   const float * b, int64_t ldb, float * c, int64_t ldc, nf_err * err);
+/* the same with C (m, n) = C + alpha * A · op(B) */
+int nf__cpu_sgemm_acc(int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float * a, int64_t lda,
+                      const float * b, int64_t ldb, float * c, int64_t ldc, nf_err * err);
 
 enum { NF_SIMD_NONE = 0, NF_SIMD_SSE41, NF_SIMD_AVX, NF_SIMD_AVX2, NF_SIMD_AVX512 };
 

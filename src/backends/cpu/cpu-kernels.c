@@ -394,7 +394,7 @@ typedef float nf__v16 __attribute__((vector_size(NF__LANES * sizeof(float))));
 struct nf__attn_tile {
     int64_t lq, lk, E, lk16, E16;
     float scale;
-    float *kt, *vp, *s, *qb; /* E x lk16 keys transposed; lk x E16 values; 4 x lk16 scores; 4 x E queries */
+    float *kt, *vp, *s, *qb; /* E x lk16 keys transposed; lk x E16 padded values; 4 x lk16 scores; 4 x E queries */
 };
 
 __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static void nf__attn_tile_run(
@@ -404,8 +404,15 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static vo
     float *kt = t->kt, *vp = t->vp, *s = t->s, *qb = t->qb;
     for (int64_t j = 0; j < lk16; j++)
         for (int64_t e = 0; e < E; e++) kt[e * lk16 + j] = j < lk ? k[j * kv_ss + e] : 0.0f;
-    for (int64_t j = 0; j < lk; j++)
-        for (int64_t e = 0; e < E16; e++) vp[j * E16 + e] = e < E ? v[j * kv_ss + e] : 0.0f;
+    /* the values in place when a row is whole vectors, else padded copies */
+    const float * vr = v;
+    int64_t v_ss = kv_ss;
+    if (E16 != E) {
+        for (int64_t j = 0; j < lk; j++)
+            for (int64_t e = 0; e < E16; e++) vp[j * E16 + e] = e < E ? v[j * kv_ss + e] : 0.0f;
+        vr = vp;
+        v_ss = E16;
+    }
     for (int64_t i0 = 0; i0 < lq; i0 += NF__TILE_ROWS) {
         const int64_t nr = lq - i0 < NF__TILE_ROWS ? lq - i0 : NF__TILE_ROWS;
         for (int64_t r = 0; r < NF__TILE_ROWS; r++)
@@ -434,7 +441,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static vo
             nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
             for (int64_t j = 0; j < lk; j++) {
                 nf__v16 vv;
-                memcpy(&vv, vp + j * E16 + eb, sizeof(vv));
+                memcpy(&vv, vr + j * v_ss + eb, sizeof(vv));
                 a0 = a0 + s[j] * vv;
                 a1 = a1 + s[lk16 + j] * vv;
                 a2 = a2 + s[2 * lk16 + j] * vv;
@@ -457,8 +464,11 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     if (G == 0 || lq == 0) return NF_OK;
     const float scale = p->scale;
 
-    if (lk <= NF__TILE_MAXK) {
-        /* small problems: one task per (group, head) */
+    if (lk <= NF__TILE_MAXK && ((lk < 128 && lq * lk * E <= 64 * 64 * 128) || (lq <= 128 && E <= 64))) {
+        /* small problems: one task per (group, head). Measured: Mitra's
+         * feature attention (17 x 17 x 128) and SpTransformer's windows (64 x
+         * 128..192 x 32) run faster here, Mitra's row attention (16 or 512 query
+         * rows x 256 support rows x 128) in the two GEMMs below */
         const int64_t lk16 = (lk + NF__LANES - 1) / NF__LANES * NF__LANES;
         const int64_t E16 = (E + NF__LANES - 1) / NF__LANES * NF__LANES;
         const size_t nfl = (size_t) (E * lk16 + lk * E16 + NF__TILE_ROWS * lk16 + NF__TILE_ROWS * E);

@@ -6,7 +6,8 @@
  * Exact fp32 as the rest of the cpu backend (-ffp-contract=off, expf,
  * sqrtf); loops are parallel over independent rows and never split a
  * reduction, so results are identical run to run and thread count to
- * thread count. CONV1D is im2col + one sgemm per block of rows. */
+ * thread count. CONV1D is one sgemm per tap and block of rows, reading x
+ * in place. */
 #include "cpu-gemm.h"
 #include "cpu-kernels.h"
 
@@ -19,10 +20,14 @@
 
 /* ---- CONV1D ------------------------------------------------------------------------- */
 
-/* rows of one im2col block: big enough for an efficient GEMM, small enough
- * that the block (rows x cin*ksize floats) stays in the caches */
+/* rows of one output block: its partial sums (rows x cout floats) stay in
+ * the L2 cache while the taps' GEMMs add into them */
 #define NF__CONV_BLOCK 1024
 
+/* y = bias + sum over taps k of x[rows shifted by k*dilation - pad] · W_kᵀ:
+ * one GEMM per tap reading x in place (no im2col), each adding into the
+ * block's partial sums, tap 0 first; a tap's rows that would read outside
+ * the sequence are left out of its GEMM (they read zeros). */
 int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_conv1d_params * p = &op->p.conv1d;
     if (p->n_seq == 0 || p->len == 0) return NF_OK;
@@ -30,36 +35,30 @@ int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     const float * W = NF__PTR(&op->src[1]);
     const float * bias = op->n_src == 3 ? NF__PTR(&op->src[2]) : NULL;
     float * y = NF__PTR(&op->dst[0]);
-    const int64_t cin = p->cin, cout = p->cout, K = p->ksize, KC = K * cin, L = p->len;
+    const int64_t cin = p->cin, cout = p->cout, K = p->ksize, L = p->len;
     const int64_t blk = L < NF__CONV_BLOCK ? L : NF__CONV_BLOCK;
-    /* scratch: W tap-major (cout, K, cin) so that an im2col row is K
-     * contiguous copies of input rows; one im2col block; one output block */
-    const size_t nw = (size_t) (cout * KC), ncol = (size_t) (blk * KC), nt = (size_t) (blk * cout);
-    float * Wt = nf__backend_host_scratch(be, (nw + ncol + nt) * sizeof(float));
+    /* scratch: W tap-major (K, cout, cin), one output block */
+    const size_t nw = (size_t) (K * cout * cin), nt = (size_t) (blk * cout);
+    float * Wt = nf__backend_host_scratch(be, (nw + nt) * sizeof(float));
     if (!Wt) return nf__err_set(err, NF_ERR_NOMEM, "CONV1D %s: out of memory", op->label ? op->label : "");
-    float * col = Wt + nw;
-    float * t = col + ncol;
+    float * t = Wt + nw;
 #pragma omp parallel for schedule(static)
     for (int64_t o = 0; o < cout; o++)
         for (int64_t c = 0; c < cin; c++)
-            for (int64_t k = 0; k < K; k++) Wt[(o * K + k) * cin + c] = W[(o * cin + c) * K + k];
+            for (int64_t k = 0; k < K; k++) Wt[(k * cout + o) * cin + c] = W[(o * cin + c) * K + k];
     for (int64_t s = 0; s < p->n_seq; s++) {
         const float * xs = x + s * p->x_gs;
         float * ys = y + s * p->y_gs;
         for (int64_t t0 = 0; t0 < L; t0 += blk) {
             const int64_t nr = L - t0 < blk ? L - t0 : blk;
-#pragma omp parallel for schedule(static)
-            for (int64_t r = 0; r < nr; r++) {
-                float * cr = col + r * KC;
-                for (int64_t k = 0; k < K; k++) {
-                    const int64_t ti = t0 + r + k * p->dilation - p->pad;
-                    if (ti >= 0 && ti < L)
-                        memcpy(cr + k * cin, xs + ti * p->ldx, (size_t) cin * sizeof(float));
-                    else
-                        memset(cr + k * cin, 0, (size_t) cin * sizeof(float));
-                }
+            memset(t, 0, (size_t) (nr * cout) * sizeof(float));
+            for (int64_t k = 0; k < K; k++) {
+                const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
+                const int64_t lo = t0 > -sh ? t0 : -sh, hi = t0 + nr < L - sh ? t0 + nr : L - sh;
+                if (hi <= lo) continue;
+                NF_TRY(nf__cpu_sgemm_acc(1, hi - lo, cout, cin, 1.0f, xs + (lo + sh) * p->ldx, p->ldx,
+                                         Wt + k * cout * cin, cin, t + (lo - t0) * cout, cout, err));
             }
-            NF_TRY(nf__cpu_sgemm(1, nr, cout, KC, 1.0f, col, KC, Wt, KC, t, cout, err));
 #pragma omp parallel for schedule(static)
             for (int64_t r = 0; r < nr; r++) {
                 float * yr = ys + (t0 + r) * p->ldy;
