@@ -390,6 +390,26 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static vo
 #define NF__TILE_ROWS 4
 typedef float nf__v16 __attribute__((vector_size(NF__LANES * sizeof(float))));
 
+/* acc[r] = sum over i < n, in order, of a[r lda + i] * b[i ldb .. + 16], for
+ * the four rows r: the scores (a = queries, b = transposed keys) and the
+ * outputs (a = probabilities, b = values) alike. Inlined into its callers,
+ * so it takes their vector width and acc stays in registers. */
+static inline __attribute__((always_inline)) void nf__tile4(const float * a, int64_t lda, const float * b, int64_t ldb,
+                                                            int64_t n, nf__v16 * acc) {
+    nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (int64_t i = 0; i < n; i++) {
+        nf__v16 bv;
+        memcpy(&bv, b + i * ldb, sizeof(bv));
+        a0 = a0 + a[i] * bv;
+        a1 = a1 + a[lda + i] * bv;
+        a2 = a2 + a[2 * lda + i] * bv;
+        a3 = a3 + a[3 * lda + i] * bv;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
 
 struct nf__attn_tile {
     int64_t lq, lk, E, lk16, E16;
@@ -418,38 +438,19 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static vo
         for (int64_t r = 0; r < NF__TILE_ROWS; r++)
             for (int64_t e = 0; e < E; e++) qb[r * E + e] = r < nr ? q[(i0 + r) * q_ss + e] : 0.0f;
         for (int64_t jb = 0; jb < lk16; jb += NF__LANES) {
-            nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            for (int64_t e = 0; e < E; e++) {
-                nf__v16 kv;
-                memcpy(&kv, kt + e * lk16 + jb, sizeof(kv));
-                a0 = a0 + qb[e] * kv;
-                a1 = a1 + qb[E + e] * kv;
-                a2 = a2 + qb[2 * E + e] * kv;
-                a3 = a3 + qb[3 * E + e] * kv;
+            nf__v16 acc[NF__TILE_ROWS];
+            nf__tile4(qb, E, kt + jb, lk16, E, acc);
+            for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
+                const nf__v16 sc = t->scale * acc[r];
+                memcpy(s + r * lk16 + jb, &sc, sizeof(sc));
             }
-            a0 = t->scale * a0;
-            a1 = t->scale * a1;
-            a2 = t->scale * a2;
-            a3 = t->scale * a3;
-            memcpy(s + jb, &a0, sizeof(a0));
-            memcpy(s + lk16 + jb, &a1, sizeof(a1));
-            memcpy(s + 2 * lk16 + jb, &a2, sizeof(a2));
-            memcpy(s + 3 * lk16 + jb, &a3, sizeof(a3));
         }
         for (int64_t r = 0; r < nr; r++) nf__softmax_row(s + r * lk16, lk);
         for (int64_t eb = 0; eb < E16; eb += NF__LANES) {
-            nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            for (int64_t j = 0; j < lk; j++) {
-                nf__v16 vv;
-                memcpy(&vv, vr + j * v_ss + eb, sizeof(vv));
-                a0 = a0 + s[j] * vv;
-                a1 = a1 + s[lk16 + j] * vv;
-                a2 = a2 + s[2 * lk16 + j] * vv;
-                a3 = a3 + s[3 * lk16 + j] * vv;
-            }
-            const nf__v16 * acc[NF__TILE_ROWS] = {&a0, &a1, &a2, &a3};
+            nf__v16 acc[NF__TILE_ROWS];
+            nf__tile4(s, lk16, vr + eb, v_ss, lk, acc);
             const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
-            for (int64_t r = 0; r < nr; r++) memcpy(o + (i0 + r) * o_ss + eb, acc[r], (size_t) ne * sizeof(float));
+            for (int64_t r = 0; r < nr; r++) memcpy(o + (i0 + r) * o_ss + eb, &acc[r], (size_t) ne * sizeof(float));
         }
     }
 }
