@@ -46,13 +46,18 @@ NF_API int nf_table_read_csv(const char * path, nf_table ** out, nf_err * err);
 /* An empty table of n_rows rows; name is used in messages (e.g. "X", "train") */
 NF_API int nf_table_new(const char * name, int64_t n_rows, nf_table ** out, nf_err * err);
 /* Add a numeric column (copied): n_rows values, NaN = missing. is_int: the
- * values are int64 (each must then be an integer and none missing; NF_ERR_INPUT
- * otherwise). */
+ * values are int64 or uint64 (each must then be an integer and none missing;
+ * NF_ERR_INPUT otherwise). */
 NF_API int nf_table_add_numeric(nf_table * t, const char * name, const double * values, int is_int, nf_err * err);
 /* Add a text column (copied): n_rows NUL-terminated UTF-8 strings; a row is
  * missing where missing[r] != 0 (missing may be NULL) or values[r] is NULL. */
 NF_API int nf_table_add_text(nf_table * t, const char * name, const char * const * values,
                              const unsigned char * missing, nf_err * err);
+/* Add a bool column (copied): values[r] 0 (False), 1 (True) or -1 (missing).
+ * Without missing values it is pandas' bool dtype (0/1); with them an object
+ * column of bools and NaN, whose categories sort False, True, '' as pandas
+ * sorts bools before strings. */
+NF_API int nf_table_add_bool(nf_table * t, const char * name, const signed char * values, nf_err * err);
 NF_API void nf_table_free(nf_table * t);
 NF_API int64_t nf_table_n_rows(const nf_table * t);
 NF_API int nf_table_n_cols(const nf_table * t);

@@ -265,6 +265,40 @@ def date_sample_table(sampled):
     return pd.DataFrame({"x": x, "d": d, "y": y})
 
 
+def pandas_types_table():
+    """read_csv's dtypes at their edges (pandas 2.x C parser), numpy default_rng(13): bools in any case
+    (bool dtype), bools with blanks (an object column of bools and NaN: categories False, True, ''), one
+    bool and blanks (0/1), integers above INT64_MAX (uint64), beyond UINT64_MAX (text), 1e400 (no
+    float: text), uint64 values with a missing one (text, 'NA' kept as written), codes that are
+    text in training and all integers in the test table (another kind: no category matches)."""
+    rng = np.random.default_rng(13)
+    n = 100
+    x = np.round(rng.normal(size=n), 3)
+    u = rng.integers(0, 4, size=n)
+    df = pd.DataFrame({
+        "x": x,
+        "flag": rng.choice(["True", "TRUE", "true", "False", "FALSE", "false"], size=n),
+        "flag_na": np.where(rng.random(n) < 0.2, "", rng.choice(["TRUE", "FALSE"], size=n)),
+        "only_true": np.where(rng.random(n) < 0.5, "", "True"),
+        "big_u": [str(9223372036854775808 + 2**60 * int(k) + 1) for k in u],  # distinct as doubles too
+        "big_over": [str(18446744073709551616 + int(k)) for k in rng.integers(0, 5, size=n)],
+        "huge": rng.choice(["1e400", "-1e400", "2.5", "7"], size=n),
+        "conflict": np.where(rng.random(n) < 0.15, "NA", [str(9223372036854775808 + int(k)) for k in u]),
+        "codes": rng.choice(["A1", "7", "12", "B"], size=n),
+    }, dtype=object)
+    s = x + 0.6 * (df["flag"].str.lower() == "true") - 0.4 * u
+    df["label"] = np.where(s > 0.3, "p", np.where(s < -0.8, "n", "z"))
+    return df
+
+
+def pandas_types_edit(te):
+    te = te.copy()
+    te["codes"] = [str(v) for v in np.random.default_rng(14).choice([7, 12, 3], size=len(te))]  # int64 in test
+    te.loc[0, "flag"] = ""        # bool in training, bools and NaN in test: missing -> 0
+    te["flag_na"] = te["flag_na"].replace("", "FALSE")  # bools and NaN in training, bool dtype in test
+    return te
+
+
 def write_split(df, d: Path, n_train, n_test, seed, edit_test=None, ordered=False):
     idx = np.arange(len(df)) if ordered else np.random.default_rng(seed).permutation(len(df))
     tr = df.iloc[idx[:n_train]].reset_index(drop=True)
@@ -302,6 +336,8 @@ CASES = {
                   edit=rules_edit),
     "dates": dict(table=dates_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
                   edit=dates_edit),
+    "pandas_types": dict(table=pandas_types_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
+                         edit=pandas_types_edit),
     # > 8,192 training rows: two 1,024-row test chunks, two members sharing one RandomState; a small
     # model (the full-size one would take minutes a forward on a CPU)
     "big": dict(table=big_table, target="y", task="auto", n_train=9900, n_test=1100, n_est=2, mitra_seed=True,

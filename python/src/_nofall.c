@@ -290,8 +290,8 @@ static PyTypeObject NfModelType = {
 
 /* ---- tables ------------------------------------------------------------------ */
 /* columns: a list of (name, kind, data[, missing]): kind "int64" / "float64"
- * (data: a float64 buffer, NaN = missing) or "text" (data: a list of str or
- * None) */
+ * (data: a float64 buffer, NaN = missing), "text" (data: a list of str or
+ * None) or "bool" (data: a list of bool or None) */
 static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * cols) {
     if (!PyList_Check(cols)) {
         PyErr_SetString(PyExc_TypeError, "columns: a list of (name, kind, data)");
@@ -333,6 +333,26 @@ static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * col
             rc = bad ? NF_OK : nf_table_add_text(t, name, v, NULL, &err);
             PyMem_Free(v);
             if (bad) goto fail;
+        } else if (strcmp(kind, "bool") == 0) {
+            if (!PyList_Check(data) || PyList_GET_SIZE(data) != n_rows) {
+                PyErr_Format(PyExc_ValueError, "column '%s': a list of %lld bool or None", name, (long long) n_rows);
+                goto fail;
+            }
+            signed char * v = PyMem_Malloc((size_t) (n_rows ? n_rows : 1));
+            if (!v) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            int bad = 0;
+            for (int64_t r = 0; r < n_rows && !bad; r++) {
+                PyObject * s = PyList_GET_ITEM(data, r);
+                int tv = s == Py_None ? -1 : PyObject_IsTrue(s);
+                if (s != Py_None && tv < 0) bad = 1;
+                v[r] = (signed char) tv;
+            }
+            rc = bad ? NF_OK : nf_table_add_bool(t, name, v, &err);
+            PyMem_Free(v);
+            if (bad) goto fail;
         } else if (strcmp(kind, "int64") == 0 || strcmp(kind, "float64") == 0) {
             Py_buffer b;
             if (nf_py_buffer(data, &b, "d", 0, name) != 0) goto fail;
@@ -345,7 +365,7 @@ static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * col
             rc = nf_table_add_numeric(t, name, (const double *) b.buf, kind[0] == 'i', &err);
             PyBuffer_Release(&b);
         } else {
-            PyErr_Format(PyExc_ValueError, "column '%s': kind '%s' (int64, float64 or text)", name, kind);
+            PyErr_Format(PyExc_ValueError, "column '%s': kind '%s' (int64, float64, bool or text)", name, kind);
             goto fail;
         }
         if (rc != NF_OK) {

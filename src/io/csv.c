@@ -3,10 +3,8 @@
  * The file is read whole (size-capped) and checked as UTF-8 field by field;
  * the first record is the header; every record must have as many fields as
  * the header. Columns are typed the way pandas.read_csv types them with its
- * defaults: a column is numeric if every non-missing value parses as a
- * number (C locale, surrounding blanks allowed), integer if in addition every
- * value is an integer literal and none is missing (pandas' int64), otherwise
- * text. Missing = pandas' default NA strings (the empty field among them).
+ * defaults (nf_csv_type_column): int64 / uint64, float64, bool, or text.
+ * Missing = pandas' default NA strings (the empty field among them).
  * Blank lines are skipped and a UTF-8 BOM is dropped, as pandas does. */
 #include "nf-io.h"
 
@@ -33,8 +31,8 @@ int nf__csv_is_na(const char * s) {
 }
 
 /* A number as pandas reads one: decimal (no hex), optional exponent, inf /
- * infinity; blanks around it allowed. *is_int: an integer literal that fits
- * int64. */
+ * infinity; blanks around it allowed; a finite literal that overflows a
+ * double (1e400) is no number. *is_int: an integer literal that fits int64. */
 int nf__csv_parse_number(const char * s, double * out, int * is_int) {
     while (*s == ' ' || *s == '\t') s++;
     const char * p = s;
@@ -74,8 +72,10 @@ int nf__csv_parse_number(const char * s, double * out, int * is_int) {
         if (!c) return 0;
         memcpy(c, s, n);
         c[n] = 0;
+        errno = 0;
         *out = strtod(c, NULL);
         free(c);
+        if (errno == ERANGE && isinf(*out)) return 0; /* overflow (1e400): pandas reads no number */
     } else {
         memcpy(buf, s, n);
         buf[n] = 0;
@@ -87,7 +87,11 @@ int nf__csv_parse_number(const char * s, double * out, int * is_int) {
             else
                 *out = (double) v;
         }
-        if (!intlit) *out = strtod(buf, NULL);
+        if (!intlit) {
+            errno = 0;
+            *out = strtod(buf, NULL);
+            if (errno == ERANGE && isinf(*out)) return 0;
+        }
     }
     *is_int = intlit;
     return 1;
@@ -237,33 +241,136 @@ static void nf_csv_record(int c, void * data) {
     st->record++;
 }
 
+/* One token as pandas' tokenizer reads an integer (str_to_int64 /
+ * str_to_uint64): blanks around it, a sign, ASCII digits only. Overflow is
+ * seen digit by digit, before the rest of the token is looked at, as pandas
+ * does. Unsigned: a leading '-' only notes a signed value (*neg) and stops;
+ * a value above INT64_MAX is noted in *big. */
+enum { NF_CSV_TOK_INT, NF_CSV_TOK_INVALID, NF_CSV_TOK_OVERFLOW };
+static int nf_csv_int_token(const char * s, int is_unsigned, int * neg, int * big) {
+    while (*s && strchr(" \t\n\v\f\r", *s)) s++;
+    int minus = 0;
+    if (*s == '-') {
+        if (is_unsigned) {
+            *neg = 1;
+            return NF_CSV_TOK_INT;
+        }
+        minus = 1;
+        s++;
+    } else if (*s == '+') {
+        s++;
+    }
+    if (!(*s >= '0' && *s <= '9')) return NF_CSV_TOK_INVALID;
+    const uint64_t lim = is_unsigned ? UINT64_MAX : minus ? (uint64_t) INT64_MAX + 1 : (uint64_t) INT64_MAX;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        const uint64_t d = (uint64_t) (*s - '0');
+        if (v > (lim - d) / 10) return NF_CSV_TOK_OVERFLOW;
+        v = v * 10 + d;
+    }
+    while (*s && strchr(" \t\n\v\f\r", *s)) s++;
+    if (*s) return NF_CSV_TOK_INVALID;
+    if (is_unsigned && v > (uint64_t) INT64_MAX) *big = 1;
+    return NF_CSV_TOK_INT;
+}
+
+int nf__csv_is_bool(const char * s, int * v) {
+    static const char * const t[] = {"True", "TRUE", "true"}, *const f[] = {"False", "FALSE", "false"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(s, t[i]) == 0) return *v = 1, 1;
+        if (strcmp(s, f[i]) == 0) return *v = 0, 1;
+    }
+    return 0;
+}
+
+/* pandas.read_csv's type of a column (the C parser of pandas 2.x, with its
+ * defaults), tried in its order:
+ *   int64     every non-missing token an integer; with missing ones float64.
+ *             The first token (in row order) that is not an integer sends the
+ *             column on to float64; the first that overflows int64, to
+ *   uint64    tokens read as unsigned, a '-' token only noted: the first that
+ *             is not an integer sends the column on to float64, one that
+ *             overflows uint64 makes it text; values above INT64_MAX together
+ *             with a negative or a missing value make it text with the NA
+ *             strings kept as written (pandas keeps the column "as is");
+ *             a negative value alone makes it text;
+ *   float64   every non-missing token a number that does not overflow
+ *             (1e400 does: text; 1e-400 is 0; inf / -Infinity are numbers);
+ *   bool      every non-missing token True/TRUE/true/False/FALSE/false: bool
+ *             without missing values, else text holding Python bools;
+ *   object    text.
+ * The model was checked against pandas 2.3 on random columns of tricky
+ * tokens (uint64 and int64 limits, signs, blanks, NA strings, overflow). */
+static void nf_csv_type_column(struct nf_csv_column * col, int64_t n) {
+    int64_t r;
+    int neg = 0, big = 0, tok = NF_CSV_TOK_INT;
+    for (r = 0; r < n && tok == NF_CSV_TOK_INT; r++)
+        if (!col->missing[r]) tok = nf_csv_int_token(col->raw[r], 0, &neg, &big);
+    if (tok == NF_CSV_TOK_INT) {
+        col->type = col->n_missing ? NF_CSV_FLOAT : NF_CSV_INT;
+        return;
+    }
+    if (tok == NF_CSV_TOK_OVERFLOW) {
+        tok = NF_CSV_TOK_INT;
+        for (r = 0; r < n && tok == NF_CSV_TOK_INT; r++)
+            if (!col->missing[r]) tok = nf_csv_int_token(col->raw[r], 1, &neg, &big);
+        if (tok == NF_CSV_TOK_OVERFLOW) return; /* text */
+        if (tok == NF_CSV_TOK_INT) {
+            if (big && (neg || col->n_missing)) { /* text, NA strings as written */
+                memset(col->missing, 0, (size_t) n);
+                col->n_missing = 0;
+            } else if (!neg) {
+                col->type = NF_CSV_INT; /* uint64 */
+            }
+            return;
+        }
+    }
+    double d;
+    int ii;
+    for (r = 0; r < n; r++)
+        if (!col->missing[r] && !nf__csv_parse_number(col->raw[r], &d, &ii)) break;
+    if (r == n) {
+        col->type = NF_CSV_FLOAT;
+        return;
+    }
+    int b;
+    for (r = 0; r < n; r++)
+        if (!col->missing[r] && !nf__csv_is_bool(col->raw[r], &b)) return; /* text */
+    col->bools = 1;
+    col->type = col->n_missing ? NF_CSV_TEXT : NF_CSV_BOOL;
+}
+
 static int nf_csv_type_columns(struct nf_csv_table * t, const char * name, nf_err * err) {
+    const int64_t n = t->n_rows;
     for (int c = 0; c < t->n_cols; c++) {
         struct nf_csv_column * col = &t->cols[c];
-        col->num = malloc((size_t) (t->n_rows ? t->n_rows : 1) * sizeof(double));
-        col->missing = calloc((size_t) (t->n_rows ? t->n_rows : 1), 1);
+        col->num = malloc((size_t) (n ? n : 1) * sizeof(double));
+        col->missing = calloc((size_t) (n ? n : 1), 1);
         if (!col->num || !col->missing) return nf__err_set(err, NF_ERR_NOMEM, "out of memory reading %s", name);
-        int numeric = 1, integer = 1;
-        for (int64_t r = 0; r < t->n_rows; r++) {
-            const char * s = col->raw[r];
-            if (nf__csv_is_na(s)) {
+        for (int64_t r = 0; r < n; r++) {
+            col->num[r] = NAN;
+            if (nf__csv_is_na(col->raw[r])) {
                 col->missing[r] = 1;
-                col->num[r] = NAN;
                 col->n_missing++;
-                integer = 0;
-                continue;
-            }
-            int is_int = 0;
-            if (numeric && nf__csv_parse_number(s, &col->num[r], &is_int)) {
-                integer &= is_int;
-            } else {
-                numeric = 0;
-                integer = 0;
             }
         }
-        col->type = numeric ? (integer ? NF_CSV_INT : NF_CSV_FLOAT) : NF_CSV_TEXT;
-        if (!numeric) {
-            for (int64_t r = 0; r < t->n_rows; r++) col->num[r] = NAN;
+        col->type = NF_CSV_TEXT;
+        nf_csv_type_column(col, n);
+        if (col->bools) {
+            /* bools as Python prints them: True / False */
+            for (int64_t r = 0; r < n; r++) {
+                int b;
+                if (col->missing[r] || !nf__csv_is_bool(col->raw[r], &b)) continue;
+                char * s = strdup(b ? "True" : "False");
+                if (!s) return nf__err_set(err, NF_ERR_NOMEM, "out of memory reading %s", name);
+                free(col->raw[r]);
+                col->raw[r] = s;
+                col->num[r] = b;
+            }
+        } else if (col->type != NF_CSV_TEXT) {
+            int ii;
+            for (int64_t r = 0; r < n; r++)
+                if (!col->missing[r]) nf__csv_parse_number(col->raw[r], &col->num[r], &ii);
         }
     }
     return NF_OK;

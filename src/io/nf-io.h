@@ -225,12 +225,17 @@ int nf__smap_get(const struct nf__smap * m, const char * s, size_t n);
 int nf__smap_put(struct nf__smap * m, const char * s, size_t n, int v);
 
 /* ---- CSV tables (csv.c) ----------------------------------------------------- */
-/* Column types as pandas.read_csv gives them: int64 (every value an integer
- * literal, none missing), float64 (every non-missing value a number), text. */
-enum nf_csv_type { NF_CSV_INT, NF_CSV_FLOAT, NF_CSV_TEXT };
+/* Column types as pandas.read_csv gives them (csv.c, nf_csv_type_column):
+ * int64 or uint64 (every value an integer, none missing), float64 (every
+ * non-missing value a number), bool (every value True/False, none missing;
+ * num 0/1), text. A text column with bools = 1 holds Python bools and missing
+ * values (pandas' object column of True / False / NaN). Bool fields read
+ * True / False as Python prints them, whatever the case written. */
+enum nf_csv_type { NF_CSV_INT, NF_CSV_FLOAT, NF_CSV_TEXT, NF_CSV_BOOL };
 struct nf_csv_column {
     char * name;
     enum nf_csv_type type;
+    int bools; /* every non-missing value a bool (NF_CSV_BOOL, or text with missing values) */
     char ** raw;    /* n_rows fields as written (UTF-8, unquoted)            */
     double * num;   /* numeric columns: the values, NaN where missing        */
     char * missing; /* 1 where the field is one of pandas' default NA strings */
@@ -251,6 +256,7 @@ int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv
 void nf__csv_free(struct nf_csv_table * t);
 int nf__csv_find(const struct nf_csv_table * t, const char * name); /* column index or -1 */
 int nf__csv_is_na(const char * s);                                  /* one of pandas' default NA strings */
+int nf__csv_is_bool(const char * s, int * v); /* True/TRUE/true (*v 1), False/FALSE/false (*v 0) */
 int nf__csv_parse_number(const char * s, double * out, int * is_int);
 
 #endif /* NF_IO_H */

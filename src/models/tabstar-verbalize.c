@@ -226,23 +226,16 @@ static int nf_boundaries(const double * x, int64_t n, double b[11], int64_t * nq
 
 /* ---- pandas' view of a column ------------------------------------------------ */
 
-static int nf_is_bool_str(const char * s, int * val) {
-    static const char *const t[] = {"True", "TRUE", "true"}, *const f[] = {"False", "FALSE", "false"};
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(s, t[i]) == 0) return *val = 1, 1;
-        if (strcmp(s, f[i]) == 0) return *val = 0, 1;
-    }
-    return 0;
-}
-
-/* the dtype pandas.read_csv gives a column of the CSV reader's table */
+/* the dtype pandas.read_csv gives a column of the CSV reader's table (csv.c
+ * types it; a table built from columns may hold True / False text) */
 static int nf_col_dtype(const struct nf_csv_column * c, int64_t n) {
     if (c->type == NF_CSV_INT) return NF_TAB_DT_INT;
     if (c->type == NF_CSV_FLOAT) return NF_TAB_DT_FLOAT;
+    if (c->type == NF_CSV_BOOL) return NF_TAB_DT_BOOL;
     int any = 0, b;
     for (int64_t r = 0; r < n; r++) {
         if (c->missing[r]) continue;
-        if (!nf_is_bool_str(c->raw[r], &b)) return NF_TAB_DT_OBJECT;
+        if (!nf__csv_is_bool(c->raw[r], &b)) return NF_TAB_DT_OBJECT;
         any = 1;
     }
     if (!any) return NF_TAB_DT_OBJECT;
@@ -262,8 +255,8 @@ static int nf_isdigit_str(const char * s) {
 static double nf_col_number(const struct nf_csv_column * c, int dtype, int64_t r) {
     int b = 0;
     if (dtype == NF_TAB_DT_BOOL || dtype == NF_TAB_DT_OBJBOOL)
-        return c->missing[r] ? NAN : (nf_is_bool_str(c->raw[r], &b), (double) b);
-    if (dtype == NF_TAB_DT_INT) return (double) strtoll(c->raw[r], NULL, 10);
+        return c->missing[r] ? NAN : (nf__csv_is_bool(c->raw[r], &b), (double) b);
+    if (dtype == NF_TAB_DT_INT) return c->num[r]; /* int64 or uint64, as a double */
     return c->num[r];
 }
 
@@ -283,7 +276,7 @@ static const char * nf_col_text(const struct nf_csv_column * c, int dtype, int64
             return buf;
         }
         case NF_TAB_DT_BOOL:
-        case NF_TAB_DT_OBJBOOL: nf_is_bool_str(c->raw[r], &b); return b ? "True" : "False";
+        case NF_TAB_DT_OBJBOOL: nf__csv_is_bool(c->raw[r], &b); return b ? "True" : "False";
         default: return c->raw[r];
     }
 }

@@ -108,6 +108,30 @@ int nf__iso_datetime_ns(const char * s, int64_t * ns) {
 }
 
 /* a value that is not ISO 8601: might pandas.to_datetime(format="mixed") read it as a date? */
+/* numbers that to_datetime reads as no date (checked on pandas 2.3): a
+ * decimal literal with an exponent (1e5, -2.5E400, overflowing ones too), and
+ * an integer of more than 14 digits (dateutil reads at most YYYYMMDDhhmmss;
+ * every integer beyond int64 is one) */
+static int nf_never_date(const char * s) {
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s == '+' || *s == '-') s++;
+    int digits = 0, point = 0;
+    while (isdigit((unsigned char) *s)) s++, digits++;
+    if (*s == '.') s++, point = 1;
+    while (isdigit((unsigned char) *s)) s++, digits++;
+    if (!digits) return 0;
+    int exp = 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!isdigit((unsigned char) *s)) return 0;
+        while (isdigit((unsigned char) *s)) s++;
+        exp = 1;
+    }
+    while (*s == ' ' || *s == '\t') s++;
+    return *s == 0 && (exp || (!point && digits > 14));
+}
+
 int nf__date_maybe(const char * s) {
     static const char * const names[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
                                          "oct", "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat",
@@ -116,6 +140,7 @@ int nf__date_maybe(const char * s) {
     if (n == 0) return 0;
     double v;
     int ii;
+    if (nf_never_date(s)) return 0;
     if (nf__csv_parse_number(s, &v, &ii)) return s[0] == '0' || v >= 1000; /* pandas' pre-check */
     int digit = 0, sep = 0;
     for (size_t i = 0; i < n; i++) {
@@ -183,7 +208,7 @@ static int64_t * nf_sample(int64_t n, int64_t k, int64_t * m) {
 
 int nf__ag_special_type(const struct nf_csv_column * c, int64_t n, int64_t * bad_row, nf_err * err) {
     *bad_row = -1;
-    if (c->type != NF_CSV_TEXT || c->n_missing == n || n == 0) return NF_AG_PLAIN;
+    if (c->type != NF_CSV_TEXT || c->bools || c->n_missing == n || n == 0) return NF_AG_PLAIN;
     /* pd.to_numeric succeeds: a column of numbers held as text is no date */
     int64_t r = 0;
     for (double v; r < n; r++) {

@@ -37,7 +37,8 @@ struct nf_feat {
     int is_int;      /* pandas int64 in train */
     double true_num; /* bool: the value mapped to 1 */
     const char * true_str;
-    char ** cats; /* category: sorted categories (count >= 2) */
+    char ** cats; /* category: sorted categories (count >= 2); bools: False, True, then '' */
+    int bools;    /* the training column holds Python bools (and missing values) */
     int64_t n_cats;
     double * xs;          /* generated values (NaN missing; codes -1 for a missing category) */
     const char * dropped; /* why it was dropped, or NULL */
@@ -101,7 +102,15 @@ static int64_t nf_distinct_num(const double * v, int64_t n, double * tmp, int * 
     return u + *has_nan;
 }
 
-static int64_t nf_find_cat(char ** cats, int64_t n, const char * s) {
+/* the code of a value among the categories (-1: unseen; s NULL: a value of
+ * another kind, which pandas' category lookup never matches) */
+static int64_t nf_find_cat(char ** cats, int64_t n, int bools, const char * s) {
+    if (!s) return -1;
+    if (bools) { /* at most False, True, '': bools sort before strings (pandas' safe_sort) */
+        for (int64_t i = 0; i < n; i++)
+            if (strcmp(cats[i], s) == 0) return i;
+        return -1;
+    }
     int64_t lo = 0, hi = n - 1;
     while (lo <= hi) {
         int64_t mid = (lo + hi) / 2;
@@ -265,7 +274,7 @@ static int nf_pred_special(struct nf_predictor * p, int c, double * tmp, nf_err 
     const struct nf_csv_column * tc = &p->tr.cols[c];
     const int64_t ns = p->tr.n_rows;
     int64_t bad;
-    if (tc->type != NF_CSV_TEXT) return NF_OK;
+    if (tc->type != NF_CSV_TEXT || tc->bools) return NF_OK; /* bools: no date, no free text */
     /* two distinct values (missing counted) are 0/1 before any type inference */
     {
         int64_t first = -1, nd = 0;
@@ -356,6 +365,7 @@ static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
             break;
         }
         f->is_int = tc->type == NF_CSV_INT;
+        f->bools = tc->bools;
         /* distinct values, missing counted as a value (AsTypeFeatureGenerator) */
         int64_t nd;
         char ** strs = NULL;
@@ -390,6 +400,11 @@ static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
                     if (j - i >= 2) strs[k++] = strs[i];
                     i = j;
                 }
+                if (tc->bools && k > 0 && strs[0][0] == 0) { /* '' after the bools */
+                    char * e = strs[0];
+                    memmove(strs, strs + 1, (size_t) (k - 1) * sizeof(char *));
+                    strs[k - 1] = e;
+                }
                 f->cats = strs;
                 f->n_cats = k;
                 strs = NULL;
@@ -401,7 +416,7 @@ static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
             if (f->kind == NF_FEAT_BOOL)
                 f->xs[r] = numeric ? (tc->num[r] == f->true_num) : (strcmp(nf_text(tc, r), f->true_str) == 0);
             else if (f->kind == NF_FEAT_CAT)
-                f->xs[r] = (double) nf_find_cat(f->cats, f->n_cats, nf_text(tc, r));
+                f->xs[r] = (double) nf_find_cat(f->cats, f->n_cats, f->bools, nf_text(tc, r));
             else
                 f->xs[r] = tc->num[r];
         }
@@ -491,7 +506,7 @@ static void nf_pred_matrix(const struct nf_predictor * p, double * const * xq, i
 
 
 static const char * nf_col_type_name(const struct nf_csv_column * c) {
-    return c->type == NF_CSV_INT ? "int64" : c->type == NF_CSV_FLOAT ? "float64" : "object";
+    return c->type == NF_CSV_INT ? "int64" : c->type == NF_CSV_FLOAT ? "float64" : c->type == NF_CSV_BOOL ? "bool" : "object";
 }
 
 /* the test table: the training columns (the target optional), no others; a
@@ -531,7 +546,7 @@ static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_tabl
                                    et, (long long) r + 1, ec, nf__esc(ev, sizeof(ev), qc->raw[r]));
             }
         }
-        if (tc->type != NF_CSV_TEXT && qc->type == NF_CSV_TEXT) {
+        if (tc->type != NF_CSV_TEXT && qc->type == NF_CSV_TEXT && !qc->bools) {
             int64_t r = 0;
             double d;
             int ii;
@@ -546,17 +561,23 @@ static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_tabl
     return NF_OK;
 }
 
+/* the kind of a column's non-missing values: 0 numbers, 1 strings, 2 bools */
+static int nf_value_kind(const struct nf_csv_column * c) { return c->bools ? 2 : c->type == NF_CSV_TEXT ? 1 : 0; }
+
 /* a test column through the fitted feature generation */
 static void nf_pred_transform(const struct nf_feat * f, int numeric, const struct nf_csv_column * qc, int64_t nq,
                               double * xq) {
         for (int64_t r = 0; r < nq; r++) {
-            /* a test cell: numeric columns read as numbers, text as text */
+            /* a test cell: numeric columns read as numbers (bools as 0/1), text
+             * as text; a text value of another kind than training's (a number
+             * or a bool against strings, a string against bools) matches no
+             * category, as in pandas; missing is '' whatever the kind */
             double v = NAN;
-            const char * s = nf_text(qc, r);
+            const char * s = qc->missing[r] ? "" : nf_value_kind(qc) == (f->bools ? 2 : 1) ? qc->raw[r] : NULL;
             if (numeric) {
                 if (!qc->missing[r]) {
                     int ii;
-                    if (qc->type != NF_CSV_TEXT)
+                    if (qc->type != NF_CSV_TEXT || qc->bools)
                         v = qc->num[r];
                     else
                         nf__csv_parse_number(qc->raw[r], &v, &ii);
@@ -569,9 +590,9 @@ static void nf_pred_transform(const struct nf_feat * f, int numeric, const struc
                                                    ? t
                                                    : f->date_fill);
             else if (f->kind == NF_FEAT_BOOL)
-                xq[r] = numeric ? (v == f->true_num) : (strcmp(s, f->true_str) == 0);
+                xq[r] = numeric ? (v == f->true_num) : (s && strcmp(s, f->true_str) == 0);
             else if (f->kind == NF_FEAT_CAT)
-                xq[r] = (double) nf_find_cat(f->cats, f->n_cats, s);
+                xq[r] = (double) nf_find_cat(f->cats, f->n_cats, f->bools, s);
             else if (f->is_int) /* int64 in training: missing -> 0, then astype(int64) */
                 xq[r] = isnan(v) ? 0.0 : (isfinite(v) ? trunc(v) : v);
             else

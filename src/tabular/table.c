@@ -52,7 +52,7 @@ const char * nf_table_col_name(const nf_table * t, int i) {
 int nf_table_col_type(const nf_table * t, int i) {
     if (i < 0 || i >= t->csv.n_cols) return -1;
     const enum nf_csv_type ty = t->csv.cols[i].type;
-    return ty == NF_CSV_INT ? NF_COLUMN_INT64 : ty == NF_CSV_FLOAT ? NF_COLUMN_FLOAT64 : NF_COLUMN_TEXT;
+    return ty == NF_CSV_INT || ty == NF_CSV_BOOL ? NF_COLUMN_INT64 : ty == NF_CSV_FLOAT ? NF_COLUMN_FLOAT64 : NF_COLUMN_TEXT;
 }
 int nf_table_find(const nf_table * t, const char * name) { return nf__csv_find(&t->csv, name); }
 
@@ -123,13 +123,13 @@ int nf_table_add_numeric(nf_table * t, const char * name, const double * values,
             c->n_missing++;
             b[0] = 0;
         } else if (is_int) {
-            if (!(v == floor(v) && fabs(v) < 9.2e18)) {
+            if (!(v == floor(v) && v >= -9223372036854775808.0 && v < 18446744073709551616.0)) { /* int64 or uint64 */
                 rc = nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, column '%s': %.17g is not an int64",
                                  nf__esc(et, sizeof(et), t->csv.path), (long long) r + 1,
                                  nf__esc(en, sizeof(en), name), v);
                 break;
             }
-            snprintf(b, sizeof(b), "%lld", (long long) v);
+            snprintf(b, sizeof(b), "%.0f", v);
         } else if (isinf(v)) {
             snprintf(b, sizeof(b), "%s", v > 0 ? "inf" : "-inf");
         } else
@@ -140,6 +140,27 @@ int nf_table_add_numeric(nf_table * t, const char * name, const double * values,
         nf_col_release(c, n);
         return rc;
     }
+    t->csv.n_cols++;
+    return NF_OK;
+}
+
+int nf_table_add_bool(nf_table * t, const char * name, const signed char * values, nf_err * err) {
+    struct nf_csv_column * c;
+    const int64_t n = t->csv.n_rows;
+    if (!values && n) return nf__err_set(err, NF_ERR_ARG, "nf_table_add_bool: no values");
+    NF_TRY(nf_table_new_col(t, name, &c, err));
+    c->bools = 1;
+    for (int64_t r = 0; r < n; r++) {
+        const int miss = values[r] < 0;
+        c->missing[r] = (char) miss;
+        c->n_missing += miss;
+        c->num[r] = miss ? NAN : values[r] != 0;
+        if (!(c->raw[r] = strdup(miss ? "" : values[r] ? "True" : "False"))) {
+            nf_col_release(c, n);
+            return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        }
+    }
+    c->type = c->n_missing ? NF_CSV_TEXT : NF_CSV_BOOL; /* pandas: bool, or object with NaN */
     t->csv.n_cols++;
     return NF_OK;
 }
@@ -187,6 +208,7 @@ int nf__csv_clone(const struct nf_csv_table * src, struct nf_csv_table * dst, nf
         struct nf_csv_column * d = &dst->cols[i];
         dst->n_cols = i + 1;
         d->type = s->type;
+        d->bools = s->bools;
         d->n_missing = s->n_missing;
         d->name = strdup(s->name);
         d->raw = calloc(n, sizeof(char *));

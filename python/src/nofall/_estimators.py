@@ -50,6 +50,12 @@ def _text(values, missing):
     return [None if miss else (v if isinstance(v, str) else str(v)) for v, miss in zip(values, missing)]
 
 
+def _all_bools(s, miss):
+    if s.dtype != object or miss.all():
+        return False
+    return all(isinstance(v, (bool, np.bool_)) for v, m in zip(s.tolist(), miss) if not m)
+
+
 def _frame_columns(X):
     import pandas as pd
 
@@ -59,8 +65,9 @@ def _frame_columns(X):
         dt = s.dtype
         key = str(name)
         miss = s.isna().to_numpy()
-        if pd.api.types.is_bool_dtype(dt) and not miss.any():
-            cols.append((key, "int64", s.to_numpy(dtype=np.float64)))
+        if pd.api.types.is_bool_dtype(dt) or _all_bools(s, miss):
+            # bool dtype, or an object column of bools and NaN (read_csv's True / False with blanks)
+            cols.append((key, "bool", [None if m else bool(v) for v, m in zip(s.astype(object).tolist(), miss)]))
         elif pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
             if pd.api.types.is_complex_dtype(dt):
                 raise ValueError("Complex data not supported")

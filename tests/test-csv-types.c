@@ -1,0 +1,84 @@
+/* test-csv-types.c -- the CSV reader's column types against pandas.read_csv
+ * (tests/fixtures/csv-types/columns.tsv, made by reference/csv_types_fixtures.py
+ * with the pandas AutoGluon runs on): every column of the fixture, written as a
+ * quoted one-column CSV, gets pandas' dtype -- int64 / uint64 / float64 / bool,
+ * text with the NA strings missing, text with them kept as written, text of
+ * Python bools -- and bool fields read True / False as Python prints them. */
+#include "io/nf-io.h"
+#include "nf-test.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* what nofall's typing says, in the fixture's words */
+static const char * nf_dtype(const struct nf_csv_column * c, int64_t n, int any_na) {
+    if (c->type == NF_CSV_INT) {
+        for (int64_t r = 0; r < n; r++) { /* pandas' uint64: a value above INT64_MAX */
+            const char * s = c->raw[r];
+            while (*s == ' ') s++;
+            if (*s != '-' && strtoull(s, NULL, 10) > (unsigned long long) INT64_MAX) return "uint64";
+        }
+        return "int64";
+    }
+    if (c->type == NF_CSV_FLOAT) return "float64";
+    if (c->type == NF_CSV_BOOL) return "bool";
+    if (c->bools) return "object_bool";
+    if (!any_na) return "object_any";
+    return c->n_missing ? "object" : "object_raw";
+}
+
+int main(int argc, char ** argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test-csv-types FIXTURES\n");
+        return 2;
+    }
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/columns.tsv", argv[1]);
+    FILE * f = fopen(path, "r");
+    CHECK(f != NULL, "open %s", path);
+    if (!f) return 1;
+    char line[4096], csv[8192];
+    int cols = 0, agree = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] == '#') continue;
+        line[strcspn(line, "\n")] = 0;
+        char * want = line;
+        char * p = strchr(line, '\t');
+        if (!p) continue;
+        *p++ = 0;
+        char shown[4096];
+        snprintf(shown, sizeof(shown), "%s", p);
+        for (char * q = shown; *q; q++)
+            if (*q == '\t') *q = '|';
+        /* one quoted token per row; a second column keeps blank tokens rows */
+        size_t k = (size_t) snprintf(csv, sizeof(csv), "a,b\n");
+        int n = 0, any_na = 0;
+        for (char * tok = p;; n++) {
+            char * e = strchr(tok, '\t');
+            if (e) *e = 0;
+            any_na |= nf__csv_is_na(tok);
+            k += (size_t) snprintf(csv + k, sizeof(csv) - k, "\"%s\",1\n", tok);
+            if (!e) break;
+            tok = e + 1;
+        }
+        n++;
+        struct nf_csv_table t;
+        nf_err err = {0};
+        int rc = nf__csv_parse(csv, k, "columns.tsv", &t, &err);
+        CHECK(rc == NF_OK && t.n_rows == n, "column %d: parse: %s", cols + 1, err.msg);
+        if (rc != NF_OK) continue;
+        const struct nf_csv_column * c = &t.cols[0];
+        const char * got = nf_dtype(c, n, any_na);
+        cols++;
+        agree += strcmp(got, want) == 0;
+        CHECK(strcmp(got, want) == 0, "column %d [%s]: pandas %s, nofall %s", cols, shown, want, got);
+        for (int64_t r = 0; c->bools && r < n; r++)
+            CHECK(c->missing[r] || strcmp(c->raw[r], "True") == 0 || strcmp(c->raw[r], "False") == 0,
+                  "column %d row %lld: bool field read '%s'", cols, (long long) r + 1, c->raw[r]);
+        nf__csv_free(&t);
+    }
+    fclose(f);
+    CHECK(cols >= 500, "only %d columns in %s", cols, path);
+    printf("csv types: %d of %d columns typed as pandas types them\n", agree, cols);
+    return nf_test_done("test-csv-types");
+}
