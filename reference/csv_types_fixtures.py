@@ -16,7 +16,12 @@ uint64 values meet negative or missing ones), object_bool (Python bools and
 NaN), object_any (object without any NA token: raw and filtered agree).
 Each token is written quoted in the CSV the test builds (quoting does not
 change the dtype). Columns of only NA tokens are left out.
-usage: csv_types_fixtures.py [OUT]   (default tests/fixtures/csv-types/columns.tsv)
+A second file, headers.tsv, holds header rows with empty and duplicate names
+and the names read_csv gives their columns, tab-separated, "->" between:
+
+    field <TAB> field ... <TAB> -> <TAB> name <TAB> name ...
+
+usage: csv_types_fixtures.py [OUT_DIR]   (default tests/fixtures/csv-types)
 """
 import io
 import random
@@ -26,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
-out = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "tests/fixtures/csv-types/columns.tsv"
+out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "tests/fixtures/csv-types"
+out = out_dir / "columns.tsv"
 NA = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
       "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
 TOKENS = ["1", "-1", "0", "+5", " 7 ", "007", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
@@ -77,6 +83,20 @@ def main():
     for d, _ in cols:
         counts[d] = counts.get(d, 0) + 1
     print(out, counts)
+    names = ["a", "a", "a.1", "a.2", "", "b", "Unnamed: 1", "Unnamed: 2", "a.1.1", "b.1", "é"]
+    rows, seen = [], set()
+    while len(rows) < 300:
+        h = tuple(rng.choice(names) for _ in range(rng.randint(1, 7)))
+        if h in seen or h == ("",):  # a lone "" line: nofall's reader (libcsv) sees a blank line, skipped
+            continue
+        seen.add(h)
+        csv = ",".join(f'"{x}"' for x in h) + "\n" + ",".join("1" for _ in h) + "\n"
+        rows.append((h, list(pd.read_csv(io.StringIO(csv)).columns)))
+    with open(out_dir / "headers.tsv", "w") as f:
+        f.write(f"# pandas {pd.__version__} read_csv column names (reference/csv_types_fixtures.py)\n")
+        for h, got in rows:
+            f.write("\t".join(h) + "\t->\t" + "\t".join(got) + "\n")
+    print(out_dir / "headers.tsv", len(rows), "headers")
 
 
 if __name__ == "__main__":

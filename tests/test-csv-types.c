@@ -3,7 +3,9 @@
  * with the pandas AutoGluon runs on): every column of the fixture, written as a
  * quoted one-column CSV, gets pandas' dtype -- int64 / uint64 / float64 / bool,
  * text with the NA strings missing, text with them kept as written, text of
- * Python bools -- and bool fields read True / False as Python prints them. */
+ * Python bools -- and bool fields read True / False as Python prints them;
+ * header rows with empty and duplicate names get pandas' column names
+ * (headers.tsv). */
 #include "io/nf-io.h"
 #include "nf-test.h"
 
@@ -80,5 +82,46 @@ int main(int argc, char ** argv) {
     fclose(f);
     CHECK(cols >= 500, "only %d columns in %s", cols, path);
     printf("csv types: %d of %d columns typed as pandas types them\n", agree, cols);
+
+    /* header names: empty ones "Unnamed: i", duplicates renamed as pandas renames them */
+    snprintf(path, sizeof(path), "%s/headers.tsv", argv[1]);
+    f = fopen(path, "r");
+    CHECK(f != NULL, "open %s", path);
+    if (!f) return 1;
+    int heads = 0, same = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] == '#') continue;
+        line[strcspn(line, "\n")] = 0;
+        char * arrow = strstr(line, "\t->\t");
+        if (!arrow) continue;
+        *arrow = 0;
+        const char * want = arrow + 4;
+        size_t k = 0;
+        int n = 1;
+        for (char * q = line; *q; q++) n += *q == '\t';
+        /* the header, quoted; one data row */
+        csv[k++] = '"';
+        for (char * q = line; *q; q++) k += (size_t) snprintf(csv + k, sizeof(csv) - k, "%s", *q == '\t' ? "\",\"" : (char[]){*q, 0});
+        k += (size_t) snprintf(csv + k, sizeof(csv) - k, "\"\n");
+        for (int i = 0; i < n; i++) k += (size_t) snprintf(csv + k, sizeof(csv) - k, i ? ",1" : "1");
+        k += (size_t) snprintf(csv + k, sizeof(csv) - k, "\n");
+        struct nf_csv_table t;
+        nf_err err = {0};
+        int rc = nf__csv_parse(csv, k, "headers.tsv", &t, &err);
+        heads++;
+        CHECK(rc == NF_OK && t.n_cols == n, "header %d: parse: %s", heads, err.msg);
+        if (rc != NF_OK) continue;
+        char got[4096];
+        size_t g = 0;
+        got[0] = 0;
+        for (int i = 0; i < t.n_cols; i++)
+            g += (size_t) snprintf(got + g, sizeof(got) - g, "%s%s", i ? "\t" : "", t.cols[i].name);
+        same += strcmp(got, want) == 0;
+        CHECK(strcmp(got, want) == 0, "header %d: pandas [%s], nofall [%s]", heads, want, got);
+        nf__csv_free(&t);
+    }
+    fclose(f);
+    CHECK(heads >= 200, "only %d headers in %s", heads, path);
+    printf("csv headers: %d of %d named as pandas names them\n", same, heads);
     return nf_test_done("test-csv-types");
 }

@@ -170,6 +170,100 @@ static void nf_csv_drop_fields(struct nf_csv_state * st) {
     st->n_fields = 0;
 }
 
+/* Duplicate header names renamed as pandas' C parser renames them (its header
+ * mangling): named columns first, then the "Unnamed: i" ones, each name seen
+ * before gets ".k" with k its count so far, stepping past names the header
+ * already holds (a, a, a.1 -> a, a.2, a.1). Checked against pandas 2.3 on
+ * random headers. Above NF_CSV_MAX_DUP_COLS columns a duplicate is refused
+ * instead (the renaming is quadratic). */
+#define NF_CSV_MAX_DUP_COLS 5000
+static int nf_csv_in_header(const struct nf_csv_table * t, const char * s) {
+    for (int i = 0; i < t->n_cols; i++)
+        if (strcmp(t->cols[i].name, s) == 0) return 1;
+    return 0;
+}
+
+static void nf_csv_mangle_dupes(struct nf_csv_state * st, const char * unnamed) {
+    struct nf_csv_table * t = st->t;
+    const int n = t->n_cols;
+    struct nf__smap seen = {0};
+    int dup = -1;
+    for (int i = 0; i < n && dup < 0; i++) {
+        const int put = nf__smap_put(&seen, t->cols[i].name, strlen(t->cols[i].name), i);
+        if (put < 0) {
+            nf__smap_free(&seen);
+            nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
+            return;
+        }
+        if (put == 1) dup = i;
+    }
+    nf__smap_free(&seen);
+    if (dup < 0) return;
+    if (n > NF_CSV_MAX_DUP_COLS) {
+        char ec[256], m[900];
+        snprintf(m, sizeof(m), "%s: header: column name '%s' appears twice (more than %d columns: not renamed)",
+                 st->name, nf__esc(ec, sizeof(ec), t->cols[dup].name), NF_CSV_MAX_DUP_COLS);
+        nf_csv_fail(st, NF_ERR_FORMAT, m);
+        return;
+    }
+    /* counts: name -> how often seen (keys owned) */
+    char ** key = calloc((size_t) 2 * n, sizeof(char *));
+    int * cnt = calloc((size_t) 2 * n, sizeof(int));
+    int nk = 0, ok = key && cnt;
+    for (int pass = 0; pass < 2 && ok; pass++) {
+        for (int i = 0; i < n && ok; i++) {
+            if (unnamed[i] != pass) continue;
+            char * col = t->cols[i].name;
+            const char * old = col;
+            int ko = 0;
+            while (ko < nk && strcmp(key[ko], old) != 0) ko++;
+            int cur = ko < nk ? cnt[ko] : 0;
+            if (cur > 0) {
+                char * name = NULL;
+                while (cur > 0 && ok) {
+                    cnt[ko] = cur + 1;
+                    free(name);
+                    const size_t len = strlen(old) + 24;
+                    if (!(name = malloc(len))) {
+                        ok = 0;
+                        break;
+                    }
+                    snprintf(name, len, "%s.%d", old, cur);
+                    if (nf_csv_in_header(t, name)) {
+                        cur++;
+                    } else {
+                        int k = 0;
+                        while (k < nk && strcmp(key[k], name) != 0) k++;
+                        cur = k < nk ? cnt[k] : 0;
+                    }
+                }
+                if (!ok) break;
+                col = name;
+            }
+            /* counts[col] = cur + 1 */
+            int kc = 0;
+            while (kc < nk && strcmp(key[kc], col) != 0) kc++;
+            if (kc == nk) {
+                if (nk == 2 * n || !(key[nk] = strdup(col))) {
+                    if (col != t->cols[i].name) free(col);
+                    ok = 0;
+                    break;
+                }
+                nk++;
+            }
+            cnt[kc] = cur + 1;
+            if (col != t->cols[i].name) {
+                free(t->cols[i].name);
+                t->cols[i].name = col;
+            }
+        }
+    }
+    for (int k = 0; k < nk; k++) free(key[k]);
+    free(key);
+    free(cnt);
+    if (!ok) nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
+}
+
 static void nf_csv_record(int c, void * data) {
     struct nf_csv_state * st = data;
     (void) c;
@@ -191,25 +285,22 @@ static void nf_csv_record(int c, void * data) {
             nf_csv_drop_fields(st);
             return;
         }
+        char * unnamed = calloc((size_t) t->n_cols, 1);
         for (int i = 0; i < t->n_cols; i++) {
             char * nm = st->fields[i];
             if (!nm[0]) { /* pandas names an empty header "Unnamed: i" */
                 free(nm);
                 nm = malloc(32);
                 if (nm) snprintf(nm, 32, "Unnamed: %d", i);
+                if (unnamed) unnamed[i] = 1;
             }
             t->cols[i].name = nm;
             st->fields[i] = NULL;
-            for (int j = 0; nm && j < i; j++) {
-                if (strcmp(t->cols[j].name, nm) == 0) {
-                    char ec[256], m[900];
-                    snprintf(m, sizeof(m), "%s: header: column name '%s' appears twice", st->name,
-                             nf__esc(ec, sizeof(ec), nm));
-                    nf_csv_fail(st, NF_ERR_FORMAT, m);
-                    break;
-                }
-            }
+            if (!nm) nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
         }
+        if (!unnamed) nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
+        if (!st->failed) nf_csv_mangle_dupes(st, unnamed);
+        free(unnamed);
         st->n_fields = 0;
         st->record = 1;
         return;

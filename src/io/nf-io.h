@@ -249,7 +249,8 @@ struct nf_csv_table {
 };
 /* RFC 4180 via libcsv; a header row; every row as many fields as the header
  * (else an error naming the row); UTF-8 checked per field (an error naming
- * row and column); empty file, duplicate column names: errors. Row numbers in
+ * row and column); an empty file is an error; empty and duplicate header names
+ * are renamed as pandas renames them (Unnamed: i, a.1, ...). Row numbers in
  * messages count data rows from 1 (the header is row 0). */
 int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err);
 int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv_table * t, nf_err * err);
