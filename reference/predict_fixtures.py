@@ -291,6 +291,14 @@ def pandas_types_table():
     return df
 
 
+def float_labels_table():
+    """iris with float64 class labels written as "1", "2.5", "+3e0": AutoGluon's classes are 1.0, 2.5, 3.0
+    (str() of the float64 values), sorted by value"""
+    df = sk_table("iris")
+    df["target"] = df["target"].map({"setosa": "2.5", "versicolor": "1", "virginica": "+3e0"})
+    return df
+
+
 def pandas_types_edit(te):
     te = te.copy()
     te["codes"] = [str(v) for v in np.random.default_rng(14).choice([7, 12, 3], size=len(te))]  # int64 in test
@@ -338,6 +346,8 @@ CASES = {
                   edit=dates_edit),
     "pandas_types": dict(table=pandas_types_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
                          edit=pandas_types_edit),
+    "float_labels": dict(table=float_labels_table, target="target", task="classification", n_train=120,
+                         n_test=30, n_est=1),
     # > 8,192 training rows: two 1,024-row test chunks, two members sharing one RandomState; a small
     # model (the full-size one would take minutes a forward on a CPU)
     "big": dict(table=big_table, target="y", task="auto", n_train=9900, n_test=1100, n_est=2, mitra_seed=True,

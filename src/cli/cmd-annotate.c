@@ -62,61 +62,6 @@ static const double nf_ann_thr95[NF_ANN_TISSUES] = {
     1.5579432960092778, 1.9147687989032427, 1.4824945358487465, 1.7212837086526112, 1.4469248306980924,
     1.5899046195758109, 1.8459915073972142, 1.838922268820402,  1.709814212823414,  1.8189643807065778};
 
-/* Python's repr of a double (shortest round trip; exponent form when the
- * decimal exponent is < -4 or >= 16), as pandas writes a float */
-static void nf_ann_pyrepr(double v, char * out, size_t n) {
-    if (v == 0.0 || !isfinite(v)) {
-        snprintf(out, n, "%s", v == 0.0 ? (signbit(v) ? "-0.0" : "0.0") : isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-        return;
-    }
-    char buf[64];
-    for (int p = 0; p < 17; p++) {
-        snprintf(buf, sizeof(buf), "%.*e", p, v);
-        if (strtod(buf, NULL) == v) break;
-    }
-    const char * s = buf;
-    const int neg = *s == '-';
-    if (neg) s++;
-    char dig[32];
-    int nd = 0;
-    for (; *s && *s != 'e'; s++)
-        if (isdigit((unsigned char) *s)) dig[nd++] = *s;
-    while (nd > 1 && dig[nd - 1] == '0') nd--;
-    dig[nd] = '\0';
-    const int decpt = atoi(s + 1) + 1; /* value = 0.dig x 10^decpt */
-    size_t k = 0;
-    char res[64];
-    if (neg) res[k++] = '-';
-    if (decpt > -4 && decpt <= 16) {
-        if (decpt <= 0) {
-            res[k++] = '0';
-            res[k++] = '.';
-            for (int i = 0; i < -decpt; i++) res[k++] = '0';
-            for (int i = 0; i < nd; i++) res[k++] = dig[i];
-        } else if (decpt >= nd) {
-            for (int i = 0; i < nd; i++) res[k++] = dig[i];
-            for (int i = nd; i < decpt; i++) res[k++] = '0';
-            res[k++] = '.';
-            res[k++] = '0';
-        } else {
-            for (int i = 0; i < nd; i++) {
-                if (i == decpt) res[k++] = '.';
-                res[k++] = dig[i];
-            }
-        }
-        res[k] = '\0';
-    } else {
-        res[k++] = dig[0];
-        if (nd > 1) {
-            res[k++] = '.';
-            for (int i = 1; i < nd; i++) res[k++] = dig[i];
-        }
-        const int e = decpt - 1;
-        snprintf(res + k, sizeof(res) - k, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
-    }
-    snprintf(out, n, "%s", res);
-}
-
 /* numpy's float64 sum of 15 values (pairwise_sum: 8 partial sums, then the rest) */
 static double nf_ann_np_mean15(const double * a) {
     double r[8];
@@ -418,7 +363,7 @@ static void nf_ann_tissue_values(const struct nf_ann * a, const struct nf_ann_al
     const double mean = nf_ann_np_mean15(d);
     for (int t = 0; t < NF_ANN_TISSUES; t++) {
         if (a->o->raw)
-            nf_ann_pyrepr(d[t], vals[t], 40);
+            nf__py_float_repr(d[t], vals[t], 40);
         else {
             const double z = ((d[t] - mean) - nf_ann_mu[t]) / nf_ann_sd[t];
             snprintf(vals[t], 40, "%s", z > nf_ann_thr95[t] ? "Y" : "N");
@@ -456,7 +401,7 @@ static int nf_ann_flush(struct nf_ann * a, nf_err * err) {
                 kputc('|', &info);
                 if (a->o->raw) {
                     char raw[40];
-                    nf_ann_pyrepr((double) al->dsplice, raw, sizeof(raw));
+                    nf__py_float_repr((double) al->dsplice, raw, sizeof(raw));
                     kputs(raw, &info);
                 } else
                     kputs(score, &info);

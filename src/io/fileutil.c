@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,4 +439,61 @@ int nf__mkdir_p(const char * dir, nf_err * err) {
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return nf__err_set(err, NF_ERR_IO, "%s: not a directory", nf__esc(e, sizeof(e), dir));
     return NF_OK;
+}
+
+/* repr(float): the shortest digits that read back (the closest such), in
+ * fixed notation when -4 < decpt <= 16, else d.ddde[+-]XX (pystrtod.c 'r') */
+void nf__py_float_repr(double v, char * buf, size_t n) {
+    if (isnan(v)) {
+        snprintf(buf, n, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, n, v > 0 ? "inf" : "-inf");
+        return;
+    }
+    if (v == 0) {
+        snprintf(buf, n, signbit(v) ? "-0.0" : "0.0");
+        return;
+    }
+    char t[64];
+    int p;
+    for (p = 1; p <= 17; p++) {
+        snprintf(t, sizeof(t), "%.*e", p - 1, v);
+        if (strtod(t, NULL) == v) break;
+    }
+    const char * s = t;
+    const int neg = *s == '-';
+    if (neg) s++;
+    char dig[32];
+    int nd = 0;
+    for (; *s && *s != 'e'; s++)
+        if (*s != '.') dig[nd++] = *s;
+    while (nd > 1 && dig[nd - 1] == '0') nd--;
+    dig[nd] = 0;
+    const int decpt = atoi(s + 1) + 1; /* v = 0.d1d2... x 10^decpt */
+    char out[400];
+    size_t k = 0;
+    if (neg) out[k++] = '-';
+    if (decpt <= -4 || decpt > 16) {
+        out[k++] = dig[0];
+        if (nd > 1) {
+            out[k++] = '.';
+            for (int i = 1; i < nd; i++) out[k++] = dig[i];
+        }
+        snprintf(out + k, sizeof(out) - k, "e%c%02d", decpt - 1 < 0 ? '-' : '+', abs(decpt - 1));
+    } else if (decpt <= 0) {
+        out[k++] = '0';
+        out[k++] = '.';
+        for (int i = 0; i < -decpt; i++) out[k++] = '0';
+        for (int i = 0; i < nd; i++) out[k++] = dig[i];
+        out[k] = 0;
+    } else {
+        for (int i = 0; i < decpt; i++) out[k++] = i < nd ? dig[i] : '0';
+        out[k++] = '.';
+        if (decpt >= nd) out[k++] = '0';
+        for (int i = decpt; i < nd; i++) out[k++] = dig[i];
+        out[k] = 0;
+    }
+    snprintf(buf, n, "%s", out);
 }

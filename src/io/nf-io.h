@@ -224,6 +224,9 @@ int nf__smap_get(const struct nf__smap * m, const char * s, size_t n);
 /* 0 added, 1 duplicate, -1 out of memory */
 int nf__smap_put(struct nf__smap * m, const char * s, size_t n, int v);
 
+/* repr(float) of Python, which pandas and str() print (fileutil.c) */
+void nf__py_float_repr(double v, char * buf, size_t n);
+
 /* ---- CSV tables (csv.c) ----------------------------------------------------- */
 /* Column types as pandas.read_csv gives them (csv.c, nf_csv_type_column):
  * int64 or uint64 (every value an integer, none missing), float64 (every

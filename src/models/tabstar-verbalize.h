@@ -60,10 +60,9 @@ void nf__tab_verbalizer_free(struct nf_tab_verbalizer * v);
  * others) into a "nofall-tabstar-cells/1" document (*out, cJSON_Delete) */
 int nf__tab_verbalize(const struct nf_tab_verbalizer * v, const nf_table * test, struct cJSON ** out, nf_err * err);
 
-/* Python's formatting, exactly: repr(float) (str() of a float), and
- * upstream's format_float on an np.float64 boundary (numpy's round(x, 4),
- * then int or '.4f' stripped) */
-void nf__py_float_repr(double v, char * buf, size_t n);
+/* Python's formatting, exactly: repr(float) (str() of a float: nf__py_float_repr,
+ * io/nf-io.h), and upstream's format_float on an np.float64 boundary (numpy's
+ * round(x, 4), then int or '.4f' stripped) */
 void nf__tab_format_float(double x, char * buf, size_t n);
 
 #endif

@@ -56,6 +56,7 @@ struct nf_predictor {
     /* classification */
     int64_t n_classes;
     char * class_name[NF_PREDICTOR_MAX_CLASSES];
+    char class_num[NF_PREDICTOR_MAX_CLASSES][40]; /* a numeric class as str() prints it */
     int64_t * yc;
     /* regression */
     double *yv, y_min, y_max;
@@ -229,7 +230,15 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
                     while (tmp[k] != y->num[r]) k++;
                 }
                 p->yc[r] = k;
-                if (!p->class_name[k]) p->class_name[k] = y->raw[r]; /* as written, first occurrence */
+                if (p->class_name[k]) continue;
+                /* str() of the label as pandas typed it: text as written, bools
+                 * True / False, int64 digits ("+05" is "5"), float64 its repr
+                 * ("1" in a float column is "1.0") */
+                if (y->type == NF_CSV_INT)
+                    snprintf(p->class_num[k], sizeof(p->class_num[k]), "%.0f", y->num[r]);
+                else if (y->type == NF_CSV_FLOAT)
+                    nf__py_float_repr(y->num[r], p->class_num[k], sizeof(p->class_num[k]));
+                p->class_name[k] = y->type == NF_CSV_INT || y->type == NF_CSV_FLOAT ? p->class_num[k] : y->raw[r];
             }
         }
     }
