@@ -292,6 +292,19 @@ static PyTypeObject NfModelType = {
 /* columns: a list of (name, kind, data[, missing]): kind "int64" / "float64"
  * (data: a float64 buffer, NaN = missing), "text" (data: a list of str or
  * None) or "bool" (data: a list of bool or None) */
+/* a column given as a list of n_rows items (what: their type, for the
+ * message): a buffer of n_rows elements of elem bytes, or NULL with the
+ * exception set */
+static void * nf_py_list_buffer(PyObject * data, int64_t n_rows, const char * name, const char * what, size_t elem) {
+    if (!PyList_Check(data) || PyList_GET_SIZE(data) != n_rows) {
+        PyErr_Format(PyExc_ValueError, "column '%s': a list of %lld %s or None", name, (long long) n_rows, what);
+        return NULL;
+    }
+    void * v = PyMem_Malloc((size_t) (n_rows ? n_rows : 1) * elem);
+    if (!v) PyErr_NoMemory();
+    return v;
+}
+
 static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * cols) {
     if (!PyList_Check(cols)) {
         PyErr_SetString(PyExc_TypeError, "columns: a list of (name, kind, data)");
@@ -309,15 +322,8 @@ static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * col
         if (!PyArg_ParseTuple(PyList_GET_ITEM(cols, i), "ssO", &name, &kind, &data)) goto fail;
         int rc;
         if (strcmp(kind, "text") == 0) {
-            if (!PyList_Check(data) || PyList_GET_SIZE(data) != n_rows) {
-                PyErr_Format(PyExc_ValueError, "column '%s': a list of %lld str or None", name, (long long) n_rows);
-                goto fail;
-            }
-            const char ** v = PyMem_Malloc((size_t) (n_rows ? n_rows : 1) * sizeof(char *));
-            if (!v) {
-                PyErr_NoMemory();
-                goto fail;
-            }
+            const char ** v = nf_py_list_buffer(data, n_rows, name, "str", sizeof(char *));
+            if (!v) goto fail;
             int bad = 0;
             for (int64_t r = 0; r < n_rows && !bad; r++) {
                 PyObject * s = PyList_GET_ITEM(data, r);
@@ -334,15 +340,8 @@ static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * col
             PyMem_Free(v);
             if (bad) goto fail;
         } else if (strcmp(kind, "bool") == 0) {
-            if (!PyList_Check(data) || PyList_GET_SIZE(data) != n_rows) {
-                PyErr_Format(PyExc_ValueError, "column '%s': a list of %lld bool or None", name, (long long) n_rows);
-                goto fail;
-            }
-            signed char * v = PyMem_Malloc((size_t) (n_rows ? n_rows : 1));
-            if (!v) {
-                PyErr_NoMemory();
-                goto fail;
-            }
+            signed char * v = nf_py_list_buffer(data, n_rows, name, "bool", 1);
+            if (!v) goto fail;
             int bad = 0;
             for (int64_t r = 0; r < n_rows && !bad; r++) {
                 PyObject * s = PyList_GET_ITEM(data, r);
