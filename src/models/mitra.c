@@ -360,9 +360,10 @@ static nf_tensor nf__kv(const struct nf__ws * w, int i) {
 
 /* ---- forward: sub-blocks ------------------------------------------------------------------- */
 
-/* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows [rbeg, rend) */
+/* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows
+ * [rbeg, rend); tok0: token 0 of each row only (the last layer's queries) */
 static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, int half, int64_t rbeg,
-                   int64_t rend, int64_t crows) {
+                   int64_t rend, int64_t crows, int tok0) {
     const struct nf_mlp mlp = {
         .ln_g = &L->ln_w[1 + 2 * half],
         .ln_b = &L->ln_b[1 + 2 * half],
@@ -378,14 +379,47 @@ static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer 
     };
     for (int64_t r0 = rbeg; r0 < rend; r0 += crows) {
         const int64_t r1 = r0 + crows < rend ? r0 + crows : rend;
-        NF_TRY(nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), (r1 - r0) * w->T, w->D, w->Xn, w->H));
+        NF_TRY(tok0 ? nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), r1 - r0, w->T * w->D, w->Xn, w->H)
+                    : nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), (r1 - r0) * w->T, w->D, w->Xn, w->H));
     }
     return NF_OK;
 }
 
-/* (c): X[r] += O2(MHA over the T tokens of row r) for rows [rbeg, rend) */
+/* (c), the last layer's queries: only token 0 is read downstream (the head),
+ * so only its query, attention and output are computed; the keys and values
+ * are every token's (spec §4.9) */
+static int nf__feature_attention_tok0(nf_graph * g, struct nf__ws * w, const nf_mitra * m,
+                                      const struct nf_mitra_layer * L, int64_t r0, int64_t r1) {
+    const int64_t D = w->D, T = w->T, c = r1 - r0, tok = c * T;
+    nf_tensor x = nf__rows(w, &w->X, r0, r1), kv = nf_view1(&w->Pqkv, 0, tok * 2 * D);
+    nf_tensor q = nf_view1(&w->Pqkv, 2 * w->ct * D, c * D), a = nf_view1(&w->A, 0, c * D);
+    NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm3"), x, tok, D, &L->ln_w[2], &L->ln_b[2], w->Xn, D,
+                         NF_MITRA_LN_EPS));
+    NF_TRY(nf_linear(g, nf_label(g, "attention2.kv"), w->Xn, tok, D, &L->kv_w[1], &L->kv_b[1], kv, 2 * D,
+                     NF_ACT_NONE, 0));
+    NF_TRY(nf_linear(g, nf_label(g, "attention2.q"), w->Xn, c, T * D, &L->aw[1][0], &L->ab[1][0], q, D, NF_ACT_NONE,
+                     0));
+    const struct nf_attn_layout lay = {
+        .groups = c,
+        .lq = 1,
+        .lk = T,
+        .n_heads = m->cfg.n_heads,
+        .head_dim = D / m->cfg.n_heads,
+        .q_gs = D,
+        .q_ss = D,
+        .kv_gs = T * 2 * D,
+        .kv_ss = 2 * D,
+        .o_gs = D,
+        .o_ss = D,
+    };
+    NF_TRY(nf_attention(g, nf_label(g, "attention2"), &lay, q, kv, nf_view1(&kv, D, tok * 2 * D - D), a));
+    return nf_linear(g, nf_label(g, "attention2.o"), a, c, D, &L->aw[1][3], &L->ab[1][3], x, T * D, NF_ACT_NONE, 1);
+}
+
+/* (c): X[r] += O2(MHA over the T tokens of row r) for rows [rbeg, rend);
+ * tok0: token 0 only (nf__feature_attention_tok0) */
 static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
-                                 int64_t rbeg, int64_t rend, int64_t crows) {
+                                 int64_t rbeg, int64_t rend, int64_t crows, int tok0) {
     const struct nf_mhsa mhsa = {
         .ln_g = &L->ln_w[2],
         .ln_b = &L->ln_b[2],
@@ -402,7 +436,9 @@ static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra
     };
     for (int64_t r0 = rbeg; r0 < rend; r0 += crows) {
         const int64_t r1 = r0 + crows < rend ? r0 + crows : rend;
-        NF_TRY(nf_prenorm_self_attention(g, &mhsa, nf__rows(w, &w->X, r0, r1), r1 - r0, w->T, w->Xn, w->Pqkv, w->A));
+        NF_TRY(tok0 ? nf__feature_attention_tok0(g, w, m, L, r0, r1)
+                    : nf_prenorm_self_attention(g, &mhsa, nf__rows(w, &w->X, r0, r1), r1 - r0, w->T, w->Xn, w->Pqkv,
+                                                w->A));
     }
     return NF_OK;
 }
@@ -532,7 +568,8 @@ static int nf__embed_queries(nf_graph * g, const nf_mitra * m, struct nf__ws * w
 
 /* step 3 (spec §4.4): layer l over rows [rbeg, rend) of X, its row attention
  * against the support K/V kv (computed already); stages reported in a JOINT
- * pass */
+ * pass. In the last layer the query rows' feature attention and second MLP
+ * run on token 0 only (spec §4.9). */
 static int nf__layer(nf_graph * g, nf_mitra * m, struct nf__ws * w, int l, nf_tensor kv, int64_t rbeg, int64_t rend,
                      int64_t crows, nf_err * err) {
     const struct nf_mitra_layer * L = &m->layers[l];
@@ -542,13 +579,17 @@ static int nf__layer(nf_graph * g, nf_mitra * m, struct nf__ws * w, int l, nf_te
         snprintf(st, sizeof(st), "layers.%d." name, l); \
         NF_TRY(nf__stage(m, w, st, err));               \
     } while (0)
+    /* the last layer of query rows only: after the row attention and the
+     * first MLP, the head reads token 0 alone (not when the whole stream is
+     * reported stage by stage) */
+    const int tok0 = l == m->cfg.n_layers - 1 && rbeg >= w->ns && m->stages != NF_STAGES_ALL;
     NF_TRY(nf__row_attend(g, w, m, L, kv, rbeg, rend, crows));
     NF__STAGE("row_attention");
-    NF_TRY(nf__mlp(g, w, L, 0, rbeg, rend, crows));
+    NF_TRY(nf__mlp(g, w, L, 0, rbeg, rend, crows, 0));
     NF__STAGE("mlp1");
-    NF_TRY(nf__feature_attention(g, w, m, L, rbeg, rend, crows));
+    NF_TRY(nf__feature_attention(g, w, m, L, rbeg, rend, crows, tok0));
     NF__STAGE("feature_attention");
-    NF_TRY(nf__mlp(g, w, L, 1, rbeg, rend, crows));
+    NF_TRY(nf__mlp(g, w, L, 1, rbeg, rend, crows, tok0));
     NF__STAGE("mlp2");
 #undef NF__STAGE
     return NF_OK;
