@@ -124,12 +124,12 @@ int nf_table_add_numeric(nf_table * t, const char * name, const double * values,
             b[0] = 0;
         } else if (is_int) {
             if (!(v == floor(v) && v >= -9223372036854775808.0 && v < 18446744073709551616.0)) { /* int64 or uint64 */
-                rc = nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, column '%s': %.17g is not an int64",
+                rc = nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, column '%s': %.17g is not an int64 or uint64",
                                  nf__esc(et, sizeof(et), t->csv.path), (long long) r + 1,
                                  nf__esc(en, sizeof(en), name), v);
                 break;
             }
-            snprintf(b, sizeof(b), "%.0f", v);
+            snprintf(b, sizeof(b), "%.0f", v == 0 ? 0.0 : v); /* -0.0 is 0 */
         } else if (isinf(v)) {
             snprintf(b, sizeof(b), "%s", v > 0 ? "inf" : "-inf");
         } else
