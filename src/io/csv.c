@@ -30,23 +30,24 @@ int nf__csv_is_na(const char * s) {
     return 0;
 }
 
-/* A number as pandas reads one: decimal (no hex), optional exponent, inf /
- * infinity; blanks around it allowed; a finite literal that overflows a
- * double (1e400) is no number. *is_int: an integer literal that fits int64. */
+/* A number as pandas reads one: decimal (no hex), optional exponent, blanks
+ * (isspace) around it allowed; inf / infinity with a sign or none, exactly
+ * (no blanks); a finite literal that overflows a double (1e400) is no
+ * number. *is_int: an integer literal that fits int64. */
+#define NF_CSV_SPACE " \t\n\v\f\r" /* pandas' isspace_ascii */
 int nf__csv_parse_number(const char * s, double * out, int * is_int) {
-    while (*s == ' ' || *s == '\t') s++;
+    {
+        const char * p = s + (*s == '+' || *s == '-');
+        if (strcasecmp(p, "inf") == 0 || strcasecmp(p, "infinity") == 0) { /* exactly: no blanks */
+            *out = (*s == '-') ? -INFINITY : INFINITY;
+            *is_int = 0;
+            return 1;
+        }
+    }
+    while (*s && strchr(NF_CSV_SPACE, *s)) s++;
     const char * p = s;
     if (*p == '+' || *p == '-') p++;
     int digits = 0, intlit = 1;
-    if (strncasecmp(p, "inf", 3) == 0) {
-        const char * q = p + 3;
-        if (strncasecmp(q, "inity", 5) == 0) q += 5;
-        while (*q == ' ' || *q == '\t') q++;
-        if (*q) return 0;
-        *out = (*s == '-') ? -INFINITY : INFINITY;
-        *is_int = 0;
-        return 1;
-    }
     while (*p >= '0' && *p <= '9') p++, digits++;
     if (*p == '.') {
         intlit = 0;
@@ -62,7 +63,7 @@ int nf__csv_parse_number(const char * s, double * out, int * is_int) {
         while (*p >= '0' && *p <= '9') p++;
     }
     const char * end = p;
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p && strchr(NF_CSV_SPACE, *p)) p++;
     if (*p) return 0;
     char buf[512];
     size_t n = (size_t) (end - s);
@@ -339,7 +340,7 @@ static void nf_csv_record(int c, void * data) {
  * a value above INT64_MAX is noted in *big. */
 enum { NF_CSV_TOK_INT, NF_CSV_TOK_INVALID, NF_CSV_TOK_OVERFLOW };
 static int nf_csv_int_token(const char * s, int is_unsigned, int * neg, int * big) {
-    while (*s && strchr(" \t\n\v\f\r", *s)) s++;
+    while (*s && strchr(NF_CSV_SPACE, *s)) s++;
     int minus = 0;
     if (*s == '-') {
         if (is_unsigned) {
@@ -359,7 +360,7 @@ static int nf_csv_int_token(const char * s, int is_unsigned, int * neg, int * bi
         if (v > (lim - d) / 10) return NF_CSV_TOK_OVERFLOW;
         v = v * 10 + d;
     }
-    while (*s && strchr(" \t\n\v\f\r", *s)) s++;
+    while (*s && strchr(NF_CSV_SPACE, *s)) s++;
     if (*s) return NF_CSV_TOK_INVALID;
     if (is_unsigned && v > (uint64_t) INT64_MAX) *big = 1;
     return NF_CSV_TOK_INT;
