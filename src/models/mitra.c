@@ -377,10 +377,11 @@ static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer 
         .fc1_label = nf_label(g, "linear%d", 1 + 2 * half),
         .fc2_label = nf_label(g, "linear%d", 2 + 2 * half),
     };
+    /* tok0: one row of D per stream row, at the stream row's stride */
+    const int64_t per_row = tok0 ? 1 : w->T, ldx = tok0 ? w->T * w->D : w->D;
     for (int64_t r0 = rbeg; r0 < rend; r0 += crows) {
         const int64_t r1 = r0 + crows < rend ? r0 + crows : rend;
-        NF_TRY(tok0 ? nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), r1 - r0, w->T * w->D, w->Xn, w->H)
-                    : nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), (r1 - r0) * w->T, w->D, w->Xn, w->H));
+        NF_TRY(nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), (r1 - r0) * per_row, ldx, w->Xn, w->H));
     }
     return NF_OK;
 }
