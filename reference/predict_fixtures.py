@@ -299,6 +299,16 @@ def float_labels_table():
     return df
 
 
+def int_labels_table():
+    """iris with integer class labels beyond 2^53, one beyond INT64_MAX (a uint64 column; one label
+    written with a leading zero): AutoGluon's classes are the exact integers, sorted, as str() prints
+    them -- 9007199254740992 and 9007199254740993 are one double"""
+    df = sk_table("iris")
+    df["target"] = df["target"].map({"setosa": "9007199254740993", "versicolor": "09007199254740992",
+                                     "virginica": "18446744073709551615"})
+    return df
+
+
 def pandas_types_edit(te):
     te = te.copy()
     te["codes"] = [str(v) for v in np.random.default_rng(14).choice([7, 12, 3], size=len(te))]  # int64 in test
@@ -348,6 +358,7 @@ CASES = {
                          edit=pandas_types_edit),
     "float_labels": dict(table=float_labels_table, target="target", task="classification", n_train=120,
                          n_test=30, n_est=1),
+    "int_labels": dict(table=int_labels_table, target="target", task="auto", n_train=120, n_test=30, n_est=1),
     # > 8,192 training rows: two 1,024-row test chunks, two members sharing one RandomState; a small
     # model (the full-size one would take minutes a forward on a CPU)
     "big": dict(table=big_table, target="y", task="auto", n_train=9900, n_test=1100, n_est=2, mitra_seed=True,

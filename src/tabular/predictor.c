@@ -20,6 +20,7 @@
 #include "tabular-impl.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,6 +82,29 @@ static int nf_cmp_str(const void * a, const void * b) {
 static int nf_cmp_dbl(const void * a, const void * b) {
     const double x = *(const double *) a, y = *(const double *) b;
     return x < y ? -1 : x > y;
+}
+
+/* an int64 / uint64 field as str() prints it: the digits as written, no
+ * blanks, no '+', no leading zeros ("-0" is "0"); exact beyond 2^53, where
+ * the column's doubles are not */
+static void nf_int_digits(const char * s, char * out, size_t n) {
+    size_t k = 0;
+    while (isspace((unsigned char) *s)) s++;
+    const int neg = *s == '-';
+    if (*s == '+' || *s == '-') s++;
+    while (*s == '0' && isdigit((unsigned char) s[1])) s++;
+    if (neg && *s != '0' && k + 1 < n) out[k++] = '-';
+    while (isdigit((unsigned char) *s) && k + 1 < n) out[k++] = *s++;
+    out[k] = 0;
+}
+/* the numeric order of such digit strings */
+static int nf_cmp_int_digits(const void * a, const void * b) {
+    const char *x = *(const char * const *) a, *y = *(const char * const *) b;
+    const int nx = *x == '-', ny = *y == '-';
+    if (nx != ny) return nx ? -1 : 1;
+    const size_t lx = strlen(x), ly = strlen(y);
+    const int c = lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
+    return nx ? -c : c;
 }
 
 /* a text cell as AutoGluon sees it after FillNa: missing -> "" */
@@ -171,10 +195,26 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
         free(s);
         return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    int64_t u = 0;
+    int64_t u = 0, un = 0; /* distinct labels; distinct as doubles */
     int has_nan = 0;
-    if (y->type != NF_CSV_TEXT) {
-        u = nf_distinct_num(y->num, n, tmp, &has_nan);
+    char(*digits)[24] = NULL; /* an int target's fields as str() prints them */
+    if (y->type == NF_CSV_INT) {
+        /* labels compared as integers, exactly (pandas' int64 / uint64) */
+        if (!(digits = malloc((size_t) n * sizeof(*digits)))) {
+            free(tmp);
+            free(s);
+            return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        }
+        for (int64_t r = 0; r < n; r++) {
+            nf_int_digits(y->raw[r], digits[r], sizeof(digits[r]));
+            s[r] = digits[r];
+        }
+        qsort(s, (size_t) n, sizeof(char *), nf_cmp_int_digits);
+        for (int64_t i = 0; i < n; i++)
+            if (i == 0 || strcmp(s[i], s[i - 1]) != 0) s[u++] = s[i];
+        un = nf_distinct_num(y->num, n, tmp, &has_nan); /* tmp: the sorted doubles, as regression reads them */
+    } else if (y->type != NF_CSV_TEXT) {
+        u = un = nf_distinct_num(y->num, n, tmp, &has_nan);
     } else {
         for (int64_t r = 0; r < n; r++) s[r] = y->raw[r];
         qsort(s, (size_t) n, sizeof(char *), nf_cmp_str);
@@ -188,8 +228,9 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
         if (u == 2 || y->type == NF_CSV_TEXT)
             task = NF_PREDICT_CLASSIFICATION;
         else if (ratio <= thr && u <= 1000) {
-            int ints = 1;
-            for (int64_t i = 0; i < u; i++) ints &= tmp[i] == floor(tmp[i]) && fabs(tmp[i]) < 9.2e18;
+            int ints = 1; /* an int64 / uint64 dtype; floats: y.astype(int) equal to y */
+            for (int64_t i = 0; y->type != NF_CSV_INT && i < u; i++)
+                ints &= tmp[i] == floor(tmp[i]) && fabs(tmp[i]) < 9.2e18;
             task = ints ? NF_PREDICT_CLASSIFICATION : NF_PREDICT_REGRESSION;
         } else
             task = NF_PREDICT_REGRESSION;
@@ -199,13 +240,13 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
     if (task == NF_PREDICT_REGRESSION) {
         if (y->type == NF_CSV_TEXT) {
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) is not numeric: no regression", e1, e2);
-        } else if (!(u >= 2)) {
+        } else if (!(un >= 2)) {
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) is constant: nothing to regress", e1, e2);
         } else if (!(p->yv = malloc((size_t) n * sizeof(double)))) {
             rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         } else {
             p->y_min = tmp[0];
-            p->y_max = tmp[u - 1];
+            p->y_max = tmp[un - 1];
             if (!isfinite(p->y_min) || !isfinite(p->y_max))
                 rc = nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' (the target) holds an infinite value", e1, e2);
             memcpy(p->yv, y->num, (size_t) n * sizeof(double));
@@ -226,6 +267,8 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
                 int64_t k = 0;
                 if (y->type == NF_CSV_TEXT) {
                     while (strcmp(s[k], y->raw[r]) != 0) k++;
+                } else if (digits) {
+                    while (strcmp(s[k], digits[r]) != 0) k++;
                 } else {
                     while (tmp[k] != y->num[r]) k++;
                 }
@@ -235,7 +278,7 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
                  * True / False, int64 digits ("+05" is "5"), float64 its repr
                  * ("1" in a float column is "1.0") */
                 if (y->type == NF_CSV_INT)
-                    snprintf(p->class_num[k], sizeof(p->class_num[k]), "%.0f", y->num[r]);
+                    snprintf(p->class_num[k], sizeof(p->class_num[k]), "%s", digits[r]);
                 else if (y->type == NF_CSV_FLOAT)
                     nf__py_float_repr(y->num[r], p->class_num[k], sizeof(p->class_num[k]));
                 p->class_name[k] = y->type == NF_CSV_INT || y->type == NF_CSV_FLOAT ? p->class_num[k] : y->raw[r];
@@ -244,6 +287,7 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
     }
     free(tmp);
     free(s);
+    free(digits);
     return rc;
 }
 
