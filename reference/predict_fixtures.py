@@ -309,6 +309,27 @@ def int_labels_table():
     return df
 
 
+def two_valued_table():
+    """iris with three two-valued columns (bool, int 0/1, float 0.5/1.5): AutoGluon's 0/1 features"""
+    df = sk_table("iris")
+    r = np.random.default_rng(21)
+    df["flag"] = r.choice([True, False], size=len(df))
+    df["i01"] = r.choice([0, 1], size=len(df))
+    df["f2"] = r.choice([0.5, 1.5], size=len(df))
+    return df
+
+
+def two_valued_edit(te):
+    """a string in each of the test table's two-valued columns: pandas reads them as object
+    columns, and AutoGluon's `== value` matches none of their strings ('1', '0.5', 'True'
+    included): 0 throughout"""
+    te = te.copy().astype({"flag": object, "i01": object, "f2": object})
+    te.loc[0, "flag"] = "yes"
+    te.loc[1, "i01"] = "n/a?"
+    te.loc[2, "f2"] = "high"
+    return te
+
+
 def pandas_types_edit(te):
     te = te.copy()
     te["codes"] = [str(v) for v in np.random.default_rng(14).choice([7, 12, 3], size=len(te))]  # int64 in test
@@ -359,6 +380,8 @@ CASES = {
     "float_labels": dict(table=float_labels_table, target="target", task="classification", n_train=120,
                          n_test=30, n_est=1),
     "int_labels": dict(table=int_labels_table, target="target", task="auto", n_train=120, n_test=30, n_est=1),
+    "two_valued": dict(table=two_valued_table, target="target", task="auto", n_train=120, n_test=30, n_est=1,
+                       edit=two_valued_edit),
     # > 8,192 training rows: two 1,024-row test chunks, two members sharing one RandomState; a small
     # model (the full-size one would take minutes a forward on a CPU)
     "big": dict(table=big_table, target="y", task="auto", n_train=9900, n_test=1100, n_est=2, mitra_seed=True,

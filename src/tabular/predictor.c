@@ -564,6 +564,15 @@ static const char * nf_col_type_name(const struct nf_csv_column * c) {
 
 /* the test table: the training columns (the target optional), no others; a
  * numeric training column reads as numbers. tcol: each feature's column in test */
+/* the first row of a text column that is neither missing nor a number (n: none) */
+static int64_t nf_first_non_number(const struct nf_csv_column * c, int64_t n) {
+    int64_t r = 0;
+    double d;
+    int ii;
+    while (r < n && (c->missing[r] || nf__csv_parse_number(c->raw[r], &d, &ii))) r++;
+    return r;
+}
+
 static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_table * te, int * tcol, nf_err * err) {
     char ef[512], et[512], ec[256];
     nf__esc(ef, sizeof(ef), p->tr.path);
@@ -599,11 +608,10 @@ static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_tabl
                                    et, (long long) r + 1, ec, nf__esc(ev, sizeof(ev), qc->raw[r]));
             }
         }
-        if (tc->type != NF_CSV_TEXT && qc->type == NF_CSV_TEXT && !qc->bools) {
-            int64_t r = 0;
-            double d;
-            int ii;
-            while (r < nq && (qc->missing[r] || nf__csv_parse_number(qc->raw[r], &d, &ii))) r++;
+        /* numbers in training, strings in the test table: pandas' astype fails,
+         * except for a 0/1 column, which compares (every string is no number: 0) */
+        if (tc->type != NF_CSV_TEXT && qc->type == NF_CSV_TEXT && !qc->bools && f->kind != NF_FEAT_BOOL) {
+            const int64_t r = nf_first_non_number(qc, nq);
             if (r == nq) continue; /* a text column of numbers (e.g. a DataFrame's object column) */
             char ev[256];
             return nf__err_set(err, NF_ERR_INPUT,
@@ -620,6 +628,9 @@ static int nf_value_kind(const struct nf_csv_column * c) { return c->bools ? 2 :
 /* a test column through the fitted feature generation */
 static void nf_pred_transform(const struct nf_feat * f, int numeric, const struct nf_csv_column * qc, int64_t nq,
                               double * xq) {
+        /* a test column of strings against numbers (a CSV column with a value that is
+         * no number): pandas compares str with a number, never equal */
+        const int strings = numeric && qc->type == NF_CSV_TEXT && !qc->bools && nf_first_non_number(qc, nq) < nq;
         for (int64_t r = 0; r < nq; r++) {
             /* a test cell: numeric columns read as numbers (bools as 0/1), text
              * as text; a text value of another kind than training's (a number
@@ -643,7 +654,7 @@ static void nf_pred_transform(const struct nf_feat * f, int numeric, const struc
                                                    ? t
                                                    : f->date_fill);
             else if (f->kind == NF_FEAT_BOOL)
-                xq[r] = numeric ? (v == f->true_num) : (s && strcmp(s, f->true_str) == 0);
+                xq[r] = numeric ? (!strings && v == f->true_num) : (s && strcmp(s, f->true_str) == 0);
             else if (f->kind == NF_FEAT_CAT)
                 xq[r] = (double) nf_find_cat(f->cats, f->n_cats, f->bools, s);
             else if (f->is_int) /* int64 in training: missing -> 0, then astype(int64) */
