@@ -49,6 +49,10 @@ NF_API int nf_table_new(const char * name, int64_t n_rows, nf_table ** out, nf_e
  * values are int64 or uint64 (each must then be an integer and none missing;
  * NF_ERR_INPUT otherwise). */
 NF_API int nf_table_add_numeric(nf_table * t, const char * name, const double * values, int is_int, nf_err * err);
+/* Add an int64 (is_unsigned 0: values is const int64_t *) or uint64 (1: const
+ * uint64_t *) column (copied), exactly: its values compare as integers, also
+ * beyond 2^53 where doubles merge them (pandas' int64 / uint64 dtypes). */
+NF_API int nf_table_add_int(nf_table * t, const char * name, const void * values, int is_unsigned, nf_err * err);
 /* Add a text column (copied): n_rows NUL-terminated UTF-8 strings; a row is
  * missing where missing[r] != 0 (missing may be NULL) or values[r] is NULL. */
 NF_API int nf_table_add_text(nf_table * t, const char * name, const char * const * values,

@@ -302,10 +302,15 @@ def float_labels_table():
 def int_labels_table():
     """iris with integer class labels beyond 2^53, one beyond INT64_MAX (a uint64 column; one label
     written with a leading zero): AutoGluon's classes are the exact integers, sorted, as str() prints
-    them -- 9007199254740992 and 9007199254740993 are one double"""
+    them -- 9007199254740992 and 9007199254740993 are one double; and int features like them"""
     df = sk_table("iris")
     df["target"] = df["target"].map({"setosa": "9007199254740993", "versicolor": "09007199254740992",
                                      "virginica": "18446744073709551615"})
+    # features of the same kind: two values one double apart (AutoGluon's 0/1 column), three
+    # values that are two doubles (an int column, not 0/1)
+    r = np.random.default_rng(23)
+    df["big2"] = [str(9007199254740992 + int(v)) for v in r.integers(0, 2, len(df))]
+    df["big3"] = [str(9007199254740992 + int(v)) for v in r.integers(0, 3, len(df))]
     return df
 
 

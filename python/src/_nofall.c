@@ -41,12 +41,28 @@ static int nf_py_buffer(PyObject * o, Py_buffer * b, const char * fmt, int writa
     if (*f == '<' || *f == '=' || *f == '@') f++;
     int ok = strcmp(f, fmt) == 0;
     if (!ok && strcmp(fmt, "q") == 0) ok = (strcmp(f, "l") == 0 && b->itemsize == 8);
+    if (!ok && strcmp(fmt, "Q") == 0) ok = (strcmp(f, "L") == 0 && b->itemsize == 8);
     if (!ok) {
         PyErr_Format(PyExc_TypeError, "%s: a C-contiguous buffer of format '%s' is needed, not '%s'", what, fmt, f);
         PyBuffer_Release(b);
         return -1;
     }
     return 0;
+}
+
+/* a buffer of 8-byte integers (numpy int64 / uint64), not of doubles */
+static int nf_py_int_buffer(PyObject * o) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(o, &b, PyBUF_FORMAT) != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char * f = b.format ? b.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    const int ok = b.itemsize == 8 && (strcmp(f, "q") == 0 || strcmp(f, "Q") == 0 || strcmp(f, "l") == 0 ||
+                                       strcmp(f, "L") == 0);
+    PyBuffer_Release(&b);
+    return ok;
 }
 
 /* ---- Model ------------------------------------------------------------------ */
@@ -290,7 +306,8 @@ static PyTypeObject NfModelType = {
 
 /* ---- tables ------------------------------------------------------------------ */
 /* columns: a list of (name, kind, data[, missing]): kind "int64" / "float64"
- * (data: a float64 buffer, NaN = missing), "text" (data: a list of str or
+ * (data: a float64 buffer, NaN = missing), "int64" / "uint64" (data: an int64 /
+ * uint64 buffer: exact integers), "text" (data: a list of str or
  * None) or "bool" (data: a list of bool or None) */
 /* a column given as a list of n_rows items (what: their type, for the
  * message): a buffer of n_rows elements of elem bytes, or NULL with the
@@ -352,6 +369,19 @@ static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * col
             rc = bad ? NF_OK : nf_table_add_bool(t, name, v, &err);
             PyMem_Free(v);
             if (bad) goto fail;
+        } else if ((strcmp(kind, "int64") == 0 || strcmp(kind, "uint64") == 0) && PyObject_CheckBuffer(data) &&
+                   nf_py_int_buffer(data)) { /* exact integers: an int64 / uint64 buffer */
+            const int u = kind[0] == 'u';
+            Py_buffer b;
+            if (nf_py_buffer(data, &b, u ? "Q" : "q", 0, name) != 0) goto fail;
+            if (b.len != (Py_ssize_t) (n_rows * 8)) {
+                PyBuffer_Release(&b);
+                PyErr_Format(PyExc_ValueError, "column '%s': %zd values, the table has %lld rows", name, b.len / 8,
+                             (long long) n_rows);
+                goto fail;
+            }
+            rc = nf_table_add_int(t, name, b.buf, u, &err);
+            PyBuffer_Release(&b);
         } else if (strcmp(kind, "int64") == 0 || strcmp(kind, "float64") == 0) {
             Py_buffer b;
             if (nf_py_buffer(data, &b, "d", 0, name) != 0) goto fail;

@@ -37,6 +37,7 @@ struct nf_feat {
     int kind;        /* NF_FEAT_*             */
     int is_int;      /* pandas int64 in train */
     double true_num; /* bool: the value mapped to 1 */
+    char true_int[24]; /* bool of an int64 / uint64 column: that value's digits (exact) */
     const char * true_str;
     char ** cats; /* category: sorted categories (count >= 2); bools: False, True, then '' */
     int bools;    /* the training column holds Python bools (and missing values) */
@@ -105,6 +106,41 @@ static int nf_cmp_int_digits(const void * a, const void * b) {
     const size_t lx = strlen(x), ly = strlen(y);
     const int c = lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
     return nx ? -c : c;
+}
+
+/* distinct values of an int64 / uint64 column (none missing), exactly; the larger
+ * of two into true_int */
+static int nf_int_distinct(const struct nf_csv_column * c, int64_t n, char * true_int, int64_t * nd, nf_err * err) {
+    char(*dg)[24] = malloc((size_t) (n ? n : 1) * sizeof(*dg));
+    char ** ps = malloc((size_t) (n ? n : 1) * sizeof(char *));
+    if (!dg || !ps) {
+        free(dg);
+        free(ps);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t r = 0; r < n; r++) {
+        nf_int_digits(c->raw[r], dg[r], sizeof(dg[r]));
+        ps[r] = dg[r];
+    }
+    qsort(ps, (size_t) n, sizeof(char *), nf_cmp_int_digits);
+    int64_t u = 0;
+    for (int64_t i = 0; i < n; i++) u += i == 0 || strcmp(ps[i], ps[i - 1]) != 0;
+    snprintf(true_int, 24, "%s", n ? ps[n - 1] : "");
+    *nd = u;
+    free(dg);
+    free(ps);
+    return NF_OK;
+}
+
+/* a numeric cell == a 0/1 column's value 1: an int64 / uint64 cell against an
+ * int column's value by its digits, else as doubles */
+static int nf_is_true_num(const struct nf_feat * f, const struct nf_csv_column * c, int64_t r) {
+    if (c->type == NF_CSV_INT && f->true_int[0]) {
+        char d[24];
+        nf_int_digits(c->raw[r], d, sizeof(d));
+        return strcmp(d, f->true_int) == 0;
+    }
+    return c->num[r] == f->true_num;
 }
 
 /* a text cell as AutoGluon sees it after FillNa: missing -> "" */
@@ -420,9 +456,15 @@ static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
         f->is_int = tc->type == NF_CSV_INT;
         f->bools = tc->bools;
         /* distinct values, missing counted as a value (AsTypeFeatureGenerator) */
-        int64_t nd;
+        int64_t nd = 0;
         char ** strs = NULL;
-        if (numeric) {
+        if (tc->type == NF_CSV_INT) { /* compared as integers, exactly (doubles merge values beyond 2^53) */
+            if ((rc = nf_int_distinct(tc, ns, f->true_int, &nd, err)) != NF_OK) break;
+            if (nd == 2) {
+                f->kind = NF_FEAT_BOOL;
+                f->true_num = strtod(f->true_int, NULL);
+            }
+        } else if (numeric) {
             int has_nan;
             nd = nf_distinct_num(tc->num, ns, tmp, &has_nan);
             if (nd == 2) {
@@ -467,7 +509,7 @@ static int nf_pred_features(struct nf_predictor * p, nf_err * err) {
         /* generated values */
         for (int64_t r = 0; r < ns; r++) {
             if (f->kind == NF_FEAT_BOOL)
-                f->xs[r] = numeric ? (tc->num[r] == f->true_num) : (strcmp(nf_text(tc, r), f->true_str) == 0);
+                f->xs[r] = numeric ? nf_is_true_num(f, tc, r) : (strcmp(nf_text(tc, r), f->true_str) == 0);
             else if (f->kind == NF_FEAT_CAT)
                 f->xs[r] = (double) nf_find_cat(f->cats, f->n_cats, f->bools, nf_text(tc, r));
             else
@@ -562,8 +604,6 @@ static const char * nf_col_type_name(const struct nf_csv_column * c) {
     return c->type == NF_CSV_INT ? "int64" : c->type == NF_CSV_FLOAT ? "float64" : c->type == NF_CSV_BOOL ? "bool" : "object";
 }
 
-/* the test table: the training columns (the target optional), no others; a
- * numeric training column reads as numbers. tcol: each feature's column in test */
 /* the first row of a text column that is neither missing nor a number (n: none) */
 static int64_t nf_first_non_number(const struct nf_csv_column * c, int64_t n) {
     int64_t r = 0;
@@ -573,6 +613,8 @@ static int64_t nf_first_non_number(const struct nf_csv_column * c, int64_t n) {
     return r;
 }
 
+/* the test table: the training columns (the target optional), no others; a
+ * numeric training column reads as numbers. tcol: each feature's column in test */
 static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_table * te, int * tcol, nf_err * err) {
     char ef[512], et[512], ec[256];
     nf__esc(ef, sizeof(ef), p->tr.path);
@@ -654,7 +696,8 @@ static void nf_pred_transform(const struct nf_feat * f, int numeric, const struc
                                                    ? t
                                                    : f->date_fill);
             else if (f->kind == NF_FEAT_BOOL)
-                xq[r] = numeric ? (!strings && v == f->true_num) : (s && strcmp(s, f->true_str) == 0);
+                xq[r] = numeric ? (!strings && (qc->type == NF_CSV_INT ? nf_is_true_num(f, qc, r) : v == f->true_num))
+                                : (s && strcmp(s, f->true_str) == 0);
             else if (f->kind == NF_FEAT_CAT)
                 xq[r] = (double) nf_find_cat(f->cats, f->n_cats, f->bools, s);
             else if (f->is_int) /* int64 in training: missing -> 0, then astype(int64) */

@@ -144,6 +144,34 @@ int nf_table_add_numeric(nf_table * t, const char * name, const double * values,
     return NF_OK;
 }
 
+int nf_table_add_int(nf_table * t, const char * name, const void * values, int is_unsigned, nf_err * err) {
+    struct nf_csv_column * c;
+    const int64_t n = t->csv.n_rows;
+    if (!values && n) return nf__err_set(err, NF_ERR_ARG, "nf_table_add_int: no values");
+    NF_TRY(nf_table_new_col(t, name, &c, err));
+    c->type = NF_CSV_INT;
+    int rc = NF_OK;
+    for (int64_t r = 0; r < n && rc == NF_OK; r++) {
+        char b[32];
+        if (is_unsigned) {
+            const uint64_t v = ((const uint64_t *) values)[r];
+            c->num[r] = (double) v;
+            snprintf(b, sizeof(b), "%llu", (unsigned long long) v);
+        } else {
+            const int64_t v = ((const int64_t *) values)[r];
+            c->num[r] = (double) v;
+            snprintf(b, sizeof(b), "%lld", (long long) v);
+        }
+        if (!(c->raw[r] = strdup(b))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    if (rc != NF_OK) {
+        nf_col_release(c, n);
+        return rc;
+    }
+    t->csv.n_cols++;
+    return NF_OK;
+}
+
 int nf_table_add_bool(nf_table * t, const char * name, const signed char * values, nf_err * err) {
     struct nf_csv_column * c;
     const int64_t n = t->csv.n_rows;

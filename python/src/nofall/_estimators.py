@@ -71,11 +71,16 @@ def _frame_columns(X):
         elif pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
             if pd.api.types.is_complex_dtype(dt):
                 raise ValueError("Complex data not supported")
+            if pd.api.types.is_integer_dtype(dt) and not miss.any():
+                # the integers themselves: beyond 2^53 doubles would merge them
+                u = pd.api.types.is_unsigned_integer_dtype(dt) and s.to_numpy().max(initial=0) > np.iinfo(np.int64).max
+                v = s.to_numpy(dtype=np.uint64 if u else np.int64)
+                cols.append((key, "uint64" if u else "int64", np.ascontiguousarray(v)))
+                continue
             v = s.to_numpy(dtype=np.float64, na_value=np.nan)
             if np.isinf(v).any():
                 raise ValueError(f"Input X contains infinity (column {key!r})")
-            kind = "int64" if pd.api.types.is_integer_dtype(dt) and not miss.any() else "float64"
-            cols.append((key, kind, np.ascontiguousarray(v)))
+            cols.append((key, "float64", np.ascontiguousarray(v)))
         else:  # object, string, category, bool with missing values, datetime: text
             cols.append((key, "text", _text(s.astype(object).tolist(), miss)))
     return cols
