@@ -7,6 +7,7 @@
 #include "nf-test.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,50 @@ int main(void) {
     const char * words[2] = {"1", "two"};
     CHECK_RC(nf_table_add_text(t, "numtext", words, NULL, &err), NF_OK, &err);
     nf_table_free(t);
+
+    /* integer columns beyond 2^53, exactly (AutoGluon compares int64 / uint64 values):
+     * two values one double apart are a 0/1 column, three values that are two
+     * doubles an int column; built by nf_table_add_int or read from a CSV file */
+    {
+        const int64_t P = 9007199254740992LL; /* 2^53 */
+        const int64_t b2[8] = {P, P + 1, P, P + 1, P + 1, P, P, P + 1}, b3[8] = {P, P + 1, P + 2, P, P + 1, P + 2, P, P};
+        const uint64_t u2[8] = {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX, UINT64_MAX - 1,
+                                UINT64_MAX, UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 1};
+        const char * y8[8] = {"x", "z", "x", "z", "x", "z", "x", "z"};
+        char icsv[256];
+        snprintf(icsv, sizeof(icsv), "%s-ints.csv", dir);
+        FILE * fi = fopen(icsv, "w");
+        CHECK(fi != NULL, "write %s", icsv);
+        if (fi) {
+            fputs("b2,b3,u2,y\n", fi);
+            for (int r = 0; r < 8; r++)
+                fprintf(fi, "%lld,%lld,%llu,%s\n", (long long) b2[r], (long long) b3[r], (unsigned long long) u2[r], y8[r]);
+            fclose(fi);
+        }
+        nf_table * tt[2] = {NULL, NULL};
+        CHECK_RC(nf_table_new("ints", 8, &tt[0], &err), NF_OK, &err);
+        CHECK_RC(nf_table_add_int(tt[0], "b2", b2, 0, &err), NF_OK, &err);
+        CHECK_RC(nf_table_add_int(tt[0], "b3", b3, 0, &err), NF_OK, &err);
+        CHECK_RC(nf_table_add_int(tt[0], "u2", u2, 1, &err), NF_OK, &err);
+        CHECK_RC(nf_table_add_text(tt[0], "y", y8, NULL, &err), NF_OK, &err);
+        CHECK_RC(nf_table_read_csv(icsv, &tt[1], &err), NF_OK, &err);
+        for (int k = 0; k < 2 && tt[0] && tt[1]; k++) {
+            nf_predictor * pi = NULL;
+            CHECK_RC(nf_predictor_fit(tt[k], "y", &o, &pi, &err), NF_OK, &err);
+            for (int c = 0; pi && c < nf_predictor_n_columns(pi); c++) {
+                struct nf_column_info ci;
+                nf_predictor_column(pi, c, &ci);
+                const char * want = strcmp(ci.name, "b3") == 0 ? "numeric" : "bool";
+                CHECK(strcmp(ci.csv_type, "int64") == 0 && strcmp(ci.kind, want) == 0 && ci.kept >= 0,
+                      "%s table, column %s: %s %s kept %d (want int64 %s kept)", k ? "csv" : "built", ci.name,
+                      ci.csv_type, ci.kind, ci.kept, want);
+            }
+            nf_predictor_free(pi);
+        }
+        nf_table_free(tt[0]);
+        nf_table_free(tt[1]);
+        remove(icsv);
+    }
 
     /* the column builders' refusals */
     CHECK_RC(nf_table_new("X", 2, &t, &err), NF_OK, &err);
