@@ -75,6 +75,22 @@ def test_dataframe_categoricals_and_nan(small_cls):
         est.predict(df[60:].rename(columns={"num": "other"}))
 
 
+def test_integers_beyond_2_53(small_cls):
+    """integer columns reach the C library as integers: 2^53 and 2^53 + 1 (one double) are two
+    values, so a 0/1 column, as AutoGluon's int64 comparison makes them; the same from numpy"""
+    rng = np.random.default_rng(4)
+    n = 40
+    p = 2 ** 53
+    df = pd.DataFrame({"num": rng.normal(size=n), "big": p + rng.integers(0, 2, size=n),
+                       "ubig": np.uint64(2 ** 64 - 1) - rng.integers(0, 2, size=n).astype(np.uint64)})
+    assert df["ubig"].dtype == np.uint64
+    y = np.where(df["num"] > 0, "pos", "neg")
+    for X, bools in ((df, 2), (df[["big"]].to_numpy(), 1), (df[["ubig"]].to_numpy(), 1)):
+        est = nofall.MitraClassifier(small_cls).fit(X, y)
+        kinds = [c["type"] for c in est.report_["columns_kept"]]
+        assert kinds.count("bool") == bools, (X.dtypes if hasattr(X, "dtypes") else X.dtype, kinds)
+
+
 def test_errors_carry_the_message(small_cls, small_reg):
     X, _ = _data()
     with pytest.raises(nofall.NofallInputError, match="has 12 classes; Mitra takes at most 10"):

@@ -89,8 +89,12 @@ def _frame_columns(X):
 def _array_columns(X, min_samples):
     X = check_array(X, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=min_samples)
     cols = []
-    if X.dtype.kind in "biuf":
-        kind = "int64" if X.dtype.kind in "biu" else "float64"
+    if X.dtype.kind in "iu":  # integers, exactly (beyond 2^53 doubles would merge them)
+        u = X.dtype.kind == "u" and X.size > 0 and X.max() > np.iinfo(np.int64).max
+        Xi = np.asarray(X, dtype=np.uint64 if u else np.int64)
+        return [(f"x{j}", "uint64" if u else "int64", np.ascontiguousarray(Xi[:, j])) for j in range(X.shape[1])]
+    if X.dtype.kind in "bf":
+        kind = "int64" if X.dtype.kind == "b" else "float64"
         Xf = np.asarray(X, dtype=np.float64)
         for j in range(X.shape[1]):
             cols.append((f"x{j}", kind, np.ascontiguousarray(Xf[:, j])))
