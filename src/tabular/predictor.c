@@ -108,8 +108,22 @@ static int nf_cmp_int_digits(const void * a, const void * b) {
     return nx ? -c : c;
 }
 
-/* distinct values of an int64 / uint64 column (none missing), exactly; the larger
- * of two into true_int */
+/* an int64 / uint64 column's fields as digits (dg), and its distinct values,
+ * exactly, in numeric order (ps[0 .. returned count), pointing into dg) */
+static int64_t nf_int_sorted(const struct nf_csv_column * c, int64_t n, char (*dg)[24], char ** ps) {
+    for (int64_t r = 0; r < n; r++) {
+        nf_int_digits(c->raw[r], dg[r], sizeof(dg[r]));
+        ps[r] = dg[r];
+    }
+    qsort(ps, (size_t) n, sizeof(char *), nf_cmp_int_digits);
+    int64_t u = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(ps[i], ps[i - 1]) != 0) ps[u++] = ps[i];
+    return u;
+}
+
+/* distinct values of an int64 / uint64 column (none missing), exactly; the
+ * largest into true_int */
 static int nf_int_distinct(const struct nf_csv_column * c, int64_t n, char * true_int, int64_t * nd, nf_err * err) {
     char(*dg)[24] = malloc((size_t) (n ? n : 1) * sizeof(*dg));
     char ** ps = malloc((size_t) (n ? n : 1) * sizeof(char *));
@@ -118,15 +132,8 @@ static int nf_int_distinct(const struct nf_csv_column * c, int64_t n, char * tru
         free(ps);
         return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    for (int64_t r = 0; r < n; r++) {
-        nf_int_digits(c->raw[r], dg[r], sizeof(dg[r]));
-        ps[r] = dg[r];
-    }
-    qsort(ps, (size_t) n, sizeof(char *), nf_cmp_int_digits);
-    int64_t u = 0;
-    for (int64_t i = 0; i < n; i++) u += i == 0 || strcmp(ps[i], ps[i - 1]) != 0;
-    snprintf(true_int, 24, "%s", n ? ps[n - 1] : "");
-    *nd = u;
+    *nd = nf_int_sorted(c, n, dg, ps);
+    snprintf(true_int, 24, "%s", *nd ? ps[*nd - 1] : "");
     free(dg);
     free(ps);
     return NF_OK;
@@ -241,13 +248,7 @@ static int nf_pred_target(struct nf_predictor * p, int task_opt, nf_err * err) {
             free(s);
             return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         }
-        for (int64_t r = 0; r < n; r++) {
-            nf_int_digits(y->raw[r], digits[r], sizeof(digits[r]));
-            s[r] = digits[r];
-        }
-        qsort(s, (size_t) n, sizeof(char *), nf_cmp_int_digits);
-        for (int64_t i = 0; i < n; i++)
-            if (i == 0 || strcmp(s[i], s[i - 1]) != 0) s[u++] = s[i];
+        u = nf_int_sorted(y, n, digits, s);
         un = nf_distinct_num(y->num, n, tmp, &has_nan); /* tmp: the sorted doubles, as regression reads them */
     } else if (y->type != NF_CSV_TEXT) {
         u = un = nf_distinct_num(y->num, n, tmp, &has_nan);

@@ -102,6 +102,16 @@ static void nf_fmt_double(char * buf, size_t n, double v) {
     }
 }
 
+/* a new column's end: counted in the table on success, released on failure */
+static int nf_col_done(nf_table * t, struct nf_csv_column * c, int rc) {
+    if (rc != NF_OK) {
+        nf_col_release(c, t->csv.n_rows);
+        return rc;
+    }
+    t->csv.n_cols++;
+    return NF_OK;
+}
+
 int nf_table_add_numeric(nf_table * t, const char * name, const double * values, int is_int, nf_err * err) {
     struct nf_csv_column * c;
     const int64_t n = t->csv.n_rows;
@@ -136,12 +146,7 @@ int nf_table_add_numeric(nf_table * t, const char * name, const double * values,
             nf_fmt_double(b, sizeof(b), v);
         if (!(c->raw[r] = strdup(b))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    if (rc != NF_OK) {
-        nf_col_release(c, n);
-        return rc;
-    }
-    t->csv.n_cols++;
-    return NF_OK;
+    return nf_col_done(t, c, rc);
 }
 
 int nf_table_add_int(nf_table * t, const char * name, const void * values, int is_unsigned, nf_err * err) {
@@ -164,12 +169,7 @@ int nf_table_add_int(nf_table * t, const char * name, const void * values, int i
         }
         if (!(c->raw[r] = strdup(b))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    if (rc != NF_OK) {
-        nf_col_release(c, n);
-        return rc;
-    }
-    t->csv.n_cols++;
-    return NF_OK;
+    return nf_col_done(t, c, rc);
 }
 
 int nf_table_add_bool(nf_table * t, const char * name, const signed char * values, nf_err * err) {
@@ -216,12 +216,7 @@ int nf_table_add_text(nf_table * t, const char * name, const char * const * valu
         }
         if (!(c->raw[r] = strdup(s))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    if (rc != NF_OK) {
-        nf_col_release(c, n);
-        return rc;
-    }
-    t->csv.n_cols++;
-    return NF_OK;
+    return nf_col_done(t, c, rc);
 }
 
 int nf__csv_clone(const struct nf_csv_table * src, struct nf_csv_table * dst, nf_err * err) {
