@@ -34,15 +34,26 @@ static PyObject * nf_py_raise(const nf_err * err) {
     return NULL;
 }
 
+/* a buffer's struct format without its byte-order prefix */
+static const char * nf_py_format(const Py_buffer * b) {
+    const char * f = b->format ? b->format : "B";
+    return *f == '<' || *f == '=' || *f == '@' ? f + 1 : f;
+}
+
+/* the buffer holds elements of format fmt (8-byte 'l' / 'L' count as 'q' / 'Q') */
+static int nf_py_format_is(const Py_buffer * b, const char * fmt) {
+    const char * f = nf_py_format(b);
+    if (strcmp(f, fmt) == 0) return 1;
+    if (strcmp(fmt, "q") == 0) return strcmp(f, "l") == 0 && b->itemsize == 8;
+    if (strcmp(fmt, "Q") == 0) return strcmp(f, "L") == 0 && b->itemsize == 8;
+    return 0;
+}
+
 /* a C-contiguous buffer of itemsize `size` and format `fmt` ("f", "d", "q"/"l") */
 static int nf_py_buffer(PyObject * o, Py_buffer * b, const char * fmt, int writable, const char * what) {
     if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) != 0) return -1;
-    const char * f = b->format ? b->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    int ok = strcmp(f, fmt) == 0;
-    if (!ok && strcmp(fmt, "q") == 0) ok = (strcmp(f, "l") == 0 && b->itemsize == 8);
-    if (!ok && strcmp(fmt, "Q") == 0) ok = (strcmp(f, "L") == 0 && b->itemsize == 8);
-    if (!ok) {
+    const char * f = nf_py_format(b);
+    if (!nf_py_format_is(b, fmt)) {
         PyErr_Format(PyExc_TypeError, "%s: a C-contiguous buffer of format '%s' is needed, not '%s'", what, fmt, f);
         PyBuffer_Release(b);
         return -1;
@@ -57,10 +68,7 @@ static int nf_py_int_buffer(PyObject * o) {
         PyErr_Clear();
         return 0;
     }
-    const char * f = b.format ? b.format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    const int ok = b.itemsize == 8 && (strcmp(f, "q") == 0 || strcmp(f, "Q") == 0 || strcmp(f, "l") == 0 ||
-                                       strcmp(f, "L") == 0);
+    const int ok = nf_py_format_is(&b, "q") || nf_py_format_is(&b, "Q");
     PyBuffer_Release(&b);
     return ok;
 }

@@ -671,9 +671,10 @@ static int nf_value_kind(const struct nf_csv_column * c) { return c->bools ? 2 :
 /* a test column through the fitted feature generation */
 static void nf_pred_transform(const struct nf_feat * f, int numeric, const struct nf_csv_column * qc, int64_t nq,
                               double * xq) {
-        /* a test column of strings against numbers (a CSV column with a value that is
-         * no number): pandas compares str with a number, never equal */
-        const int strings = numeric && qc->type == NF_CSV_TEXT && !qc->bools && nf_first_non_number(qc, nq) < nq;
+        /* a 0/1 column's test column of strings against numbers (a CSV column with a
+         * value that is no number): pandas compares str with a number, never equal */
+        const int strings = f->kind == NF_FEAT_BOOL && numeric && qc->type == NF_CSV_TEXT && !qc->bools &&
+                            nf_first_non_number(qc, nq) < nq;
         for (int64_t r = 0; r < nq; r++) {
             /* a test cell: numeric columns read as numbers (bools as 0/1), text
              * as text; a text value of another kind than training's (a number
