@@ -10,13 +10,17 @@
  *    sequences were computed once, and which reused their base's encoder
  *    rows, so that a plan that silently computed everything in full fails;
  *  - reuse off is the batch as given (distinct = B, reused = 0).
- * Cases: the full length (context 4000, L = 8201, dim 16, depth 1) where the
- * saving is real: a single-base change in the middle, near the start, at
- * the end, a run of N; and a small configuration (context 50, L = 228) with
- * batch_reuse = 2, where the differing run covers the whole sequence within
- * a few resblocks (the clipping at both ends).
+ * Cases: annotate's windows (context C, L = 2 C + 201: the variant at C + 100;
+ * dim 16, depth 1) where the saving is real: a single-base change in the
+ * middle, near the start, at the end, a run of N; and a small configuration
+ * (context 50, L = 228) with batch_reuse = 2, where the differing run covers
+ * the whole sequence within a few resblocks (the clipping at both ends).
+ * The context only sets where the output window starts (the encoder runs
+ * on all L positions alike), so a shorter one takes the same code paths:
+ * C = 4000 (L = 8201, the full length) on cpu; C = 400 (L = 1001) on the
+ * devices, a tenth of the work (PoCL computes at ~13 GFLOP/s).
  *
- * usage: test-spt-reuse DEVICE [--quick]   (exit 77: DEVICE not available)
+ * usage: test-spt-reuse DEVICE [--quick | --context C]   (exit 77: DEVICE not available)
  *   --quick: the small configuration only (the cuda emulator) */
 #include "nf-test.h"
 #include "models/sptransformer-impl.h"
@@ -59,7 +63,8 @@ static int64_t opt(nf_model * m, const char * key) {
 static void run_case(nf_backend * be, const char * dev, const char * what, const char * const * vals, int64_t L,
                      const struct edit * ed, int B, int mode, int64_t want_distinct, int64_t want_reused) {
     nf_err err = {0};
-    const char * dir = "test-spt-reuse.tmp";
+    char dir[256]; /* one per device: the ctest runs may overlap */
+    snprintf(dir, sizeof(dir), "test-spt-reuse-%s.tmp", dev);
     const char * keys[] = {"dim", "depth", "tissues", "context", "window"};
     CHECK_RC(nf__model_gen_weights_ex("sptransformer", dir, 20241202, 5, keys, vals, NULL, 0.0f, NULL, 0, &err), NF_OK,
              &err);
@@ -105,11 +110,17 @@ static void run_case(nf_backend * be, const char * dev, const char * what, const
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: test-spt-reuse DEVICE [--quick]\n");
+        fprintf(stderr, "usage: test-spt-reuse DEVICE [--quick | --context C]\n");
         return 2;
     }
     const char * dev = argv[1];
     const int quick = argc > 2 && strcmp(argv[2], "--quick") == 0;
+    int64_t C = 4000;
+    if (argc > 3 && strcmp(argv[2], "--context") == 0) C = strtoll(argv[3], NULL, 10);
+    if (C < 200 || C > 4000) {
+        fprintf(stderr, "test-spt-reuse: --context %lld is not in [200, 4000]\n", (long long) C);
+        return 2;
+    }
     nf_err err = {0};
     nf_backend * be = NULL;
     int rc = nf_backend_init(dev, NF_PRECISION_EXACT, &be, &err);
@@ -121,18 +132,22 @@ int main(int argc, char ** argv) {
     if (!be) return 1;
 
     if (!quick) {
-        /* annotate's windows: L = 8201, the variant at 4100 */
-        const char * full[] = {"16", "1", "5", "4000", "256"};
+        /* annotate's windows: L = 2 C + 201, the variant at C + 100 */
+        char ctx[32], what[64];
+        snprintf(ctx, sizeof(ctx), "%lld", (long long) C);
+        const int64_t L = 2 * C + 201;
+        snprintf(what, sizeof(what), "L=%lld", (long long) L);
+        const char * full[] = {"16", "1", "5", ctx, "256"};
         const struct edit ed[] = {
-            {-1, -1, 0, 0},  /* 0 random                                        */
-            {0, 4100, 1, 0}, /* 1 an SNV in the middle: its encoders reuse 0's  */
-            {0, 3, 1, 0},    /* 2 near the start (the run clipped at 0)         */
-            {0, -1, 0, 0},   /* 3 a repeat of 0: computed once                  */
-            {-1, -1, 0, 0},  /* 4 random                                        */
-            {4, 8199, 2, 0}, /* 5 the last two positions (clipped at L)         */
-            {4, 4000, 11, 1} /* 6 a run of N                                    */
+            {-1, -1, 0, 0},     /* 0 random                                        */
+            {0, C + 100, 1, 0}, /* 1 an SNV in the middle: its encoders reuse 0's  */
+            {0, 3, 1, 0},       /* 2 near the start (the run clipped at 0)         */
+            {0, -1, 0, 0},      /* 3 a repeat of 0: computed once                  */
+            {-1, -1, 0, 0},     /* 4 random                                        */
+            {4, L - 2, 2, 0},   /* 5 the last two positions (clipped at L)         */
+            {4, C, 11, 1}       /* 6 a run of N                                    */
         };
-        run_case(be, dev, "L=8201", full, 8201, ed, 7, 1, 6, 4);
+        run_case(be, dev, what, full, L, ed, 7, 1, 6, 4);
     }
     /* small: the run reaches both ends within a few resblocks */
     const char * small[] = {"16", "2", "5", "50", "128"};
