@@ -11,8 +11,11 @@
  * bucket choices (a flip is allowed only where upstream's own margin is a
  * near-tie, below 1e-6, and is reported), two runs bitwise identical.
  *
- * usage: test-sptransformer FIXTURE_DIR [DEVICE [CASE...]]
- *        (tests/fixtures/sptransformer; DEVICE cpu, opencl:0, cuda:0) */
+ * usage: test-sptransformer FIXTURE_DIR [DEVICE [--once] [CASE...]]
+ *        (tests/fixtures/sptransformer; DEVICE cpu, opencl:0, cuda:0;
+ *        --once: one forward per case, no repeat: on PoCL the full-size
+ *        repeat is a minute, and test-spt-small checks two runs bitwise
+ *        identical on the device at small configurations) */
 #include "nf-test.h"
 #include "io/nf-io.h"
 #include "models/sptransformer-impl.h"
@@ -646,7 +649,7 @@ static void test_ckpt_forward(nf_backend * be, nf_model * ref, const char * dir)
     free(t8);
 }
 
-static void test_forward(const char * device, int n_cases, char ** cases) {
+static void test_forward(const char * device, int n_cases, char ** cases, int once) {
     static const char * const all[] = {"L8001", "L8128", "L8194", "L8201", "L9000", "L16192", "allN", "batch2"};
     nf_err err = {0};
     char dir[1024];
@@ -667,7 +670,7 @@ static void test_forward(const char * device, int n_cases, char ** cases) {
         if (n_cases == 0) test_ckpt_forward(be, m, dir);
         if (n_cases == 0)
             for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) test_fixture(m, all[i], i == 0);
-        for (int i = 0; i < n_cases; i++) test_fixture(m, cases[i], i == 0);
+        for (int i = 0; i < n_cases; i++) test_fixture(m, cases[i], i == 0 && !once);
     }
     nf_model_free(m);
     nf_backend_free(be);
@@ -676,7 +679,7 @@ static void test_forward(const char * device, int n_cases, char ** cases) {
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: test-sptransformer FIXTURE_DIR [DEVICE [CASE...]]\n");
+        fprintf(stderr, "usage: test-sptransformer FIXTURE_DIR [DEVICE [--once] [CASE...]]\n");
         return 2;
     }
     fixtures = argv[1];
@@ -687,7 +690,8 @@ int main(int argc, char ** argv) {
     test_load();
     test_gen();
     test_tokens();
-    if (argc >= 3) test_forward(argv[2], argc - 3, argv + 3);
+    const int once = argc >= 4 && strcmp(argv[3], "--once") == 0;
+    if (argc >= 3) test_forward(argv[2], argc - 3 - once, argv + 3 + once, once);
     const int rc = nf_test_done("test-sptransformer");
     return rc == 0 && skipped ? 77 : rc;
 }
