@@ -176,6 +176,45 @@ else
   echo "skip disk-full and unwritable: cannot mount a tmpfs here (mount refused)"
 fi
 
+# ---- a FASTA's index (.fai): untrusted input, checked before htslib reads it (issue #27: a line of 0
+# bases made htslib divide by zero, SIGFPE, in run --fasta and annotate) ---------------------------------
+"$BIN" gen-weights sptransformer --out "$T/spt" --dim 16 --depth 1 --context 50 --window 64 --seed 1 > /dev/null ||
+  bad "gen-weights sptransformer"
+"$BIN" gen-weights sptransformer --out "$T/spt-ann" --dim 16 --depth 1 --context 100 --window 512 --seed 1 > /dev/null ||
+  bad "gen-weights sptransformer (annotate)"
+FXA=$HERE/fixtures/annotate
+for c in "fai-zero-linebases:c1	40	4	0	41:LINEBASES is 0 for a sequence of 40 bases" \
+         "fai-past-end:c1	40	4000	40	41:the record ends at byte 4040, past the end of" \
+         "fai-negative:c1	40	-4	40	41:OFFSET is not a non-negative integer" \
+         "fai-fields:c1	40	4:3 fields, an index line has 5 or 6" \
+         "fai-width:c1	40	4	40	39:LINEWIDTH 39 is less than LINEBASES 40" \
+         "fai-overflow:c1	9223372036854775807	4	1	2:the record's 9223372036854775807 bases overflow"; do
+  name=${c%%:*}; rest=${c#*:}; line=${rest%%:*}; needle=${rest#*:}
+  mkdir -p "$T/$name"
+  printf '>c1\nACGTACGTACGTACGTACGTACGTACGTACGTACGTACGT\n' > "$T/$name/in.fa"
+  printf '%s\n' "$line" > "$T/$name/in.fa.fai"
+  cp "$T/$name/in.fa.fai" "$T/$name/fai.orig"
+  hc "$name" "in.fa.fai line 1: $needle" "$BIN" run --model "$T/spt" --fasta "$T/$name/in.fa" --context pad --out @OUT@
+  cmp -s "$T/$name/in.fa.fai" "$T/$name/fai.orig" && ok "$name: the .fai left as it was" || bad "$name: the .fai changed"
+done
+# annotate: the fixture genome with a lying index for its first contig
+mkdir -p "$T/fai-ann"
+cp "$FXA/genome.fa" "$FXA/genes.gtf" "$FXA/input.vcf" "$T/fai-ann/"
+first=$(sed -n '1s/^>\([^ ]*\).*/\1/p' "$T/fai-ann/genome.fa")
+printf '%s\t1000\t%d\t0\t61\n' "$first" $((${#first} + 2)) > "$T/fai-ann/genome.fa.fai"
+hc fai-annotate "genome.fa.fai line 1: LINEBASES is 0" "$BIN" annotate --model "$T/spt-ann" --vcf "$T/fai-ann/input.vcf" \
+   --fasta "$T/fai-ann/genome.fa" --genes "$T/fai-ann/genes.gtf" --out @OUT@/ann.csv
+# a good index, as htslib writes it, passes the check: built by the first run, read by the second
+cases=$((cases + 1))
+rm -f "$T/fai-zero-linebases/in.fa.fai"
+if "$BIN" run --model "$T/spt" --fasta "$T/fai-zero-linebases/in.fa" --context pad --out "$T/fai-good" > "$T/fai-good.log" 2>&1 &&
+   [ -s "$T/fai-zero-linebases/in.fa.fai" ] &&
+   "$BIN" run --model "$T/spt" --fasta "$T/fai-zero-linebases/in.fa" --context pad --out "$T/fai-good2" >> "$T/fai-good.log" 2>&1; then
+  ok "fai-good: the index htslib builds, and then reads, passes the check"
+else
+  bad "fai-good: a good .fai refused"; cat "$T/fai-good.log"
+fi
+
 echo "hostile.sh: $cases cases, $fails failure(s)"
 [ $cases -ge 45 ] || { echo "hostile.sh: fewer than 45 cases"; fails=$((fails + 1)); }
 [ $fails -eq 0 ]

@@ -25,7 +25,7 @@ TIMES=$(mktemp -t nofall-test-times.XXXXXX)   # stage <TAB> test <TAB> seconds
 trap 'rm -f "$TIMES"' EXIT
 # each stage's share of the 1,500 s budget, in seconds (builds included; setup: a fresh
 # machine installs the Debian packages first)
-declare -A STAGE_BUDGET=([setup]=120 [release]=480 [sanitize]=330 [cuda-emu]=100 [fuzz]=120 [valgrind]=90
+declare -A STAGE_BUDGET=([setup]=120 [release]=480 [sanitize]=330 [cuda-emu]=100 [fuzz]=150 [valgrind]=90
   [python]=180)
 STAGE="" STAGE_T0=0
 stage() { # NAME: end the running stage (its time, a warning when over its share), start NAME
@@ -125,20 +125,22 @@ stage fuzz
 CLANG=$(command -v clang-14 || command -v clang || true)
 if [ -n "$CLANG" ]; then
   CC=$CLANG cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNOFALL_FUZZ=ON -DNOFALL_OPENCL=OFF -DNOFALL_CUDA=OFF
-  cmake --build build-fuzz -j "$JOBS" --target fuzz-safetensors fuzz-npy fuzz-config fuzz-ckpt fuzz-tokenizer fuzz-csv
+  cmake --build build-fuzz -j "$JOBS" --target fuzz-safetensors fuzz-npy fuzz-config fuzz-ckpt fuzz-tokenizer fuzz-csv fuzz-fai
   fuzz() { # TARGET
     mkdir -p build-fuzz/corpus-$1
     build-fuzz/fuzz-$1 -max_total_time="${NOFALL_FUZZ_SECONDS:-30}" -print_final_stats=1 -artifact_prefix=build-fuzz/crash-$1- \
       build-fuzz/corpus-$1 tests/fuzz/corpus/$1 > build-fuzz/fuzz-$1.log 2>&1
   }
-  for pair in "safetensors npy" "config ckpt" "tokenizer csv"; do
-    set -- $pair
+  set -- safetensors npy config ckpt tokenizer csv fai
+  while [ $# -gt 0 ]; do
+    a=$1 b=${2:-}
+    shift $(($# >= 2 ? 2 : 1))
     rc1=0 rc2=0
-    fuzz "$1" & p1=$!
-    fuzz "$2" & p2=$!
+    fuzz "$a" & p1=$!
+    if [ -n "$b" ]; then fuzz "$b" & p2=$!; fi
     wait $p1 || rc1=$?
-    wait $p2 || rc2=$?
-    for t in "$1:$rc1" "$2:$rc2"; do
+    if [ -n "$b" ]; then wait $p2 || rc2=$?; fi
+    for t in "$a:$rc1" ${b:+"$b:$rc2"}; do
       if [ "${t#*:}" != 0 ]; then
         tail -60 "build-fuzz/fuzz-${t%%:*}.log"
         echo "test.sh: fuzz-${t%%:*} found a bug (input saved as build-fuzz/crash-${t%%:*}-*)"

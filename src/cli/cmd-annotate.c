@@ -940,6 +940,8 @@ static int nf_ann_setup1(struct nf_ann * a, nf_err * err) {
             return nf__err_set(err, NF_ERR_IO, "--out %s: cannot write", nf__esc(e, sizeof(e), o->out));
     }
     if ((rc = nf_genes_load(o->genes, &a->genes, err)) != NF_OK) return rc;
+    /* htslib trusts the .fai: a line of 0 bases divides by zero */
+    if (a->mp->rank == 0 && (rc = nf__fai_check(o->fasta, err)) != NF_OK) return rc;
     if (a->mp->rank == 0 && !(a->fai = fai_load3(o->fasta, NULL, NULL, FAI_CREATE)))
         return nf__err_set(err, NF_ERR_IO,
                            "--fasta %s: not a FASTA file htslib can index (plain, or bgzip-compressed; the lines of "
@@ -953,6 +955,7 @@ static int nf_ann_setup2(struct nf_ann * a, nf_err * err) {
     const struct nf_ann_opts * o = a->o;
     char e[1024];
     int rc;
+    if (!a->fai && (rc = nf__fai_check(o->fasta, err)) != NF_OK) return rc;
     if (!a->fai && !(a->fai = fai_load3(o->fasta, NULL, NULL, FAI_CREATE)))
         return nf__err_set(err, NF_ERR_IO, "--fasta %s: cannot open it or its .fai", nf__esc(e, sizeof(e), o->fasta));
     if (!(a->in = hts_open(o->vcf, "r")))

@@ -171,6 +171,7 @@ int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * regi
     uint64_t size;
     NF_TRY(nf__open_regular(path, &fd, &size, err)); /* a clear message for a missing file or a directory */
     close(fd);
+    NF_TRY(nf__fai_check(path, err)); /* htslib trusts the .fai: a line of 0 bases divides by zero */
     faidx_t * fai = fai_load3(path, NULL, NULL, FAI_CREATE);
     if (!fai)
         return nf__err_set(err, NF_ERR_IO,

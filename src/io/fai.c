@@ -1,0 +1,110 @@
+/* fai.c -- the FASTA index (.fai) beside a FASTA, checked before htslib reads it.
+ *
+ * A .fai is a file like any other input: htslib's faidx trusts it (a line
+ * of 0 bases makes it divide by zero, an offset past the end makes it seek
+ * there). Each line is NAME, LENGTH, OFFSET, LINEBASES, LINEWIDTH and, for
+ * FASTQ, QUALOFFSET, tab-separated (samtools faidx's format). Checked here:
+ * 5 or 6 fields, each number a decimal integer in int64, LINEBASES > 0 for
+ * a non-empty sequence, LINEWIDTH >= LINEBASES, and, for a plain
+ * (uncompressed) FASTA, the bytes the record spans within the file. A
+ * bgzip-compressed FASTA's offsets count uncompressed bytes: there the
+ * fields are checked, the span is htslib's to check through its .gzi. */
+#include "nf-io.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* a decimal integer in [0, INT64_MAX], the whole of [s, end) */
+static int fai_num(const char * s, const char * end, int64_t * v) {
+    if (s == end) return 0;
+    int64_t x = 0;
+    for (; s < end; s++) {
+        if (*s < '0' || *s > '9') return 0;
+        if (x > (INT64_MAX - (*s - '0')) / 10) return 0;
+        x = x * 10 + (*s - '0');
+    }
+    *v = x;
+    return 1;
+}
+
+int nf__fai_check(const char * fasta, nf_err * err) {
+    char fai[4200], e[1024];
+    if (snprintf(fai, sizeof(fai), "%s.fai", fasta) >= (int) sizeof(fai))
+        return nf__err_set(err, NF_ERR_ARG, "%s: path too long", nf__esc(e, sizeof(e), fasta));
+    struct stat sb;
+    if (stat(fai, &sb) != 0) return NF_OK; /* none: htslib builds it from the FASTA */
+    int fd;
+    uint64_t fasta_size;
+    NF_TRY(nf__open_regular(fasta, &fd, &fasta_size, err));
+    unsigned char magic[2] = {0, 0};
+    const int gz = read(fd, magic, 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    close(fd);
+    char * txt = NULL;
+    size_t len = 0;
+    NF_TRY(nf__file_read_all(fai, &txt, &len, (size_t) 1 << 30, err));
+    const int rc = nf__fai_check_text(txt, len, gz ? UINT64_MAX : fasta_size, fai, fasta, err);
+    free(txt);
+    return rc;
+}
+
+int nf__fai_check_text(const char * txt, size_t len, uint64_t fasta_size, const char * fai, const char * fasta,
+                       nf_err * err) {
+    char efai[1024], efa[1024];
+    nf__esc(efai, sizeof(efai), fai);
+    nf__esc(efa, sizeof(efa), fasta);
+    int rc = NF_OK;
+    int64_t line = 0;
+    const char *p = txt, *end = txt + len;
+#define FAI_BAD(...)                                                                                                \
+    do {                                                                                                            \
+        char what_[512];                                                                                            \
+        snprintf(what_, sizeof(what_), __VA_ARGS__);                                                                \
+        rc = nf__err_set(err, NF_ERR_FORMAT,                                                                        \
+                         "%s line %lld: %s (the index does not describe %s: delete it and it is rebuilt from the " \
+                         "FASTA)",                                                                                  \
+                         efai, (long long) line, what_, efa);                                                       \
+        goto done;                                                                                                  \
+    } while (0)
+    while (p < end) {
+        const char * nl = memchr(p, '\n', (size_t) (end - p));
+        const char * le = nl ? nl : end;
+        line++;
+        if (le > p && le[-1] == '\r') le--;
+        const char * f[7];
+        int nf = 0;
+        f[nf++] = p;
+        for (const char * q = p; q < le && nf < 7; q++)
+            if (*q == '\t') f[nf++] = q + 1;
+        if (nf != 5 && nf != 6) FAI_BAD("%d fields, an index line has 5 or 6 (tab-separated)", nf);
+        const char * fe[7];
+        for (int i = 0; i < nf; i++) fe[i] = i + 1 < nf ? f[i + 1] - 1 : le;
+        if (fe[0] == f[0]) FAI_BAD("an empty sequence name");
+        static const char * const names[] = {"", "LENGTH", "OFFSET", "LINEBASES", "LINEWIDTH", "QUALOFFSET"};
+        int64_t v[6] = {0};
+        for (int i = 1; i < nf; i++)
+            if (!fai_num(f[i], fe[i], &v[i])) FAI_BAD("%s is not a non-negative integer", names[i]);
+        const int64_t length = v[1], offset = v[2], lbases = v[3], lwidth = v[4];
+        if (length > 0 && lbases == 0) FAI_BAD("LINEBASES is 0 for a sequence of %lld bases", (long long) length);
+        if (lwidth < lbases)
+            FAI_BAD("LINEWIDTH %lld is less than LINEBASES %lld", (long long) lwidth, (long long) lbases);
+        if (fasta_size != UINT64_MAX && length > 0) {
+            /* the last base's byte: offset + (length - 1) / lbases lines + the rest */
+            const int64_t full = (length - 1) / lbases, rest = (length - 1) % lbases;
+            if (lwidth > 0 && full > (INT64_MAX - rest - offset) / lwidth)
+                FAI_BAD("the record's %lld bases overflow the file's offsets", (long long) length);
+            const int64_t last = offset + full * lwidth + rest;
+            if ((uint64_t) last >= fasta_size)
+                FAI_BAD("the record ends at byte %lld, past the end of %s (%llu bytes)", (long long) last + 1, efa,
+                        (unsigned long long) fasta_size);
+        }
+        p = nl ? nl + 1 : end;
+    }
+#undef FAI_BAD
+done:
+    return rc;
+}
