@@ -132,7 +132,8 @@ int main(int argc, char ** argv) {
     CHECK_RC(forward(m, be, &big, 0, 0, NULL, NULL, &err), NF_OK, &err);
     memcpy(bj, big.out, nb * sizeof(float));
     CHECK_RC(forward(m, be, &big, 16, 1, &f_re, &p_re, &err), NF_OK, &err);
-    CHECK(p_re == (nq2 + 15) / 16, "kv_cache_mb 1 (cache %.1f MB): the support recomputed per 16-row chunk (got %lld passes)",
+    CHECK(p_re == (nq2 + 15) / 16,
+          "kv_cache_mb 1 (cache %.1f MB): the support recomputed per 16-row chunk (got %lld passes)",
           2.0 * (double) ns2 * 6 * 64 * 4 / 1e6, (long long) p_re);
     CHECK(nf_test_close("recomputed support vs all at once", big.out, bj, nb, 1e-5, 1e-6),
           "recompute logits within rounding");

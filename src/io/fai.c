@@ -60,15 +60,15 @@ int nf__fai_check_text(const char * txt, size_t len, uint64_t fasta_size, const 
     int rc = NF_OK;
     int64_t line = 0;
     const char *p = txt, *end = txt + len;
-#define FAI_BAD(...)                                                                                                \
-    do {                                                                                                            \
-        char what_[512];                                                                                            \
-        snprintf(what_, sizeof(what_), __VA_ARGS__);                                                                \
-        rc = nf__err_set(err, NF_ERR_FORMAT,                                                                        \
+#define FAI_BAD(...)                                                                                               \
+    do {                                                                                                           \
+        char what_[512];                                                                                           \
+        snprintf(what_, sizeof(what_), __VA_ARGS__);                                                               \
+        rc = nf__err_set(err, NF_ERR_FORMAT,                                                                       \
                          "%s line %lld: %s (the index does not describe %s: delete it and it is rebuilt from the " \
-                         "FASTA)",                                                                                  \
-                         efai, (long long) line, what_, efa);                                                       \
-        goto done;                                                                                                  \
+                         "FASTA)",                                                                                 \
+                         efai, (long long) line, what_, efa);                                                      \
+        goto done;                                                                                                 \
     } while (0)
     while (p < end) {
         const char * nl = memchr(p, '\n', (size_t) (end - p));
