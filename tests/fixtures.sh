@@ -8,8 +8,7 @@
 # backend over the seeds' seed list (7 table shapes) -- on opencl for the
 # small models only: on the full-size model that is 2 minutes of PoCL for
 # what the small models and the op conformance suite's shapes already
-# prove. Exit 77 (skip) when
-# DEVICE is absent.
+# prove. Exit 77 (skip) when DEVICE is absent.
 set -u
 BIN=$1; FIX=$2; TMP=$3; DEV=$4
 shift 4

@@ -35,10 +35,16 @@ bad() {
     fail=1
 }
 
-GEN=()
-[ "$SMALL" = 1 ] && GEN=(--dim 16 --layers 1 --heads 2)
-"$NF" gen-weights mitra --out "$T/cls" --seed 0 "${GEN[@]}" >/dev/null || exit 1
-"$NF" gen-weights mitra --out "$T/reg" --seed 0 --task regression --outputs 1 "${GEN[@]}" >/dev/null || exit 1
+# the small model (cls-s, reg-s): --mirror-signs, column typing, and under SMALL every case on full-size weights
+"$NF" gen-weights mitra --out "$T/cls-s" --seed 0 --dim 16 --layers 1 --heads 2 >/dev/null || exit 1
+"$NF" gen-weights mitra --out "$T/reg-s" --seed 0 --task regression --outputs 1 --dim 16 --layers 1 --heads 2 >/dev/null ||
+    exit 1
+CLS=$T/cls-s REG=$T/reg-s
+if [ "$SMALL" != 1 ]; then
+    CLS=$T/cls REG=$T/reg
+    "$NF" gen-weights mitra --out "$CLS" --seed 0 >/dev/null || exit 1
+    "$NF" gen-weights mitra --out "$REG" --seed 0 --task regression --outputs 1 >/dev/null || exit 1
+fi
 
 ALL=("$FX"/*/ "$FX"/iris/@qc "$FX"/penguins/@qc "$FX"/diabetes/@qc)
 if [ $# -gt 0 ]; then
@@ -57,8 +63,8 @@ for d in "${ALL[@]}"; do
 import json; c = json.load(open('$d/case.json'))
 print(c['target'], c['task'], c['n_estimators'], c['seed'], c['weights']['task'],
       '' if c.get('mirror_enabled', True) else '--no-mirror')")
-    m=$T/cls
-    [ "$wtask" = regression ] && m=$T/reg
+    m=$CLS
+    [ "$wtask" = regression ] && m=$REG
     # a case's own (small) weights: case.json weights.args, e.g. the > 8,192-row case
     wargs=$(python3 -c "import json; print(' '.join(json.load(open('$d/case.json'))['weights'].get('args', [])))")
     if [ -n "$wargs" ]; then
@@ -140,8 +146,6 @@ fi
 # (on a small model: what is checked is the byte-for-byte replay, not a value)
 M=$T/mirror
 mkdir -p "$M"
-"$NF" gen-weights mitra --out "$T/cls-s" --seed 0 --dim 16 --layers 1 --heads 2 >/dev/null || exit 1
-"$NF" gen-weights mitra --out "$T/reg-s" --seed 0 --task regression --outputs 1 --dim 16 --layers 1 --heads 2 >/dev/null || exit 1
 for c in penguins diabetes; do
     d=$FX/$c
     read -r target wtask < <(python3 -c "
@@ -241,7 +245,7 @@ expect_fail() {
     local name=$1 train=$2 test=$3 want=$4
     local o
     for o in "$B/out" "$B/new-$name"; do
-        if "$NF" predict --model "$T/cls" --train "$train" --test "$test" --target y --out "$o" >"$B/$name.log" 2>&1; then
+        if "$NF" predict --model "$CLS" --train "$train" --test "$test" --target y --out "$o" >"$B/$name.log" 2>&1; then
             bad "bad table $name: exit 0"
             return
         fi

@@ -21,6 +21,7 @@ for a in "$@"; do
   esac
 done
 T_START=$(date +%s)
+CPU_NAME=$(grep -m1 "^model name" /proc/cpuinfo | sed "s/^model name[[:space:]]*: //")
 TIMES=$(mktemp -t nofall-test-times.XXXXXX)   # stage <TAB> test <TAB> seconds
 trap 'rm -f "$TIMES"' EXIT
 # each stage's share of the 1,500 s budget, in seconds (builds included; setup: a fresh
@@ -65,12 +66,12 @@ summary() {
   awk -F'\t' '$2 != "(stage)"' "$TIMES" | sort -t$'\t' -k3,3 -rn |
     awk -F'\t' 'NR <= 10 { printf "test.sh:   %-9s %-32s %7.1f s\n", $1, $2, $3 }'
   echo "test.sh: stages: $(awk -F'\t' '$2 == "(stage)" { printf "%s%s %d s", n++ ? ", " : "", $1, $3 }' "$TIMES")"
-  echo "test.sh: total: ${total} s ($(grep -m1 "^model name" /proc/cpuinfo | sed "s/^model name[[:space:]]*: //"), $(nproc) cores)"
+  echo "test.sh: total: ${total} s ($CPU_NAME, $(nproc) cores)"
   if [ "$QUICK" = 0 ] && [ "$total" -gt 1500 ]; then
     echo "test.sh: WARNING: the whole command took ${total} s, over its budget of 1,500 s (README \"Tests\")"
   fi
   if [ "$RECORD" = 1 ]; then
-    { echo -e "# stage\ttest\tseconds -- tools/test.sh --record-times, $(date -u +%Y-%m-%d), $(grep -m1 "^model name" /proc/cpuinfo | sed "s/^model name[[:space:]]*: //"), $(nproc) cores"
+    { echo -e "# stage\ttest\tseconds -- tools/test.sh --record-times, $(date -u +%Y-%m-%d), $CPU_NAME, $(nproc) cores"
       cat "$TIMES"; } > tests/test-times.tsv
     echo "test.sh: times recorded in tests/test-times.tsv"
   fi
@@ -87,7 +88,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DNOFALL_TEST_HOOKS=ON
 cmake --build build -j "$JOBS"
 # which machine this log comes from: results are bitwise only per machine
 # (README "Determinism"), so a failure report must say where it ran
-echo "test.sh: CPU: $(grep -m1 "^model name" /proc/cpuinfo | sed "s/^model name[[:space:]]*: //") ($(nproc) cores)"
+echo "test.sh: CPU: $CPU_NAME ($(nproc) cores)"
 build/nofall devices | sed -n 's/^  cpu  /test.sh: cpu backend: /p'
 if [ "$QUICK" = 1 ]; then
   ctest_run build -L quick
@@ -125,29 +126,29 @@ stage fuzz
 CLANG=$(command -v clang-14 || command -v clang || true)
 if [ -n "$CLANG" ]; then
   CC=$CLANG cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNOFALL_FUZZ=ON -DNOFALL_OPENCL=OFF -DNOFALL_CUDA=OFF
-  cmake --build build-fuzz -j "$JOBS" --target fuzz-safetensors fuzz-npy fuzz-config fuzz-ckpt fuzz-tokenizer fuzz-csv fuzz-fai
-  fuzz() { # TARGET
+  FUZZ=(safetensors npy config ckpt tokenizer csv fai)
+  cmake --build build-fuzz -j "$JOBS" --target "${FUZZ[@]/#/fuzz-}"
+  fuzz() { # TARGET: its log and exit status in build-fuzz/fuzz-TARGET.{log,rc}
+    local rc=0
     mkdir -p build-fuzz/corpus-$1
     build-fuzz/fuzz-$1 -max_total_time="${NOFALL_FUZZ_SECONDS:-30}" -print_final_stats=1 -artifact_prefix=build-fuzz/crash-$1- \
-      build-fuzz/corpus-$1 tests/fuzz/corpus/$1 > build-fuzz/fuzz-$1.log 2>&1
+      build-fuzz/corpus-$1 tests/fuzz/corpus/$1 > build-fuzz/fuzz-$1.log 2>&1 || rc=$?
+    echo "$rc" > build-fuzz/fuzz-$1.rc
   }
-  set -- safetensors npy config ckpt tokenizer csv fai
-  while [ $# -gt 0 ]; do
-    a=$1 b=${2:-}
-    shift $(($# >= 2 ? 2 : 1))
-    rc1=0 rc2=0
-    fuzz "$a" & p1=$!
-    if [ -n "$b" ]; then fuzz "$b" & p2=$!; fi
-    wait $p1 || rc1=$?
-    if [ -n "$b" ]; then wait $p2 || rc2=$?; fi
-    for t in "$a:$rc1" ${b:+"$b:$rc2"}; do
-      if [ "${t#*:}" != 0 ]; then
-        tail -60 "build-fuzz/fuzz-${t%%:*}.log"
-        echo "test.sh: fuzz-${t%%:*} found a bug (input saved as build-fuzz/crash-${t%%:*}-*)"
-        exit 1
-      fi
-      echo "test.sh: fuzz-${t%%:*}: $(sed -n 's/^stat::number_of_executed_units: //p' "build-fuzz/fuzz-${t%%:*}.log") executions, no finding"
-    done
+  n=0
+  for t in "${FUZZ[@]}"; do # two at a time
+    fuzz "$t" &
+    n=$((n + 1))
+    [ $((n % 2)) -ne 0 ] || wait
+  done
+  wait
+  for t in "${FUZZ[@]}"; do
+    if [ "$(cat "build-fuzz/fuzz-$t.rc")" != 0 ]; then
+      tail -60 "build-fuzz/fuzz-$t.log"
+      echo "test.sh: fuzz-$t found a bug (input saved as build-fuzz/crash-$t-*)"
+      exit 1
+    fi
+    echo "test.sh: fuzz-$t: $(sed -n 's/^stat::number_of_executed_units: //p' "build-fuzz/fuzz-$t.log") executions, no finding"
   done
 else
   echo "test.sh: clang not found: fuzz stage skipped"
