@@ -66,7 +66,7 @@ NF_API void nf_table_free(nf_table * t);
 NF_API int64_t nf_table_n_rows(const nf_table * t);
 NF_API int nf_table_n_cols(const nf_table * t);
 NF_API const char * nf_table_col_name(const nf_table * t, int i);
-NF_API int nf_table_col_type(const nf_table * t, int i); /* enum nf_column_type */
+NF_API int nf_table_col_type(const nf_table * t, int i);         /* enum nf_column_type */
 NF_API int nf_table_find(const nf_table * t, const char * name); /* column index or -1 */
 
 /* ---- the predictor ---------------------------------------------------------- */
@@ -95,12 +95,12 @@ NF_API int nf_mirror_spec_read(const char * path, struct nf_mirror_spec ** out, 
 NF_API void nf_mirror_spec_free(struct nf_mirror_spec * s);
 
 struct nf_predictor_opts {
-    int task;             /* enum nf_predict_task; AUTO: AutoGluon's infer_problem_type */
-    int64_t n_estimators; /* >= 1 (0 = 1; with a mirror spec: its member count) */
-    uint64_t seed;        /* the mirror draws, and (always) the RandomState of the support
+    int task;                             /* enum nf_predict_task; AUTO: AutoGluon's infer_problem_type */
+    int64_t n_estimators;                 /* >= 1 (0 = 1; with a mirror spec: its member count) */
+    uint64_t seed;                        /* the mirror draws, and (always) the RandomState of the support
                              subsets above 8,192 training rows: AutoGluon's Mitra `seed`
                              hyperparameter (default 0)                            */
-    int no_mirror;        /* 1: every sign +1, no regression mirror               */
+    int no_mirror;                        /* 1: every sign +1, no regression mirror               */
     const struct nf_mirror_spec * mirror; /* NULL, or the signs given explicitly (then the mirror draws and
                                              no_mirror are not used; n_estimators must be 0 or
                                              the spec's member count) */
@@ -134,18 +134,18 @@ NF_API int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table *
  * "query_begin" / "query_end" options, nofall.h). out and logits have the
  * whole prediction's layout (n_test rows); *rows_begin, *rows_end (NULL or)
  * get the rows predicted; the other rows are 0. */
-NF_API int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * test, int64_t begin,
-                                     int64_t end, double * out, float * logits, int64_t * rows_begin,
-                                     int64_t * rows_end, nf_err * err);
+NF_API int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * test, int64_t begin, int64_t end,
+                                     double * out, float * logits, int64_t * rows_begin, int64_t * rows_end,
+                                     nf_err * err);
 /* How the last prediction formed its forwards (report.json "queries") */
 #define NF_PREDICTOR_MAX_SUPPORT 8192 /* upstream's max_samples_support           */
 #define NF_PREDICTOR_QUERY_CHUNK 1024 /* upstream's max_samples_query (subsets)   */
 struct nf_predict_stats {
-    int subsets;            /* 1: n_train > 8,192, a random subset per query chunk     */
-    int64_t support_rows;   /* support rows a forward (n_train, or 8,192)              */
-    int64_t query_chunk;    /* test rows a forward with subsets (1,024), else 0        */
-    int64_t forwards;       /* forwards run (members x chunks; 1 a member without)     */
-    int64_t support_passes; /* support streams computed, over every forward            */
+    int subsets;                  /* 1: n_train > 8,192, a random subset per query chunk     */
+    int64_t support_rows;         /* support rows a forward (n_train, or 8,192)              */
+    int64_t query_chunk;          /* test rows a forward with subsets (1,024), else 0        */
+    int64_t forwards;             /* forwards run (members x chunks; 1 a member without)     */
+    int64_t support_passes;       /* support streams computed, over every forward            */
     int64_t rows_begin, rows_end; /* the test rows predicted                           */
 };
 NF_API void nf_predictor_last_stats(const nf_predictor * p, struct nf_predict_stats * out);

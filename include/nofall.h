@@ -33,34 +33,34 @@ extern "C" {
 /* ---- result codes ------------------------------------------------------ */
 enum nf_result {
     NF_OK = 0,
-    NF_ERR_GENERIC = 1,    /* unspecified failure                              */
-    NF_ERR_IO,             /* cannot open/read/write/rename a file             */
-    NF_ERR_FORMAT,         /* malformed file (safetensors, npy, json)          */
-    NF_ERR_CHECKPOINT,     /* checkpoint does not match the model's key set    */
-    NF_ERR_SHAPE,          /* wrong tensor shape                               */
-    NF_ERR_INPUT,          /* bad input values (NaN/Inf, label out of range)   */
-    NF_ERR_NOMEM,          /* host or device allocation failed                 */
-    NF_ERR_DEVICE,         /* device absent / driver error / kernel build      */
-    NF_ERR_UNSUPPORTED,    /* op not supported by the run's backend            */
-    NF_ERR_PLACEMENT,      /* operand on another device than the op's backend  */
-    NF_ERR_ARG,            /* bad argument (usage)                             */
-    NF_ERR_MISMATCH,       /* verification failed against thresholds           */
+    NF_ERR_GENERIC = 1, /* unspecified failure                              */
+    NF_ERR_IO,          /* cannot open/read/write/rename a file             */
+    NF_ERR_FORMAT,      /* malformed file (safetensors, npy, json)          */
+    NF_ERR_CHECKPOINT,  /* checkpoint does not match the model's key set    */
+    NF_ERR_SHAPE,       /* wrong tensor shape                               */
+    NF_ERR_INPUT,       /* bad input values (NaN/Inf, label out of range)   */
+    NF_ERR_NOMEM,       /* host or device allocation failed                 */
+    NF_ERR_DEVICE,      /* device absent / driver error / kernel build      */
+    NF_ERR_UNSUPPORTED, /* op not supported by the run's backend            */
+    NF_ERR_PLACEMENT,   /* operand on another device than the op's backend  */
+    NF_ERR_ARG,         /* bad argument (usage)                             */
+    NF_ERR_MISMATCH,    /* verification failed against thresholds           */
     NF_RESULT_COUNT
 };
 
 typedef struct nf_err {
-    int  code;
+    int code;
     char msg[4096];
 } nf_err;
 
-NF_API const char * nf_result_name(int code);   /* "NF_ERR_IO", ... */
+NF_API const char * nf_result_name(int code); /* "NF_ERR_IO", ... */
 
 /* ---- backends / devices ------------------------------------------------- */
-typedef struct nf_backend nf_backend;   /* opaque: one device, one run */
+typedef struct nf_backend nf_backend; /* opaque: one device, one run */
 
 enum nf_precision {
-    NF_PRECISION_EXACT = 0,  /* exact fp32 everywhere (default)                */
-    NF_PRECISION_TF32  = 1,  /* opt-in: TF32 tensor-op GEMM where the device has it */
+    NF_PRECISION_EXACT = 0, /* exact fp32 everywhere (default)                */
+    NF_PRECISION_TF32 = 1,  /* opt-in: TF32 tensor-op GEMM where the device has it */
 };
 NF_API const char * nf_precision_name(int precision);
 
@@ -83,19 +83,20 @@ struct nf_backend_opts {
 
 /* device: "cpu", "opencl[:N]", "cuda[:N]". Fails at once (NF_ERR_DEVICE) when
  * the backend is not compiled in or the device is absent; never falls back. */
-NF_API int  nf_backend_init_opts(const char * device, const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err);
+NF_API int nf_backend_init_opts(const char * device, const struct nf_backend_opts * opts, nf_backend ** out,
+                                nf_err * err);
 /* = nf_backend_init_opts with only the precision set */
-NF_API int  nf_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err);
+NF_API int nf_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err);
 NF_API void nf_backend_free(nf_backend * be);
 NF_API const char * nf_backend_name(const nf_backend * be);        /* e.g. "opencl:0"      */
 NF_API const char * nf_backend_kind(const nf_backend * be);        /* "cpu", "opencl", ... */
 NF_API const char * nf_backend_description(const nf_backend * be); /* device name etc.     */
-NF_API int          nf_backend_precision(const nf_backend * be);
+NF_API int nf_backend_precision(const nf_backend * be);
 NF_API const char * nf_backend_precision_detail(const nf_backend * be); /* build options, math mode */
 /* "" or a warning the user should see, e.g. that the cpu GEMM library runs
  * kernels well below what this CPU can do */
 NF_API const char * nf_backend_warning(const nf_backend * be);
-NF_API int  nf_backend_sync(nf_backend * be, nf_err * err);
+NF_API int nf_backend_sync(nf_backend * be, nf_err * err);
 
 /* A convenience for command-line tools, and the only place the library looks
  * at the environment, when asked: fills e->opts from NOFALL_CACHE_DIR /
@@ -125,16 +126,16 @@ struct nf_trace_totals {
     int64_t ops;            /* ops run                                       */
     int64_t ops_off_device; /* ops with an operand measured off the run device */
     int64_t h2d_copies, d2h_copies;
-    int64_t h2d_bytes,  d2h_bytes;
+    int64_t h2d_bytes, d2h_bytes;
     int64_t allocs, alloc_bytes; /* device allocations (tensors, backend scratch) */
     int64_t records_dropped;     /* op/transfer records not kept (over the cap)   */
-    double  flops;          /* sum of the ops' FLOP counts                   */
-    double  op_ms;          /* sum of per-op elapsed time (timed traces only) */
+    double flops;                /* sum of the ops' FLOP counts                   */
+    double op_ms;                /* sum of per-op elapsed time (timed traces only) */
 };
 enum nf_trace_mode {
-    NF_TRACE_TOTALS  = 0,   /* totals only (the default)                          */
-    NF_TRACE_RECORDS = 1,   /* also a record per op and per transfer (bounded)    */
-    NF_TRACE_TIMED   = 3,   /* records, and a sync after every op to time it      */
+    NF_TRACE_TOTALS = 0,  /* totals only (the default)                          */
+    NF_TRACE_RECORDS = 1, /* also a record per op and per transfer (bounded)    */
+    NF_TRACE_TIMED = 3,   /* records, and a sync after every op to time it      */
 };
 #define NF_TRACE_MAX_RECORDS 65536
 /* Clear the totals and records; mode is an nf_trace_mode. */
@@ -156,24 +157,28 @@ NF_API void nf_free(void * p);
  * weights go to be's device in one upload. */
 typedef struct nf_model nf_model;
 
-NF_API int  nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * err);
+NF_API int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * err);
 NF_API void nf_model_free(nf_model * m);
-NF_API const char * nf_model_type(const nf_model * m);    /* "mitra" */
-NF_API int64_t      nf_model_n_params(const nf_model * m);
+NF_API const char * nf_model_type(const nf_model * m); /* "mitra" */
+NF_API int64_t nf_model_n_params(const nf_model * m);
 
 /* The configuration, item by item (as in config.json): returns 0 past the end.
  * str is NULL for a number. */
-struct nf_config_item { const char * key; const char * str; int64_t num; };
-NF_API int  nf_model_config_item(const nf_model * m, int i, struct nf_config_item * out);
+struct nf_config_item {
+    const char * key;
+    const char * str;
+    int64_t num;
+};
+NF_API int nf_model_config_item(const nf_model * m, int i, struct nf_config_item * out);
 
 /* Arrays in and out: row-major host data. */
 enum nf_array_dtype { NF_ARRAY_F32 = 0, NF_ARRAY_I64 = 1 };
 #define NF_ARRAY_MAX_DIMS 4
 struct nf_array {
-    const char * name;                  /* one of the model's input names */
-    int          dtype;                 /* enum nf_array_dtype            */
-    int          ndim;
-    int64_t      shape[NF_ARRAY_MAX_DIMS];
+    const char * name; /* one of the model's input names */
+    int dtype;         /* enum nf_array_dtype            */
+    int ndim;
+    int64_t shape[NF_ARRAY_MAX_DIMS];
     const void * data;
 };
 /* What the forward takes. Mitra: support_x (n_support, n_features) f32,
@@ -181,18 +186,18 @@ struct nf_array {
  * targets (regressor), query_x (n_query, n_features) f32. */
 struct nf_input_desc {
     const char * name;
-    int          dtype;                 /* enum nf_array_dtype */
-    int          ndim;
-    const char * dims;                  /* the dims' names: "n_support n_features" */
-    int64_t      n_classes;             /* i64 class labels: their count; else 0 */
+    int dtype; /* enum nf_array_dtype */
+    int ndim;
+    const char * dims; /* the dims' names: "n_support n_features" */
+    int64_t n_classes; /* i64 class labels: their count; else 0 */
 };
-NF_API int  nf_model_n_inputs(const nf_model * m);
+NF_API int nf_model_n_inputs(const nf_model * m);
 NF_API const struct nf_input_desc * nf_model_input(const nf_model * m, int i);
 /* The output ("logits" for Mitra) and its shape for these inputs: Mitra
  * (n_query, n_classes), or (n_query) for a regressor with one output. */
 NF_API const char * nf_model_output_name(const nf_model * m);
-NF_API int  nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in,
-                                  int * ndim, int64_t * shape, nf_err * err);
+NF_API int nf_model_output_shape(const nf_model * m, const struct nf_array * in, int n_in, int * ndim, int64_t * shape,
+                                 nf_err * err);
 
 /* Where things were measured to live during the last forward (driver query
  * at allocation time): the weights, the uploaded inputs, the output tensor,
@@ -203,7 +208,7 @@ struct nf_placement {
 };
 NF_API void nf_model_get_placement(const nf_model * m, struct nf_placement * out);
 /* where the weights live, asked of the device's own API now ("cuda:0", ...) */
-NF_API int  nf_model_weights_device(const nf_model * m, char * out, size_t n, nf_err * err);
+NF_API int nf_model_weights_device(const nf_model * m, char * out, size_t n, nf_err * err);
 
 /* Options (Mitra):
  *   "chunk_rows"   rows of the stream processed together by each sub-block;
@@ -224,12 +229,12 @@ NF_API int  nf_model_weights_device(const nf_model * m, char * out, size_t n, nf
  *                  queries run every pass once (MPI: README "Running on a
  *                  cluster with mpirun").
  * NF_ERR_ARG for an option the model lacks. */
-NF_API int  nf_model_set_option(nf_model * m, const char * key, int64_t value, nf_err * err);
+NF_API int nf_model_set_option(nf_model * m, const char * key, int64_t value, nf_err * err);
 /* An option's value, or what the last forward did (Mitra: "support_passes",
  * 1 when the support was computed once; "query_chunk_used"; "kv_cache_bytes";
  * "query_rows_begin" / "query_rows_end", the query rows it computed).
  * NF_ERR_ARG for an unknown key. */
-NF_API int  nf_model_get_option(const nf_model * m, const char * key, int64_t * value, nf_err * err);
+NF_API int nf_model_get_option(const nf_model * m, const char * key, int64_t * value, nf_err * err);
 
 /* Stage callback (for verifying and bisecting backends): host copies of
  * intermediate arrays, in forward order. Mitra's stages:
@@ -243,15 +248,15 @@ NF_API int  nf_model_get_option(const nf_model * m, const char * key, int64_t * 
 enum nf_stages { NF_STAGES_NONE = 0, NF_STAGES_INPUTS = 1, NF_STAGES_ALL = 2 };
 typedef int (*nf_stage_fn)(void * user, const char * stage, const float * data, int ndim, const int64_t * shape);
 NF_API void nf_model_set_stage_callback(nf_model * m, int stages, nf_stage_fn fn, void * user);
-NF_API int  nf_model_stage_count(const nf_model * m);   /* stages of NF_STAGES_ALL */
-NF_API int  nf_model_stage_name(const nf_model * m, int i, char * out, size_t n);
+NF_API int nf_model_stage_count(const nf_model * m); /* stages of NF_STAGES_ALL */
+NF_API int nf_model_stage_name(const nf_model * m, int i, char * out, size_t n);
 
 /* out: the output, nf_model_output_shape elements.
  * The forward's device workspace stays allocated in the model and is reused
  * by the next forward of the same input shapes: repeated forwards allocate
  * no device memory. A forward of other shapes or a failed one frees it
  * first; nf_model_release_workspace frees it now. */
-NF_API int  nf_model_forward(nf_model * m, const struct nf_array * in, int n_in, float * out, nf_err * err);
+NF_API int nf_model_forward(nf_model * m, const struct nf_array * in, int n_in, float * out, nf_err * err);
 NF_API void nf_model_release_workspace(nf_model * m);
 
 /* Model types compiled in, and synthetic checkpoints with the official
@@ -260,10 +265,10 @@ NF_API void nf_model_release_workspace(nf_model * m);
  * configuration, e.g. Mitra {"dim","512"}, {"layers","12"}, {"heads","4"},
  * {"outputs","10"}, {"task","classification"}; absent keys take the
  * official checkpoint's values. */
-NF_API int          nf_model_type_count(void);
+NF_API int nf_model_type_count(void);
 NF_API const char * nf_model_type_name(int i);
-NF_API int  nf_model_gen_weights(const char * type, const char * dir, uint64_t seed,
-                                 int n, const char * const * keys, const char * const * values, nf_err * err);
+NF_API int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
+                                const char * const * values, nf_err * err);
 
 #ifdef __cplusplus
 }

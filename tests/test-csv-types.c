@@ -101,7 +101,8 @@ int main(int argc, char ** argv) {
         for (char * q = line; *q; q++) n += *q == '\t';
         /* the header, quoted; one data row */
         csv[k++] = '"';
-        for (char * q = line; *q; q++) k += (size_t) snprintf(csv + k, sizeof(csv) - k, "%s", *q == '\t' ? "\",\"" : (char[]){*q, 0});
+        for (char * q = line; *q; q++)
+            k += (size_t) snprintf(csv + k, sizeof(csv) - k, "%s", *q == '\t' ? "\",\"" : (char[]){*q, 0});
         k += (size_t) snprintf(csv + k, sizeof(csv) - k, "\"\n");
         for (int i = 0; i < n; i++) k += (size_t) snprintf(csv + k, sizeof(csv) - k, i ? ",1" : "1");
         k += (size_t) snprintf(csv + k, sizeof(csv) - k, "\n");

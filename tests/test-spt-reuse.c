@@ -29,10 +29,10 @@
 #include <stdlib.h>
 
 struct edit {
-    int from;     /* the sequence it copies */
-    int64_t at;   /* first position changed (-1: none, a repeat) */
-    int n;        /* positions changed */
-    int to_n;     /* set them to N instead of the next base */
+    int from;   /* the sequence it copies */
+    int64_t at; /* first position changed (-1: none, a repeat) */
+    int n;      /* positions changed */
+    int to_n;   /* set them to N instead of the next base */
 };
 
 static void make_batch(const struct edit * ed, int B, int64_t L, uint64_t seed, int64_t * ids) {
@@ -95,7 +95,9 @@ static void run_case(nf_backend * be, const char * dev, const char * what, const
     for (int b = 0; b < B; b++) {
         char lbl[200];
         snprintf(lbl, sizeof(lbl), "%s on %s: sequence %d (%s), reuse vs full", what, dev, b,
-                 ed[b].from < 0 ? "random" : ed[b].at < 0 ? "a repeat" : "an edit");
+                 ed[b].from < 0 ? "random"
+                 : ed[b].at < 0 ? "a repeat"
+                                : "an edit");
         CHECK(nf_test_close(lbl, on + b * per, off + b * per, per, 1e-5, 1e-6), "%s", lbl);
         if (ed[b].from >= 0 && ed[b].at < 0)
             CHECK(memcmp(on + b * per, on + ed[b].from * per, per * sizeof(float)) == 0,

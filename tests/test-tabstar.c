@@ -227,8 +227,8 @@ static void test_load(void) {
             ents[i].dtype = st.tensors[i].dtype;
         }
         if (ents) {
-            ents[st.n_tensors] = (struct nf_st_entry){"text_encoder.embeddings.position_ids", 2, {1, 512}, pos_ids,
-                                                      NF_ST_I64};
+            ents[st.n_tensors] = (struct nf_st_entry){
+                "text_encoder.embeddings.position_ids", 2, {1, 512}, pos_ids, NF_ST_I64};
             snprintf(dst, sizeof(dst), "%s/with-pos.safetensors", dir3);
             CHECK_RC(nf__st_write(dst, ents, st.n_tensors + 1, &err), NF_OK, &err);
         }
@@ -287,8 +287,8 @@ static void run_case(const char * cdir, const char * name, const char * device) 
             const char * t = cJSON_GetArrayItem(strs, i)->valuestring;
             const cJSON * want_ids = cJSON_GetArrayItem(idl, i);
             int n = 0, same;
-            CHECK_RC(nf__wp_encode(nf__tab_vocab(m), t, strlen(t), NF_TAB_MAX_TOKENS, ids, &n, "t", NULL, &err),
-                     NF_OK, &err);
+            CHECK_RC(nf__wp_encode(nf__tab_vocab(m), t, strlen(t), NF_TAB_MAX_TOKENS, ids, &n, "t", NULL, &err), NF_OK,
+                     &err);
             same = n == cJSON_GetArraySize(want_ids);
             for (int j = 0; same && j < n; j++) same = ids[j] == cJSON_GetArrayItem(want_ids, j)->valueint;
             CHECK(same, "%s: string %d tokenized differently from upstream", name, i);

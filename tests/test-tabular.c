@@ -71,8 +71,8 @@ int main(void) {
         struct nf_column_info x, y;
         nf_predictor_column(pa, nf_predictor_kept(pa, j), &x);
         nf_predictor_column(pb, nf_predictor_kept(pb, j), &y);
-        CHECK(strcmp(x.name, y.name) == 0 && strcmp(x.kind, y.kind) == 0, "kept %d: %s %s / %s %s", j, x.name,
-              x.kind, y.name, y.kind);
+        CHECK(strcmp(x.name, y.name) == 0 && strcmp(x.kind, y.kind) == 0, "kept %d: %s %s / %s %s", j, x.name, x.kind,
+              y.name, y.kind);
     }
     for (int64_t e = 0; e < 2; e++)
         CHECK(memcmp(nf_predictor_mirror_signs(pa, e), nf_predictor_mirror_signs(pb, e), 3 * sizeof(int)) == 0,
@@ -99,7 +99,8 @@ int main(void) {
         names[j] = ci.name;
     }
     memcpy(signs, nf_predictor_mirror_signs(pa, 0), sizeof(signs));
-    struct nf_mirror_spec spec = {.source = "spec", .n_columns = 3, .columns = names, .n_estimators = 2, .signs = signs};
+    struct nf_mirror_spec spec = {
+        .source = "spec", .n_columns = 3, .columns = names, .n_estimators = 2, .signs = signs};
     struct nf_predictor_opts os = {.mirror = &spec};
     nf_predictor * pc = NULL;
     CHECK_RC(nf_predictor_fit(a, "y", &os, &pc, &err), NF_OK, &err);
@@ -133,9 +134,10 @@ int main(void) {
      * doubles an int column; built by nf_table_add_int or read from a CSV file */
     {
         const int64_t P = 9007199254740992LL; /* 2^53 */
-        const int64_t b2[8] = {P, P + 1, P, P + 1, P + 1, P, P, P + 1}, b3[8] = {P, P + 1, P + 2, P, P + 1, P + 2, P, P};
-        const uint64_t u2[8] = {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX, UINT64_MAX - 1,
-                                UINT64_MAX, UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 1};
+        const int64_t b2[8] = {P, P + 1, P, P + 1, P + 1, P, P, P + 1},
+                      b3[8] = {P, P + 1, P + 2, P, P + 1, P + 2, P, P};
+        const uint64_t u2[8] = {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX,     UINT64_MAX - 1,
+                                UINT64_MAX, UINT64_MAX,     UINT64_MAX - 1, UINT64_MAX - 1};
         const char * y8[8] = {"x", "z", "x", "z", "x", "z", "x", "z"};
         char icsv[256];
         snprintf(icsv, sizeof(icsv), "%s-ints.csv", dir);
@@ -144,7 +146,8 @@ int main(void) {
         if (fi) {
             fputs("b2,b3,u2,y\n", fi);
             for (int r = 0; r < 8; r++)
-                fprintf(fi, "%lld,%lld,%llu,%s\n", (long long) b2[r], (long long) b3[r], (unsigned long long) u2[r], y8[r]);
+                fprintf(fi, "%lld,%lld,%llu,%s\n", (long long) b2[r], (long long) b3[r], (unsigned long long) u2[r],
+                        y8[r]);
             fclose(fi);
         }
         nf_table * tt[2] = {NULL, NULL};

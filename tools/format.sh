@@ -3,11 +3,11 @@
 #   tools/format.sh            format the files in place
 #   tools/format.sh --check    report files that differ (exit 1), change nothing
 #   tools/format.sh [--check] PATH...   only these files / directories
-# Default scope: src/ and tests/ (*.c *.h *.cu). Not the OpenCL C kernel
+# Default scope: src/, include/, tests/ and python/src/ (*.c *.h *.cu). Not the OpenCL C kernel
 # source (kernels.cl), the op table (*.def) or *.in templates.
 set -eu
 cd "$(dirname "$0")/.."
-DEFAULT_DIRS="src/backends src/core src/models src/io src/cli src/text tests"
+DEFAULT_DIRS="src include tests python/src"
 check=0
 if [ "${1:-}" = "--check" ]; then
   check=1

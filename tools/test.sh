@@ -84,6 +84,8 @@ JOBS=$(nproc)
 # 1. release build: cpu + opencl (PoCL) + cuda (compiled and linked; no GPU
 #    needed), with the test hooks (tests/signals.sh holds runs in a phase)
 stage release
+# the code style (.clang-format) over src/ include/ tests/ python/src/: a drift fails here
+bash tools/format.sh --check
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DNOFALL_TEST_HOOKS=ON
 cmake --build build -j "$JOBS"
 # which machine this log comes from: results are bitwise only per machine

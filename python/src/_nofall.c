@@ -161,7 +161,8 @@ static PyObject * NfModel_forward(NfModel * self, PyObject * args) {
         in[got].data = bufs[got].buf;
         if (PyErr_Occurred() || numel * (int64_t) bufs[got].itemsize != (int64_t) bufs[got].len) {
             got++;
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "forward: %s: the shape does not match the buffer", name);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "forward: %s: the shape does not match the buffer", name);
             goto out;
         }
     }
@@ -176,7 +177,8 @@ static PyObject * NfModel_forward(NfModel * self, PyObject * args) {
     for (int k = 0; k < ndim; k++) numel *= shp[k];
     if (nf_py_buffer(out, &ob, "f", 1, "out") != 0) goto out;
     if ((int64_t) ob.len != numel * 4) {
-        PyErr_Format(PyExc_ValueError, "forward: out holds %zd floats, the output has %lld", ob.len / 4, (long long) numel);
+        PyErr_Format(PyExc_ValueError, "forward: out holds %zd floats, the output has %lld", ob.len / 4,
+                     (long long) numel);
         PyBuffer_Release(&ob);
         goto out;
     }
@@ -237,9 +239,9 @@ static PyObject * NfModel_info(NfModel * self, PyObject * unused) {
     nf_model_get_placement(self->m, &pl);
     return Py_BuildValue("{s:s,s:L,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "type", nf_model_type(self->m), "n_params",
                          (long long) nf_model_n_params(self->m), "output", nf_model_output_name(self->m), "device",
-                         nf_backend_name(self->be), "device_description", nf_backend_description(self->be),
-                         "precision", nf_precision_name(nf_backend_precision(self->be)), "weights", pl.weights,
-                         "inputs_placement", pl.inputs, "outputs_placement", pl.outputs, "ops_placement", pl.ops);
+                         nf_backend_name(self->be), "device_description", nf_backend_description(self->be), "precision",
+                         nf_precision_name(nf_backend_precision(self->be)), "weights", pl.weights, "inputs_placement",
+                         pl.inputs, "outputs_placement", pl.outputs, "ops_placement", pl.ops);
 }
 
 static PyObject * NfModel_trace_reset(NfModel * self, PyObject * args) {
@@ -429,8 +431,8 @@ static void NfPredictor_dealloc(NfPredictor * self) {
 /* Predictor(columns, n_rows, target, task=0, n_estimators=1, seed=0, mirror=True,
  *           mirror_signs=None: (columns, [[+-1, ...], ...], regression_mirror or None)) */
 static int NfPredictor_init(NfPredictor * self, PyObject * args, PyObject * kw) {
-    static char * kwl[] = {"columns", "n_rows", "target", "task", "n_estimators", "seed", "mirror", "mirror_signs",
-                           "name", NULL};
+    static char * kwl[] = {"columns", "n_rows", "target",       "task", "n_estimators",
+                           "seed",    "mirror", "mirror_signs", "name", NULL};
     PyObject *cols, *ms = Py_None;
     long long n_rows, n_est = 0;
     unsigned long long seed = 0;
@@ -744,8 +746,8 @@ static PyMethodDef nf_py_methods[] = {
      "read_mirror_signs(path): (columns, signs, regression_mirror or None) from a report.json-like file"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef nf_py_module = {PyModuleDef_HEAD_INIT, "_nofall", "libnofall bindings", -1, nf_py_methods,
-                                          NULL, NULL, NULL, NULL};
+static struct PyModuleDef nf_py_module = {
+    PyModuleDef_HEAD_INIT, "_nofall", "libnofall bindings", -1, nf_py_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__nofall(void) {
     if (PyType_Ready(&NfModelType) < 0 || PyType_Ready(&NfPredictorType) < 0) return NULL;

@@ -1091,7 +1091,7 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     if (rc != NF_OK) goto done;
     if (mp->size > 1) {
         /* the totals (every rank past its last agree: all take part) */
-        int64_t c[10 + NF_SKIP_N] = {a.records,   a.alts,      a.scored,   a.no_gene,  a.ref_mismatch,
+        int64_t c[10 + NF_SKIP_N] = {a.records,   a.alts,     a.scored,  a.no_gene,  a.ref_mismatch,
                                      a.truncated, a.forwards, a.windows, a.computed, a.reused};
         for (int i = 0; i < NF_SKIP_N; i++) c[10 + i] = a.skipped[i];
         nf_cli_mpi_sum_i64(mp, c, 10 + NF_SKIP_N, err);

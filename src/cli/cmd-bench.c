@@ -27,10 +27,9 @@ int nf_cmd_bench(int argc, char ** argv) {
     int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
     int64_t ns = 16, nq = 8, nf = 13, length = 8201, batch = 1, query_chunk = 0, kv_cache_mb = 0;
     uint64_t seed = 42;
-    static const char * const flags[] = {"--model",     "--device",  "--json",  "--trace",    "--warmup",
-                                         "--runs",      "--support", "--query", "--features", "--seed",
-                                         "--precision", "--length",  "--batch", "--query-chunk", "--kv-cache-mb",
-                                         NULL};
+    static const char * const flags[] = {
+        "--model",    "--device", "--json",      "--trace",  "--warmup", "--runs",        "--support",     "--query",
+        "--features", "--seed",   "--precision", "--length", "--batch",  "--query-chunk", "--kv-cache-mb", NULL};
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;

@@ -26,7 +26,7 @@ static const char * const nf_pred_artifacts[] = {"predictions.csv", "probabiliti
 struct nf_pred_opts {
     const char *model, *train, *test, *target, *device, *out, *mirror_signs;
     int task, mirror, progress; /* NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
-    int64_t n_est; /* 0: not given (1, or the --mirror-signs file's members) */
+    int64_t n_est;              /* 0: not given (1, or the --mirror-signs file's members) */
     int64_t query_chunk;
     uint64_t seed;
 };
@@ -43,12 +43,12 @@ static int nf_csv_write_field(FILE * f, const char * s) {
 }
 
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
-    static const char * const flags[] = {"--model", "--train",  "--test", "--target",    "--task", "--n-estimators",
-                                         "--seed",  "--device", "--out",  "--no-mirror", "--mirror-signs",
-                                         "--query-chunk", "--quiet", "--progress", NULL};
+    static const char * const flags[] = {"--model",        "--train",       "--test",   "--target",   "--task",
+                                         "--n-estimators", "--seed",        "--device", "--out",      "--no-mirror",
+                                         "--mirror-signs", "--query-chunk", "--quiet",  "--progress", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
-        o->mirror = 1;
+    o->mirror = 1;
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         char e[256];
@@ -158,8 +158,9 @@ static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, 
             const int64_t m = b1 - b0;
             if (b0 != next || b1 < b0 || b1 > nq ||
                 lens[r] != 16 + m * K * (int64_t) sizeof(double) + n_est * m * K * (int64_t) sizeof(float)) {
-                rc = nf__err_set(err, NF_ERR_GENERIC, "rank %d sent test rows [%lld, %lld); expected them from row %lld",
-                                 r, (long long) b0, (long long) b1, (long long) next);
+                rc = nf__err_set(err, NF_ERR_GENERIC,
+                                 "rank %d sent test rows [%lld, %lld); expected them from row %lld", r, (long long) b0,
+                                 (long long) b1, (long long) next);
                 break;
             }
             memcpy(acc + b0 * K, all + off + 16, (size_t) (m * K) * sizeof(double));
@@ -243,8 +244,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if ((rc = nf_cli_table_model(m, &class_labels, &model_classes, err)) != NF_OK) goto done_agree;
     if (class_labels != is_cls) {
         rc = nf__err_set(err, NF_ERR_ARG, "the target is a %s task but --model %s is a %s",
-                         is_cls ? "classification" : "regression", o->model,
-                         class_labels ? "classifier" : "regressor");
+                         is_cls ? "classification" : "regression", o->model, class_labels ? "classifier" : "regressor");
         goto done_agree;
     }
     const int64_t ns = nf_predictor_n_train(pr), nq = nf_table_n_rows(te), n_est = nf_predictor_n_estimators(pr);
@@ -538,8 +538,9 @@ int nf_cmd_predict(int argc, char ** argv) {
             nf_cli_mpi_finalize(&mp);
             if (size == 1) return nf_cmd_predict_tabstar(argc, argv);
             if (rank == 0)
-                fprintf(stderr, "error: predict of a TabSTAR model runs as one process, not as %d MPI ranks "
-                                "(README \"Running on a cluster with mpirun\": annotate and Mitra's predict)\n",
+                fprintf(stderr,
+                        "error: predict of a TabSTAR model runs as one process, not as %d MPI ranks "
+                        "(README \"Running on a cluster with mpirun\": annotate and Mitra's predict)\n",
                         size);
             return 1;
         }

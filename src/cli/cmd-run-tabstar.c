@@ -99,7 +99,7 @@ cJSON * nf_tab_seeded_cells(uint64_t seed) {
     cJSON_AddNumberToObject(d, "n_cells", 8);
     cJSON * xt = cJSON_AddArrayToObject(d, "x_txt");
     cJSON * xn = cJSON_AddArrayToObject(d, "x_num");
-    cJSON * rt = cJSON_CreateArray(), *rn = cJSON_CreateArray();
+    cJSON *rt = cJSON_CreateArray(), *rn = cJSON_CreateArray();
     cJSON_AddItemToArray(xt, rt);
     cJSON_AddItemToArray(xn, rn);
     cJSON * cl = cJSON_AddArrayToObject(d, "classes");
@@ -176,8 +176,8 @@ static int nf_tab_main(const struct nf_tab_opts * o, nf_err * err) {
     NF_TRY(nf_outset_begin(&os, o->out, nf_tab_artifacts, NF_TAB_N_ARTIFACTS, err));
     const char * inputs[1] = {o->cells};
     static const char * const input_flags[1] = {"--cells"};
-    if ((rc = nf_run_check_trace(o->trace, o->model, inputs, input_flags, 1, &os, nf_tab_artifacts,
-                                 NF_TAB_N_ARTIFACTS, trace_in_out, sizeof(trace_in_out), err)) != NF_OK)
+    if ((rc = nf_run_check_trace(o->trace, o->model, inputs, input_flags, 1, &os, nf_tab_artifacts, NF_TAB_N_ARTIFACTS,
+                                 trace_in_out, sizeof(trace_in_out), err)) != NF_OK)
         goto done;
     if (o->trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, o->trace, "--trace", err)) != NF_OK) goto done;
     if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) goto done;
@@ -322,7 +322,8 @@ static int nf_tokenize_main(const char * model, const char * strings, const char
         if (rc != NF_OK) break;
         cJSON * row = cJSON_CreateArray();
         for (int j = 0; row && j < n; j++) cJSON_AddItemToArray(row, cJSON_CreateNumber(ids[j]));
-        if (!row) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        if (!row)
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         else
             cJSON_AddItemToArray(res, row);
     }

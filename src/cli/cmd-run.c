@@ -82,8 +82,8 @@ static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t,
 }
 
 static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
-    static const char * const flags[] = {"--model",      "--device",    "--out",     "--seed",
-                                         "--support-x",  "--support-y", "--query-x", "--trace",
+    static const char * const flags[] = {"--model",      "--device",    "--out",         "--seed",
+                                         "--support-x",  "--support-y", "--query-x",     "--trace",
                                          "--chunk-rows", "--precision", "--query-chunk", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";

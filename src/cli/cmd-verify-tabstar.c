@@ -33,8 +33,7 @@ struct nf_tv_opts {
 static int nf_tv_parse(int argc, char ** argv, struct nf_tv_opts * o, int bench) {
     static const char * const vflags[] = {"--model", "--device",  "--against",  "--adapter",
                                           "--cells", "--max-abs", "--mean-abs", NULL};
-    static const char * const bflags[] = {"--model", "--device", "--adapter", "--cells",
-                                          "--warmup", "--runs", NULL};
+    static const char * const bflags[] = {"--model", "--device", "--adapter", "--cells", "--warmup", "--runs", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     o->max_abs = 1e-4;
@@ -115,7 +114,8 @@ static int nf_tv_compare(const char * name, const float * got, const float * wan
         mx = d > mx || isnan(d) ? d : mx;
         sum += d;
     }
-    for (int64_t r = 0; C > 1 && r < B; r++) same &= nf_cli_argmax(got + r * C, (int) C) == nf_cli_argmax(want + r * C, (int) C);
+    for (int64_t r = 0; C > 1 && r < B; r++)
+        same &= nf_cli_argmax(got + r * C, (int) C) == nf_cli_argmax(want + r * C, (int) C);
     const double mean = sum / (double) (B * C);
     const int pass = mx <= o->max_abs && mean <= o->mean_abs && same;
     printf("CASE=%s ROWS=%lld TARGETS=%lld MAX_ABS=%.3g MEAN_ABS=%.3g ARGMAX=%s %s\n", name, (long long) B,
@@ -168,8 +168,10 @@ static int nf_tv_main(const struct nf_tv_opts * o, int * failed, nf_err * err) {
         } else {
             DIR * d = opendir(o->against);
             if (!d) {
-                rc = nf__err_set(err, NF_ERR_IO, "%s: not a case directory (cells.json + logits.npy) or a directory "
-                                 "of them", o->against);
+                rc = nf__err_set(err, NF_ERR_IO,
+                                 "%s: not a case directory (cells.json + logits.npy) or a directory "
+                                 "of them",
+                                 o->against);
                 goto done;
             }
             int n = 0;

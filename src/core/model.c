@@ -295,4 +295,3 @@ int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int
                          const char * const * values, nf_err * err) {
     return nf__model_gen_weights_ex(type, dir, seed, n, keys, values, NULL, 0.0f, NULL, 0, err);
 }
-

@@ -367,7 +367,7 @@ static int nf_csv_int_token(const char * s, int is_unsigned, int * neg, int * bi
 }
 
 int nf__csv_is_bool(const char * s, int * v) {
-    static const char * const t[] = {"True", "TRUE", "true"}, *const f[] = {"False", "FALSE", "false"};
+    static const char *const t[] = {"True", "TRUE", "true"}, *const f[] = {"False", "FALSE", "false"};
     for (int i = 0; i < 3; i++) {
         if (strcmp(s, t[i]) == 0) return *v = 1, 1;
         if (strcmp(s, f[i]) == 0) return *v = 0, 1;

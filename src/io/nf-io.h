@@ -244,7 +244,7 @@ enum nf_csv_type { NF_CSV_INT, NF_CSV_FLOAT, NF_CSV_TEXT, NF_CSV_BOOL };
 struct nf_csv_column {
     char * name;
     enum nf_csv_type type;
-    int bools; /* every non-missing value a bool (NF_CSV_BOOL, or text with missing values) */
+    int bools;      /* every non-missing value a bool (NF_CSV_BOOL, or text with missing values) */
     char ** raw;    /* n_rows fields as written (UTF-8, unquoted)            */
     double * num;   /* numeric columns: the values, NaN where missing        */
     char * missing; /* 1 where the field is one of pandas' default NA strings */

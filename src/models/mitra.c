@@ -394,12 +394,12 @@ static int nf__feature_attention_tok0(nf_graph * g, struct nf__ws * w, const nf_
     const int64_t D = w->D, T = w->T, c = r1 - r0, tok = c * T;
     nf_tensor x = nf__rows(w, &w->X, r0, r1), kv = nf_view1(&w->Pqkv, 0, tok * 2 * D);
     nf_tensor q = nf_view1(&w->Pqkv, 2 * w->ct * D, c * D), a = nf_view1(&w->A, 0, c * D);
-    NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm3"), x, tok, D, &L->ln_w[2], &L->ln_b[2], w->Xn, D,
-                         NF_MITRA_LN_EPS));
-    NF_TRY(nf_linear(g, nf_label(g, "attention2.kv"), w->Xn, tok, D, &L->kv_w[1], &L->kv_b[1], kv, 2 * D,
-                     NF_ACT_NONE, 0));
-    NF_TRY(nf_linear(g, nf_label(g, "attention2.q"), w->Xn, c, T * D, &L->aw[1][0], &L->ab[1][0], q, D, NF_ACT_NONE,
-                     0));
+    NF_TRY(
+        nf_layer_norm(g, nf_label(g, "layer_norm3"), x, tok, D, &L->ln_w[2], &L->ln_b[2], w->Xn, D, NF_MITRA_LN_EPS));
+    NF_TRY(
+        nf_linear(g, nf_label(g, "attention2.kv"), w->Xn, tok, D, &L->kv_w[1], &L->kv_b[1], kv, 2 * D, NF_ACT_NONE, 0));
+    NF_TRY(
+        nf_linear(g, nf_label(g, "attention2.q"), w->Xn, c, T * D, &L->aw[1][0], &L->ab[1][0], q, D, NF_ACT_NONE, 0));
     const struct nf_attn_layout lay = {
         .groups = c,
         .lq = 1,

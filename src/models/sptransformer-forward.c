@@ -52,30 +52,30 @@ static int64_t nf__floordiv(int64_t a, int64_t b) { /* Python's a // b, b > 0 */
 }
 
 struct nf_spt_ws {
-    int64_t B, L;           /* batch, input length                              */
-    int64_t N;              /* window rows: max_seq_len                         */
-    int64_t start;          /* window start s in input positions (may be < 0)   */
-    int64_t zpad;           /* zero rows of feat before the sequence: max(0, -s) */
-    int64_t R;              /* feat rows per sequence                           */
-    int64_t out_len;        /* L - 2 context                                    */
-    int64_t out_off;        /* first window row of the output                   */
-    nf_tensor x;            /* (B L, 4) one-hot                                  */
-    nf_tensor conv, h1, h2; /* (B L, 128): an encoder's stream and scratch */
-    nf_tensor feat;         /* (B, R, 320)                                 */
-    nf_tensor X, Xn;        /* (B N, A)                                    */
-    nf_tensor qkv;          /* (B N, 3A): q, k, v                          */
-    nf_tensor O;            /* (B N, A): the heads' outputs                */
-    nf_tensor H;            /* (N, F): the feed-forward's hidden rows      */
-    nf_tensor sel, prob;    /* (B, sinkhorn heads, N / bucket [, 2])       */
-    nf_tensor kcat, vcat;   /* (B N/bucket, 2 bucket, sinkhorn heads x E)  */
-    nf_tensor logits;       /* (B, out_len, 18)                            */
-    nf_tensor rowidx;       /* i32 0 .. L-1 (row copies by GATHER_ROWS), made when first needed */
+    int64_t B, L;             /* batch, input length                              */
+    int64_t N;                /* window rows: max_seq_len                         */
+    int64_t start;            /* window start s in input positions (may be < 0)   */
+    int64_t zpad;             /* zero rows of feat before the sequence: max(0, -s) */
+    int64_t R;                /* feat rows per sequence                           */
+    int64_t out_len;          /* L - 2 context                                    */
+    int64_t out_off;          /* first window row of the output                   */
+    nf_tensor x;              /* (B L, 4) one-hot                                  */
+    nf_tensor conv, h1, h2;   /* (B L, 128): an encoder's stream and scratch */
+    nf_tensor feat;           /* (B, R, 320)                                 */
+    nf_tensor X, Xn;          /* (B N, A)                                    */
+    nf_tensor qkv;            /* (B N, 3A): q, k, v                          */
+    nf_tensor O;              /* (B N, A): the heads' outputs                */
+    nf_tensor H;              /* (N, F): the feed-forward's hidden rows      */
+    nf_tensor sel, prob;      /* (B, sinkhorn heads, N / bucket [, 2])       */
+    nf_tensor kcat, vcat;     /* (B N/bucket, 2 bucket, sinkhorn heads x E)  */
+    nf_tensor logits;         /* (B, out_len, 18)                            */
+    nf_tensor rowidx;         /* i32 0 .. L-1 (row copies by GATHER_ROWS), made when first needed */
     struct nf_stage_buf dump; /* stage dumps */
 };
 
 static void nf__ws_free(struct nf_spt_ws * w) {
     if (!w) return;
-    nf_tensor * all[] = {&w->x, &w->conv, &w->h1,  &w->h2,   &w->feat, &w->X,    &w->Xn,    &w->qkv,
+    nf_tensor * all[] = {&w->x, &w->conv, &w->h1,  &w->h2,   &w->feat, &w->X,    &w->Xn,     &w->qkv,
                          &w->O, &w->H,    &w->sel, &w->prob, &w->kcat, &w->vcat, &w->logits, &w->rowidx};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
     free(w->dump.host);
@@ -396,9 +396,9 @@ static int nf__resblock_delta(nf_graph * g, const struct nf_spt_resblock * r, st
                          NF_SPT_BN_EPS, 1));
     NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv1", i), &c1, nf__seq_rows(&w->h1, w, b, r1, n1, H), &r->conv1_w,
                      &r->conv1_b, nf__seq_rows(&w->h2, w, b, r1, n1, H), 0));
-    NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn2", i), nf__seq_rows(&w->h2, w, b, r2, n2, H), n2, H,
-                         &r->bn2.w, &r->bn2.b, &r->bn2.mean, &r->bn2.var, nf__seq_rows(&w->h1, w, b, r2, n2, H),
-                         NF_SPT_BN_EPS, 1));
+    NF_TRY(nf_batch_norm(g, nf_label(g, "resblocks.%d.bn2", i), nf__seq_rows(&w->h2, w, b, r2, n2, H), n2, H, &r->bn2.w,
+                         &r->bn2.b, &r->bn2.mean, &r->bn2.var, nf__seq_rows(&w->h1, w, b, r2, n2, H), NF_SPT_BN_EPS,
+                         1));
     NF_TRY(nf_conv1d(g, nf_label(g, "resblocks.%d.conv2", i), &c2, nf__seq_rows(&w->h1, w, b, r2, n2, H), &r->conv2_w,
                      &r->conv2_b, nf__seq_rows(&w->conv, w, b, r2, n2, H), 1));
     NF_TRY(nf__copy_rows(g, w, H, a, b, 0, d.lo));
@@ -699,7 +699,8 @@ int nf__spt_forward_tokens(nf_spt * m, const int64_t * tokens, int64_t B, int64_
     if (rc != NF_OK) nf__spt_release_workspace(m); /* the device may be in error: start afresh */
     nf__trace_where(m->be, m->placement.ops, sizeof(m->placement.ops));
     if (rc == NF_OK && !same)
-        for (int64_t i = 0; i < B; i++) memcpy(logits + (size_t) i * per, lg + (size_t) pl.of[i] * per, per * sizeof(float));
+        for (int64_t i = 0; i < B; i++)
+            memcpy(logits + (size_t) i * per, lg + (size_t) pl.of[i] * per, per * sizeof(float));
     if (rc == NF_OK) {
         m->last_distinct = pl.B;
         m->last_reused = pl.B - pl.F;

@@ -66,8 +66,8 @@ int nf__tab_cells_build(const cJSON * doc, const char * path, const struct nf__w
     NF_TRY(nf__cells_int(doc, "n_cells", path, 1, 1 << 16, &c->n_cells, err));
     NF_TRY(nf__cells_int(doc, "n_target_tokens", path, 1, c->n_cells, &c->n_targets, err));
     if (c->regression ? c->n_targets != 1 : c->n_targets < 2)
-        return nf__err_set(err, NF_ERR_INPUT, "%s: a %s task has %s target tokens, not %lld", path,
-                           task->valuestring, c->regression ? "1" : "at least 2", (long long) c->n_targets);
+        return nf__err_set(err, NF_ERR_INPUT, "%s: a %s task has %s target tokens, not %lld", path, task->valuestring,
+                           c->regression ? "1" : "at least 2", (long long) c->n_targets);
     const int64_t B = c->n_rows, S = c->n_cells, BS = B * S;
     const cJSON * cl = cJSON_GetObjectItemCaseSensitive(doc, "classes");
     if (!c->regression && (!cJSON_IsArray(cl) || cJSON_GetArraySize(cl) != c->n_targets))

@@ -25,13 +25,13 @@ struct nf_tab_ws {
     int64_t T, U, BS, BC; /* capacities: text tokens, strings, cells, target cells */
     nf_tensor idx;        /* i32 index lists (see the layout in the forward)       */
     int64_t idx_n;
-    nf_tensor h, h2, qkv, a, ff; /* BERT: (T, D) (T, D) (T, 3D) (T, D) (T, I) */
-    nf_tensor E;                 /* (U, D) the strings' [CLS] vectors          */
-    nf_tensor z, sh;             /* (BS), (BS, 768)                            */
+    nf_tensor h, h2, qkv, a, ff;    /* BERT: (T, D) (T, D) (T, 3D) (T, D) (T, I) */
+    nf_tensor E;                    /* (U, D) the strings' [CLS] vectors          */
+    nf_tensor z, sh;                /* (BS), (BS, 768)                            */
     nf_tensor X, Xn, qkv2, a2, hid; /* (2BS, D) (2BS, D) (2BS, 3D) (2BS, D) (2BS, F) */
     nf_tensor F;                    /* (BS, D)                                  */
     nf_tensor Tt, Hh, logits;       /* (BC, D) (BC, F) (BC)                      */
-    struct nf_stage_buf dump; /* stage dumps */
+    struct nf_stage_buf dump;       /* stage dumps */
 };
 
 static void nf__ws_free(struct nf_tab_ws * w) {
@@ -178,9 +178,8 @@ struct nf_tab_idx {
     int64_t ids, pos, zero, cls, cell, even, odd, tgt, n;
 };
 
-int nf__tab_forward_tokens(nf_tab * m, const int32_t * ids, const int32_t * lens, int64_t n_str,
-                           const int32_t * cell, const float * x_num, int64_t B, int64_t S, int64_t C, float * logits,
-                           nf_err * err) {
+int nf__tab_forward_tokens(nf_tab * m, const int32_t * ids, const int32_t * lens, int64_t n_str, const int32_t * cell,
+                           const float * x_num, int64_t B, int64_t S, int64_t C, float * logits, nf_err * err) {
     const int64_t D = NF_TAB_D, I = m->cfg.text_ff, BS = B * S, BC = B * C, U = n_str;
     /* strings by length (stable): the groups of equal length */
     int64_t * order = malloc((size_t) U * sizeof(int64_t));
@@ -274,9 +273,9 @@ int nf__tab_forward_tokens(nf_tab * m, const int32_t * ids, const int32_t * lens
     nf_graph gr, *g = &gr;
     nf_graph_init(g, m->be, err);
 #define IDX(field, n) nf_view1(&w->idx, ix.field, (n))
-#define RUN(call)              \
-    do {                       \
-        rc = (call);           \
+#define RUN(call)                   \
+    do {                            \
+        rc = (call);                \
         if (rc != NF_OK) goto done; \
     } while (0)
 
@@ -315,12 +314,11 @@ int nf__tab_forward_tokens(nf_tab * m, const int32_t * ids, const int32_t * lens
                                                .o_ss = D};
             const int64_t qn = span * 3 * D;
             RUN(nf_attention(g, nf_label(g, "attention.self"), &lay, nf_view1(&w->qkv, t0 * 3 * D, qn),
-                             nf_view1(&w->qkv, t0 * 3 * D + D, qn - D), nf_view1(&w->qkv, t0 * 3 * D + 2 * D, qn - 2 * D),
-                             nf_view1(&w->a, t0 * D, span * D)));
+                             nf_view1(&w->qkv, t0 * 3 * D + D, qn - D),
+                             nf_view1(&w->qkv, t0 * 3 * D + 2 * D, qn - 2 * D), nf_view1(&w->a, t0 * D, span * D)));
             p0 = p1;
         }
-        RUN(nf_linear(g, nf_label(g, "attention.output.dense"), w->a, T, D, &L->o_w, &L->o_b, w->h, D, NF_ACT_NONE,
-                      1));
+        RUN(nf_linear(g, nf_label(g, "attention.output.dense"), w->a, T, D, &L->o_w, &L->o_b, w->h, D, NF_ACT_NONE, 1));
         RUN(nf_layer_norm(g, nf_label(g, "attention.output.LayerNorm"), w->h, T, D, &L->ln1_w, &L->ln1_b, w->h2, D,
                           NF_TAB_BERT_EPS));
         RUN(nf_linear(g, nf_label(g, "intermediate.dense"), w->h2, T, D, &L->i_w, &L->i_b, w->ff, I, NF_ACT_GELU, 0));

@@ -15,9 +15,9 @@
 struct cJSON;
 struct nf__wordpiece;
 
-#define NF_TAB_D             384 /* D_MODEL, fixed upstream                       */
+#define NF_TAB_D             384  /* D_MODEL, fixed upstream                       */
 #define NF_TAB_FF            1536 /* the TELs' dim_feedforward = 4 D, head hidden  */
-#define NF_TAB_SCALAR_HIDDEN 768 /* scalar_embedder: Linear(1, 2 D)              */
+#define NF_TAB_SCALAR_HIDDEN 768  /* scalar_embedder: Linear(1, 2 D)              */
 #define NF_TAB_FUSION_HEADS  2
 #define NF_TAB_LAYERS        6 /* InteractionEncoder: always 6 (spec §6)        */
 #define NF_TAB_HEADS         6 /* 384 // 64                                     */
@@ -90,9 +90,8 @@ void nf__tab_bind_views(nf_tab * m);
  *   cell (B, S): the string index of every cell; x_num (B, S);
  *   C target tokens (cells 0..C-1 of every row);
  *   logits (B, C): cls_head when C > 1, reg_head when C == 1. */
-int nf__tab_forward_tokens(nf_tab * m, const int32_t * ids, const int32_t * lens, int64_t n_str,
-                           const int32_t * cell, const float * x_num, int64_t B, int64_t S, int64_t C, float * logits,
-                           nf_err * err);
+int nf__tab_forward_tokens(nf_tab * m, const int32_t * ids, const int32_t * lens, int64_t n_str, const int32_t * cell,
+                           const float * x_num, int64_t B, int64_t S, int64_t C, float * logits, nf_err * err);
 void nf__tab_release_workspace(nf_tab * m);
 int nf__tab_stage_count(const nf_tab * m);
 int nf__tab_stage_name(const nf_tab * m, int i, char * out, size_t n);

@@ -87,8 +87,7 @@ int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, si
         goto done;
     }
     if (!cJSON_IsArray(tm)) {
-        rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: target_modules must be a list (a regex is not supported)",
-                         cpath);
+        rc = nf__err_set(err, NF_ERR_CHECKPOINT, "%s: target_modules must be a list (a regex is not supported)", cpath);
         goto done;
     }
     const int r = r_->valueint;
@@ -107,8 +106,8 @@ int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, si
             continue; /* taken with its A */
         if (!(n > pl + sl && strncmp(nm, NF_LORA_PREFIX, pl) == 0 && strcmp(nm + n - sl, ".lora_A.weight") == 0)) {
             rc = nf__err_set(err, NF_ERR_CHECKPOINT,
-                             "%s: tensor '%s' is not a LoRA weight (base_model.model.<module>.lora_A/B.weight)",
-                             wpath, nf__esc(e, sizeof(e), nm));
+                             "%s: tensor '%s' is not a LoRA weight (base_model.model.<module>.lora_A/B.weight)", wpath,
+                             nf__esc(e, sizeof(e), nm));
             break;
         }
         char module[NF_W_NAME + 1];

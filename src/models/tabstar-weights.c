@@ -44,26 +44,28 @@ static int64_t nf__tab_dim(const void * c, char sym, const int * idx, int depth)
 #define B_(f) NF_WSLOT(struct nf_tab_bert_layer, f)
 #define T_(f) NF_WSLOT(struct nf_tab_tel, f)
 #define BERT  "text_encoder.encoder.layer.%d."
-#define LINW(name, shape, fan, SL, f) {name ".weight", shape, .fan_in = fan, .slot = SL(f)}
-#define LINB(name, shape, fan, SL, f) {name ".bias", shape, .fan_in = fan, .slot = SL(f)}
-#define LN(name, SL, w, b)                                              \
+#define LINW(name, shape, fan, SL, f) \
+    { name ".weight", shape, .fan_in = fan, .slot = SL(f) }
+#define LINB(name, shape, fan, SL, f) \
+    { name ".bias", shape, .fan_in = fan, .slot = SL(f) }
+#define LN(name, SL, w, b)                                               \
     {name ".weight", "D", .init = NF_INIT_NORM_WEIGHT, .slot = SL(w)}, { \
         name ".bias", "D", .init = NF_INIT_NORM_BIAS, .slot = SL(b)      \
     }
 /* q, k, v weights share pack 1 and their biases pack 2: [q; k; v] is one (3D, D) matrix */
-#define QKV(n, w, b)                                                                       \
+#define QKV(n, w, b)                                                                        \
     {BERT "attention.self." n ".weight", "D D", .fan_in = "D", .pack = 1, .slot = B_(w)}, { \
         BERT "attention.self." n ".bias", "D", .fan_in = "D", .pack = 2, .slot = B_(b)      \
     }
 /* the 12 entries of a TransformerEncoderLayer under prefix P */
-#define TEL(P, SL)                                                                                  \
-    {P "self_attn.in_proj_weight", "3D D", .fan_in = "D", .slot = SL(in_w)},                        \
-        {P "self_attn.in_proj_bias", "3D", .fan_in = "D", .slot = SL(in_b)},                        \
-        LINW(P "self_attn.out_proj", "D D", "D", SL, out_w), LINB(P "self_attn.out_proj", "D", "D", SL, out_b), \
-        LINW(P "linear1", "F D", "D", SL, l1_w), LINB(P "linear1", "F", "D", SL, l1_b),             \
-        LINW(P "linear2", "D F", "F", SL, l2_w), LINB(P "linear2", "D", "F", SL, l2_b),             \
-        LN(P "norm1", SL, n1_w, n1_b), LN(P "norm2", SL, n2_w, n2_b)
-#define HEAD(P, w0, b0, w2, b2)                                                       \
+#define TEL(P, SL)                                                                                                     \
+    {P "self_attn.in_proj_weight", "3D D", .fan_in = "D", .slot = SL(in_w)},                                           \
+        {P "self_attn.in_proj_bias", "3D", .fan_in = "D", .slot = SL(in_b)},                                           \
+        LINW(P "self_attn.out_proj", "D D", "D", SL, out_w), LINB(P "self_attn.out_proj", "D", "D", SL, out_b),        \
+        LINW(P "linear1", "F D", "D", SL, l1_w), LINB(P "linear1", "F", "D", SL, l1_b),                                \
+        LINW(P "linear2", "D F", "F", SL, l2_w), LINB(P "linear2", "D", "F", SL, l2_b), LN(P "norm1", SL, n1_w, n1_b), \
+        LN(P "norm2", SL, n2_w, n2_b)
+#define HEAD(P, w0, b0, w2, b2)                                                     \
     LINW(P ".layers.0", "F D", "D", M_, w0), LINB(P ".layers.0", "F", "D", M_, b0), \
         LINW(P ".layers.2", "1 F", "F", M_, w2), LINB(P ".layers.2", "1", "F", M_, b2)
 
@@ -189,11 +191,12 @@ static int nf__tab_config_write(const char * dir, const struct nf_tab_config * c
  * and filler words up to n_vocab. Deterministic. */
 int nf__tab_write_vocab(const char * path, int n_vocab, nf_err * err) {
     static const char * const words[] = {
-        "predictive", "feature", "value", "target", "numerical", "to", "lower", "higher", "than", "quantile",
-        "unknown", "the", "of", "and", "an", "in", "is", "age", "income", "class", "yes", "no", "true", "false",
-        "red", "green", "blue", "high", "low", "medium", "city", "name", "color", "score", "rating", "year",
-        "genre", "drama", "not", "price", "size", "small", "large", "type", "##es", "##ing", "##ed", "##er",
-        "##ly", "##tion", "cat", "dog", "bird", "fish", "paris", "london", "tokyo", "##ville", "state", "group",
+        "predictive", "feature", "value", "target", "numerical", "to",     "lower", "higher",  "than",   "quantile",
+        "unknown",    "the",     "of",    "and",    "an",        "in",     "is",    "age",     "income", "class",
+        "yes",        "no",      "true",  "false",  "red",       "green",  "blue",  "high",    "low",    "medium",
+        "city",       "name",    "color", "score",  "rating",    "year",   "genre", "drama",   "not",    "price",
+        "size",       "small",   "large", "type",   "##es",      "##ing",  "##ed",  "##er",    "##ly",   "##tion",
+        "cat",        "dog",     "bird",  "fish",   "paris",     "london", "tokyo", "##ville", "state",  "group",
     };
     const int n_words = (int) (sizeof(words) / sizeof(words[0]));
     if (n_vocab < 1000 || n_vocab > (1 << 22))

@@ -86,9 +86,10 @@ static int nf__tab_load(nf_backend * be, const char * weights, const cJSON * con
     rc = nf__wp_load(vpath, &m->vocab, err);
     if (rc != NF_OK) goto fail;
     if (nf__wp_vocab_size(m->vocab) != m->cfg.vocab) {
-        rc = nf__err_set(err, NF_ERR_CHECKPOINT,
-                         "%s has %d tokens, but the model's word_embeddings has %d rows (a vocabulary of another model?)",
-                         vpath, nf__wp_vocab_size(m->vocab), m->cfg.vocab);
+        rc = nf__err_set(
+            err, NF_ERR_CHECKPOINT,
+            "%s has %d tokens, but the model's word_embeddings has %d rows (a vocabulary of another model?)", vpath,
+            nf__wp_vocab_size(m->vocab), m->cfg.vocab);
         goto fail;
     }
     if (nf__wp_special_id(m->vocab, NF_WP_CLS) < 0 || nf__wp_special_id(m->vocab, NF_WP_SEP) < 0) {
@@ -152,8 +153,7 @@ static int nf__tab_find(const struct nf_array * in, int n_in, const struct nf_ar
         int k = 0;
         while (k < 5 && strcmp(in[i].name, nf__tab_in_names[k]) != 0) k++;
         char e[128];
-        if (k == 5)
-            return nf__err_set(err, NF_ERR_ARG, "tabstar has no input '%s'", nf__esc(e, sizeof(e), in[i].name));
+        if (k == 5) return nf__err_set(err, NF_ERR_ARG, "tabstar has no input '%s'", nf__esc(e, sizeof(e), in[i].name));
         if (a[k]) return nf__err_set(err, NF_ERR_ARG, "tabstar: input '%s' given twice", nf__tab_in_names[k]);
         a[k] = &in[i];
     }
@@ -195,8 +195,7 @@ static int nf__tab_forward(void * impl, const struct nf_array * in, int n_in, fl
     nf_tab * m = impl;
     const struct nf_array * a[5];
     NF_TRY(nf__tab_find(in, n_in, a, err));
-    const int64_t U = a[0]->shape[0], Lmax = a[0]->shape[1], B = a[2]->shape[0], S = a[2]->shape[1],
-                  C = a[4]->shape[0];
+    const int64_t U = a[0]->shape[0], Lmax = a[0]->shape[1], B = a[2]->shape[0], S = a[2]->shape[1], C = a[4]->shape[0];
     const int64_t *ids = a[0]->data, *lens = a[1]->data, *cells = a[2]->data, *tt = a[4]->data;
     for (int64_t c = 0; c < C; c++)
         if (tt[c] != c) return nf__err_set(err, NF_ERR_INPUT, "target_tokens must be 0 .. C-1 in order");

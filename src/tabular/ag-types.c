@@ -41,7 +41,7 @@ static int64_t nf_days_from_civil(int64_t y, int m, int d) {
 
 void nf__civil_from_ns(int64_t ns, int64_t * year, int * month, int * day, int * dayofweek) {
     int64_t z = ns / 86400000000000LL;
-    if (ns % 86400000000000LL < 0) z--; /* floor */
+    if (ns % 86400000000000LL < 0) z--;         /* floor */
     *dayofweek = (int) (((z % 7) + 7 + 3) % 7); /* 1970-01-01 was a Thursday; Monday = 0 */
     z += 719468;
     const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -69,8 +69,7 @@ int nf__iso_datetime_ns(const char * s, int64_t * ns) {
     static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     int y, mo, d, h = 0, mi = 0, sec = 0, oh = 0, om = 0, sign = 0;
     int64_t frac = 0;
-    if (!nf_digits(&s, 4, 4, &y) || *s++ != '-' || !nf_digits(&s, 1, 2, &mo) || *s++ != '-' ||
-        !nf_digits(&s, 1, 2, &d))
+    if (!nf_digits(&s, 4, 4, &y) || *s++ != '-' || !nf_digits(&s, 1, 2, &mo) || *s++ != '-' || !nf_digits(&s, 1, 2, &d))
         return 0;
     if (y < 1678 || y > 2261 || mo < 1 || mo > 12 || d < 1) return 0;
     const int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -133,9 +132,9 @@ static int nf_never_date(const char * s) {
 }
 
 int nf__date_maybe(const char * s) {
-    static const char * const names[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
-                                         "oct", "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat",
-                                         "sun", "now", "today", "yesterday", "tomorrow"};
+    static const char * const names[] = {"jan", "feb", "mar", "apr", "may",   "jun",       "jul",     "aug",
+                                         "sep", "oct", "nov", "dec", "mon",   "tue",       "wed",     "thu",
+                                         "fri", "sat", "sun", "now", "today", "yesterday", "tomorrow"};
     size_t n = strlen(s);
     if (n == 0) return 0;
     double v;
@@ -165,7 +164,7 @@ static int nf_py_space(const unsigned char * s, int * len) {
     *len = 1;
     if (c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f)) return 1;
     if (c == 0xc2 && (s[1] == 0x85 || s[1] == 0xa0)) return *len = 2, 1;
-    if (c == 0xe1 && s[1] == 0x9a && s[2] == 0x80) return *len = 3, 1;   /* U+1680 */
+    if (c == 0xe1 && s[1] == 0x9a && s[2] == 0x80) return *len = 3, 1; /* U+1680 */
     if (c == 0xe2 && s[1] == 0x80 && ((s[2] >= 0x80 && s[2] <= 0x8a) || s[2] == 0xa8 || s[2] == 0xa9 || s[2] == 0xaf))
         return *len = 3, 1;                                            /* U+2000-200A, 2028, 2029, 202F */
     if (c == 0xe2 && s[1] == 0x81 && s[2] == 0x9f) return *len = 3, 1; /* U+205F */

@@ -33,10 +33,10 @@ static const char * const nf_date_part[] = {"", ".year", ".month", ".day", ".day
 
 /* one input column and what the feature generation made of it */
 struct nf_feat {
-    int col;         /* index in the training table */
-    int kind;        /* NF_FEAT_*             */
-    int is_int;      /* pandas int64 in train */
-    double true_num; /* bool: the value mapped to 1 */
+    int col;           /* index in the training table */
+    int kind;          /* NF_FEAT_*             */
+    int is_int;        /* pandas int64 in train */
+    double true_num;   /* bool: the value mapped to 1 */
     char true_int[24]; /* bool of an int64 / uint64 column: that value's digits (exact) */
     const char * true_str;
     char ** cats; /* category: sorted categories (count >= 2); bools: False, True, then '' */
@@ -100,7 +100,7 @@ static void nf_int_digits(const char * s, char * out, size_t n) {
 }
 /* the numeric order of such digit strings */
 static int nf_cmp_int_digits(const void * a, const void * b) {
-    const char *x = *(const char * const *) a, *y = *(const char * const *) b;
+    const char *x = *(const char *const *) a, *y = *(const char *const *) b;
     const int nx = *x == '-', ny = *y == '-';
     if (nx != ny) return nx ? -1 : 1;
     const size_t lx = strlen(x), ly = strlen(y);
@@ -341,9 +341,7 @@ static int nf_pred_drop_unique(struct nf_feat * f, const struct nf_csv_column * 
     int all_rare = f->kind == NF_FEAT_CAT;
     for (int64_t r = 0; all_rare && r < ns; r++) all_rare = f->xs[r] < 0;
     if (ud <= 1)
-        f->dropped = tc->n_missing == ns ? "all missing"
-                     : all_rare          ? "every value rare (an id column)"
-                                         : "constant";
+        f->dropped = tc->n_missing == ns ? "all missing" : all_rare ? "every value rare (an id column)" : "constant";
     else if (f->kind == NF_FEAT_CAT && (double) ud > 0.99 * (double) ns)
         f->dropped = "unique per row";
     return NF_OK;
@@ -584,7 +582,8 @@ static int nf_pred_mitra_fit(struct nf_predictor * p, nf_err * err) {
 }
 
 /* transform_X: mean imputation, mirror, float32, NaN/Inf -> 0 */
-static void nf_pred_matrix(const struct nf_predictor * p, double * const * xq, int64_t nq, const int * sign, float * out) {
+static void nf_pred_matrix(const struct nf_predictor * p, double * const * xq, int64_t nq, const int * sign,
+                           float * out) {
     const int64_t n = xq ? nq : p->tr.n_rows;
     const int F = p->n_order;
     for (int j = 0; j < F; j++) {
@@ -600,9 +599,11 @@ static void nf_pred_matrix(const struct nf_predictor * p, double * const * xq, i
     }
 }
 
-
 static const char * nf_col_type_name(const struct nf_csv_column * c) {
-    return c->type == NF_CSV_INT ? "int64" : c->type == NF_CSV_FLOAT ? "float64" : c->type == NF_CSV_BOOL ? "bool" : "object";
+    return c->type == NF_CSV_INT     ? "int64"
+           : c->type == NF_CSV_FLOAT ? "float64"
+           : c->type == NF_CSV_BOOL  ? "bool"
+                                     : "object";
 }
 
 /* the first row of a text column that is neither missing nor a number (n: none) */
@@ -632,7 +633,8 @@ static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_tabl
         const struct nf_csv_column * tc = &p->tr.cols[f->col];
         nf__esc(ec, sizeof(ec), tc->name);
         const int t = nf__csv_find(te, tc->name);
-        if (t < 0) return nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' of the training table %s is missing", et, ec, ef);
+        if (t < 0)
+            return nf__err_set(err, NF_ERR_INPUT, "%s: column '%s' of the training table %s is missing", et, ec, ef);
         if (tcol) tcol[i] = t;
         const struct nf_csv_column * qc = &te->cols[t];
         if (f->kind == NF_FEAT_DATE && f->part == 0) { /* dates: ISO 8601, missing, or no date at all */
@@ -641,8 +643,8 @@ static int nf_pred_check(const struct nf_predictor * p, const struct nf_csv_tabl
                 if (qc->missing[r]) continue;
                 if (qc->type != NF_CSV_TEXT)
                     return nf__err_set(err, NF_ERR_INPUT,
-                                       "%s: column '%s' holds numbers; in the training table %s it holds dates", et,
-                                       ec, ef);
+                                       "%s: column '%s' holds numbers; in the training table %s it holds dates", et, ec,
+                                       ef);
                 if (nf__iso_datetime_ns(qc->raw[r], &ns) || !nf__date_maybe(qc->raw[r])) continue;
                 char ev[256];
                 return nf__err_set(err, NF_ERR_INPUT,
@@ -671,42 +673,41 @@ static int nf_value_kind(const struct nf_csv_column * c) { return c->bools ? 2 :
 /* a test column through the fitted feature generation */
 static void nf_pred_transform(const struct nf_feat * f, int numeric, const struct nf_csv_column * qc, int64_t nq,
                               double * xq) {
-        /* a 0/1 column's test column of strings against numbers (a CSV column with a
+    /* a 0/1 column's test column of strings against numbers (a CSV column with a
          * value that is no number): pandas compares str with a number, never equal */
-        const int strings = f->kind == NF_FEAT_BOOL && numeric && qc->type == NF_CSV_TEXT && !qc->bools &&
-                            nf_first_non_number(qc, nq) < nq;
-        for (int64_t r = 0; r < nq; r++) {
-            /* a test cell: numeric columns read as numbers (bools as 0/1), text
+    const int strings = f->kind == NF_FEAT_BOOL && numeric && qc->type == NF_CSV_TEXT && !qc->bools &&
+                        nf_first_non_number(qc, nq) < nq;
+    for (int64_t r = 0; r < nq; r++) {
+        /* a test cell: numeric columns read as numbers (bools as 0/1), text
              * as text; a text value of another kind than training's (a number
              * or a bool against strings, a string against bools) matches no
              * category, as in pandas; missing is '' whatever the kind */
-            double v = NAN;
-            const char * s = qc->missing[r] ? "" : nf_value_kind(qc) == (f->bools ? 2 : 1) ? qc->raw[r] : NULL;
-            if (numeric) {
-                if (!qc->missing[r]) {
-                    int ii;
-                    if (qc->type != NF_CSV_TEXT || qc->bools)
-                        v = qc->num[r];
-                    else
-                        nf__csv_parse_number(qc->raw[r], &v, &ii);
-                }
+        double v = NAN;
+        const char * s = qc->missing[r] ? "" : nf_value_kind(qc) == (f->bools ? 2 : 1) ? qc->raw[r] : NULL;
+        if (numeric) {
+            if (!qc->missing[r]) {
+                int ii;
+                if (qc->type != NF_CSV_TEXT || qc->bools)
+                    v = qc->num[r];
+                else
+                    nf__csv_parse_number(qc->raw[r], &v, &ii);
             }
-            int64_t t;
-            if (f->kind == NF_FEAT_DATE) /* checked: ISO, missing, or no date at all */
-                xq[r] = nf_date_value(f->part, qc->type == NF_CSV_TEXT && !qc->missing[r] &&
-                                                       nf__iso_datetime_ns(qc->raw[r], &t)
-                                                   ? t
-                                                   : f->date_fill);
-            else if (f->kind == NF_FEAT_BOOL)
-                xq[r] = numeric ? (!strings && (qc->type == NF_CSV_INT ? nf_is_true_num(f, qc, r) : v == f->true_num))
-                                : (s && strcmp(s, f->true_str) == 0);
-            else if (f->kind == NF_FEAT_CAT)
-                xq[r] = (double) nf_find_cat(f->cats, f->n_cats, f->bools, s);
-            else if (f->is_int) /* int64 in training: missing -> 0, then astype(int64) */
-                xq[r] = isnan(v) ? 0.0 : (isfinite(v) ? trunc(v) : v);
-            else
-                xq[r] = v;
         }
+        int64_t t;
+        if (f->kind == NF_FEAT_DATE) /* checked: ISO, missing, or no date at all */
+            xq[r] = nf_date_value(
+                f->part,
+                qc->type == NF_CSV_TEXT && !qc->missing[r] && nf__iso_datetime_ns(qc->raw[r], &t) ? t : f->date_fill);
+        else if (f->kind == NF_FEAT_BOOL)
+            xq[r] = numeric ? (!strings && (qc->type == NF_CSV_INT ? nf_is_true_num(f, qc, r) : v == f->true_num))
+                            : (s && strcmp(s, f->true_str) == 0);
+        else if (f->kind == NF_FEAT_CAT)
+            xq[r] = (double) nf_find_cat(f->cats, f->n_cats, f->bools, s);
+        else if (f->is_int) /* int64 in training: missing -> 0, then astype(int64) */
+            xq[r] = isnan(v) ? 0.0 : (isfinite(v) ? trunc(v) : v);
+        else
+            xq[r] = v;
+    }
 }
 
 /* ---- mirror signs given explicitly --------------------------------------------- */
@@ -725,13 +726,13 @@ static int nf_pred_mirror_given(struct nf_predictor * p, const struct nf_mirror_
     for (int j = 0; j < F; j++) {
         const char * want = p->tr.cols[p->feats[p->order[j]].col].name;
         if (!s->columns || !s->columns[j] || strcmp(s->columns[j], want) != 0)
-            return nf__err_set(err, NF_ERR_INPUT, "%s: kept column %d is '%s', the preprocessing's is '%s'", src,
-                               j + 1, s->columns && s->columns[j] ? nf__esc(eo, sizeof(eo), s->columns[j]) : "(none)",
+            return nf__err_set(err, NF_ERR_INPUT, "%s: kept column %d is '%s', the preprocessing's is '%s'", src, j + 1,
+                               s->columns && s->columns[j] ? nf__esc(eo, sizeof(eo), s->columns[j]) : "(none)",
                                nf__esc(en, sizeof(en), want));
     }
     if (s->n_estimators != E)
-        return nf__err_set(err, NF_ERR_INPUT, "%s: %lld lists of signs (ensemble members), the predictor has %lld",
-                           src, (long long) s->n_estimators, (long long) E);
+        return nf__err_set(err, NF_ERR_INPUT, "%s: %lld lists of signs (ensemble members), the predictor has %lld", src,
+                           (long long) s->n_estimators, (long long) E);
     for (int64_t e = 0; e < E; e++) {
         for (int j = 0; j < F; j++) {
             const int v = s->signs[e * F + j];
@@ -912,8 +913,7 @@ int nf_predictor_fit(const nf_table * train, const char * target, const struct n
     const int ycol = nf__csv_find(&train->csv, target);
     if (ycol < 0) return nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (the target)", e1, e2);
     if (train->csv.n_rows < 2)
-        return nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2", e1,
-                           (long long) train->csv.n_rows);
+        return nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2", e1, (long long) train->csv.n_rows);
     nf_predictor * p = calloc(1, sizeof(*p));
     if (!p) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     int rc = nf__csv_clone(&train->csv, &p->tr, err);
@@ -980,8 +980,8 @@ static int nf_pred_model(const nf_model * m, int * class_labels, int64_t * n_cla
         }
     }
     if (!ok)
-        return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s does not take a table (support_x, support_y, query_x)",
-                           nf_model_type(m));
+        return nf__err_set(err, NF_ERR_UNSUPPORTED,
+                           "model type %s does not take a table (support_x, support_y, query_x)", nf_model_type(m));
     return NF_OK;
 }
 
@@ -1045,7 +1045,7 @@ int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * t
     const int K = class_labels ? (int) p->n_classes : 1;
     const int64_t width = class_labels ? model_classes : 1;
     const int subsets = ns > NF_PRED_MAX_SUPPORT;
-    const int64_t nsub = subsets ? NF_PRED_MAX_SUPPORT : ns;   /* support rows a forward */
+    const int64_t nsub = subsets ? NF_PRED_MAX_SUPPORT : ns; /* support rows a forward */
     const int64_t nql = subsets ? (nq < NF_PRED_QUERY_CHUNK ? nq : NF_PRED_QUERY_CHUNK) : nq; /* queries a forward */
     const int ranged = begin > 0 || end < nq;
     /* the rows this call predicts: above 8,192 training rows the 1,024-row
@@ -1073,7 +1073,8 @@ int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * t
                 (subsets && (!xsub || !ysub || !ysubi || !perm || !rng));
     for (int j = 0; !nomem && j < F; j++) {
         const int i = p->order[j];
-        if (!(xq[i] = malloc((size_t) nq * sizeof(double)))) nomem = 1;
+        if (!(xq[i] = malloc((size_t) nq * sizeof(double))))
+            nomem = 1;
         else
             nf_pred_transform(&p->feats[i], p->tr.cols[p->feats[i].col].type != NF_CSV_TEXT, &te->cols[tcol[i]], nq,
                               xq[i]);
@@ -1150,11 +1151,8 @@ int nf_predictor_predict_part(nf_predictor * p, nf_model * m, const nf_table * t
             else
                 in[1] = (struct nf_array){
                     .name = "support_y", .dtype = NF_ARRAY_F32, .ndim = 1, .shape = {nsub}, .data = (void *) sy};
-            in[2] = (struct nf_array){.name = "query_x",
-                                      .dtype = NF_ARRAY_F32,
-                                      .ndim = 2,
-                                      .shape = {cq, F},
-                                      .data = (void *) (xqm + q0 * F)};
+            in[2] = (struct nf_array){
+                .name = "query_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {cq, F}, .data = (void *) (xqm + q0 * F)};
             const double t0 = nf_now_ms();
             if ((rc = nf_model_forward(m, in, 3, logits, err)) != NF_OK) break;
             p->forward_ms += nf_now_ms() - t0;

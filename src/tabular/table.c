@@ -52,7 +52,9 @@ const char * nf_table_col_name(const nf_table * t, int i) {
 int nf_table_col_type(const nf_table * t, int i) {
     if (i < 0 || i >= t->csv.n_cols) return -1;
     const enum nf_csv_type ty = t->csv.cols[i].type;
-    return ty == NF_CSV_INT || ty == NF_CSV_BOOL ? NF_COLUMN_INT64 : ty == NF_CSV_FLOAT ? NF_COLUMN_FLOAT64 : NF_COLUMN_TEXT;
+    return ty == NF_CSV_INT || ty == NF_CSV_BOOL ? NF_COLUMN_INT64
+           : ty == NF_CSV_FLOAT                  ? NF_COLUMN_FLOAT64
+                                                 : NF_COLUMN_TEXT;
 }
 int nf_table_find(const nf_table * t, const char * name) { return nf__csv_find(&t->csv, name); }
 
@@ -135,8 +137,8 @@ int nf_table_add_numeric(nf_table * t, const char * name, const double * values,
         } else if (is_int) {
             if (!(v == floor(v) && v >= -9223372036854775808.0 && v < 18446744073709551616.0)) { /* int64 or uint64 */
                 rc = nf__err_set(err, NF_ERR_INPUT, "%s: row %lld, column '%s': %.17g is not an int64 or uint64",
-                                 nf__esc(et, sizeof(et), t->csv.path), (long long) r + 1,
-                                 nf__esc(en, sizeof(en), name), v);
+                                 nf__esc(et, sizeof(et), t->csv.path), (long long) r + 1, nf__esc(en, sizeof(en), name),
+                                 v);
                 break;
             }
             snprintf(b, sizeof(b), "%.0f", v == 0 ? 0.0 : v); /* -0.0 is 0 */

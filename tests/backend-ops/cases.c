@@ -299,7 +299,10 @@ static void case_linear(struct tcase * tc, int v) {
     }
     snprintf(tc->desc, sizeof(tc->desc), "m=%lld k=%lld n=%lld ldx=%lld ldy=%lld%s%s%s", (long long) m, (long long) k,
              (long long) n, (long long) ldx, (long long) ldy, bias ? " bias" : "",
-             gelu ? " gelu" : relu ? " relu" : "", acc ? " acc" : "");
+             gelu   ? " gelu"
+             : relu ? " relu"
+                    : "",
+             acc ? " acc" : "");
 }
 
 /* ATTENTION in Mitra's two layouts over a (rows, T, H*E) token tensor:
@@ -647,8 +650,11 @@ static const struct {
     int64_t m, k, n_table, ldw_pad, ldy_pad;
     float scale;
     int acc;
-} gather_shapes[] = {{1, 1, 1, 0, 0, 1.0f, 0},    {37, 384, 30522, 0, 0, 1.0f, 0}, {9, 384, 50, 384, 0, 1.0f, 0},
-                     {64, 384, 128, 384, 384, 0.5f, 1}, {5, 17, 3, 2, 5, 1.0f, 1}};
+} gather_shapes[] = {{1, 1, 1, 0, 0, 1.0f, 0},
+                     {37, 384, 30522, 0, 0, 1.0f, 0},
+                     {9, 384, 50, 384, 0, 1.0f, 0},
+                     {64, 384, 128, 384, 384, 0.5f, 1},
+                     {5, 17, 3, 2, 5, 1.0f, 1}};
 
 static void case_gather_rows(struct tcase * tc, int v) {
     const int64_t m = gather_shapes[v].m, k = gather_shapes[v].k, nt = gather_shapes[v].n_table;

@@ -196,13 +196,13 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
  * every float (tools/erf-coefficients.py --check compiles both and compares
  * all 2^32 inputs), branch-free so the GELU loop vectorises. |z| >= 4: +-1
  * (erf(4) = 1 - 1.5e-8 rounds to 1.0f). */
-static const double nf__erf_mono[21] = {0.3535309956434054, -0.17657623321423782, 0.13167511686624997,
-                                        -0.1077104489097085, 0.090208996192394197, -0.074727728371029631,
-                                        0.059886860207166735, -0.045766463501636732, 0.033061073767210312,
-                                        -0.022466263549072996, 0.014347216537304777, -0.0086298333945898555,
-                                        0.0048612582297797181, -0.0025306714636356494, 0.0012770717467123595,
-                                        -0.00067279817667152046, 0.00029513931753916861, -7.2461218650001516e-05,
-                                        3.2978976208581685e-05, -3.6683671066324973e-05, 1.2874135134978859e-05};
+static const double nf__erf_mono[21] = {0.3535309956434054,      -0.17657623321423782,    0.13167511686624997,
+                                        -0.1077104489097085,     0.090208996192394197,    -0.074727728371029631,
+                                        0.059886860207166735,    -0.045766463501636732,   0.033061073767210312,
+                                        -0.022466263549072996,   0.014347216537304777,    -0.0086298333945898555,
+                                        0.0048612582297797181,   -0.0025306714636356494,  0.0012770717467123595,
+                                        -0.00067279817667152046, 0.00029513931753916861,  -7.2461218650001516e-05,
+                                        3.2978976208581685e-05,  -3.6683671066324973e-05, 1.2874135134978859e-05};
 
 static inline float nf__erf_inline(float x) {
     /* the range tests are integer tests on the bit pattern: a floating-point
@@ -481,7 +481,15 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
 #pragma omp atomic write
                 failed = 1;
             }
-            const struct nf__attn_tile t = {lq,  lk, E, lk16, E16, scale, buf, buf + E * lk16, buf + E * lk16 + lk * E16,
+            const struct nf__attn_tile t = {lq,
+                                            lk,
+                                            E,
+                                            lk16,
+                                            E16,
+                                            scale,
+                                            buf,
+                                            buf + E * lk16,
+                                            buf + E * lk16 + lk * E16,
                                             buf + E * lk16 + lk * E16 + NF__TILE_ROWS * lk16};
 #pragma omp for schedule(static)
             for (int64_t gh = 0; gh < G * H; gh++) {

@@ -10,7 +10,7 @@
  * idle machine, milliseconds on a loaded one), and every loop here computes
  * each output element in one thread in a fixed order, so the results do not
  * depend on whether it runs in parallel */
-#define NF_CPU_PAR_MIN ((int64_t) 1 << 16)
+#define NF_CPU_PAR_MIN   ((int64_t) 1 << 16)
 #define NF_CPU_PAR(work) ((int64_t) (work) >= NF_CPU_PAR_MIN)
 
 /* cpu-seq.c: the sequence ops */

@@ -999,9 +999,9 @@ int nf__cuda_op_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
 }
 bool nf__cuda_ok_axial_pos(nf_backend * be, const nf_op * op) { return true; }
 
-static cudaError_t nf_gather_rows(cudaStream_t st, const int32_t * idx, const float * W, int64_t ldw,
-                                  int64_t n_table, float * y, int64_t ldy, int64_t m, int64_t k, float scale,
-                                  int accumulate, const char ** kernel) {
+static cudaError_t nf_gather_rows(cudaStream_t st, const int32_t * idx, const float * W, int64_t ldw, int64_t n_table,
+                                  float * y, int64_t ldy, int64_t m, int64_t k, float scale, int accumulate,
+                                  const char ** kernel) {
     if (m <= 0 || k <= 0) return cudaSuccess;
     NF_LAUNCH(nf_k_gather_rows, nf_blocks(m, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
     (idx, W, ldw, n_table, y, ldy, m, k, scale, accumulate);

@@ -299,8 +299,8 @@ static bool nf__fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 static bool nf__cuda_ok_linear(nf_backend * be, const nf_op * op) {
     const struct nf_linear_params * p = &op->p.linear;
-    return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU || p->act == NF_ACT_RELU) && nf__fits_int(p->m) && nf__fits_int(p->n) &&
-           nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
+    return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU || p->act == NF_ACT_RELU) && nf__fits_int(p->m) &&
+           nf__fits_int(p->n) && nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
            (p->m <= 1 || (p->ldx >= p->k && p->ldy >= p->n));
 }
 

@@ -205,8 +205,7 @@ int nf__cl_op_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     const size_t gs[2] = {((size_t) p->n + g->tn - 1) / g->tn * g->wx, ((size_t) p->m + g->tm - 1) / g->tm * g->wy};
     return LAUNCH(c, K_LINEAR, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(W)),
                   KLONG(toff(W)), KMEM(tmem(bias)), KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y)),
-                  KLONG(p->ldy), KINT(p->m), KINT(p->n), KINT(p->k), KINT(p->act),
-                  KINT(p->accumulate != 0));
+                  KLONG(p->ldy), KINT(p->m), KINT(p->n), KINT(p->k), KINT(p->act), KINT(p->accumulate != 0));
 }
 
 /* ---- CONV1D: im2col + the GEMM ------------------------------------------------------- */

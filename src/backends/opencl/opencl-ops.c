@@ -280,10 +280,10 @@ static int op_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const size_t ls[3] = {NF_CL_ATTN_WG, 1, 1};
     const size_t gs[3] = {((size_t) p->lq + rows - 1) / rows * NF_CL_ATTN_WG, (size_t) p->n_heads,
                           (size_t) p->n_groups};
-    return LAUNCH(c, wide ? K_ATTENTION_WIDE : K_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)), KLONG(toff(k)),
-                  KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)), KINT(p->lq), KINT(p->lk),
-                  KINT(p->head_dim), KLONG(p->q_gs), KLONG(p->q_ss), KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs),
-                  KLONG(p->o_ss), KFLT(p->scale));
+    return LAUNCH(c, wide ? K_ATTENTION_WIDE : K_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)),
+                  KMEM(tmem(k)), KLONG(toff(k)), KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)),
+                  KINT(p->lq), KINT(p->lk), KINT(p->head_dim), KLONG(p->q_gs), KLONG(p->q_ss), KLONG(p->kv_gs),
+                  KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale));
 }
 
 static int op_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
