@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* what nofall's typing says, in the fixture's words */
 static const char * nf_dtype(const struct nf_csv_column * c, int64_t n, int any_na) {
@@ -27,6 +28,41 @@ static const char * nf_dtype(const struct nf_csv_column * c, int64_t n, int any_
     if (c->bools) return "object_bool";
     if (!any_na) return "object_any";
     return c->n_missing ? "object" : "object_raw";
+}
+
+/* Wide headers in linear time: n columns, a third named "d" (renamed d.1,
+ * d.2, ...), a third empty ("Unnamed: i"), parsed and every name looked up
+ * (nf__csv_find); the best of three in process CPU time, so other processes
+ * on the machine do not count. -1 on a wrong result. */
+static double nf_wide_seconds(int n) {
+    size_t cap = (size_t) n * 16 + 64, k = 0;
+    char * csv = malloc(cap);
+    if (!csv) return -1;
+    for (int i = 0; i < n; i++)
+        k += (size_t) snprintf(csv + k, cap - k, "%s%s", i ? "," : "", i % 3 == 0 ? "d" : i % 3 == 1 ? "" : "c");
+    csv[k++] = '\n';
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < n; i++) k += (size_t) snprintf(csv + k, cap - k, "%s", i + 1 < n ? "1," : "1\n");
+    double best = -1;
+    for (int rep = 0; rep < 3; rep++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        struct nf_csv_table t;
+        nf_err err = {0};
+        int ok = nf__csv_parse(csv, k, "wide.csv", &t, &err) == NF_OK && t.n_cols == n;
+        CHECK(ok, "wide header of %d columns: %s", n, err.msg);
+        for (int i = 0; ok && i < n; i++) ok = nf__csv_find(&t, t.cols[i].name) == i;
+        CHECK(ok, "wide header of %d columns: a name not found at its column", n);
+        if (ok) nf__csv_free(&t);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+        const double s = (double) (b.tv_sec - a.tv_sec) + 1e-9 * (double) (b.tv_nsec - a.tv_nsec);
+        if (!ok)
+            best = -1, rep = 3;
+        else if (best < 0 || s < best)
+            best = s;
+    }
+    free(csv);
+    return best;
 }
 
 int main(int argc, char ** argv) {
@@ -124,5 +160,11 @@ int main(int argc, char ** argv) {
     fclose(f);
     CHECK(heads >= 200, "only %d headers in %s", heads, path);
     printf("csv headers: %d of %d named as pandas names them\n", same, heads);
+
+    /* ten times the columns in about ten times the time (a quadratic lookup
+     * or renaming takes a hundred times; the bound leaves room for caches) */
+    const double t1 = nf_wide_seconds(6000), t2 = nf_wide_seconds(60000);
+    CHECK(t1 > 0 && t2 > 0 && t2 < 30 * t1, "wide headers: 6,000 columns %.4f s, 60,000 columns %.4f s", t1, t2);
+    printf("csv wide headers: 6,000 columns %.4f s, 60,000 columns %.4f s (ratio %.1f, linear 10)\n", t1, t2, t2 / t1);
     return nf_test_done("test-csv-types");
 }

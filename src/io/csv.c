@@ -175,93 +175,105 @@ static void nf_csv_drop_fields(struct nf_csv_state * st) {
  * mangling): named columns first, then the "Unnamed: i" ones, each name seen
  * before gets ".k" with k its count so far, stepping past names the header
  * already holds (a, a, a.1 -> a, a.2, a.1). Checked against pandas 2.3 on
- * random headers. Above NF_CSV_MAX_DUP_COLS columns a duplicate is refused
- * instead (the renaming is quadratic). */
-#define NF_CSV_MAX_DUP_COLS 5000
-static int nf_csv_in_header(const struct nf_csv_table * t, const char * s) {
-    for (int i = 0; i < t->n_cols; i++)
-        if (strcmp(t->cols[i].name, s) == 0) return 1;
+ * random headers. Linear in the header's size: both name sets are hashed. */
+
+/* a set of owned names, each with an int (a count, or unused) */
+struct nf_csv_names {
+    struct nf__smap map; /* name -> slot */
+    char ** key;
+    int * val;
+    int n, cap;
+};
+static void nf_csv_names_free(struct nf_csv_names * s) {
+    for (int k = 0; k < s->n; k++) free(s->key[k]);
+    free(s->key);
+    free(s->val);
+    nf__smap_free(&s->map);
+}
+static int nf_csv_names_find(const struct nf_csv_names * s, const char * name) {
+    return nf__smap_get(&s->map, name, strlen(name));
+}
+/* the slot of name, added with value 0 when absent; -1 out of memory */
+static int nf_csv_names_add(struct nf_csv_names * s, const char * name) {
+    const int k = nf_csv_names_find(s, name);
+    if (k >= 0) return k;
+    if (s->n == s->cap) {
+        const int cap = s->cap ? 2 * s->cap : 64;
+        char ** key = realloc(s->key, (size_t) cap * sizeof(*key));
+        if (!key) return -1;
+        s->key = key;
+        int * val = realloc(s->val, (size_t) cap * sizeof(*val));
+        if (!val) return -1;
+        s->val = val;
+        s->cap = cap;
+    }
+    char * c = strdup(name);
+    if (!c) return -1;
+    if (nf__smap_put(&s->map, c, strlen(c), s->n) != 0) {
+        free(c);
+        return -1;
+    }
+    s->key[s->n] = c;
+    s->val[s->n] = 0;
+    return s->n++;
+}
+
+/* pandas' loop over one column: counts[old] steps on until "old.k" is neither
+ * in the header nor counted; 0 or the new name (*renamed) */
+static int nf_csv_mangle_one(struct nf_csv_names * counts, const struct nf_csv_names * header, const char * old,
+                             char ** renamed) {
+    const int ko = nf_csv_names_find(counts, old);
+    int cur = ko >= 0 ? counts->val[ko] : 0;
+    char * name = NULL;
+    while (cur > 0) {
+        counts->val[ko] = cur + 1;
+        free(name);
+        const size_t len = strlen(old) + 24;
+        if (!(name = malloc(len))) return -1;
+        snprintf(name, len, "%s.%d", old, cur);
+        if (nf_csv_names_find(header, name) >= 0) {
+            cur++;
+        } else {
+            const int k = nf_csv_names_find(counts, name);
+            cur = k >= 0 ? counts->val[k] : 0;
+        }
+    }
+    const int kc = nf_csv_names_add(counts, name ? name : old);
+    if (kc < 0) {
+        free(name);
+        return -1;
+    }
+    counts->val[kc] = cur + 1;
+    *renamed = name;
     return 0;
 }
 
 static void nf_csv_mangle_dupes(struct nf_csv_state * st, const char * unnamed) {
     struct nf_csv_table * t = st->t;
     const int n = t->n_cols;
-    struct nf__smap seen = {0};
-    int dup = -1;
-    for (int i = 0; i < n && dup < 0; i++) {
-        const int put = nf__smap_put(&seen, t->cols[i].name, strlen(t->cols[i].name), i);
-        if (put < 0) {
-            nf__smap_free(&seen);
-            nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
-            return;
-        }
-        if (put == 1) dup = i;
+    /* the header's names as they stand (a renamed column's old name stays:
+     * an earlier column holds it, which is why it was renamed) */
+    struct nf_csv_names header = {0}, counts = {0};
+    int ok = 1, dup = 0;
+    for (int i = 0; i < n && ok; i++) {
+        const int before = header.n;
+        ok = nf_csv_names_add(&header, t->cols[i].name) >= 0;
+        dup |= ok && header.n == before;
     }
-    nf__smap_free(&seen);
-    if (dup < 0) return;
-    if (n > NF_CSV_MAX_DUP_COLS) {
-        char ec[256], m[900];
-        snprintf(m, sizeof(m), "%s: header: column name '%s' appears twice (more than %d columns: not renamed)",
-                 st->name, nf__esc(ec, sizeof(ec), t->cols[dup].name), NF_CSV_MAX_DUP_COLS);
-        nf_csv_fail(st, NF_ERR_FORMAT, m);
-        return;
-    }
-    /* counts: name -> how often seen (keys owned) */
-    char ** key = calloc((size_t) 2 * n, sizeof(char *));
-    int * cnt = calloc((size_t) 2 * n, sizeof(int));
-    int nk = 0, ok = key && cnt;
-    for (int pass = 0; pass < 2 && ok; pass++) {
+    for (int pass = 0; pass < 2 && ok && dup; pass++) {
         for (int i = 0; i < n && ok; i++) {
             if (unnamed[i] != pass) continue;
-            char * col = t->cols[i].name;
-            const char * old = col;
-            int ko = 0;
-            while (ko < nk && strcmp(key[ko], old) != 0) ko++;
-            int cur = ko < nk ? cnt[ko] : 0;
-            if (cur > 0) {
-                char * name = NULL;
-                while (cur > 0 && ok) {
-                    cnt[ko] = cur + 1;
-                    free(name);
-                    const size_t len = strlen(old) + 24;
-                    if (!(name = malloc(len))) {
-                        ok = 0;
-                        break;
-                    }
-                    snprintf(name, len, "%s.%d", old, cur);
-                    if (nf_csv_in_header(t, name)) {
-                        cur++;
-                    } else {
-                        int k = 0;
-                        while (k < nk && strcmp(key[k], name) != 0) k++;
-                        cur = k < nk ? cnt[k] : 0;
-                    }
-                }
-                if (!ok) break;
-                col = name;
-            }
-            /* counts[col] = cur + 1 */
-            int kc = 0;
-            while (kc < nk && strcmp(key[kc], col) != 0) kc++;
-            if (kc == nk) {
-                if (nk == 2 * n || !(key[nk] = strdup(col))) {
-                    if (col != t->cols[i].name) free(col);
-                    ok = 0;
-                    break;
-                }
-                nk++;
-            }
-            cnt[kc] = cur + 1;
-            if (col != t->cols[i].name) {
+            char * name = NULL;
+            ok = nf_csv_mangle_one(&counts, &header, t->cols[i].name, &name) == 0;
+            if (ok && name) {
+                ok = nf_csv_names_add(&header, name) >= 0;
                 free(t->cols[i].name);
-                t->cols[i].name = col;
+                t->cols[i].name = name;
             }
         }
     }
-    for (int k = 0; k < nk; k++) free(key[k]);
-    free(key);
-    free(cnt);
+    nf_csv_names_free(&header);
+    nf_csv_names_free(&counts);
     if (!ok) nf_csv_fail(st, NF_ERR_NOMEM, "out of memory reading a CSV file");
 }
 
@@ -507,6 +519,7 @@ int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv
         nf__csv_free(t);
         return err->code ? err->code : NF_ERR_FORMAT;
     }
+    for (int c = 0; c < t->n_cols; c++) nf__csv_index_add(t, c);
     return NF_OK;
 }
 
@@ -520,7 +533,13 @@ int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err) {
     return rc;
 }
 
+void nf__csv_index_add(struct nf_csv_table * t, int col) {
+    if (t->index.n == (size_t) col && nf__smap_put(&t->index, t->cols[col].name, strlen(t->cols[col].name), col) != 0)
+        nf__smap_free(&t->index); /* out of memory (or a name twice): nf__csv_find scans */
+}
+
 int nf__csv_find(const struct nf_csv_table * t, const char * name) {
+    if (t->n_cols > 0 && t->index.n == (size_t) t->n_cols) return nf__smap_get(&t->index, name, strlen(name));
     for (int i = 0; i < t->n_cols; i++)
         if (strcmp(t->cols[i].name, name) == 0) return i;
     return -1;
@@ -539,5 +558,6 @@ void nf__csv_free(struct nf_csv_table * t) {
         }
     }
     free(t->cols);
+    nf__smap_free(&t->index);
     memset(t, 0, sizeof(*t));
 }

@@ -255,6 +255,10 @@ struct nf_csv_table {
     int64_t n_rows; /* data rows (the header not counted) */
     int n_cols;
     struct nf_csv_column * cols;
+    /* name -> column (keys borrowed from cols[].name): nf__csv_find in constant
+     * time. Built by the parser and the clone, extended by table.c per column;
+     * used only while it holds every column (else nf__csv_find scans). */
+    struct nf__smap index;
 };
 /* RFC 4180 via libcsv; a header row; every row as many fields as the header
  * (else an error naming the row); UTF-8 checked per field (an error naming
@@ -265,6 +269,7 @@ int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err);
 int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv_table * t, nf_err * err);
 void nf__csv_free(struct nf_csv_table * t);
 int nf__csv_find(const struct nf_csv_table * t, const char * name); /* column index or -1 */
+void nf__csv_index_add(struct nf_csv_table * t, int col);           /* after cols[col] is complete; OOM: scans */
 int nf__csv_is_na(const char * s);                                  /* one of pandas' default NA strings */
 int nf__csv_is_bool(const char * s, int * v); /* True/TRUE/true (*v 1), False/FALSE/false (*v 0) */
 int nf__csv_parse_number(const char * s, double * out, int * is_int);

@@ -110,7 +110,7 @@ static int nf_col_done(nf_table * t, struct nf_csv_column * c, int rc) {
         nf_col_release(c, t->csv.n_rows);
         return rc;
     }
-    t->csv.n_cols++;
+    nf__csv_index_add(&t->csv, t->csv.n_cols++);
     return NF_OK;
 }
 
@@ -191,7 +191,7 @@ int nf_table_add_bool(nf_table * t, const char * name, const signed char * value
         }
     }
     c->type = c->n_missing ? NF_CSV_TEXT : NF_CSV_BOOL; /* pandas: bool, or object with NaN */
-    t->csv.n_cols++;
+    nf__csv_index_add(&t->csv, t->csv.n_cols++);
     return NF_OK;
 }
 
@@ -245,6 +245,7 @@ int nf__csv_clone(const struct nf_csv_table * src, struct nf_csv_table * dst, nf
         for (int64_t r = 0; r < src->n_rows; r++)
             if (!(d->raw[r] = strdup(s->raw[r]))) goto nomem;
     }
+    for (int i = 0; i < dst->n_cols; i++) nf__csv_index_add(dst, i);
     return NF_OK;
 nomem:
     nf__csv_free(dst);
