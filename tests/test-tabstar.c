@@ -157,6 +157,17 @@ static void test_load(void) {
         CHECK_RC(nf__st_write(sp, ents, 2, &err), NF_OK, &err);
         CHECK_RC(nf__tab_merge_adapter(m, adir, sum, sizeof(sum), &err), NF_OK, &err);
         CHECK(strstr(sum, "1 modules") != NULL, "%s", sum);
+        /* lora_A/B on an Embedding: refused (peft's Embedding adapter is lora_embedding_A/B) */
+        snprintf(sp, sizeof(sp), "%s/adapter_config.json", adir);
+        write_text(sp, "{\"peft_type\": \"LORA\", \"r\": 2, \"lora_alpha\": 4, \"bias\": \"none\", "
+                       "\"target_modules\": [\"word_embeddings\"]}");
+        ents[0].name = "base_model.model.text_encoder.embeddings.word_embeddings.lora_A.weight";
+        ents[1].name = "base_model.model.text_encoder.embeddings.word_embeddings.lora_B.weight";
+        ents[1].shape[0] = 1000; /* shapes that fit the (1000, 384) table, as if it were a Linear */
+        snprintf(sp, sizeof(sp), "%s/adapter_model.safetensors", adir);
+        CHECK_RC(nf__st_write(sp, ents, 2, &err), NF_OK, &err);
+        CHECK_RC(nf__tab_merge_adapter(m, adir, sum, sizeof(sum), &err), NF_ERR_CHECKPOINT, &err);
+        CHECK_MSG(&err, "word_embeddings is an Embedding, not a Linear");
         snprintf(sp, sizeof(sp), "%s/adapter_config.json", adir);
         write_text(sp, "{\"peft_type\": \"IA3\", \"r\": 2, \"lora_alpha\": 4, \"target_modules\": [\"linear1\"]}");
         CHECK_RC(nf__tab_merge_adapter(m, adir, sum, sizeof(sum), &err), NF_ERR_CHECKPOINT, &err);

@@ -11,7 +11,8 @@
  * linear1/linear2 ones (spec §10.2). Refused: another peft_type, DoRA, a bias
  * other than "none", per-module rank/alpha patterns, modules_to_save, an
  * adapter key that matches no base Linear of TabSTAR, a module not among the
- * config's target_modules. */
+ * config's target_modules, lora_A/B on an Embedding (peft's Embedding
+ * adapter is lora_embedding_A/B; it would not merge these). */
 #include "tabstar-impl.h"
 #include "io/nf-io.h"
 #include "weights.h"
@@ -120,6 +121,12 @@ int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, si
         memcpy(module, nm + pl, ml);
         module[ml] = '\0';
         const struct nf_wkey * k = nf__lora_base(w, module);
+        if (k && k->init != NF_INIT_UNIFORM) { /* an nn.Embedding: peft adapts it with lora_embedding_A/B */
+            rc = nf__err_set(err, NF_ERR_CHECKPOINT,
+                             "%s: '%s': %s is an Embedding, not a Linear (peft does not merge lora_A/B into it)", wpath,
+                             nf__esc(e, sizeof(e), nm), module);
+            break;
+        }
         if (!k) {
             rc = nf__err_set(err, NF_ERR_CHECKPOINT,
                              "%s: '%s' matches no Linear of TabSTAR (an adapter for another model?)", wpath,
