@@ -67,6 +67,14 @@ fi
 printf '["fine", "bad \xff"]' > "$T/badstr.json"
 expect_fail tokenize-utf8 "invalid UTF-8" "$BIN" tokenize --model "$T/m" --strings "$T/badstr.json" --out "$T/badtok"
 empty_dir "$T/badtok" "tokenize, invalid UTF-8"
+# U+0000 in a data string: dropped, as BERT's normaliser drops it (upstream tokenises
+# such strings); an escaped backslash before "u0000" is text, kept
+printf '%s' '["a\u0000b c", "ab c", "x \u0000 y", "x  y", "q\\u0000", "q"]' > "$T/nulstr.json"
+"$BIN" tokenize --model "$T/m" --strings "$T/nulstr.json" --out "$T/nultok" > "$T/nultok.out" 2>&1
+if command -v python3 > /dev/null; then
+  python3 -c 'import json,sys; i=json.load(open(sys.argv[1])); sys.exit(0 if i[0]==i[1] and i[2]==i[3] and i[4]!=i[5] else 1)' "$T/nultok/token_ids.json" \
+    && ok "tokenize: U+0000 dropped from data strings as BERT drops it" || { bad "tokenize U+0000"; cat "$T/nultok.out"; }
+fi
 
 # verify against the fixture (its weights) and against cpu; the wrong weights fail (exit 3); bench
 "$BIN" verify --model "$T/m" --device cpu --against "$FX/cls2" > "$T/v1.out" 2>&1

@@ -131,6 +131,18 @@ static void test_load(void) {
         /* refused with the cell (row, index) and the byte offset */
         CHECK_RC(nf__tab_cells_load(p, wp, &c, &err), NF_ERR_FORMAT, &err);
         CHECK_MSG(&err, "x_txt[0][1] (row 0, cell 1): invalid UTF-8 at byte");
+        /* U+0000 in a cell string: dropped as BERT's normaliser drops it ("o\u0000k" is "ok") */
+        snprintf(p, sizeof(p), "%s/nul.json", g_tmp);
+        write_text(p, "{\"format\":\"nofall-tabstar-cells/1\",\"task\":\"regression\",\"n_target_tokens\":1,"
+                      "\"n_rows\":1,\"n_cells\":2,\"x_txt\":[[\"t\",\"o\\u0000k\"]],\"x_num\":[[0,1.5]]}");
+        const int nul_rc = nf__tab_cells_load(p, wp, &c, &err);
+        CHECK_RC(nul_rc, NF_OK, &err);
+        if (nul_rc == NF_OK) {
+            int found = 0;
+            for (int64_t i = 0; i < c.n_strings; i++) found |= strcmp(c.strings[i], "ok") == 0;
+            CHECK(found, "the cell string \"o\\u0000k\" is not \"ok\"");
+            nf__tab_cells_free(&c);
+        }
         /* adapters: another model's key; a shape that does not fit; another peft type */
         char adir[600], sp[700];
         snprintf(adir, sizeof(adir), "%s/adapter", g_tmp);

@@ -305,7 +305,7 @@ static int nf_tokenize_main(const char * model, const char * strings, const char
     cJSON *doc = NULL, *res = NULL;
     int32_t ids[NF_TAB_MAX_TOKENS];
     int rc = nf__wp_load(vpath, &wp, err);
-    if (rc == NF_OK) rc = nf__json_read_file(strings, &doc, err);
+    if (rc == NF_OK) rc = nf__json_read_data(strings, &doc, err);
     if (rc == NF_OK && !cJSON_IsArray(doc))
         rc = nf__err_set(err, NF_ERR_INPUT, "%s: must be a JSON list of strings", strings);
     if (rc == NF_OK && !(res = cJSON_CreateArray())) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");

@@ -168,9 +168,10 @@ int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_
 /* What cJSON lets through but JSON (RFC 8259; Python's json and serde_json,
  * which the reference implementations use) does not: invalid UTF-8, raw
  * control characters, a byte-order mark, numbers like +1 / 01 / .5 / 1.;
- * and what a C string cannot hold: \u0000. Returns the offset of the first
+ * and what a C string cannot hold: \u0000 (unless nul_ok: data files drop it
+ * after the check, nf__json_drop_nul). Returns the offset of the first
  * offence, or -1. */
-static long nf__json_lint(const unsigned char * s, size_t n, const char ** why) {
+static long nf__json_lint(const unsigned char * s, size_t n, int nul_ok, const char ** why) {
     int in_str = 0;
     if (n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf) {
         *why = "a byte-order mark";
@@ -211,7 +212,7 @@ static long nf__json_lint(const unsigned char * s, size_t n, const char ** why) 
                         *why = "a malformed \\u escape";
                         return (long) i;
                     }
-                    if (v == 0) {
+                    if (v == 0 && !nul_ok) {
                         *why = "\\u0000 (a NUL character) in a string";
                         return (long) i;
                     }
@@ -313,14 +314,58 @@ static const cJSON * nf__json_dup_key(const cJSON * v, int depth) {
     return NULL;
 }
 
+/* A copy of valid JSON (nf__json_lint passed) without its \u0000 escapes: the
+ * strings lose their NUL characters, as BERT's normaliser drops U+0000 before
+ * tokenising (cJSON would end the string there). *len updated; NULL: no memory. */
+static char * nf__json_drop_nul(const char * s, size_t * len) {
+    const size_t n = *len;
+    char * o = malloc(n + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < n;) {
+        if (in_str && s[i] == '\\') {
+            if (s[i + 1] == 'u' && memcmp(s + i + 2, "0000", 4) == 0) {
+                i += 6;
+                continue;
+            }
+            o[k++] = s[i++];
+            o[k++] = s[i++];
+            continue;
+        }
+        if (s[i] == '"') in_str = !in_str;
+        o[k++] = s[i++];
+    }
+    o[k] = '\0';
+    *len = k;
+    return o;
+}
+
+static int nf__json_parse_opt(const char * txt, size_t len, const char * what, int data, cJSON ** out, nf_err * err);
+
 int nf__json_parse(const char * txt, size_t len, const char * what, cJSON ** out, nf_err * err) {
+    return nf__json_parse_opt(txt, len, what, 0, out, err);
+}
+
+int nf__json_parse_data(const char * txt, size_t len, const char * what, cJSON ** out, nf_err * err) {
+    return nf__json_parse_opt(txt, len, what, 1, out, err);
+}
+
+static int nf__json_parse_opt(const char * txt, size_t len, const char * what, int data, cJSON ** out, nf_err * err) {
     *out = NULL;
     const char * why = NULL;
     char e[1024];
-    const long bad = nf__json_lint((const unsigned char *) txt, len, &why);
+    const long bad = nf__json_lint((const unsigned char *) txt, len, data, &why);
     if (bad >= 0)
         return nf__err_set(err, NF_ERR_FORMAT, "%s: not valid JSON: %s at byte %ld", nf__esc(e, sizeof(e), what), why,
                            bad);
+    if (data) {
+        char * copy = nf__json_drop_nul(txt, &len);
+        if (!copy) return nf__err_set(err, NF_ERR_NOMEM, "out of memory reading %s", nf__esc(e, sizeof(e), what));
+        const int rc = nf__json_parse_opt(copy, len, what, 0, out, err);
+        free(copy);
+        return rc;
+    }
     const char * end = NULL;
     cJSON * doc = cJSON_ParseWithLengthOpts(txt, len, &end, 0);
     if (!doc) {
@@ -351,15 +396,19 @@ int nf__json_parse(const char * txt, size_t len, const char * what, cJSON ** out
     return NF_OK;
 }
 
-int nf__json_read_file(const char * path, cJSON ** out, nf_err * err) {
+static int nf__json_read_opt(const char * path, int data, cJSON ** out, nf_err * err) {
     *out = NULL;
     char * txt;
     size_t len;
     NF_TRY(nf__file_read_all(path, &txt, &len, 16u << 20, err));
-    int rc = nf__json_parse(txt, len, path, out, err);
+    int rc = nf__json_parse_opt(txt, len, path, data, out, err);
     free(txt);
     return rc;
 }
+
+int nf__json_read_file(const char * path, cJSON ** out, nf_err * err) { return nf__json_read_opt(path, 0, out, err); }
+
+int nf__json_read_data(const char * path, cJSON ** out, nf_err * err) { return nf__json_read_opt(path, 1, out, err); }
 
 /* ---- writing ---------------------------------------------------------------------- */
 

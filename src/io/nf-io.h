@@ -39,6 +39,11 @@ int nf__mkdir_p(const char * dir, nf_err * err);
 int nf__json_parse(const char * txt, size_t len, const char * what, struct cJSON ** out, nf_err * err);
 /* Parse a JSON file (size-capped, nf__json_parse); *out must be freed with cJSON_Delete. */
 int nf__json_read_file(const char * path, struct cJSON ** out, nf_err * err);
+/* The same for data files (TabSTAR's cells, tokenize's strings): strict but
+ * for \u0000 in a string, which is dropped, as BERT's normaliser drops U+0000
+ * (upstream tokenises such strings; config files stay strict). */
+int nf__json_parse_data(const char * txt, size_t len, const char * what, struct cJSON ** out, nf_err * err);
+int nf__json_read_data(const char * path, struct cJSON ** out, nf_err * err);
 /* Create a fresh temporary file next to path (".<base>.<pid>.<n>.tmp",
  * O_EXCL, so concurrent writers never share one); its name in tmp. */
 int nf__tmp_create(const char * path, char * tmp, size_t n, int * fd, nf_err * err);

@@ -214,7 +214,7 @@ static int nf__cells_bad_utf8(const char * path, char * where, size_t n, long * 
 int nf__tab_cells_load(const char * path, const struct nf__wordpiece * vocab, struct nf_tab_cells * c, nf_err * err) {
     cJSON * doc = NULL;
     memset(c, 0, sizeof(*c));
-    int rc = nf__json_read_file(path, &doc, err);
+    int rc = nf__json_read_data(path, &doc, err);
     if (rc != NF_OK) {
         char where[128], e[1024];
         long first = -1;
