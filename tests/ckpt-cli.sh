@@ -60,6 +60,20 @@ cmp -s "$W/gen/SpTransformer_pytorch.ckpt" "$W/gen2/SpTransformer_pytorch.ckpt" 
 "$NF" gen-weights mitra --out "$W/gen3" --format ckpt > /dev/null 2>&1; [ $? -eq 2 ] || fail "mitra --format ckpt: exit != 2"
 [ -e "$W/gen3" ] && fail "a refused gen-weights wrote $W/gen3"
 
+# DIR is an output set: a failure leaves it as it was (no model.safetensors without its
+# config.json), stdout that cannot be written fails the run before anything is replaced
+mkdir -p "$W/cfgdir/config.json"
+"$NF" convert --model "$GEN/good.ckpt" --out "$W/cfgdir" --config "$W/cfg.json" > /dev/null 2>&1 && fail "convert into a DIR whose config.json is a directory: exit 0"
+[ -e "$W/cfgdir/model.safetensors" ] && fail "a failed convert left $W/cfgdir/model.safetensors"
+[ "$(ls -A "$W/cfgdir")" = "config.json" ] || fail "a failed convert left files in $W/cfgdir: $(ls -A "$W/cfgdir")"
+"$NF" convert --model "$GEN/good.ckpt" --out "$W/nostdout" >&- 2>/dev/null && fail "convert with stdout closed: exit 0"
+[ -e "$W/nostdout" ] && fail "convert with stdout closed created $W/nostdout"
+before=$(cd "$W/good" && ls -A && cat ./*)
+"$NF" convert --model "$GEN/good.ckpt" --out "$W/good" --config "$W/bn/model.safetensors" > /dev/null 2>&1 && fail "convert with a --config that is not JSON: exit 0"
+"$NF" convert --model "$GEN/good.ckpt" --out "$W/good" > /dev/full 2>/dev/null && fail "convert with stdout full: exit 0"
+[ "$(cd "$W/good" && ls -A && cat ./*)" = "$before" ] || fail "a failed convert changed $W/good"
+ls -A "$W" | grep -q 'nofall' && fail "a convert left a staging directory or lock in $W: $(ls -A "$W" | grep nofall)"
+
 # usage errors
 "$NF" convert --model "$GEN/good.ckpt" > /dev/null 2>&1; [ $? -eq 2 ] || fail "missing --out: exit != 2"
 "$NF" convert --model "$GEN/good.ckpt" --out "$W/x" --bogus 1 > /dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option: exit != 2"

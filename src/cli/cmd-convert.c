@@ -2,8 +2,8 @@
  * a PyTorch torch.save checkpoint (read by the restricted unpickler of
  * src/io/torch-ckpt.c; nothing in it is executed) to DIR/model.safetensors
  * with the same names, dtypes, shapes and bytes. The whole checkpoint is read
- * and checked before anything is written; the file is written under a temp
- * name and renamed. A .ckpt holds no config.json: --config FILE copies one
+ * and checked before anything is written; DIR is an output set (staging
+ * directory, lock, swap: nothing is left of a failed run). A .ckpt holds no config.json: --config FILE copies one
  * (parsed first, so it must be JSON), otherwise a note says to supply it. */
 #include "cli.h"
 #include "io/nf-io.h"
@@ -38,23 +38,32 @@ int nf_cmd_convert(int argc, char ** argv) {
     struct nf_safetensors st;
     memset(&st, 0, sizeof(st));
     cJSON * cfg = NULL;
-    char path[4096];
+    char path[4096], stage[4096];
     int rc = nf__ckpt_open(model, &ck, &err);
     if (rc != NF_OK) {
         fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
         return 1;
     }
+    /* DIR is one output set (README "Output sets"): both files are written in
+     * a staging directory and swapped in together, so a failure (a full disk,
+     * config.json unwritable, a signal) leaves the previous DIR -- or none. */
+    static const char * const names[] = {"model.safetensors", "config.json"};
+    struct nf_outset os;
+    int began = 0;
     rc = nf__ckpt_to_st(&ck, &st, &err); /* every byte read and CRC-checked */
     if (rc == NF_OK && config) rc = nf__json_read_file(config, &cfg, &err);
-    if (rc == NF_OK) rc = nf__mkdir_p(out, &err);
     if (rc == NF_OK) {
-        nf__path_join(path, sizeof(path), out, "model.safetensors");
-        rc = nf__st_write_view(path, &st, &err);
+        rc = nf_outset_begin(&os, out, names, cfg ? 2 : 1, &err);
+        began = 1;
+    }
+    nf__path_join(path, sizeof(path), out, "model.safetensors");
+    if (rc == NF_OK) {
+        nf_outset_path(&os, "model.safetensors", stage, sizeof(stage));
+        rc = nf__st_write_view(stage, &st, &err);
     }
     if (rc == NF_OK && cfg) {
-        char cpath[4096];
-        nf__path_join(cpath, sizeof(cpath), out, "config.json");
-        rc = nf__json_write_file(cpath, cfg, &err);
+        nf_outset_path(&os, "config.json", stage, sizeof(stage));
+        rc = nf__json_write_file(stage, cfg, &err);
     }
     if (rc == NF_OK) {
         int64_t bytes = 0;
@@ -66,9 +75,13 @@ int nf_cmd_convert(int argc, char ** argv) {
         else
             printf("note: a .ckpt carries no config.json: put the model's config.json in %s (or pass --config FILE)\n",
                    out);
-    } else {
-        fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+        /* what stdout says reaches it before the new files replace the old */
+        if (!nf_cli_stdout_ok())
+            rc = nf__err_set(&err, NF_ERR_IO, "standard output could not be written; %s is left as it was", out);
     }
+    if (rc == NF_OK) rc = nf_outset_commit(&os, NULL, &err);
+    if (rc != NF_OK) fprintf(stderr, "error: %s (%s)\n", err.msg, nf_result_name(rc));
+    if (began) nf_outset_end(&os);
     cJSON_Delete(cfg);
     nf__st_close(&st);
     nf__ckpt_close(&ck);

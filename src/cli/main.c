@@ -3,8 +3,11 @@
 #include "model.h"
 #include "io/nf-io.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void nf_usage(FILE * f) {
     fprintf(
@@ -183,7 +186,23 @@ static int nf_main(int argc, char ** argv) {
     return 2;
 }
 
+/* A standard descriptor the caller closed (`>&-`) is held by /dev/null opened
+ * read-only, so that no file the run opens becomes "stdout" (its markers
+ * written into an output or a lock), and writing to it fails: a run whose
+ * stdout is closed fails before it commits, as with a full one. */
+static void nf_hold_std_fds(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int h = open("/dev/null", O_RDONLY);
+        if (h >= 0 && h != fd) { /* a lower one was closed too: it took that; dup onto fd */
+            dup2(h, fd);
+            if (h > 2) close(h);
+        }
+    }
+}
+
 int main(int argc, char ** argv) {
+    nf_hold_std_fds();
     const int rc = nf_main(argc, argv);
     /* everything a command printed must have reached stdout (a full disk,
      * /dev/full, a closed pipe: an error, not a silent success) */
