@@ -1,8 +1,15 @@
 /*
- * nofall-tabular.h -- tables and the Mitra predictor of libnofall: AutoGluon's
- * preprocessing and ensembling as AutoGluon feeds Mitra (spec
- * shared/specs/mitra.md §5; README "predict"), for the command line
- * (`nofall predict`) and the Python package alike.
+ * nofall-tabular.h -- tables and the table predictor of libnofall, for the
+ * command line (`nofall predict`) and the Python package alike. One
+ * pipeline (fit on a training table, predict a test table, the outputs),
+ * with a part per model (opts.model_type):
+ *
+ *   "mitra"    AutoGluon's preprocessing and ensembling as AutoGluon feeds
+ *              Mitra (spec shared/specs/mitra.md §5; README "predict";
+ *              src/tabular/mitra-*.c)
+ *   "tabstar"  TabSTAR's verbalizer, fitted on the whole training table,
+ *              the test rows verbalized into cells, one forward (README
+ *              "TabSTAR"; src/tabular/tabstar-*.c)
  *
  *   nf_table      columns by name, each numeric (double, NaN = missing; int64
  *                 or float64 as pandas types it) or text (UTF-8, with a
@@ -104,6 +111,8 @@ struct nf_predictor_opts {
     const struct nf_mirror_spec * mirror; /* NULL, or the signs given explicitly (then the mirror draws and
                                              no_mirror are not used; n_estimators must be 0 or
                                              the spec's member count) */
+    const char * model_type;              /* the model the tables are prepared for: NULL or "mitra", "tabstar"
+                                             (TabSTAR: n_estimators, seed and the mirror are not used) */
 };
 
 typedef struct nf_predictor nf_predictor;
@@ -120,7 +129,11 @@ NF_API void nf_predictor_free(nf_predictor * p);
  * regressor for regression). out: classification: n_test x n_classes
  * averaged probabilities, regression: n_test averaged de-normalised
  * predictions. logits: NULL, or n_estimators x n_test x n_outputs (n_outputs =
- * n_classes, 1 for regression) float32, each member's raw outputs. */
+ * n_classes, 1 for regression) float32, each member's raw outputs.
+ * TabSTAR (a TabSTAR model, one member): out the softmax over the target
+ * tokens (float32 values) or the inverse-scaled prediction (float32 values),
+ * logits the model's n_test x n_outputs; non-finite logits are
+ * NF_ERR_MISMATCH; nf_predictor_predict_part predicts every row. */
 NF_API int nf_predictor_predict(nf_predictor * p, nf_model * m, const nf_table * test, double * out, float * logits,
                                 nf_err * err);
 /* Part of a prediction (an MPI shard: README "Running on a cluster with
@@ -161,6 +174,39 @@ typedef void (*nf_predictor_progress_fn)(void * user, int64_t done, int64_t tota
 NF_API void nf_predictor_set_progress(nf_predictor * p, nf_predictor_progress_fn fn, void * user);
 /* milliseconds spent in the model's forwards by the last nf_predictor_predict */
 NF_API double nf_predictor_forward_ms(const nf_predictor * p);
+
+/* ---- the model part and the outputs (every model) ----------------------------- */
+/* "mitra" or "tabstar": the model_type of the fit */
+NF_API const char * nf_predictor_model_type(const nf_predictor * p);
+/* Can model m predict for p (its type; Mitra: a classifier for a
+ * classification task, a regressor for regression)? model_name names m in
+ * the message (e.g. "--model DIR"). */
+NF_API int nf_predictor_check_model(const nf_predictor * p, const nf_model * m, const char * model_name, nf_err * err);
+/* TabSTAR: merge the PEFT LoRA adapter in dir into m's weights (once per
+ * loaded model; on an error free the model); the report names it. Mitra:
+ * NF_ERR_UNSUPPORTED. */
+NF_API int nf_predictor_merge_adapter(nf_predictor * p, nf_model * m, const char * dir, nf_err * err);
+/* The shape of logits.npy for n_test test rows: its ndim, shape[0..ndim)
+ * (Mitra: n_estimators x n_test [x n_classes]; TabSTAR: n_test x n_outputs) */
+NF_API int nf_predictor_logits_shape(const nf_predictor * p, int64_t n_test, int64_t shape[3]);
+/* The files nf_predictor_write_outputs writes (README "predict"):
+ * predictions.csv, probabilities.csv (classification: a column per class,
+ * named by the class), logits.npy, and the model's own (TabSTAR:
+ * probabilities.npy, class_ids.npy or predictions.npy, cells.json) */
+NF_API int nf_predictor_n_artifacts(const nf_predictor * p);
+NF_API const char * nf_predictor_artifact(const nf_predictor * p, int i);
+/* Write the outputs of a prediction of n_test rows (out, logits as
+ * nf_predictor_predict filled them; TabSTAR: the last prediction's) into the
+ * existing directory dir; class_counts (NULL, or n_classes values) gets the
+ * predicted classes' counts. nf_predictor_verify_outputs reads them back. */
+NF_API int nf_predictor_write_outputs(nf_predictor * p, const char * dir, int64_t n_test, const double * out,
+                                      const float * logits, int64_t * class_counts, nf_err * err);
+NF_API int nf_predictor_verify_outputs(const nf_predictor * p, const char * dir, int64_t n_test, nf_err * err);
+/* What the fit decided and the last prediction did, as the items of
+ * report.json (README "predict", "TabSTAR"): a JSON object, in order
+ * (Mitra: "queries" when m has query passes, then train, test, target, ...);
+ * release with nf_free. test: the predicted table (its name, row count). */
+NF_API char * nf_predictor_report_json(const nf_predictor * p, const nf_model * m, const nf_table * test, nf_err * err);
 
 NF_API int nf_predictor_task(const nf_predictor * p); /* NF_PREDICT_CLASSIFICATION or _REGRESSION */
 NF_API int64_t nf_predictor_n_train(const nf_predictor * p);

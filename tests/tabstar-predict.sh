@@ -5,7 +5,8 @@
 # per case, the verbalized cells (cells.json) equal upstream's (strings
 # byte-equal, x_num float32-equal), logits within max_abs 1e-4 / mean_abs
 # 1e-5 with identical argmax, the predictions (labels; regression values
-# within 1e-5 relative), the numerical / dropped columns, and `run --cells`
+# within 1e-5 relative; probabilities.csv: class-named columns, the values of
+# probabilities.npy), the numerical / dropped columns, and `run --cells`
 # on the written cells.json giving the same logits. Then (cpu only) the bad
 # tables: exit != 0, a message naming file / row / column, --out not made.
 set -u
@@ -90,6 +91,11 @@ if case["task"] == "classification":
     check("argmax", all(am(a, r) == am(b, r) for r in range(sa[0])))
     labels = [row[0] for row in csv.reader(open(f"{o}/predictions.csv", encoding="utf-8"))][1:]
     check("predictions.csv", labels == case["predictions"], f"{labels} vs {case['predictions']}")
+    # probabilities.csv: the class names as header, the values those of probabilities.npy (as Mitra's file)
+    rows = list(csv.reader(open(f"{o}/probabilities.csv", encoding="utf-8")))
+    _, pn = npy(f"{o}/probabilities.npy")
+    check("probabilities.csv header", rows[0] == got["classes"], f"{rows[0]} vs {got['classes']}")
+    check("probabilities.csv values", [f32(float(v)) for r in rows[1:] for v in r] == list(pn))
 else:
     _, pg = npy(f"{o}/predictions.npy")
     _, pe = npy(f"{d}/predictions.npy")

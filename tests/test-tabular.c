@@ -118,6 +118,24 @@ int main(void) {
     CHECK_MSG(&err, "kept column 2 is 'nope'");
     CHECK(pc == NULL, "no predictor on failure");
 
+    /* the model parts: "tabstar" fits TabSTAR's verbalizer on the same table
+     * (the same classes, one member, no mirror); a type without a part is refused */
+    struct nf_predictor_opts ot = {.model_type = "sptransformer"};
+    CHECK_RC(nf_predictor_fit(a, "y", &ot, &pc, &err), NF_ERR_ARG, &err);
+    CHECK_MSG(&err, "model type 'sptransformer'");
+    CHECK(strcmp(nf_predictor_model_type(pa), "mitra") == 0 && nf_predictor_n_artifacts(pa) == 3, "mitra part");
+    ot.model_type = "tabstar";
+    CHECK_RC(nf_predictor_fit(a, "y", &ot, &pc, &err), NF_OK, &err);
+    if (pc) {
+        CHECK(strcmp(nf_predictor_model_type(pc), "tabstar") == 0 && nf_predictor_n_estimators(pc) == 1 &&
+                  nf_predictor_mirror_signs(pc, 0) == NULL && nf_predictor_n_classes(pc) == 2 &&
+                  strcmp(nf_predictor_class_name(pc, 1), nf_predictor_class_name(pa, 1)) == 0,
+              "tabstar part");
+        CHECK_RC(nf_predictor_check_table(pc, a, &err), NF_OK, &err);
+    }
+    nf_predictor_free(pc);
+    pc = NULL;
+
     /* test tables that do not fit */
     nf_table * t = NULL;
     const double v2[2] = {1, 2};

@@ -431,15 +431,15 @@ static void NfPredictor_dealloc(NfPredictor * self) {
 /* Predictor(columns, n_rows, target, task=0, n_estimators=1, seed=0, mirror=True,
  *           mirror_signs=None: (columns, [[+-1, ...], ...], regression_mirror or None)) */
 static int NfPredictor_init(NfPredictor * self, PyObject * args, PyObject * kw) {
-    static char * kwl[] = {"columns", "n_rows", "target",       "task", "n_estimators",
-                           "seed",    "mirror", "mirror_signs", "name", NULL};
+    static char * kwl[] = {"columns",      "n_rows", "target",     "task", "n_estimators", "seed", "mirror",
+                           "mirror_signs", "name",   "model_type", NULL};
     PyObject *cols, *ms = Py_None;
     long long n_rows, n_est = 0;
     unsigned long long seed = 0;
-    const char *target, *name = "train";
+    const char *target, *name = "train", *model_type = NULL;
     int task = 0, mirror = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OLs|iLKpOs", kwl, &cols, &n_rows, &target, &task, &n_est, &seed,
-                                     &mirror, &ms, &name))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OLs|iLKpOsz", kwl, &cols, &n_rows, &target, &task, &n_est, &seed,
+                                     &mirror, &ms, &name, &model_type))
         return -1;
     nf_table * t = nf_py_table(name, n_rows, cols);
     if (!t) return -1;
@@ -495,7 +495,8 @@ static int NfPredictor_init(NfPredictor * self, PyObject * args, PyObject * kw) 
                                       .n_estimators = n_est,
                                       .seed = seed,
                                       .no_mirror = !mirror,
-                                      .mirror = ms != Py_None ? &spec : NULL};
+                                      .mirror = ms != Py_None ? &spec : NULL,
+                                      .model_type = model_type};
         Py_BEGIN_ALLOW_THREADS rc = nf_predictor_fit(t, target, &o, &self->p, &err);
         Py_END_ALLOW_THREADS
     }
@@ -608,6 +609,7 @@ static PyObject * NfPredictor_report(NfPredictor * self, PyObject * unused) {
     }
     for (int64_t e = 0; e < E; e++) {
         const int * s = nf_predictor_mirror_signs(p, e);
+        if (!s) continue; /* TabSTAR: no mirror */
         PyObject * row = PyList_New(F);
         if (!row) goto fail;
         for (int j = 0; j < F; j++) PyList_SET_ITEM(row, j, PyLong_FromLong(s[j]));
@@ -626,10 +628,10 @@ static PyObject * NfPredictor_report(NfPredictor * self, PyObject * unused) {
     }
     double y0, y1;
     nf_predictor_target_range(p, &y0, &y1);
-    PyObject * misc = Py_BuildValue("{s:s,s:s,s:L,s:L,s:L,s:d,s:d}", "task", cls ? "classification" : "regression",
-                                    "target", nf_predictor_target(p), "n_train", (long long) nf_predictor_n_train(p),
-                                    "n_estimators", (long long) E, "n_outputs", (long long) nf_predictor_n_outputs(p),
-                                    "y_min", y0, "y_max", y1);
+    PyObject * misc = Py_BuildValue("{s:s,s:s,s:s,s:L,s:L,s:L,s:d,s:d}", "model_type", nf_predictor_model_type(p),
+                                    "task", cls ? "classification" : "regression", "target", nf_predictor_target(p),
+                                    "n_train", (long long) nf_predictor_n_train(p), "n_estimators", (long long) E,
+                                    "n_outputs", (long long) nf_predictor_n_outputs(p), "y_min", y0, "y_max", y1);
     if (!misc || PyDict_Update(d, misc) != 0) {
         Py_XDECREF(misc);
         goto fail;
@@ -656,7 +658,54 @@ fail:
     return PyErr_Occurred() ? NULL : PyErr_NoMemory();
 }
 
+/* check_model(model, name): can the model predict for this predictor (its type, its task) */
+static PyObject * NfPredictor_check_model(NfPredictor * self, PyObject * args) {
+    NfModel * m;
+    const char * name;
+    if (!PyArg_ParseTuple(args, "O!s", &NfModelType, &m, &name)) return NULL;
+    if (!nf_py_ready(m)) return NULL;
+    nf_err err = {0};
+    if (nf_predictor_check_model(self->p, m->m, name, &err) != NF_OK) return nf_py_raise(&err);
+    Py_RETURN_NONE;
+}
+
+/* report_json(model, columns, n_rows): report.json's items of the last prediction on that table, as JSON text */
+static PyObject * NfPredictor_report_json(NfPredictor * self, PyObject * args) {
+    NfModel * m;
+    PyObject * cols;
+    long long n_rows;
+    if (!PyArg_ParseTuple(args, "O!OL", &NfModelType, &m, &cols, &n_rows)) return NULL;
+    nf_table * t = nf_py_table("X", n_rows, cols);
+    if (!t) return NULL;
+    nf_err err = {0};
+    char * js = nf_predictor_report_json(self->p, m->m, t, &err);
+    nf_table_free(t);
+    if (!js) return nf_py_raise(&err);
+    PyObject * r = PyUnicode_FromString(js);
+    nf_free(js);
+    return r;
+}
+
+/* merge_adapter(model, dir): TabSTAR's PEFT LoRA adapter merged into the model's weights (once per model) */
+static PyObject * NfPredictor_merge_adapter(NfPredictor * self, PyObject * args) {
+    NfModel * m;
+    const char * dir;
+    if (!PyArg_ParseTuple(args, "O!s", &NfModelType, &m, &dir)) return NULL;
+    if (!nf_py_ready(m)) return NULL;
+    nf_err err = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = nf_predictor_merge_adapter(self->p, m->m, dir, &err);
+    Py_END_ALLOW_THREADS if (rc != NF_OK) return nf_py_raise(&err);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef NfPredictor_methods[] = {
+    {"merge_adapter", (PyCFunction) NfPredictor_merge_adapter, METH_VARARGS,
+     "merge_adapter(model, dir): TabSTAR's LoRA adapter merged into the model (once per loaded model)"},
+    {"check_model", (PyCFunction) NfPredictor_check_model, METH_VARARGS,
+     "check_model(model, name): the model's type and task fit the predictor"},
+    {"report_json", (PyCFunction) NfPredictor_report_json, METH_VARARGS,
+     "report_json(model, columns, n_rows): report.json's items (JSON text) after a prediction on that table"},
     {"predict", (PyCFunction) NfPredictor_predict, METH_VARARGS,
      "predict(model, columns, n_rows, out, logits): probabilities / predictions into out; returns forward ms"},
     {"check", (PyCFunction) NfPredictor_check, METH_VARARGS, "check(columns, n_rows): the test table's checks"},
@@ -667,8 +716,8 @@ static PyTypeObject NfPredictorType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nofall._nofall.Predictor",
     .tp_basicsize = sizeof(NfPredictor),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Predictor(columns, n_rows, target, task, n_estimators, seed, mirror, mirror_signs): the fitted "
-              "preprocessing and support set",
+    .tp_doc = "Predictor(columns, n_rows, target, task, n_estimators, seed, mirror, mirror_signs, name, "
+              "model_type): the fitted preprocessing (Mitra's or TabSTAR's) and support set",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc) NfPredictor_init,
     .tp_dealloc = (destructor) NfPredictor_dealloc,

@@ -1,14 +1,13 @@
-/* cmd-predict.c -- `nofall predict`: Mitra on CSV tables, preprocessed and
- * ensembled as AutoGluon feeds Mitra by the library's predictor
- * (include/nofall-tabular.h, src/tabular/predictor.c; README "predict"):
- * read the two tables, fit the predictor on the training one, predict the
- * test one, write the outputs.
- *
- * Outputs (one set, outset.c): predictions.csv, probabilities.csv
- * (classification), logits.npy, report.json. Every bad table (and a bad
- * --mirror-signs file) is an error naming file / row / column, before --out
- * is touched or the model is loaded. */
-#include "cli.h"
+/* cmd-predict.c -- `nofall predict`: a model on CSV tables through the
+ * library's table predictor (include/nofall-tabular.h, src/tabular/; README
+ * "predict", "TabSTAR"): read the two tables, fit the predictor on the
+ * training one (Mitra: AutoGluon's preprocessing and ensembling; TabSTAR:
+ * its verbalizer), predict the test one, write the predictor's outputs and
+ * report.json as one set (outset.c). Mitra's options are parsed here,
+ * TabSTAR's in cmd-predict-tabstar.c; both run nf_predict_run. Every bad
+ * table (and a bad --mirror-signs file) is an error naming file / row /
+ * column, before --out is touched or the model is loaded. */
+#include "cmd-predict.h"
 #include "weights.h"
 #include "io/nf-io.h"
 #include "nofall-tabular.h"
@@ -19,28 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char * const nf_pred_artifacts[] = {"predictions.csv", "probabilities.csv", "logits.npy", "report.json"};
-#define NF_PRED_N_ARTIFACTS 4
-
-struct nf_pred_opts {
-    const char *model, *train, *test, *target, *device, *out, *mirror_signs;
-    int task, mirror, progress; /* NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
-    int64_t n_est;              /* 0: not given (1, or the --mirror-signs file's members) */
-    int64_t query_chunk;
-    uint64_t seed;
-};
-
-static int nf_csv_write_field(FILE * f, const char * s) {
-    int q = s[0] == 0 || strpbrk(s, ",\"\r\n") != NULL || s[0] == ' ' || s[strlen(s) - 1] == ' ';
-    if (!q) return fputs(s, f) >= 0;
-    if (fputc('"', f) == EOF) return 0;
-    for (const char * c = s; *c; c++) {
-        if (*c == '"' && fputc('"', f) == EOF) return 0;
-        if (fputc(*c, f) == EOF) return 0;
-    }
-    return fputc('"', f) != EOF;
-}
 
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
     static const char * const flags[] = {"--model",        "--train",       "--test",   "--target",   "--task",
@@ -192,6 +169,41 @@ static void nf_pred_progress(void * user, int64_t done, int64_t total) {
     nf_progress_update(b->bar, (long long) done);
 }
 
+/* report.json: the common items, the predictor's (nofall-tabular.h: under
+ * MPI its "queries" get every rank's forwards and rows, then "ranks"), the
+ * markers */
+static int nf_pred_report(const struct nf_cli_mpi * mp, const char * model, const nf_model * m, const nf_backend * be,
+                          const nf_predictor * pr, const nf_table * te, const int64_t tot[2], const int64_t * rows,
+                          cJSON ** out, nf_err * err) {
+    char * js = nf_predictor_report_json(pr, m, te, err);
+    if (!js) return err->code ? err->code : NF_ERR_NOMEM;
+    cJSON * items = cJSON_Parse(js);
+    nf_free(js);
+    if (!items) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    cJSON * rep = cJSON_CreateObject();
+    nf_run_report_common(rep, model, m, be);
+    while (items->child) {
+        cJSON * it = cJSON_DetachItemViaPointer(items, items->child);
+        const int queries = strcmp(it->string, "queries") == 0;
+        if (queries && mp->size > 1) {
+            cJSON_ReplaceItemInObjectCaseSensitive(it, "forwards", cJSON_CreateNumber((double) tot[0]));
+            cJSON_ReplaceItemInObjectCaseSensitive(it, "support_passes_total", cJSON_CreateNumber((double) tot[1]));
+            cJSON * rr = cJSON_AddArrayToObject(it, "rank_rows");
+            for (int r = 0; r < mp->size; r++) {
+                cJSON * a = cJSON_CreateArray();
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double) rows[2 * r]));
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double) rows[2 * r + 1]));
+                cJSON_AddItemToArray(rr, a);
+            }
+        }
+        cJSON_AddItemToObject(rep, it->string, it);
+        if (queries && mp->size > 1) cJSON_AddNumberToObject(rep, "ranks", mp->size);
+    }
+    cJSON_Delete(items);
+    *out = rep;
+    return NF_OK;
+}
+
 static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, int * failed_rank,
                            nf_err * err) {
     nf_table *tr = NULL, *te = NULL;
@@ -203,7 +215,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     float * all_logits = NULL;
     double * acc = NULL;
     int rc;
-    int64_t * rows = NULL;
+    int64_t *rows = NULL, *counts = NULL;
     char device[64];
     nf_cli_mpi_device(mp, o->device, device, sizeof(device));
     memset(&os, 0, sizeof(os));
@@ -224,37 +236,44 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows", nf__esc(e1, sizeof(e1), o->test));
     }
     if (rc == NF_OK && o->mirror_signs) rc = nf_mirror_spec_read(o->mirror_signs, &spec, err);
-    struct nf_predictor_opts po = {
-        .task = o->task, .n_estimators = o->n_est, .seed = o->seed, .no_mirror = !o->mirror, .mirror = spec};
+    struct nf_predictor_opts po = {.task = o->task,
+                                   .n_estimators = o->n_est,
+                                   .seed = o->seed,
+                                   .no_mirror = !o->mirror,
+                                   .mirror = spec,
+                                   .model_type = o->model_type};
     if (rc == NF_OK) rc = nf_predictor_fit(tr, o->target, &po, &pr, err);
     if (rc == NF_OK) rc = nf_predictor_check_table(pr, te, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto out_nolock;
     const int is_cls = nf_predictor_task(pr) == NF_PREDICT_CLASSIFICATION;
 
-    /* --out: rank 0's */
-    if (mp->rank == 0) rc = nf_outset_begin(&os, o->out, nf_pred_artifacts, NF_PRED_N_ARTIFACTS, err);
+    /* --out: rank 0's; the predictor's files and report.json */
+    const char * names[16];
+    int n_names = 0;
+    for (int i = 0; i < nf_predictor_n_artifacts(pr) && n_names < 15; i++)
+        names[n_names++] = nf_predictor_artifact(pr, i);
+    names[n_names++] = "report.json";
+    if (mp->rank == 0) rc = nf_outset_begin(&os, o->out, names, n_names, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     if ((rc = nf_cli_backend_init(device, 0, &be, err)) != NF_OK) goto done_agree;
     nf_trace_reset(be, NF_TRACE_TOTALS);
     if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done_agree;
+    if (o->adapter && (rc = nf_predictor_merge_adapter(pr, m, o->adapter, err)) != NF_OK) goto done_agree;
     if (o->query_chunk > 0 && (rc = nf_model_set_option(m, "query_chunk", o->query_chunk, err)) != NF_OK)
         goto done_agree;
-    int class_labels = 0;
-    int64_t model_classes = 0;
-    if ((rc = nf_cli_table_model(m, &class_labels, &model_classes, err)) != NF_OK) goto done_agree;
-    if (class_labels != is_cls) {
-        rc = nf__err_set(err, NF_ERR_ARG, "the target is a %s task but --model %s is a %s",
-                         is_cls ? "classification" : "regression", o->model, class_labels ? "classifier" : "regressor");
-        goto done_agree;
+    {
+        char name[4200];
+        snprintf(name, sizeof(name), "--model %s", o->model);
+        if ((rc = nf_predictor_check_model(pr, m, name, err)) != NF_OK) goto done_agree;
     }
     const int64_t ns = nf_predictor_n_train(pr), nq = nf_table_n_rows(te), n_est = nf_predictor_n_estimators(pr);
-    const int F = nf_predictor_n_kept(pr);
     const int K = (int) nf_predictor_n_outputs(pr);
     all_logits = malloc((size_t) (n_est * nq * K) * sizeof(float));
     acc = malloc((size_t) (nq * K) * sizeof(double));
+    counts = calloc((size_t) K, sizeof(int64_t));
     /* each rank's rows [begin, end), then the gather's blob lengths */
     rows = calloc((size_t) 3 * (size_t) mp->size, sizeof(int64_t));
-    if (!all_logits || !acc || !rows) {
+    if (!all_logits || !acc || !rows || !counts) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         goto done_agree;
     }
@@ -276,6 +295,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     else {
         struct nf_pred_bar bar = {NULL, mp->rank == 0 ? o->progress : NF_PROGRESS_QUIET};
         if (nf_progress_enabled(bar.mode)) nf_predictor_set_progress(pr, nf_pred_progress, &bar);
+        nf_cli_test_delay("forward");
         rc = nf_predictor_predict_part(pr, m, te, begin, mp->size > 1 ? end : 0, acc, all_logits, &r0, &r1, err);
         nf_predictor_set_progress(pr, NULL, NULL);
         nf_progress_end(bar.bar);
@@ -292,182 +312,45 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     struct nf_predict_stats st;
     nf_predictor_last_stats(pr, &st);
-    /* what every rank's forwards are (a rank without rows ran none) */
-    st.subsets = ns > NF_PREDICTOR_MAX_SUPPORT;
-    st.support_rows = st.subsets ? NF_PREDICTOR_MAX_SUPPORT : ns;
-    st.query_chunk = st.subsets ? NF_PREDICTOR_QUERY_CHUNK : 0;
+    int64_t tot[2] = {st.forwards, st.support_passes};
     double wall_ms = nf_predictor_forward_ms(pr);
     if (mp->size > 1) {
-        int64_t tot[2] = {st.forwards, st.support_passes};
         int64_t * mine = rows + 2 * mp->rank;
         mine[0] = r0;
         mine[1] = r1;
         nf_cli_mpi_sum_i64(mp, tot, 2, err);
         nf_cli_mpi_sum_i64(mp, rows, 2 * mp->size, err);
         nf_cli_mpi_sum_f64(mp, &wall_ms, 1, err);
-        st.forwards = tot[0];
-        st.support_passes = tot[1];
         rc = nf_pred_gather(mp, r0, r1, nq, n_est, K, acc, all_logits, rows + 2 * mp->size, err);
         if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
         if (mp->rank != 0) goto write_end;
     }
 
-    /* predictions.csv, probabilities.csv, logits.npy */
+    /* the outputs (the predictor's files), the markers, report.json */
     char path[4096];
-    const char * target = nf_predictor_target(pr);
-    char classes_marker[4096] = "";
+    if ((rc = nf_predictor_write_outputs(pr, os.staging, nq, acc, all_logits, counts, err)) != NF_OK) goto write_end;
+    char classes_marker[4096] = "none";
     size_t cml = 0;
-    {
-        nf_outset_path(&os, "predictions.csv", path, sizeof(path));
-        FILE * f = fopen(path, "w");
-        if (!f) {
-            rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create", path);
-            goto write_end;
-        }
-        int ok = nf_csv_write_field(f, target) && fputc('\n', f) != EOF;
-        int64_t counts[NF_PREDICTOR_MAX_CLASSES] = {0};
-        for (int64_t r = 0; ok && r < nq; r++) {
-            if (is_cls) {
-                int best = 0;
-                for (int k = 1; k < K; k++)
-                    if (acc[r * K + k] > acc[r * K + best]) best = k;
-                counts[best]++;
-                ok = nf_csv_write_field(f, nf_predictor_class_name(pr, best)) && fputc('\n', f) != EOF;
-            } else {
-                ok = fprintf(f, "%.17g\n", acc[r]) > 0;
-            }
-        }
-        if (is_cls) {
-            for (int k = 0; k < K; k++) {
-                char en[128];
-                nf__msg_append(classes_marker, sizeof(classes_marker), &cml, "%s%s:%lld", k ? "," : "",
-                               nf__esc(en, sizeof(en), nf_predictor_class_name(pr, k)), (long long) counts[k]);
-            }
-        } else
-            snprintf(classes_marker, sizeof(classes_marker), "none");
-        ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
-        ok &= fclose(f) == 0;
-        if (!ok) {
-            rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
-            goto write_end;
-        }
+    for (int k = 0; is_cls && k < K; k++) {
+        char en[128];
+        if (!k) classes_marker[0] = 0;
+        nf__msg_append(classes_marker, sizeof(classes_marker), &cml, "%s%s:%lld", k ? "," : "",
+                       nf__esc(en, sizeof(en), nf_predictor_class_name(pr, k)), (long long) counts[k]);
     }
-    if (is_cls) {
-        nf_outset_path(&os, "probabilities.csv", path, sizeof(path));
-        FILE * f = fopen(path, "w");
-        if (!f) {
-            rc = nf__err_set(err, NF_ERR_IO, "%s: cannot create", path);
-            goto write_end;
-        }
-        int ok = 1;
-        for (int k = 0; ok && k < K; k++)
-            ok = (!k || fputc(',', f) != EOF) && nf_csv_write_field(f, nf_predictor_class_name(pr, k));
-        ok = ok && fputc('\n', f) != EOF;
-        for (int64_t r = 0; ok && r < nq; r++)
-            for (int k = 0; ok && k < K; k++) ok = fprintf(f, k + 1 < K ? "%.17g," : "%.17g\n", acc[r * K + k]) > 0;
-        ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
-        ok &= fclose(f) == 0;
-        if (!ok) {
-            rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
-            goto write_end;
-        }
-    }
+    char shape[64];
     {
-        int64_t sh[3] = {n_est, nq, K};
-        nf_outset_path(&os, "logits.npy", path, sizeof(path));
-        if ((rc = nf__npy_write(path, NF_NPY_F4, is_cls ? 3 : 2, sh, all_logits, err)) != NF_OK) goto write_end;
+        int64_t sh[3];
+        const int nd = nf_predictor_logits_shape(pr, nq, sh);
+        size_t sl = 0;
+        shape[0] = 0;
+        for (int d = 0; d < nd; d++)
+            nf__msg_append(shape, sizeof(shape), &sl, "%s%lld", d ? "x" : "", (long long) sh[d]);
     }
     struct nf_run_meas meas;
     if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto write_end;
-    char shape[64];
-    if (is_cls)
-        snprintf(shape, sizeof(shape), "%lldx%lldx%d", (long long) n_est, (long long) nq, K);
-    else
-        snprintf(shape, sizeof(shape), "%lldx%lld", (long long) n_est, (long long) nq);
-
-    /* report.json */
     {
-        cJSON * rep = cJSON_CreateObject();
-        nf_run_report_common(rep, o->model, m, be);
-        nf_cli_report_passes(rep, m);
-        /* how the forwards were formed (README "More than 8,192 training rows"):
-         * the model's figures above are its last forward's (rank 0's), these
-         * the whole prediction's (every rank's) */
-        cJSON * qb = cJSON_GetObjectItemCaseSensitive(rep, "queries");
-        if (!qb) qb = cJSON_AddObjectToObject(rep, "queries");
-        cJSON_AddNumberToObject(qb, "support_rows", (double) st.support_rows);
-        cJSON_AddBoolToObject(qb, "support_subsets", st.subsets);
-        if (st.subsets) cJSON_AddNumberToObject(qb, "subset_query_chunk", (double) st.query_chunk);
-        cJSON_AddNumberToObject(qb, "forwards", (double) st.forwards);
-        cJSON_AddNumberToObject(qb, "support_passes_total", (double) st.support_passes);
-        if (mp->size > 1) {
-            cJSON_AddNumberToObject(rep, "ranks", mp->size);
-            cJSON * rr = cJSON_AddArrayToObject(qb, "rank_rows");
-            for (int r = 0; r < mp->size; r++) {
-                cJSON * a = cJSON_CreateArray();
-                cJSON_AddItemToArray(a, cJSON_CreateNumber((double) rows[2 * r]));
-                cJSON_AddItemToArray(a, cJSON_CreateNumber((double) rows[2 * r + 1]));
-                cJSON_AddItemToArray(rr, a);
-            }
-        }
-        cJSON_AddStringToObject(rep, "train", o->train);
-        cJSON_AddStringToObject(rep, "test", o->test);
-        cJSON_AddStringToObject(rep, "target", target);
-        cJSON_AddStringToObject(rep, "task", is_cls ? "classification" : "regression");
-        cJSON_AddNumberToObject(rep, "n_train", (double) ns);
-        cJSON_AddNumberToObject(rep, "n_test", (double) nq);
-        cJSON_AddNumberToObject(rep, "n_estimators", (double) n_est);
-        cJSON_AddNumberToObject(rep, "seed", (double) o->seed);
-        cJSON_AddBoolToObject(rep, "mirror", o->mirror);
-        if (o->mirror_signs) cJSON_AddStringToObject(rep, "mirror_signs_file", o->mirror_signs);
-        cJSON * kept = cJSON_AddArrayToObject(rep, "columns_kept");
-        cJSON * dropped = cJSON_AddArrayToObject(rep, "columns_dropped");
-        for (int j = 0; j < F + nf_predictor_n_columns(pr); j++) {
-            /* the kept columns in model order, then the dropped ones in training order */
-            struct nf_column_info ci;
-            nf_predictor_column(pr, j < F ? nf_predictor_kept(pr, j) : j - F, &ci);
-            if (j >= F && !ci.dropped) continue;
-            cJSON * c = cJSON_CreateObject();
-            cJSON_AddStringToObject(c, "name", ci.name);
-            cJSON_AddStringToObject(c, "type", ci.kind);
-            cJSON_AddStringToObject(c, "csv_type", ci.csv_type);
-            if (j < F) {
-                if (strcmp(ci.kind, "category") == 0) {
-                    cJSON * cats = cJSON_AddArrayToObject(c, "categories");
-                    for (int64_t k = 0; k < ci.n_categories; k++)
-                        cJSON_AddItemToArray(cats, cJSON_CreateString(ci.categories[k]));
-                } else if (strcmp(ci.kind, "bool") == 0) {
-                    if (ci.true_str)
-                        cJSON_AddStringToObject(c, "true_value", ci.true_str);
-                    else
-                        cJSON_AddNumberToObject(c, "true_value", ci.true_num);
-                }
-                cJSON_AddNumberToObject(c, "mean", isfinite(ci.mean) ? ci.mean : 0);
-                cJSON_AddItemToArray(kept, c);
-            } else {
-                cJSON_AddStringToObject(c, "reason", ci.dropped);
-                cJSON_AddItemToArray(dropped, c);
-            }
-        }
-        if (is_cls) {
-            cJSON * cl = cJSON_AddArrayToObject(rep, "classes");
-            for (int k = 0; k < K; k++) cJSON_AddItemToArray(cl, cJSON_CreateString(nf_predictor_class_name(pr, k)));
-        } else {
-            double y_min, y_max;
-            nf_predictor_target_range(pr, &y_min, &y_max);
-            cJSON_AddNumberToObject(rep, "y_min", y_min);
-            cJSON_AddNumberToObject(rep, "y_max", y_max);
-            cJSON * rm = cJSON_AddArrayToObject(rep, "regression_mirror");
-            for (int64_t e = 0; e < n_est; e++)
-                cJSON_AddItemToArray(rm, cJSON_CreateBool(nf_predictor_regression_mirror(pr, e)));
-        }
-        cJSON * mi = cJSON_AddArrayToObject(rep, "mirror_signs");
-        for (int64_t e = 0; e < n_est; e++) {
-            cJSON * row = cJSON_CreateArray();
-            const int * sg = nf_predictor_mirror_signs(pr, e);
-            for (int j = 0; j < F; j++) cJSON_AddItemToArray(row, cJSON_CreateNumber(sg[j]));
-            cJSON_AddItemToArray(mi, row);
-        }
+        cJSON * rep = NULL;
+        if ((rc = nf_pred_report(mp, o->model, m, be, pr, te, tot, rows, &rep, err)) != NF_OK) goto write_end;
         nf_run_markers_json(rep, &meas, shape, classes_marker, 1, wall_ms);
         nf_outset_path(&os, "report.json", path, sizeof(path));
         rc = nf__json_write_file(path, rep, err);
@@ -475,29 +358,19 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         if (rc != NF_OK) goto write_end;
     }
     /* read back */
-    int assets_verified = 0;
     {
-        struct nf_npy a;
-        nf_outset_path(&os, "logits.npy", path, sizeof(path));
-        if ((rc = nf__npy_read(path, &a, err)) != NF_OK) goto write_end;
-        const int ok = a.dtype == NF_NPY_F4 && a.shape[0] == n_est && a.shape[1] == nq;
-        nf__npy_free(&a);
-        struct nf_csv_table back;
-        nf_outset_path(&os, "predictions.csv", path, sizeof(path));
-        if ((rc = nf__csv_read(path, &back, err)) != NF_OK) goto write_end;
-        const int ok2 = back.n_rows == nq && back.n_cols == 1;
-        nf__csv_free(&back);
+        if ((rc = nf_predictor_verify_outputs(pr, os.staging, nq, err)) != NF_OK) goto write_end;
         cJSON * doc = NULL;
         nf_outset_path(&os, "report.json", path, sizeof(path));
         if ((rc = nf__json_read_file(path, &doc, err)) != NF_OK) goto write_end;
+        const int ok = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "markers"));
         cJSON_Delete(doc);
-        assets_verified = ok && ok2;
-        if (!assets_verified) {
-            rc = nf__err_set(err, NF_ERR_IO, "%s: artifacts read back wrong", os.staging);
+        if (!ok) {
+            rc = nf__err_set(err, NF_ERR_IO, "%s: read back without its markers", path);
             goto write_end;
         }
     }
-    nf_run_markers_print(&meas, be, shape, classes_marker, 1, wall_ms, assets_verified);
+    nf_run_markers_print(&meas, be, shape, classes_marker, 1, wall_ms, 1);
     rc = nf_run_commit(&os, NULL, "", NULL, err);
 write_end:
     /* rank 0's writing failed: every rank fails */
@@ -510,6 +383,7 @@ done:
     nf_outset_end(&os);
 out_nolock:
     free(rows);
+    free(counts);
     free(all_logits);
     free(acc);
     nf_model_free(m);
@@ -519,6 +393,15 @@ out_nolock:
     nf_table_free(tr);
     nf_table_free(te);
     return rc;
+}
+
+int nf_predict_run(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp) {
+    static const struct nf_cli_mpi one = {0, 0, 0, 1, 0, 1};
+    nf_err err = {0};
+    int failed_rank = -1;
+    nf_cli_signals_install();
+    const int rc = nf_predict_main(o, mp ? mp : &one, &failed_rank, &err);
+    return nf_cli_mpi_command_exit(mp ? mp : &one, rc, &err, failed_rank);
 }
 
 int nf_cmd_predict(int argc, char ** argv) {
@@ -550,12 +433,7 @@ int nf_cmd_predict(int argc, char ** argv) {
     const int quiet = nf_cli_mpi_quiet_begin(&mp);
     const int parsed = nf_pred_parse(argc, argv, &o);
     nf_cli_mpi_quiet_end(quiet);
-    if (parsed) {
-        nf_cli_signals_install();
-        int failed_rank = -1;
-        const int rc = nf_predict_main(&o, &mp, &failed_rank, &err);
-        ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);
-    }
+    if (parsed) ret = nf_predict_run(&o, &mp);
     nf_cli_mpi_finalize(&mp);
     return ret;
 }

@@ -5,6 +5,8 @@
 #include "nofall-tabular.h"
 #include "io/nf-io.h"
 
+#include <stdio.h>
+
 /* a table is the CSV reader's table: columns with the fields as written (raw),
  * the numbers (num, NaN where missing or text) and the missing mask */
 struct nf_table {
@@ -36,5 +38,16 @@ uint32_t nf__np_rng_u32(struct nf_np_rng * r);             /* one MT19937 output
 int nf__np_choice(struct nf_np_rng * r, int64_t n, int64_t k, int64_t * perm, int64_t * out);
 /* np.add.reduce of n contiguous float64 (numpy's pairwise summation) */
 double nf__np_sum(const double * a, int64_t n);
+
+/* the outputs both model parts write (predictor.c): a CSV field (quoted as
+ * pandas' to_csv quotes), a written file flushed, synced and closed (ok: the
+ * writes so far succeeded; 1 when all did), probabilities.csv (a header of
+ * the class names, then %.17g values, one row per test row) */
+struct nf_mitra;
+struct nf_tabstar;
+int nf__tab_csv_field(FILE * f, const char * s);
+int nf__tab_file_close(FILE * f, int ok);
+int nf__tab_write_probabilities(const char * dir, const char * const * classes, int K, int64_t n, const double * p,
+                                nf_err * err);
 
 #endif /* NF_TABULAR_IMPL_H */

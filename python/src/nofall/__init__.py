@@ -1,9 +1,12 @@
-"""nofall: Mitra inference on libnofall.
+"""nofall: Mitra and TabSTAR inference on libnofall.
 
 - ``MitraClassifier`` / ``MitraRegressor``: scikit-learn estimators. ``fit``
   stores the support set and fits AutoGluon's preprocessing (as
   ``nofall predict`` does, in the C library); ``predict_proba`` /
   ``predict`` run one forward per ensemble member.
+- ``TabSTARClassifier`` / ``TabSTARRegressor``: the same conventions over
+  TabSTAR's verbalizer (as ``nofall predict`` on a TabSTAR model directory);
+  ``predict_proba`` / ``predict`` verbalize the rows and run one forward.
 - ``Model``: a checkpoint loaded once onto a device; ``forward`` on numpy
   arrays; the op trace (``trace_totals``, ``trace_json``) and placement
   (``info``).
@@ -14,6 +17,7 @@ from ._nofall import NofallError, NofallInputError, devices, gen_weights, read_m
 from ._nofall import __version__
 from ._model import Model
 from ._estimators import MitraClassifier, MitraRegressor
+from ._tabstar import TabSTARClassifier, TabSTARRegressor
 
-__all__ = ["MitraClassifier", "MitraRegressor", "Model", "NofallError", "NofallInputError", "devices",
+__all__ = ["MitraClassifier", "MitraRegressor", "TabSTARClassifier", "TabSTARRegressor", "Model", "NofallError", "NofallInputError", "devices",
            "gen_weights", "read_mirror_signs", "__version__"]

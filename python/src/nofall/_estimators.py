@@ -30,16 +30,37 @@ _models = {}
 _models_lock = threading.Lock()
 
 
-def _load_model(model_dir, device):
-    """one loaded model per (directory, device) in the process: estimators and their clones share it"""
+def _load_model(model_dir, device, variant=None):
+    """one loaded model per (directory, device, variant) in the process: estimators and their clones share
+    it (variant: e.g. the TabSTAR adapter merged into it)"""
     if model_dir is None:
         raise ValueError("model_dir is None: the Mitra checkpoint directory (config.json, model.safetensors) is needed")
-    key = (os.path.realpath(os.fspath(model_dir)), device)
+    key = (os.path.realpath(os.fspath(model_dir)), device, variant)
     with _models_lock:
         m = _models.get(key)
         if m is None:
             m = _models[key] = Model(key[0], device)
         return m
+
+
+_ESTIMATORS = {("mitra", True): "MitraClassifier", ("mitra", False): "MitraRegressor",
+               ("tabstar", True): "TabSTARClassifier", ("tabstar", False): "TabSTARRegressor"}
+_TYPE_NAMES = {"mitra": "Mitra", "tabstar": "TabSTAR", "sptransformer": "SpTransformer"}
+
+
+def _check_model_type(model, model_dir, want, classifier, estimator):
+    """a wrong model directory: the model type found and the estimator that takes it"""
+    found = model.info["type"]
+    if found == want:
+        return
+    name = _TYPE_NAMES.get(found, found)
+    if found == "mitra":
+        classifier = bool(model.n_classes)
+        name += " classifier" if classifier else " regressor"
+    use = _ESTIMATORS.get((found, classifier))
+    hint = f"; use {use}" if use else f"; {estimator} takes a {_TYPE_NAMES[want]} checkpoint"
+    raise ValueError(f"model_dir {model_dir}: a {name} model (config.json model_type {found!r}), "
+                     f"not a {_TYPE_NAMES[want]} model{hint}")
 
 
 def _is_frame(X):
@@ -175,6 +196,7 @@ class _MitraBase(BaseEstimator):
         if not isinstance(n_est, (int, np.integer)) or isinstance(n_est, bool) or n_est < 1:
             raise ValueError(f"n_estimators must be an int >= 1, not {n_est!r}")
         model = _load_model(self.model_dir, self.device)
+        _check_model_type(model, self.model_dir, "mitra", self._task == _TASK_CLASSIFICATION, type(self).__name__)
         cols, n = self._columns(X, reset=True)
         if n == 0 or not cols:
             raise ValueError("0 feature(s) (shape=(%d, 0)) while a minimum of 1 is required." % n)

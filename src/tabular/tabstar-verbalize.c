@@ -19,7 +19,7 @@
  * build has -ffp-contract=off), so the strings are byte-equal and the
  * z-scores float32-equal to upstream's (tests/tabstar-predict.sh). */
 #include "tabstar-verbalize.h"
-#include "tabular/tabular-impl.h"
+#include "tabular-impl.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>

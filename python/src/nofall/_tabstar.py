@@ -1,0 +1,191 @@
+"""scikit-learn estimators on libnofall's TabSTAR predictor.
+
+``fit`` fits TabSTAR's verbalizer on the whole training table in the C
+library (the same code as ``nofall predict`` on a TabSTAR model directory:
+README "TabSTAR"): column names normalized, each column numerical (binned,
+z-scored) or text, the target's classes or scaler. ``predict_proba`` /
+``predict`` verbalize the rows into cells and run one forward.
+
+Inputs as the Mitra estimators take them: pandas DataFrames (a column keeps
+its pandas dtype, which decides numerical or text as upstream's
+``is_numerical_feature`` does) or array-likes (columns named x0, x1, ...).
+The target's values and name take part in the model's input ("Target
+Feature: NAME / Feature Value: CLASS"): ``y`` keeps its dtype, and a pandas
+Series its name (otherwise ``target_name``).
+"""
+import os
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d
+
+from . import _nofall
+from ._estimators import _MitraBase, _check_model_type, _frame_columns, _load_model
+
+_TASK_CLASSIFICATION, _TASK_REGRESSION = 1, 2
+
+
+def _target_column(y, name):
+    """y as one table column with its own dtype (int64, float64, bool or text)"""
+    if hasattr(y, "to_frame") and hasattr(y, "dtype"):
+        return _frame_columns(y.to_frame(name))[0]
+    y = np.asarray(y)
+    if y.dtype.kind in "iu":
+        return (name, "int64", np.ascontiguousarray(y, dtype=np.int64))
+    if y.dtype.kind == "f":
+        return (name, "float64", np.ascontiguousarray(y, dtype=np.float64))
+    if y.dtype.kind == "b":
+        return (name, "bool", [bool(v) for v in y])
+    return (name, "text", [None if v is None else str(v) for v in y.tolist()])
+
+
+class _TabSTARBase(BaseEstimator):
+    _task = None
+    _columns = _MitraBase._columns
+    __getstate__ = _MitraBase.__getstate__
+
+    def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target"):
+        self.model_dir = model_dir
+        self.device = device
+        self.adapter = adapter
+        self.target_name = target_name
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
+
+    def _model(self):
+        adapter = None if self.adapter is None else os.path.realpath(os.fspath(self.adapter))
+        return _load_model(self.model_dir, self.device, adapter)
+
+    def _fit(self, X, y):
+        classifier = self._task == _TASK_CLASSIFICATION
+        model = self._model()
+        _check_model_type(model, self.model_dir, "tabstar", classifier, type(self).__name__)
+        cols, n = self._columns(X, reset=True)
+        if n == 0 or not cols:
+            raise ValueError("0 feature(s) (shape=(%d, 0)) while a minimum of 1 is required." % n)
+        check_consistent_length(cols[0][2], y)
+        name = getattr(y, "name", None)
+        target = name if isinstance(name, str) and name else str(self.target_name)
+        names = {c[0] for c in cols}
+        while target in names:
+            target = "_" + target
+        self._state_ = {"columns": cols + [_target_column(y, target)], "n": n, "target": target}
+        self._cache_ = {}
+        pred = self._predictor()
+        pred.check_model(model._m, f"model_dir {self.model_dir}")
+        if self.adapter is not None and not getattr(model, "_adapter_merged", False):
+            with model._lock:
+                pred.merge_adapter(model._m, str(self.adapter))
+            model._adapter_merged = True
+        self.report_ = pred.report()
+        self.target_name_ = target
+        self.columns_kept_ = [c["name"] for c in self.report_["columns_kept"]]
+        self.columns_dropped_ = {c["name"]: c["reason"] for c in self.report_["columns_dropped"]}
+        return self
+
+    def _predictor(self):
+        p = self._cache_.get("predictor")
+        if p is None:
+            s = self._state_
+            p = self._cache_["predictor"] = _nofall.Predictor(s["columns"], s["n"], s["target"], task=self._task,
+                                                              name="the training data", model_type="tabstar")
+        return p
+
+    def _run(self, X, logits=False):
+        check_is_fitted(self, "_state_")
+        cols, n = self._columns(X, reset=False)
+        pred = self._predictor()
+        model = self._model()
+        k = self.report_["n_outputs"]
+        out = np.empty((n, k) if self._task == _TASK_CLASSIFICATION else (n,), dtype=np.float64)
+        lg = np.empty((1, n, k), dtype=np.float32)
+        with model._lock:
+            pred.predict(model._m, cols, n, out, lg)
+        return lg[0] if logits else out
+
+    def predict_logits(self, X):
+        """the model's raw outputs, float32 (n_samples, n_outputs): one per target token (classes) or one"""
+        return self._run(X, logits=True)
+
+
+class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
+    """TabSTAR classification on tables, as upstream's TabSTARClassifier predicts
+    with a given model (no fine-tuning): the verbalizer fitted on the whole
+    training table, one forward per prediction.
+
+    Parameters: model_dir (a TabSTAR checkpoint directory: config.json,
+    model.safetensors, the tokenizer's vocab), device ("cpu", "opencl[:N]",
+    "cuda[:N]"), adapter (None, or a PEFT LoRA adapter directory merged into
+    the loaded model once), target_name (the target's name in the cells when
+    y has none, e.g. a numpy array).
+
+    Fitted: classes_ (the sorted labels; predict_proba's columns),
+    n_features_in_, feature_names_in_, columns_kept_, columns_dropped_,
+    target_name_, report_ (what the fit decided).
+    """
+
+    _task = _TASK_CLASSIFICATION
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True
+        tags.classifier_tags.multi_label = False
+        return tags
+
+    def fit(self, X, y):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        yv = column_or_1d(y, warn=True)
+        check_classification_targets(yv)
+        self._fit(X, y if hasattr(y, "to_frame") else yv)
+        lib = self.report_["classes"]
+        self.classes_ = np.unique(yv)
+        if len(self.classes_) != len(lib):
+            raise ValueError(f"{len(self.classes_)} classes in y; the verbalizer found {len(lib)}")
+        # the library's columns in classes_ order (both sorted as LabelEncoder sorts; matched by str())
+        strs = [str(c) for c in self.classes_]
+        self._order_ = [lib.index(s) for s in strs] if sorted(strs) == sorted(lib) else list(range(len(lib)))
+        return self
+
+    def predict_proba(self, X):
+        """the softmax over the target tokens, (n_samples, n_classes), columns in classes_ order"""
+        return self._run(X)[:, self._order_]
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+class TabSTARRegressor(RegressorMixin, _TabSTARBase):
+    """TabSTAR regression on tables, as upstream's TabSTARRegressor predicts
+    with a given model: the target z-scored with a StandardScaler fitted on
+    the training table, the model's output scaled back (float32 values).
+
+    Parameters and fitted attributes as TabSTARClassifier's (no classes_).
+    """
+
+    _task = _TASK_REGRESSION
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def fit(self, X, y):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        yv = column_or_1d(check_array(y, ensure_2d=False, dtype="numeric", input_name="y"), warn=True)
+        name = getattr(y, "name", None)
+        if hasattr(y, "to_frame"):
+            import pandas as pd
+
+            yv = pd.Series(np.asarray(yv, dtype=np.float64), name=name)
+        return self._fit(X, yv)
+
+    def predict(self, X):
+        return self._run(X)

@@ -1,0 +1,24 @@
+/* cmd-predict.h -- `nofall predict`'s options and its one pipeline
+ * (cmd-predict.c) over the library's table predictor (nofall-tabular.h),
+ * whichever the model: Mitra's options parsed in cmd-predict.c, TabSTAR's in
+ * cmd-predict-tabstar.c */
+#ifndef NF_CMD_PREDICT_H
+#define NF_CMD_PREDICT_H
+
+#include "cli.h"
+
+struct nf_pred_opts {
+    const char *model, *train, *test, *target, *device, *out, *mirror_signs;
+    const char * model_type;    /* NULL (Mitra) or "tabstar": nf_predictor_opts.model_type */
+    const char * adapter;       /* TabSTAR: a PEFT LoRA adapter directory, or NULL */
+    int task, mirror, progress; /* NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
+    int64_t n_est;              /* 0: not given (1, or the --mirror-signs file's members) */
+    int64_t query_chunk;
+    uint64_t seed;
+};
+
+/* the pipeline on parsed options: one process (mp NULL) or one MPI rank;
+ * returns the process exit status */
+int nf_predict_run(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp);
+
+#endif
