@@ -167,6 +167,33 @@ struct nf_kernel {
     nf_supports_fn supports;
 };
 
+/* A backend's kernel table is generated from nf-ops.def, never written row by
+ * row. Backend BE names op `name`'s kernel nf__BE_<name> and its limits
+ * nf__BE_<name>_supports (cpu: no limits), and defines its table as
+ *
+ *   #define NF_BE_LACKS_BUCKET_ROUTE NF_KERNEL_LACKS  <- the ops BE lacks: one line
+ *                                                        each, all in one place
+ *   const struct nf_kernel nf__BE_kernels[NF_OP_COUNT] = {
+ *   #define NF_OP(NAME, name, ...) \
+ *       [NF_OP_##NAME] = NF_KERNEL_ENTRY(NF_BE_LACKS_##NAME, nf__BE_##name, nf__BE_##name##_supports),
+ *   #include "nf-ops.def"
+ *   };
+ *
+ * NF_KERNEL_ENTRY gives {run, supports}, or {NULL, NULL} (NF_ERR_UNSUPPORTED
+ * at dispatch) for an op listed as lacking. An op neither implemented nor
+ * listed does not compile ('nf__BE_<name>' undeclared) or does not link; the
+ * cpu reference lists none. */
+#define NF_KERNEL_LACKS                       ~, 1
+#define NF_KERNEL_ENTRY(lacks, run, supports) NF__KERNEL_PICK(NF__KERNEL_LACKS(lacks), run, supports)
+#define NF__KERNEL_SECOND(a, b, ...)          b
+#define NF__KERNEL_LACKS(...)                 NF__KERNEL_SECOND(__VA_ARGS__, 0, ~)
+#define NF__KERNEL_CAT(a, b)                  a##b
+#define NF__KERNEL_PICK(lacks, run, supports) NF__KERNEL_CAT(NF__KERNEL_ENTRY_, lacks)(run, supports)
+#define NF__KERNEL_ENTRY_0(run, supports) \
+    { run, supports }
+#define NF__KERNEL_ENTRY_1(run, supports) \
+    { NULL, NULL }
+
 /* ---- backend vtable -------------------------------------------------------- */
 struct nf_backend_i {
     const char * kind; /* "cpu", "opencl", "cuda" */

@@ -899,7 +899,7 @@ static cudaError_t nf_bucket_gather(cudaStream_t st, const struct nf_bucket_gath
     } while (0)
 #define NF_K (&kname_)
 
-int nf__cuda_op_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
     void * scratch = NULL;
     size_t size = 0;
@@ -909,14 +909,14 @@ int nf__cuda_op_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
                              NF_F(&op->dst[0]), scratch, size, NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_quantile(nf_backend * be, const nf_op * op) {
+bool nf__cuda_quantile_supports(nf_backend * be, const nf_op * op) {
     const struct nf_quantile_params * p = &op->p.quantile;
     const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1];
     return op->src[0].ndim == 2 && p->q_denom > 0 && p->nq >= 0 && n >= 0 && F >= 0 &&
            (n == 0 || F <= INT_MAX / n); /* CUB segmented sort: int item counts */
 }
 
-int nf__cuda_op_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t n_s = op->src[0].ne[0], F = op->src[0].ne[1];
     const int64_t n_q = (op->src[1].buf && op->dst[1].buf) ? op->src[1].ne[0] : 0;
     const int64_t nb = op->src[2].ne[1];
@@ -924,17 +924,17 @@ int nf__cuda_op_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err) 
                                    F, NF_F(&op->src[2]), nb, NF_F(&op->dst[0]), n_q ? NF_F(&op->dst[1]) : NULL, NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_bucketize_norm(nf_backend * be, const nf_op * op) { return true; }
+bool nf__cuda_bucketize_norm_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_op_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
     const nf_tensor * tok = &op->dst[0];
     NF_OP_LAUNCH(nf_embed_features(nf__cuda_op_stream(be), NF_F(&op->src[0]), op->src[0].ne[0], op->src[0].ne[1],
                                    NF_F(&op->src[1]), NF_F(&op->src[2]), NF_F(tok), tok->ne[1], tok->ne[2], NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_embed_features(nf_backend * be, const nf_op * op) { return true; }
+bool nf__cuda_embed_features_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_op_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
     const nf_tensor * tok = &op->dst[0];
     const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
     cudaStream_t st = nf__cuda_op_stream(be);
@@ -956,21 +956,21 @@ int nf__cuda_op_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
     return nf__err_set(err, NF_ERR_UNSUPPORTED, "op LABEL_TOKENS (%s) on %s: unknown label mode %d",
                        op->label ? op->label : "-", be->name, (int) op->p.label_tokens.mode);
 }
-bool nf__cuda_ok_label_tokens(nf_backend * be, const nf_op * op) {
+bool nf__cuda_label_tokens_supports(nf_backend * be, const nf_op * op) {
     const int mode = op->p.label_tokens.mode;
     if (mode == NF_LABEL_CLASS) return op->src[0].type == NF_I32;
     return mode == NF_LABEL_VALUE || mode == NF_LABEL_MASK;
 }
 
-int nf__cuda_op_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_layer_norm_params * p = &op->p.layer_norm;
     NF_OP_LAUNCH(nf_layer_norm(nf__cuda_op_stream(be), NF_F(&op->src[0]), p->ldx, NF_F(&op->src[1]), NF_F(&op->src[2]),
                                p->eps, NF_F(&op->dst[0]), p->ldy, p->m, p->k, NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_layer_norm(nf_backend * be, const nf_op * op) { return true; }
+bool nf__cuda_layer_norm_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_op_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_batch_norm_params * p = &op->p.batch_norm;
     if (p->m <= 0) return NF_OK;
     void * scratch = NULL;
@@ -982,22 +982,22 @@ int nf__cuda_op_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
                                p->m, (float *) scratch, NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_batch_norm(nf_backend * be, const nf_op * op) { return true; }
+bool nf__cuda_batch_norm_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_op_fill(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_fill(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_fill_params * p = &op->p.fill;
     NF_OP_LAUNCH(nf_fill_rows(nf__cuda_op_stream(be), NF_F(&op->dst[0]), p->ld, p->m, p->k, p->value, NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_fill(nf_backend * be, const nf_op * op) { return true; }
+bool nf__cuda_fill_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_op_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_axial_pos_params * p = &op->p.axial_pos;
     NF_OP_LAUNCH(nf_axial_pos(nf__cuda_op_stream(be), NF_F(&op->src[0]), NF_F(&op->src[1]), p->n1, NF_F(&op->dst[0]),
                               p->ld, p->gs, p->n_seq, p->len, p->dim, NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_axial_pos(nf_backend * be, const nf_op * op) { return true; }
+bool nf__cuda_axial_pos_supports(nf_backend * be, const nf_op * op) { return true; }
 
 static cudaError_t nf_gather_rows(cudaStream_t st, const int32_t * idx, const float * W, int64_t ldw, int64_t n_table,
                                   float * y, int64_t ldy, int64_t m, int64_t k, float scale, int accumulate,
@@ -1009,15 +1009,15 @@ static cudaError_t nf_gather_rows(cudaStream_t st, const int32_t * idx, const fl
     return cudaSuccess;
 }
 
-int nf__cuda_op_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_gather_rows_params * p = &op->p.gather_rows;
     NF_OP_LAUNCH(nf_gather_rows(nf__cuda_op_stream(be), NF_I(&op->src[0]), NF_F(&op->src[1]), p->ldw, p->n_table,
                                 NF_F(&op->dst[0]), p->ldy, p->m, p->k, p->scale, p->accumulate != 0, NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_gather_rows(nf_backend * be, const nf_op * op) { return true; }
+bool nf__cuda_gather_rows_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_op_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_bucket_route_params * p = &op->p.bucket_route;
     const int64_t rows = p->n_seq * p->n_heads * p->n_buckets;
     if (rows <= 0) return NF_OK;
@@ -1029,14 +1029,14 @@ int nf__cuda_op_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
                                  NF_F(&op->dst[1]), scratch, size, NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_bucket_route(nf_backend * be, const nf_op * op) { return true; }
+bool nf__cuda_bucket_route_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_op_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
     NF_OP_LAUNCH(nf_bucket_gather(nf__cuda_op_stream(be), &op->p.bucket_gather, NF_F(&op->src[0]), NF_F(&op->src[1]),
                                   NF_I(&op->src[2]), NF_F(&op->src[3]), NF_F(&op->dst[0]), NF_F(&op->dst[1]), NF_K));
     return NF_OK;
 }
-bool nf__cuda_ok_bucket_gather(nf_backend * be, const nf_op * op) {
+bool nf__cuda_bucket_gather_supports(nf_backend * be, const nf_op * op) {
     /* the kernel indexes a row's n_heads*head_dim columns with int */
     const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
     return p->head_dim <= INT_MAX && p->n_heads <= INT_MAX / p->head_dim;

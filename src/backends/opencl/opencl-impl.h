@@ -145,10 +145,10 @@ int nf__cl_build_program(struct nf_cl * c, const char * opts, char * dev_name, c
 
 /* opencl-gemm.c */
 int nf__cl_choose_gemm(struct nf_cl * c, nf_err * err);
-bool nf__cl_sup_linear(nf_backend * be, const nf_op * op);
-int nf__cl_op_linear(nf_backend * be, const nf_op * op, nf_err * err);
-bool nf__cl_sup_conv1d(nf_backend * be, const nf_op * op);
-int nf__cl_op_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
+bool nf__cl_linear_supports(nf_backend * be, const nf_op * op);
+int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err);
+bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
+int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 
 /* opencl-ops.c */
 extern const struct nf_kernel nf__cl_kernels[NF_OP_COUNT];
