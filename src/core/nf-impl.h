@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #ifdef __cplusplus
-extern "C" { /* cuda-kernels.cu implements ops against this header */
+extern "C" { /* cuda-kernels-*.cu implements ops against this header */
 #endif
 
 /* ---- errors -------------------------------------------------------------- */

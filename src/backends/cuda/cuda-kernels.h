@@ -1,5 +1,5 @@
 /*
- * cuda-kernels.h -- launchers of the CUDA backend's kernels (cuda-kernels.cu).
+ * cuda-kernels.h -- launchers of the CUDA backend's kernels (cuda-kernels-*.cu).
  *
  * Plain C interface, so that the host side (cuda.c, cuda-ops.c) is C11 compiled with the
  * project's -Werror flags. In the launchers every pointer is a device pointer
@@ -8,7 +8,7 @@
  * error *kernel (if not NULL) names the kernel that failed.
  *
  * The numerics follow src/core/nf-impl.h op by op; the comment of each
- * kernel in cuda-kernels.cu says how. Kernels use no atomics and reduce in
+ * kernel in cuda-kernels-*.cu says how. Kernels use no atomics and reduce in
  * a fixed order, so results are bitwise reproducible run to run.
  *
  * With NF_CUDA_EMU defined (the NOFALL_CUDA_EMU=ON test build) the same code

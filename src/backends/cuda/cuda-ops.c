@@ -1,6 +1,6 @@
 /*
  * cuda-ops.c -- the CUDA backend's host code for LINEAR, ATTENTION and CONV1D
- * (cuBLAS GEMMs and the kernels of cuda-kernels.cu), the per-op limits and the
+ * (cuBLAS GEMMs and the kernels of cuda-kernels-*.cu), the per-op limits and the
  * kernel table. Precision and the GEMM layout: see cuda.c.
  */
 #include "cuda-impl.h"
@@ -66,7 +66,7 @@ static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta
 
 /* ---- ops ------------------------------------------------------------------------- */
 
-/* for the ops in cuda-kernels.cu */
+/* for the ops in cuda-kernels-*.cu */
 cudaStream_t nf__cuda_op_stream(nf_backend * be) { return nf__cuda(be)->stream; }
 int nf__cuda_op_scratch(nf_backend * be, size_t bytes, void ** out, size_t * size, nf_err * err) {
     NF_TRY(nf__cuda_scratch(be, bytes, out, err));
