@@ -1,9 +1,14 @@
-/* nf-io.h -- readers/writers: safetensors, .npy, JSON files, paths. */
+/* nf-io.h -- readers/writers: safetensors, .npy, JSON files, paths.
+ * io/ sits on the bottom layer only (base/nf-base.h: errors, the PRNG; the public
+ * nofall.h), never on core/ or anything above it. */
 #ifndef NF_IO_H
 #define NF_IO_H
 
-#include "nf-impl.h"
+#include "../base/nf-base.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct cJSON;
