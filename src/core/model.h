@@ -52,6 +52,13 @@ struct nf_model_i {
     /* the file name of the model's torch.save checkpoint (gen-weights --format
      * ckpt writes DIR/<ckpt_name>); NULL: the model has no such form */
     const char * ckpt_name;
+    /* the configuration of a bare torch.save checkpoint, one with no
+     * config.json beside it: the released model's, as config.json would hold
+     * it (NULL: out of memory); config_default_what names it in messages ("the
+     * released X configuration"). NULL: the model's checkpoints need a
+     * config.json (the first model in the registry with one is used). */
+    struct cJSON * (*config_default)(void);
+    const char * config_default_what;
 };
 
 struct nf_model {
