@@ -1,6 +1,6 @@
 /*
  * bench/opencl-gemm.c -- times the OpenCL backend's own tiled GEMM kernel
- * (nf_linear from src/backends/opencl/kernels.cl, no bias/act) against
+ * (nf_linear from src/backends/opencl/kernels-gemm.cl, no bias/act) against
  * CLBlast SGEMM (when built with it) on one OpenCL device, for
  * y = x · Wᵀ with x (M, K), W (N, K), y (M, N), and checks both against
  * oneDNN dnnl_sgemm on the host (max abs error).

@@ -4,7 +4,7 @@
 #   tools/format.sh --check    report files that differ (exit 1), change nothing
 #   tools/format.sh [--check] PATH...   only these files / directories
 # Default scope: src/, include/, tests/ and python/src/ (*.c *.h *.cu). Not the OpenCL C kernel
-# source (kernels.cl), the op table (*.def) or *.in templates.
+# source (kernels-*.cl), the op table (*.def) or *.in templates.
 set -eu
 cd "$(dirname "$0")/.."
 DEFAULT_DIRS="src include tests python/src"

@@ -1,4 +1,5 @@
-/* error.c -- result codes and messages (SQLite-style: codes + text, never abort). */
+/* error.c -- the names of result codes and precision modes (setting an nf_err:
+ * base/err.c). */
 #include "nf-impl.h"
 
 #include <stdio.h>
@@ -23,30 +24,6 @@ static const char * const nf__result_names[NF_RESULT_COUNT] = {
 const char * nf_result_name(int code) {
     if (code < 0 || code >= NF_RESULT_COUNT || !nf__result_names[code]) return "NF_ERR_UNKNOWN";
     return nf__result_names[code];
-}
-
-int nf__err_set(nf_err * err, int code, const char * fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
-
-int nf__err_prefix(nf_err * err, const char * fmt, ...) {
-    if (!err) return NF_ERR_GENERIC;
-    char pre[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(pre, sizeof(pre), fmt, ap);
-    va_end(ap);
-    char old[sizeof(err->msg)];
-    memcpy(old, err->msg, sizeof(old));
-    snprintf(err->msg, sizeof(err->msg), "%s: %s", pre, old);
-    return err->code ? err->code : NF_ERR_GENERIC;
 }
 
 const char * nf_precision_name(int precision) {

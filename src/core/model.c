@@ -2,7 +2,6 @@
  * and type detection, config.json helpers. */
 #include "model.h"
 #include "io/nf-io.h"
-#include "models/sptransformer-impl.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -88,8 +87,9 @@ int nf__option_int(const char * key, const char * value, int * out, nf_err * err
 /* ---- load / free ---------------------------------------------------------------------- */
 
 /* The configuration of a checkpoint FILE (a torch.save .ckpt carries none):
- * config.json beside it if there is one, else the released SpTransformer's
- * (the one model whose official weights are a .ckpt). */
+ * config.json beside it if there is one, else the default of the model that
+ * has one (the released SpTransformer's: the one model whose official weights
+ * are a .ckpt; nf_model_i.config_default). */
 static int nf__ckpt_config(const char * file, char * path, size_t n, cJSON ** doc, nf_err * err) {
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s", file);
@@ -101,11 +101,13 @@ static int nf__ckpt_config(const char * file, char * path, size_t n, cJSON ** do
     nf__path_join(path, n, dir, "config.json");
     struct stat sb;
     if (stat(path, &sb) == 0) return nf__json_read_file(path, doc, err);
-    struct nf_spt_config cfg;
-    nf__spt_config_default(&cfg);
-    *doc = nf__spt_config_json(&cfg);
+    const struct nf_model_i * m = NULL;
+    for (int i = 0; i < NF_N_MODELS && !m; i++)
+        if (nf__models[i]->config_default) m = nf__models[i];
+    if (!m) return nf__json_read_file(path, doc, err); /* no default: the missing file's error */
+    *doc = m->config_default();
     if (!*doc) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    snprintf(path, n, "%s (the released SpTransformer configuration: no config.json beside it)", file);
+    snprintf(path, n, "%s (%s: no config.json beside it)", file, m->config_default_what);
     return NF_OK;
 }
 

@@ -52,6 +52,13 @@ struct nf_model_i {
     /* the file name of the model's torch.save checkpoint (gen-weights --format
      * ckpt writes DIR/<ckpt_name>); NULL: the model has no such form */
     const char * ckpt_name;
+    /* the configuration of a bare torch.save checkpoint, one with no
+     * config.json beside it: the released model's, as config.json would hold
+     * it (NULL: out of memory); config_default_what names it in messages ("the
+     * released X configuration"). NULL: the model's checkpoints need a
+     * config.json (the first model in the registry with one is used). */
+    struct cJSON * (*config_default)(void);
+    const char * config_default_what;
 };
 
 struct nf_model {
@@ -91,5 +98,25 @@ struct nf_stage_buf {
  * stage when fn returns non-zero */
 int nf__stage_emit(nf_stage_fn fn, void * user, struct nf_stage_buf * buf, const char * name, const nf_tensor * t,
                    int ndim, const int64_t * shape, nf_err * err);
+
+/* ---- a model forward's device workspace (workspace.c) ---------------------------- */
+/* The tensors a forward allocates (freed together) and the host buffer of its
+ * stage dumps; a model keeps one for the next forward of the same shape. */
+#define NF_WORKSPACE_MAX_TENSORS 32
+struct nf_workspace {
+    nf_tensor * tensors[NF_WORKSPACE_MAX_TENSORS];
+    int n_tensors;
+    struct nf_stage_buf dump;
+};
+/* allocate *t (nf__tensor_alloc: ndim, ne, name) on be, to be freed with ws */
+int nf__workspace_tensor(struct nf_workspace * ws, nf_backend * be, nf_tensor * t, enum nf_dtype type, int ndim,
+                         const int64_t * ne, const char * name, nf_err * err);
+/* free every tensor of ws and its dump buffer; ws is empty after (reusable) */
+void nf__workspace_release(struct nf_workspace * ws);
+/* a stage dump of t (nf__stage_emit into ws's buffer) when the stages asked
+ * for (enum nf_stages) report it: every stage with NF_STAGES_ALL, the
+ * `always` ones (inputs, head) with NF_STAGES_INPUTS too, none with NONE */
+int nf__workspace_stage(struct nf_workspace * ws, int stages, nf_stage_fn fn, void * user, const char * name,
+                        const nf_tensor * t, int ndim, const int64_t * shape, int always, nf_err * err);
 
 #endif

@@ -14,6 +14,7 @@
 #define NF_IMPL_H
 
 #include "nofall.h"
+#include "../base/nf-base.h" /* errors (nf__err_set, nf__err_prefix, NF_TRY), the PRNG */
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,39 +23,8 @@
 #include <stdio.h>
 
 #ifdef __cplusplus
-extern "C" { /* cuda-kernels.cu implements ops against this header */
+extern "C" { /* cuda-kernels-*.cu implements ops against this header */
 #endif
-
-/* ---- errors -------------------------------------------------------------- */
-/* Set err (may be NULL) and return code. printf-style message. */
-int nf__err_set(nf_err * err, int code, const char * fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-/* Prefix an existing message with context: "<ctx>: <old message>". */
-int nf__err_prefix(nf_err * err, const char * fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-/* Deterministic PRNG (splitmix64) for synthetic weights and tables: integer
- * arithmetic only, so the same seed gives the same bytes everywhere. */
-static inline uint64_t nf__rng_next(uint64_t * s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-/* uniform in [0, 1) with 24 random bits: exact in float */
-static inline float nf__rng_unif(uint64_t * s) { return (float) (nf__rng_next(s) >> 40) * (1.0f / 16777216.0f); }
-
-#define NF_TRY(expr)                        \
-    do {                                    \
-        int nf__rc = (expr);                \
-        if (nf__rc != NF_OK) return nf__rc; \
-    } while (0)
 
 /* ---- tensors --------------------------------------------------------------- */
 enum nf_dtype { NF_F32 = 0, NF_I32 = 1 };
@@ -166,6 +136,33 @@ struct nf_kernel {
     nf_kernel_fn run;
     nf_supports_fn supports;
 };
+
+/* A backend's kernel table is generated from nf-ops.def, never written row by
+ * row. Backend BE names op `name`'s kernel nf__BE_<name> and its limits
+ * nf__BE_<name>_supports (cpu: no limits), and defines its table as
+ *
+ *   #define NF_BE_LACKS_BUCKET_ROUTE NF_KERNEL_LACKS  <- the ops BE lacks: one line
+ *                                                        each, all in one place
+ *   const struct nf_kernel nf__BE_kernels[NF_OP_COUNT] = {
+ *   #define NF_OP(NAME, name, ...) \
+ *       [NF_OP_##NAME] = NF_KERNEL_ENTRY(NF_BE_LACKS_##NAME, nf__BE_##name, nf__BE_##name##_supports),
+ *   #include "nf-ops.def"
+ *   };
+ *
+ * NF_KERNEL_ENTRY gives {run, supports}, or {NULL, NULL} (NF_ERR_UNSUPPORTED
+ * at dispatch) for an op listed as lacking. An op neither implemented nor
+ * listed does not compile ('nf__BE_<name>' undeclared) or does not link; the
+ * cpu reference lists none. */
+#define NF_KERNEL_LACKS                       ~, 1
+#define NF_KERNEL_ENTRY(lacks, run, supports) NF__KERNEL_PICK(NF__KERNEL_LACKS(lacks), run, supports)
+#define NF__KERNEL_SECOND(a, b, ...)          b
+#define NF__KERNEL_LACKS(...)                 NF__KERNEL_SECOND(__VA_ARGS__, 0, ~)
+#define NF__KERNEL_CAT(a, b)                  a##b
+#define NF__KERNEL_PICK(lacks, run, supports) NF__KERNEL_CAT(NF__KERNEL_ENTRY_, lacks)(run, supports)
+#define NF__KERNEL_ENTRY_0(run, supports) \
+    { run, supports }
+#define NF__KERNEL_ENTRY_1(run, supports) \
+    { NULL, NULL }
 
 /* ---- backend vtable -------------------------------------------------------- */
 struct nf_backend_i {

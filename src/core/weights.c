@@ -35,52 +35,6 @@ static const char * nf__st_dtype_name(enum nf_st_dtype t) {
     return (unsigned) t < sizeof(names) / sizeof(names[0]) ? names[t] : "other";
 }
 
-/* ---- name map ------------------------------------------------------------------ */
-
-static uint64_t nf__fnv1a(const char * s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char) *s) * 0x100000001b3ull;
-    return h;
-}
-
-int nf__namemap_init(struct nf_namemap * m, size_t n, nf_err * err) {
-    size_t cap = 16;
-    while (cap < 2 * n + 1) cap *= 2;
-    m->names = calloc(cap, sizeof(*m->names));
-    m->idx = calloc(cap, sizeof(*m->idx));
-    m->cap = cap;
-    if (!m->names || !m->idx) {
-        nf__namemap_free(m);
-        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    }
-    return NF_OK;
-}
-
-void nf__namemap_free(struct nf_namemap * m) {
-    free(m->names);
-    free(m->idx);
-    memset(m, 0, sizeof(*m));
-}
-
-int nf__namemap_put(struct nf_namemap * m, const char * name, int idx) {
-    for (size_t i = nf__fnv1a(name) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->names[i]) {
-            m->names[i] = name;
-            m->idx[i] = idx;
-            return 0;
-        }
-        if (strcmp(m->names[i], name) == 0) return -1;
-    }
-}
-
-int nf__namemap_get(const struct nf_namemap * m, const char * name) {
-    if (!m->cap) return -1;
-    for (size_t i = nf__fnv1a(name) & (m->cap - 1); m->names[i]; i = (i + 1) & (m->cap - 1)) {
-        if (strcmp(m->names[i], name) == 0) return m->idx[i];
-    }
-    return -1;
-}
-
 /* ---- expansion ------------------------------------------------------------------- */
 
 struct nf__wx {

@@ -40,6 +40,7 @@
 #include "io/nf-io.h"
 
 #include <stddef.h>
+#include <string.h>
 
 enum nf_wflag { NF_W_OPTIONAL = 1, NF_W_IGNORED = 2, NF_W_BUFFER = 4 };
 enum nf_wkind { NF_WE_TENSOR = 0, NF_WE_REPEAT, NF_WE_END };
@@ -153,15 +154,24 @@ void nf__msg_append(char * msg, size_t cap, size_t * len, const char * fmt, ...)
 /* "[a, b]" */
 void nf__shape_str(char * out, size_t n, int ndim, const int64_t * shape);
 
-/* Name -> index hash map (open addressing, FNV-1a); names are borrowed. */
+/* Name -> index map of NUL-terminated names (borrowed): io/strmap.c's nf__smap,
+ * sized up front for n names. */
 struct nf_namemap {
-    const char ** names;
-    int * idx;
-    size_t cap;
+    struct nf__smap m;
 };
-int nf__namemap_init(struct nf_namemap * m, size_t n, nf_err * err);
-void nf__namemap_free(struct nf_namemap * m);
-int nf__namemap_put(struct nf_namemap * m, const char * name, int idx); /* 0 ok, -1 duplicate */
-int nf__namemap_get(const struct nf_namemap * m, const char * name);    /* -1 absent */
+static inline int nf__namemap_init(struct nf_namemap * m, size_t n, nf_err * err) {
+    memset(m, 0, sizeof(*m));
+    if (nf__smap_reserve(&m->m, n) != 0) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    return NF_OK;
+}
+static inline void nf__namemap_free(struct nf_namemap * m) { nf__smap_free(&m->m); }
+/* 0 ok, -1 duplicate (or out of memory past the n names of init) */
+static inline int nf__namemap_put(struct nf_namemap * m, const char * name, int idx) {
+    return nf__smap_put(&m->m, name, strlen(name), idx) == 0 ? 0 : -1;
+}
+/* -1 absent */
+static inline int nf__namemap_get(const struct nf_namemap * m, const char * name) {
+    return nf__smap_get(&m->m, name, strlen(name));
+}
 
 #endif

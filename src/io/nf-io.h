@@ -1,9 +1,14 @@
-/* nf-io.h -- readers/writers: safetensors, .npy, JSON files, paths. */
+/* nf-io.h -- readers/writers: safetensors, .npy, JSON files, paths.
+ * io/ sits on the bottom layer only (base/nf-base.h: errors, the PRNG; the public
+ * nofall.h), never on core/ or anything above it. */
 #ifndef NF_IO_H
 #define NF_IO_H
 
-#include "nf-impl.h"
+#include "../base/nf-base.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct cJSON;
@@ -222,7 +227,7 @@ void nf__npy_free(struct nf_npy * a);
 int nf__npy_write(const char * path, enum nf_npy_dtype dtype, int ndim, const int64_t * shape, const void * data,
                   nf_err * err);
 
-/* ---- a small string -> index hash (strmap.c; keys borrowed, not copied) ---- */
+/* ---- the string -> index hash (strmap.c; keys borrowed, not copied) ------------ */
 struct nf__smap {
     const char ** k;
     size_t * kl;
@@ -230,6 +235,8 @@ struct nf__smap {
     size_t cap, n;
 };
 void nf__smap_free(struct nf__smap * m);
+/* room for n more keys without growing: 0, or -1 out of memory */
+int nf__smap_reserve(struct nf__smap * m, size_t n);
 /* the value of key s[0..n), or -1 when absent */
 int nf__smap_get(const struct nf__smap * m, const char * s, size_t n);
 /* 0 added, 1 duplicate, -1 out of memory */

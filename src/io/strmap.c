@@ -1,5 +1,6 @@
-/* strmap.c -- a small string -> index hash (open addressing, FNV-1a; the
- * keys are borrowed, not copied), for the readers' name lookups. */
+/* strmap.c -- the project's string -> index hash (open addressing, FNV-1a;
+ * the keys are borrowed, not copied): the readers' name lookups, the weight
+ * loader's and TabSTAR's cells' (core/weights.h nf_namemap). */
 #include "nf-io.h"
 
 #include <stdint.h>
@@ -19,8 +20,7 @@ void nf__smap_free(struct nf__smap * m) {
     memset(m, 0, sizeof(*m));
 }
 
-static int nf__smap_grow(struct nf__smap * m) {
-    size_t cap = m->cap ? 2 * m->cap : 64;
+static int nf__smap_rehash(struct nf__smap * m, size_t cap) {
     struct nf__smap n = {calloc(cap, sizeof(char *)), calloc(cap, sizeof(size_t)), calloc(cap, sizeof(int)), cap, 0};
     if (!n.k || !n.kl || !n.v) {
         nf__smap_free(&n);
@@ -38,6 +38,14 @@ static int nf__smap_grow(struct nf__smap * m) {
     nf__smap_free(m);
     *m = n;
     return 0;
+}
+
+static int nf__smap_grow(struct nf__smap * m) { return nf__smap_rehash(m, m->cap ? 2 * m->cap : 64); }
+
+int nf__smap_reserve(struct nf__smap * m, size_t n) {
+    size_t cap = m->cap ? m->cap : 64;
+    while (cap < 2 * (m->n + n)) cap *= 2;
+    return cap == m->cap ? 0 : nf__smap_rehash(m, cap);
 }
 
 /* -1 absent */

@@ -300,7 +300,8 @@ struct nf__ws {
     nf_tensor KV;             /* row attention: n_kv x [k v] of the support rows, (n_s, T, 2D) each */
     nf_tensor Xn, Pqkv, A, H; /* per-chunk scratch; Pqkv (ct, 3D)          */
     nf_tensor hq, logits;
-    float *host_s, *host_q; /* stage dumps                               */
+    float *host_s, *host_q;  /* the inputs read back (stage dumps)        */
+    struct nf_workspace mem; /* the tensors above, freed together; the stage dumps of the stream */
 };
 
 static void nf__ws_free_host(struct nf__ws * w) {
@@ -311,9 +312,7 @@ static void nf__ws_free_host(struct nf__ws * w) {
 
 static void nf__ws_free(struct nf__ws * w) {
     if (!w) return;
-    nf_tensor * all[] = {&w->xs, &w->xq, &w->ys,   &w->B, &w->zs, &w->zq, &w->X,
-                         &w->KV, &w->Xn, &w->Pqkv, &w->A, &w->H,  &w->hq, &w->logits};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
+    nf__workspace_release(&w->mem);
     nf__ws_free_host(w);
     free(w);
 }
@@ -324,10 +323,10 @@ static int64_t nf__kv_elems(const struct nf__ws * w) { return w->ns * w->T * 2 *
 static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err) {
     nf_backend * be = m->be;
     const int64_t D = w->D, T = w->T;
-#define NF__ALLOC(t, type, nd, name, ...)                              \
-    do {                                                               \
-        int64_t ne_[] = {__VA_ARGS__};                                 \
-        NF_TRY(nf__tensor_alloc(be, &w->t, type, nd, ne_, name, err)); \
+#define NF__ALLOC(t, type, nd, name, ...)                                           \
+    do {                                                                            \
+        int64_t ne_[] = {__VA_ARGS__};                                              \
+        NF_TRY(nf__workspace_tensor(&w->mem, be, &w->t, type, nd, ne_, name, err)); \
     } while (0)
     NF__ALLOC(xs, NF_F32, 2, "x_support", w->ns, w->F);
     NF__ALLOC(xq, NF_F32, 2, "x_query", w->nq, w->F);
@@ -496,16 +495,11 @@ static int nf__row_attend(nf_graph * g, struct nf__ws * w, const nf_mitra * m, c
     return NF_OK;
 }
 
+/* the whole stream, support rows first (NF_STAGES_ALL only) */
 static int nf__stage(nf_mitra * m, struct nf__ws * w, const char * name, nf_err * err) {
-    if (m->stages != NF_STAGES_ALL) return NF_OK;
-    /* the whole stream, support rows first */
-    nf_tensor x = nf__rows(w, &w->X, 0, w->nx);
-    NF_TRY(nf__tensor_download(&x, w->host_s, err));
+    const nf_tensor x = nf__rows(w, &w->X, 0, w->nx);
     const int64_t shape[3] = {w->nx, w->T, w->D};
-    if (m->stage_fn(m->stage_user, name, w->host_s, 3, shape) != 0) {
-        return nf__err_set(err, NF_ERR_GENERIC, "stage callback failed at %s", name);
-    }
-    return NF_OK;
+    return nf__workspace_stage(&w->mem, m->stages, m->stage_fn, m->stage_user, name, &x, 3, shape, 0, err);
 }
 
 /* ---- forward ---------------------------------------------------------------------------- */
@@ -655,12 +649,11 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
                                 nf_err * err) {
     nf_backend * be = m->be;
     const int cls = nf__mitra_class_labels(&m->cfg);
-    const int64_t C = m->cfg.dim_output, D = w->D, T = w->T;
+    const int64_t C = m->cfg.dim_output, T = w->T;
     if (m->stages != NF_STAGES_NONE) {
-        const int64_t ns = w->nx * T * D, nq = 0;
         const int64_t xs = nf__tensor_numel(&w->xs), xq = nf__tensor_numel(&w->xq);
-        w->host_s = malloc((size_t) (ns > xs ? ns : xs) * sizeof(float));
-        w->host_q = malloc((size_t) (nq > xq ? nq : xq) * sizeof(float));
+        w->host_s = malloc((size_t) xs * sizeof(float));
+        w->host_q = malloc((size_t) xq * sizeof(float));
         if (!w->host_s || !w->host_q) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for stage dumps");
     }
     snprintf(m->placement.inputs, sizeof(m->placement.inputs), "%s", w->xs.buf->where);

@@ -52,33 +52,30 @@ static int64_t nf__floordiv(int64_t a, int64_t b) { /* Python's a // b, b > 0 */
 }
 
 struct nf_spt_ws {
-    int64_t B, L;             /* batch, input length                              */
-    int64_t N;                /* window rows: max_seq_len                         */
-    int64_t start;            /* window start s in input positions (may be < 0)   */
-    int64_t zpad;             /* zero rows of feat before the sequence: max(0, -s) */
-    int64_t R;                /* feat rows per sequence                           */
-    int64_t out_len;          /* L - 2 context                                    */
-    int64_t out_off;          /* first window row of the output                   */
-    nf_tensor x;              /* (B L, 4) one-hot                                  */
-    nf_tensor conv, h1, h2;   /* (B L, 128): an encoder's stream and scratch */
-    nf_tensor feat;           /* (B, R, 320)                                 */
-    nf_tensor X, Xn;          /* (B N, A)                                    */
-    nf_tensor qkv;            /* (B N, 3A): q, k, v                          */
-    nf_tensor O;              /* (B N, A): the heads' outputs                */
-    nf_tensor H;              /* (N, F): the feed-forward's hidden rows      */
-    nf_tensor sel, prob;      /* (B, sinkhorn heads, N / bucket [, 2])       */
-    nf_tensor kcat, vcat;     /* (B N/bucket, 2 bucket, sinkhorn heads x E)  */
-    nf_tensor logits;         /* (B, out_len, 18)                            */
-    nf_tensor rowidx;         /* i32 0 .. L-1 (row copies by GATHER_ROWS), made when first needed */
-    struct nf_stage_buf dump; /* stage dumps */
+    int64_t B, L;            /* batch, input length                              */
+    int64_t N;               /* window rows: max_seq_len                         */
+    int64_t start;           /* window start s in input positions (may be < 0)   */
+    int64_t zpad;            /* zero rows of feat before the sequence: max(0, -s) */
+    int64_t R;               /* feat rows per sequence                           */
+    int64_t out_len;         /* L - 2 context                                    */
+    int64_t out_off;         /* first window row of the output                   */
+    nf_tensor x;             /* (B L, 4) one-hot                                  */
+    nf_tensor conv, h1, h2;  /* (B L, 128): an encoder's stream and scratch */
+    nf_tensor feat;          /* (B, R, 320)                                 */
+    nf_tensor X, Xn;         /* (B N, A)                                    */
+    nf_tensor qkv;           /* (B N, 3A): q, k, v                          */
+    nf_tensor O;             /* (B N, A): the heads' outputs                */
+    nf_tensor H;             /* (N, F): the feed-forward's hidden rows      */
+    nf_tensor sel, prob;     /* (B, sinkhorn heads, N / bucket [, 2])       */
+    nf_tensor kcat, vcat;    /* (B N/bucket, 2 bucket, sinkhorn heads x E)  */
+    nf_tensor logits;        /* (B, out_len, 18)                            */
+    nf_tensor rowidx;        /* i32 0 .. L-1 (row copies by GATHER_ROWS), made when first needed */
+    struct nf_workspace mem; /* the tensors above, freed together; the stage dumps */
 };
 
 static void nf__ws_free(struct nf_spt_ws * w) {
     if (!w) return;
-    nf_tensor * all[] = {&w->x, &w->conv, &w->h1,  &w->h2,   &w->feat, &w->X,    &w->Xn,     &w->qkv,
-                         &w->O, &w->H,    &w->sel, &w->prob, &w->kcat, &w->vcat, &w->logits, &w->rowidx};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
-    free(w->dump.host);
+    nf__workspace_release(&w->mem);
     free(w);
 }
 
@@ -114,10 +111,10 @@ static int nf__ws_alloc(nf_spt * m, struct nf_spt_ws * w, nf_err * err) {
     const int64_t nsh = c->heads - c->n_local_attn_heads, nb = N / c->bucket_size;
     const int64_t Cf = c->dim + NF_SPT_ENC0_WIDTH + NF_SPT_ENC1_WIDTH,
                   Hmax = NF_SPT_ENC0_WIDTH > c->dim ? NF_SPT_ENC0_WIDTH : c->dim;
-#define NF__ALLOC(t, type, name, n)                                   \
-    do {                                                              \
-        const int64_t ne_[1] = {(n)};                                 \
-        NF_TRY(nf__tensor_alloc(be, &w->t, type, 1, ne_, name, err)); \
+#define NF__ALLOC(t, type, name, n)                                                \
+    do {                                                                           \
+        const int64_t ne_[1] = {(n)};                                              \
+        NF_TRY(nf__workspace_tensor(&w->mem, be, &w->t, type, 1, ne_, name, err)); \
     } while (0)
     NF__ALLOC(x, NF_F32, "one_hot", B * L * NF_SPT_IN_CHANNELS);
     NF__ALLOC(conv, NF_F32, "encoder_stream", B * L * Hmax);
@@ -191,8 +188,7 @@ int nf__spt_stage_name(const nf_spt * m, int i, char * out, size_t n) {
 /* hand a device tensor (its first numel(shape) elements) to the stage callback */
 static int nf__stage(nf_spt * m, struct nf_spt_ws * w, const char * name, const nf_tensor * t, int ndim,
                      const int64_t * shape, int always, nf_err * err) {
-    if (m->stages == NF_STAGES_NONE || (!always && m->stages != NF_STAGES_ALL)) return NF_OK;
-    return nf__stage_emit(m->stage_fn, m->stage_user, &w->dump, name, t, ndim, shape, err);
+    return nf__workspace_stage(&w->mem, m->stages, m->stage_fn, m->stage_user, name, t, ndim, shape, always, err);
 }
 
 /* ---- the blocks -------------------------------------------------------------------------- */
@@ -530,7 +526,7 @@ static int nf__bucket_heads(nf_graph * g, const nf_spt * m, struct nf_spt_ws * w
 static int nf__rowidx(nf_spt * m, struct nf_spt_ws * w, nf_err * err) {
     if (w->rowidx.buf) return NF_OK;
     const int64_t ne[1] = {w->L};
-    NF_TRY(nf__tensor_alloc(m->be, &w->rowidx, NF_I32, 1, ne, "row_index", err));
+    NF_TRY(nf__workspace_tensor(&w->mem, m->be, &w->rowidx, NF_I32, 1, ne, "row_index", err));
     int32_t * ix = malloc((size_t) w->L * sizeof(int32_t));
     if (!ix) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < w->L; i++) ix[i] = (int32_t) i;

@@ -170,6 +170,13 @@ static void nf__spt_placement(const void * impl, struct nf_placement * out) {
     snprintf(out->ops, sizeof(out->ops), "%s", m->placement.ops);
 }
 
+/* a bare .ckpt (upstream's released file) has no config.json: the released configuration */
+static struct cJSON * nf__spt_config_released(void) {
+    struct nf_spt_config cfg;
+    nf__spt_config_default(&cfg);
+    return nf__spt_config_json(&cfg);
+}
+
 const struct nf_model_i nf__sptransformer_model = {
     .type = "sptransformer",
     .description = "SpTransformer (SpliceTransformer): splice sites and tissue usage from sequence",
@@ -192,4 +199,6 @@ const struct nf_model_i nf__sptransformer_model = {
     .gen_options = nf__spt_gen_options,
     .gen_weights = nf__spt_gen_weights,
     .ckpt_name = "SpTransformer_pytorch.ckpt", /* upstream's file name (its README, tasks_annotate_mutations.py) */
+    .config_default = nf__spt_config_released,
+    .config_default_what = "the released SpTransformer configuration",
 };

@@ -31,15 +31,12 @@ struct nf_tab_ws {
     nf_tensor X, Xn, qkv2, a2, hid; /* (2BS, D) (2BS, D) (2BS, 3D) (2BS, D) (2BS, F) */
     nf_tensor F;                    /* (BS, D)                                  */
     nf_tensor Tt, Hh, logits;       /* (BC, D) (BC, F) (BC)                      */
-    struct nf_stage_buf dump;       /* stage dumps */
+    struct nf_workspace mem;        /* the tensors above, freed together; the stage dumps */
 };
 
 static void nf__ws_free(struct nf_tab_ws * w) {
     if (!w) return;
-    nf_tensor * all[] = {&w->idx, &w->h,  &w->h2,   &w->qkv, &w->a,   &w->ff, &w->E,  &w->z,  &w->sh,
-                         &w->X,   &w->Xn, &w->qkv2, &w->a2,  &w->hid, &w->F,  &w->Tt, &w->Hh, &w->logits};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) nf__tensor_free(all[i]);
-    free(w->dump.host);
+    nf__workspace_release(&w->mem);
     free(w);
 }
 
@@ -65,10 +62,10 @@ void nf__tab_bind_views(nf_tab * m) {
 static int nf__ws_alloc(nf_tab * m, struct nf_tab_ws * w, nf_err * err) {
     nf_backend * be = m->be;
     const int64_t D = NF_TAB_D, T = w->T, BS = w->BS, BC = w->BC;
-#define NF__ALLOC(t, type, name, n)                                   \
-    do {                                                              \
-        const int64_t ne_[1] = {(n)};                                 \
-        NF_TRY(nf__tensor_alloc(be, &w->t, type, 1, ne_, name, err)); \
+#define NF__ALLOC(t, type, name, n)                                                \
+    do {                                                                           \
+        const int64_t ne_[1] = {(n)};                                              \
+        NF_TRY(nf__workspace_tensor(&w->mem, be, &w->t, type, 1, ne_, name, err)); \
     } while (0)
     NF__ALLOC(idx, NF_I32, "indices", w->idx_n);
     NF__ALLOC(h, NF_F32, "text_hidden", T * D);
@@ -132,8 +129,7 @@ int nf__tab_stage_name(const nf_tab * m, int i, char * out, size_t n) {
 
 static int nf__stage(nf_tab * m, struct nf_tab_ws * w, const char * name, const nf_tensor * t, int ndim,
                      const int64_t * shape, int always, nf_err * err) {
-    if (m->stages == NF_STAGES_NONE || (!always && m->stages != NF_STAGES_ALL)) return NF_OK;
-    return nf__stage_emit(m->stage_fn, m->stage_user, &w->dump, name, t, ndim, shape, err);
+    return nf__workspace_stage(&w->mem, m->stages, m->stage_fn, m->stage_user, name, t, ndim, shape, always, err);
 }
 
 /* ---- the blocks -------------------------------------------------------------------------- */

@@ -555,8 +555,9 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
 
 /* ---- the kernel table ------------------------------------------------------------------ */
 
-/* Every op has a reference kernel nf__cpu_<name>: the table is generated
- * from nf-ops.def, so an op without one does not compile. */
+/* Every op has a reference kernel nf__cpu_<name> (no limits, and no list of
+ * lacking ops as the accelerators have, nf-impl.h NF_KERNEL_ENTRY): the table
+ * is generated from nf-ops.def, so an op without one does not compile. */
 const struct nf_kernel nf__cpu_kernels[NF_OP_COUNT] = {
 #define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) [NF_OP_##NAME] = {nf__cpu_##name, NULL},
 #include "nf-ops.def"

@@ -3,7 +3,7 @@
  * cuBLAS that the cuda backend uses. TEST BUILDS ONLY (NOFALL_CUDA_EMU=ON).
  *
  * Why: CI and most development machines have no GPU. With this header the
- * backend's host code (cuda.c, cuda-ops.c) and kernel code (cuda-kernels.cu, compiled
+ * backend's host code (cuda.c, cuda-ops.c) and kernel code (cuda-kernels-*.cu, compiled
  * as C++) run unchanged on the CPU, so the conformance suite and `nofall
  * verify --device cuda:0` exercise the indexing, the launch geometry, the
  * barrier structure, the chunking and the cuBLAS argument mapping of the

@@ -5,7 +5,7 @@
  *                init / list
  *   cuda-ops.c   the cuBLAS GEMM, LINEAR, ATTENTION and CONV1D host code, the
  *                per-op limits and the kernel table (the other ops' kernels
- *                and launchers are in cuda-kernels.cu)
+ *                and launchers are in cuda-kernels-*.cu)
  */
 #ifndef NF_CUDA_IMPL_H
 #define NF_CUDA_IMPL_H

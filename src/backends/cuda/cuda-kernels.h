@@ -1,5 +1,5 @@
 /*
- * cuda-kernels.h -- launchers of the CUDA backend's kernels (cuda-kernels.cu).
+ * cuda-kernels.h -- launchers of the CUDA backend's kernels (cuda-kernels-*.cu).
  *
  * Plain C interface, so that the host side (cuda.c, cuda-ops.c) is C11 compiled with the
  * project's -Werror flags. In the launchers every pointer is a device pointer
@@ -8,7 +8,7 @@
  * error *kernel (if not NULL) names the kernel that failed.
  *
  * The numerics follow src/core/nf-impl.h op by op; the comment of each
- * kernel in cuda-kernels.cu says how. Kernels use no atomics and reduce in
+ * kernel in cuda-kernels-*.cu says how. Kernels use no atomics and reduce in
  * a fixed order, so results are bitwise reproducible run to run.
  *
  * With NF_CUDA_EMU defined (the NOFALL_CUDA_EMU=ON test build) the same code
@@ -39,31 +39,19 @@ extern "C" {
  * device (cudaFuncGetAttributes): sm_90 SASS or compute_90 PTX. */
 cudaError_t nf__cuda_probe(const char ** kernel);
 
-/* ---- the ops with their own device code -----------------------------------
- * Each op NAME listed here is implemented once, in cuda-kernels.cu, by
- *   int  nf__cuda_op_<name>(nf_backend *, const nf_op *, nf_err *)  the kernel
- *   bool nf__cuda_ok_<name>(nf_backend *, const nf_op *)            its limits
- * (the kernel-table types of nf-impl.h); this list declares them and puts
- * them in cuda-ops.c's kernel table. LINEAR, ATTENTION and CONV1D, which
- * drive cuBLAS from the host, are in cuda-ops.c itself. */
-#define NF_CUDA_DEVICE_OPS(X)         \
-    X(QUANTILE, quantile)             \
-    X(BUCKETIZE_NORM, bucketize_norm) \
-    X(EMBED_FEATURES, embed_features) \
-    X(LABEL_TOKENS, label_tokens)     \
-    X(LAYER_NORM, layer_norm)         \
-    X(BATCH_NORM, batch_norm)         \
-    X(FILL, fill)                     \
-    X(AXIAL_POS, axial_pos)           \
-    X(BUCKET_ROUTE, bucket_route)     \
-    X(BUCKET_GATHER, bucket_gather)   \
-    X(GATHER_ROWS, gather_rows)
-
-#define NF__CUDA_DECLARE_OP(NAME, name)                                      \
-    int nf__cuda_op_##name(nf_backend * be, const nf_op * op, nf_err * err); \
-    bool nf__cuda_ok_##name(nf_backend * be, const nf_op * op);
-NF_CUDA_DEVICE_OPS(NF__CUDA_DECLARE_OP)
-#undef NF__CUDA_DECLARE_OP
+/* ---- the kernels of the kernel table -------------------------------------
+ * Every op NAME of nf-ops.def has
+ *   int  nf__cuda_<name>(nf_backend *, const nf_op *, nf_err *)  the kernel
+ *   bool nf__cuda_<name>_supports(nf_backend *, const nf_op *)   its limits
+ * (the kernel-table types of nf-impl.h), declared here from nf-ops.def and
+ * put in cuda-ops.c's kernel table. LINEAR, ATTENTION and CONV1D, which
+ * drive cuBLAS from the host, are in cuda-ops.c; the others in the
+ * cuda-kernels*.cu files. An op without them does not link (or is listed in
+ * cuda-ops.c as one the backend lacks). */
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops)              \
+    int nf__cuda_##name(nf_backend * be, const nf_op * op, nf_err * err); \
+    bool nf__cuda_##name##_supports(nf_backend * be, const nf_op * op);
+#include "nf-ops.def"
 
 /* What the ops above need of the backend (cuda-ops.c): its stream, its scratch
  * (grown on demand; *size is what is available), the error of a failed

@@ -1,6 +1,6 @@
 /*
  * cuda-ops.c -- the CUDA backend's host code for LINEAR, ATTENTION and CONV1D
- * (cuBLAS GEMMs and the kernels of cuda-kernels.cu), the per-op limits and the
+ * (cuBLAS GEMMs and the kernels of cuda-kernels-*.cu), the per-op limits and the
  * kernel table. Precision and the GEMM layout: see cuda.c.
  */
 #include "cuda-impl.h"
@@ -66,7 +66,7 @@ static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta
 
 /* ---- ops ------------------------------------------------------------------------- */
 
-/* for the ops in cuda-kernels.cu */
+/* for the ops in cuda-kernels-*.cu */
 cudaStream_t nf__cuda_op_stream(nf_backend * be) { return nf__cuda(be)->stream; }
 int nf__cuda_op_scratch(nf_backend * be, size_t bytes, void ** out, size_t * size, nf_err * err) {
     NF_TRY(nf__cuda_scratch(be, bytes, out, err));
@@ -93,7 +93,7 @@ int nf__cuda_op_launch_err(nf_backend * be, const nf_op * op, const char * kerne
  *  - not accumulating: GEMM into y (beta 0), then the epilogue in place;
  *  - accumulating with bias or act: GEMM into scratch by chunks of rows,
  *    then the epilogue adds into y. */
-static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_linear_params * p = &op->p.linear;
     const int64_t m = p->m, n = p->n, k = p->k;
     if (m <= 0 || n <= 0) return NF_OK;
@@ -140,7 +140,7 @@ static int nf__cuda_linear_op(nf_backend * be, const nf_op * op, nf_err * err) {
  *   O (nb, nl, hd)  = S V            (strided batched over groups)
  * In column-major terms: Sᵀ (lk x nl) = op_T(K: hd x lk, ld kv_ss) · Qᵀ (hd x nl, ld q_ss),
  * and Oᵀ (hd x nl, ld o_ss) = Vᵀ (hd x lk, ld kv_ss) · Sᵀ (lk x nl, ld lk). */
-static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_attention_params * p = &op->p.attention;
     const int64_t G = p->n_groups, lq = p->lq, lk = p->lk, H = p->n_heads, hd = p->head_dim;
     if (G <= 0 || lq <= 0 || H <= 0 || hd <= 0) return NF_OK;
@@ -209,7 +209,7 @@ static int nf__cuda_attention_op(nf_backend * be, const nf_op * op, nf_err * err
  * disjoint; else one sequence at a time in chunks of rb positions. The work
  * buffers are the backend's scratch (grown on demand, traced, freed with
  * the backend). */
-static int nf__cuda_conv1d_op(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_conv1d_params * p = &op->p.conv1d;
     const int64_t S = p->n_seq, L = p->len, cin = p->cin, cout = p->cout, K = p->ksize, KC = K * cin;
     if (S <= 0 || L <= 0) return NF_OK;
@@ -297,14 +297,14 @@ static int nf__cuda_conv1d_op(nf_backend * be, const nf_op * op, nf_err * err) {
 
 static bool nf__fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-static bool nf__cuda_ok_linear(nf_backend * be, const nf_op * op) {
+bool nf__cuda_linear_supports(nf_backend * be, const nf_op * op) {
     const struct nf_linear_params * p = &op->p.linear;
     return (p->act == NF_ACT_NONE || p->act == NF_ACT_GELU || p->act == NF_ACT_RELU) && nf__fits_int(p->m) &&
            nf__fits_int(p->n) && nf__fits_int(p->k) && nf__fits_int(p->ldx) && nf__fits_int(p->ldy) &&
            (p->m <= 1 || (p->ldx >= p->k && p->ldy >= p->n));
 }
 
-static bool nf__cuda_ok_attention(nf_backend * be, const nf_op * op) {
+bool nf__cuda_attention_supports(nf_backend * be, const nf_op * op) {
     const struct nf_attention_params * p = &op->p.attention;
     const int64_t hd = p->head_dim;
     return p->lk >= 1 && nf__fits_int(p->lq) && nf__fits_int(p->lk) && nf__fits_int(hd) && nf__fits_int(p->q_ss) &&
@@ -312,18 +312,20 @@ static bool nf__cuda_ok_attention(nf_backend * be, const nf_op * op) {
            (p->lq <= 1 || (p->q_ss >= hd && p->o_ss >= hd)) && (p->lk <= 1 || p->kv_ss >= hd);
 }
 
-static bool nf__cuda_ok_conv1d(nf_backend * be, const nf_op * op) {
+bool nf__cuda_conv1d_supports(nf_backend * be, const nf_op * op) {
     const struct nf_conv1d_params * p = &op->p.conv1d;
     /* cuBLAS's int dimensions and leading dimensions */
     return nf__fits_int(p->len) && nf__fits_int(p->cout) && nf__fits_int(p->cin) && nf__fits_int(p->ksize) &&
            p->cin <= INT_MAX / p->ksize && nf__fits_int(p->ldx) && nf__fits_int(p->ldy);
 }
 
+/* the ops this backend lacks (NF_ERR_UNSUPPORTED), one line each:
+ *   #define NF_CUDA_LACKS_<NAME> NF_KERNEL_LACKS
+ * none: every op has a kernel nf__cuda_<name> and its limits nf__cuda_<name>_supports
+ * (declared in cuda-kernels.h; table: nf-impl.h, NF_KERNEL_ENTRY) */
+
 const struct nf_kernel nf__cuda_kernels[NF_OP_COUNT] = {
-#define NF__CUDA_DEVICE_OP(NAME, name) [NF_OP_##NAME] = {nf__cuda_op_##name, nf__cuda_ok_##name},
-    NF_CUDA_DEVICE_OPS(NF__CUDA_DEVICE_OP)
-#undef NF__CUDA_DEVICE_OP
-        [NF_OP_LINEAR] = {nf__cuda_linear_op, nf__cuda_ok_linear},
-    [NF_OP_ATTENTION] = {nf__cuda_attention_op, nf__cuda_ok_attention},
-    [NF_OP_CONV1D] = {nf__cuda_conv1d_op, nf__cuda_ok_conv1d},
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) \
+    [NF_OP_##NAME] = NF_KERNEL_ENTRY(NF_CUDA_LACKS_##NAME, nf__cuda_##name, nf__cuda_##name##_supports),
+#include "nf-ops.def"
 };

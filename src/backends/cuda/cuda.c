@@ -1,7 +1,7 @@
 /*
  * cuda.c -- the CUDA backend: device selection, memory, transfers, the vtable.
  * The GEMM, LINEAR, ATTENTION and CONV1D host code and the kernel table are in
- * cuda-ops.c, the kernels in cuda-kernels.cu.
+ * cuda-ops.c, the kernels in cuda-kernels-*.cu.
  *
  * One backend instance = one device, one non-blocking stream, one cuBLAS
  * handle bound to that stream. All work is enqueued on the stream; upload
@@ -16,7 +16,7 @@
  *    for the cuBLAS GEMMs (LINEAR, CONV1D, and both ATTENTION products where
  *    lk or head_dim is too large for nf_k_attention_small); every other kernel,
  *    nf_k_attention_small included, is the same exact fp32 code.
- *  Kernels (cuda-kernels.cu) are built with --fmad=false and without
+ *  Kernels (cuda-kernels-*.cu) are built with --fmad=false and without
  *  -use_fast_math; NF_CUDA_BUILD_FLAGS records what was used.
  *
  * GEMM layout: tensors are row-major, cuBLAS is column-major. A row-major

@@ -1,7 +1,7 @@
 /*
  * opencl-gemm.c -- LINEAR and CONV1D on the OpenCL backend.
  *
- * CONV1D is im2col + this GEMM (see nf__cl_op_conv1d at the end).
+ * CONV1D is im2col + this GEMM (see nf__cl_conv1d at the end).
  *
  * LINEAR's GEMM: CLBlast SGEMM (when built with it, NF_HAVE_CLBLAST) followed
  * by our epilogue kernel (bias, GELU, accumulate), or our own tiled kernel
@@ -81,7 +81,7 @@ int nf__cl_choose_gemm(struct nf_cl * c, nf_err * err) {
 
 /* ---- supports ---------------------------------------------------------------------- */
 
-bool nf__cl_sup_linear(nf_backend * be, const nf_op * op) {
+bool nf__cl_linear_supports(nf_backend * be, const nf_op * op) {
     struct nf_cl * c = be->ctx;
     const struct nf_linear_params * p = &op->p.linear;
     if (op->n_src < 2 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[1]) || !is_f32(&op->dst[0]) ||
@@ -187,7 +187,7 @@ static int op_linear_clblast(nf_backend * be, const nf_op * op, nf_err * err) {
 }
 #endif
 
-int nf__cl_op_linear(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
 #ifdef NF_HAVE_CLBLAST
     if (c->use_clblast) {
@@ -227,7 +227,7 @@ static int gemm_raw(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem
                   KLONG(b_off), KINT(0), KMEM(C), KLONG(c_off), KLONG(N), KINT(M), KINT(N), KINT(K), KINT(0), KINT(0));
 }
 
-bool nf__cl_sup_conv1d(nf_backend * be, const nf_op * op) {
+bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op) {
     struct nf_cl * c = be->ctx;
     const struct nf_conv1d_params * p = &op->p.conv1d;
     if (op->n_src < 2 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[1]) || !is_f32(&op->dst[0]) ||
@@ -252,7 +252,7 @@ static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
  * ksize*cin)), then per block of rows of the flattened (sequence, position)
  * index: im2col of the block into scratch, the GEMM col · Wtᵀ into scratch,
  * and the epilogue y = y + (sum + bias) (the cpu reference's rounding). */
-int nf__cl_op_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const struct nf_conv1d_params * p = &op->p.conv1d;
     const nf_tensor * x = &op->src[0];

@@ -5,7 +5,7 @@
  * _POSIX_C_SOURCE:
  *   opencl.c          device enumeration, init / free, listing, the vtable
  *   opencl-buffers.c  device buffers, upload / download, scratch
- *   opencl-program.c  program build from the embedded kernels.cl + binary cache
+ *   opencl-program.c  program build from the embedded kernels-*.cl + binary cache
  *   opencl-gemm.c     LINEAR and CONV1D: the GEMM choice, CLBlast or the built-in kernel
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
  */
@@ -59,7 +59,7 @@ static inline int cl_rc_code(cl_int e) {
 
 /* ---- state -------------------------------------------------------------------- */
 
-/* the program's kernels: one entry each (enum value, kernel name in kernels.cl) */
+/* the program's kernels: one entry each (enum value, kernel name in kernels-*.cl) */
 /* clang-format off */
 #define CL_KERNELS(X)                                                               \
     X(K_QUANTILE_SORT, "nf_quantile_sort") X(K_QUANTILE_INTERP, "nf_quantile_interp") \
@@ -145,10 +145,10 @@ int nf__cl_build_program(struct nf_cl * c, const char * opts, char * dev_name, c
 
 /* opencl-gemm.c */
 int nf__cl_choose_gemm(struct nf_cl * c, nf_err * err);
-bool nf__cl_sup_linear(nf_backend * be, const nf_op * op);
-int nf__cl_op_linear(nf_backend * be, const nf_op * op, nf_err * err);
-bool nf__cl_sup_conv1d(nf_backend * be, const nf_op * op);
-int nf__cl_op_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
+bool nf__cl_linear_supports(nf_backend * be, const nf_op * op);
+int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err);
+bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
+int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 
 /* opencl-ops.c */
 extern const struct nf_kernel nf__cl_kernels[NF_OP_COUNT];

@@ -1,6 +1,6 @@
 /*
- * opencl-kernels.h -- the embedded kernels.cl source and the launch geometry
- * that the host code must agree on with kernels.cl (shared by opencl-*.c and
+ * opencl-kernels.h -- the embedded kernel source (kernels-*.cl) and the launch geometry
+ * that the host code must agree on with the kernels (shared by opencl-*.c and
  * bench/opencl-gemm.c).
  */
 #ifndef NF_OPENCL_KERNELS_H
@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-/* kernels.cl, NUL-terminated; nf__opencl_kernels_src_len excludes the NUL. */
+/* the kernel files concatenated (CMakeLists.txt), NUL-terminated; nf__opencl_kernels_src_len excludes the NUL. */
 extern const char * const nf__opencl_kernels_src;
 extern const size_t nf__opencl_kernels_src_len;
 
@@ -35,7 +35,7 @@ static inline struct nf_cl_lin_geo nf__cl_lin_geo(int device_is_cpu) {
 #define NF_CL_ATTNW_ROWS   8
 #define NF_CL_ATTNW_MAX_HD 256
 
-/* nf_batch_norm: rows per work-item (NF_BN_ROWS in kernels.cl) */
+/* nf_batch_norm: rows per work-item (NF_BN_ROWS in kernels-norm.cl) */
 #define NF_CL_BN_ROWS 16
 
 #endif

@@ -40,7 +40,7 @@ int nf__cl_launch(struct nf_cl * c, int kid, const struct karg * a, int na, cl_u
 /* ---- per-op limits (kernel table .supports) ------------------------------------- */
 
 /* per-op limits of the kernels below (the dispatcher has validated the op) */
-static bool sup_quantile(nf_backend * be, const nf_op * op) {
+static bool nf__cl_quantile_supports(nf_backend * be, const nf_op * op) {
     const struct nf_quantile_params * p = &op->p.quantile;
     if (op->n_src < 1 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->dst[0])) {
         return false;
@@ -49,7 +49,7 @@ static bool sup_quantile(nf_backend * be, const nf_op * op) {
     return n >= 1 && n <= (1 << 24) && fits_int(cols(&op->src[0])) && p->nq >= 1 && p->q_denom >= 1;
 }
 
-static bool sup_bucketize(nf_backend * be, const nf_op * op) {
+static bool nf__cl_bucketize_norm_supports(nf_backend * be, const nf_op * op) {
     if (op->n_src < 3 || op->n_dst < 1 || !is_f32(&op->src[0]) || !is_f32(&op->src[2]) || !is_f32(&op->dst[0])) {
         return false;
     }
@@ -63,12 +63,12 @@ static bool sup_bucketize(nf_backend * be, const nf_op * op) {
     return true;
 }
 
-static bool sup_embed(nf_backend * be, const nf_op * op) {
+static bool nf__cl_embed_features_supports(nf_backend * be, const nf_op * op) {
     return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]) &&
            is_f32(&op->dst[0]) && op->dst[0].ndim == 3 && fits_int(op->dst[0].ne[1]) && fits_int(op->dst[0].ne[2]);
 }
 
-static bool sup_label(nf_backend * be, const nf_op * op) {
+static bool nf__cl_label_tokens_supports(nf_backend * be, const nf_op * op) {
     if (op->n_dst < 1 || !is_f32(&op->dst[0]) || op->dst[0].ndim != 3 || !fits_int(op->dst[0].ne[0]) ||
         !fits_int(op->dst[0].ne[1]) || !fits_int(op->dst[0].ne[2])) {
         return false;
@@ -83,13 +83,13 @@ static bool sup_label(nf_backend * be, const nf_op * op) {
     }
 }
 
-static bool sup_layer_norm(nf_backend * be, const nf_op * op) {
+static bool nf__cl_layer_norm_supports(nf_backend * be, const nf_op * op) {
     const struct nf_layer_norm_params * p = &op->p.layer_norm;
     return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]) &&
            is_f32(&op->dst[0]) && p->k >= 1 && fits_int(p->k) && p->m >= 0;
 }
 
-static bool sup_attention(nf_backend * be, const nf_op * op) {
+static bool nf__cl_attention_supports(nf_backend * be, const nf_op * op) {
     struct nf_cl * c = be->ctx;
     const struct nf_attention_params * p = &op->p.attention;
     return op->n_src >= 3 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->src[2]) &&
@@ -98,7 +98,7 @@ static bool sup_attention(nf_backend * be, const nf_op * op) {
            c->kwg[p->head_dim <= NF_CL_ATTN_MAX_HD ? K_ATTENTION : K_ATTENTION_WIDE] >= NF_CL_ATTN_WG;
 }
 
-static bool sup_batch_norm(nf_backend * be, const nf_op * op) {
+static bool nf__cl_batch_norm_supports(nf_backend * be, const nf_op * op) {
     const struct nf_batch_norm_params * p = &op->p.batch_norm;
     if (op->n_src < 5 || op->n_dst < 1 || !is_f32(&op->dst[0])) {
         return false;
@@ -111,12 +111,12 @@ static bool sup_batch_norm(nf_backend * be, const nf_op * op) {
     return fits_int(p->c) && p->m >= 0;
 }
 
-static bool sup_fill(nf_backend * be, const nf_op * op) {
+static bool nf__cl_fill_supports(nf_backend * be, const nf_op * op) {
     const struct nf_fill_params * p = &op->p.fill;
     return op->n_dst >= 1 && is_f32(&op->dst[0]) && fits_int(p->m) && fits_int(p->k);
 }
 
-static bool sup_axial_pos(nf_backend * be, const nf_op * op) {
+static bool nf__cl_axial_pos_supports(nf_backend * be, const nf_op * op) {
     const struct nf_axial_pos_params * p = &op->p.axial_pos;
     return op->n_src >= 2 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->dst[0]) &&
            fits_int(p->dim);
@@ -124,20 +124,20 @@ static bool sup_axial_pos(nf_backend * be, const nf_op * op) {
 
 static bool is_i32(const nf_tensor * t) { return has_tensor(t) && t->type == NF_I32 && t->offs % sizeof(int32_t) == 0; }
 
-static bool sup_gather_rows(nf_backend * be, const nf_op * op) {
+static bool nf__cl_gather_rows_supports(nf_backend * be, const nf_op * op) {
     const struct nf_gather_rows_params * p = &op->p.gather_rows;
     return op->n_src >= 2 && op->n_dst >= 1 && is_i32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->dst[0]) &&
            fits_int(p->k) && p->m >= 0;
 }
 
-static bool sup_bucket_route(nf_backend * be, const nf_op * op) {
+static bool nf__cl_bucket_route_supports(nf_backend * be, const nf_op * op) {
     const struct nf_bucket_route_params * p = &op->p.bucket_route;
     return op->n_src >= 2 && op->n_dst >= 2 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_i32(&op->dst[0]) &&
            is_f32(&op->dst[1]) && fits_int(p->n_buckets) && fits_int(p->bucket) && fits_int(p->head_dim) &&
            fits_int(p->n_heads) && fits_int(2 * p->n_seq * p->n_heads);
 }
 
-static bool sup_bucket_gather(nf_backend * be, const nf_op * op) {
+static bool nf__cl_bucket_gather_supports(nf_backend * be, const nf_op * op) {
     const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
     return op->n_src >= 4 && op->n_dst >= 2 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_i32(&op->src[2]) &&
            is_f32(&op->src[3]) && is_f32(&op->dst[0]) && is_f32(&op->dst[1]) && fits_int(p->n_buckets) &&
@@ -146,7 +146,7 @@ static bool sup_bucket_gather(nf_backend * be, const nf_op * op) {
 
 /* ---- compute ------------------------------------------------------------------------ */
 
-static int op_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * x = &op->src[0];
     const nf_tensor * B = &op->dst[0];
@@ -170,7 +170,7 @@ static int op_quantile(nf_backend * be, const nf_op * op, nf_err * err) {
                   KINT(op->p.quantile.q_denom), KINT(F), KMEM(tmem(B)), KLONG(toff(B)));
 }
 
-static int op_bucketize(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * xs = &op->src[0];
     const nf_tensor * xq = &op->src[1];
@@ -206,7 +206,7 @@ static int op_bucketize(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-static int op_embed(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * z = &op->src[0];
     const nf_tensor * w = &op->src[1];
@@ -221,7 +221,7 @@ static int op_embed(nf_backend * be, const nf_op * op, nf_err * err) {
                   KINT(D));
 }
 
-static int op_label(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * tok = &op->dst[0];
     const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
@@ -254,7 +254,7 @@ static int op_label(nf_backend * be, const nf_op * op, nf_err * err) {
     }
 }
 
-static int op_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * x = &op->src[0];
     const nf_tensor * g = &op->src[1];
@@ -268,7 +268,7 @@ static int op_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
                   KINT(p->k), KFLT(p->eps), KLOCAL(c->ln_wg * (c->fp64 ? sizeof(cl_double) : sizeof(cl_float))));
 }
 
-static int op_attention(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * q = &op->src[0];
     const nf_tensor * k = &op->src[1];
@@ -286,7 +286,7 @@ static int op_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                   KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale));
 }
 
-static int op_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * x = &op->src[0];
     const nf_tensor * w = &op->src[1];
@@ -303,7 +303,7 @@ static int op_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
                   KINT(p->relu != 0));
 }
 
-static int op_fill(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_fill(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * y = &op->dst[0];
     const struct nf_fill_params * p = &op->p.fill;
@@ -313,7 +313,7 @@ static int op_fill(nf_backend * be, const nf_op * op, nf_err * err) {
                   KFLT(p->value));
 }
 
-static int op_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * idx = &op->src[0];
     const nf_tensor * W = &op->src[1];
@@ -329,7 +329,7 @@ static int op_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
                   KINT(p->k), KFLT(p->scale), KINT(p->accumulate != 0));
 }
 
-static int op_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * e0 = &op->src[0];
     const nf_tensor * e1 = &op->src[1];
@@ -346,7 +346,7 @@ static int op_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
 /* bucket means of q and k into scratch (2*SH, nb, E), then one work-item per
  * (sequence, head, bucket) for its score row (scratch, after the means) and
  * softmax */
-static int op_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * q = &op->src[0];
     const nf_tensor * k = &op->src[1];
@@ -371,7 +371,7 @@ static int op_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
                   KLONG(toff(prob)));
 }
 
-static int op_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * k = &op->src[0];
     const nf_tensor * v = &op->src[1];
@@ -390,19 +390,14 @@ static int op_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
                   KINT(n_su));
 }
 
+/* ---- the kernel table (nf-ops.def; nf-impl.h, NF_KERNEL_ENTRY) ---------------------- */
+
+/* the ops this backend lacks (NF_ERR_UNSUPPORTED), one line each:
+ *   #define NF_CL_LACKS_<NAME> NF_KERNEL_LACKS
+ * none: every op has a kernel nf__cl_<name> and its limits nf__cl_<name>_supports */
+
 const struct nf_kernel nf__cl_kernels[NF_OP_COUNT] = {
-    [NF_OP_QUANTILE] = {op_quantile, sup_quantile},
-    [NF_OP_BUCKETIZE_NORM] = {op_bucketize, sup_bucketize},
-    [NF_OP_EMBED_FEATURES] = {op_embed, sup_embed},
-    [NF_OP_LABEL_TOKENS] = {op_label, sup_label},
-    [NF_OP_LAYER_NORM] = {op_layer_norm, sup_layer_norm},
-    [NF_OP_LINEAR] = {nf__cl_op_linear, nf__cl_sup_linear},
-    [NF_OP_ATTENTION] = {op_attention, sup_attention},
-    [NF_OP_CONV1D] = {nf__cl_op_conv1d, nf__cl_sup_conv1d},
-    [NF_OP_BATCH_NORM] = {op_batch_norm, sup_batch_norm},
-    [NF_OP_FILL] = {op_fill, sup_fill},
-    [NF_OP_AXIAL_POS] = {op_axial_pos, sup_axial_pos},
-    [NF_OP_GATHER_ROWS] = {op_gather_rows, sup_gather_rows},
-    [NF_OP_BUCKET_ROUTE] = {op_bucket_route, sup_bucket_route},
-    [NF_OP_BUCKET_GATHER] = {op_bucket_gather, sup_bucket_gather},
+#define NF_OP(NAME, name, SRC, DST, PARAMS, validate, flops) \
+    [NF_OP_##NAME] = NF_KERNEL_ENTRY(NF_CL_LACKS_##NAME, nf__cl_##name, nf__cl_##name##_supports),
+#include "nf-ops.def"
 };

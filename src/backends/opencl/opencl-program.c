@@ -1,10 +1,10 @@
 /*
  * opencl-program.c -- the OpenCL backend's program: built from the embedded
- * kernels.cl with exact-math options, through a binary cache.
+ * kernel files (kernels-*.cl) with exact-math options, through a binary cache.
  *
  * Program binary cache: $NOFALL_CACHE_DIR/opencl, else
  * $XDG_CACHE_HOME/nofall/opencl, else ~/.cache/nofall/opencl, file
- * <64-bit FNV-1a of source+options+device+driver>.bin. Any cache problem
+ * <64-bit FNV-1a of source (all the kernel files)+options+device+driver>.bin. Any cache problem
  * silently means "build from source" (it is a build cache, not a compute
  * fallback). NOFALL_OPENCL_NO_CACHE=1 disables it.
  *

@@ -4,7 +4,7 @@
  * opencl-program.c, opencl-gemm.c and opencl-ops.c (see opencl-impl.h).
  *
  * One backend instance = one OpenCL device, one context, one in-order queue,
- * one program built from the embedded kernels.cl. Every op runs on that
+ * one program built from the embedded kernel files (kernels-*.cl). Every op runs on that
  * device; there is no host fallback anywhere in this backend (an op the device
  * cannot run is NF_ERR_UNSUPPORTED / NF_ERR_DEVICE, never a silent copy).
  *
@@ -13,7 +13,7 @@
  * (CL_DEVICE_TYPE_ALL) returns them.
  *
  * Precision: the program is built without any relaxed-math option (see
- * nf__cl_build_options() in opencl-program.c); kernels.cl turns FP_CONTRACT
+ * nf__cl_build_options() in opencl-program.c); kernels-common.cl turns FP_CONTRACT
  * off. The options used are recorded in be->precision_detail.
  *
  * Program binary cache: see opencl-program.c. LINEAR's GEMM: see opencl-gemm.c.
