@@ -1,9 +1,10 @@
-/* genes.c -- the gene interval index of `nofall annotate` (README "annotate"):
+/* genes.c -- the gene interval index of annotate (nofall-genomics.h; README "annotate"):
  * the `gene` rows of a GTF (plain, gzip or bgzip; read through htslib's
  * hts_getline) by contig, and the strands of the genes overlapping a
  * position, as upstream's pyensembl `genes_at_locus` gives them (1-based,
  * start <= pos <= end, both ends inclusive). */
-#include "cli.h"
+#include "nofall-genomics.h"
+#include "nf-impl.h"
 #include "io/nf-io.h"
 
 #include <stdlib.h>
