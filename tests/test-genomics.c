@@ -197,7 +197,17 @@ static void refusals(void) {
     o.genes = "missing.gtf";
     CHECK_RC(nf_annotate_file(&o, NULL, NULL, &err), NF_ERR_IO, &err);
     CHECK_MSG(&err, "missing.gtf: cannot open");
-    opts(&o, "y.vcf");
+    opts(&o, "y.vcf"); /* the stages out of order, no output */
+    CHECK_RC(nf_annotate_new(&o, NULL, &a, &err), NF_OK, &err);
+    if (a) {
+        CHECK_RC(nf_annotate_open(a, NULL, &err), NF_OK, &err);
+        CHECK_RC(nf_annotate_run(a, &err), NF_ERR_ARG, &err);
+        CHECK_MSG(&err, "before nf_annotate_load");
+        CHECK_RC(nf_annotate_load(a, &err), NF_OK, &err);
+        CHECK_RC(nf_annotate_run(a, &err), NF_ERR_ARG, &err);
+        CHECK_MSG(&err, "needs its output path");
+        nf_annotate_free(a);
+    }
     nf_annotate_hooks h = {0};
     h.size = 2; /* sharded without the hooks */
     CHECK_RC(nf_annotate_new(&o, &h, &a, &err), NF_ERR_ARG, &err);

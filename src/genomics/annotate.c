@@ -449,6 +449,9 @@ int nf_annotate_load(nf_annotator * a, nf_err * err) {
 }
 
 int nf_annotate_run(nf_annotator * a, nf_err * err) {
+    if (!a->m || !a->hdr) return nf__err_set(err, NF_ERR_ARG, "annotate: nf_annotate_run before nf_annotate_load");
+    if (a->h.rank == 0 && !a->out && !a->bgz && !a->hout)
+        return nf__err_set(err, NF_ERR_ARG, "annotate: rank 0 writes: nf_annotate_open needs its output path");
     if (a->h.size == 1) return nf_ann_loop_one(a, err);
     NF_TRY(nf_ann_loop_shard(a, err));
     /* the totals (every rank past its last agree: all take part) */

@@ -126,12 +126,12 @@ static int nf_gtf_line(struct nf_genes * gs, char * line, int * is_gene) {
 #endif
 
 int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err) {
-    char e[1024];
     *out = NULL;
 #ifndef NF_HAVE_HTSLIB
     (void) path;
     return nf__err_set(err, NF_ERR_UNSUPPORTED, "--genes: this build has no htslib (apt-get install libhts-dev)");
 #else
+    char e[1024];
     htsFile * fp = hts_open(path, "r");
     if (!fp) return nf__err_set(err, NF_ERR_IO, "--genes %s: cannot open", nf__esc(e, sizeof(e), path));
     struct nf_genes * gs = calloc(1, sizeof(*gs));
