@@ -157,22 +157,6 @@ void nf_progress_update(nf_progress * p, long long done);
 void nf_progress_suspend(nf_progress * p);
 void nf_progress_end(nf_progress * p);
 
-/* ---- SpTransformer's sequence inputs (seq-input.c) ------------------------------- */
-struct nf_cli_seq {
-    int64_t B, L;  /* sequences, tokens each (flanks included)        */
-    int8_t * ids;  /* B x L ids: A=0 C=1 G=2 T/U=3 N=4                 */
-    int pad;       /* 1: nofall added the flanks (--context pad)       */
-    int64_t flank; /* N added on each side (0 for --context given)     */
-    char source[32];
-};
-void nf_cli_seq_free(struct nf_cli_seq * s);
-int nf_cli_seq_id(int c); /* a nucleotide letter's id, -1 if none */
-int nf_cli_seq_seeded(struct nf_cli_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err * err);
-int nf_cli_seq_string(struct nf_cli_seq * s, const char * text, int pad, int64_t context, nf_err * err);
-int nf_cli_seq_npy(struct nf_cli_seq * s, const char * path, int pad, int64_t context, nf_err * err);
-int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * region, int pad, int64_t context,
-                     nf_err * err);
-
 /* ---- shared by `run` of every model (run-common.c) ------------------------------------ */
 /* where things were measured to be, after a forward */
 struct nf_run_meas {
@@ -225,15 +209,7 @@ int nf_cmd_verify_spt(int argc, char ** argv);
 /* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */
 void nf_cli_model_type(const char * model, char * out, size_t n);
 
-/* ---- `annotate` (cmd-annotate.c) and its gene index (genes.c) --------------------------- */
-struct nf_genes;
-/* the `gene` rows of a GTF (plain or gzip), by contig */
-int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err);
-void nf_genes_free(struct nf_genes * gs);
-int nf_genes_has_contig(const struct nf_genes * gs, const char * name);
-int64_t nf_genes_count(const struct nf_genes * gs);
-/* strands of the genes overlapping pos (1-based): bit 1 '+', bit 2 '-' */
-int nf_genes_strands(const struct nf_genes * gs, const char * contig, int64_t pos, int protein_coding);
+/* ---- `annotate` (cmd-annotate.c: a client of nofall-genomics.h) ---------------------------- */
 int nf_cmd_annotate(int argc, char ** argv);
 
 /* ---- MPI: one command sharded over the ranks of an mpirun job (mpi-shard.c) ---------- */

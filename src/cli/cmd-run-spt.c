@@ -12,6 +12,7 @@
  * argmax over channels 0..2), probabilities.npy (softmax over 0..2, sigmoid
  * on 3..17, as upstream's driver), encoding_metadata.json, report.json. */
 #include "cli.h"
+#include "nofall-genomics.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -113,13 +114,13 @@ static int nf_spt_parse(int argc, char ** argv, struct nf_spt_opts * o) {
     return 1;
 }
 
-static int nf_spt_input(const struct nf_spt_opts * o, int64_t context, struct nf_cli_seq * s, nf_err * err) {
+static int nf_spt_input(const struct nf_spt_opts * o, int64_t context, nf_seq * s, nf_err * err) {
     const int files = o->tokens || o->fasta;
     const int pad = o->context ? strcmp(o->context, "pad") == 0 : !files;
-    if (o->tokens) return nf_cli_seq_npy(s, o->tokens, pad, context, err);
-    if (o->fasta) return nf_cli_seq_fasta(s, o->fasta, o->region, pad, context, err);
-    if (o->sequence) return nf_cli_seq_string(s, o->sequence, pad, context, err);
-    return nf_cli_seq_seeded(s, o->seed, o->length, context, err);
+    if (o->tokens) return nf_seq_npy(s, o->tokens, pad, context, err);
+    if (o->fasta) return nf_seq_fasta(s, o->fasta, o->region, pad, context, err);
+    if (o->sequence) return nf_seq_string(s, o->sequence, pad, context, err);
+    return nf_seq_seeded(s, o->seed, o->length, context, err);
 }
 
 /* upstream's driver: softmax over channels 0..2, sigmoid on the others */
@@ -136,7 +137,7 @@ static void nf_spt_probabilities(const float * lg, float * pr, int64_t rows, int
 }
 
 /* read the set back: dtypes, shapes, finiteness, class ids in range */
-static int nf_spt_verify_assets(const char * dir, const struct nf_cli_seq * s, const int64_t * oshape, nf_err * err) {
+static int nf_spt_verify_assets(const char * dir, const nf_seq * s, const int64_t * oshape, nf_err * err) {
     char p[4096];
     struct {
         const char * f;
@@ -178,8 +179,7 @@ static int nf_spt_verify_assets(const char * dir, const struct nf_cli_seq * s, c
     return NF_OK;
 }
 
-static int nf_spt_write_metadata(const char * path, const struct nf_cli_seq * s, int64_t context, int64_t out_len,
-                                 nf_err * err) {
+static int nf_spt_write_metadata(const char * path, const nf_seq * s, int64_t context, int64_t out_len, nf_err * err) {
     cJSON * d = cJSON_CreateObject();
     cJSON * ids = cJSON_AddObjectToObject(d, "ids");
     static const char * const letters[5] = {"A", "C", "G", "T", "N"};
@@ -208,7 +208,7 @@ static int nf_spt_write_metadata(const char * path, const struct nf_cli_seq * s,
 static int nf_spt_main(const struct nf_spt_opts * o, nf_err * err) {
     nf_backend * be = NULL;
     nf_model * m = NULL;
-    struct nf_cli_seq s = {0};
+    nf_seq s = {0};
     float *logits = NULL, *probs = NULL;
     int64_t *cls = NULL, *ids = NULL;
     struct nf_outset os;
@@ -323,7 +323,7 @@ done:
     free(probs);
     free(cls);
     free(ids);
-    nf_cli_seq_free(&s);
+    nf_seq_free(&s);
     nf_model_free(m);
     nf_backend_free(be);
     return rc;

@@ -13,6 +13,7 @@
  * one-hot inputs. --bisect names the first stage (README "SpTransformer:
  * verify") where the two sides part. */
 #include "cli.h"
+#include "nofall-genomics.h"
 #include "io/nf-io.h"
 #include "sptransformer-impl.h"
 
@@ -233,7 +234,7 @@ static int nf_vspt_main(const struct nf_vspt_opts * o, int * n_failed, nf_err * 
     int n_dirs = 0, rc, n_cases = 0;
     struct nf_vspt_case * cases = NULL;
     struct nf_vspt_log dlog = {0}, rlog = {0};
-    struct nf_cli_seq s = {0};
+    nf_seq s = {0};
     float *l_dev = NULL, *l_ref = NULL, *oh = NULL;
     int64_t * ids = NULL;
     struct nf_npy fx_sel = {0}, fx_margin = {0}, fx_exp = {0};
@@ -285,7 +286,7 @@ static int nf_vspt_main(const struct nf_vspt_opts * o, int * n_failed, nf_err * 
            o->max_abs, o->mean_abs, NF_VSPT_NEAR_TIE, nf_precision_name(o->precision));
     for (int k = 0; k < total; k++) {
         struct nf_vspt_case * c = &cases[k];
-        nf_cli_seq_free(&s);
+        nf_seq_free(&s);
         nf__npy_free(&fx_sel);
         nf__npy_free(&fx_margin);
         nf__npy_free(&fx_exp);
@@ -301,13 +302,13 @@ static int nf_vspt_main(const struct nf_vspt_opts * o, int * n_failed, nf_err * 
             } else {
                 snprintf(c->name, sizeof(c->name), "seed=%llu", (unsigned long long) seed);
             }
-            rc = nf_cli_seq_seeded(&s, sd, n, context, err);
+            rc = nf_seq_seeded(&s, sd, n, context, err);
         } else {
             char p[4096];
             const char * base = strrchr(dirs[k], '/');
             snprintf(c->name, sizeof(c->name), "%s", base ? base + 1 : dirs[k]);
             nf__path_join(p, sizeof(p), dirs[k], "tokens.npy");
-            rc = nf_cli_seq_npy(&s, p, 0, context, err);
+            rc = nf_seq_npy(&s, p, 0, context, err);
             nf__path_join(p, sizeof(p), dirs[k], "expected_logits.npy");
             if (rc == NF_OK) rc = nf__npy_read(p, &fx_exp, err);
             nf_err ignore = {0};
@@ -463,7 +464,7 @@ done:
     free(dlog.s);
     nf_vspt_log_clear(&rlog);
     free(rlog.s);
-    nf_cli_seq_free(&s);
+    nf_seq_free(&s);
     nf__npy_free(&fx_sel);
     nf__npy_free(&fx_margin);
     nf__npy_free(&fx_exp);

@@ -1,4 +1,4 @@
-/* seq-input.c -- SpTransformer's inputs on the command line (README
+/* seq-input.c -- SpTransformer's inputs (nofall-genomics.h; README
  * "SpTransformer inputs"): token ids A=0, C=1, G=2, T/U=3, N=4 from
  *   a seeded generator (--seed, --length),
  *   a .npy of ids (--tokens: int8/int32/int64, (L,) or (B, L)),
@@ -8,7 +8,8 @@
  * and the flank mode: `given` (the input already carries `context` nt on each
  * side) or `pad` (nofall adds `context` N on each side). Lower case is
  * accepted, T and U alike; any other letter is an error naming where. */
-#include "cli.h"
+#include "nofall-genomics.h"
+#include "nf-impl.h"
 #include "io/nf-io.h"
 #include "sptransformer-impl.h"
 
@@ -19,12 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
-void nf_cli_seq_free(struct nf_cli_seq * s) {
+void nf_seq_free(nf_seq * s) {
     free(s->ids);
     memset(s, 0, sizeof(*s));
 }
 
-int nf_cli_seq_id(int c) {
+int nf_seq_id(int c) {
     switch (c) {
         case 'A':
         case 'a': return 0;
@@ -43,8 +44,7 @@ int nf_cli_seq_id(int c) {
 }
 
 /* B sequences of n core ids each (in core, B * n), flanked per mode */
-static int nf__seq_make(struct nf_cli_seq * s, const int8_t * core, int64_t B, int64_t n, int pad, int64_t context,
-                        nf_err * err) {
+static int nf__seq_make(nf_seq * s, const int8_t * core, int64_t B, int64_t n, int pad, int64_t context, nf_err * err) {
     const int64_t f = pad ? context : 0, L = n + 2 * f;
     if (B < 1 || n < 1) return nf__err_set(err, NF_ERR_INPUT, "the input has no sequence");
     s->ids = malloc((size_t) (B * L));
@@ -62,7 +62,7 @@ static int nf__seq_make(struct nf_cli_seq * s, const int8_t * core, int64_t B, i
     return NF_OK;
 }
 
-int nf_cli_seq_seeded(struct nf_cli_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err * err) {
+int nf_seq_seeded(nf_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
     int8_t * core = malloc((size_t) (n > 0 ? n : 1));
     if (!core) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
@@ -73,13 +73,13 @@ int nf_cli_seq_seeded(struct nf_cli_seq * s, uint64_t seed, int64_t n, int64_t c
     return rc;
 }
 
-int nf_cli_seq_string(struct nf_cli_seq * s, const char * text, int pad, int64_t context, nf_err * err) {
+int nf_seq_string(nf_seq * s, const char * text, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
     const int64_t n = (int64_t) strlen(text);
     int8_t * core = malloc((size_t) (n > 0 ? n : 1));
     if (!core) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++) {
-        const int id = nf_cli_seq_id((unsigned char) text[i]);
+        const int id = nf_seq_id((unsigned char) text[i]);
         if (id < 0) {
             free(core);
             char e[16];
@@ -95,7 +95,7 @@ int nf_cli_seq_string(struct nf_cli_seq * s, const char * text, int pad, int64_t
     return rc;
 }
 
-int nf_cli_seq_npy(struct nf_cli_seq * s, const char * path, int pad, int64_t context, nf_err * err) {
+int nf_seq_npy(nf_seq * s, const char * path, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
     struct nf_npy a;
     NF_TRY(nf__npy_read(path, &a, err));
@@ -136,8 +136,7 @@ done:
 }
 
 #ifndef NF_HAVE_HTSLIB
-int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * region, int pad, int64_t context,
-                     nf_err * err) {
+int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, int64_t context, nf_err * err) {
     (void) region;
     (void) pad;
     (void) context;
@@ -152,7 +151,7 @@ int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * regi
 static int nf__seq_map(const char * path, const char * name, int64_t first, const char * text, int64_t n, int8_t * out,
                        nf_err * err) {
     for (int64_t i = 0; i < n; i++) {
-        const int id = nf_cli_seq_id((unsigned char) text[i]);
+        const int id = nf_seq_id((unsigned char) text[i]);
         if (id < 0) {
             char e[16];
             return nf__err_set(err, NF_ERR_INPUT,
@@ -164,8 +163,7 @@ static int nf__seq_map(const char * path, const char * name, int64_t first, cons
     return NF_OK;
 }
 
-int nf_cli_seq_fasta(struct nf_cli_seq * s, const char * path, const char * region, int pad, int64_t context,
-                     nf_err * err) {
+int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
     int fd;
     uint64_t size;

@@ -1,9 +1,10 @@
-/* genes.c -- the gene interval index of `nofall annotate` (README "annotate"):
+/* genes.c -- the gene interval index of annotate (nofall-genomics.h; README "annotate"):
  * the `gene` rows of a GTF (plain, gzip or bgzip; read through htslib's
  * hts_getline) by contig, and the strands of the genes overlapping a
  * position, as upstream's pyensembl `genes_at_locus` gives them (1-based,
  * start <= pos <= end, both ends inclusive). */
-#include "cli.h"
+#include "nofall-genomics.h"
+#include "nf-impl.h"
 #include "io/nf-io.h"
 
 #include <stdlib.h>
@@ -125,12 +126,12 @@ static int nf_gtf_line(struct nf_genes * gs, char * line, int * is_gene) {
 #endif
 
 int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err) {
-    char e[1024];
     *out = NULL;
 #ifndef NF_HAVE_HTSLIB
     (void) path;
     return nf__err_set(err, NF_ERR_UNSUPPORTED, "--genes: this build has no htslib (apt-get install libhts-dev)");
 #else
+    char e[1024];
     htsFile * fp = hts_open(path, "r");
     if (!fp) return nf__err_set(err, NF_ERR_IO, "--genes %s: cannot open", nf__esc(e, sizeof(e), path));
     struct nf_genes * gs = calloc(1, sizeof(*gs));

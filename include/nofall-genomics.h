@@ -1,0 +1,159 @@
+/*
+ * nofall-genomics.h -- SpTransformer's genomic pipelines in libnofall-genomics
+ * (README "annotate", "SpTransformer inputs"), for the command line
+ * (`nofall run`, `nofall annotate`) and the Python package alike. A library
+ * of its own (it links htslib; libnofall does not):
+ *
+ *   nf_seq        token ids (A=0 C=1 G=2 T/U=3 N=4) from a seeded generator,
+ *                 a string, a .npy of ids or a FASTA file (a region of it),
+ *                 flanked as the model takes them.
+ *   nf_genes      the `gene` rows of a GTF by contig: the strands of the genes
+ *                 overlapping a position.
+ *   nf_annotator  `annotate`: the SNVs of a VCF/BCF scored against a
+ *                 reference genome (windows, strands, batched forwards with
+ *                 reuse, delta-splice, tissue z-scores), written as .vcf,
+ *                 .vcf.gz, .bcf, .tsv[.gz] or .csv[.gz] to a path the caller
+ *                 gives, with the report's content (JSON) and its counts.
+ *
+ * Errors as in nofall.h: result codes, messages naming the flag, file and
+ * record (the messages name the inputs by the CLI's flags: --vcf, --fasta,
+ * --genes, --out, --model). Nothing is printed: warnings and progress go to
+ * the caller's hooks. Built without htslib, the FASTA and GTF readers and
+ * annotate return NF_ERR_UNSUPPORTED (nf_genomics_has_htslib() says so).
+ */
+#ifndef NOFALL_GENOMICS_H
+#define NOFALL_GENOMICS_H
+
+#include "nofall.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when built with htslib (FASTA, GTF, VCF/BCF), else 0 */
+NF_API int nf_genomics_has_htslib(void);
+
+/* ---- SpTransformer's sequence inputs ---------------------------------------- */
+typedef struct nf_seq {
+    int64_t B, L;  /* sequences, tokens each (flanks included)       */
+    int8_t * ids;  /* B x L ids: A=0 C=1 G=2 T/U=3 N=4                */
+    int pad;       /* 1: the flanks were added (pad mode)             */
+    int64_t flank; /* N added on each side (0 when the input has them) */
+    char source[32];
+} nf_seq;
+NF_API void nf_seq_free(nf_seq * s);
+NF_API int nf_seq_id(int c); /* a nucleotide letter's id (any case, T = U), -1 if none */
+/* pad: 1 adds `context` N on each side, 0 takes the input as already flanked */
+NF_API int nf_seq_seeded(nf_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err * err); /* always padded */
+NF_API int nf_seq_string(nf_seq * s, const char * text, int pad, int64_t context, nf_err * err);
+NF_API int nf_seq_npy(nf_seq * s, const char * path, int pad, int64_t context, nf_err * err);
+/* every record (all one length) or one region "chr:start-end" (1-based,
+ * inclusive); the .fai is checked, and built beside path when missing */
+NF_API int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, int64_t context, nf_err * err);
+
+/* ---- the gene index -------------------------------------------------------- */
+typedef struct nf_genes nf_genes;
+/* the `gene` rows of a GTF (plain, gzip or bgzip) */
+NF_API int nf_genes_load(const char * path, nf_genes ** out, nf_err * err);
+NF_API void nf_genes_free(nf_genes * gs);
+NF_API int nf_genes_has_contig(const nf_genes * gs, const char * name);
+NF_API int64_t nf_genes_count(const nf_genes * gs);
+/* strands of the genes overlapping pos (1-based): bit 1 '+', bit 2 '-';
+ * protein_coding: only genes of that type */
+NF_API int nf_genes_strands(const nf_genes * gs, const char * contig, int64_t pos, int protein_coding);
+
+/* ---- annotate ------------------------------------------------------------------ */
+#define NF_ANNOTATE_TISSUES 15
+NF_API const char * nf_annotate_tissue(int t); /* "Adipose Tissue", ... (t < 15) */
+
+/* why an ALT is not scored (the report's "skipped" keys) */
+enum {
+    NF_ANNOTATE_SKIP_CONTIG_NAME = 0, /* contig_name_over_6_characters */
+    NF_ANNOTATE_SKIP_NOT_SNV,         /* not_snv                       */
+    NF_ANNOTATE_SKIP_NO_ALT,          /* no_alt                        */
+    NF_ANNOTATE_SKIP_STAR,            /* alt_star                      */
+    NF_ANNOTATE_SKIP_N
+};
+NF_API const char * nf_annotate_skip_name(int reason);
+
+typedef struct nf_annotate_opts {
+    const char * model;  /* a SpTransformer model (directory or .ckpt)       */
+    const char * device; /* "cpu" (the default), "opencl[:N]", "cuda[:N]"    */
+    const char *vcf, *fasta, *genes;
+    const char * out;   /* the output's name: its format (.vcf, .vcf.gz, .bcf, .tsv[.gz],
+                         .csv[.gz]) and the report's "out"; written to the path
+                         nf_annotate_open is given */
+    int raw_score;      /* the raw tissue deltas, not the Y/N flags       */
+    int protein_coding; /* only protein-coding genes give strands         */
+    int no_reuse;       /* every window in full (the model's batch_reuse 0) */
+    int64_t batch;      /* windows per forward, 2..4096 (16)              */
+} nf_annotate_opts;
+NF_API void nf_annotate_opts_init(nf_annotate_opts * o); /* zeros, device "cpu", batch 16 */
+
+/* the counts (summed over the ranks of a sharded run) */
+typedef struct nf_annotate_stats {
+    int64_t records, alts, scored; /* data records, their ALTs, the ALTs scored  */
+    int64_t scored_no_gene;        /* scored 0: no gene overlaps                 */
+    int64_t scored_ref_mismatch;   /* REF differs from the genome (scored anyway) */
+    int64_t window_cut;            /* windows cut at a contig end                */
+    int64_t skipped[NF_ANNOTATE_SKIP_N];
+    int64_t rows_written; /* output rows (the writer's)                    */
+    int64_t forwards, windows, windows_computed, windows_reused;
+    double forward_ms;
+    int ranks;
+} nf_annotate_stats;
+
+/* The caller's side. Every member may be 0 / NULL (one process, no
+ * progress, warnings dropped, the backend by nf_backend_init(device, 0)).
+ * Sharding (the CLI's MPI layer): record k (1-based) is scored by rank
+ * (k - 1) % size; records go in chunks of `chunk` per rank (0: max(batch,
+ * 1024)); every rank calls the same functions in the same order; rank 0
+ * alone writes (nf_annotate_open given a path), the others' scores reach it
+ * through gather. agree: collective "did any rank fail": NF_OK on every
+ * rank when none did, else an error (in err) on all. */
+typedef struct nf_annotate_hooks {
+    void * ctx;
+    void (*progress)(void * ctx, int64_t records_written); /* the writer, after each flush   */
+    void (*warning)(void * ctx, const char * msg);         /* e.g. a REF mismatch, no prefix */
+    int (*backend)(void * ctx, const char * device, nf_backend ** out, nf_err * err);
+    int rank, size;
+    int64_t chunk;
+    int (*agree)(void * ctx, int rc, nf_err * err);
+    int (*sum_i64)(void * ctx, int64_t * v, int n, nf_err * err);
+    int (*sum_f64)(void * ctx, double * v, int n, nf_err * err);
+    /* every rank's n bytes to rank 0, in rank order (all: malloc'd, lens: size entries) */
+    int (*gather)(void * ctx, const void * data, int64_t n, char ** all, int64_t * lens, nf_err * err);
+    void (*chunk_done)(void * ctx); /* rank 0, after writing a chunk */
+} nf_annotate_hooks;
+
+typedef struct nf_annotator nf_annotator;
+/* The stages, in this order (a sharded caller agrees between them):
+ *   new    the arguments: the output name, no output that is an input, a
+ *          SpTransformer model. o's strings and h are kept (not copied).
+ *   open   out_path (the writer: NULL on the other ranks) opened, --genes
+ *          read, --fasta's index checked (and built) when out_path is given
+ *   load   --fasta (if not yet), --vcf's header, the backend, the model;
+ *          the output's header written
+ *   run    every record scored and written (sharded: the totals summed)
+ *   close  the output's last blocks written and closed (the writer)
+ * then the report (JSON text) and the counts; free on every path. */
+NF_API int nf_annotate_new(const nf_annotate_opts * o, const nf_annotate_hooks * h, nf_annotator ** out, nf_err * err);
+NF_API int nf_annotate_open(nf_annotator * a, const char * out_path, nf_err * err);
+NF_API int nf_annotate_load(nf_annotator * a, nf_err * err);
+NF_API int nf_annotate_run(nf_annotator * a, nf_err * err);
+NF_API int nf_annotate_close(nf_annotator * a, nf_err * err);
+NF_API void nf_annotate_get_stats(const nf_annotator * a, nf_annotate_stats * s);
+/* report.json's content (wall_ms: since new); malloc'd, free() it */
+NF_API char * nf_annotate_report_json(const nf_annotator * a, nf_err * err);
+NF_API void nf_annotate_free(nf_annotator * a);
+/* the data records of a VCF/BCF when cheaply known (its index, or one pass
+ * over a regular file), else 0 */
+NF_API long long nf_annotate_count_records(const char * vcf);
+/* All of it on one process: o->out written in place (no temporary name),
+ * report_path (may be NULL) the report; s (may be NULL) the counts. */
+NF_API int nf_annotate_file(const nf_annotate_opts * o, const char * report_path, nf_annotate_stats * s, nf_err * err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,92 @@
+/* annotate-impl.h -- the annotator's state, shared by annotate.c (the stages,
+ * the loops, the shard exchange), annotate-score.c (windows, strands, jobs,
+ * forwards, scores) and annotate-vcf.c (the output, the report). Built with
+ * htslib only. */
+#ifndef NF_ANNOTATE_IMPL_H
+#define NF_ANNOTATE_IMPL_H
+
+#include "nofall-genomics.h"
+#include "nf-impl.h"
+
+#include <htslib/bgzf.h>
+#include <htslib/faidx.h>
+#include <htslib/kstring.h>
+#include <htslib/vcf.h>
+#include <stdio.h>
+
+enum { NF_ANN_CSV, NF_ANN_TSV, NF_ANN_VCF };
+/* how the output is written: as is, BGZF-compressed (.gz), BCF (.bcf) */
+enum { NF_ANN_PLAIN, NF_ANN_BGZF, NF_ANN_BCF };
+
+/* one scored ALT */
+struct nf_ann_alt {
+    int skip;      /* -1 scored, else a skip reason */
+    int strands;   /* bit 1 '+', bit 2 '-' */
+    int pending;   /* jobs not yet run */
+    float dsplice; /* max over strands */
+    float dtissue[NF_ANNOTATE_TISSUES];
+    char base;
+};
+
+struct nf_ann_rec {
+    bcf1_t * b;
+    int64_t index; /* 1-based data record number */
+    int owner;     /* the rank that scores it (0 unsharded) */
+    int n_alt;
+    struct nf_ann_alt * alt;
+};
+
+/* one strand of one ALT: two windows */
+struct nf_ann_job {
+    int64_t rec; /* index into the pending records */
+    int alt;
+    int64_t L;
+    int8_t * ref; /* L ids each */
+    int8_t * alt_ids;
+};
+
+struct nf_annotator {
+    nf_annotate_opts o;
+    nf_annotate_hooks h;
+    double t_start;
+    nf_backend * be;
+    nf_model * m;
+    int64_t context, flank; /* flank = context + 100 */
+    faidx_t * fai;
+    nf_genes * genes;
+    htsFile * in;
+    bcf_hdr_t * hdr;
+    int fmt, enc;
+    char * out_path; /* the writer's, or NULL */
+    FILE * out;      /* NF_ANN_PLAIN */
+    BGZF * bgz;      /* NF_ANN_BGZF  */
+    htsFile * hout;  /* NF_ANN_BCF   */
+    int64_t written; /* records written (the writer): the progress */
+    kstring_t ks;
+    struct nf_ann_rec * recs;
+    int64_t n_recs, cap_recs;
+    struct nf_ann_job * jobs;
+    int64_t n_jobs, cap_jobs;
+    int64_t * tok;
+    float *logits, *probs;
+    int64_t buf_seqs, buf_L;
+    int64_t *lens, *off, *end; /* the exchange's, size entries (sharded) */
+    nf_annotate_stats st;
+};
+
+double nf__ann_now_ms(void);
+int nf__ann_grow(void ** p, int64_t * cap, int64_t need, size_t elem);
+const char * nf__ann_where(const nf_annotator * a, const struct nf_ann_rec * r, char * buf, size_t n);
+/* annotate-score.c */
+int nf__ann_record(nf_annotator * a, bcf1_t * b, int64_t index, nf_err * err);
+int nf__ann_run_jobs(nf_annotator * a, nf_err * err);
+/* the 15 tissue values of one ALT (Y/N flags, or raw) */
+void nf__ann_tissue_values(const nf_annotator * a, const struct nf_ann_alt * al, char vals[][40]);
+/* annotate-vcf.c */
+int nf__ann_open_writer(nf_annotator * a, const char * path, nf_err * err);
+int nf__ann_write_header(nf_annotator * a, nf_err * err);
+int nf__ann_flush(nf_annotator * a, nf_err * err);
+int nf__ann_close_out(nf_annotator * a, int rc, nf_err * err);
+extern const char * const nf__ann_tissues[NF_ANNOTATE_TISSUES];
+
+#endif

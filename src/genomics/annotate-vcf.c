@@ -1,0 +1,294 @@
+/* annotate-vcf.c -- annotate's output (nofall-genomics.h; README "annotate"):
+ * .csv / .tsv with upstream's columns and formatting (a pandas index column,
+ * '%.2f' score, Python float repr for raw values), or .vcf: every input
+ * record, INFO/SPT=ALT|DSPLICE|<15 tissue values> per scored ALT; .vcf.gz /
+ * .tsv.gz / .csv.gz: the same bytes, BGZF-compressed; .bcf: the .vcf's
+ * header and records as BCF (htslib "wb"). Written to the path the caller
+ * gives (the CLI's temporary name); the report's content as JSON. */
+#ifdef NF_HAVE_HTSLIB
+#include "annotate-impl.h"
+#include "io/nf-io.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <htslib/tbx.h>
+
+/* the writer on path (the format from the output's name, opened by name:
+ * htslib writes the caller's file by its name, the same inode) */
+int nf__ann_open_writer(nf_annotator * a, const char * path, nf_err * err) {
+    char e[1024];
+    if (!(a->out_path = strdup(path))) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    if (a->enc == NF_ANN_PLAIN)
+        a->out = fopen(path, "wb");
+    else if (a->enc == NF_ANN_BGZF)
+        a->bgz = bgzf_open(path, "w");
+    else
+        a->hout = hts_open(path, "wb");
+    if (!a->out && !a->bgz && !a->hout)
+        return nf__err_set(err, NF_ERR_IO, "--out %s: cannot write", nf__esc(e, sizeof(e), a->o.out));
+    return NF_OK;
+}
+
+static void nf_ann_field(kstring_t * ks, const char * s, char sep) {
+    /* pandas' QUOTE_MINIMAL */
+    if (strchr(s, sep) || strchr(s, '"') || strchr(s, '\n') || strchr(s, '\r')) {
+        kputc('"', ks);
+        for (const char * p = s; *p; p++) {
+            if (*p == '"') kputc('"', ks);
+            kputc(*p, ks);
+        }
+        kputc('"', ks);
+    } else
+        kputs(s, ks);
+}
+
+/* a->ks to --out */
+static int nf_ann_put(nf_annotator * a, nf_err * err) {
+    char e[1024];
+    if (!a->ks.l) return NF_OK;
+    const int ok = a->enc == NF_ANN_BGZF ? bgzf_write(a->bgz, a->ks.s, a->ks.l) == (ssize_t) a->ks.l
+                                         : fwrite(a->ks.s, 1, a->ks.l, a->out) == a->ks.l;
+    if (!ok) return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o.out));
+    return NF_OK;
+}
+
+/* write the pending records (all their jobs done), in input order */
+int nf__ann_flush(nf_annotator * a, nf_err * err) {
+    char e[1024];
+    for (int64_t r = 0; r < a->n_recs; r++) {
+        struct nf_ann_rec * rc = &a->recs[r];
+        bcf1_t * b = rc->b;
+        a->ks.l = 0;
+        char vals[NF_ANNOTATE_TISSUES][40], score[32];
+        if (a->fmt == NF_ANN_VCF) {
+            kstring_t info = {0, 0, NULL};
+            for (int i = 0; i < rc->n_alt; i++) {
+                const struct nf_ann_alt * al = &rc->alt[i];
+                if (al->skip >= 0) continue;
+                nf__ann_tissue_values(a, al, vals);
+                snprintf(score, sizeof(score), "%.2f", (double) al->dsplice);
+                if (info.l) kputc(',', &info);
+                kputs(b->d.allele[i + 1], &info);
+                kputc('|', &info);
+                if (a->o.raw_score) {
+                    char raw[40];
+                    nf__py_float_repr((double) al->dsplice, raw, sizeof(raw));
+                    kputs(raw, &info);
+                } else
+                    kputs(score, &info);
+                for (int t = 0; t < NF_ANNOTATE_TISSUES; t++) {
+                    kputc('|', &info);
+                    kputs(vals[t], &info);
+                }
+            }
+            if (info.l && bcf_update_info_string(a->hdr, b, "SPT", info.s) < 0) {
+                free(info.s);
+                return nf__err_set(err, NF_ERR_IO, "%s: cannot set INFO/SPT", nf__ann_where(a, rc, e, sizeof(e)));
+            }
+            free(info.s);
+            if (a->enc == NF_ANN_BCF) {
+                /* htslib refuses a record whose contig or tag the header
+                 * lacks (the header is written: it would make a broken BCF) */
+                if (b->errcode & (BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF))
+                    return nf__err_set(err, NF_ERR_FORMAT,
+                                       "%s: its %s is not declared in the --vcf header; a .bcf --out needs every "
+                                       "contig and INFO / FORMAT field declared (declare it, or write .vcf / "
+                                       ".vcf.gz)",
+                                       nf__ann_where(a, rc, e, sizeof(e)),
+                                       b->errcode & BCF_ERR_CTG_UNDEF ? "contig" : "INFO or FORMAT field");
+                if (bcf_write(a->hout, a->hdr, b) < 0)
+                    return nf__err_set(err, NF_ERR_IO,
+                                       "%s: cannot write it as BCF to --out %s (a full disk, or a contig, INFO or "
+                                       "FORMAT field the --vcf header does not declare: declare it, or write .vcf / "
+                                       ".vcf.gz)",
+                                       nf__ann_where(a, rc, e, sizeof(e)), a->o.out);
+            } else if (vcf_format(a->hdr, b, &a->ks) < 0)
+                return nf__err_set(err, NF_ERR_IO, "%s: cannot format the output line",
+                                   nf__ann_where(a, rc, e, sizeof(e)));
+            a->st.rows_written++;
+        } else {
+            const char sep = a->fmt == NF_ANN_CSV ? ',' : '\t';
+            for (int i = 0; i < rc->n_alt; i++) {
+                const struct nf_ann_alt * al = &rc->alt[i];
+                if (al->skip >= 0) continue;
+                nf__ann_tissue_values(a, al, vals);
+                snprintf(score, sizeof(score), "%.2f", (double) al->dsplice);
+                char idx[32], pos[32];
+                snprintf(idx, sizeof(idx), "%lld", (long long) a->st.rows_written++);
+                snprintf(pos, sizeof(pos), "%lld", (long long) b->pos + 1);
+                const char * id = b->d.id && strcmp(b->d.id, ".") != 0 ? b->d.id : "";
+                const char * cols[6] = {idx, bcf_seqname(a->hdr, b), pos, id, b->d.allele[0], b->d.allele[i + 1]};
+                for (int c = 0; c < 6; c++) {
+                    if (c) kputc(sep, &a->ks);
+                    nf_ann_field(&a->ks, cols[c], sep);
+                }
+                kputc(sep, &a->ks);
+                kputs(score, &a->ks);
+                for (int t = 0; t < NF_ANNOTATE_TISSUES; t++) {
+                    kputc(sep, &a->ks);
+                    nf_ann_field(&a->ks, vals[t], sep);
+                }
+                kputc('\n', &a->ks);
+            }
+        }
+        NF_TRY(nf_ann_put(a, err));
+        bcf_destroy(b);
+        free(rc->alt);
+        rc->b = NULL;
+        rc->alt = NULL;
+        a->written++;
+    }
+    a->n_recs = 0;
+    if (a->h.progress) a->h.progress(a->h.ctx, a->written);
+    return NF_OK;
+}
+
+int nf__ann_write_header(nf_annotator * a, nf_err * err) {
+    char e[1024];
+    a->ks.l = 0;
+    if (a->fmt == NF_ANN_VCF) {
+        if (bcf_hdr_get_hrec(a->hdr, BCF_HL_INFO, "ID", "SPT", NULL))
+            return nf__err_set(err, NF_ERR_ARG, "--vcf %s: already has an INFO/SPT field; annotate writes it",
+                               nf__esc(e, sizeof(e), a->o.vcf));
+        kstring_t line = {0, 0, NULL};
+        ksprintf(&line,
+                 "##INFO=<ID=SPT,Number=.,Type=String,Description=\"SpTransformer (nofall annotate%s): per scored "
+                 "ALT, ALT|DELTA_SPLICE|",
+                 a->o.raw_score ? " --raw-score" : "");
+        for (int t = 0; t < NF_ANNOTATE_TISSUES; t++) ksprintf(&line, "%s%s", t ? "|" : "", nf__ann_tissues[t]);
+        ksprintf(&line,
+                 "; DELTA_SPLICE = max |a_alt - a_ref| over the 201 central positions, a = max(acceptor, "
+                 "donor), both strands of the overlapping genes; the tissue values are %s\">",
+                 a->o.raw_score ? "the raw tissue-usage deltas" : "Y/N: the tissue z-score over its 95% threshold");
+        const int r = bcf_hdr_append(a->hdr, line.s);
+        free(line.s);
+        if (r < 0 || bcf_hdr_sync(a->hdr) < 0) return nf__err_set(err, NF_ERR_IO, "cannot add the INFO/SPT header");
+        if (a->enc == NF_ANN_BCF) {
+            if (bcf_hdr_write(a->hout, a->hdr) < 0)
+                return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o.out));
+            return NF_OK;
+        }
+        if (bcf_hdr_format(a->hdr, 0, &a->ks) < 0) return nf__err_set(err, NF_ERR_IO, "cannot format the header");
+    } else {
+        const char sep = a->fmt == NF_ANN_CSV ? ',' : '\t';
+        static const char * const cols[6] = {"#CHROM", "POS", "ID", "REF", "ALT", "score"};
+        for (int c = 0; c < 6; c++) {
+            kputc(sep, &a->ks);
+            kputs(cols[c], &a->ks);
+        }
+        for (int t = 0; t < NF_ANNOTATE_TISSUES; t++) {
+            kputc(sep, &a->ks);
+            kputs(nf__ann_tissues[t], &a->ks);
+        }
+        kputc('\n', &a->ks);
+    }
+    return nf_ann_put(a, err);
+}
+
+/* the output ended (the last blocks of a compressed / BCF one, the BGZF EOF block);
+ * NF_OK, or the error when it is still NF_OK */
+int nf__ann_close_out(nf_annotator * a, int rc, nf_err * err) {
+    char e[1024];
+    int bad = 0;
+    if (a->bgz) bad |= bgzf_close(a->bgz) < 0;
+    if (a->hout) bad |= hts_close(a->hout) != 0;
+    a->bgz = NULL;
+    a->hout = NULL;
+    if (bad && rc == NF_OK)
+        return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o.out));
+    if (a->out) { /* a plain output: its buffer (the caller syncs the file) */
+        int ok = fflush(a->out) == 0 && !ferror(a->out);
+        const int en = errno;
+        ok = fclose(a->out) == 0 && ok;
+        a->out = NULL;
+        if (!ok && rc == NF_OK)
+            return nf__err_set(err, NF_ERR_IO, "%s: write failed: %s", nf__esc(e, sizeof(e), a->o.out),
+                               strerror(en ? en : EIO));
+    }
+    return rc;
+}
+
+/* the data records of a VCF for a progress bar, 0 when not cheaply known:
+ * its index's counts (.tbi / .csi next to it), else one pass over it when it
+ * is a regular file (never a pipe or a FIFO: that would consume it) */
+long long nf_annotate_count_records(const char * path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
+    htsFile * f = hts_open(path, "r");
+    if (!f) return 0;
+    bcf_hdr_t * h = f->format.category == variant_data ? bcf_hdr_read(f) : NULL;
+    long long n = 0;
+    if (h) {
+        hts_idx_t * idx = NULL;
+        tbx_t * tbx = NULL;
+        if (f->format.format == bcf)
+            idx = bcf_index_load3(path, NULL, HTS_IDX_SILENT_FAIL);
+        else if (f->format.compression == bgzf && (tbx = tbx_index_load3(path, NULL, HTS_IDX_SILENT_FAIL)))
+            idx = tbx->idx;
+        if (idx) {
+            for (int i = 0; i < hts_idx_nseq(idx); i++) {
+                uint64_t m = 0, u = 0;
+                if (hts_idx_get_stat(idx, i, &m, &u) == 0) n += (long long) (m + u);
+            }
+            if (tbx)
+                tbx_destroy(tbx);
+            else
+                hts_idx_destroy(idx);
+        }
+        if (n == 0 && f->format.format == bcf) {
+            bcf1_t * b = bcf_init();
+            while (b && bcf_read(f, h, b) == 0) n++;
+            if (b) bcf_destroy(b);
+        } else if (n == 0) {
+            kstring_t ks = {0, 0, NULL};
+            while (hts_getline(f, 2 /* KS_SEP_LINE */, &ks) >= 0)
+                if (ks.l && ks.s[0] != '#') n++;
+            free(ks.s);
+        }
+        bcf_hdr_destroy(h);
+    }
+    hts_close(f);
+    return n;
+}
+
+char * nf_annotate_report_json(const nf_annotator * a, nf_err * err) {
+    cJSON * d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "command", "annotate");
+    cJSON_AddStringToObject(d, "version", NF_VERSION);
+    cJSON_AddStringToObject(d, "model", a->o.model);
+    cJSON_AddStringToObject(d, "vcf", a->o.vcf);
+    cJSON_AddStringToObject(d, "fasta", a->o.fasta);
+    cJSON_AddStringToObject(d, "genes", a->o.genes);
+    cJSON_AddStringToObject(d, "out", a->o.out);
+    cJSON_AddStringToObject(d, "device", a->o.device);
+    cJSON_AddBoolToObject(d, "raw_score", a->o.raw_score);
+    cJSON_AddBoolToObject(d, "protein_coding_only", a->o.protein_coding);
+    cJSON_AddNumberToObject(d, "batch", (double) a->o.batch);
+    if (a->h.size > 1) cJSON_AddNumberToObject(d, "ranks", (double) a->h.size); /* the counts are totals */
+    const nf_annotate_stats * s = &a->st;
+    cJSON_AddNumberToObject(d, "records", (double) s->records);
+    cJSON_AddNumberToObject(d, "alts", (double) s->alts);
+    cJSON_AddNumberToObject(d, "scored", (double) s->scored);
+    cJSON_AddNumberToObject(d, "scored_no_gene", (double) s->scored_no_gene);
+    cJSON_AddNumberToObject(d, "scored_ref_mismatch", (double) s->scored_ref_mismatch);
+    cJSON_AddNumberToObject(d, "records_window_cut_at_contig_end", (double) s->window_cut);
+    cJSON * sk = cJSON_AddObjectToObject(d, "skipped");
+    for (int i = 0; i < NF_ANNOTATE_SKIP_N; i++)
+        cJSON_AddNumberToObject(sk, nf_annotate_skip_name(i), (double) s->skipped[i]);
+    cJSON_AddNumberToObject(d, "rows_written", (double) s->rows_written);
+    cJSON_AddNumberToObject(d, "forwards", (double) s->forwards);
+    cJSON_AddNumberToObject(d, "windows", (double) s->windows);
+    cJSON_AddBoolToObject(d, "batch_reuse", !a->o.no_reuse);
+    cJSON_AddNumberToObject(d, "windows_computed", (double) s->windows_computed);
+    cJSON_AddNumberToObject(d, "windows_reusing_encoder_rows", (double) s->windows_reused);
+    cJSON_AddNumberToObject(d, "forward_ms", s->forward_ms);
+    cJSON_AddNumberToObject(d, "wall_ms", nf__ann_now_ms() - a->t_start);
+    char * text = cJSON_Print(d);
+    cJSON_Delete(d);
+    if (!text) nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    return text;
+}
+#endif
