@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char * const CSV = "num,cat,two,y\n"
                                 "1.5,red,a,x\n"
@@ -35,6 +36,45 @@ static nf_table * columns_table(nf_err * err) {
         return NULL;
     }
     return t;
+}
+
+/* A wide table (n feature columns, every fifth a copy of the one before it,
+ * 8 rows) fitted; the predictor's own CPU time (best of three) and *kept.
+ * Duplicate features are found by hashing, so ten times the columns take
+ * about ten times the time (a pairwise scan takes a hundred times). */
+static double wide_fit_seconds(int n, int * kept) {
+    nf_err err = {0};
+    nf_table * t = NULL;
+    double v[8];
+    char name[32];
+    uint64_t x = 88172645463325252ull;
+    double best = -1;
+    *kept = -1;
+    if (nf_table_new("wide", 8, &t, &err) != NF_OK) return -1;
+    for (int c = 0; c < n; c++) {
+        if (c % 5 != 4) /* a copy of column c - 1 otherwise */
+            for (int r = 0; r < 8; r++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, v[r] = (double) (x >> 40);
+        snprintf(name, sizeof(name), "f%d", c);
+        if (nf_table_add_numeric(t, name, v, 1, &err) != NF_OK) break;
+    }
+    const double y[8] = {0, 1, 0, 1, 0, 1, 0, 1};
+    int ok = nf_table_n_cols(t) == n && nf_table_add_numeric(t, "y", y, 1, &err) == NF_OK;
+    CHECK(ok, "wide table of %d columns: %s", n, err.msg);
+    for (int rep = 0; ok && rep < 3; rep++) {
+        struct nf_predictor_opts o = {.task = NF_PREDICT_AUTO, .n_estimators = 1, .seed = 1};
+        nf_predictor * p = NULL;
+        struct timespec a, b;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        ok = nf_predictor_fit(t, "y", &o, &p, &err) == NF_OK;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+        CHECK(ok, "fit on %d columns: %s", n, err.msg);
+        if (ok) *kept = nf_predictor_n_kept(p);
+        nf_predictor_free(p);
+        const double sec = (double) (b.tv_sec - a.tv_sec) + 1e-9 * (double) (b.tv_nsec - a.tv_nsec);
+        if (ok && (best < 0 || sec < best)) best = sec;
+    }
+    nf_table_free(t);
+    return ok ? best : -1;
 }
 
 int main(void) {
@@ -220,5 +260,11 @@ int main(void) {
     nf_backend_free(be);
     nf_table_free(a);
     nf_table_free(b);
+    /* wide tables: duplicates dropped (one in five), in linear time */
+    int k1, k2;
+    const double t1 = wide_fit_seconds(3000, &k1), t2 = wide_fit_seconds(30000, &k2);
+    CHECK(k1 == 2400 && k2 == 24000, "wide tables: kept %d of 3,000 and %d of 30,000 (want 2,400, 24,000)", k1, k2);
+    CHECK(t1 > 0 && t2 > 0 && t2 < 30 * t1, "wide fits: 3,000 columns %.4f s, 30,000 columns %.4f s", t1, t2);
+    printf("wide fits: 3,000 columns %.4f s, 30,000 columns %.4f s (ratio %.1f, linear 10)\n", t1, t2, t2 / t1);
     return nf_test_done("tabular");
 }
