@@ -69,6 +69,15 @@ int nf_cli_canonical(const char * path, char * out, size_t n);
 /* both exist and are the same file (device + inode) */
 int nf_cli_same_file(const char * a, const char * b);
 
+/* ---- the path guard (path-guard.c): no file a command writes is one it reads ---- */
+/* Register an input: a file (and what is read beside it: .fai, .gzi, .tbi,
+ * .csi, a .ckpt's config.json) or a directory (the files in it). */
+void nf_cli_input_add(const char * flag, const char * path);
+void nf_cli_inputs_clear(void);
+/* NF_ERR_ARG naming both when path is a registered input: the same device
+ * and inode, or, not existing yet, the same canonical name. */
+int nf_cli_output_check(const char * path, const char * flag, nf_err * err);
+
 /* One output file written under a private temporary name next to it
  * (created at open, so an unwritable place fails before any work) and
  * renamed into place by commit. */

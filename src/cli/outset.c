@@ -164,6 +164,7 @@ int nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return nf__err_set(err, NF_ERR_ARG, "%s %s: is a directory", flag, nf__esc(e, sizeof(e), path));
+    NF_TRY(nf_cli_output_check(path, flag, err));
     snprintf(o->path, sizeof(o->path), "%s", path);
     int fd;
     if (nf__tmp_create(path, o->tmp, sizeof(o->tmp), &fd, err) != NF_OK) return nf__err_prefix(err, "%s", flag);
@@ -399,6 +400,14 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
         }
     }
     snprintf(s->lock, sizeof(s->lock), "%s/.%s.nofall.lock", strcmp(s->parent, "/") ? s->parent : "", s->base);
+    /* the lock, and every file the new set may replace, must not be an input */
+    NF_TRY(nf_cli_output_check(s->lock, "--out (its lock file)", err));
+    for (int i = 0; i < n_names; i++) {
+        char what[300];
+        nf__path_join(p, sizeof(p), s->out, names[i]);
+        snprintf(what, sizeof(what), "--out (its %s)", names[i]);
+        NF_TRY(nf_cli_output_check(p, what, err));
+    }
     NF_TRY(nf_outset_lock(s, err));
     int rc = nf_outset_recover(s, err);
     if (rc == NF_OK && lstat(s->out, &sb) == 0) {
