@@ -270,6 +270,34 @@ NF_API const char * nf_model_type_name(int i);
 NF_API int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
                                 const char * const * values, nf_err * err);
 
+/* ---- a model's own inputs: what `nofall run / verify / bench` feed it ---------------- */
+/* Every model can make a deterministic synthetic input from a seed (the same
+ * bytes on every machine) and read its inputs from files; the command line
+ * feeds any model through these, without knowing its type. Options are
+ * (key, value) text pairs:
+ *   every model    "seed"  (0 .. 2^53-1; default 42)
+ *   Mitra          "support", "query", "features": the seeded table's sizes (16, 8, 13)
+ *   SpTransformer  "length" (input length, flanks included; 8201), "batch" (1):
+ *                  batch sequences of seeds seed, seed+1, ..., N flanks of context_len
+ *   TabSTAR        "cells": a CELLS.json file ("nofall-tabstar-cells/1") instead of
+ *                  the seeded row
+ * An option the model does not take is NF_ERR_ARG naming it. */
+typedef struct nf_inputs nf_inputs;
+NF_API int nf_model_inputs(nf_model * m, int n, const char * const * keys, const char * const * values,
+                           nf_inputs ** out, nf_err * err);
+NF_API int nf_inputs_count(const nf_inputs * in);
+NF_API const struct nf_array * nf_inputs_arrays(const nf_inputs * in); /* nf_model_forward's inputs */
+/* Facts about the inputs, item by item (0 past the end; str NULL for a
+ * number): items describe them ("case", sizes), markers are what a tool
+ * prints as KEY=value lines (e.g. SpTransformer POSITIONS_SCORED). */
+NF_API int nf_inputs_item(const nf_inputs * in, int i, struct nf_config_item * out);
+NF_API int nf_inputs_marker(const nf_inputs * in, int i, struct nf_config_item * out);
+NF_API void nf_inputs_free(nf_inputs * in);
+/* Merge an adapter directory into the loaded weights (TabSTAR: a PEFT LoRA
+ * adapter); summary: what was merged, in words. NF_ERR_UNSUPPORTED for a
+ * model that takes none. */
+NF_API int nf_model_apply_adapter(nf_model * m, const char * dir, char * summary, size_t summary_n, nf_err * err);
+
 #ifdef __cplusplus
 }
 #endif

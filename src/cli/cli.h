@@ -217,9 +217,8 @@ int nf_tab_verify_outputs(const char * dir, const struct nf_tab_cells * c, const
 int nf_cmd_predict_tabstar(int argc, char ** argv);
 /* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-run-tabstar.c) */
 int nf_cmd_tokenize(int argc, char ** argv);
-/* the TabSTAR verify and bench (cmd-verify-tabstar.c) */
+/* the TabSTAR verify (cmd-verify-tabstar.c) */
 int nf_cmd_verify_tabstar(int argc, char ** argv);
-int nf_cmd_bench_tabstar(int argc, char ** argv);
 /* the SpTransformer verify (cmd-verify-spt.c) */
 int nf_cmd_verify_spt(int argc, char ** argv);
 /* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */

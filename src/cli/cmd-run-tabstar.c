@@ -86,47 +86,6 @@ static int nf_tab_parse(int argc, char ** argv, struct nf_tab_opts * o) {
     return 1;
 }
 
-/* the seeded input: 1 row; targets "no"/"yes" of "target"; features f0..f5
- * with a bin label and a z-score from splitmix64 (nf__rng_next) at seed */
-cJSON * nf_tab_seeded_cells(uint64_t seed);
-cJSON * nf_tab_seeded_cells(uint64_t seed) {
-    uint64_t s = seed;
-    cJSON * d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "format", "nofall-tabstar-cells/1");
-    cJSON_AddStringToObject(d, "task", "classification");
-    cJSON_AddNumberToObject(d, "n_target_tokens", 2);
-    cJSON_AddNumberToObject(d, "n_rows", 1);
-    cJSON_AddNumberToObject(d, "n_cells", 8);
-    cJSON * xt = cJSON_AddArrayToObject(d, "x_txt");
-    cJSON * xn = cJSON_AddArrayToObject(d, "x_num");
-    cJSON *rt = cJSON_CreateArray(), *rn = cJSON_CreateArray();
-    cJSON_AddItemToArray(xt, rt);
-    cJSON_AddItemToArray(xn, rn);
-    cJSON * cl = cJSON_AddArrayToObject(d, "classes");
-    static const char * const cls[2] = {"no", "yes"};
-    char buf[160];
-    for (int c = 0; c < 2; c++) {
-        cJSON_AddItemToArray(cl, cJSON_CreateString(cls[c]));
-        snprintf(buf, sizeof(buf), "Target Feature: target\nFeature Value: %s", cls[c]);
-        cJSON_AddItemToArray(rt, cJSON_CreateString(buf));
-        cJSON_AddItemToArray(rn, cJSON_CreateNumber(0));
-    }
-    for (int j = 0; j < 6; j++) {
-        const int bin = (int) (nf__rng_next(&s) % 12);
-        const double z = (double) ((int) (nf__rng_next(&s) >> 40) - (1 << 23)) / (double) (1 << 23) * 3.0;
-        if (bin == 0)
-            snprintf(buf, sizeof(buf), "Predictive Feature: f%d\nFeature Value: Lower than 10 (Quantile 0%%)", j);
-        else if (bin == 11)
-            snprintf(buf, sizeof(buf), "Predictive Feature: f%d\nFeature Value: Higher than 100 (Quantile 100%%)", j);
-        else
-            snprintf(buf, sizeof(buf), "Predictive Feature: f%d\nFeature Value: %d to %d (Quantile %d - %d%%)", j,
-                     10 * bin, 10 * bin + 10, 10 * (bin - 1), 10 * bin);
-        cJSON_AddItemToArray(rt, cJSON_CreateString(buf));
-        cJSON_AddItemToArray(rn, cJSON_CreateNumber((double) (float) z));
-    }
-    return d;
-}
-
 /* the arrays of a TabSTAR output set read back (logits.npy, probabilities.npy
  * and class_ids.npy or predictions.npy: dtype, shape, finite, class ids in
  * range; logits.npy equal to `logits` unless NULL) and report.json with its
@@ -189,7 +148,7 @@ static int nf_tab_main(const struct nf_tab_opts * o, nf_err * err) {
     if (o->cells) {
         rc = nf__tab_cells_load(o->cells, wp, &c, err);
     } else {
-        cJSON * d = nf_tab_seeded_cells(o->seed);
+        cJSON * d = nf__tab_seeded_cells(o->seed);
         rc = d ? nf__tab_cells_build(d, "the seeded input", wp, &c, err) : nf__err_set(err, NF_ERR_NOMEM, "no memory");
         cJSON_Delete(d);
     }

@@ -1,4 +1,4 @@
-/* cmd-verify-tabstar.c -- `nofall verify` and `nofall bench` on a TabSTAR
+/* cmd-verify-tabstar.c -- `nofall verify` on a TabSTAR
  * model (README "TabSTAR").
  *
  * verify --model DIR --device DEV --against cpu|CASE_DIR [--adapter A]
@@ -8,9 +8,7 @@
  *   tests/fixtures/tabstar/cls2 with its weights from gen-weights), or a
  *   directory of them. max_abs / mean_abs and the argmax per case;
  *   RESULT=PASS|FAIL; exit 0, 3 on a failed comparison, 1 on an error.
- * bench --model DIR --device DEV [--cells CELLS.json] [--adapter A]
- *        [--warmup 2] [--runs 10]: forward wall times (the tokenized input
- *   reused: the BERT work of every distinct string runs in every forward). */
+ * (bench is the generic one, cmd-bench.c). */
 #include "cli.h"
 #include "core/model.h"
 #include "io/nf-io.h"
@@ -76,9 +74,6 @@ static int nf_tv_parse(int argc, char ** argv, struct nf_tv_opts * o, int bench)
     return 1;
 }
 
-/* the seeded input of `run` (cmd-run-tabstar.c) */
-cJSON * nf_tab_seeded_cells(uint64_t seed);
-
 static int nf_tv_load(const char * dev, const struct nf_tv_opts * o, nf_backend ** be, nf_model ** m, nf_err * err) {
     char sum[4400];
     NF_TRY(nf_cli_backend_init(dev, NF_PRECISION_EXACT, be, err));
@@ -89,7 +84,7 @@ static int nf_tv_load(const char * dev, const struct nf_tv_opts * o, nf_backend 
 
 static int nf_tv_cells(const nf_model * m, const char * path, struct nf_tab_cells * c, nf_err * err) {
     if (path) return nf__tab_cells_load(path, nf__tab_vocab(m), c, err);
-    cJSON * d = nf_tab_seeded_cells(42);
+    cJSON * d = nf__tab_seeded_cells(42);
     int rc = d ? nf__tab_cells_build(d, "the seeded input", nf__tab_vocab(m), c, err)
                : nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     cJSON_Delete(d);
@@ -211,45 +206,4 @@ int nf_cmd_verify_tabstar(int argc, char ** argv) {
         return 1;
     }
     return failed ? 3 : 0;
-}
-
-static int nf_cmp_double(const void * a, const void * b) {
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
-
-int nf_cmd_bench_tabstar(int argc, char ** argv) {
-    struct nf_tv_opts o;
-    if (!nf_tv_parse(argc, argv, &o, 1)) return 2;
-    nf_err err = {0};
-    nf_backend * be = NULL;
-    nf_model * m = NULL;
-    struct nf_tab_cells c;
-    memset(&c, 0, sizeof(c));
-    float * out = NULL;
-    double * t = calloc((size_t) o.runs, sizeof(double));
-    int rc = t ? nf_tv_load(o.device, &o, &be, &m, &err) : nf__err_set(&err, NF_ERR_NOMEM, "out of memory");
-    if (rc == NF_OK) rc = nf_tv_cells(m, o.cells, &c, &err);
-    for (int64_t i = 0; rc == NF_OK && i < o.warmup + o.runs; i++) {
-        free(out);
-        out = NULL;
-        const double t0 = nf_cli_now_ms();
-        rc = nf_tv_forward(m, &c, &out, &err);
-        if (i >= o.warmup) t[i - o.warmup] = nf_cli_now_ms() - t0;
-    }
-    if (rc == NF_OK) {
-        qsort(t, (size_t) o.runs, sizeof(double), nf_cmp_double);
-        int64_t tok = 0;
-        for (int64_t u = 0; u < c.n_strings; u++) tok += c.token_lengths[u];
-        printf("MODEL=tabstar\nDEVICE=%s\nROWS=%lld\nCELLS=%lld\nDISTINCT_STRINGS=%lld\nTEXT_TOKENS=%lld\n"
-               "RUNS=%lld\nMIN_MS=%.3f\nMEDIAN_MS=%.3f\nMAX_MS=%.3f\n",
-               o.device, (long long) c.n_rows, (long long) c.n_cells, (long long) c.n_strings, (long long) tok,
-               (long long) o.runs, t[0], t[o.runs / 2], t[o.runs - 1]);
-    }
-    free(out);
-    free(t);
-    nf__tab_cells_free(&c);
-    nf_model_free(m);
-    nf_backend_free(be);
-    return nf_cli_command_exit(rc, &err);
 }

@@ -10,6 +10,7 @@
 #include "weights.h"
 
 struct cJSON;
+struct nf_inputs;
 
 /* A gen-weights option of a model type: `--<name> VALUE` on the CLI. */
 struct nf_option_desc {
@@ -52,12 +53,54 @@ struct nf_model_i {
     /* the file name of the model's torch.save checkpoint (gen-weights --format
      * ckpt writes DIR/<ckpt_name>); NULL: the model has no such form */
     const char * ckpt_name;
+    /* ---- what run / verify / bench need (nofall.h nf_model_inputs) ---------------------- */
+    /* the model's inputs from (key, value) options: "seed" and the type's sizes
+     * make a deterministic synthetic input, a file option reads one; an
+     * unknown key is NF_ERR_ARG. Adds arrays, facts and markers to out. */
+    int (*inputs)(nf_model * m, int n, const char * const * keys, const char * const * values, struct nf_inputs * out,
+                  nf_err * err);
+    /* merges an adapter (a directory) into the loaded weights; summary: what
+     * was merged, in words. NULL: the model takes none */
+    int (*apply_adapter)(nf_model * m, const char * dir, char * summary, size_t summary_n, nf_err * err);
 };
 
 struct nf_model {
     const struct nf_model_i * iface;
     void * impl;
 };
+
+/* A model's inputs (nofall.h nf_inputs): arrays the set owns, and facts
+ * about them (items: report / JSON members; markers: KEY=value lines). */
+#define NF_INPUTS_MAX_ARRAYS 8
+#define NF_INPUTS_MAX_ITEMS  16
+struct nf_inputs_item {
+    char key[48];
+    char str[160]; /* used when is_str */
+    int64_t num;
+    int is_str;
+};
+struct nf_inputs {
+    int n;
+    struct nf_array a[NF_INPUTS_MAX_ARRAYS];
+    void * owned[NF_INPUTS_MAX_ARRAYS];
+    int n_items, n_markers;
+    struct nf_inputs_item items[NF_INPUTS_MAX_ITEMS], markers[NF_INPUTS_MAX_ITEMS];
+    void * priv; /* a model's own state (e.g. TabSTAR's cells), freed by priv_free */
+    void (*priv_free)(void * priv);
+};
+/* the next array: data (malloc'ed, owned by the set unless own == 0) */
+void nf__inputs_array(struct nf_inputs * in, const char * name, int dtype, int ndim, const int64_t * shape, void * data,
+                      int own);
+void nf__inputs_item_num(struct nf_inputs * in, int marker, const char * key, int64_t num);
+void nf__inputs_item_str(struct nf_inputs * in, int marker, const char * key, const char * str);
+/* the value of key among (keys, values), or NULL; *used set when found */
+const char * nf__inputs_opt(int n, const char * const * keys, const char * const * values, const char * key);
+/* every key one of allowed[] (NULL-terminated), else NF_ERR_ARG naming it */
+int nf__inputs_keys_check(const char * type, int n, const char * const * keys, const char * const * allowed,
+                          nf_err * err);
+/* an integer option value in [min, max], default def when absent */
+int nf__inputs_int(int n, const char * const * keys, const char * const * values, const char * key, int64_t min,
+                   int64_t max, int64_t def, int64_t * out, nf_err * err);
 
 /* the registry */
 const struct nf_model_i * nf__model_find(const char * type);

@@ -241,6 +241,10 @@ static void nf__mitra_placement(const void * impl, struct nf_placement * out) {
     snprintf(out->ops, sizeof(out->ops), "%s", m->placement.ops);
 }
 
+/* mitra-inputs.c */
+int nf__mitra_own_inputs(nf_model * model, int n, const char * const * keys, const char * const * values,
+                         struct nf_inputs * out, nf_err * err);
+
 const struct nf_model_i nf__mitra_model = {
     .type = "mitra",
     .description = "Mitra (AutoGluon Tab2D) in-context tabular classifier / regressor",
@@ -262,6 +266,7 @@ const struct nf_model_i nf__mitra_model = {
     .placement = nf__mitra_placement,
     .gen_options = nf__mitra_gen_options,
     .gen_weights = nf__mitra_gen_weights,
+    .inputs = nf__mitra_own_inputs,
 };
 
 /* ---- forward: on the core's typed op calls ---------------------------------------- */

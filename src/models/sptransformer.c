@@ -170,6 +170,10 @@ static void nf__spt_placement(const void * impl, struct nf_placement * out) {
     snprintf(out->ops, sizeof(out->ops), "%s", m->placement.ops);
 }
 
+/* sptransformer-inputs.c */
+int nf__spt_own_inputs(nf_model * model, int n, const char * const * keys, const char * const * values,
+                       struct nf_inputs * out, nf_err * err);
+
 const struct nf_model_i nf__sptransformer_model = {
     .type = "sptransformer",
     .description = "SpTransformer (SpliceTransformer): splice sites and tissue usage from sequence",
@@ -192,4 +196,5 @@ const struct nf_model_i nf__sptransformer_model = {
     .gen_options = nf__spt_gen_options,
     .gen_weights = nf__spt_gen_weights,
     .ckpt_name = "SpTransformer_pytorch.ckpt", /* upstream's file name (its README, tasks_annotate_mutations.py) */
+    .inputs = nf__spt_own_inputs,
 };

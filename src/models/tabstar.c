@@ -18,6 +18,7 @@
  *   target_tokens  i64 (C)                   0 .. C-1: cells 0..C-1 are the targets
  * -> logits (batch, C). */
 #include "tabstar-impl.h"
+#include "tabstar-cells.h"
 #include "model.h"
 #include "text/nf-text.h"
 #include "io/nf-io.h"
@@ -293,4 +294,6 @@ const struct nf_model_i nf__tabstar_model = {
     .gen_options = nf__tab_gen_options,
     .gen_weights = nf__tab_gen_weights,
     .ckpt_name = NULL,
+    .inputs = nf__tab_own_inputs,
+    .apply_adapter = nf__tab_apply_adapter,
 };
