@@ -27,13 +27,27 @@ int nf_cmd_bench(int argc, char ** argv) {
     enum { NF_BENCH_MAX_IN = 16 };
     const char *in_keys[NF_BENCH_MAX_IN], *in_vals[NF_BENCH_MAX_IN];
     int n_in_opts = 0;
+    char type[64] = "", suffix[96];
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--model") == 0) {
+            nf_cli_model_type(argv[i + 1], type, sizeof(type));
+            break;
+        }
+    }
+    nf_cli_type_suffix(type, suffix, sizeof(suffix));
+    /* the model's input options, by key (nf_model_type_run_options) */
+    static const char * const input_flags[] = {"--support", "--query", "--features", "--length",
+                                               "--batch",   "--seed",  "--cells",    NULL};
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;
         int64_t n = 0;
-        if (!nf_cli_is_flag(a, flags)) {
+        const int input = nf_cli_is_flag(a, input_flags);
+        if (!nf_cli_is_flag(a, flags) || ((input || strcmp(a, "--adapter") == 0) && !nf_cli_type_takes(type, a + 2)) ||
+            (strcmp(a, "--query-chunk") == 0 && !nf_cli_type_takes(type, "query_chunk")) ||
+            (strcmp(a, "--kv-cache-mb") == 0 && !nf_cli_type_takes(type, "kv_cache_mb"))) {
             char e[256];
-            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
+            fprintf(stderr, "error: unknown option %s%s\n", nf__esc(e, sizeof(e), a), suffix);
             return 2;
         }
         if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
@@ -76,6 +90,15 @@ int nf_cmd_bench(int argc, char ** argv) {
                 fprintf(stderr, "error: --precision must be exact or tf32\n");
                 return 2;
             }
+        }
+    }
+    /* SpTransformer's default input: the variant-scoring window */
+    if (nf_cli_type_takes(type, "length") && n_in_opts < NF_BENCH_MAX_IN) {
+        int k = 0;
+        while (k < n_in_opts && strcmp(in_keys[k], "length") != 0) k++;
+        if (k == n_in_opts) {
+            in_keys[n_in_opts] = "length";
+            in_vals[n_in_opts++] = "8201";
         }
     }
     if (!model) {

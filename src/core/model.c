@@ -313,9 +313,9 @@ void nf__inputs_array(struct nf_inputs * in, const char * name, int dtype, int n
 }
 
 static struct nf_inputs_item * nf__inputs_next(struct nf_inputs * in, int marker, const char * key) {
-    int * n = marker ? &in->n_markers : &in->n_items;
+    int * n = marker == 2 ? &in->n_report : marker ? &in->n_markers : &in->n_items;
     if (*n >= NF_INPUTS_MAX_ITEMS) return NULL;
-    struct nf_inputs_item * it = (marker ? in->markers : in->items) + (*n)++;
+    struct nf_inputs_item * it = (marker == 2 ? in->report : marker ? in->markers : in->items) + (*n)++;
     memset(it, 0, sizeof(*it));
     snprintf(it->key, sizeof(it->key), "%s", key);
     return it;
@@ -378,13 +378,19 @@ void nf_inputs_free(nf_inputs * in) {
 
 int nf_model_inputs(nf_model * m, int n, const char * const * keys, const char * const * values, nf_inputs ** out,
                     nf_err * err) {
+    return nf_model_inputs_given(m, NULL, 0, n, keys, values, out, err);
+}
+
+int nf_model_inputs_given(nf_model * m, const struct nf_array * given, int n_given, int n, const char * const * keys,
+                          const char * const * values, nf_inputs ** out, nf_err * err) {
     *out = NULL;
     if (n < 0 || (n > 0 && (!keys || !values))) return nf__err_set(err, NF_ERR_ARG, "bad input option list");
     if (!m->iface->inputs)
         return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s makes no inputs of its own", m->iface->type);
     nf_inputs * in = calloc(1, sizeof(*in));
     if (!in) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    const int rc = m->iface->inputs(m, n, keys, values, in, err);
+    int rc = nf__arrays_check(given, n_given, 1, err);
+    if (rc == NF_OK) rc = m->iface->inputs(m, n, keys, values, given, n_given, in, err);
     if (rc != NF_OK) {
         nf_inputs_free(in);
         return rc;
@@ -414,4 +420,40 @@ int nf_model_apply_adapter(nf_model * m, const char * dir, char * summary, size_
     if (!m->iface->apply_adapter)
         return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s takes no adapter", m->iface->type);
     return m->iface->apply_adapter(m, dir, summary, summary_n, err);
+}
+
+/* ---- run's outputs (nf_model_i.artifacts, write_outputs, check_outputs) ----------------------- */
+
+static const struct nf_model_i * nf__model_type_or_default(const char * type) {
+    const struct nf_model_i * i = type && type[0] ? nf__model_find(type) : NULL;
+    return i ? i : nf__models[0]; /* a config without "model_type" is Mitra's */
+}
+const char * nf_model_type_description(const char * type) { return nf__model_type_or_default(type)->description; }
+const char * const * nf_model_type_run_options(const char * type) {
+    return nf__model_type_or_default(type)->run_options;
+}
+const char * const * nf_model_type_artifacts(const char * type) { return nf__model_type_or_default(type)->artifacts; }
+int nf_model_type_check_inputs(const char * type, int n, const char * const * keys, const char * const * values,
+                               nf_err * err) {
+    const struct nf_model_i * i = nf__model_type_or_default(type);
+    return i->inputs_check ? i->inputs_check(n, keys, values, err) : NF_OK;
+}
+
+int nf_model_write_outputs(nf_model * m, const nf_inputs * in, const float * out, const char * adapter,
+                           const char * dir, struct nf_run_outputs * res, nf_err * err) {
+    memset(res, 0, sizeof(*res));
+    if (!m->iface->write_outputs)
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s writes no run outputs", m->iface->type);
+    const int rc = m->iface->write_outputs(m, in, out, adapter, dir, res, err);
+    if (rc != NF_OK) {
+        free(res->report);
+        res->report = NULL;
+    }
+    return rc;
+}
+
+int nf_model_check_outputs(nf_model * m, const nf_inputs * in, const float * out, const char * dir, nf_err * err) {
+    if (!m->iface->check_outputs)
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s writes no run outputs", m->iface->type);
+    return m->iface->check_outputs(m, in, out, dir, err);
 }

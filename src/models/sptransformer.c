@@ -172,7 +172,17 @@ static void nf__spt_placement(const void * impl, struct nf_placement * out) {
 
 /* sptransformer-inputs.c */
 int nf__spt_own_inputs(nf_model * model, int n, const char * const * keys, const char * const * values,
-                       struct nf_inputs * out, nf_err * err);
+                       const struct nf_array * given, int n_given, struct nf_inputs * out, nf_err * err);
+int nf__spt_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err);
+int nf__spt_write_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * adapter,
+                          const char * dir, struct nf_run_outputs * res, nf_err * err);
+int nf__spt_check_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * dir,
+                          nf_err * err);
+static const char * const nf__spt_run_options[] = {"seed",     "length", "positions", "batch",   "tokens",
+                                                   "sequence", "fasta",  "region",    "context", NULL};
+static const char * const nf__spt_artifacts[] = {
+    "tokens.npy", "position_logits.npy", "class_ids.npy", "probabilities.npy", "encoding_metadata.json", "report.json",
+    NULL};
 
 const struct nf_model_i nf__sptransformer_model = {
     .type = "sptransformer",
@@ -197,4 +207,9 @@ const struct nf_model_i nf__sptransformer_model = {
     .gen_weights = nf__spt_gen_weights,
     .ckpt_name = "SpTransformer_pytorch.ckpt", /* upstream's file name (its README, tasks_annotate_mutations.py) */
     .inputs = nf__spt_own_inputs,
+    .run_options = nf__spt_run_options,
+    .inputs_check = nf__spt_inputs_check,
+    .artifacts = nf__spt_artifacts,
+    .write_outputs = nf__spt_write_outputs,
+    .check_outputs = nf__spt_check_outputs,
 };

@@ -31,7 +31,12 @@ void nf__tab_cells_arrays(const struct nf_tab_cells * c, struct nf_array out[5])
 struct cJSON * nf__tab_seeded_cells(uint64_t seed);
 /* nf_model_i.inputs and .apply_adapter */
 int nf__tab_own_inputs(nf_model * model, int n, const char * const * keys, const char * const * values,
-                       struct nf_inputs * out, nf_err * err);
+                       const struct nf_array * given, int n_given, struct nf_inputs * out, nf_err * err);
+int nf__tab_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err);
+int nf__tab_write_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * adapter,
+                          const char * dir, struct nf_run_outputs * res, nf_err * err);
+int nf__tab_check_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * dir,
+                          nf_err * err);
 int nf__tab_apply_adapter(nf_model * model, const char * dir, char * summary, size_t summary_n, nf_err * err);
 
 #endif

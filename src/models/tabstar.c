@@ -272,6 +272,10 @@ static void nf__tab_placement(const void * impl, struct nf_placement * out) {
     snprintf(out->ops, sizeof(out->ops), "%s", m->placement.ops);
 }
 
+static const char * const nf__tab_run_options[] = {"seed", "cells", "adapter", NULL};
+static const char * const nf__tab_artifacts[] = {"logits.npy",      "probabilities.npy", "class_ids.npy",
+                                                 "predictions.npy", "report.json",       NULL};
+
 const struct nf_model_i nf__tabstar_model = {
     .type = "tabstar",
     .description = "TabSTAR: e5-small BERT cell embeddings, numeric fusion, a 6-layer cell transformer",
@@ -296,4 +300,9 @@ const struct nf_model_i nf__tabstar_model = {
     .ckpt_name = NULL,
     .inputs = nf__tab_own_inputs,
     .apply_adapter = nf__tab_apply_adapter,
+    .run_options = nf__tab_run_options,
+    .inputs_check = nf__tab_inputs_check,
+    .artifacts = nf__tab_artifacts,
+    .write_outputs = nf__tab_write_outputs,
+    .check_outputs = nf__tab_check_outputs,
 };
