@@ -14,7 +14,6 @@
  * verify") where the two sides part. */
 #include "cli.h"
 #include "io/nf-io.h"
-#include "sptransformer-impl.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
