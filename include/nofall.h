@@ -270,6 +270,18 @@ NF_API const char * nf_model_type_name(int i);
 NF_API int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
                                 const char * const * values, nf_err * err);
 
+/* gen-weights, in full (the command line's): a type's configuration
+ * options, i = 0, 1, ... (NULL past the end; *help its text); the file
+ * name of its torch.save checkpoint (NULL: none); and the weights in a
+ * format, "safetensors" (or NULL) or "ckpt" (also DIR/<ckpt name>), with one
+ * tensor shifted by perturb_delta (perturb_key NULL: none; bisect tests);
+ * summary: the configuration in words. */
+NF_API const char * nf_model_type_gen_option(const char * type, int i, const char ** help);
+NF_API const char * nf_model_type_ckpt_name(const char * type);
+NF_API int nf_model_gen_weights_full(const char * type, const char * dir, const char * format, uint64_t seed, int n,
+                                     const char * const * keys, const char * const * values, const char * perturb_key,
+                                     float perturb_delta, char * summary, size_t summary_n, nf_err * err);
+
 /* ---- a model's own inputs: what `nofall run / verify / bench` feed it ---------------- */
 /* Every model can make a deterministic synthetic input from a seed (the same
  * bytes on every machine) and read its inputs from files; the command line

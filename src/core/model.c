@@ -457,3 +457,29 @@ int nf_model_check_outputs(nf_model * m, const nf_inputs * in, const float * out
         return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s writes no run outputs", m->iface->type);
     return m->iface->check_outputs(m, in, out, dir, err);
 }
+
+/* ---- gen-weights for the command line -------------------------------------------------------- */
+
+const char * nf_model_type_gen_option(const char * type, int i, const char ** help) {
+    const struct nf_model_i * iface = type ? nf__model_find(type) : NULL;
+    const struct nf_option_desc * o = iface ? iface->gen_options : NULL;
+    for (int k = 0; o && o[k].name; k++) {
+        if (k == i) {
+            if (help) *help = o[k].help;
+            return o[k].name;
+        }
+    }
+    return NULL;
+}
+
+const char * nf_model_type_ckpt_name(const char * type) {
+    const struct nf_model_i * iface = type ? nf__model_find(type) : NULL;
+    return iface ? iface->ckpt_name : NULL;
+}
+
+int nf_model_gen_weights_full(const char * type, const char * dir, const char * format, uint64_t seed, int n,
+                              const char * const * keys, const char * const * values, const char * perturb_key,
+                              float perturb_delta, char * summary, size_t summary_n, nf_err * err) {
+    return nf__model_gen_weights_fmt(type, dir, format, seed, n, keys, values, perturb_key, perturb_delta, summary,
+                                     summary_n, err);
+}
