@@ -270,6 +270,80 @@ NF_API const char * nf_model_type_name(int i);
 NF_API int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
                                 const char * const * values, nf_err * err);
 
+/* gen-weights, in full (the command line's): a type's configuration
+ * options, i = 0, 1, ... (NULL past the end; *help its text); the file
+ * name of its torch.save checkpoint (NULL: none); and the weights in a
+ * format, "safetensors" (or NULL) or "ckpt" (also DIR/<ckpt name>), with one
+ * tensor shifted by perturb_delta (perturb_key NULL: none; bisect tests);
+ * summary: the configuration in words. */
+NF_API const char * nf_model_type_gen_option(const char * type, int i, const char ** help);
+NF_API const char * nf_model_type_ckpt_name(const char * type);
+NF_API int nf_model_gen_weights_full(const char * type, const char * dir, const char * format, uint64_t seed, int n,
+                                     const char * const * keys, const char * const * values, const char * perturb_key,
+                                     float perturb_delta, char * summary, size_t summary_n, nf_err * err);
+
+/* ---- a model's own inputs: what `nofall run / verify / bench` feed it ---------------- */
+/* Every model can make a deterministic synthetic input from a seed (the same
+ * bytes on every machine) and read its inputs from files; the command line
+ * feeds any model through these, without knowing its type. Options are
+ * (key, value) text pairs:
+ *   every model    "seed"  (0 .. 2^53-1; default 42)
+ *   Mitra          "support", "query", "features": the seeded table's sizes (16, 8, 13)
+ *   SpTransformer  "length" (input length, flanks included; 8201), "batch" (1):
+ *                  batch sequences of seeds seed, seed+1, ..., N flanks of context_len
+ *   TabSTAR        "cells": a CELLS.json file ("nofall-tabstar-cells/1") instead of
+ *                  the seeded row
+ * An option the model does not take is NF_ERR_ARG naming it. */
+typedef struct nf_inputs nf_inputs;
+NF_API int nf_model_inputs(nf_model * m, int n, const char * const * keys, const char * const * values,
+                           nf_inputs ** out, nf_err * err);
+/* the same with arrays the caller made (SpTransformer: "tokens" from a
+ * sequence or FASTA, with "source", "context" (pad|given) and "flank"
+ * describing them); the set keeps copies */
+NF_API int nf_model_inputs_given(nf_model * m, const struct nf_array * given, int n_given, int n,
+                                 const char * const * keys, const char * const * values, nf_inputs ** out,
+                                 nf_err * err);
+NF_API int nf_inputs_count(const nf_inputs * in);
+NF_API const struct nf_array * nf_inputs_arrays(const nf_inputs * in); /* nf_model_forward's inputs */
+/* Facts about the inputs, item by item (0 past the end; str NULL for a
+ * number): items describe them ("case", sizes), markers are what a tool
+ * prints as KEY=value lines (e.g. SpTransformer POSITIONS_SCORED). */
+NF_API int nf_inputs_item(const nf_inputs * in, int i, struct nf_config_item * out);
+NF_API int nf_inputs_marker(const nf_inputs * in, int i, struct nf_config_item * out);
+NF_API void nf_inputs_free(nf_inputs * in);
+/* Merge an adapter directory into the loaded weights (TabSTAR: a PEFT LoRA
+ * adapter); summary: what was merged, in words. NF_ERR_UNSUPPORTED for a
+ * model that takes none. */
+NF_API int nf_model_apply_adapter(nf_model * m, const char * dir, char * summary, size_t summary_n, nf_err * err);
+
+/* ---- what `nofall run` writes, per model type ------------------------------------------- */
+/* By type name ("mitra", ...; NULL, "" or an unknown name: the default type,
+ * Mitra): its description; the options a run of it takes (NULL-terminated:
+ * input keys of nf_model_inputs, nf_model_set_option keys, "adapter"); the
+ * files a run writes into its output set (NULL-terminated, report.json
+ * among them); the check of a run's input options taken together (NF_ERR_ARG
+ * with a message naming them, e.g. two input sources). */
+NF_API const char * nf_model_type_description(const char * type);
+NF_API const char * const * nf_model_type_run_options(const char * type);
+NF_API const char * const * nf_model_type_artifacts(const char * type);
+NF_API int nf_model_type_check_inputs(const char * type, int n, const char * const * keys, const char * const * values,
+                                      nf_err * err);
+/* One forward's outputs: nf_model_write_outputs writes the model's
+ * artifacts (all but report.json) into dir from the inputs and the forward's
+ * output; res gets the markers' LOGITS_SHAPE and PREDICTED_CLASS and the
+ * model's members of report.json (a JSON object's text, release with
+ * nf_free). adapter: what nf_model_apply_adapter merged, or NULL.
+ * nf_model_check_outputs reads them back. */
+struct nf_run_outputs {
+    char shape[64];
+    char classes[4096];
+    char * report;
+};
+NF_API int nf_model_write_outputs(nf_model * m, const nf_inputs * in, const float * out, const char * adapter,
+                                  const char * dir, struct nf_run_outputs * res, nf_err * err);
+NF_API int nf_model_check_outputs(nf_model * m, const nf_inputs * in, const float * out, const char * dir,
+                                  nf_err * err);
+
 #ifdef __cplusplus
 }
 #endif

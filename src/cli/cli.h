@@ -198,23 +198,24 @@ int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_
 /* the end of a command that prints markers: the error (if any), then
  * EXIT_CODE=0|1; returns the process exit status (1 also when stdout failed) */
 int nf_cli_command_exit(int rc, const nf_err * err);
-/* the SpTransformer run (cmd-run-spt.c); argv as nf_cmd_run's */
-int nf_cmd_run_spt(int argc, char ** argv);
-/* the TabSTAR run (cmd-run-tabstar.c); argv as nf_cmd_run's */
-int nf_cmd_run_tabstar(int argc, char ** argv);
-/* a TabSTAR output set's arrays and report.json read back (cmd-run-tabstar.c);
+/* a TabSTAR output set's arrays and report.json read back (cmd-tokenize.c);
  * logits.npy compared with logits unless NULL */
 struct nf_tab_cells;
 int nf_tab_verify_outputs(const char * dir, const struct nf_tab_cells * c, const float * logits, nf_err * err);
 /* `nofall predict` on a TabSTAR model (cmd-predict-tabstar.c); argv as nf_cmd_predict's */
 int nf_cmd_predict_tabstar(int argc, char ** argv);
-/* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-run-tabstar.c) */
+/* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-tokenize.c) */
 int nf_cmd_tokenize(int argc, char ** argv);
-/* the TabSTAR verify and bench (cmd-verify-tabstar.c) */
+/* the TabSTAR verify (cmd-verify-tabstar.c) */
 int nf_cmd_verify_tabstar(int argc, char ** argv);
-int nf_cmd_bench_tabstar(int argc, char ** argv);
 /* the SpTransformer verify (cmd-verify-spt.c) */
 int nf_cmd_verify_spt(int argc, char ** argv);
+/* does model type (nf_cli_model_type; "" = the default) take the run / bench
+ * option key (nf_model_type_run_options)? */
+int nf_cli_type_takes(const char * type, const char * key);
+/* " (for a SpTransformer model)" after an unknown option: the type's name
+ * (its description's first word); "" for the default type */
+void nf_cli_type_suffix(const char * type, char * out, size_t n);
 /* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */
 void nf_cli_model_type(const char * model, char * out, size_t n);
 

@@ -1,13 +1,13 @@
 /* cmd-bench.c -- `nofall bench`: synchronized per-forward timings on one
  * device. A benchmark, not a test: it prints figures and asserts nothing.
- * Table models (Mitra): a seeded --support x --query x --features table.
- * SpTransformer: --batch seeded sequences of input length --length L
- * (flanks included: L - 2 context positions scored; default 8201, the
- * variant-scoring window). Also the peak RSS of the process and the bytes
- * the device allocated (weights, workspace, scratch). */
+ * The input is the model's own (nofall.h nf_model_inputs), from the options
+ * the model takes: Mitra a seeded --support x --query x --features table;
+ * SpTransformer --batch seeded sequences of input length --length L (flanks
+ * included; default 8201, the variant-scoring window); TabSTAR the seeded
+ * row or --cells C.json (--adapter A merged first). Also the peak RSS of the
+ * process and the bytes the device allocated (weights, workspace, scratch). */
 #include "cli.h"
 #include "io/nf-io.h"
-#include "sptransformer-impl.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -15,28 +15,39 @@
 #include <sys/resource.h>
 
 int nf_cmd_bench(int argc, char ** argv) {
+    const char *model = NULL, *device = "cpu", *json = NULL, *trace = NULL, *adapter = NULL;
+    int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
+    int64_t query_chunk = 0, kv_cache_mb = 0;
+    static const char * const flags[] = {"--model",       "--device",      "--json",  "--trace",    "--warmup",
+                                         "--runs",        "--support",     "--query", "--features", "--seed",
+                                         "--precision",   "--length",      "--batch", "--cells",    "--adapter",
+                                         "--query-chunk", "--kv-cache-mb", NULL};
+    /* the model's input options (nf_model_inputs): the flag without "--", its value
+     * checked here (the messages name the flag) */
+    enum { NF_BENCH_MAX_IN = 16 };
+    const char *in_keys[NF_BENCH_MAX_IN], *in_vals[NF_BENCH_MAX_IN];
+    int n_in_opts = 0;
+    char type[64] = "", suffix[96];
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--model") == 0) {
-            char type[64];
             nf_cli_model_type(argv[i + 1], type, sizeof(type));
-            if (strcmp(type, "tabstar") == 0) return nf_cmd_bench_tabstar(argc, argv);
             break;
         }
     }
-    const char *model = NULL, *device = "cpu", *json = NULL, *trace = NULL;
-    int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
-    int64_t ns = 16, nq = 8, nf = 13, length = 8201, batch = 1, query_chunk = 0, kv_cache_mb = 0;
-    uint64_t seed = 42;
-    static const char * const flags[] = {
-        "--model",    "--device", "--json",      "--trace",  "--warmup", "--runs",        "--support",     "--query",
-        "--features", "--seed",   "--precision", "--length", "--batch",  "--query-chunk", "--kv-cache-mb", NULL};
+    nf_cli_type_suffix(type, suffix, sizeof(suffix));
+    /* the model's input options, by key (nf_model_type_run_options) */
+    static const char * const input_flags[] = {"--support", "--query", "--features", "--length",
+                                               "--batch",   "--seed",  "--cells",    NULL};
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;
         int64_t n = 0;
-        if (!nf_cli_is_flag(a, flags)) {
+        const int input = nf_cli_is_flag(a, input_flags);
+        if (!nf_cli_is_flag(a, flags) || ((input || strcmp(a, "--adapter") == 0) && !nf_cli_type_takes(type, a + 2)) ||
+            (strcmp(a, "--query-chunk") == 0 && !nf_cli_type_takes(type, "query_chunk")) ||
+            (strcmp(a, "--kv-cache-mb") == 0 && !nf_cli_type_takes(type, "kv_cache_mb"))) {
             char e[256];
-            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
+            fprintf(stderr, "error: unknown option %s%s\n", nf__esc(e, sizeof(e), a), suffix);
             return 2;
         }
         if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
@@ -54,28 +65,40 @@ int nf_cmd_bench(int argc, char ** argv) {
         } else if (strcmp(a, "--runs") == 0) {
             if (!nf_cli_parse_int(a, v, 1, 1000000, &n)) return 2;
             runs = (int) n;
-        } else if (strcmp(a, "--support") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 24, &ns)) return 2;
-        } else if (strcmp(a, "--query") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 24, &nq)) return 2;
-        } else if (strcmp(a, "--features") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 20, &nf)) return 2;
-        } else if (strcmp(a, "--length") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 24, &length)) return 2;
-        } else if (strcmp(a, "--batch") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 16, &batch)) return 2;
+        } else if (strcmp(a, "--support") == 0 || strcmp(a, "--query") == 0 || strcmp(a, "--features") == 0 ||
+                   strcmp(a, "--length") == 0 || strcmp(a, "--batch") == 0 || strcmp(a, "--seed") == 0 ||
+                   strcmp(a, "--cells") == 0) {
+            const int64_t max = strcmp(a, "--features") == 0 ? 1 << 20
+                                : strcmp(a, "--batch") == 0  ? 1 << 16
+                                : strcmp(a, "--seed") == 0   ? NF_CLI_SEED_MAX
+                                                             : 1 << 24;
+            if (strcmp(a, "--cells") != 0 && !nf_cli_parse_int(a, v, strcmp(a, "--seed") == 0 ? 0 : 1, max, &n))
+                return 2;
+            int k = 0;
+            while (k < n_in_opts && strcmp(in_keys[k], a + 2) != 0) k++;
+            in_keys[k] = a + 2;
+            in_vals[k] = v;
+            if (k == n_in_opts) n_in_opts++;
+        } else if (strcmp(a, "--adapter") == 0) {
+            adapter = v;
         } else if (strcmp(a, "--query-chunk") == 0) {
             if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &query_chunk)) return 2;
         } else if (strcmp(a, "--kv-cache-mb") == 0) {
             if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &kv_cache_mb)) return 2;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 2;
-            seed = (uint64_t) n;
         } else if (strcmp(a, "--precision") == 0) {
             if (!nf_cli_parse_precision(v, &precision)) {
                 fprintf(stderr, "error: --precision must be exact or tf32\n");
                 return 2;
             }
+        }
+    }
+    /* SpTransformer's default input: the variant-scoring window */
+    if (nf_cli_type_takes(type, "length") && n_in_opts < NF_BENCH_MAX_IN) {
+        int k = 0;
+        while (k < n_in_opts && strcmp(in_keys[k], "length") != 0) k++;
+        if (k == n_in_opts) {
+            in_keys[n_in_opts] = "length";
+            in_vals[n_in_opts++] = "8201";
         }
     }
     if (!model) {
@@ -95,7 +118,6 @@ int nf_cmd_bench(int argc, char ** argv) {
     nf_err err = {0};
     nf_backend * be = NULL;
     nf_model * m = NULL;
-    struct nf_cli_table t = {0};
     float * logits = NULL;
     double * ms = calloc((size_t) runs, sizeof(double));
     struct nf_cli_outfile jf, tf;
@@ -119,47 +141,24 @@ int nf_cmd_bench(int argc, char ** argv) {
     }
     if (rc == NF_OK) rc = nf_cli_backend_init(device, precision, &be, &err);
     if (rc == NF_OK) rc = nf_model_load(be, model, &m, &err);
-    int cls = 0, width = 0, out_ndim = 0, n_in = NF_CLI_TABLE_INPUTS;
-    int64_t n_classes = 0, out_shape[NF_ARRAY_MAX_DIMS], n_out = 0;
-    struct nf_array in[NF_CLI_TABLE_INPUTS];
-    int64_t * tokens = NULL;
-    char case_name[96] = "";
-    const int spt = rc == NF_OK && strcmp(nf_model_type(m), "sptransformer") == 0;
-    if (spt) {
-        /* batch seeded sequences (seeds seed, seed+1, ...), N flanks of context_len */
-        int64_t context = 0;
-        struct nf_config_item ci;
-        for (int i = 0; nf_model_config_item(m, i, &ci); i++)
-            if (strcmp(ci.key, "context_len") == 0) context = ci.num;
-        tokens = malloc((size_t) (batch * length) * sizeof(int64_t));
-        int8_t * core = malloc((size_t) length);
-        if (!tokens || !core) rc = nf__err_set(&err, NF_ERR_NOMEM, "out of memory");
-        for (int64_t b = 0; rc == NF_OK && b < batch; b++) {
-            const int64_t n = length - 2 * context > 0 ? length - 2 * context : 0;
-            nf__spt_seeded_tokens(seed + (uint64_t) b, n, core);
-            for (int64_t i = 0; i < length; i++) {
-                const int64_t j = i - context;
-                tokens[b * length + i] = j >= 0 && j < n ? core[j] : 4;
-            }
-        }
-        free(core);
-        in[0] = (struct nf_array){"tokens", NF_ARRAY_I64, 2, {batch, length}, tokens};
-        n_in = 1;
-        if (rc == NF_OK) rc = nf_model_output_shape(m, in, 1, &out_ndim, out_shape, &err);
-        n_out = out_shape[0] * out_shape[1] * out_shape[2];
-        snprintf(case_name, sizeof(case_name), "batch=%lld length=%lld", (long long) batch, (long long) length);
-    } else {
-        if (rc == NF_OK) rc = nf_cli_table_model(m, &cls, &n_classes, &err);
-        if (rc == NF_OK && query_chunk) rc = nf_model_set_option(m, "query_chunk", query_chunk, &err);
-        if (rc == NF_OK && kv_cache_mb) rc = nf_model_set_option(m, "kv_cache_mb", kv_cache_mb, &err);
-        if (rc == NF_OK)
-            rc = nf_cli_table_generate(seed, ns, nq, nf, cls, cls ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t,
-                                       &err);
-        if (rc == NF_OK) rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, &err);
-        n_out = nq * width;
-        nf_cli_table_arrays(&t, in);
-        snprintf(case_name, sizeof(case_name), "%lldx%lldx%lld", (long long) ns, (long long) nq, (long long) nf);
+    if (rc == NF_OK && adapter) {
+        char summary[4400];
+        rc = nf_model_apply_adapter(m, adapter, summary, sizeof(summary), &err);
     }
+    if (rc == NF_OK && query_chunk) rc = nf_model_set_option(m, "query_chunk", query_chunk, &err);
+    if (rc == NF_OK && kv_cache_mb) rc = nf_model_set_option(m, "kv_cache_mb", kv_cache_mb, &err);
+    nf_inputs * inputs = NULL;
+    if (rc == NF_OK) rc = nf_model_inputs(m, n_in_opts, in_keys, in_vals, &inputs, &err);
+    const struct nf_array * in = inputs ? nf_inputs_arrays(inputs) : NULL;
+    const int n_in = inputs ? nf_inputs_count(inputs) : 0;
+    int out_ndim = 0;
+    int64_t out_shape[NF_ARRAY_MAX_DIMS], n_out = 1;
+    if (rc == NF_OK) rc = nf_model_output_shape(m, in, n_in, &out_ndim, out_shape, &err);
+    for (int d = 0; rc == NF_OK && d < out_ndim; d++) n_out *= out_shape[d];
+    struct nf_config_item item;
+    const char * case_name = "";
+    for (int i = 0; inputs && nf_inputs_item(inputs, i, &item); i++)
+        if (strcmp(item.key, "case") == 0 && item.str) case_name = item.str;
     if (rc == NF_OK) {
         logits = malloc((size_t) n_out * sizeof(float));
         if (!logits || !ms) rc = nf__err_set(&err, NF_ERR_NOMEM, "out of memory");
@@ -198,7 +197,12 @@ int nf_cmd_bench(int argc, char ** argv) {
     printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
     printf("PRECISION_DETAIL=%s\n", nf_backend_precision_detail(be));
     printf("CASE=%s\n", case_name);
-    if (spt) printf("INPUT_LENGTH=%lld\nPOSITIONS_SCORED=%lld\n", (long long) length, (long long) out_shape[1]);
+    for (int i = 0; nf_inputs_marker(inputs, i, &item); i++) {
+        if (item.str)
+            printf("%s=%s\n", item.key, item.str);
+        else
+            printf("%s=%lld\n", item.key, (long long) item.num);
+    }
     printf("WARMUP=%d\nRUNS=%d\n", warmup, runs);
     printf("MEDIAN_MS=%.3f\nMEAN_MS=%.3f\nP90_MS=%.3f\nMIN_MS=%.3f\nMAX_MS=%.3f\n", st.median, st.mean, st.p90, st.min,
            st.max);
@@ -227,13 +231,12 @@ int nf_cmd_bench(int argc, char ** argv) {
         cJSON_AddStringToObject(doc, "precision_detail", nf_backend_precision_detail(be));
         cJSON_AddNumberToObject(doc, "device_allocs_timed", (double) tot.allocs);
         cJSON_AddStringToObject(doc, "case", case_name);
-        if (spt) {
-            cJSON_AddNumberToObject(doc, "batch", (double) batch);
-            cJSON_AddNumberToObject(doc, "length", (double) length);
-        } else {
-            cJSON_AddNumberToObject(doc, "n_support", (double) ns);
-            cJSON_AddNumberToObject(doc, "n_query", (double) nq);
-            cJSON_AddNumberToObject(doc, "n_features", (double) nf);
+        for (int i = 0; nf_inputs_item(inputs, i, &item); i++) {
+            if (strcmp(item.key, "case") == 0) continue;
+            if (item.str)
+                cJSON_AddStringToObject(doc, item.key, item.str);
+            else
+                cJSON_AddNumberToObject(doc, item.key, (double) item.num);
         }
         cJSON_AddNumberToObject(doc, "device_alloc_mb", (double) setup.alloc_bytes / 1048576.0);
         cJSON_AddNumberToObject(doc, "peak_rss_mb", rss_mb);
@@ -260,8 +263,7 @@ done:
     nf_cli_outfile_abort(&tf);
     free(ms);
     free(logits);
-    free(tokens);
-    nf_cli_table_free(&t);
+    nf_inputs_free(inputs);
     nf_model_free(m);
     nf_backend_free(be);
     return rc == NF_OK ? 0 : 1;

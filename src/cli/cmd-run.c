@@ -1,8 +1,12 @@
-/* cmd-run.c -- `nofall run`: one forward on one device, verified artifacts, markers.
+/* cmd-run.c -- `nofall run`: one forward of any model on one device,
+ * verified artifacts, markers. The model makes its own input (nofall.h
+ * nf_model_inputs: seeded, or from the files its options name), writes its
+ * own artifacts and reads them back (nf_model_write_outputs /
+ * nf_model_check_outputs); this file knows no model.
  *
  * Every marker is the result of a check made in this run:
  *   MODEL_DEVICE / INPUT_DEVICE / LOGITS_DEVICE  where the driver says the
- *       weights / uploaded inputs / logits tensor live;
+ *       weights / uploaded inputs / output tensor live;
  *   OUTPUT_DEVICE  the device(s) that executed the forward's ops (op records);
  *   CPU_FALLBACK   true iff any of those differs from the requested device;
  *   ASSETS_VERIFIED  the written files were read back and checked.
@@ -14,261 +18,291 @@
  * not locked by another run, --trace distinct from the inputs, the model and
  * the artifacts, and writable) runs before it. */
 #include "cli.h"
-#include "weights.h"
+#include "nofall-genomics.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-static const char * const nf_run_artifacts[] = {
-    "support_x.npy", "support_y.npy", "query_x.npy", "logits.npy", "class_ids.npy", "report.json",
+/* run's options: the command's own, and those a model type takes (its
+ * nf_model_type_run_options, by key) */
+enum {
+    NF_RF_CLI,   /* --model, --device, ...                                 */
+    NF_RF_INPUT, /* an input option (nf_model_inputs)                     */
+    NF_RF_SEQ,   /* a sequence input read here (seq-input.c)              */
+    NF_RF_SET,   /* a model option (nf_model_set_option)                  */
+    NF_RF_ADAPTER,
 };
-#define NF_RUN_N_ARTIFACTS (sizeof(nf_run_artifacts) / sizeof(nf_run_artifacts[0]))
+struct nf_run_flag {
+    const char *flag, *key;
+    int where, is_int, is_file; /* is_file: a file the run reads (--trace must not be it) */
+    int64_t min, max;
+};
+static const struct nf_run_flag nf_run_flags[] = {
+    {"--model", "model", NF_RF_CLI, 0, 0, 0, 0},
+    {"--device", "device", NF_RF_CLI, 0, 0, 0, 0},
+    {"--out", "out", NF_RF_CLI, 0, 0, 0, 0},
+    {"--trace", "trace", NF_RF_CLI, 0, 0, 0, 0},
+    {"--precision", "precision", NF_RF_CLI, 0, 0, 0, 0},
+    {"--seed", "seed", NF_RF_INPUT, 1, 0, 0, NF_CLI_SEED_MAX},
+    {"--support-x", "support_x", NF_RF_INPUT, 0, 1, 0, 0},
+    {"--support-y", "support_y", NF_RF_INPUT, 0, 1, 0, 0},
+    {"--query-x", "query_x", NF_RF_INPUT, 0, 1, 0, 0},
+    {"--length", "positions", NF_RF_INPUT, 1, 0, 1, 1 << 20},
+    {"--cells", "cells", NF_RF_INPUT, 0, 1, 0, 0},
+    {"--tokens", "tokens", NF_RF_SEQ, 0, 1, 0, 0},
+    {"--sequence", "sequence", NF_RF_SEQ, 0, 0, 0, 0},
+    {"--fasta", "fasta", NF_RF_SEQ, 0, 1, 0, 0},
+    {"--region", "region", NF_RF_SEQ, 0, 0, 0, 0},
+    {"--context", "context", NF_RF_SEQ, 0, 0, 0, 0},
+    {"--chunk-rows", "chunk_rows", NF_RF_SET, 1, 0, 1, INT32_MAX},
+    {"--query-chunk", "query_chunk", NF_RF_SET, 1, 0, 1, INT32_MAX},
+    {"--adapter", "adapter", NF_RF_ADAPTER, 0, 0, 0, 0},
+};
+#define NF_RUN_N_FLAGS ((int) (sizeof(nf_run_flags) / sizeof(nf_run_flags[0])))
 
 struct nf_run_opts {
-    const char *model, *device, *out, *sx, *sy, *qx, *trace;
-    uint64_t seed;
+    char type[64];
+    const char * value[NF_RUN_N_FLAGS]; /* by flag; NULL: not given */
+    int64_t num[NF_RUN_N_FLAGS];
     int precision;
-    int64_t chunk_rows, query_chunk;
 };
 
-/* Read the artifacts back and check shape, dtype and finiteness. */
-static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t, int out_ndim,
-                                const int64_t * out_shape, int width, int has_classes, nf_err * err) {
-    char p[4096];
-    struct nf_npy a;
-    struct {
-        const char * f;
-        enum nf_npy_dtype dt;
-        int nd;
-        int64_t s0, s1;
-    } want[5] = {
-        {"support_x.npy", NF_NPY_F4, 2, t->n_support, t->n_features},
-        {"support_y.npy", t->yc ? NF_NPY_I8 : NF_NPY_F4, 1, t->n_support, 0},
-        {"query_x.npy", NF_NPY_F4, 2, t->n_query, t->n_features},
-        {"logits.npy", NF_NPY_F4, out_ndim, out_shape[0], out_ndim > 1 ? out_shape[1] : 0},
-        {"class_ids.npy", NF_NPY_I8, 1, t->n_query, 0},
-    };
-    for (int i = 0; i < (has_classes ? 5 : 4); i++) {
-        nf__path_join(p, sizeof(p), dir, want[i].f);
-        NF_TRY(nf__npy_read(p, &a, err));
-        int ok = a.dtype == want[i].dt && a.ndim == want[i].nd && a.shape[0] == want[i].s0 &&
-                 (a.ndim < 2 || a.shape[1] == want[i].s1);
-        if (ok && a.dtype == NF_NPY_F4) {
-            for (size_t e = 0; e < a.nbytes / 4; e++) ok &= isfinite(((const float *) a.data)[e]) != 0;
+static int nf_run_flag_index(const char * key) {
+    for (int i = 0; i < NF_RUN_N_FLAGS; i++)
+        if (strcmp(nf_run_flags[i].key, key) == 0) return i;
+    return -1;
+}
+static const char * nf_run_opt(const struct nf_run_opts * o, const char * key) {
+    return o->value[nf_run_flag_index(key)];
+}
+
+/* the input options given, as nf_model_inputs / nf_model_type_check_inputs take them */
+static int nf_run_input_opts(const struct nf_run_opts * o, int with_seq, const char ** keys, const char ** values) {
+    int n = 0;
+    for (int i = 0; i < NF_RUN_N_FLAGS; i++) {
+        const int w = nf_run_flags[i].where;
+        if (o->value[i] && (w == NF_RF_INPUT || (with_seq && w == NF_RF_SEQ))) {
+            keys[n] = nf_run_flags[i].key;
+            values[n++] = o->value[i];
         }
-        if (ok && i == 4) {
-            for (int64_t e = 0; e < a.shape[0]; e++) {
-                int64_t c = ((const int64_t *) a.data)[e];
-                ok &= c >= 0 && c < width;
-            }
-        }
-        nf__npy_free(&a);
-        if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back with the wrong shape/dtype or non-finite values", p);
     }
-    /* report.json: strict JSON, an object with its markers */
-    nf__path_join(p, sizeof(p), dir, "report.json");
-    cJSON * doc = NULL;
-    NF_TRY(nf__json_read_file(p, &doc, err));
-    const int ok = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "markers"));
-    cJSON_Delete(doc);
-    if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back without its markers", p);
-    return NF_OK;
+    return n;
 }
 
 static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
-    static const char * const flags[] = {"--model",      "--device",    "--out",         "--seed",
-                                         "--support-x",  "--support-y", "--query-x",     "--trace",
-                                         "--chunk-rows", "--precision", "--query-chunk", NULL};
     memset(o, 0, sizeof(*o));
-    o->device = "cpu";
-    o->seed = 42;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        int64_t n;
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
-            return 0;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--out") == 0)
-            o->out = v;
-        else if (strcmp(a, "--seed") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0;
-            o->seed = (uint64_t) n;
-        } else if (strcmp(a, "--support-x") == 0)
-            o->sx = v;
-        else if (strcmp(a, "--support-y") == 0)
-            o->sy = v;
-        else if (strcmp(a, "--query-x") == 0)
-            o->qx = v;
-        else if (strcmp(a, "--trace") == 0)
-            o->trace = v;
-        else if (strcmp(a, "--chunk-rows") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->chunk_rows)) return 0;
-        } else if (strcmp(a, "--query-chunk") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->query_chunk)) return 0;
-        } else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &o->precision)) {
-                fprintf(stderr, "error: --precision must be exact or tf32\n");
-                return 0;
-            }
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--model") == 0) {
+            nf_cli_model_type(argv[i + 1], o->type, sizeof(o->type));
+            break;
         }
     }
-    if (!o->model || !o->out) {
+    char suffix[96];
+    nf_cli_type_suffix(o->type, suffix, sizeof(suffix));
+    for (int i = 1; i < argc; i++) {
+        const char * a = argv[i];
+        int k = 0;
+        while (k < NF_RUN_N_FLAGS && strcmp(a, nf_run_flags[k].flag) != 0) k++;
+        if (k == NF_RUN_N_FLAGS ||
+            (nf_run_flags[k].where != NF_RF_CLI && !nf_cli_type_takes(o->type, nf_run_flags[k].key))) {
+            char e[256];
+            fprintf(stderr, "error: unknown option %s%s\n", nf__esc(e, sizeof(e), a), suffix);
+            return 0;
+        }
+        const char * v = nf_cli_need_value(argc, argv, &i);
+        if (!v) return 0;
+        if (nf_run_flags[k].is_int && !nf_cli_parse_int(a, v, nf_run_flags[k].min, nf_run_flags[k].max, &o->num[k]))
+            return 0;
+        if (strcmp(a, "--precision") == 0 && !nf_cli_parse_precision(v, &o->precision)) {
+            fprintf(stderr, "error: --precision must be exact or tf32\n");
+            return 0;
+        }
+        o->value[k] = v;
+    }
+    const char * model = nf_run_opt(o, "model");
+    if (!model || !nf_run_opt(o, "out")) {
         fprintf(stderr, "error: run needs --model DIR and --out OUTDIR\n");
         return 0;
     }
-    if (!o->model[0]) {
+    if (!model[0]) {
         fprintf(stderr, "error: --model needs a directory, got ''\n");
         return 0;
     }
-    int nfiles = (o->sx != NULL) + (o->sy != NULL) + (o->qx != NULL);
-    if (nfiles != 0 && nfiles != 3) {
-        fprintf(stderr, "error: give all of --support-x, --support-y, --query-x, or none\n");
+    const char *keys[NF_RUN_N_FLAGS], *values[NF_RUN_N_FLAGS];
+    const int n = nf_run_input_opts(o, 1, keys, values);
+    nf_err err = {0};
+    if (nf_model_type_check_inputs(o->type, n, keys, values, &err) != NF_OK) {
+        fprintf(stderr, "error: %s\n", err.msg);
         return 0;
     }
     return 1;
 }
 
+/* SpTransformer's sequence inputs (--tokens, --sequence, --fasta [--region],
+ * --context): read by nofall-genomics.h's nf_seq_* and handed to the model
+ * as its "tokens" array. */
+static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inputs ** out, nf_err * err) {
+    const char *tokens = nf_run_opt(o, "tokens"), *fasta = nf_run_opt(o, "fasta"), *ctx = nf_run_opt(o, "context");
+    const int pad = ctx ? strcmp(ctx, "pad") == 0 : !(tokens || fasta);
+    int64_t context = 0;
+    struct nf_config_item ci;
+    for (int i = 0; nf_model_config_item(m, i, &ci); i++)
+        if (strcmp(ci.key, "context_len") == 0) context = ci.num;
+    nf_seq s = {0};
+    int rc;
+    if (tokens)
+        rc = nf_seq_npy(&s, tokens, pad, context, err);
+    else if (fasta)
+        rc = nf_seq_fasta(&s, fasta, nf_run_opt(o, "region"), pad, context, err);
+    else
+        rc = nf_seq_string(&s, nf_run_opt(o, "sequence"), pad, context, err);
+    int64_t * ids = rc == NF_OK ? malloc((size_t) (s.B * s.L > 0 ? s.B * s.L : 1) * sizeof(int64_t)) : NULL;
+    if (rc == NF_OK && !ids) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    if (rc == NF_OK) {
+        for (int64_t i = 0; i < s.B * s.L; i++) ids[i] = s.ids[i];
+        const struct nf_array t = {"tokens", NF_ARRAY_I64, 2, {s.B, s.L}, ids};
+        char flank[32];
+        snprintf(flank, sizeof(flank), "%lld", (long long) s.flank);
+        const char * keys[3] = {"source", "context", "flank"};
+        const char * values[3] = {s.source, s.pad ? "pad" : "given", flank};
+        rc = nf_model_inputs_given(m, &t, 1, 3, keys, values, out, err);
+    }
+    free(ids);
+    nf_seq_free(&s);
+    return rc;
+}
+
+/* report.json: the common members, the model's, how the queries went, the markers */
+static int nf_run_report(const char * path, const struct nf_run_opts * o, const nf_model * m, const nf_backend * be,
+                         const struct nf_run_outputs * res, const struct nf_run_meas * meas, double wall_ms,
+                         nf_err * err) {
+    cJSON * rep = cJSON_CreateObject();
+    cJSON * mine = cJSON_Parse(res->report);
+    if (!rep || !mine) {
+        cJSON_Delete(rep);
+        cJSON_Delete(mine);
+        return nf__err_set(err, NF_ERR_NOMEM, "report.json: out of memory");
+    }
+    nf_run_report_common(rep, nf_run_opt(o, "model"), m, be);
+    while (mine->child) {
+        cJSON * c = cJSON_DetachItemViaPointer(mine, mine->child);
+        cJSON_AddItemToObject(rep, c->string, c);
+    }
+    cJSON_Delete(mine);
+    nf_cli_report_passes(rep, m);
+    nf_run_markers_json(rep, meas, res->shape, res->classes, 1, wall_ms);
+    const int rc = nf__json_write_file(path, rep, err);
+    cJSON_Delete(rep);
+    return rc;
+}
+
 static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     nf_backend * be = NULL;
     nf_model * m = NULL;
-    struct nf_cli_table t = {0};
+    nf_inputs * in = NULL;
     float * logits = NULL;
-    int64_t * cls = NULL;
+    struct nf_run_outputs res = {0};
     struct nf_outset os;
     struct nf_cli_outfile tr;
     memset(&tr, 0, sizeof(tr));
     tr.fd = tr.slot = -1;
-    char trace_in_out[4096] = "";
-    int rc;
+    char trace_in_out[4096] = "", p[4096];
+    const char *model = nf_run_opt(o, "model"), *trace = nf_run_opt(o, "trace");
+    const char *device = nf_run_opt(o, "device"), *adapter = nf_run_opt(o, "adapter");
+    const char * const * artifacts = nf_model_type_artifacts(o->type);
+    int n_artifacts = 0, rc;
+    while (artifacts[n_artifacts]) n_artifacts++;
     /* --out locked and staged, --trace checked and created: before any work */
-    NF_TRY(nf_outset_begin(&os, o->out, nf_run_artifacts, (int) NF_RUN_N_ARTIFACTS, err));
-    const char * inputs[3] = {o->sx, o->sy, o->qx};
-    static const char * const input_flags[3] = {"--support-x", "--support-y", "--query-x"};
-    if ((rc = nf_run_check_trace(o->trace, o->model, inputs, input_flags, 3, &os, nf_run_artifacts,
-                                 (int) NF_RUN_N_ARTIFACTS, trace_in_out, sizeof(trace_in_out), err)) != NF_OK)
+    NF_TRY(nf_outset_begin(&os, nf_run_opt(o, "out"), artifacts, n_artifacts, err));
+    const char * inputs[NF_RUN_N_FLAGS];
+    const char * input_flags[NF_RUN_N_FLAGS];
+    int n_inputs = 0;
+    for (int i = 0; i < NF_RUN_N_FLAGS; i++) {
+        if (nf_run_flags[i].is_file && o->value[i]) {
+            inputs[n_inputs] = o->value[i];
+            input_flags[n_inputs++] = nf_run_flags[i].flag;
+        }
+    }
+    if ((rc = nf_run_check_trace(trace, model, inputs, input_flags, n_inputs, &os, artifacts, n_artifacts, trace_in_out,
+                                 sizeof(trace_in_out), err)) != NF_OK)
         goto done;
-    if (o->trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, o->trace, "--trace", err)) != NF_OK) goto done;
+    if (trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, trace, "--trace", err)) != NF_OK) goto done;
     /* the device first: an absent device fails before any work */
-    if ((rc = nf_cli_backend_init(o->device, o->precision, &be, err)) != NF_OK) goto done;
-    nf_trace_reset(be, o->trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
-    if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done;
-    if (o->chunk_rows > 0 && (rc = nf_model_set_option(m, "chunk_rows", o->chunk_rows, err)) != NF_OK) goto done;
-    if (o->query_chunk > 0 && (rc = nf_model_set_option(m, "query_chunk", o->query_chunk, err)) != NF_OK) goto done;
-    int class_labels = 0;
-    int64_t n_classes = 0;
-    if ((rc = nf_cli_table_model(m, &class_labels, &n_classes, err)) != NF_OK) goto done;
-    if (o->sx)
-        rc = nf_cli_table_load(o->sx, o->sy, o->qx, class_labels, &t, err);
-    else
-        rc = nf_cli_table_generate(o->seed, 16, 8, 13, class_labels,
-                                   class_labels ? (int) (n_classes < 10 ? n_classes : 10) : 0, &t, err);
+    if ((rc = nf_cli_backend_init(device ? device : "cpu", o->precision, &be, err)) != NF_OK) goto done;
+    nf_trace_reset(be, trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
+    if ((rc = nf_model_load(be, model, &m, err)) != NF_OK) goto done;
+    char summary[4400] = "";
+    if (adapter && (rc = nf_model_apply_adapter(m, adapter, summary, sizeof(summary), err)) != NF_OK) goto done;
+    for (int i = 0; i < NF_RUN_N_FLAGS; i++) {
+        if (nf_run_flags[i].where == NF_RF_SET && o->value[i] &&
+            (rc = nf_model_set_option(m, nf_run_flags[i].key, o->num[i], err)) != NF_OK)
+            goto done;
+    }
+    if (nf_run_opt(o, "tokens") || nf_run_opt(o, "sequence") || nf_run_opt(o, "fasta")) {
+        rc = nf_run_seq_inputs(o, m, &in, err);
+    } else {
+        const char *keys[NF_RUN_N_FLAGS], *values[NF_RUN_N_FLAGS];
+        const int n = nf_run_input_opts(o, 0, keys, values);
+        rc = nf_model_inputs(m, n, keys, values, &in, err);
+    }
     if (rc != NF_OK) goto done;
-    int out_ndim = 0, width = 0;
-    int64_t out_shape[NF_ARRAY_MAX_DIMS];
-    if ((rc = nf_cli_output_shape(m, &t, &out_ndim, out_shape, &width, err)) != NF_OK) goto done;
-
-    logits = malloc((size_t) (t.n_query * width) * sizeof(float));
-    cls = malloc((size_t) t.n_query * sizeof(int64_t));
-    if (!logits || !cls) {
+    int out_ndim = 0;
+    int64_t out_shape[NF_ARRAY_MAX_DIMS], n_out = 1;
+    if ((rc = nf_model_output_shape(m, nf_inputs_arrays(in), nf_inputs_count(in), &out_ndim, out_shape, err)) != NF_OK)
+        goto done;
+    for (int d = 0; d < out_ndim; d++) n_out *= out_shape[d];
+    logits = malloc((size_t) (n_out > 0 ? n_out : 1) * sizeof(float));
+    if (!logits) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    struct nf_array in[NF_CLI_TABLE_INPUTS];
-    nf_cli_table_arrays(&t, in);
     nf_cli_test_delay("forward");
     const double t0 = nf_cli_now_ms();
-    if ((rc = nf_model_forward(m, in, NF_CLI_TABLE_INPUTS, logits, err)) != NF_OK) goto done;
+    if ((rc = nf_model_forward(m, nf_inputs_arrays(in), nf_inputs_count(in), logits, err)) != NF_OK) goto done;
     const double wall_ms = nf_cli_now_ms() - t0;
-
-    int finite = 1;
-    for (int64_t i = 0; i < t.n_query * width; i++) finite &= isfinite(logits[i]) != 0;
-    if (!finite) {
-        rc = nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits");
-        goto done;
-    }
-    for (int64_t r = 0; r < t.n_query; r++) cls[r] = nf_cli_argmax(logits + r * width, width);
-    const int has_classes = width > 1;
-
-    /* artifacts: into the staging directory; read back once all are there */
-    char p[4096];
-    if ((rc = nf_cli_table_write(os.staging, &t, err)) != NF_OK) goto done;
-    int64_t sh[2] = {t.n_query, width};
-    nf_outset_path(&os, "logits.npy", p, sizeof(p));
-    if ((rc = nf__npy_write(p, NF_NPY_F4, out_ndim, out_shape, logits, err)) != NF_OK) goto done;
-    nf_cli_test_delay("write");
-    if (has_classes) {
-        nf_outset_path(&os, "class_ids.npy", p, sizeof(p));
-        if ((rc = nf__npy_write(p, NF_NPY_I8, 1, sh, cls, err)) != NF_OK) goto done;
-    }
-
-    /* placement, measured */
-    struct nf_run_meas meas;
-    if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto done;
-
-    char shape[64] = "1", classes[4096] = "";
-    size_t cl = 1;
-    for (int d = 0; d < out_ndim; d++) nf__msg_append(shape, sizeof(shape), &cl, "x%lld", (long long) out_shape[d]);
-    cl = 0;
-    if (has_classes) {
-        for (int64_t r = 0; r < t.n_query && cl + 24 < sizeof(classes); r++) {
-            cl += (size_t) snprintf(classes + cl, sizeof(classes) - cl, r ? ",%lld" : "%lld", (long long) cls[r]);
+    for (int64_t i = 0; i < n_out; i++) {
+        if (!isfinite(logits[i])) {
+            rc = nf__err_set(err, NF_ERR_MISMATCH, "forward produced non-finite logits");
+            goto done;
         }
-    } else {
-        snprintf(classes, sizeof(classes), "none");
     }
-
-    /* report.json (temp name + rename, like everything else) */
-    cJSON * rep = cJSON_CreateObject();
-    nf_run_report_common(rep, o->model, m, be);
-    cJSON_AddStringToObject(rep, "input_source", o->sx ? "files" : "generated");
-    if (!o->sx) cJSON_AddNumberToObject(rep, "seed", (double) o->seed);
-    nf_cli_report_passes(rep, m);
-    nf_run_markers_json(rep, &meas, shape, classes, finite, wall_ms);
+    /* artifacts: into the staging directory; read back once all are there */
+    if ((rc = nf_model_write_outputs(m, in, logits, adapter ? summary : NULL, os.staging, &res, err)) != NF_OK)
+        goto done;
+    nf_cli_test_delay("write");
+    struct nf_run_meas meas; /* placement, measured */
+    if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto done;
     nf_outset_path(&os, "report.json", p, sizeof(p));
-    rc = nf__json_write_file(p, rep, err);
-    cJSON_Delete(rep);
-    if (rc != NF_OK) goto done;
-    rc = nf_run_verify_assets(os.staging, &t, out_ndim, out_shape, width, has_classes, err);
+    if ((rc = nf_run_report(p, o, m, be, &res, &meas, wall_ms, err)) != NF_OK) goto done;
+    rc = nf_model_check_outputs(m, in, logits, os.staging, err);
+    if (rc == NF_OK) {
+        cJSON * doc = NULL;
+        rc = nf__json_read_file(p, &doc, err);
+        if (rc == NF_OK && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "markers")))
+            rc = nf__err_set(err, NF_ERR_IO, "%s: read back without its markers", p);
+        cJSON_Delete(doc);
+    }
     const int assets_verified = rc == NF_OK; /* the set read back and checked */
     if (!assets_verified) goto done;
-    if ((rc = nf_run_finish(be, o->trace, trace_in_out, &tr, &os, err)) != NF_OK) goto done;
-    nf_run_markers_print(&meas, be, shape, classes, finite, wall_ms, assets_verified);
-    rc = nf_run_commit(&os, o->trace, trace_in_out, &tr, err);
+    if ((rc = nf_run_finish(be, trace, trace_in_out, &tr, &os, err)) != NF_OK) goto done;
+    nf_run_markers_print(&meas, be, res.shape, res.classes, 1, wall_ms, assets_verified);
+    rc = nf_run_commit(&os, trace, trace_in_out, &tr, err);
 done:
     nf_cli_outfile_abort(&tr);
     nf_outset_end(&os);
     free(logits);
-    free(cls);
-    nf_cli_table_free(&t);
+    nf_free(res.report);
+    nf_inputs_free(in);
     nf_model_free(m);
     nf_backend_free(be);
     return rc;
 }
 
 int nf_cmd_run(int argc, char ** argv) {
-    for (int i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--model") == 0) {
-            char type[64];
-            nf_cli_model_type(argv[i + 1], type, sizeof(type));
-            if (strcmp(type, "sptransformer") == 0) return nf_cmd_run_spt(argc, argv);
-            if (strcmp(type, "tabstar") == 0) return nf_cmd_run_tabstar(argc, argv);
-            break;
-        }
-    }
     struct nf_run_opts o;
     if (!nf_run_parse(argc, argv, &o)) return 2;
     nf_cli_signals_install();

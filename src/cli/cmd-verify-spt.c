@@ -15,7 +15,6 @@
 #include "cli.h"
 #include "nofall-genomics.h"
 #include "io/nf-io.h"
-#include "sptransformer-impl.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

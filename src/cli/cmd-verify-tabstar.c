@@ -1,4 +1,4 @@
-/* cmd-verify-tabstar.c -- `nofall verify` and `nofall bench` on a TabSTAR
+/* cmd-verify-tabstar.c -- `nofall verify` on a TabSTAR
  * model (README "TabSTAR").
  *
  * verify --model DIR --device DEV --against cpu|CASE_DIR [--adapter A]
@@ -8,13 +8,9 @@
  *   tests/fixtures/tabstar/cls2 with its weights from gen-weights), or a
  *   directory of them. max_abs / mean_abs and the argmax per case;
  *   RESULT=PASS|FAIL; exit 0, 3 on a failed comparison, 1 on an error.
- * bench --model DIR --device DEV [--cells CELLS.json] [--adapter A]
- *        [--warmup 2] [--runs 10]: forward wall times (the tokenized input
- *   reused: the BERT work of every distinct string runs in every forward). */
+ * (bench is the generic one, cmd-bench.c). */
 #include "cli.h"
-#include "core/model.h"
 #include "io/nf-io.h"
-#include "models/tabstar-cells.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -27,23 +23,19 @@
 struct nf_tv_opts {
     const char *model, *device, *against, *adapter, *cells;
     double max_abs, mean_abs;
-    int64_t warmup, runs;
 };
 
-static int nf_tv_parse(int argc, char ** argv, struct nf_tv_opts * o, int bench) {
+static int nf_tv_parse(int argc, char ** argv, struct nf_tv_opts * o) {
     static const char * const vflags[] = {"--model", "--device",  "--against",  "--adapter",
                                           "--cells", "--max-abs", "--mean-abs", NULL};
-    static const char * const bflags[] = {"--model", "--device", "--adapter", "--cells", "--warmup", "--runs", NULL};
     memset(o, 0, sizeof(*o));
     o->device = "cpu";
     o->max_abs = 1e-4;
     o->mean_abs = 1e-5;
-    o->warmup = 2;
-    o->runs = 10;
     for (int i = 1; i < argc; i++) {
         const char * a = argv[i];
         const char * v;
-        if (!nf_cli_is_flag(a, bench ? bflags : vflags)) {
+        if (!nf_cli_is_flag(a, vflags)) {
             char e[256];
             fprintf(stderr, "error: unknown option %s (for a TabSTAR model)\n", nf__esc(e, sizeof(e), a));
             return 0;
@@ -63,45 +55,39 @@ static int nf_tv_parse(int argc, char ** argv, struct nf_tv_opts * o, int bench)
             if (!nf_cli_parse_double(a, v, 0, 1e30, &o->max_abs)) return 0;
         } else if (strcmp(a, "--mean-abs") == 0) {
             if (!nf_cli_parse_double(a, v, 0, 1e30, &o->mean_abs)) return 0;
-        } else if (strcmp(a, "--warmup") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, 1000, &o->warmup)) return 0;
-        } else if (strcmp(a, "--runs") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 100000, &o->runs)) return 0;
         }
     }
-    if (!o->model || (!bench && !o->against)) {
-        fprintf(stderr, bench ? "error: bench needs --model\n" : "error: verify needs --model and --against\n");
+    if (!o->model || !o->against) {
+        fprintf(stderr, "error: verify needs --model and --against\n");
         return 0;
     }
     return 1;
 }
 
-/* the seeded input of `run` (cmd-run-tabstar.c) */
-cJSON * nf_tab_seeded_cells(uint64_t seed);
-
 static int nf_tv_load(const char * dev, const struct nf_tv_opts * o, nf_backend ** be, nf_model ** m, nf_err * err) {
     char sum[4400];
     NF_TRY(nf_cli_backend_init(dev, NF_PRECISION_EXACT, be, err));
     NF_TRY(nf_model_load(*be, o->model, m, err));
-    if (o->adapter) NF_TRY(nf__tab_merge_adapter(*m, o->adapter, sum, sizeof(sum), err));
+    if (o->adapter) NF_TRY(nf_model_apply_adapter(*m, o->adapter, sum, sizeof(sum), err));
     return NF_OK;
 }
 
-static int nf_tv_cells(const nf_model * m, const char * path, struct nf_tab_cells * c, nf_err * err) {
-    if (path) return nf__tab_cells_load(path, nf__tab_vocab(m), c, err);
-    cJSON * d = nf_tab_seeded_cells(42);
-    int rc = d ? nf__tab_cells_build(d, "the seeded input", nf__tab_vocab(m), c, err)
-               : nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    cJSON_Delete(d);
-    return rc;
+/* the model's input: the cells of path, or the seeded row (nf_model_inputs) */
+static int nf_tv_cells(nf_model * m, const char * path, nf_inputs ** in, nf_err * err) {
+    const char * key = "cells";
+    return nf_model_inputs(m, path ? 1 : 0, &key, &path, in, err);
 }
 
-static int nf_tv_forward(nf_model * m, const struct nf_tab_cells * c, float ** out, nf_err * err) {
-    struct nf_array in[5];
-    nf__tab_cells_arrays(c, in);
-    *out = malloc((size_t) (c->n_rows * c->n_targets) * sizeof(float));
+/* the forward; rows x targets of its output */
+static int nf_tv_forward(nf_model * m, const nf_inputs * in, float ** out, int64_t * B, int64_t * C, nf_err * err) {
+    int ndim = 0;
+    int64_t sh[NF_ARRAY_MAX_DIMS];
+    NF_TRY(nf_model_output_shape(m, nf_inputs_arrays(in), nf_inputs_count(in), &ndim, sh, err));
+    *B = sh[0];
+    *C = ndim > 1 ? sh[1] : 1;
+    *out = malloc((size_t) (*B * *C > 0 ? *B * *C : 1) * sizeof(float));
     if (!*out) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    return nf_model_forward(m, in, 5, *out, err);
+    return nf_model_forward(m, nf_inputs_arrays(in), nf_inputs_count(in), *out, err);
 }
 
 /* one comparison: prints its line, returns whether it passed */
@@ -126,39 +112,39 @@ static int nf_tv_compare(const char * name, const float * got, const float * wan
 static int nf_tv_case(nf_model * m, const char * dir, const char * name, const struct nf_tv_opts * o, int * failed,
                       nf_err * err) {
     char p[4200];
-    struct nf_tab_cells c;
+    nf_inputs * in = NULL;
     nf__path_join(p, sizeof(p), dir, "cells.json");
-    NF_TRY(nf_tv_cells(m, p, &c, err));
+    NF_TRY(nf_tv_cells(m, p, &in, err));
     struct nf_npy want;
     memset(&want, 0, sizeof(want));
     float * got = NULL;
+    int64_t B = 0, C = 0;
     nf__path_join(p, sizeof(p), dir, "logits.npy");
     int rc = nf__npy_read(p, &want, err);
-    if (rc == NF_OK && (want.dtype != NF_NPY_F4 || (int64_t) (want.nbytes / 4) != c.n_rows * c.n_targets))
-        rc = nf__err_set(err, NF_ERR_SHAPE, "%s: not float32 (%lld, %lld)", p, (long long) c.n_rows,
-                         (long long) c.n_targets);
-    if (rc == NF_OK) rc = nf_tv_forward(m, &c, &got, err);
-    if (rc == NF_OK && !nf_tv_compare(name, got, want.data, c.n_rows, c.n_targets, o)) (*failed)++;
+    if (rc == NF_OK) rc = nf_tv_forward(m, in, &got, &B, &C, err);
+    if (rc == NF_OK && (want.dtype != NF_NPY_F4 || (int64_t) (want.nbytes / 4) != B * C))
+        rc = nf__err_set(err, NF_ERR_SHAPE, "%s: not float32 (%lld, %lld)", p, (long long) B, (long long) C);
+    if (rc == NF_OK && !nf_tv_compare(name, got, want.data, B, C, o)) (*failed)++;
     free(got);
     nf__npy_free(&want);
-    nf__tab_cells_free(&c);
+    nf_inputs_free(in);
     return rc;
 }
 
 static int nf_tv_main(const struct nf_tv_opts * o, int * failed, nf_err * err) {
     nf_backend *be = NULL, *rbe = NULL;
     nf_model *m = NULL, *rm = NULL;
-    struct nf_tab_cells c;
-    memset(&c, 0, sizeof(c));
+    nf_inputs * in = NULL;
     float *a = NULL, *b = NULL;
+    int64_t B = 0, C = 0;
     int rc = nf_tv_load(o->device, o, &be, &m, err);
     if (rc != NF_OK) goto done;
     if (strcmp(o->against, "cpu") == 0) {
         if ((rc = nf_tv_load("cpu", o, &rbe, &rm, err)) != NF_OK) goto done;
-        if ((rc = nf_tv_cells(m, o->cells, &c, err)) != NF_OK) goto done;
-        if ((rc = nf_tv_forward(m, &c, &a, err)) != NF_OK) goto done;
-        if ((rc = nf_tv_forward(rm, &c, &b, err)) != NF_OK) goto done;
-        if (!nf_tv_compare(o->cells ? o->cells : "seeded", a, b, c.n_rows, c.n_targets, o)) (*failed)++;
+        if ((rc = nf_tv_cells(m, o->cells, &in, err)) != NF_OK) goto done;
+        if ((rc = nf_tv_forward(m, in, &a, &B, &C, err)) != NF_OK) goto done;
+        if ((rc = nf_tv_forward(rm, in, &b, &B, &C, err)) != NF_OK) goto done;
+        if (!nf_tv_compare(o->cells ? o->cells : "seeded", a, b, B, C, o)) (*failed)++;
     } else {
         char p[4200];
         struct stat sb;
@@ -191,7 +177,7 @@ done:
     if (rc == NF_OK) printf("RESULT=%s\n", *failed ? "FAIL" : "PASS");
     free(a);
     free(b);
-    nf__tab_cells_free(&c);
+    nf_inputs_free(in);
     nf_model_free(m);
     nf_model_free(rm);
     nf_backend_free(be);
@@ -201,7 +187,7 @@ done:
 
 int nf_cmd_verify_tabstar(int argc, char ** argv) {
     struct nf_tv_opts o;
-    if (!nf_tv_parse(argc, argv, &o, 0)) return 2;
+    if (!nf_tv_parse(argc, argv, &o)) return 2;
     nf_cli_signals_install();
     nf_err err = {0};
     int failed = 0;
@@ -211,45 +197,4 @@ int nf_cmd_verify_tabstar(int argc, char ** argv) {
         return 1;
     }
     return failed ? 3 : 0;
-}
-
-static int nf_cmp_double(const void * a, const void * b) {
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
-
-int nf_cmd_bench_tabstar(int argc, char ** argv) {
-    struct nf_tv_opts o;
-    if (!nf_tv_parse(argc, argv, &o, 1)) return 2;
-    nf_err err = {0};
-    nf_backend * be = NULL;
-    nf_model * m = NULL;
-    struct nf_tab_cells c;
-    memset(&c, 0, sizeof(c));
-    float * out = NULL;
-    double * t = calloc((size_t) o.runs, sizeof(double));
-    int rc = t ? nf_tv_load(o.device, &o, &be, &m, &err) : nf__err_set(&err, NF_ERR_NOMEM, "out of memory");
-    if (rc == NF_OK) rc = nf_tv_cells(m, o.cells, &c, &err);
-    for (int64_t i = 0; rc == NF_OK && i < o.warmup + o.runs; i++) {
-        free(out);
-        out = NULL;
-        const double t0 = nf_cli_now_ms();
-        rc = nf_tv_forward(m, &c, &out, &err);
-        if (i >= o.warmup) t[i - o.warmup] = nf_cli_now_ms() - t0;
-    }
-    if (rc == NF_OK) {
-        qsort(t, (size_t) o.runs, sizeof(double), nf_cmp_double);
-        int64_t tok = 0;
-        for (int64_t u = 0; u < c.n_strings; u++) tok += c.token_lengths[u];
-        printf("MODEL=tabstar\nDEVICE=%s\nROWS=%lld\nCELLS=%lld\nDISTINCT_STRINGS=%lld\nTEXT_TOKENS=%lld\n"
-               "RUNS=%lld\nMIN_MS=%.3f\nMEDIAN_MS=%.3f\nMAX_MS=%.3f\n",
-               o.device, (long long) c.n_rows, (long long) c.n_cells, (long long) c.n_strings, (long long) tok,
-               (long long) o.runs, t[0], t[o.runs / 2], t[o.runs - 1]);
-    }
-    free(out);
-    free(t);
-    nf__tab_cells_free(&c);
-    nf_model_free(m);
-    nf_backend_free(be);
-    return nf_cli_command_exit(rc, &err);
 }

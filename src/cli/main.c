@@ -1,6 +1,5 @@
 /* main.c -- `nofall`: run / verify / bench / devices / gen-weights / convert. */
 #include "cli.h"
-#include "model.h"
 #include "io/nf-io.h"
 
 #include <errno.h>
@@ -52,15 +51,19 @@ static void nf_usage(FILE * f) {
 }
 
 /* gen-weights TYPE --out DIR [--seed N] [--perturb KEY:DELTA] [--format safetensors|ckpt] [--OPTION VALUE ...]:
- * the options are the model type's (nf_model_i.gen_options); --format ckpt
- * also writes the model's torch.save checkpoint (nf_model_i.ckpt_name) */
+ * the options are the model type's (nf_model_type_gen_option); --format ckpt
+ * also writes the model's torch.save checkpoint (nf_model_type_ckpt_name) */
 static int nf_cmd_gen_weights(int argc, char ** argv) {
-    const struct nf_model_i * iface = argc >= 2 ? nf__model_find(argv[1]) : NULL;
-    if (!iface) {
+    const char * type = NULL;
+    for (int i = 0; argc >= 2 && i < nf_model_type_count(); i++)
+        if (strcmp(argv[1], nf_model_type_name(i)) == 0) type = nf_model_type_name(i);
+    if (!type) {
         char known[256] = "";
         size_t len = 0;
         for (int i = 0; i < nf_model_type_count(); i++)
-            nf__msg_append(known, sizeof(known), &len, "%s'%s'", i ? ", " : "", nf_model_type_name(i));
+            if (len < sizeof(known))
+                len += (size_t) snprintf(known + len, sizeof(known) - len, "%s'%s'", i ? ", " : "",
+                                         nf_model_type_name(i));
         if (nf_model_type_count() == 1)
             fprintf(stderr, "error: gen-weights needs a model name (only %s is available)\n", known);
         else
@@ -79,8 +82,8 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
         const char * a = argv[i];
         int known = strcmp(a, "--out") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--perturb") == 0 ||
                     strcmp(a, "--format") == 0;
-        for (const struct nf_option_desc * o = iface->gen_options; !known && o && o->name; o++) {
-            known = strncmp(a, "--", 2) == 0 && strcmp(a + 2, o->name) == 0;
+        for (int k = 0; !known && nf_model_type_gen_option(type, k, NULL); k++) {
+            known = strncmp(a, "--", 2) == 0 && strcmp(a + 2, nf_model_type_gen_option(type, k, NULL)) == 0;
         }
         if (!known) {
             char e[256];
@@ -97,8 +100,8 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
                 fprintf(stderr, "error: --format takes safetensors or ckpt, not '%s'\n", nf__esc(e, sizeof(e), v));
                 return 2;
             }
-            if (strcmp(v, "ckpt") == 0 && !iface->ckpt_name) {
-                fprintf(stderr, "error: --format ckpt: %s has no torch.save checkpoint form\n", iface->type);
+            if (strcmp(v, "ckpt") == 0 && !nf_model_type_ckpt_name(type)) {
+                fprintf(stderr, "error: --format ckpt: %s has no torch.save checkpoint form\n", type);
                 return 2;
             }
             format = v;
@@ -133,7 +136,7 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     }
     nf_err err = {0};
     char summary[256] = "";
-    int rc = nf__model_gen_weights_fmt(iface->type, out, format, seed, n, keys, values, perturb, delta, summary,
+    int rc = nf_model_gen_weights_full(type, out, format, seed, n, keys, values, perturb, delta, summary,
                                        sizeof(summary), &err);
     if (rc != NF_OK) {
         nf_cli_print_error(&err, rc);
@@ -141,7 +144,7 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     }
     if (strcmp(format, "ckpt") == 0)
         printf("wrote %s/config.json, %s/model.safetensors and %s/%s (%s, seed %llu)\n", out, out, out,
-               iface->ckpt_name, summary, (unsigned long long) seed);
+               nf_model_type_ckpt_name(type), summary, (unsigned long long) seed);
     else
         printf("wrote %s/config.json and %s/model.safetensors (%s, seed %llu)\n", out, out, summary,
                (unsigned long long) seed);

@@ -199,3 +199,18 @@ int nf_cli_command_exit(int rc, const nf_err * err) {
     printf("EXIT_CODE=0\n");
     return nf_cli_stdout_ok() ? 0 : 1;
 }
+
+int nf_cli_type_takes(const char * type, const char * key) {
+    const char * const * ks = nf_model_type_run_options(type);
+    for (int i = 0; ks && ks[i]; i++)
+        if (strcmp(ks[i], key) == 0) return 1;
+    return 0;
+}
+
+void nf_cli_type_suffix(const char * type, char * out, size_t n) {
+    out[0] = '\0';
+    const char * d = nf_model_type_description(type);
+    if (d == nf_model_type_description(NULL)) return; /* the default type */
+    const size_t len = strcspn(d, " :(");
+    snprintf(out, n, " (for a %.*s model)", (int) len, d);
+}

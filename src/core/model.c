@@ -4,6 +4,7 @@
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -296,4 +297,191 @@ int nf__model_gen_weights_fmt(const char * type, const char * dir, const char * 
 int nf_model_gen_weights(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
                          const char * const * values, nf_err * err) {
     return nf__model_gen_weights_ex(type, dir, seed, n, keys, values, NULL, 0.0f, NULL, 0, err);
+}
+
+/* ---- a model's own inputs (nf_model_i.inputs) ------------------------------------------------ */
+
+void nf__inputs_array(struct nf_inputs * in, const char * name, int dtype, int ndim, const int64_t * shape, void * data,
+                      int own) {
+    if (in->n >= NF_INPUTS_MAX_ARRAYS) return;
+    struct nf_array * a = &in->a[in->n];
+    memset(a, 0, sizeof(*a));
+    a->name = name;
+    a->dtype = dtype;
+    a->ndim = ndim;
+    for (int d = 0; d < ndim && d < NF_ARRAY_MAX_DIMS; d++) a->shape[d] = shape[d];
+    a->data = data;
+    in->owned[in->n++] = own ? data : NULL;
+}
+
+static struct nf_inputs_item * nf__inputs_next(struct nf_inputs * in, int marker, const char * key) {
+    int * n = marker == 2 ? &in->n_report : marker ? &in->n_markers : &in->n_items;
+    if (*n >= NF_INPUTS_MAX_ITEMS) return NULL;
+    struct nf_inputs_item * it = (marker == 2 ? in->report : marker ? in->markers : in->items) + (*n)++;
+    memset(it, 0, sizeof(*it));
+    snprintf(it->key, sizeof(it->key), "%s", key);
+    return it;
+}
+void nf__inputs_item_num(struct nf_inputs * in, int marker, const char * key, int64_t num) {
+    struct nf_inputs_item * it = nf__inputs_next(in, marker, key);
+    if (it) it->num = num;
+}
+void nf__inputs_item_str(struct nf_inputs * in, int marker, const char * key, const char * str) {
+    struct nf_inputs_item * it = nf__inputs_next(in, marker, key);
+    if (!it) return;
+    snprintf(it->str, sizeof(it->str), "%s", str);
+    it->is_str = 1;
+}
+
+const char * nf__inputs_opt(int n, const char * const * keys, const char * const * values, const char * key) {
+    const char * v = NULL;
+    for (int i = 0; i < n; i++)
+        if (strcmp(keys[i], key) == 0) v = values[i]; /* the last one given */
+    return v;
+}
+
+int nf__inputs_keys_check(const char * type, int n, const char * const * keys, const char * const * allowed,
+                          nf_err * err) {
+    for (int i = 0; i < n; i++) {
+        int ok = 0;
+        for (const char * const * a = allowed; !ok && *a; a++) ok = strcmp(keys[i], *a) == 0;
+        if (!ok) {
+            char e[128];
+            return nf__err_set(err, NF_ERR_ARG, "input option \"%s\": not one a %s model takes",
+                               nf__esc(e, sizeof(e), keys[i]), type);
+        }
+    }
+    return NF_OK;
+}
+
+int nf__inputs_int(int n, const char * const * keys, const char * const * values, const char * key, int64_t min,
+                   int64_t max, int64_t def, int64_t * out, nf_err * err) {
+    const char * v = nf__inputs_opt(n, keys, values, key);
+    *out = def;
+    if (!v) return NF_OK;
+    char * end = NULL;
+    errno = 0;
+    const long long x = *v >= '0' && *v <= '9' ? strtoll(v, &end, 10) : 0;
+    if (!end || *end || errno || x < min || x > max) {
+        char e[128];
+        return nf__err_set(err, NF_ERR_ARG, "input option \"%s\" takes an integer in [%lld, %lld], got '%s'", key,
+                           (long long) min, (long long) max, nf__esc(e, sizeof(e), v));
+    }
+    *out = x;
+    return NF_OK;
+}
+
+void nf_inputs_free(nf_inputs * in) {
+    if (!in) return;
+    for (int i = 0; i < in->n; i++) free(in->owned[i]);
+    if (in->priv_free) in->priv_free(in->priv);
+    free(in);
+}
+
+int nf_model_inputs(nf_model * m, int n, const char * const * keys, const char * const * values, nf_inputs ** out,
+                    nf_err * err) {
+    return nf_model_inputs_given(m, NULL, 0, n, keys, values, out, err);
+}
+
+int nf_model_inputs_given(nf_model * m, const struct nf_array * given, int n_given, int n, const char * const * keys,
+                          const char * const * values, nf_inputs ** out, nf_err * err) {
+    *out = NULL;
+    if (n < 0 || (n > 0 && (!keys || !values))) return nf__err_set(err, NF_ERR_ARG, "bad input option list");
+    if (!m->iface->inputs)
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s makes no inputs of its own", m->iface->type);
+    nf_inputs * in = calloc(1, sizeof(*in));
+    if (!in) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int rc = nf__arrays_check(given, n_given, 1, err);
+    if (rc == NF_OK) rc = m->iface->inputs(m, n, keys, values, given, n_given, in, err);
+    if (rc != NF_OK) {
+        nf_inputs_free(in);
+        return rc;
+    }
+    *out = in;
+    return NF_OK;
+}
+
+int nf_inputs_count(const nf_inputs * in) { return in->n; }
+const struct nf_array * nf_inputs_arrays(const nf_inputs * in) { return in->a; }
+
+static int nf__inputs_get(const struct nf_inputs_item * it, int n, int i, struct nf_config_item * out) {
+    if (i < 0 || i >= n) return 0;
+    out->key = it[i].key;
+    out->str = it[i].is_str ? it[i].str : NULL;
+    out->num = it[i].num;
+    return 1;
+}
+int nf_inputs_item(const nf_inputs * in, int i, struct nf_config_item * out) {
+    return nf__inputs_get(in->items, in->n_items, i, out);
+}
+int nf_inputs_marker(const nf_inputs * in, int i, struct nf_config_item * out) {
+    return nf__inputs_get(in->markers, in->n_markers, i, out);
+}
+
+int nf_model_apply_adapter(nf_model * m, const char * dir, char * summary, size_t summary_n, nf_err * err) {
+    if (!m->iface->apply_adapter)
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s takes no adapter", m->iface->type);
+    return m->iface->apply_adapter(m, dir, summary, summary_n, err);
+}
+
+/* ---- run's outputs (nf_model_i.artifacts, write_outputs, check_outputs) ----------------------- */
+
+static const struct nf_model_i * nf__model_type_or_default(const char * type) {
+    const struct nf_model_i * i = type && type[0] ? nf__model_find(type) : NULL;
+    return i ? i : nf__models[0]; /* a config without "model_type" is Mitra's */
+}
+const char * nf_model_type_description(const char * type) { return nf__model_type_or_default(type)->description; }
+const char * const * nf_model_type_run_options(const char * type) {
+    return nf__model_type_or_default(type)->run_options;
+}
+const char * const * nf_model_type_artifacts(const char * type) { return nf__model_type_or_default(type)->artifacts; }
+int nf_model_type_check_inputs(const char * type, int n, const char * const * keys, const char * const * values,
+                               nf_err * err) {
+    const struct nf_model_i * i = nf__model_type_or_default(type);
+    return i->inputs_check ? i->inputs_check(n, keys, values, err) : NF_OK;
+}
+
+int nf_model_write_outputs(nf_model * m, const nf_inputs * in, const float * out, const char * adapter,
+                           const char * dir, struct nf_run_outputs * res, nf_err * err) {
+    memset(res, 0, sizeof(*res));
+    if (!m->iface->write_outputs)
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s writes no run outputs", m->iface->type);
+    const int rc = m->iface->write_outputs(m, in, out, adapter, dir, res, err);
+    if (rc != NF_OK) {
+        free(res->report);
+        res->report = NULL;
+    }
+    return rc;
+}
+
+int nf_model_check_outputs(nf_model * m, const nf_inputs * in, const float * out, const char * dir, nf_err * err) {
+    if (!m->iface->check_outputs)
+        return nf__err_set(err, NF_ERR_UNSUPPORTED, "model type %s writes no run outputs", m->iface->type);
+    return m->iface->check_outputs(m, in, out, dir, err);
+}
+
+/* ---- gen-weights for the command line -------------------------------------------------------- */
+
+const char * nf_model_type_gen_option(const char * type, int i, const char ** help) {
+    const struct nf_model_i * iface = type ? nf__model_find(type) : NULL;
+    const struct nf_option_desc * o = iface ? iface->gen_options : NULL;
+    for (int k = 0; o && o[k].name; k++) {
+        if (k == i) {
+            if (help) *help = o[k].help;
+            return o[k].name;
+        }
+    }
+    return NULL;
+}
+
+const char * nf_model_type_ckpt_name(const char * type) {
+    const struct nf_model_i * iface = type ? nf__model_find(type) : NULL;
+    return iface ? iface->ckpt_name : NULL;
+}
+
+int nf_model_gen_weights_full(const char * type, const char * dir, const char * format, uint64_t seed, int n,
+                              const char * const * keys, const char * const * values, const char * perturb_key,
+                              float perturb_delta, char * summary, size_t summary_n, nf_err * err) {
+    return nf__model_gen_weights_fmt(type, dir, format, seed, n, keys, values, perturb_key, perturb_delta, summary,
+                                     summary_n, err);
 }

@@ -10,6 +10,8 @@
 #include "weights.h"
 
 struct cJSON;
+struct nf_inputs;
+struct nf_run_outputs;
 
 /* A gen-weights option of a model type: `--<name> VALUE` on the CLI. */
 struct nf_option_desc {
@@ -59,12 +61,68 @@ struct nf_model_i {
      * config.json (the first model in the registry with one is used). */
     struct cJSON * (*config_default)(void);
     const char * config_default_what;
+    /* ---- what run / verify / bench need (nofall.h nf_model_inputs) ---------------------- */
+    /* the model's inputs from (key, value) options: "seed" and the type's sizes
+     * make a deterministic synthetic input, a file option reads one; an
+     * unknown key is NF_ERR_ARG. Adds arrays, facts and markers to out. */
+    int (*inputs)(nf_model * m, int n, const char * const * keys, const char * const * values,
+                  const struct nf_array * given, int n_given, struct nf_inputs * out, nf_err * err);
+    /* merges an adapter (a directory) into the loaded weights; summary: what
+     * was merged, in words. NULL: the model takes none */
+    int (*apply_adapter)(nf_model * m, const char * dir, char * summary, size_t summary_n, nf_err * err);
+    /* run's options of this type (NULL-terminated): the input keys, set_option
+     * keys and "adapter" */
+    const char * const * run_options;
+    /* the input options checked together before any work (NF_ERR_ARG) */
+    int (*inputs_check)(int n, const char * const * keys, const char * const * values, nf_err * err);
+    /* the files a run writes into its output set (NULL-terminated) */
+    const char * const * artifacts;
+    /* writes them (but report.json) for one forward into dir; res: the report's model members, markers */
+    int (*write_outputs)(nf_model * m, const struct nf_inputs * in, const float * out, const char * adapter,
+                         const char * dir, struct nf_run_outputs * res, nf_err * err);
+    /* reads them back (dtype, shape, finite, in range; out's bytes where given) */
+    int (*check_outputs)(nf_model * m, const struct nf_inputs * in, const float * out, const char * dir, nf_err * err);
 };
 
 struct nf_model {
     const struct nf_model_i * iface;
     void * impl;
 };
+
+/* A model's inputs (nofall.h nf_inputs): arrays the set owns, and facts
+ * about them (items: report / JSON members; markers: KEY=value lines). */
+#define NF_INPUTS_MAX_ARRAYS 8
+#define NF_INPUTS_MAX_ITEMS  16
+struct nf_inputs_item {
+    char key[48];
+    char str[160]; /* used when is_str */
+    int64_t num;
+    int is_str;
+};
+struct nf_inputs {
+    int n;
+    struct nf_array a[NF_INPUTS_MAX_ARRAYS];
+    void * owned[NF_INPUTS_MAX_ARRAYS];
+    int n_items, n_markers, n_report;
+    struct nf_inputs_item items[NF_INPUTS_MAX_ITEMS], markers[NF_INPUTS_MAX_ITEMS];
+    struct nf_inputs_item report[NF_INPUTS_MAX_ITEMS]; /* report.json members, in order */
+    void * priv; /* a model's own state (e.g. TabSTAR's cells), freed by priv_free */
+    void (*priv_free)(void * priv);
+};
+/* the next array: data (malloc'ed, owned by the set unless own == 0) */
+void nf__inputs_array(struct nf_inputs * in, const char * name, int dtype, int ndim, const int64_t * shape, void * data,
+                      int own);
+/* list: 0 items, 1 markers, 2 report members */
+void nf__inputs_item_num(struct nf_inputs * in, int marker, const char * key, int64_t num);
+void nf__inputs_item_str(struct nf_inputs * in, int marker, const char * key, const char * str);
+/* the value of key among (keys, values), or NULL; *used set when found */
+const char * nf__inputs_opt(int n, const char * const * keys, const char * const * values, const char * key);
+/* every key one of allowed[] (NULL-terminated), else NF_ERR_ARG naming it */
+int nf__inputs_keys_check(const char * type, int n, const char * const * keys, const char * const * allowed,
+                          nf_err * err);
+/* an integer option value in [min, max], default def when absent */
+int nf__inputs_int(int n, const char * const * keys, const char * const * values, const char * key, int64_t min,
+                   int64_t max, int64_t def, int64_t * out, nf_err * err);
 
 /* the registry */
 const struct nf_model_i * nf__model_find(const char * type);

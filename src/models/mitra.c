@@ -241,6 +241,20 @@ static void nf__mitra_placement(const void * impl, struct nf_placement * out) {
     snprintf(out->ops, sizeof(out->ops), "%s", m->placement.ops);
 }
 
+/* mitra-inputs.c */
+int nf__mitra_own_inputs(nf_model * model, int n, const char * const * keys, const char * const * values,
+                         const struct nf_array * given, int n_given, struct nf_inputs * out, nf_err * err);
+int nf__mitra_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err);
+int nf__mitra_write_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * adapter,
+                            const char * dir, struct nf_run_outputs * res, nf_err * err);
+int nf__mitra_check_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * dir,
+                            nf_err * err);
+static const char * const nf__mitra_run_options[] = {"seed",        "support",     "query",   "features",
+                                                     "support_x",   "support_y",   "query_x", "chunk_rows",
+                                                     "query_chunk", "kv_cache_mb", NULL};
+static const char * const nf__mitra_artifacts[] = {"support_x.npy", "support_y.npy", "query_x.npy", "logits.npy",
+                                                   "class_ids.npy", "report.json",   NULL};
+
 const struct nf_model_i nf__mitra_model = {
     .type = "mitra",
     .description = "Mitra (AutoGluon Tab2D) in-context tabular classifier / regressor",
@@ -262,6 +276,12 @@ const struct nf_model_i nf__mitra_model = {
     .placement = nf__mitra_placement,
     .gen_options = nf__mitra_gen_options,
     .gen_weights = nf__mitra_gen_weights,
+    .inputs = nf__mitra_own_inputs,
+    .run_options = nf__mitra_run_options,
+    .inputs_check = nf__mitra_inputs_check,
+    .artifacts = nf__mitra_artifacts,
+    .write_outputs = nf__mitra_write_outputs,
+    .check_outputs = nf__mitra_check_outputs,
 };
 
 /* ---- forward: on the core's typed op calls ---------------------------------------- */

@@ -176,6 +176,19 @@ static struct cJSON * nf__spt_config_released(void) {
     nf__spt_config_default(&cfg);
     return nf__spt_config_json(&cfg);
 }
+/* sptransformer-inputs.c */
+int nf__spt_own_inputs(nf_model * model, int n, const char * const * keys, const char * const * values,
+                       const struct nf_array * given, int n_given, struct nf_inputs * out, nf_err * err);
+int nf__spt_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err);
+int nf__spt_write_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * adapter,
+                          const char * dir, struct nf_run_outputs * res, nf_err * err);
+int nf__spt_check_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * dir,
+                          nf_err * err);
+static const char * const nf__spt_run_options[] = {"seed",     "length", "positions", "batch",   "tokens",
+                                                   "sequence", "fasta",  "region",    "context", NULL};
+static const char * const nf__spt_artifacts[] = {
+    "tokens.npy", "position_logits.npy", "class_ids.npy", "probabilities.npy", "encoding_metadata.json", "report.json",
+    NULL};
 
 const struct nf_model_i nf__sptransformer_model = {
     .type = "sptransformer",
@@ -201,4 +214,10 @@ const struct nf_model_i nf__sptransformer_model = {
     .ckpt_name = "SpTransformer_pytorch.ckpt", /* upstream's file name (its README, tasks_annotate_mutations.py) */
     .config_default = nf__spt_config_released,
     .config_default_what = "the released SpTransformer configuration",
+    .inputs = nf__spt_own_inputs,
+    .run_options = nf__spt_run_options,
+    .inputs_check = nf__spt_inputs_check,
+    .artifacts = nf__spt_artifacts,
+    .write_outputs = nf__spt_write_outputs,
+    .check_outputs = nf__spt_check_outputs,
 };

@@ -25,5 +25,18 @@ int nf__tab_cells_build(const struct cJSON * doc, const char * path, const struc
 void nf__tab_cells_free(struct nf_tab_cells * c);
 /* the five input arrays of the model (views of c) */
 void nf__tab_cells_arrays(const struct nf_tab_cells * c, struct nf_array out[5]);
+/* the seeded input (tabstar-inputs.c): 1 row; targets "no"/"yes" of
+ * "target"; features f0..f5 with a bin label and a z-score from splitmix64
+ * (nf__rng_next) at seed, as a CELLS.json document */
+struct cJSON * nf__tab_seeded_cells(uint64_t seed);
+/* nf_model_i.inputs and .apply_adapter */
+int nf__tab_own_inputs(nf_model * model, int n, const char * const * keys, const char * const * values,
+                       const struct nf_array * given, int n_given, struct nf_inputs * out, nf_err * err);
+int nf__tab_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err);
+int nf__tab_write_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * adapter,
+                          const char * dir, struct nf_run_outputs * res, nf_err * err);
+int nf__tab_check_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * dir,
+                          nf_err * err);
+int nf__tab_apply_adapter(nf_model * model, const char * dir, char * summary, size_t summary_n, nf_err * err);
 
 #endif

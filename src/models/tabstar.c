@@ -18,6 +18,7 @@
  *   target_tokens  i64 (C)                   0 .. C-1: cells 0..C-1 are the targets
  * -> logits (batch, C). */
 #include "tabstar-impl.h"
+#include "tabstar-cells.h"
 #include "model.h"
 #include "text/nf-text.h"
 #include "io/nf-io.h"
@@ -271,6 +272,10 @@ static void nf__tab_placement(const void * impl, struct nf_placement * out) {
     snprintf(out->ops, sizeof(out->ops), "%s", m->placement.ops);
 }
 
+static const char * const nf__tab_run_options[] = {"seed", "cells", "adapter", NULL};
+static const char * const nf__tab_artifacts[] = {"logits.npy",      "probabilities.npy", "class_ids.npy",
+                                                 "predictions.npy", "report.json",       NULL};
+
 const struct nf_model_i nf__tabstar_model = {
     .type = "tabstar",
     .description = "TabSTAR: e5-small BERT cell embeddings, numeric fusion, a 6-layer cell transformer",
@@ -293,4 +298,11 @@ const struct nf_model_i nf__tabstar_model = {
     .gen_options = nf__tab_gen_options,
     .gen_weights = nf__tab_gen_weights,
     .ckpt_name = NULL,
+    .inputs = nf__tab_own_inputs,
+    .apply_adapter = nf__tab_apply_adapter,
+    .run_options = nf__tab_run_options,
+    .inputs_check = nf__tab_inputs_check,
+    .artifacts = nf__tab_artifacts,
+    .write_outputs = nf__tab_write_outputs,
+    .check_outputs = nf__tab_check_outputs,
 };

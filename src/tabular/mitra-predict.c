@@ -493,8 +493,8 @@ int nf__mitra_check_model(const struct nf_mitra * p, const nf_model * m, const c
 }
 
 /* predictions.csv (the argmax class, or the value), probabilities.csv, logits.npy */
-int nf__mitra_write_outputs(const struct nf_mitra * p, const char * dir, int64_t nq, const double * acc,
-                            const float * logits, int64_t * class_counts, nf_err * err) {
+int nf__mitra_predict_write_outputs(const struct nf_mitra * p, const char * dir, int64_t nq, const double * acc,
+                                    const float * logits, int64_t * class_counts, nf_err * err) {
     char path[4096];
     const int is_cls = p->task == NF_PREDICT_CLASSIFICATION;
     const int K = (int) nf__mitra_n_outputs(p);

@@ -145,7 +145,7 @@ int nf_predictor_write_outputs(nf_predictor * p, const char * dir, int64_t n_tes
         return nf__err_set(err, NF_ERR_ARG, "nf_predictor_write_outputs: a NULL argument");
     if (class_counts) memset(class_counts, 0, (size_t) nf_predictor_n_classes(p) * sizeof(int64_t));
     return p->ts ? nf__tsp_write_outputs(p->ts, dir, n_test, out, logits, class_counts, err)
-                 : nf__mitra_write_outputs(p->mi, dir, n_test, out, logits, class_counts, err);
+                 : nf__mitra_predict_write_outputs(p->mi, dir, n_test, out, logits, class_counts, err);
 }
 
 int nf_predictor_verify_outputs(const nf_predictor * p, const char * dir, int64_t n_test, nf_err * err) {

@@ -1,0 +1,119 @@
+/* cmd-tokenize.c -- `nofall tokenize` (TabSTAR's WordPiece tokenizer) and
+ * the read-back of a TabSTAR output set that `predict` on a TabSTAR model
+ * uses (cmd-predict-tabstar.c; `run`'s is the model's check_outputs). */
+#include "cli.h"
+#include "core/model.h"
+#include "io/nf-io.h"
+#include "models/tabstar-cells.h"
+#include "text/nf-text.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the arrays of a TabSTAR output set read back (logits.npy, probabilities.npy
+ * and class_ids.npy or predictions.npy: dtype, shape, finite, class ids in
+ * range; logits.npy equal to `logits` unless NULL) and report.json with its
+ * markers; predict's (cmd-predict-tabstar.c) */
+int nf_tab_verify_outputs(const char * dir, const struct nf_tab_cells * c, const float * logits, nf_err * err) {
+    char p[4096];
+    const int64_t B = c->n_rows, C = c->n_targets;
+    const char * files[3] = {"logits.npy", c->regression ? "predictions.npy" : "probabilities.npy",
+                             c->regression ? NULL : "class_ids.npy"};
+    for (int i = 0; i < 3 && files[i]; i++) {
+        struct nf_npy a;
+        nf__path_join(p, sizeof(p), dir, files[i]);
+        NF_TRY(nf__npy_read(p, &a, err));
+        const int want_i8 = i == 2;
+        const int64_t w = (i == 1 && c->regression) || i == 2 ? 1 : C;
+        int ok = a.dtype == (want_i8 ? NF_NPY_I8 : NF_NPY_F4) && a.shape[0] == B &&
+                 (w == 1 && i > 0 ? a.ndim == 1 : a.ndim == 2 && a.shape[1] == C);
+        const size_t n = a.nbytes / nf__npy_dtype_size(a.dtype);
+        for (size_t e = 0; ok && e < n; e++)
+            ok = want_i8 ? ((const int64_t *) a.data)[e] >= 0 && ((const int64_t *) a.data)[e] < C
+                         : isfinite(((const float *) a.data)[e]) != 0;
+        if (ok && i == 0 && logits) ok = memcmp(a.data, logits, (size_t) (B * C) * sizeof(float)) == 0;
+        nf__npy_free(&a);
+        if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back with the wrong shape/dtype/values", p);
+    }
+    cJSON * doc = NULL;
+    nf__path_join(p, sizeof(p), dir, "report.json");
+    NF_TRY(nf__json_read_file(p, &doc, err));
+    const int ok = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "markers"));
+    cJSON_Delete(doc);
+    return ok ? NF_OK : nf__err_set(err, NF_ERR_IO, "%s: read back without its markers", p);
+}
+
+/* `nofall tokenize --model DIR --strings S.json --out OUT`: a JSON list of
+ * strings -> OUT/token_ids.json, a list of id lists ([CLS] ... [SEP],
+ * truncated at 512), as BertTokenizerFast with e5-small-v2's settings gives
+ * them; the vocabulary is DIR/vocab.txt. Nothing is written on an error. */
+static int nf_tokenize_main(const char * model, const char * strings, const char * out, nf_err * err) {
+    char vpath[4096], p[4096];
+    nf__path_join(vpath, sizeof(vpath), model, "vocab.txt");
+    struct nf__wordpiece * wp = NULL;
+    cJSON *doc = NULL, *res = NULL;
+    int32_t ids[NF_TAB_MAX_TOKENS];
+    int rc = nf__wp_load(vpath, &wp, err);
+    if (rc == NF_OK) rc = nf__json_read_data(strings, &doc, err);
+    if (rc == NF_OK && !cJSON_IsArray(doc))
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: must be a JSON list of strings", strings);
+    if (rc == NF_OK && !(res = cJSON_CreateArray())) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int i = 0;
+    for (const cJSON * s = doc ? doc->child : NULL; rc == NF_OK && s; s = s->next, i++) {
+        if (!cJSON_IsString(s)) {
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: item %d is not a string", strings, i);
+            break;
+        }
+        char ctx[4200];
+        snprintf(ctx, sizeof(ctx), "%s: item %d", strings, i);
+        int n = 0;
+        rc = nf__wp_encode(wp, s->valuestring, strlen(s->valuestring), NF_TAB_MAX_TOKENS, ids, &n, ctx, NULL, err);
+        if (rc != NF_OK) break;
+        cJSON * row = cJSON_CreateArray();
+        for (int j = 0; row && j < n; j++) cJSON_AddItemToArray(row, cJSON_CreateNumber(ids[j]));
+        if (!row)
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        else
+            cJSON_AddItemToArray(res, row);
+    }
+    if (rc == NF_OK) rc = nf__mkdir_p(out, err);
+    if (rc == NF_OK) {
+        nf__path_join(p, sizeof(p), out, "token_ids.json");
+        rc = nf__json_write_file(p, res, err); /* atomic: temp name, fsync, rename */
+        if (rc == NF_OK) printf("TOKENIZED=%d\n", i);
+    }
+    cJSON_Delete(res);
+    cJSON_Delete(doc);
+    nf__wp_free(wp);
+    return rc;
+}
+
+int nf_cmd_tokenize(int argc, char ** argv) {
+    static const char * const flags[] = {"--model", "--strings", "--out", NULL};
+    const char *model = NULL, *strings = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char * a = argv[i];
+        const char * v;
+        if (!nf_cli_is_flag(a, flags)) {
+            char e[256];
+            fprintf(stderr, "error: unknown option %s (tokenize)\n", nf__esc(e, sizeof(e), a));
+            return 2;
+        }
+        if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
+        if (strcmp(a, "--model") == 0)
+            model = v;
+        else if (strcmp(a, "--strings") == 0)
+            strings = v;
+        else
+            out = v;
+    }
+    if (!model || !strings || !out) {
+        fprintf(stderr, "error: tokenize needs --model DIR --strings S.json --out OUT\n");
+        return 2;
+    }
+    nf_err err = {0};
+    return nf_cli_command_exit(nf_tokenize_main(model, strings, out, &err), &err);
+}
