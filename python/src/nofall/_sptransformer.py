@@ -42,15 +42,19 @@ class SpliceScores(NamedTuple):
 
 
 def _config_model_type(path):
-    """config.json's model_type of a model directory, or None (a .ckpt, no config.json)"""
+    """the model type a model directory's config.json names (none named: Mitra's, as the library
+    reads it), or None (a file such as the official .ckpt, no readable config.json)"""
     cfg = os.path.join(os.fspath(path), "config.json")
-    if not os.path.isfile(cfg):
+    if not os.path.isdir(os.fspath(path)) or not os.path.isfile(cfg):
         return None
     try:
         with open(cfg) as f:
-            t = json.load(f).get("model_type")
-    except (OSError, ValueError, AttributeError):
+            doc = json.load(f)
+    except (OSError, ValueError):
         return None
+    if not isinstance(doc, dict):
+        return None
+    t = doc.get("model_type", "mitra")
     return t if isinstance(t, str) else None
 
 
