@@ -21,6 +21,8 @@ import nofall
 from conftest import _DIR, ROOT, model_dir
 
 ANNOTATE_FX = ROOT / "tests" / "fixtures" / "annotate"
+needs_htslib = pytest.mark.skipif(not nofall._nofall.genomics_has_htslib(),
+                                  reason="built without htslib: no FASTA, GTF or VCF input")
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +88,7 @@ def test_score_equals_run(spt, spt_model, nofall_bin, tmp_path):
     _same_as_run(s, tmp_path / "run")
 
 
+@needs_htslib
 def test_score_fasta_equals_run(spt, spt_model, nofall_bin, tmp_path):
     seq = _sequence(120, 2)
     fa = tmp_path / "in.fa"
@@ -119,6 +122,7 @@ def _annotate_cli(bin_, fx, model, out, *flags):
          "--genes", str(fx / "genes.gtf"), "--out", str(out), "--quiet", *flags)
 
 
+@needs_htslib
 def test_annotate_equals_cli(spt_model, nofall_bin, fx_dir, tmp_path):
     _annotate_cli(nofall_bin, fx_dir, spt_model, tmp_path / "cli.vcf")
     st = nofall.annotate(fx_dir / "input.vcf", fx_dir / "genome.fa", fx_dir / "genes.gtf", spt_model,
@@ -133,6 +137,7 @@ def test_annotate_equals_cli(spt_model, nofall_bin, fx_dir, tmp_path):
             assert rep.get(k) == cli[k], f"report {k}: {rep.get(k)} vs the CLI's {cli[k]}"
 
 
+@needs_htslib
 def test_annotate_frame(spt, fx_dir):
     f = nofall.annotate_frame(fx_dir / "input.vcf", fx_dir / "genome.fa", fx_dir / "genes.gtf", spt)
     # one row per scored ALT: the records and ALTs of upstream's own table (expected.csv)
