@@ -106,7 +106,7 @@ class SpTransformer:
     def score(self, sequences, context="pad"):
         """Score one sequence (str) or a list of sequences of one length: as ``nofall run --model M
         --sequence S [--context pad|given]``. Returns a :class:`SpliceScores`."""
-        return self.score_tokens(self.tokens(sequences, context), _context_note(context, self.context))
+        return self.score_tokens(self.tokens(sequences, context), _note=_context_note(context, self.context))
 
     def score_fasta(self, fasta, region=None, context="given"):
         """Score a FASTA file: every record (all of one length) or one region ``"chr:start-end"``
@@ -116,9 +116,9 @@ class SpTransformer:
         pad = _pad_flag(context)
         ids, B, L, *_ = _nofall.seq_tokens("fasta", os.fspath(fasta), region, pad, self.context)
         tokens = np.frombuffer(ids, dtype=np.int8).reshape(B, L)
-        return self.score_tokens(tokens, _context_note(context, self.context))
+        return self.score_tokens(tokens, _note=_context_note(context, self.context))
 
-    def score_tokens(self, tokens, _note=None):
+    def score_tokens(self, tokens, *, _note=None):
         """Score token ids (int (L,) or (B, L), flanks included). Returns a :class:`SpliceScores`."""
         tokens = np.asarray(tokens)
         if tokens.ndim == 1:
