@@ -4,11 +4,9 @@
  * through the buffer protocol (numpy arrays without copies); the GIL is
  * released during forwards; a C error is raised as nofall.NofallError (or
  * NofallInputError, also a ValueError, for bad input) carrying the message
- * and the result code. Python-side conveniences live in nofall/_estimators.py. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include "nofall.h"
+ * and the result code. Python-side conveniences live in nofall/_estimators.py.
+ * SpTransformer's sequence inputs and annotate: _nofall_genomics.c. */
+#include "_nofall.h"
 #include "nofall-tabular.h"
 
 #include <math.h>
@@ -17,7 +15,7 @@
 static PyObject * NfError;      /* nofall.NofallError(RuntimeError) */
 static PyObject * NfInputError; /* nofall.NofallInputError(NofallError, ValueError) */
 
-static PyObject * nf_py_raise(const nf_err * err) {
+PyObject * nf_py_raise(const nf_err * err) {
     const int c = err->code;
     PyObject * type = (c == NF_ERR_INPUT || c == NF_ERR_ARG || c == NF_ERR_SHAPE || c == NF_ERR_FORMAT) ? NfInputError
                                                                                                         : NfError;
@@ -50,7 +48,7 @@ static int nf_py_format_is(const Py_buffer * b, const char * fmt) {
 }
 
 /* a C-contiguous buffer of itemsize `size` and format `fmt` ("f", "d", "q"/"l") */
-static int nf_py_buffer(PyObject * o, Py_buffer * b, const char * fmt, int writable, const char * what) {
+int nf_py_buffer(PyObject * o, Py_buffer * b, const char * fmt, int writable, const char * what) {
     if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) != 0) return -1;
     const char * f = nf_py_format(b);
     if (!nf_py_format_is(b, fmt)) {
@@ -74,12 +72,6 @@ static int nf_py_int_buffer(PyObject * o) {
 }
 
 /* ---- Model ------------------------------------------------------------------ */
-typedef struct {
-    PyObject_HEAD nf_backend * be;
-    nf_model * m;
-    int busy;
-} NfModel;
-
 static void NfModel_dealloc(NfModel * self) {
     nf_model_free(self->m);
     nf_backend_free(self->be);
@@ -122,50 +114,66 @@ static int nf_py_ready(NfModel * self) {
     return 1;
 }
 
+/* inputs: a list of (name, buffer, shape tuple) into in / bufs (*got: the buffers held, to release) */
+static int nf_py_inputs(NfModel * self, PyObject * list, struct nf_array * in, Py_buffer * bufs, Py_ssize_t * got) {
+    const Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n < 1 || n > 8) {
+        PyErr_Format(PyExc_ValueError, "forward: 1 to 8 inputs, not %zd", n);
+        return -1;
+    }
+    memset(in, 0, sizeof(*in) * (size_t) n);
+    for (*got = 0; *got < n;) {
+        const Py_ssize_t i = *got;
+        PyObject * item = PyList_GET_ITEM(list, i);
+        const char * name;
+        PyObject *arr, *shape;
+        if (!PyArg_ParseTuple(item, "sOO!", &name, &arr, &PyTuple_Type, &shape)) return -1;
+        const struct nf_input_desc * d = NULL;
+        for (int k = 0; k < nf_model_n_inputs(self->m); k++)
+            if (strcmp(nf_model_input(self->m, k)->name, name) == 0) d = nf_model_input(self->m, k);
+        if (!d) {
+            PyErr_Format(PyExc_ValueError, "forward: the model has no input '%s'", name);
+            return -1;
+        }
+        if (nf_py_buffer(arr, &bufs[i], d->dtype == NF_ARRAY_I64 ? "q" : "f", 0, name) != 0) return -1;
+        (*got)++;
+        const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+        if (nd < 1 || nd > NF_ARRAY_MAX_DIMS) {
+            PyErr_Format(PyExc_ValueError, "forward: %s: %zd dims", name, nd);
+            return -1;
+        }
+        in[i].name = d->name;
+        in[i].dtype = d->dtype;
+        in[i].ndim = (int) nd;
+        int64_t numel = 1;
+        for (Py_ssize_t k = 0; k < nd; k++) numel *= (in[i].shape[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, k)));
+        in[i].data = bufs[i].buf;
+        if (PyErr_Occurred() || numel * (int64_t) bufs[i].itemsize != (int64_t) bufs[i].len) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "forward: %s: the shape does not match the buffer", name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject * nf_py_shape_tuple(int ndim, const int64_t * shp) {
+    PyObject * ret = PyTuple_New(ndim);
+    for (int k = 0; ret && k < ndim; k++) PyTuple_SET_ITEM(ret, k, PyLong_FromLongLong(shp[k]));
+    return ret;
+}
+
 /* forward(inputs: list of (name, buffer, shape tuple), out: writable float32 buffer) */
 static PyObject * NfModel_forward(NfModel * self, PyObject * args) {
     PyObject *list, *out;
     if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &list, &out)) return NULL;
     if (!nf_py_ready(self)) return NULL;
     const Py_ssize_t n = PyList_GET_SIZE(list);
-    if (n < 1 || n > 8) return PyErr_Format(PyExc_ValueError, "forward: 1 to 8 inputs, not %zd", n);
     struct nf_array in[8];
     Py_buffer bufs[8], ob;
-    memset(in, 0, sizeof(in));
     Py_ssize_t got = 0;
     PyObject * ret = NULL;
-    for (; got < n; got++) {
-        PyObject * item = PyList_GET_ITEM(list, got);
-        const char * name;
-        PyObject *arr, *shape;
-        if (!PyArg_ParseTuple(item, "sOO!", &name, &arr, &PyTuple_Type, &shape)) goto out;
-        const struct nf_input_desc * d = NULL;
-        for (int i = 0; i < nf_model_n_inputs(self->m); i++)
-            if (strcmp(nf_model_input(self->m, i)->name, name) == 0) d = nf_model_input(self->m, i);
-        if (!d) {
-            PyErr_Format(PyExc_ValueError, "forward: the model has no input '%s'", name);
-            goto out;
-        }
-        if (nf_py_buffer(arr, &bufs[got], d->dtype == NF_ARRAY_I64 ? "q" : "f", 0, name) != 0) goto out;
-        const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
-        if (nd < 1 || nd > NF_ARRAY_MAX_DIMS) {
-            got++;
-            PyErr_Format(PyExc_ValueError, "forward: %s: %zd dims", name, nd);
-            goto out;
-        }
-        in[got].name = d->name;
-        in[got].dtype = d->dtype;
-        in[got].ndim = (int) nd;
-        int64_t numel = 1;
-        for (Py_ssize_t k = 0; k < nd; k++) numel *= (in[got].shape[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, k)));
-        in[got].data = bufs[got].buf;
-        if (PyErr_Occurred() || numel * (int64_t) bufs[got].itemsize != (int64_t) bufs[got].len) {
-            got++;
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_ValueError, "forward: %s: the shape does not match the buffer", name);
-            goto out;
-        }
-    }
+    if (nf_py_inputs(self, list, in, bufs, &got) != 0) goto out;
     nf_err err = {0};
     int ndim;
     int64_t shp[NF_ARRAY_MAX_DIMS];
@@ -191,14 +199,34 @@ static PyObject * NfModel_forward(NfModel * self, PyObject * args) {
         nf_py_raise(&err);
         goto out;
     }
-    ret = PyTuple_New(ndim);
-    for (int k = 0; ret && k < ndim; k++) PyTuple_SET_ITEM(ret, k, PyLong_FromLongLong(shp[k]));
+    ret = nf_py_shape_tuple(ndim, shp);
 out:
     for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&bufs[i]);
     return ret;
 }
 
-/* output_shape(inputs as for forward, buffers may be None) */
+/* output_shape(inputs as for forward): the output's shape, or the model's refusal of the inputs */
+static PyObject * NfModel_output_shape(NfModel * self, PyObject * args) {
+    PyObject * list;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list)) return NULL;
+    if (!self->m) return PyErr_Format(PyExc_RuntimeError, "the model is not loaded");
+    struct nf_array in[8];
+    Py_buffer bufs[8];
+    Py_ssize_t got = 0;
+    PyObject * ret = NULL;
+    if (nf_py_inputs(self, list, in, bufs, &got) == 0) {
+        nf_err err = {0};
+        int ndim;
+        int64_t shp[NF_ARRAY_MAX_DIMS];
+        if (nf_model_output_shape(self->m, in, (int) got, &ndim, shp, &err) != NF_OK)
+            nf_py_raise(&err);
+        else
+            ret = nf_py_shape_tuple(ndim, shp);
+    }
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&bufs[i]);
+    return ret;
+}
+
 static PyObject * NfModel_inputs(NfModel * self, PyObject * unused) {
     if (!self->m) return PyErr_Format(PyExc_RuntimeError, "the model is not loaded");
     PyObject * l = PyList_New(0);
@@ -293,6 +321,8 @@ static PyObject * NfModel_release_workspace(NfModel * self, PyObject * unused) {
 static PyMethodDef NfModel_methods[] = {
     {"forward", (PyCFunction) NfModel_forward, METH_VARARGS,
      "forward([(name, buffer, shape), ...], out): one forward into out (float32); returns the output shape"},
+    {"output_shape", (PyCFunction) NfModel_output_shape, METH_VARARGS,
+     "output_shape([(name, buffer, shape), ...]): the output's shape for these inputs"},
     {"inputs", (PyCFunction) NfModel_inputs, METH_NOARGS, "the model's inputs"},
     {"config", (PyCFunction) NfModel_config, METH_NOARGS, "the configuration (config.json items)"},
     {"info", (PyCFunction) NfModel_info, METH_NOARGS, "type, parameters, device, placement of the last forward"},
@@ -303,7 +333,7 @@ static PyMethodDef NfModel_methods[] = {
     {"release_workspace", (PyCFunction) NfModel_release_workspace, METH_NOARGS, "free the forward's workspace"},
     {NULL, NULL, 0, NULL}};
 
-static PyTypeObject NfModelType = {
+PyTypeObject NfModelType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nofall._nofall.Model",
     .tp_basicsize = sizeof(NfModel),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -820,5 +850,6 @@ PyMODINIT_FUNC PyInit__nofall(void) {
     PyModule_AddObject(m, "NofallError", NfError);
     PyModule_AddObject(m, "NofallInputError", NfInputError);
     PyModule_AddStringConstant(m, "__version__", NF_VERSION);
+    if (PyModule_AddFunctions(m, nf_py_genomics_methods) != 0) return NULL;
     return m;
 }

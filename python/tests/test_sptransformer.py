@@ -1,0 +1,164 @@
+"""SpTransformer from Python (nofall.SpTransformer, annotate, annotate_frame) against the command line
+on a small model (gen-weights sptransformer: dim 16, depth 1, context 100, as tests/test-genomics.c):
+scores byte-identical to the .npy files `nofall run` writes for the same sequence / FASTA region,
+`annotate` byte-identical to `nofall annotate` on the annotate fixtures (tests/fixtures/annotate),
+the DataFrame's rows the records and ALTs of upstream's table, and wrong model directories refused
+naming the type found.
+
+The CLI: $NOFALL_BIN, else the release build's build/nofall (tools/test.sh runs the Python stage
+after it); the tests comparing against it are skipped without one."""
+import csv
+import json
+import os
+import random
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import nofall
+from conftest import _DIR, ROOT, model_dir
+
+ANNOTATE_FX = ROOT / "tests" / "fixtures" / "annotate"
+needs_htslib = pytest.mark.skipif(not nofall._nofall.genomics_has_htslib(),
+                                  reason="built without htslib: no FASTA, GTF or VCF input")
+
+
+@pytest.fixture(scope="module")
+def nofall_bin():
+    b = os.environ.get("NOFALL_BIN") or str(ROOT / "build" / "nofall")
+    if not os.access(b, os.X_OK):
+        pytest.skip(f"no nofall binary at {b} (build the CLI, or set NOFALL_BIN)")
+    return b
+
+
+@pytest.fixture(scope="module")
+def spt_model():
+    d = _DIR / "spt-small"
+    if not d.exists():
+        nofall.gen_weights("sptransformer", str(d), 0, {"dim": 16, "depth": 1, "context": 100, "window": 512})
+    return str(d)
+
+
+@pytest.fixture(scope="module")
+def spt(spt_model):
+    return nofall.SpTransformer(spt_model)
+
+
+@pytest.fixture(scope="module")
+def fx_dir():
+    """the annotate fixtures copied (the FASTA's .fai is built beside it)"""
+    d = _DIR / "annotate-fx"
+    if not d.exists():
+        d.mkdir()
+        for f in ("genome.fa", "genes.gtf", "input.vcf"):
+            shutil.copy(ANNOTATE_FX / f, d / f)
+    return d
+
+
+def _sequence(n, seed):
+    r = random.Random(seed)
+    return "".join(r.choice("ACGTUNacgtun") for _ in range(n))
+
+
+def _run(bin_, *args):
+    p = subprocess.run([bin_, *args], capture_output=True, text=True)
+    assert p.returncode == 0, f"{' '.join(args)}: exit {p.returncode}\n{p.stderr}"
+    return p
+
+
+def _same_as_run(scores, out_dir):
+    """every array equals the .npy `nofall run` wrote: dtype, shape and bytes"""
+    for name, got in (("tokens.npy", scores.tokens), ("position_logits.npy", scores.logits),
+                      ("probabilities.npy", scores.probabilities), ("class_ids.npy", scores.class_ids)):
+        want = np.load(os.path.join(out_dir, name))
+        assert got.dtype == want.dtype and got.shape == want.shape, f"{name}: {got.dtype} {got.shape} vs {want.dtype} {want.shape}"
+        assert got.tobytes() == want.tobytes(), f"{name}: the bytes differ from nofall run's"
+    meta = json.load(open(os.path.join(out_dir, "encoding_metadata.json")))
+    assert scores.offset == meta["output_offset"]
+    assert list(scores.channels) == meta["channels"]
+
+
+def test_score_equals_run(spt, spt_model, nofall_bin, tmp_path):
+    seq = _sequence(150, 1)
+    _run(nofall_bin, "run", "--model", spt_model, "--device", "cpu", "--out", str(tmp_path / "run"), "--sequence", seq)
+    s = spt.score(seq)
+    assert s.logits.shape == (1, 150, 18) and s.tokens.shape == (1, 350)
+    _same_as_run(s, tmp_path / "run")
+
+
+@needs_htslib
+def test_score_fasta_equals_run(spt, spt_model, nofall_bin, tmp_path):
+    seq = _sequence(120, 2)
+    fa = tmp_path / "in.fa"
+    fa.write_text(">other\nACGT\n>chrT test\n" + "\n".join(("NNNNN" + seq + "NNN")[i:i + 60] for i in range(0, 128, 60)) + "\n")
+    _run(nofall_bin, "run", "--model", spt_model, "--out", str(tmp_path / "run"), "--fasta", str(fa),
+         "--region", "chrT:6-125", "--context", "pad")
+    s = spt.score_fasta(fa, "chrT:6-125", context="pad")
+    _same_as_run(s, tmp_path / "run")
+    # the same 120 nt as a string: the same tokens and logits
+    assert spt.score(seq.upper()).logits.tobytes() == s.logits.tobytes()
+
+
+def test_score_batch_and_refusals(spt):
+    a, b = _sequence(90, 3), _sequence(90, 4)
+    s = spt.score([a, b])
+    assert s.logits.shape == (2, 90, 18)
+    for i, x in enumerate((a, b)):
+        np.testing.assert_allclose(s.logits[i], spt.score(x).logits[0], rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match="one length"):
+        spt.score([a, a[:-1]])
+    with pytest.raises(nofall.NofallInputError, match="position 3 is 'R'"):
+        spt.score("ACRT")
+    with pytest.raises(ValueError, match="already flanked"):
+        spt.score("ACGT", context="given")
+    with pytest.raises(ValueError, match="context: 'pad' or 'given'"):
+        spt.score("ACGT", context="both")
+
+
+def _annotate_cli(bin_, fx, model, out, *flags):
+    _run(bin_, "annotate", "--model", model, "--vcf", str(fx / "input.vcf"), "--fasta", str(fx / "genome.fa"),
+         "--genes", str(fx / "genes.gtf"), "--out", str(out), "--quiet", *flags)
+
+
+@needs_htslib
+def test_annotate_equals_cli(spt_model, nofall_bin, fx_dir, tmp_path):
+    _annotate_cli(nofall_bin, fx_dir, spt_model, tmp_path / "cli.vcf")
+    st = nofall.annotate(fx_dir / "input.vcf", fx_dir / "genome.fa", fx_dir / "genes.gtf", spt_model,
+                         out=tmp_path / "py.vcf", device="cpu", report=True)
+    got, want = (tmp_path / "py.vcf").read_bytes(), (tmp_path / "cli.vcf").read_bytes()
+    assert got and got == want, "annotate from Python: the .vcf differs from nofall annotate's"
+    assert (st["records"], st["alts"], st["scored"], st["skipped"]["not_snv"]) == (19, 21, 17, 3)
+    rep = json.load(open(tmp_path / "py.vcf.report.json"))
+    cli = json.load(open(tmp_path / "cli.vcf.report.json"))
+    for k in cli:
+        if k not in ("wall_ms", "forward_ms", "out"):
+            assert rep.get(k) == cli[k], f"report {k}: {rep.get(k)} vs the CLI's {cli[k]}"
+
+
+@needs_htslib
+def test_annotate_frame(spt, fx_dir):
+    f = nofall.annotate_frame(fx_dir / "input.vcf", fx_dir / "genome.fa", fx_dir / "genes.gtf", spt)
+    # one row per scored ALT: the records and ALTs of upstream's own table (expected.csv)
+    want = list(csv.reader(open(ANNOTATE_FX / "expected.csv")))
+    assert len(f) == f.attrs["stats"]["scored"] == len(want) - 1
+    assert list(f.columns) == ["CHROM"] + want[0][2:]
+    assert [[str(i), r.CHROM, str(r.POS), r.ID, r.REF, r.ALT] for i, r in zip(f.index, f.itertuples())] == \
+        [w[:6] for w in want[1:]]
+    assert f["score"].dtype == np.float64 and set(f["Blood"]) <= {"Y", "N"}
+
+
+def test_wrong_model():
+    mitra = model_dir("small_cls")
+    with pytest.raises(ValueError, match=r"a Mitra classifier model .*not a SpTransformer model"):
+        nofall.SpTransformer(mitra)
+    with pytest.raises(ValueError, match=r"a Mitra model .*not a SpTransformer model"):
+        nofall.annotate("x.vcf", "x.fa", "x.gtf", mitra, out=str(_DIR / "never.vcf"))
+    assert not (_DIR / "never.vcf").exists()
+    tabstar = _DIR / "spt-wrong-tabstar"
+    nofall.gen_weights("tabstar", str(tabstar), 0, {"layers": 1, "vocab": 2000})
+    with pytest.raises(ValueError, match=r"a TabSTAR model .*not a SpTransformer model"):
+        nofall.SpTransformer(tabstar)
+    with pytest.raises(ValueError, match=r"a TabSTAR model .*not a SpTransformer model"):
+        nofall.annotate("x.vcf", "x.fa", "x.gtf", tabstar, out=str(_DIR / "never.vcf"))
