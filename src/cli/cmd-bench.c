@@ -6,6 +6,7 @@
  * variant-scoring window). Also the peak RSS of the process and the bytes
  * the device allocated (weights, workspace, scratch). */
 #include "cli.h"
+#include "opts.h"
 #include "io/nf-io.h"
 #include "sptransformer-impl.h"
 
@@ -23,61 +24,23 @@ int nf_cmd_bench(int argc, char ** argv) {
             break;
         }
     }
-    const char *model = NULL, *device = "cpu", *json = NULL, *trace = NULL;
-    int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
-    int64_t ns = 16, nq = 8, nf = 13, length = 8201, batch = 1, query_chunk = 0, kv_cache_mb = 0;
-    uint64_t seed = 42;
-    static const char * const flags[] = {
-        "--model",    "--device", "--json",      "--trace",  "--warmup", "--runs",        "--support",     "--query",
-        "--features", "--seed",   "--precision", "--length", "--batch",  "--query-chunk", "--kv-cache-mb", NULL};
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        int64_t n = 0;
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
-            return 2;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--device") == 0)
-            device = v;
-        else if (strcmp(a, "--json") == 0)
-            json = v;
-        else if (strcmp(a, "--trace") == 0)
-            trace = v;
-        else if (strcmp(a, "--warmup") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, 1000000, &n)) return 2;
-            warmup = (int) n;
-        } else if (strcmp(a, "--runs") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1000000, &n)) return 2;
-            runs = (int) n;
-        } else if (strcmp(a, "--support") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 24, &ns)) return 2;
-        } else if (strcmp(a, "--query") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 24, &nq)) return 2;
-        } else if (strcmp(a, "--features") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 20, &nf)) return 2;
-        } else if (strcmp(a, "--length") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 24, &length)) return 2;
-        } else if (strcmp(a, "--batch") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 16, &batch)) return 2;
-        } else if (strcmp(a, "--query-chunk") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &query_chunk)) return 2;
-        } else if (strcmp(a, "--kv-cache-mb") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &kv_cache_mb)) return 2;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 2;
-            seed = (uint64_t) n;
-        } else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &precision)) {
-                fprintf(stderr, "error: --precision must be exact or tf32\n");
-                return 2;
-            }
-        }
-    }
+    struct nf_cli_opts v;
+    if (!nf_cli_opts_parse(NF_M(BENCH_MITRA) | NF_M(BENCH_SPT), argc, argv, 1, NULL, &v)) return 2;
+    const char * model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    const char * device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    const char * json = nf_cli_opt_str(&v, NF_O_JSON, NULL);
+    const char * trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
+    const int warmup = v.set[NF_O_WARMUP] ? (int) v.i[NF_O_WARMUP] : 2;
+    const int runs = v.set[NF_O_RUNS] ? (int) v.i[NF_O_RUNS] : 10;
+    int precision = NF_PRECISION_EXACT;
+    nf_cli_parse_precision(nf_cli_opt_str(&v, NF_O_PRECISION, "exact"), &precision);
+    const int64_t ns = v.set[NF_O_SUPPORT] ? v.i[NF_O_SUPPORT] : 16;
+    const int64_t nq = v.set[NF_O_QUERY] ? v.i[NF_O_QUERY] : 8;
+    const int64_t nf = v.set[NF_O_FEATURES] ? v.i[NF_O_FEATURES] : 13;
+    const int64_t length = v.set[NF_O_BENCH_LENGTH] ? v.i[NF_O_BENCH_LENGTH] : 8201;
+    const int64_t batch = v.set[NF_O_BENCH_BATCH] ? v.i[NF_O_BENCH_BATCH] : 1;
+    const int64_t query_chunk = v.i[NF_O_QUERY_CHUNK], kv_cache_mb = v.i[NF_O_KV_CACHE_MB];
+    const uint64_t seed = v.set[NF_O_SEED] ? (uint64_t) v.i[NF_O_SEED] : 42;
     if (!model) {
         fprintf(stderr, "error: bench needs --model DIR\n");
         return 2;

@@ -12,6 +12,7 @@
  * argmax over channels 0..2), probabilities.npy (softmax over 0..2, sigmoid
  * on 3..17, as upstream's driver), encoding_metadata.json, report.json. */
 #include "cli.h"
+#include "opts.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -34,60 +35,22 @@ struct nf_spt_opts {
 };
 
 static int nf_spt_parse(int argc, char ** argv, struct nf_spt_opts * o) {
-    static const char * const flags[] = {"--model",  "--device",    "--out",   "--seed",   "--length",
-                                         "--tokens", "--sequence",  "--fasta", "--region", "--context",
-                                         "--trace",  "--precision", NULL};
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->device = "cpu";
-    o->seed = 42;
-    o->length = 128;
-    int have_len = 0, have_seed = 0;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        int64_t n;
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s (for a SpTransformer model)\n", nf__esc(e, sizeof(e), a));
-            return 0;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--out") == 0)
-            o->out = v;
-        else if (strcmp(a, "--seed") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0;
-            o->seed = (uint64_t) n;
-            have_seed = 1;
-        } else if (strcmp(a, "--length") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1 << 20, &o->length)) return 0;
-            have_len = 1;
-        } else if (strcmp(a, "--tokens") == 0)
-            o->tokens = v;
-        else if (strcmp(a, "--sequence") == 0)
-            o->sequence = v;
-        else if (strcmp(a, "--fasta") == 0)
-            o->fasta = v;
-        else if (strcmp(a, "--region") == 0)
-            o->region = v;
-        else if (strcmp(a, "--context") == 0) {
-            if (strcmp(v, "pad") != 0 && strcmp(v, "given") != 0) {
-                fprintf(stderr, "error: --context must be pad or given\n");
-                return 0;
-            }
-            o->context = v;
-        } else if (strcmp(a, "--trace") == 0)
-            o->trace = v;
-        else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &o->precision)) {
-                fprintf(stderr, "error: --precision must be exact or tf32\n");
-                return 0;
-            }
-        }
-    }
+    if (!nf_cli_opts_parse(NF_M(RUN_SPT), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
+    const int have_seed = v.set[NF_O_SEED], have_len = v.set[NF_O_LENGTH];
+    o->seed = have_seed ? (uint64_t) v.i[NF_O_SEED] : 42;
+    o->length = have_len ? v.i[NF_O_LENGTH] : 128;
+    o->tokens = nf_cli_opt_str(&v, NF_O_TOKENS, NULL);
+    o->sequence = nf_cli_opt_str(&v, NF_O_SEQUENCE, NULL);
+    o->fasta = nf_cli_opt_str(&v, NF_O_FASTA, NULL);
+    o->region = nf_cli_opt_str(&v, NF_O_REGION, NULL);
+    o->context = nf_cli_opt_str(&v, NF_O_CONTEXT, NULL);
+    o->trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
+    nf_cli_parse_precision(nf_cli_opt_str(&v, NF_O_PRECISION, "exact"), &o->precision);
     if (!o->model || !o->out) {
         fprintf(stderr, "error: run needs --model and --out OUTDIR\n");
         return 0;

@@ -14,6 +14,7 @@
  * target scaler, so this is the logit; `predict` inverse-scales);
  * report.json. */
 #include "cli.h"
+#include "opts.h"
 #include "core/model.h"
 #include "io/nf-io.h"
 #include "models/tabstar-cells.h"
@@ -37,44 +38,18 @@ struct nf_tab_opts {
 };
 
 static int nf_tab_parse(int argc, char ** argv, struct nf_tab_opts * o) {
-    static const char * const flags[] = {"--model", "--device",    "--out",     "--seed", "--cells",
-                                         "--trace", "--precision", "--adapter", NULL};
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->device = "cpu";
-    o->seed = 42;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        int64_t n;
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s (for a TabSTAR model)\n", nf__esc(e, sizeof(e), a));
-            return 0;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--out") == 0)
-            o->out = v;
-        else if (strcmp(a, "--seed") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0;
-            o->seed = (uint64_t) n;
-            o->have_seed = 1;
-        } else if (strcmp(a, "--cells") == 0)
-            o->cells = v;
-        else if (strcmp(a, "--adapter") == 0)
-            o->adapter = v;
-        else if (strcmp(a, "--trace") == 0)
-            o->trace = v;
-        else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &o->precision)) {
-                fprintf(stderr, "error: --precision must be exact or tf32\n");
-                return 0;
-            }
-        }
-    }
+    if (!nf_cli_opts_parse(NF_M(RUN_TAB), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
+    o->have_seed = v.set[NF_O_SEED];
+    o->seed = o->have_seed ? (uint64_t) v.i[NF_O_SEED] : 42;
+    o->cells = nf_cli_opt_str(&v, NF_O_CELLS, NULL);
+    o->adapter = nf_cli_opt_str(&v, NF_O_ADAPTER, NULL);
+    o->trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
+    nf_cli_parse_precision(nf_cli_opt_str(&v, NF_O_PRECISION, "exact"), &o->precision);
     if (!o->model || !o->out) {
         fprintf(stderr, "error: run needs --model and --out OUTDIR\n");
         return 0;
@@ -340,24 +315,11 @@ static int nf_tokenize_main(const char * model, const char * strings, const char
 }
 
 int nf_cmd_tokenize(int argc, char ** argv) {
-    static const char * const flags[] = {"--model", "--strings", "--out", NULL};
-    const char *model = NULL, *strings = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s (tokenize)\n", nf__esc(e, sizeof(e), a));
-            return 2;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--strings") == 0)
-            strings = v;
-        else
-            out = v;
-    }
+    struct nf_cli_opts v;
+    if (!nf_cli_opts_parse(NF_M(TOKENIZE), argc, argv, 1, NULL, &v)) return 2;
+    const char * model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    const char * strings = nf_cli_opt_str(&v, NF_O_STRINGS, NULL);
+    const char * out = nf_cli_opt_str(&v, NF_O_OUT_DIR, NULL);
     if (!model || !strings || !out) {
         fprintf(stderr, "error: tokenize needs --model DIR --strings S.json --out OUT\n");
         return 2;

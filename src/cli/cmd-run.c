@@ -14,6 +14,7 @@
  * not locked by another run, --trace distinct from the inputs, the model and
  * the artifacts, and writable) runs before it. */
 #include "cli.h"
+#include "opts.h"
 #include "weights.h"
 #include "io/nf-io.h"
 
@@ -82,50 +83,20 @@ static int nf_run_verify_assets(const char * dir, const struct nf_cli_table * t,
 }
 
 static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
-    static const char * const flags[] = {"--model",      "--device",    "--out",         "--seed",
-                                         "--support-x",  "--support-y", "--query-x",     "--trace",
-                                         "--chunk-rows", "--precision", "--query-chunk", NULL};
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->device = "cpu";
-    o->seed = 42;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        int64_t n;
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
-            return 0;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--out") == 0)
-            o->out = v;
-        else if (strcmp(a, "--seed") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0;
-            o->seed = (uint64_t) n;
-        } else if (strcmp(a, "--support-x") == 0)
-            o->sx = v;
-        else if (strcmp(a, "--support-y") == 0)
-            o->sy = v;
-        else if (strcmp(a, "--query-x") == 0)
-            o->qx = v;
-        else if (strcmp(a, "--trace") == 0)
-            o->trace = v;
-        else if (strcmp(a, "--chunk-rows") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->chunk_rows)) return 0;
-        } else if (strcmp(a, "--query-chunk") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->query_chunk)) return 0;
-        } else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &o->precision)) {
-                fprintf(stderr, "error: --precision must be exact or tf32\n");
-                return 0;
-            }
-        }
-    }
+    if (!nf_cli_opts_parse(NF_M(RUN_MITRA), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
+    o->seed = v.set[NF_O_SEED] ? (uint64_t) v.i[NF_O_SEED] : 42;
+    o->sx = nf_cli_opt_str(&v, NF_O_SUPPORT_X, NULL);
+    o->sy = nf_cli_opt_str(&v, NF_O_SUPPORT_Y, NULL);
+    o->qx = nf_cli_opt_str(&v, NF_O_QUERY_X, NULL);
+    o->trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
+    o->chunk_rows = v.i[NF_O_CHUNK_ROWS];
+    o->query_chunk = v.i[NF_O_QUERY_CHUNK];
+    nf_cli_parse_precision(nf_cli_opt_str(&v, NF_O_PRECISION, "exact"), &o->precision);
     if (!o->model || !o->out) {
         fprintf(stderr, "error: run needs --model DIR and --out OUTDIR\n");
         return 0;

@@ -161,6 +161,7 @@ int nf_cli_opts_parse(uint32_t mask, int argc, char ** argv, int first, const ch
                 return 0;
             }
             v->set[k] = 1;
+            v->pos[k] = i;
             v->s[k] = a;
             continue;
         }
@@ -185,6 +186,7 @@ int nf_cli_opts_parse(uint32_t mask, int argc, char ** argv, int first, const ch
             default: break;
         }
         v->set[k] = 1;
+        v->pos[k] = i - 1;
         v->s[k] = val;
     }
     return 1;

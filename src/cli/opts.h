@@ -83,6 +83,7 @@ const struct nf_cli_command * nf_cli_command_of(uint32_t mask); /* the command o
 #define NF_CLI_MAX_EXTRA 32
 struct nf_cli_opts {
     unsigned char set[NF_O_COUNT];
+    int pos[NF_O_COUNT]; /* the argv index of its last occurrence */
     const char * s[NF_O_COUNT];
     int64_t i[NF_O_COUNT];
     double d[NF_O_COUNT];
