@@ -318,24 +318,27 @@ void nf_cli_completion_bash(FILE * f) {
 
 /* nofall help [--man | --options] [COMMAND] */
 int nf_cmd_help(int argc, char ** argv) {
-    int man = 0, list = 0, i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
+    int man = 0, list = 0;
+    const char * cmd = NULL;
+    for (int i = 1; i < argc; i++) {
+        char e[256], e2[256];
         if (strcmp(argv[i], "--man") == 0)
             man = 1;
         else if (strcmp(argv[i], "--options") == 0)
             list = 1;
-        else {
-            char e[256];
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            cmd = cmd ? cmd : "help";
+        else if (argv[i][0] == '-') {
             fprintf(stderr, "error: unknown option %s for `nofall help`; see `nofall help help`\n",
                     nf__esc(e, sizeof(e), argv[i]));
             return 2;
-        }
+        } else if (cmd) {
+            fprintf(stderr, "error: nofall help takes one command, not '%s' and '%s'\n", nf__esc(e2, sizeof(e2), cmd),
+                    nf__esc(e, sizeof(e), argv[i]));
+            return 2;
+        } else
+            cmd = argv[i];
     }
-    if (i + 1 < argc) {
-        fprintf(stderr, "error: nofall help takes one command\n");
-        return 2;
-    }
-    const char * cmd = i < argc ? argv[i] : NULL;
     if (cmd && !nf_cli_command_known(cmd)) {
         char e[256];
         fprintf(stderr, "error: unknown command '%s' (nofall help: the commands)\n", nf__esc(e, sizeof(e), cmd));
