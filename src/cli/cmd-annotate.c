@@ -7,6 +7,7 @@
  * the warnings, the summary line and the markers, and MPI: under mpirun the
  * ranks shard the records (mpi-shard.c drives the library's hooks). */
 #include "cli.h"
+#include "opts.h"
 #include "io/nf-io.h"
 #include "nofall-genomics.h"
 
@@ -33,51 +34,20 @@ int nf_cmd_annotate(int argc, char ** argv) {
 #else
 
 static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
-    static const char * const flags[] = {"--model", "--vcf",    "--fasta", "--genes",
-                                         "--out",   "--device", "--batch", NULL};
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->device = "cpu";
-    o->batch = 16;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        if (strcmp(a, "--raw-score") == 0) {
-            o->raw = 1;
-            continue;
-        }
-        if (strcmp(a, "--protein-coding") == 0) {
-            o->protein_coding = 1;
-            continue;
-        }
-        if (strcmp(a, "--no-reuse") == 0) {
-            o->no_reuse = 1;
-            continue;
-        }
-        const int po = nf_progress_option(a, &o->progress); /* --quiet, --progress */
-        if (po < 0) return 0;
-        if (po) continue;
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: annotate: unknown option %s\n", nf__esc(e, sizeof(e), a));
-            return 0;
-        }
-        const char * v = nf_cli_need_value(argc, argv, &i);
-        if (!v) return 0;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--vcf") == 0)
-            o->vcf = v;
-        else if (strcmp(a, "--fasta") == 0)
-            o->fasta = v;
-        else if (strcmp(a, "--genes") == 0)
-            o->genes = v;
-        else if (strcmp(a, "--out") == 0)
-            o->out = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--batch") == 0) {
-            if (!nf_cli_parse_int(a, v, 2, 4096, &o->batch)) return 0;
-        }
-    }
+    if (!nf_cli_opts_parse(NF_M(ANNOTATE), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->vcf = nf_cli_opt_str(&v, NF_O_VCF, NULL);
+    o->fasta = nf_cli_opt_str(&v, NF_O_ANN_FASTA, NULL);
+    o->genes = nf_cli_opt_str(&v, NF_O_GENES, NULL);
+    o->out = nf_cli_opt_str(&v, NF_O_OUT_FILE, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    o->batch = v.set[NF_O_ANN_BATCH] ? v.i[NF_O_ANN_BATCH] : 16;
+    o->raw = v.set[NF_O_RAW_SCORE];
+    o->protein_coding = v.set[NF_O_PROTEIN_CODING];
+    o->no_reuse = v.set[NF_O_NO_REUSE];
+    o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
     if (!o->model || !o->vcf || !o->fasta || !o->genes || !o->out) {
         fprintf(stderr, "error: annotate needs --model M --vcf IN --fasta REF --genes GTF --out "
                         "OUT.vcf|.vcf.gz|.bcf|.tsv[.gz]|.csv[.gz]\n");

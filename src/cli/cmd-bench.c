@@ -7,6 +7,7 @@
  * row or --cells C.json (--adapter A merged first). Also the peak RSS of the
  * process and the bytes the device allocated (weights, workspace, scratch). */
 #include "cli.h"
+#include "opts.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -18,78 +19,40 @@ int nf_cmd_bench(int argc, char ** argv) {
     const char *model = NULL, *device = "cpu", *json = NULL, *trace = NULL, *adapter = NULL;
     int warmup = 2, runs = 10, precision = NF_PRECISION_EXACT;
     int64_t query_chunk = 0, kv_cache_mb = 0;
-    static const char * const flags[] = {"--model",       "--device",      "--json",  "--trace",    "--warmup",
-                                         "--runs",        "--support",     "--query", "--features", "--seed",
-                                         "--precision",   "--length",      "--batch", "--cells",    "--adapter",
-                                         "--query-chunk", "--kv-cache-mb", NULL};
     /* the model's input options (nf_model_inputs): the flag without "--", its value
      * checked here (the messages name the flag) */
     enum { NF_BENCH_MAX_IN = 16 };
     const char *in_keys[NF_BENCH_MAX_IN], *in_vals[NF_BENCH_MAX_IN];
     int n_in_opts = 0;
-    char type[64] = "", suffix[96];
+    char type[64] = "";
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--model") == 0) {
             nf_cli_model_type(argv[i + 1], type, sizeof(type));
             break;
         }
     }
-    nf_cli_type_suffix(type, suffix, sizeof(suffix));
-    /* the model's input options, by key (nf_model_type_run_options) */
+    /* the option table's rows for this model type's bench (options.def) */
+    const uint32_t mask = nf_cli_variant_of_type(type, NF_M(BENCH_MITRA), NF_M(BENCH_SPT), NF_M(BENCH_TAB));
+    struct nf_cli_opts v;
+    if (!nf_cli_opts_parse(mask, argc, argv, 1, NULL, &v)) return 2;
+    model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    json = nf_cli_opt_str(&v, NF_O_JSON, NULL);
+    trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
+    adapter = nf_cli_opt_str(&v, NF_O_ADAPTER, NULL);
+    if (v.set[NF_O_WARMUP]) warmup = (int) v.i[NF_O_WARMUP];
+    if (v.set[NF_O_RUNS]) runs = (int) v.i[NF_O_RUNS];
+    nf_cli_parse_precision(nf_cli_opt_str(&v, NF_O_PRECISION, "exact"), &precision);
+    query_chunk = v.i[NF_O_QUERY_CHUNK];
+    kv_cache_mb = v.i[NF_O_KV_CACHE_MB];
+    /* the model's input options, by key (nf_model_type_run_options), in the order given */
     static const char * const input_flags[] = {"--support", "--query", "--features", "--length",
                                                "--batch",   "--seed",  "--cells",    NULL};
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        int64_t n = 0;
-        const int input = nf_cli_is_flag(a, input_flags);
-        if (!nf_cli_is_flag(a, flags) || ((input || strcmp(a, "--adapter") == 0) && !nf_cli_type_takes(type, a + 2)) ||
-            (strcmp(a, "--query-chunk") == 0 && !nf_cli_type_takes(type, "query_chunk")) ||
-            (strcmp(a, "--kv-cache-mb") == 0 && !nf_cli_type_takes(type, "kv_cache_mb"))) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s%s\n", nf__esc(e, sizeof(e), a), suffix);
-            return 2;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--device") == 0)
-            device = v;
-        else if (strcmp(a, "--json") == 0)
-            json = v;
-        else if (strcmp(a, "--trace") == 0)
-            trace = v;
-        else if (strcmp(a, "--warmup") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, 1000000, &n)) return 2;
-            warmup = (int) n;
-        } else if (strcmp(a, "--runs") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1000000, &n)) return 2;
-            runs = (int) n;
-        } else if (strcmp(a, "--support") == 0 || strcmp(a, "--query") == 0 || strcmp(a, "--features") == 0 ||
-                   strcmp(a, "--length") == 0 || strcmp(a, "--batch") == 0 || strcmp(a, "--seed") == 0 ||
-                   strcmp(a, "--cells") == 0) {
-            const int64_t max = strcmp(a, "--features") == 0 ? 1 << 20
-                                : strcmp(a, "--batch") == 0  ? 1 << 16
-                                : strcmp(a, "--seed") == 0   ? NF_CLI_SEED_MAX
-                                                             : 1 << 24;
-            if (strcmp(a, "--cells") != 0 && !nf_cli_parse_int(a, v, strcmp(a, "--seed") == 0 ? 0 : 1, max, &n))
-                return 2;
-            int k = 0;
-            while (k < n_in_opts && strcmp(in_keys[k], a + 2) != 0) k++;
-            in_keys[k] = a + 2;
-            in_vals[k] = v;
-            if (k == n_in_opts) n_in_opts++;
-        } else if (strcmp(a, "--adapter") == 0) {
-            adapter = v;
-        } else if (strcmp(a, "--query-chunk") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &query_chunk)) return 2;
-        } else if (strcmp(a, "--kv-cache-mb") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &kv_cache_mb)) return 2;
-        } else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &precision)) {
-                fprintf(stderr, "error: --precision must be exact or tf32\n");
-                return 2;
-            }
+    for (int f = 0; input_flags[f]; f++) {
+        const int id = nf_cli_opt_id_of(input_flags[f], mask);
+        if (id >= 0 && v.set[id] && n_in_opts < NF_BENCH_MAX_IN) {
+            in_keys[n_in_opts] = input_flags[f] + 2;
+            in_vals[n_in_opts++] = v.s[id];
         }
     }
     /* SpTransformer's default input: the variant-scoring window */

@@ -6,28 +6,18 @@
  * directory, lock, swap: nothing is left of a failed run). A .ckpt holds no config.json: --config FILE copies one
  * (parsed first, so it must be JSON), otherwise a note says to supply it. */
 #include "cli.h"
+#include "opts.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
 
 int nf_cmd_convert(int argc, char ** argv) {
-    const char *model = NULL, *out = NULL, *config = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--out") == 0)
-            out = v;
-        else if (strcmp(a, "--config") == 0)
-            config = v;
-        else {
-            fprintf(stderr, "error: unknown option %s\n", a);
-            return 2;
-        }
-    }
+    struct nf_cli_opts v;
+    if (!nf_cli_opts_parse(NF_M(CONVERT), argc, argv, 1, NULL, &v)) return 2;
+    const char * model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    const char * out = nf_cli_opt_str(&v, NF_O_OUT_DIR, NULL);
+    const char * config = nf_cli_opt_str(&v, NF_O_CONFIG, NULL);
     if (!model || !out) {
         fprintf(stderr, "error: convert needs --model X.ckpt and --out DIR\n");
         return 2;

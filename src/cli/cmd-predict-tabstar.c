@@ -5,6 +5,7 @@
  * whole --train table, verbalizes the --test table into cells and runs one
  * forward (optionally with a PEFT LoRA adapter merged). */
 #include "cmd-predict.h"
+#include "opts.h"
 #include "io/nf-io.h"
 #include "nofall-tabular.h"
 
@@ -14,50 +15,25 @@
 struct nf_tp_opts {
     const char *model, *adapter, *train, *test, *target, *device, *out;
     int task;
+    int progress; /* --quiet / --progress, parsed as Mitra's predict does; no bar is drawn yet */
 };
 
 static int nf_tp_parse(int argc, char ** argv, struct nf_tp_opts * o) {
-    static const char * const flags[] = {"--model", "--adapter", "--train", "--test", "--target",
-                                         "--task",  "--device",  "--out",   NULL};
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->device = "cpu";
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        char e[256];
-        if (!nf_cli_is_flag(a, flags)) {
-            fprintf(stderr, "error: unknown option %s (predict, for a TabSTAR model)\n", nf__esc(e, sizeof(e), a));
-            return 0;
-        }
-        const char * v = nf_cli_need_value(argc, argv, &i);
-        if (!v) return 0;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--adapter") == 0)
-            o->adapter = v;
-        else if (strcmp(a, "--train") == 0)
-            o->train = v;
-        else if (strcmp(a, "--test") == 0)
-            o->test = v;
-        else if (strcmp(a, "--target") == 0)
-            o->target = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--out") == 0)
-            o->out = v;
-        else if (strcmp(a, "--task") == 0) {
-            if (strcmp(v, "auto") == 0)
-                o->task = NF_PREDICT_AUTO;
-            else if (strcmp(v, "classification") == 0)
-                o->task = NF_PREDICT_CLASSIFICATION;
-            else if (strcmp(v, "regression") == 0)
-                o->task = NF_PREDICT_REGRESSION;
-            else {
-                fprintf(stderr, "error: --task takes auto, classification or regression, not '%s'\n",
-                        nf__esc(e, sizeof(e), v));
-                return 0;
-            }
-        }
-    }
+    if (!nf_cli_opts_parse(NF_M(PREDICT_TAB), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->adapter = nf_cli_opt_str(&v, NF_O_ADAPTER, NULL);
+    o->train = nf_cli_opt_str(&v, NF_O_TRAIN, NULL);
+    o->test = nf_cli_opt_str(&v, NF_O_TEST, NULL);
+    o->target = nf_cli_opt_str(&v, NF_O_TARGET, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
+    const char * task = nf_cli_opt_str(&v, NF_O_TASK, "auto");
+    o->task = strcmp(task, "classification") == 0 ? NF_PREDICT_CLASSIFICATION
+              : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
+                                                  : NF_PREDICT_AUTO;
+    o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,
                 "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");

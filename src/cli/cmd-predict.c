@@ -8,6 +8,7 @@
  * table (and a bad --mirror-signs file) is an error naming file / row /
  * column, before --out is touched or the model is loaded. */
 #include "cmd-predict.h"
+#include "opts.h"
 #include "weights.h"
 #include "io/nf-io.h"
 #include "nofall-tabular.h"
@@ -20,64 +21,25 @@
 #include <unistd.h>
 
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
-    static const char * const flags[] = {"--model",        "--train",       "--test",   "--target",   "--task",
-                                         "--n-estimators", "--seed",        "--device", "--out",      "--no-mirror",
-                                         "--mirror-signs", "--query-chunk", "--quiet",  "--progress", NULL};
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->device = "cpu";
-    o->mirror = 1;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        char e[256];
-        if (!nf_cli_is_flag(a, flags)) {
-            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
-            return 0;
-        }
-        if (strcmp(a, "--no-mirror") == 0) {
-            o->mirror = 0;
-            continue;
-        }
-        const int po = nf_progress_option(a, &o->progress); /* --quiet, --progress: the bar */
-        if (po < 0) return 0;
-        if (po) continue;
-        const char * v = nf_cli_need_value(argc, argv, &i);
-        int64_t n;
-        if (!v) return 0;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--train") == 0)
-            o->train = v;
-        else if (strcmp(a, "--test") == 0)
-            o->test = v;
-        else if (strcmp(a, "--target") == 0)
-            o->target = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--out") == 0)
-            o->out = v;
-        else if (strcmp(a, "--mirror-signs") == 0)
-            o->mirror_signs = v;
-        else if (strcmp(a, "--task") == 0) {
-            if (strcmp(v, "auto") == 0)
-                o->task = NF_PREDICT_AUTO;
-            else if (strcmp(v, "classification") == 0)
-                o->task = NF_PREDICT_CLASSIFICATION;
-            else if (strcmp(v, "regression") == 0)
-                o->task = NF_PREDICT_REGRESSION;
-            else {
-                fprintf(stderr, "error: --task takes auto, classification or regression, not '%s'\n",
-                        nf__esc(e, sizeof(e), v));
-                return 0;
-            }
-        } else if (strcmp(a, "--n-estimators") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, 1000, &o->n_est)) return 0;
-        } else if (strcmp(a, "--query-chunk") == 0) {
-            if (!nf_cli_parse_int(a, v, 1, INT32_MAX, &o->query_chunk)) return 0;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, NF_CLI_SEED_MAX, &n)) return 0;
-            o->seed = (uint64_t) n;
-        }
-    }
+    if (!nf_cli_opts_parse(NF_M(PREDICT_MITRA), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->train = nf_cli_opt_str(&v, NF_O_TRAIN, NULL);
+    o->test = nf_cli_opt_str(&v, NF_O_TEST, NULL);
+    o->target = nf_cli_opt_str(&v, NF_O_TARGET, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
+    o->mirror_signs = nf_cli_opt_str(&v, NF_O_MIRROR_SIGNS, NULL);
+    const char * task = nf_cli_opt_str(&v, NF_O_TASK, "auto");
+    o->task = strcmp(task, "classification") == 0 ? NF_PREDICT_CLASSIFICATION
+              : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
+                                                  : NF_PREDICT_AUTO;
+    o->mirror = !v.set[NF_O_NO_MIRROR];
+    o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
+    o->n_est = v.set[NF_O_N_ESTIMATORS] ? v.i[NF_O_N_ESTIMATORS] : 0;
+    o->query_chunk = v.set[NF_O_QUERY_CHUNK] ? v.i[NF_O_QUERY_CHUNK] : 0;
+    o->seed = (uint64_t) v.i[NF_O_PREDICT_SEED];
     if (o->mirror_signs && !o->mirror) {
         fprintf(stderr, "error: --mirror-signs and --no-mirror exclude each other\n");
         return 0;

@@ -19,6 +19,7 @@
  * the artifacts, and writable) runs before it. */
 #include "cli.h"
 #include "nofall-genomics.h"
+#include "opts.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -94,6 +95,7 @@ static int nf_run_input_opts(const struct nf_run_opts * o, int with_seq, const c
 }
 
 static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--model") == 0) {
@@ -101,27 +103,15 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
             break;
         }
     }
-    char suffix[96];
-    nf_cli_type_suffix(o->type, suffix, sizeof(suffix));
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        int k = 0;
-        while (k < NF_RUN_N_FLAGS && strcmp(a, nf_run_flags[k].flag) != 0) k++;
-        if (k == NF_RUN_N_FLAGS ||
-            (nf_run_flags[k].where != NF_RF_CLI && !nf_cli_type_takes(o->type, nf_run_flags[k].key))) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s%s\n", nf__esc(e, sizeof(e), a), suffix);
-            return 0;
-        }
-        const char * v = nf_cli_need_value(argc, argv, &i);
-        if (!v) return 0;
-        if (nf_run_flags[k].is_int && !nf_cli_parse_int(a, v, nf_run_flags[k].min, nf_run_flags[k].max, &o->num[k]))
-            return 0;
-        if (strcmp(a, "--precision") == 0 && !nf_cli_parse_precision(v, &o->precision)) {
-            fprintf(stderr, "error: --precision must be exact or tf32\n");
-            return 0;
-        }
-        o->value[k] = v;
+    /* the option table's rows for this model type's run (options.def) */
+    const uint32_t mask = nf_cli_variant_of_type(o->type, NF_M(RUN_MITRA), NF_M(RUN_SPT), NF_M(RUN_TAB));
+    if (!nf_cli_opts_parse(mask, argc, argv, 1, NULL, &v)) return 0;
+    for (int k = 0; k < NF_RUN_N_FLAGS; k++) {
+        const int id = nf_cli_opt_id_of(nf_run_flags[k].flag, mask);
+        if (id < 0 || !v.set[id]) continue;
+        o->value[k] = v.s[id];
+        o->num[k] = v.i[id];
+        if (strcmp(nf_run_flags[k].flag, "--precision") == 0) nf_cli_parse_precision(v.s[id], &o->precision);
     }
     const char * model = nf_run_opt(o, "model");
     if (!model || !nf_run_opt(o, "out")) {

@@ -2,6 +2,7 @@
  * the read-back of a TabSTAR output set that `predict` on a TabSTAR model
  * uses (cmd-predict-tabstar.c; `run`'s is the model's check_outputs). */
 #include "cli.h"
+#include "opts.h"
 #include "core/model.h"
 #include "io/nf-io.h"
 #include "models/tabstar-cells.h"
@@ -92,24 +93,11 @@ static int nf_tokenize_main(const char * model, const char * strings, const char
 }
 
 int nf_cmd_tokenize(int argc, char ** argv) {
-    static const char * const flags[] = {"--model", "--strings", "--out", NULL};
-    const char *model = NULL, *strings = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s (tokenize)\n", nf__esc(e, sizeof(e), a));
-            return 2;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 2;
-        if (strcmp(a, "--model") == 0)
-            model = v;
-        else if (strcmp(a, "--strings") == 0)
-            strings = v;
-        else
-            out = v;
-    }
+    struct nf_cli_opts v;
+    if (!nf_cli_opts_parse(NF_M(TOKENIZE), argc, argv, 1, NULL, &v)) return 2;
+    const char * model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    const char * strings = nf_cli_opt_str(&v, NF_O_STRINGS, NULL);
+    const char * out = nf_cli_opt_str(&v, NF_O_OUT_DIR, NULL);
     if (!model || !strings || !out) {
         fprintf(stderr, "error: tokenize needs --model DIR --strings S.json --out OUT\n");
         return 2;

@@ -14,6 +14,7 @@
  * verify") where the two sides part. */
 #include "cli.h"
 #include "nofall-genomics.h"
+#include "opts.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -150,57 +151,28 @@ static void nf_vspt_bisect(const nf_model * m, const struct nf_vspt_log * dev, c
 }
 
 static int nf_vspt_parse(int argc, char ** argv, struct nf_vspt_opts * o) {
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->max_abs = 1e-4;
-    o->mean_abs = 1e-5;
+    if (!nf_cli_opts_parse(NF_M(VERIFY_SPT), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->ref_model = nf_cli_opt_str(&v, NF_O_REFERENCE_MODEL, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, NULL);
+    o->against = nf_cli_opt_str(&v, NF_O_AGAINST, NULL);
+    o->json = nf_cli_opt_str(&v, NF_O_JSON, NULL);
+    o->samples = (int) v.i[NF_O_SAMPLES];
+    o->max_abs = v.set[NF_O_MAX_ABS] ? v.d[NF_O_MAX_ABS] : 1e-4;
+    o->mean_abs = v.set[NF_O_MEAN_ABS] ? v.d[NF_O_MEAN_ABS] : 1e-5;
+    /* --bisect, --bisect=always: the last one given */
+    o->bisect = v.set[NF_O_BISECT_ALWAYS] && v.pos[NF_O_BISECT_ALWAYS] > v.pos[NF_O_BISECT] ? 2 : v.set[NF_O_BISECT];
+    nf_cli_parse_precision(nf_cli_opt_str(&v, NF_O_PRECISION, "exact"), &o->precision);
     static const uint64_t def_seeds[] = {42, 100, 101};
     o->n_seeds = 3;
     memcpy(o->seeds, def_seeds, sizeof(def_seeds));
-    static const char * const flags[] = {"--model", "--reference-model", "--device",  "--against",
-                                         "--json",  "--samples",         "--max-abs", "--mean-abs",
-                                         "--seeds", "--precision",       NULL};
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        if (strcmp(a, "--bisect") == 0 || strcmp(a, "--bisect=always") == 0) {
-            o->bisect = a[8] ? 2 : 1;
-            continue;
-        }
-        if (!nf_cli_is_flag(a, flags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s (for a SpTransformer model)\n", nf__esc(e, sizeof(e), a));
+    if (v.set[NF_O_SEEDS]) {
+        o->n_seeds = nf_cli_parse_u64_list(v.s[NF_O_SEEDS], (uint64_t) NF_CLI_SEED_MAX, o->seeds, NF_VSPT_MAX_SEEDS);
+        if (o->n_seeds < 1) {
+            fprintf(stderr, "error: --seeds takes a comma list of 1..%d integers\n", NF_VSPT_MAX_SEEDS);
             return 0;
-        }
-        const char * v;
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        int64_t n;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--reference-model") == 0)
-            o->ref_model = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--against") == 0)
-            o->against = v;
-        else if (strcmp(a, "--json") == 0)
-            o->json = v;
-        else if (strcmp(a, "--samples") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, 10000, &n)) return 0;
-            o->samples = (int) n;
-        } else if (strcmp(a, "--max-abs") == 0) {
-            if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->max_abs)) return 0;
-        } else if (strcmp(a, "--mean-abs") == 0) {
-            if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->mean_abs)) return 0;
-        } else if (strcmp(a, "--seeds") == 0) {
-            o->n_seeds = nf_cli_parse_u64_list(v, (uint64_t) NF_CLI_SEED_MAX, o->seeds, NF_VSPT_MAX_SEEDS);
-            if (o->n_seeds < 1) {
-                fprintf(stderr, "error: --seeds takes a comma list of 1..%d integers\n", NF_VSPT_MAX_SEEDS);
-                return 0;
-            }
-        } else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &o->precision)) {
-                fprintf(stderr, "error: --precision must be exact or tf32\n");
-                return 0;
-            }
         }
     }
     if (!o->model || !o->device || !o->against) {

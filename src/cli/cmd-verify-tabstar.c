@@ -10,6 +10,7 @@
  *   RESULT=PASS|FAIL; exit 0, 3 on a failed comparison, 1 on an error.
  * (bench is the generic one, cmd-bench.c). */
 #include "cli.h"
+#include "opts.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -26,37 +27,16 @@ struct nf_tv_opts {
 };
 
 static int nf_tv_parse(int argc, char ** argv, struct nf_tv_opts * o) {
-    static const char * const vflags[] = {"--model", "--device",  "--against",  "--adapter",
-                                          "--cells", "--max-abs", "--mean-abs", NULL};
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->device = "cpu";
-    o->max_abs = 1e-4;
-    o->mean_abs = 1e-5;
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        const char * v;
-        if (!nf_cli_is_flag(a, vflags)) {
-            char e[256];
-            fprintf(stderr, "error: unknown option %s (for a TabSTAR model)\n", nf__esc(e, sizeof(e), a));
-            return 0;
-        }
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--against") == 0)
-            o->against = v;
-        else if (strcmp(a, "--adapter") == 0)
-            o->adapter = v;
-        else if (strcmp(a, "--cells") == 0)
-            o->cells = v;
-        else if (strcmp(a, "--max-abs") == 0) {
-            if (!nf_cli_parse_double(a, v, 0, 1e30, &o->max_abs)) return 0;
-        } else if (strcmp(a, "--mean-abs") == 0) {
-            if (!nf_cli_parse_double(a, v, 0, 1e30, &o->mean_abs)) return 0;
-        }
-    }
+    if (!nf_cli_opts_parse(NF_M(VERIFY_TAB), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    o->against = nf_cli_opt_str(&v, NF_O_AGAINST, NULL);
+    o->adapter = nf_cli_opt_str(&v, NF_O_ADAPTER, NULL);
+    o->cells = nf_cli_opt_str(&v, NF_O_CELLS, NULL);
+    o->max_abs = v.set[NF_O_MAX_ABS] ? v.d[NF_O_MAX_ABS] : 1e-4;
+    o->mean_abs = v.set[NF_O_MEAN_ABS] ? v.d[NF_O_MEAN_ABS] : 1e-5;
     if (!o->model || !o->against) {
         fprintf(stderr, "error: verify needs --model and --against\n");
         return 0;

@@ -2,6 +2,7 @@
  * expected logits, per case max/mean abs error and class agreement against
  * thresholds, and (--bisect) the first stage where the two sides part. */
 #include "cli.h"
+#include "opts.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -79,65 +80,32 @@ struct nf_verify_case {
 };
 
 static int nf_verify_parse(int argc, char ** argv, struct nf_verify_opts * o) {
+    struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    o->max_abs = 1e-3;
-    o->mean_abs = 1e-4;
+    if (!nf_cli_opts_parse(NF_M(VERIFY_MITRA), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->ref_model = nf_cli_opt_str(&v, NF_O_REFERENCE_MODEL, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, NULL);
+    o->against = nf_cli_opt_str(&v, NF_O_AGAINST, NULL);
+    o->json = nf_cli_opt_str(&v, NF_O_JSON, NULL);
+    o->trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
+    o->samples = (int) v.i[NF_O_SAMPLES];
+    o->max_abs = v.set[NF_O_MAX_ABS] ? v.d[NF_O_MAX_ABS] : 1e-3;
+    o->mean_abs = v.set[NF_O_MEAN_ABS] ? v.d[NF_O_MEAN_ABS] : 1e-4;
+    /* --bisect, --bisect=always: the last one given */
+    o->bisect = v.set[NF_O_BISECT_ALWAYS] && v.pos[NF_O_BISECT_ALWAYS] > v.pos[NF_O_BISECT] ? 2 : v.set[NF_O_BISECT];
+    nf_cli_parse_precision(nf_cli_opt_str(&v, NF_O_PRECISION, "exact"), &o->precision);
     static const uint64_t def_seeds[] = {42, 100, 101, 102, 105, 110, 111};
     o->n_seeds = 7;
     memcpy(o->seeds, def_seeds, sizeof(def_seeds));
-    static const char * const flags[] = {"--model",    "--reference-model", "--device",    "--against",
-                                         "--json",     "--trace",           "--samples",   "--max-abs",
-                                         "--mean-abs", "--seeds",           "--precision", NULL};
-    for (int i = 1; i < argc; i++) {
-        const char * a = argv[i];
-        if (strcmp(a, "--bisect") == 0) {
-            o->bisect = 1;
-            continue;
-        }
-        if (strcmp(a, "--bisect=always") == 0) {
-            o->bisect = 2;
-            continue;
-        }
-        if (!nf_cli_is_flag(a, flags)) {
+    if (v.set[NF_O_SEEDS]) {
+        const char * s = v.s[NF_O_SEEDS];
+        o->n_seeds = nf_cli_parse_u64_list(s, (uint64_t) NF_CLI_SEED_MAX, o->seeds, NF_VERIFY_MAX_SEEDS);
+        if (o->n_seeds < 1) {
             char e[256];
-            fprintf(stderr, "error: unknown option %s\n", nf__esc(e, sizeof(e), a));
+            fprintf(stderr, "error: --seeds takes a comma list of 1..%d integers in [0, %lld], got '%s'\n",
+                    NF_VERIFY_MAX_SEEDS, (long long) NF_CLI_SEED_MAX, nf__esc(e, sizeof(e), s));
             return 0;
-        }
-        const char * v;
-        if (!(v = nf_cli_need_value(argc, argv, &i))) return 0;
-        int64_t n;
-        if (strcmp(a, "--model") == 0)
-            o->model = v;
-        else if (strcmp(a, "--reference-model") == 0)
-            o->ref_model = v;
-        else if (strcmp(a, "--device") == 0)
-            o->device = v;
-        else if (strcmp(a, "--against") == 0)
-            o->against = v;
-        else if (strcmp(a, "--json") == 0)
-            o->json = v;
-        else if (strcmp(a, "--trace") == 0)
-            o->trace = v;
-        else if (strcmp(a, "--samples") == 0) {
-            if (!nf_cli_parse_int(a, v, 0, 100000, &n)) return 0;
-            o->samples = (int) n;
-        } else if (strcmp(a, "--max-abs") == 0) {
-            if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->max_abs)) return 0;
-        } else if (strcmp(a, "--mean-abs") == 0) {
-            if (!nf_cli_parse_double(a, v, 0.0, 1e300, &o->mean_abs)) return 0;
-        } else if (strcmp(a, "--seeds") == 0) {
-            o->n_seeds = nf_cli_parse_u64_list(v, (uint64_t) NF_CLI_SEED_MAX, o->seeds, NF_VERIFY_MAX_SEEDS);
-            if (o->n_seeds < 1) {
-                char e[256];
-                fprintf(stderr, "error: --seeds takes a comma list of 1..%d integers in [0, %lld], got '%s'\n",
-                        NF_VERIFY_MAX_SEEDS, (long long) NF_CLI_SEED_MAX, nf__esc(e, sizeof(e), v));
-                return 0;
-            }
-        } else if (strcmp(a, "--precision") == 0) {
-            if (!nf_cli_parse_precision(v, &o->precision)) {
-                fprintf(stderr, "error: --precision must be exact or tf32\n");
-                return 0;
-            }
         }
     }
     if (!o->model || !o->device || !o->against) {
