@@ -157,6 +157,10 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     int rc = nf_annotate_new(&ao, &h, &a, err);
     /* --out (rank 0: created now, so an unwritable place fails before any work) */
     if (rc == NF_OK && mp->rank == 0) rc = nf_cli_outfile_open(&of, o->out, "--out", err);
+    char rp[4200];
+    snprintf(rp, sizeof(rp), "%s.report.json", o->out);
+    /* the report, written at the end, must not be an input either: checked now (path-guard.c) */
+    if (rc == NF_OK && mp->rank == 0) rc = nf_cli_output_check(rp, "--out (its report OUT.report.json)", err);
     if (rc == NF_OK) rc = nf_annotate_open(a, mp->rank == 0 ? of.tmp : NULL, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     rc = nf_annotate_load(a, err);
@@ -169,8 +173,6 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     nf_progress_end(c.prog);
     c.prog = NULL;
     if (rc != NF_OK) goto done;
-    char rp[4200];
-    snprintf(rp, sizeof(rp), "%s.report.json", o->out);
     if (mp->rank == 0) {
         if ((rc = nf_annotate_close(a, err)) == NF_OK && (rc = nf_cli_outfile_close(&of, err)) == NF_OK &&
             (rc = nf_ann_write_report(a, rp, err)) == NF_OK)
