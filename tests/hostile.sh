@@ -213,6 +213,16 @@ else
   bad "fai-good: a good .fai refused"; cat "$T/fai-good.log"
 fi
 
+# ---- FIFOs where a seekable file is needed (issue #27: annotate --fasta / --genes on a FIFO blocked
+# forever in htslib's open; run --model X.ckpt on a FIFO said "unknown option --sequence") ---------------
+mkdir -p "$T/fifo-g"; mkfifo "$T/fifo-g/in.fa" "$T/fifo-g/genes.gtf" "$T/fifo-g/m.ckpt"
+hc fifo-run-fasta "fifo-g/in.fa: is a FIFO" "$BIN" run --model "$T/spt" --fasta "$T/fifo-g/in.fa" --context pad --out @OUT@
+hc fifo-ann-fasta "--fasta: $T/fifo-g/in.fa: is a FIFO" "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" \
+   --fasta "$T/fifo-g/in.fa" --genes "$FXA/genes.gtf" --out @OUT@/ann.csv
+hc fifo-ann-genes "--genes: $T/fifo-g/genes.gtf: is a FIFO" "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" \
+   --fasta "$FXA/genome.fa" --genes "$T/fifo-g/genes.gtf" --out @OUT@/ann.csv
+hc fifo-ckpt "--model: $T/fifo-g/m.ckpt: is a FIFO" "$BIN" run --model "$T/fifo-g/m.ckpt" --sequence ACGTACGT --context pad --out @OUT@
+
 echo "hostile.sh: $cases cases, $fails failure(s)"
 [ $cases -ge 45 ] || { echo "hostile.sh: fewer than 45 cases"; fails=$((fails + 1)); }
 [ $fails -eq 0 ]

@@ -19,6 +19,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char * const nf_spt_artifacts[] = {
     "tokens.npy", "position_logits.npy", "class_ids.npy", "probabilities.npy", "encoding_metadata.json", "report.json",
@@ -217,6 +219,13 @@ static int nf_spt_main(const struct nf_spt_opts * o, nf_err * err) {
     tr.fd = tr.slot = -1;
     char trace_in_out[4096] = "", p[4096];
     int rc;
+    struct stat msb; /* --model X.ckpt: a regular file, named when it is not (a FIFO would block) */
+    if (stat(o->model, &msb) == 0 && !S_ISDIR(msb.st_mode)) {
+        int mfd;
+        uint64_t msize;
+        if (nf__open_regular(o->model, &mfd, &msize, err) != NF_OK) return nf__err_prefix(err, "--model");
+        close(mfd);
+    }
     NF_TRY(nf_outset_begin(&os, o->out, nf_spt_artifacts, NF_SPT_N_ARTIFACTS, err));
     const char * inputs[2] = {o->tokens, o->fasta};
     static const char * const input_flags[2] = {"--tokens", "--fasta"};

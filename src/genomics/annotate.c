@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -365,6 +366,17 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
         return nf__err_set(err, NF_ERR_ARG,
                            "--out %s: the name must end in .vcf, .vcf.gz, .bcf, .tsv, .tsv.gz, .csv or .csv.gz",
                            nf__esc(e, sizeof(e), o->out));
+    /* a FASTA must be seekable (faidx), the GTF is read whole before any
+     * work: a FIFO, a device or a directory is refused by name, never opened
+     * by htslib (which would block on a FIFO with no writer) */
+    const char * const seekable[2][2] = {{"--fasta", o->fasta}, {"--genes", o->genes}};
+    for (int i = 0; i < 2; i++) {
+        int fd;
+        uint64_t size;
+        if (nf__open_regular(seekable[i][1], &fd, &size, err) != NF_OK)
+            return nf__err_prefix(err, "%s", seekable[i][0]);
+        close(fd);
+    }
     const char * ins[3] = {o->vcf, o->fasta, o->genes};
     for (int i = 0; i < 3; i++)
         if (nf__ann_same_file(o->out, ins[i]))

@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef NF_HAVE_HTSLIB
 #include <htslib/hts.h>
@@ -132,6 +133,11 @@ int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err) {
     return nf__err_set(err, NF_ERR_UNSUPPORTED, "--genes: this build has no htslib (apt-get install libhts-dev)");
 #else
     char e[1024];
+    int fd;
+    uint64_t size;
+    /* a regular file only (README "annotate"): hts_open would block on a FIFO with no writer */
+    if (nf__open_regular(path, &fd, &size, err) != NF_OK) return nf__err_prefix(err, "--genes");
+    close(fd);
     htsFile * fp = hts_open(path, "r");
     if (!fp) return nf__err_set(err, NF_ERR_IO, "--genes %s: cannot open", nf__esc(e, sizeof(e), path));
     struct nf_genes * gs = calloc(1, sizeof(*gs));

@@ -36,11 +36,16 @@ int nf__fai_check(const char * fasta, nf_err * err) {
     char fai[4200], e[1024];
     if (snprintf(fai, sizeof(fai), "%s.fai", fasta) >= (int) sizeof(fai))
         return nf__err_set(err, NF_ERR_ARG, "%s: path too long", nf__esc(e, sizeof(e), fasta));
-    struct stat sb;
-    if (stat(fai, &sb) != 0) return NF_OK; /* none: htslib builds it from the FASTA */
+    /* the FASTA first: a regular file (faidx seeks in it; htslib would block
+     * opening a FIFO with no writer) */
     int fd;
     uint64_t fasta_size;
     NF_TRY(nf__open_regular(fasta, &fd, &fasta_size, err));
+    struct stat sb;
+    if (stat(fai, &sb) != 0) { /* none: htslib builds it from the FASTA */
+        close(fd);
+        return NF_OK;
+    }
     unsigned char magic[2] = {0, 0};
     const int gz = read(fd, magic, 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     close(fd);
