@@ -7,6 +7,7 @@
 
 #include "nofall-genomics.h"
 #include "nf-impl.h"
+#include "io/nf-io.h"
 
 #include <htslib/bgzf.h>
 #include <htslib/faidx.h>
@@ -53,6 +54,8 @@ struct nf_annotator {
     nf_model * m;
     int64_t context, flank; /* flank = context + 100 */
     faidx_t * fai;
+    struct nf_fasta_raw raw; /* the FASTA's raw bytes: each window checked for bytes htslib drops */
+    int raw_open;
     nf_genes * genes;
     htsFile * in;
     bcf_hdr_t * hdr;

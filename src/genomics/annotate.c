@@ -440,6 +440,10 @@ int nf_annotate_load(nf_annotator * a, nf_err * err) {
     if (!a->fai) NF_TRY(nf__fai_check(o->fasta, err));
     if (!a->fai && !(a->fai = fai_load3(o->fasta, NULL, NULL, FAI_CREATE)))
         return nf__err_set(err, NF_ERR_IO, "--fasta %s: cannot open it or its .fai", nf__esc(e, sizeof(e), o->fasta));
+    if (!a->raw_open) {
+        NF_TRY(nf__fasta_raw_open(&a->raw, o->fasta, err));
+        a->raw_open = 1;
+    }
     if (!(a->in = hts_open(o->vcf, "r")))
         return nf__err_set(err, NF_ERR_IO, "--vcf %s: cannot open", nf__esc(e, sizeof(e), o->vcf));
     if (a->in->format.category != variant_data || !(a->hdr = bcf_hdr_read(a->in)))
@@ -510,6 +514,7 @@ void nf_annotate_free(nf_annotator * a) {
     if (a->hdr) bcf_hdr_destroy(a->hdr);
     if (a->in) hts_close(a->in);
     if (a->fai) fai_destroy(a->fai);
+    if (a->raw_open) nf__fasta_raw_close(&a->raw);
     nf_genes_free(a->genes);
     nf_model_free(a->m);
     nf_backend_free(a->be);

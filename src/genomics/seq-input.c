@@ -176,13 +176,23 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
                            "%s: not a FASTA file htslib can index (faidx needs the lines of a record, all "
                            "but its last, to have one length)",
                            path);
+    struct nf_fasta_raw raw;
+    const int orc = nf__fasta_raw_open(&raw, path, err);
+    if (orc != NF_OK) {
+        fai_destroy(fai);
+        return orc;
+    }
     int rc = NF_OK;
     int8_t * core = NULL;
     int64_t B = 0, n = 0;
     if (region) {
-        hts_pos_t len = 0;
+        hts_pos_t len = 0, rbeg = 0, rend = 0;
+        int tid = -1;
         char * seq = fai_fetch64(fai, region, &len);
-        if (!seq || len <= 0) {
+        if (seq && len > 0 && fai_parse_region(fai, region, &tid, &rbeg, &rend, 0) && tid >= 0)
+            rc = nf__fasta_raw_check(&raw, faidx_iseq(fai, tid), rbeg, rbeg + len, err);
+        if (rc != NF_OK) {
+        } else if (!seq || len <= 0) {
             rc = nf__err_set(err, NF_ERR_INPUT,
                              "%s: region '%s' is not in the file (chr:start-end, 1-based, inclusive)", path, region);
         } else {
@@ -213,7 +223,9 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
             if (rc != NF_OK) break;
             hts_pos_t got = 0;
             char * seq = faidx_fetch_seq64(fai, nm, 0, (hts_pos_t) n - 1, &got);
-            if (!seq || got != n)
+            if (seq && got == n) rc = nf__fasta_raw_check(&raw, nm, 0, n, err);
+            if (rc != NF_OK) {
+            } else if (!seq || got != n)
                 rc = nf__err_set(err, NF_ERR_IO, "%s: record '%s' could not be read", path, nm);
             else
                 rc = nf__seq_map(path, nm, 1, seq, n, core + r * n, err);
@@ -222,6 +234,7 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
         if (rc == NF_OK && B == 0) rc = nf__err_set(err, NF_ERR_INPUT, "%s: no FASTA records", path);
     }
     fai_destroy(fai);
+    nf__fasta_raw_close(&raw);
     if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, pad, context, err);
     free(core);
     snprintf(s->source, sizeof(s->source), "fasta");
