@@ -246,6 +246,14 @@ python3 -c "import sys; d=open(sys.argv[1],'rb').read(); p=16+99*61+10; open(sys
 hc nul-annotate "--fasta: $T/nul-ann/genome.fa: record 'chr1' sequence line 100 (byte 6065 of the file): a NUL byte" \
    "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" --fasta "$T/nul-ann/genome.fa" --genes "$FXA/genes.gtf" --out @OUT@/ann.csv
 
+# ---- htslib's own log (issue #27: its warning echoed --region with a raw ESC to the terminal) ---------------
+hc region-esc "region 'c2\x1b[31m:1-3' is not in the file" "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/two.fa" \
+   --region $'c2\x1b[31m:1-3' --context pad --out @OUT@
+cases=$((cases + 1))
+grep -q $'\x1b' "$T/region-esc.err" && bad "region-esc: a raw ESC reached stderr" || ok "region-esc: no raw ESC on stderr"
+grep -q '^\[[EW]::' "$T/region-esc.err" "$T/nul-annotate.err" && bad "htslib-log: htslib's own message reached stderr" ||
+  ok "htslib-log: only nofall's messages"
+
 echo "hostile.sh: $cases cases, $fails failure(s)"
 [ $cases -ge 45 ] || { echo "hostile.sh: fewer than 45 cases"; fails=$((fails + 1)); }
 [ $fails -eq 0 ]

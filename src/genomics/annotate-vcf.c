@@ -215,6 +215,10 @@ int nf__ann_close_out(nf_annotator * a, int rc, nf_err * err) {
  * its index's counts (.tbi / .csi next to it), else one pass over it when it
  * is a regular file (never a pipe or a FIFO: that would consume it) */
 long long nf_annotate_count_records(const char * path) {
+    /* htslib's own log echoes names and regions raw (an ESC reaches the
+     * terminal) and this htslib has no log callback: silenced, nofall reports
+     * every failure itself, escaped (README "Hostile input") */
+    hts_set_log_level(HTS_LOG_OFF);
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
     htsFile * f = hts_open(path, "r");

@@ -400,6 +400,10 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
 
 int nf_annotate_new(const nf_annotate_opts * o, const nf_annotate_hooks * h, nf_annotator ** out, nf_err * err) {
     *out = NULL;
+    /* htslib's own log echoes names and regions raw (an ESC reaches the
+     * terminal) and this htslib has no log callback: silenced, nofall reports
+     * every failure itself, escaped (README "Hostile input") */
+    hts_set_log_level(HTS_LOG_OFF);
     nf_annotator * a = calloc(1, sizeof(*a));
     if (!a) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     a->t_start = nf__ann_now_ms();

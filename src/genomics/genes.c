@@ -132,6 +132,10 @@ int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err) {
     (void) path;
     return nf__err_set(err, NF_ERR_UNSUPPORTED, "--genes: this build has no htslib (apt-get install libhts-dev)");
 #else
+    /* htslib's own log echoes names and regions raw (an ESC reaches the
+     * terminal) and this htslib has no log callback: silenced, nofall reports
+     * every failure itself, escaped (README "Hostile input") */
+    hts_set_log_level(HTS_LOG_OFF);
     char e[1024];
     int fd;
     uint64_t size;

@@ -15,6 +15,7 @@
 
 #ifdef NF_HAVE_HTSLIB
 #include <htslib/faidx.h>
+#include <htslib/hts_log.h>
 #endif
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,10 @@ static int nf__seq_map(const char * path, const char * name, int64_t first, cons
 
 int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
+    /* htslib's own log echoes names and regions raw (an ESC reaches the
+     * terminal) and this htslib has no log callback: silenced, nofall reports
+     * every failure itself, escaped (README "Hostile input") */
+    hts_set_log_level(HTS_LOG_OFF);
     int fd;
     uint64_t size;
     NF_TRY(nf__open_regular(path, &fd, &size, err)); /* a clear message for a missing file or a directory */
