@@ -254,6 +254,18 @@ grep -q $'\x1b' "$T/region-esc.err" && bad "region-esc: a raw ESC reached stderr
 grep -q '^\[[EW]::' "$T/region-esc.err" "$T/nul-annotate.err" && bad "htslib-log: htslib's own message reached stderr" ||
   ok "htslib-log: only nofall's messages"
 
+# ---- an input with no sequence (issue #27: "the input has no sequence" named no flag or file) -------------
+mkdir -p "$T/empty-tok"
+for c in "e0:|i1:(0,):1 sequence(s) of 0 nt" "b0:|i1:(0, 5):0 sequence(s) of 5 nt" "l0:<i4:(2, 0):2 sequence(s) of 0 nt"; do
+  IFS=: read -r name descr shape needle <<< "$c"
+  python3 -c "import sys,struct; h=\"{'descr': '%s', 'fortran_order': False, 'shape': %s, }\"%(sys.argv[2],sys.argv[3]); \
+h+=' '*((64-(10+len(h)+1)%64)%64)+'\n'; open(sys.argv[1],'wb').write(b'\x93NUMPY\x01\x00'+struct.pack('<H',len(h))+h.encode())" \
+    "$T/empty-tok/$name.npy" "$descr" "$shape"
+  hc "tokens-empty-$name" "--tokens $T/empty-tok/$name.npy: the input has no sequence ($needle)" "$BIN" run --model "$T/spt" \
+     --tokens "$T/empty-tok/$name.npy" --context pad --out @OUT@
+done
+hc sequence-empty "--sequence: the input has no sequence" "$BIN" run --model "$T/spt" --sequence "" --context pad --out @OUT@
+
 echo "hostile.sh: $cases cases, $fails failure(s)"
 [ $cases -ge 45 ] || { echo "hostile.sh: fewer than 45 cases"; fails=$((fails + 1)); }
 [ $fails -eq 0 ]

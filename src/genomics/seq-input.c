@@ -45,9 +45,14 @@ int nf_seq_id(int c) {
 }
 
 /* B sequences of n core ids each (in core, B * n), flanked per mode */
-static int nf__seq_make(nf_seq * s, const int8_t * core, int64_t B, int64_t n, int pad, int64_t context, nf_err * err) {
+static int nf__seq_make(nf_seq * s, const int8_t * core, int64_t B, int64_t n, int pad, int64_t context,
+                        const char * flag, const char * path, nf_err * err) {
     const int64_t f = pad ? context : 0, L = n + 2 * f;
-    if (B < 1 || n < 1) return nf__err_set(err, NF_ERR_INPUT, "the input has no sequence");
+    if (B < 1 || n < 1) {
+        char e[1024];
+        return nf__err_set(err, NF_ERR_INPUT, "%s%s%s: the input has no sequence (%lld sequence(s) of %lld nt)", flag,
+                           path ? " " : "", path ? nf__esc(e, sizeof(e), path) : "", (long long) B, (long long) n);
+    }
     s->ids = malloc((size_t) (B * L));
     if (!s->ids)
         return nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld x %lld tokens)", (long long) B, (long long) L);
@@ -68,7 +73,7 @@ int nf_seq_seeded(nf_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err 
     int8_t * core = malloc((size_t) (n > 0 ? n : 1));
     if (!core) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     nf__spt_seeded_tokens(seed, n, core);
-    int rc = nf__seq_make(s, core, 1, n, 1, context, err);
+    int rc = nf__seq_make(s, core, 1, n, 1, context, "--length", NULL, err);
     free(core);
     snprintf(s->source, sizeof(s->source), "seeded");
     return rc;
@@ -90,7 +95,7 @@ int nf_seq_string(nf_seq * s, const char * text, int pad, int64_t context, nf_er
         }
         core[i] = (int8_t) id;
     }
-    int rc = nf__seq_make(s, core, 1, n, pad, context, err);
+    int rc = nf__seq_make(s, core, 1, n, pad, context, "--sequence", NULL, err);
     free(core);
     snprintf(s->source, sizeof(s->source), "sequence");
     return rc;
@@ -128,7 +133,7 @@ int nf_seq_npy(nf_seq * s, const char * path, int pad, int64_t context, nf_err *
         }
         core[i] = (int8_t) v;
     }
-    rc = nf__seq_make(s, core, B, n, pad, context, err);
+    rc = nf__seq_make(s, core, B, n, pad, context, "--tokens", path, err);
     snprintf(s->source, sizeof(s->source), "tokens file");
 done:
     free(core);
@@ -240,7 +245,7 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
     }
     fai_destroy(fai);
     nf__fasta_raw_close(&raw);
-    if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, pad, context, err);
+    if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, pad, context, "--fasta", path, err);
     free(core);
     snprintf(s->source, sizeof(s->source), "fasta");
     return rc;
