@@ -246,6 +246,17 @@ python3 -c "import sys; d=open(sys.argv[1],'rb').read(); p=16+99*61+10; open(sys
 hc nul-annotate "--fasta: $T/nul-ann/genome.fa: record 'chr1' sequence line 100 (byte 6065 of the file): a NUL byte" \
    "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" --fasta "$T/nul-ann/genome.fa" --genes "$FXA/genes.gtf" --out @OUT@/ann.csv
 
+# a record with no bases (a line htslib drops whole): htslib divided by its 0 bases per line, SIGFPE (fuzz-region)
+printf '>c1 x\n\032\n' > "$T/nul-fa/nobases.fa"
+hc fasta-no-bases "nobases.fa: record 'c1' has no bases" "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/nobases.fa" --context pad --out @OUT@
+hc fasta-no-bases-region "nobases.fa: region 'c1' is not in the file" "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/nobases.fa" \
+   --region c1 --context pad --out @OUT@
+
+# a first line htslib drops whole: the index it builds says 0 bases per line, and it divided by that (fuzz-region)
+printf '>c\n\377\377\377\377\nTTTT\n' > "$T/nul-fa/blankline.fa"
+hc fasta-built-fai "blankline.fa.fai line 1: LINEBASES is 0 for a sequence of 4 bases" "$BIN" run --model "$T/spt" \
+   --fasta "$T/nul-fa/blankline.fa" --context pad --out @OUT@
+
 # ---- htslib's own log (issue #27: its warning echoed --region with a raw ESC to the terminal) ---------------
 hc region-esc "region 'c2\x1b[31m:1-3' is not in the file" "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/two.fa" \
    --region $'c2\x1b[31m:1-3' --context pad --out @OUT@

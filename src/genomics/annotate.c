@@ -97,14 +97,6 @@ double nf__ann_now_ms(void) {
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
 }
 
-const char * nf__ann_where(const nf_annotator * a, const struct nf_ann_rec * r, char * buf, size_t n) {
-    char e[256];
-    snprintf(buf, n, "--vcf record %lld (%s:%lld %s)", (long long) r->index,
-             nf__esc(e, sizeof(e), bcf_seqname(a->hdr, r->b)), (long long) r->b->pos + 1,
-             r->b->d.id ? r->b->d.id : ".");
-    return buf;
-}
-
 /* ---- sharded (the CLI's MPI layer: README "Running on a cluster with mpirun") ----------
  * Every rank reads the whole VCF; record k (1-based) is scored by rank
  * (k - 1) % size. The records go in chunks: each rank scores its records of
@@ -225,36 +217,12 @@ static int64_t nf_ann_chunk(const nf_annotator * a) {
     return per * a->h.size;
 }
 
-/* the malformed-record message (the same on every rank: all read the VCF) */
-static int nf_ann_malformed(const nf_annotator * a, int64_t bad, nf_err * err) {
-    char e[1024];
-    return nf__err_set(err, NF_ERR_FORMAT,
-                       "--vcf %s: data record %lld is malformed (htslib could not parse it, or POS is not a positive "
-                       "integer)",
-                       nf__esc(e, sizeof(e), a->o.vcf), (long long) bad);
-}
-
-/* read one record into *b: *got 1, or 0 at the end; NF_OK or the error */
-static int nf_ann_read(nf_annotator * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err) {
-    *got = 0;
-    if (!*b && !(*b = bcf_init())) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    const int r = bcf_read(a->in, a->hdr, *b);
-    if (r == -1) return NF_OK;
-    if (r < -1) return nf_ann_malformed(a, *index + 1, err);
-    ++*index;
-    if (((*b)->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(*b, BCF_UN_STR) < 0 || (*b)->pos < 0 ||
-        (*b)->n_allele < 1)
-        return nf_ann_malformed(a, *index, err);
-    *got = 1;
-    return NF_OK;
-}
-
 /* one process: the records as they come, written as their batch finishes */
 static int nf_ann_loop_one(nf_annotator * a, nf_err * err) {
     int64_t index = 0;
     bcf1_t * b = NULL;
     int rc, got;
-    while ((rc = nf_ann_read(a, &b, &index, &got, err)) == NF_OK && got) {
+    while ((rc = nf__ann_read(a, &b, &index, &got, err)) == NF_OK && got) {
         bcf1_t * kept = b;
         b = NULL;
         if ((rc = nf__ann_record(a, kept, index, err)) != NF_OK) break;
@@ -279,7 +247,7 @@ static int nf_ann_loop_shard(nf_annotator * a, nf_err * err) {
     while (!eof) {
         for (int64_t n = 0; rc == NF_OK && n < chunk; n++) {
             int got = 0;
-            if ((rc = nf_ann_read(a, &b, &index, &got, err)) != NF_OK || !got) {
+            if ((rc = nf__ann_read(a, &b, &index, &got, err)) != NF_OK || !got) {
                 eof = 1;
                 break;
             }
@@ -434,6 +402,8 @@ int nf_annotate_open(nf_annotator * a, const char * out_path, nf_err * err) {
                            "--fasta %s: not a FASTA file htslib can index (plain, or bgzip-compressed; the lines of "
                            "a record all one length)",
                            nf__esc(e, sizeof(e), o->fasta));
+    /* the index htslib just built too: from a line with no bases it writes LINEBASES 0 */
+    if (a->h.rank == 0) NF_TRY(nf__fai_check(o->fasta, err));
     return NF_OK;
 }
 

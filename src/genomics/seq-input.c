@@ -186,6 +186,13 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
                            "%s: not a FASTA file htslib can index (faidx needs the lines of a record, all "
                            "but its last, to have one length)",
                            path);
+    /* the index htslib just built is checked too: from a line with no bases
+     * it writes LINEBASES 0, and then divides by it (fuzz-region) */
+    const int crc = nf__fai_check(path, err);
+    if (crc != NF_OK) {
+        fai_destroy(fai);
+        return crc;
+    }
     struct nf_fasta_raw raw;
     const int orc = nf__fasta_raw_open(&raw, path, err);
     if (orc != NF_OK) {
@@ -198,8 +205,11 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
     if (region) {
         hts_pos_t len = 0, rbeg = 0, rend = 0;
         int tid = -1;
-        char * seq = fai_fetch64(fai, region, &len);
-        if (seq && len > 0 && fai_parse_region(fai, region, &tid, &rbeg, &rend, 0) && tid >= 0)
+        char * seq = NULL;
+        /* parsed first: htslib divides by a record's bases per line, 0 for a
+         * record with no bases (fuzz-region) */
+        if (fai_parse_region(fai, region, &tid, &rbeg, &rend, 0) && tid >= 0 &&
+            faidx_seq_len(fai, faidx_iseq(fai, tid)) > 0 && (seq = fai_fetch64(fai, region, &len)) && len > 0)
             rc = nf__fasta_raw_check(&raw, faidx_iseq(fai, tid), rbeg, rbeg + len, err);
         if (rc != NF_OK) {
         } else if (!seq || len <= 0) {
@@ -230,6 +240,7 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
                                  "length (use --region)",
                                  path, nm, (long long) len, (long long) n);
             }
+            if (rc == NF_OK && n <= 0) rc = nf__err_set(err, NF_ERR_INPUT, "%s: record '%s' has no bases", path, nm);
             if (rc != NF_OK) break;
             hts_pos_t got = 0;
             char * seq = faidx_fetch_seq64(fai, nm, 0, (hts_pos_t) n - 1, &got);
