@@ -217,11 +217,11 @@ fi
 # forever in htslib's open; run --model X.ckpt on a FIFO said "unknown option --sequence") ---------------
 mkdir -p "$T/fifo-g"; mkfifo "$T/fifo-g/in.fa" "$T/fifo-g/genes.gtf" "$T/fifo-g/m.ckpt"
 hc fifo-run-fasta "fifo-g/in.fa: is a FIFO" "$BIN" run --model "$T/spt" --fasta "$T/fifo-g/in.fa" --context pad --out @OUT@
-hc fifo-ann-fasta "--fasta: $T/fifo-g/in.fa: is a FIFO" "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" \
+hc fifo-ann-fasta "--fasta $T/fifo-g/in.fa: is a FIFO" "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" \
    --fasta "$T/fifo-g/in.fa" --genes "$FXA/genes.gtf" --out @OUT@/ann.csv
-hc fifo-ann-genes "--genes: $T/fifo-g/genes.gtf: is a FIFO" "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" \
+hc fifo-ann-genes "--genes $T/fifo-g/genes.gtf: is a FIFO" "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" \
    --fasta "$FXA/genome.fa" --genes "$T/fifo-g/genes.gtf" --out @OUT@/ann.csv
-hc fifo-ckpt "--model: $T/fifo-g/m.ckpt: is a FIFO" "$BIN" run --model "$T/fifo-g/m.ckpt" --sequence ACGTACGT --context pad --out @OUT@
+hc fifo-ckpt "--model $T/fifo-g/m.ckpt: is a FIFO" "$BIN" run --model "$T/fifo-g/m.ckpt" --sequence ACGTACGT --context pad --out @OUT@
 
 # ---- bytes htslib drops from a sequence line (issue #27: a NUL inside a FASTA sequence was dropped,
 # every base after it shifted by one, exit 0): refused by file, record and line, in the region read -------
@@ -243,7 +243,7 @@ else bad "nul-other-record: refused"; cat "$T/nul-c2.log"; fi
 mkdir -p "$T/nul-ann"
 python3 -c "import sys; d=open(sys.argv[1],'rb').read(); p=16+99*61+10; open(sys.argv[2],'wb').write(d[:p]+b'\0'+d[p+1:])" \
   "$FXA/genome.fa" "$T/nul-ann/genome.fa"
-hc nul-annotate "--fasta: $T/nul-ann/genome.fa: record 'chr1' sequence line 100 (byte 6065 of the file): a NUL byte" \
+hc nul-annotate "--fasta $T/nul-ann/genome.fa: record 'chr1' sequence line 100 (byte 6065 of the file): a NUL byte" \
    "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" --fasta "$T/nul-ann/genome.fa" --genes "$FXA/genes.gtf" --out @OUT@/ann.csv
 
 # a record with no bases (a line htslib drops whole): htslib divided by its 0 bases per line, SIGFPE (fuzz-region)

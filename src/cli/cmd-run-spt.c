@@ -223,7 +223,7 @@ static int nf_spt_main(const struct nf_spt_opts * o, nf_err * err) {
     if (stat(o->model, &msb) == 0 && !S_ISDIR(msb.st_mode)) {
         int mfd;
         uint64_t msize;
-        if (nf__open_regular(o->model, &mfd, &msize, err) != NF_OK) return nf__err_prefix(err, "--model");
+        NF_TRY(nf__open_regular_flag("--model", o->model, &mfd, &msize, err));
         close(mfd);
     }
     NF_TRY(nf_outset_begin(&os, o->out, nf_spt_artifacts, NF_SPT_N_ARTIFACTS, err));

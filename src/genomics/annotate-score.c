@@ -281,10 +281,11 @@ int nf__ann_record(nf_annotator * a, bcf1_t * b, int64_t index, nf_err * err) {
                                    contig, (long long) beg, (long long) e2);
             }
             if (a->raw_open) {
-                const int rrc = nf__fasta_raw_check(&a->raw, contig, beg - 1, e2, err);
+                nf_err le = {0};
+                const int rrc = nf__fasta_raw_check(&a->raw, contig, beg - 1, e2, &le);
                 if (rrc != NF_OK) {
                     free(seq);
-                    return nf__err_prefix(err, "%s: --fasta", where);
+                    return nf__err_set(err, rrc, "%s: --fasta %s", where, le.msg);
                 }
             }
             for (int64_t k = 0; k < L; k++)

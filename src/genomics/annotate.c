@@ -341,8 +341,7 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
     for (int i = 0; i < 2; i++) {
         int fd;
         uint64_t size;
-        if (nf__open_regular(seekable[i][1], &fd, &size, err) != NF_OK)
-            return nf__err_prefix(err, "%s", seekable[i][0]);
+        NF_TRY(nf__open_regular_flag(seekable[i][0], seekable[i][1], &fd, &size, err));
         close(fd);
     }
     const char * ins[3] = {o->vcf, o->fasta, o->genes};

@@ -140,7 +140,7 @@ int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err) {
     int fd;
     uint64_t size;
     /* a regular file only (README "annotate"): hts_open would block on a FIFO with no writer */
-    if (nf__open_regular(path, &fd, &size, err) != NF_OK) return nf__err_prefix(err, "--genes");
+    NF_TRY(nf__open_regular_flag("--genes", path, &fd, &size, err));
     close(fd);
     htsFile * fp = hts_open(path, "r");
     if (!fp) return nf__err_set(err, NF_ERR_IO, "--genes %s: cannot open", nf__esc(e, sizeof(e), path));

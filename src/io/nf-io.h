@@ -26,6 +26,8 @@ int nf__utf8_valid(const char * s, size_t n);
  * the open, cleared after), refuses directories, FIFOs, devices and sockets
  * with a message naming the path. *size from fstat. */
 int nf__open_regular(const char * path, int * fd, uint64_t * size, nf_err * err);
+/* the same, its message "FLAG PATH: ..." (the option that named the file) */
+int nf__open_regular_flag(const char * flag, const char * path, int * fd, uint64_t * size, nf_err * err);
 /* FASTA's index FASTA.fai, when there is one, checked as untrusted input before htslib reads it
  * (fai.c: the fields, lines of > 0 bases, the records within a plain FASTA); NF_ERR_FORMAT names the line. */
 int nf__fai_check(const char * fasta, nf_err * err);
