@@ -213,6 +213,70 @@ else
   bad "fai-good: a good .fai refused"; cat "$T/fai-good.log"
 fi
 
+# ---- FIFOs where a seekable file is needed (issue #27: annotate --fasta / --genes on a FIFO blocked
+# forever in htslib's open; run --model X.ckpt on a FIFO said "unknown option --sequence") ---------------
+mkdir -p "$T/fifo-g"; mkfifo "$T/fifo-g/in.fa" "$T/fifo-g/genes.gtf" "$T/fifo-g/m.ckpt"
+hc fifo-run-fasta "fifo-g/in.fa: is a FIFO" "$BIN" run --model "$T/spt" --fasta "$T/fifo-g/in.fa" --context pad --out @OUT@
+hc fifo-ann-fasta "--fasta $T/fifo-g/in.fa: is a FIFO" "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" \
+   --fasta "$T/fifo-g/in.fa" --genes "$FXA/genes.gtf" --out @OUT@/ann.csv
+hc fifo-ann-genes "--genes $T/fifo-g/genes.gtf: is a FIFO" "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" \
+   --fasta "$FXA/genome.fa" --genes "$T/fifo-g/genes.gtf" --out @OUT@/ann.csv
+hc fifo-ckpt "--model $T/fifo-g/m.ckpt: is a FIFO" "$BIN" run --model "$T/fifo-g/m.ckpt" --sequence ACGTACGT --context pad --out @OUT@
+
+# ---- bytes htslib drops from a sequence line (issue #27: a NUL inside a FASTA sequence was dropped,
+# every base after it shifted by one, exit 0): refused by file, record and line, in the region read -------
+mkdir -p "$T/nul-fa"
+printf '>c1\nACGTAC\0GTACGT\n>c2\nACGTACGTACGTA\n' > "$T/nul-fa/two.fa"
+printf '>c1\nACGTACGTAC\nGT\001ACGTACG\nTAC\n' > "$T/nul-fa/ctl.fa"
+hc nul-region "two.fa: record 'c1' sequence line 1 (byte 10 of the file): a NUL byte" "$BIN" run --model "$T/spt" \
+   --fasta "$T/nul-fa/two.fa" --region c1:1-12 --context pad --out @OUT@
+hc nul-region-after "two.fa: record 'c1' sequence line 1" "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/two.fa" \
+   --region c1:8-12 --context pad --out @OUT@
+hc ctl-whole "ctl.fa: record 'c1' sequence line 2 (byte 17 of the file): byte 0x01" "$BIN" run --model "$T/spt" \
+   --fasta "$T/nul-fa/ctl.fa" --context pad --out @OUT@
+# the region read is checked, not the whole file: c2 is clean and runs
+cases=$((cases + 1))
+if "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/two.fa" --region c2:1-12 --context pad --out "$T/nul-c2" > "$T/nul-c2.log" 2>&1; then
+  ok "nul-other-record: a clean record of the same file runs"
+else bad "nul-other-record: refused"; cat "$T/nul-c2.log"; fi
+# annotate: a NUL in place of a base of chr1 inside the first record's window (line 100, base 11)
+mkdir -p "$T/nul-ann"
+python3 -c "import sys; d=open(sys.argv[1],'rb').read(); p=16+99*61+10; open(sys.argv[2],'wb').write(d[:p]+b'\0'+d[p+1:])" \
+  "$FXA/genome.fa" "$T/nul-ann/genome.fa"
+hc nul-annotate "--fasta $T/nul-ann/genome.fa: record 'chr1' sequence line 100 (byte 6065 of the file): a NUL byte" \
+   "$BIN" annotate --model "$T/spt" --vcf "$FXA/input.vcf" --fasta "$T/nul-ann/genome.fa" --genes "$FXA/genes.gtf" --out @OUT@/ann.csv
+
+# a record with no bases (a line htslib drops whole): htslib divided by its 0 bases per line, SIGFPE (fuzz-region)
+printf '>c1 x\n\032\n' > "$T/nul-fa/nobases.fa"
+hc fasta-no-bases "nobases.fa: record 'c1' has no bases" "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/nobases.fa" --context pad --out @OUT@
+hc fasta-no-bases-region "nobases.fa: region 'c1' is not in the file" "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/nobases.fa" \
+   --region c1 --context pad --out @OUT@
+
+# a first line htslib drops whole: the index it builds says 0 bases per line, and it divided by that (fuzz-region)
+printf '>c\n\377\377\377\377\nTTTT\n' > "$T/nul-fa/blankline.fa"
+hc fasta-built-fai "blankline.fa.fai line 1: LINEBASES is 0 for a sequence of 4 bases" "$BIN" run --model "$T/spt" \
+   --fasta "$T/nul-fa/blankline.fa" --context pad --out @OUT@
+
+# ---- htslib's own log (issue #27: its warning echoed --region with a raw ESC to the terminal) ---------------
+hc region-esc "region 'c2\x1b[31m:1-3' is not in the file" "$BIN" run --model "$T/spt" --fasta "$T/nul-fa/two.fa" \
+   --region $'c2\x1b[31m:1-3' --context pad --out @OUT@
+cases=$((cases + 1))
+grep -q $'\x1b' "$T/region-esc.err" && bad "region-esc: a raw ESC reached stderr" || ok "region-esc: no raw ESC on stderr"
+grep -q '^\[[EW]::' "$T/region-esc.err" "$T/nul-annotate.err" && bad "htslib-log: htslib's own message reached stderr" ||
+  ok "htslib-log: only nofall's messages"
+
+# ---- an input with no sequence (issue #27: "the input has no sequence" named no flag or file) -------------
+mkdir -p "$T/empty-tok"
+for c in "e0:|i1:(0,):1 sequence(s) of 0 nt" "b0:|i1:(0, 5):0 sequence(s) of 5 nt" "l0:<i4:(2, 0):2 sequence(s) of 0 nt"; do
+  IFS=: read -r name descr shape needle <<< "$c"
+  python3 -c "import sys,struct; h=\"{'descr': '%s', 'fortran_order': False, 'shape': %s, }\"%(sys.argv[2],sys.argv[3]); \
+h+=' '*((64-(10+len(h)+1)%64)%64)+'\n'; open(sys.argv[1],'wb').write(b'\x93NUMPY\x01\x00'+struct.pack('<H',len(h))+h.encode())" \
+    "$T/empty-tok/$name.npy" "$descr" "$shape"
+  hc "tokens-empty-$name" "--tokens $T/empty-tok/$name.npy: the input has no sequence ($needle)" "$BIN" run --model "$T/spt" \
+     --tokens "$T/empty-tok/$name.npy" --context pad --out @OUT@
+done
+hc sequence-empty "--sequence: the input has no sequence" "$BIN" run --model "$T/spt" --sequence "" --context pad --out @OUT@
+
 echo "hostile.sh: $cases cases, $fails failure(s)"
 [ $cases -ge 45 ] || { echo "hostile.sh: fewer than 45 cases"; fails=$((fails + 1)); }
 [ $fails -eq 0 ]

@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* run's options: the command's own, and those a model type takes (its
  * nf_model_type_run_options, by key) */
@@ -207,6 +209,13 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     int n_artifacts = 0, rc;
     while (artifacts[n_artifacts]) n_artifacts++;
     /* --out locked and staged, --trace checked and created: before any work */
+    struct stat msb; /* --model X.ckpt: a regular file, named when it is not (a FIFO would block) */
+    if (stat(model, &msb) == 0 && !S_ISDIR(msb.st_mode)) {
+        int mfd;
+        uint64_t msize;
+        NF_TRY(nf__open_regular_flag("--model", model, &mfd, &msize, err));
+        close(mfd);
+    }
     NF_TRY(nf_outset_begin(&os, nf_run_opt(o, "out"), artifacts, n_artifacts, err));
     const char * inputs[NF_RUN_N_FLAGS];
     const char * input_flags[NF_RUN_N_FLAGS];

@@ -176,7 +176,9 @@ int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_
 void nf_cli_model_type(const char * model, char * out, size_t n) {
     snprintf(out, n, "%s", "");
     struct stat sb;
-    if (stat(model, &sb) == 0 && S_ISREG(sb.st_mode)) { /* a .ckpt: SpTransformer's official form */
+    /* a .ckpt: SpTransformer's official form; any other non-directory (a FIFO
+     * named X.ckpt) too, so that its load names the file */
+    if (stat(model, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
         snprintf(out, n, "%s", "sptransformer");
         return;
     }

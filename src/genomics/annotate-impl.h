@@ -7,6 +7,7 @@
 
 #include "nofall-genomics.h"
 #include "nf-impl.h"
+#include "io/nf-io.h"
 
 #include <htslib/bgzf.h>
 #include <htslib/faidx.h>
@@ -53,6 +54,8 @@ struct nf_annotator {
     nf_model * m;
     int64_t context, flank; /* flank = context + 100 */
     faidx_t * fai;
+    struct nf_fasta_raw raw; /* the FASTA's raw bytes: each window checked for bytes htslib drops */
+    int raw_open;
     nf_genes * genes;
     htsFile * in;
     bcf_hdr_t * hdr;
@@ -87,6 +90,8 @@ int nf__ann_open_writer(nf_annotator * a, const char * path, nf_err * err);
 int nf__ann_write_header(nf_annotator * a, nf_err * err);
 int nf__ann_flush(nf_annotator * a, nf_err * err);
 int nf__ann_close_out(nf_annotator * a, int rc, nf_err * err);
+/* one data record into *b: *got 1, or 0 at the end; a malformed one an error naming it */
+int nf__ann_read(nf_annotator * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err);
 extern const char * const nf__ann_tissues[NF_ANNOTATE_TISSUES];
 
 #endif

@@ -280,6 +280,14 @@ int nf__ann_record(nf_annotator * a, bcf1_t * b, int64_t index, nf_err * err) {
                 return nf__err_set(err, NF_ERR_IO, "%s: --fasta %s: cannot read %s:%lld-%lld", where, a->o.fasta,
                                    contig, (long long) beg, (long long) e2);
             }
+            if (a->raw_open) {
+                nf_err le = {0};
+                const int rrc = nf__fasta_raw_check(&a->raw, contig, beg - 1, e2, &le);
+                if (rrc != NF_OK) {
+                    free(seq);
+                    return nf__err_set(err, rrc, "%s: --fasta %s", where, le.msg);
+                }
+            }
             for (int64_t k = 0; k < L; k++)
                 if (nf_ann_id(seq[k]) < 0) {
                     const int c = (unsigned char) seq[k];

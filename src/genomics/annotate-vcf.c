@@ -211,10 +211,46 @@ int nf__ann_close_out(nf_annotator * a, int rc, nf_err * err) {
     return rc;
 }
 
+const char * nf__ann_where(const nf_annotator * a, const struct nf_ann_rec * r, char * buf, size_t n) {
+    char e[256];
+    snprintf(buf, n, "--vcf record %lld (%s:%lld %s)", (long long) r->index,
+             nf__esc(e, sizeof(e), bcf_seqname(a->hdr, r->b)), (long long) r->b->pos + 1,
+             r->b->d.id ? r->b->d.id : ".");
+    return buf;
+}
+
+/* the malformed-record message (the same on every rank: all read the VCF) */
+static int nf_ann_malformed(const nf_annotator * a, int64_t bad, nf_err * err) {
+    char e[1024];
+    return nf__err_set(err, NF_ERR_FORMAT,
+                       "--vcf %s: data record %lld is malformed (htslib could not parse it, or POS is not a positive "
+                       "integer)",
+                       nf__esc(e, sizeof(e), a->o.vcf), (long long) bad);
+}
+
+/* read one record into *b (annotate.c's loops; tests/fuzz/fuzz-vcf.c): *got 1, or 0 at the end; NF_OK or the error */
+int nf__ann_read(nf_annotator * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err) {
+    *got = 0;
+    if (!*b && !(*b = bcf_init())) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    const int r = bcf_read(a->in, a->hdr, *b);
+    if (r == -1) return NF_OK;
+    if (r < -1) return nf_ann_malformed(a, *index + 1, err);
+    ++*index;
+    if (((*b)->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(*b, BCF_UN_STR) < 0 || (*b)->pos < 0 ||
+        (*b)->n_allele < 1)
+        return nf_ann_malformed(a, *index, err);
+    *got = 1;
+    return NF_OK;
+}
+
 /* the data records of a VCF for a progress bar, 0 when not cheaply known:
  * its index's counts (.tbi / .csi next to it), else one pass over it when it
  * is a regular file (never a pipe or a FIFO: that would consume it) */
 long long nf_annotate_count_records(const char * path) {
+    /* htslib's own log echoes names and regions raw (an ESC reaches the
+     * terminal) and this htslib has no log callback: silenced, nofall reports
+     * every failure itself, escaped (README "Hostile input") */
+    hts_set_log_level(HTS_LOG_OFF);
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
     htsFile * f = hts_open(path, "r");

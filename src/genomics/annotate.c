@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -94,14 +95,6 @@ double nf__ann_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
-}
-
-const char * nf__ann_where(const nf_annotator * a, const struct nf_ann_rec * r, char * buf, size_t n) {
-    char e[256];
-    snprintf(buf, n, "--vcf record %lld (%s:%lld %s)", (long long) r->index,
-             nf__esc(e, sizeof(e), bcf_seqname(a->hdr, r->b)), (long long) r->b->pos + 1,
-             r->b->d.id ? r->b->d.id : ".");
-    return buf;
 }
 
 /* ---- sharded (the CLI's MPI layer: README "Running on a cluster with mpirun") ----------
@@ -224,36 +217,12 @@ static int64_t nf_ann_chunk(const nf_annotator * a) {
     return per * a->h.size;
 }
 
-/* the malformed-record message (the same on every rank: all read the VCF) */
-static int nf_ann_malformed(const nf_annotator * a, int64_t bad, nf_err * err) {
-    char e[1024];
-    return nf__err_set(err, NF_ERR_FORMAT,
-                       "--vcf %s: data record %lld is malformed (htslib could not parse it, or POS is not a positive "
-                       "integer)",
-                       nf__esc(e, sizeof(e), a->o.vcf), (long long) bad);
-}
-
-/* read one record into *b: *got 1, or 0 at the end; NF_OK or the error */
-static int nf_ann_read(nf_annotator * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err) {
-    *got = 0;
-    if (!*b && !(*b = bcf_init())) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    const int r = bcf_read(a->in, a->hdr, *b);
-    if (r == -1) return NF_OK;
-    if (r < -1) return nf_ann_malformed(a, *index + 1, err);
-    ++*index;
-    if (((*b)->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) || bcf_unpack(*b, BCF_UN_STR) < 0 || (*b)->pos < 0 ||
-        (*b)->n_allele < 1)
-        return nf_ann_malformed(a, *index, err);
-    *got = 1;
-    return NF_OK;
-}
-
 /* one process: the records as they come, written as their batch finishes */
 static int nf_ann_loop_one(nf_annotator * a, nf_err * err) {
     int64_t index = 0;
     bcf1_t * b = NULL;
     int rc, got;
-    while ((rc = nf_ann_read(a, &b, &index, &got, err)) == NF_OK && got) {
+    while ((rc = nf__ann_read(a, &b, &index, &got, err)) == NF_OK && got) {
         bcf1_t * kept = b;
         b = NULL;
         if ((rc = nf__ann_record(a, kept, index, err)) != NF_OK) break;
@@ -278,7 +247,7 @@ static int nf_ann_loop_shard(nf_annotator * a, nf_err * err) {
     while (!eof) {
         for (int64_t n = 0; rc == NF_OK && n < chunk; n++) {
             int got = 0;
-            if ((rc = nf_ann_read(a, &b, &index, &got, err)) != NF_OK || !got) {
+            if ((rc = nf__ann_read(a, &b, &index, &got, err)) != NF_OK || !got) {
                 eof = 1;
                 break;
             }
@@ -365,6 +334,16 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
         return nf__err_set(err, NF_ERR_ARG,
                            "--out %s: the name must end in .vcf, .vcf.gz, .bcf, .tsv, .tsv.gz, .csv or .csv.gz",
                            nf__esc(e, sizeof(e), o->out));
+    /* a FASTA must be seekable (faidx), the GTF is read whole before any
+     * work: a FIFO, a device or a directory is refused by name, never opened
+     * by htslib (which would block on a FIFO with no writer) */
+    const char * const seekable[2][2] = {{"--fasta", o->fasta}, {"--genes", o->genes}};
+    for (int i = 0; i < 2; i++) {
+        int fd;
+        uint64_t size;
+        NF_TRY(nf__open_regular_flag(seekable[i][0], seekable[i][1], &fd, &size, err));
+        close(fd);
+    }
     const char * ins[3] = {o->vcf, o->fasta, o->genes};
     for (int i = 0; i < 3; i++)
         if (nf__ann_same_file(o->out, ins[i]))
@@ -388,6 +367,10 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
 
 int nf_annotate_new(const nf_annotate_opts * o, const nf_annotate_hooks * h, nf_annotator ** out, nf_err * err) {
     *out = NULL;
+    /* htslib's own log echoes names and regions raw (an ESC reaches the
+     * terminal) and this htslib has no log callback: silenced, nofall reports
+     * every failure itself, escaped (README "Hostile input") */
+    hts_set_log_level(HTS_LOG_OFF);
     nf_annotator * a = calloc(1, sizeof(*a));
     if (!a) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     a->t_start = nf__ann_now_ms();
@@ -418,6 +401,8 @@ int nf_annotate_open(nf_annotator * a, const char * out_path, nf_err * err) {
                            "--fasta %s: not a FASTA file htslib can index (plain, or bgzip-compressed; the lines of "
                            "a record all one length)",
                            nf__esc(e, sizeof(e), o->fasta));
+    /* the index htslib just built too: from a line with no bases it writes LINEBASES 0 */
+    if (a->h.rank == 0) NF_TRY(nf__fai_check(o->fasta, err));
     return NF_OK;
 }
 
@@ -428,6 +413,10 @@ int nf_annotate_load(nf_annotator * a, nf_err * err) {
     if (!a->fai) NF_TRY(nf__fai_check(o->fasta, err));
     if (!a->fai && !(a->fai = fai_load3(o->fasta, NULL, NULL, FAI_CREATE)))
         return nf__err_set(err, NF_ERR_IO, "--fasta %s: cannot open it or its .fai", nf__esc(e, sizeof(e), o->fasta));
+    if (!a->raw_open) {
+        NF_TRY(nf__fasta_raw_open(&a->raw, o->fasta, err));
+        a->raw_open = 1;
+    }
     if (!(a->in = hts_open(o->vcf, "r")))
         return nf__err_set(err, NF_ERR_IO, "--vcf %s: cannot open", nf__esc(e, sizeof(e), o->vcf));
     if (a->in->format.category != variant_data || !(a->hdr = bcf_hdr_read(a->in)))
@@ -498,6 +487,7 @@ void nf_annotate_free(nf_annotator * a) {
     if (a->hdr) bcf_hdr_destroy(a->hdr);
     if (a->in) hts_close(a->in);
     if (a->fai) fai_destroy(a->fai);
+    if (a->raw_open) nf__fasta_raw_close(&a->raw);
     nf_genes_free(a->genes);
     nf_model_free(a->m);
     nf_backend_free(a->be);

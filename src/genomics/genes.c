@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef NF_HAVE_HTSLIB
 #include <htslib/hts.h>
@@ -131,7 +132,16 @@ int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err) {
     (void) path;
     return nf__err_set(err, NF_ERR_UNSUPPORTED, "--genes: this build has no htslib (apt-get install libhts-dev)");
 #else
+    /* htslib's own log echoes names and regions raw (an ESC reaches the
+     * terminal) and this htslib has no log callback: silenced, nofall reports
+     * every failure itself, escaped (README "Hostile input") */
+    hts_set_log_level(HTS_LOG_OFF);
     char e[1024];
+    int fd;
+    uint64_t size;
+    /* a regular file only (README "annotate"): hts_open would block on a FIFO with no writer */
+    NF_TRY(nf__open_regular_flag("--genes", path, &fd, &size, err));
+    close(fd);
     htsFile * fp = hts_open(path, "r");
     if (!fp) return nf__err_set(err, NF_ERR_IO, "--genes %s: cannot open", nf__esc(e, sizeof(e), path));
     struct nf_genes * gs = calloc(1, sizeof(*gs));

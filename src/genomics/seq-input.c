@@ -15,6 +15,7 @@
 
 #ifdef NF_HAVE_HTSLIB
 #include <htslib/faidx.h>
+#include <htslib/hts_log.h>
 #endif
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +45,14 @@ int nf_seq_id(int c) {
 }
 
 /* B sequences of n core ids each (in core, B * n), flanked per mode */
-static int nf__seq_make(nf_seq * s, const int8_t * core, int64_t B, int64_t n, int pad, int64_t context, nf_err * err) {
+static int nf__seq_make(nf_seq * s, const int8_t * core, int64_t B, int64_t n, int pad, int64_t context,
+                        const char * flag, const char * path, nf_err * err) {
     const int64_t f = pad ? context : 0, L = n + 2 * f;
-    if (B < 1 || n < 1) return nf__err_set(err, NF_ERR_INPUT, "the input has no sequence");
+    if (B < 1 || n < 1) {
+        char e[1024];
+        return nf__err_set(err, NF_ERR_INPUT, "%s%s%s: the input has no sequence (%lld sequence(s) of %lld nt)", flag,
+                           path ? " " : "", path ? nf__esc(e, sizeof(e), path) : "", (long long) B, (long long) n);
+    }
     s->ids = malloc((size_t) (B * L));
     if (!s->ids)
         return nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld x %lld tokens)", (long long) B, (long long) L);
@@ -67,7 +73,7 @@ int nf_seq_seeded(nf_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err 
     int8_t * core = malloc((size_t) (n > 0 ? n : 1));
     if (!core) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     nf__spt_seeded_tokens(seed, n, core);
-    int rc = nf__seq_make(s, core, 1, n, 1, context, err);
+    int rc = nf__seq_make(s, core, 1, n, 1, context, "--length", NULL, err);
     free(core);
     snprintf(s->source, sizeof(s->source), "seeded");
     return rc;
@@ -89,7 +95,7 @@ int nf_seq_string(nf_seq * s, const char * text, int pad, int64_t context, nf_er
         }
         core[i] = (int8_t) id;
     }
-    int rc = nf__seq_make(s, core, 1, n, pad, context, err);
+    int rc = nf__seq_make(s, core, 1, n, pad, context, "--sequence", NULL, err);
     free(core);
     snprintf(s->source, sizeof(s->source), "sequence");
     return rc;
@@ -127,7 +133,7 @@ int nf_seq_npy(nf_seq * s, const char * path, int pad, int64_t context, nf_err *
         }
         core[i] = (int8_t) v;
     }
-    rc = nf__seq_make(s, core, B, n, pad, context, err);
+    rc = nf__seq_make(s, core, B, n, pad, context, "--tokens", path, err);
     snprintf(s->source, sizeof(s->source), "tokens file");
 done:
     free(core);
@@ -165,6 +171,10 @@ static int nf__seq_map(const char * path, const char * name, int64_t first, cons
 
 int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
+    /* htslib's own log echoes names and regions raw (an ESC reaches the
+     * terminal) and this htslib has no log callback: silenced, nofall reports
+     * every failure itself, escaped (README "Hostile input") */
+    hts_set_log_level(HTS_LOG_OFF);
     int fd;
     uint64_t size;
     NF_TRY(nf__open_regular(path, &fd, &size, err)); /* a clear message for a missing file or a directory */
@@ -176,13 +186,33 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
                            "%s: not a FASTA file htslib can index (faidx needs the lines of a record, all "
                            "but its last, to have one length)",
                            path);
+    /* the index htslib just built is checked too: from a line with no bases
+     * it writes LINEBASES 0, and then divides by it (fuzz-region) */
+    const int crc = nf__fai_check(path, err);
+    if (crc != NF_OK) {
+        fai_destroy(fai);
+        return crc;
+    }
+    struct nf_fasta_raw raw;
+    const int orc = nf__fasta_raw_open(&raw, path, err);
+    if (orc != NF_OK) {
+        fai_destroy(fai);
+        return orc;
+    }
     int rc = NF_OK;
     int8_t * core = NULL;
     int64_t B = 0, n = 0;
     if (region) {
-        hts_pos_t len = 0;
-        char * seq = fai_fetch64(fai, region, &len);
-        if (!seq || len <= 0) {
+        hts_pos_t len = 0, rbeg = 0, rend = 0;
+        int tid = -1;
+        char * seq = NULL;
+        /* parsed first: htslib divides by a record's bases per line, 0 for a
+         * record with no bases (fuzz-region) */
+        if (fai_parse_region(fai, region, &tid, &rbeg, &rend, 0) && tid >= 0 &&
+            faidx_seq_len(fai, faidx_iseq(fai, tid)) > 0 && (seq = fai_fetch64(fai, region, &len)) && len > 0)
+            rc = nf__fasta_raw_check(&raw, faidx_iseq(fai, tid), rbeg, rbeg + len, err);
+        if (rc != NF_OK) {
+        } else if (!seq || len <= 0) {
             rc = nf__err_set(err, NF_ERR_INPUT,
                              "%s: region '%s' is not in the file (chr:start-end, 1-based, inclusive)", path, region);
         } else {
@@ -210,10 +240,13 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
                                  "length (use --region)",
                                  path, nm, (long long) len, (long long) n);
             }
+            if (rc == NF_OK && n <= 0) rc = nf__err_set(err, NF_ERR_INPUT, "%s: record '%s' has no bases", path, nm);
             if (rc != NF_OK) break;
             hts_pos_t got = 0;
             char * seq = faidx_fetch_seq64(fai, nm, 0, (hts_pos_t) n - 1, &got);
-            if (!seq || got != n)
+            if (seq && got == n) rc = nf__fasta_raw_check(&raw, nm, 0, n, err);
+            if (rc != NF_OK) {
+            } else if (!seq || got != n)
                 rc = nf__err_set(err, NF_ERR_IO, "%s: record '%s' could not be read", path, nm);
             else
                 rc = nf__seq_map(path, nm, 1, seq, n, core + r * n, err);
@@ -222,7 +255,8 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
         if (rc == NF_OK && B == 0) rc = nf__err_set(err, NF_ERR_INPUT, "%s: no FASTA records", path);
     }
     fai_destroy(fai);
-    if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, pad, context, err);
+    nf__fasta_raw_close(&raw);
+    if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, pad, context, "--fasta", path, err);
     free(core);
     snprintf(s->source, sizeof(s->source), "fasta");
     return rc;

@@ -36,11 +36,16 @@ int nf__fai_check(const char * fasta, nf_err * err) {
     char fai[4200], e[1024];
     if (snprintf(fai, sizeof(fai), "%s.fai", fasta) >= (int) sizeof(fai))
         return nf__err_set(err, NF_ERR_ARG, "%s: path too long", nf__esc(e, sizeof(e), fasta));
-    struct stat sb;
-    if (stat(fai, &sb) != 0) return NF_OK; /* none: htslib builds it from the FASTA */
+    /* the FASTA first: a regular file (faidx seeks in it; htslib would block
+     * opening a FIFO with no writer) */
     int fd;
     uint64_t fasta_size;
     NF_TRY(nf__open_regular(fasta, &fd, &fasta_size, err));
+    struct stat sb;
+    if (stat(fai, &sb) != 0) { /* none: htslib builds it from the FASTA */
+        close(fd);
+        return NF_OK;
+    }
     unsigned char magic[2] = {0, 0};
     const int gz = read(fd, magic, 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     close(fd);
@@ -107,4 +112,100 @@ int nf__fai_check_text(const char * txt, size_t len, uint64_t fasta_size, const 
 #undef FAI_BAD
 done:
     return rc;
+}
+
+/* ---- the raw bytes of a region (htslib drops every byte that is not
+ * isgraph() from a sequence line -- a NUL, a control byte, a space -- and
+ * reads on, shifting every base after it: checked here on the lines the
+ * region spans, read at the index's offsets) --------------------------------- */
+
+int nf__fasta_raw_open(struct nf_fasta_raw * r, const char * fasta, nf_err * err) {
+    memset(r, 0, sizeof(*r));
+    r->fd = -1;
+    r->fasta = fasta;
+    NF_TRY(nf__open_regular(fasta, &r->fd, &r->size, err));
+    unsigned char magic[2] = {0, 0};
+    r->gz = pread(r->fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (r->gz) return NF_OK; /* offsets count uncompressed bytes: not checked here */
+    char fai[4200], e[1024];
+    if (snprintf(fai, sizeof(fai), "%s.fai", fasta) >= (int) sizeof(fai)) {
+        nf__fasta_raw_close(r);
+        return nf__err_set(err, NF_ERR_ARG, "%s: path too long", nf__esc(e, sizeof(e), fasta));
+    }
+    const int rc = nf__file_read_all(fai, &r->fai, &r->fai_len, (size_t) 1 << 30, err);
+    if (rc != NF_OK) nf__fasta_raw_close(r);
+    return rc;
+}
+
+void nf__fasta_raw_close(struct nf_fasta_raw * r) {
+    if (r->fd >= 0) close(r->fd);
+    free(r->fai);
+    free(r->last_name);
+    r->fai = r->last_name = NULL;
+    r->fd = -1;
+}
+
+/* contig's LENGTH, OFFSET, LINEBASES, LINEWIDTH from the (checked) index */
+static int fai_find(struct nf_fasta_raw * r, const char * contig, int64_t v[5]) {
+    const size_t cl = strlen(contig);
+    if (r->last_name && strlen(r->last_name) == cl && memcmp(r->last_name, contig, cl) == 0) {
+        memcpy(v, r->last_v, sizeof(r->last_v));
+        return 1;
+    }
+    const char *p = r->fai, *end = r->fai + r->fai_len;
+    while (p < end) {
+        const char * nl = memchr(p, '\n', (size_t) (end - p));
+        const char * le = nl ? nl : end;
+        const char * tab = memchr(p, '\t', (size_t) (le - p));
+        if (tab && (size_t) (tab - p) == cl && memcmp(p, contig, cl) == 0) {
+            const char * q = tab + 1;
+            for (int i = 1; i < 5; i++) {
+                const char * t = memchr(q, '\t', (size_t) (le - q));
+                if (!fai_num(q, t ? t : le, &v[i])) return 0;
+                q = t ? t + 1 : le;
+            }
+            free(r->last_name);
+            r->last_name = strndup(contig, cl);
+            memcpy(r->last_v, v, sizeof(r->last_v));
+            return 1;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return 0;
+}
+
+int nf__fasta_raw_check(struct nf_fasta_raw * r, const char * contig, int64_t beg, int64_t end, nf_err * err) {
+    if (r->gz || end <= beg) return NF_OK;
+    int64_t v[5] = {0};
+    char e[1024], ec[512];
+    if (!fai_find(r, contig, v)) return NF_OK; /* htslib has said whether the contig is there */
+    const int64_t length = v[1], offset = v[2], lb = v[3], lw = v[4];
+    if (lb <= 0 || end > length) return NF_OK;
+    unsigned char buf[65536];
+    for (int64_t line = beg / lb; line <= (end - 1) / lb; line++) {
+        const int64_t at = offset + line * lw, nb = length - line * lb < lb ? length - line * lb : lb;
+        const int64_t want = (line == (length - 1) / lb) ? nb : lw; /* the record's last line: its bases */
+        for (int64_t done = 0; done < want;) {
+            const int64_t chunk = want - done < (int64_t) sizeof(buf) ? want - done : (int64_t) sizeof(buf);
+            const ssize_t got = pread(r->fd, buf, (size_t) chunk, (off_t) (at + done));
+            if (got <= 0)
+                return nf__err_set(err, NF_ERR_IO, "%s: cannot read record '%s' line %lld: %s",
+                                   nf__esc(e, sizeof(e), r->fasta), nf__esc(ec, sizeof(ec), contig),
+                                   (long long) line + 1, got < 0 ? strerror(errno) : "the file ends early");
+            for (ssize_t k = 0; k < got; k++) {
+                const int64_t col = done + k;
+                const int c = buf[k];
+                const int ok = col < nb ? (c > 0x20 && c < 0x7f) : (c == '\n' || c == '\r');
+                if (!ok)
+                    return nf__err_set(err, NF_ERR_FORMAT,
+                                       "%s: record '%s' sequence line %lld (byte %lld of the file): %s0x%02x where "
+                                       "%s (htslib would drop it and shift every base after it)",
+                                       nf__esc(e, sizeof(e), r->fasta), nf__esc(ec, sizeof(ec), contig),
+                                       (long long) line + 1, (long long) (at + col), c == 0 ? "a NUL byte " : "byte ",
+                                       c, col < nb ? "a sequence letter belongs" : "the line should end");
+            }
+            done += got;
+        }
+    }
+    return NF_OK;
 }

@@ -126,6 +126,12 @@ int nf__open_regular(const char * path, int * fd_out, uint64_t * size, nf_err * 
     return NF_OK;
 }
 
+int nf__open_regular_flag(const char * flag, const char * path, int * fd, uint64_t * size, nf_err * err) {
+    nf_err le = {0};
+    const int rc = nf__open_regular(path, fd, size, &le);
+    return rc == NF_OK ? NF_OK : nf__err_set(err, rc, "%s %s", flag, le.msg);
+}
+
 int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err) {
     *data = NULL;
     *len = 0;

@@ -26,12 +26,31 @@ int nf__utf8_valid(const char * s, size_t n);
  * the open, cleared after), refuses directories, FIFOs, devices and sockets
  * with a message naming the path. *size from fstat. */
 int nf__open_regular(const char * path, int * fd, uint64_t * size, nf_err * err);
+/* the same, its message "FLAG PATH: ..." (the option that named the file) */
+int nf__open_regular_flag(const char * flag, const char * path, int * fd, uint64_t * size, nf_err * err);
 /* FASTA's index FASTA.fai, when there is one, checked as untrusted input before htslib reads it
  * (fai.c: the fields, lines of > 0 bases, the records within a plain FASTA); NF_ERR_FORMAT names the line. */
 int nf__fai_check(const char * fasta, nf_err * err);
 /* the same on the index's bytes; fasta_size UINT64_MAX: a bgzip-compressed FASTA (no span check) */
 int nf__fai_check_text(const char * txt, size_t len, uint64_t fasta_size, const char * fai, const char * fasta,
                        nf_err * err);
+/* A plain FASTA's raw bytes for region checks (the .fai read once; a
+ * bgzip-compressed FASTA is not checked). check: the lines that hold bases
+ * [beg, end) (0-based) of contig hold only printable non-space ASCII where
+ * the index puts bases and a line end after them: htslib silently drops a
+ * NUL or a control byte and shifts the bases after it. */
+struct nf_fasta_raw {
+    int fd, gz;
+    uint64_t size;
+    const char * fasta;
+    char * fai;
+    size_t fai_len;
+    char * last_name; /* the contig looked up last, and its fields */
+    int64_t last_v[5];
+};
+int nf__fasta_raw_open(struct nf_fasta_raw * r, const char * fasta, nf_err * err);
+int nf__fasta_raw_check(struct nf_fasta_raw * r, const char * contig, int64_t beg, int64_t end, nf_err * err);
+void nf__fasta_raw_close(struct nf_fasta_raw * r);
 /* The whole regular file (nf__open_regular), NUL-terminated, at most max_len bytes. */
 int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err);
 void nf__path_join(char * out, size_t n, const char * dir, const char * file);
