@@ -198,10 +198,6 @@ int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_
 /* the end of a command that prints markers: the error (if any), then
  * EXIT_CODE=0|1; returns the process exit status (1 also when stdout failed) */
 int nf_cli_command_exit(int rc, const nf_err * err);
-/* a TabSTAR output set's arrays and report.json read back (cmd-tokenize.c);
- * logits.npy compared with logits unless NULL */
-struct nf_tab_cells;
-int nf_tab_verify_outputs(const char * dir, const struct nf_tab_cells * c, const float * logits, nf_err * err);
 /* `nofall predict` on a TabSTAR model (cmd-predict-tabstar.c); argv as nf_cmd_predict's */
 int nf_cmd_predict_tabstar(int argc, char ** argv);
 /* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-tokenize.c) */

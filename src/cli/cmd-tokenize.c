@@ -1,51 +1,14 @@
-/* cmd-tokenize.c -- `nofall tokenize` (TabSTAR's WordPiece tokenizer) and
- * the read-back of a TabSTAR output set that `predict` on a TabSTAR model
- * uses (cmd-predict-tabstar.c; `run`'s is the model's check_outputs). */
+/* cmd-tokenize.c -- `nofall tokenize` (TabSTAR's WordPiece tokenizer). */
 #include "cli.h"
 #include "opts.h"
-#include "core/model.h"
 #include "io/nf-io.h"
-#include "models/tabstar-cells.h"
+#include "models/tabstar-cells.h" /* NF_TAB_MAX_TOKENS */
 #include "text/nf-text.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* the arrays of a TabSTAR output set read back (logits.npy, probabilities.npy
- * and class_ids.npy or predictions.npy: dtype, shape, finite, class ids in
- * range; logits.npy equal to `logits` unless NULL) and report.json with its
- * markers; predict's (cmd-predict-tabstar.c) */
-int nf_tab_verify_outputs(const char * dir, const struct nf_tab_cells * c, const float * logits, nf_err * err) {
-    char p[4096];
-    const int64_t B = c->n_rows, C = c->n_targets;
-    const char * files[3] = {"logits.npy", c->regression ? "predictions.npy" : "probabilities.npy",
-                             c->regression ? NULL : "class_ids.npy"};
-    for (int i = 0; i < 3 && files[i]; i++) {
-        struct nf_npy a;
-        nf__path_join(p, sizeof(p), dir, files[i]);
-        NF_TRY(nf__npy_read(p, &a, err));
-        const int want_i8 = i == 2;
-        const int64_t w = (i == 1 && c->regression) || i == 2 ? 1 : C;
-        int ok = a.dtype == (want_i8 ? NF_NPY_I8 : NF_NPY_F4) && a.shape[0] == B &&
-                 (w == 1 && i > 0 ? a.ndim == 1 : a.ndim == 2 && a.shape[1] == C);
-        const size_t n = a.nbytes / nf__npy_dtype_size(a.dtype);
-        for (size_t e = 0; ok && e < n; e++)
-            ok = want_i8 ? ((const int64_t *) a.data)[e] >= 0 && ((const int64_t *) a.data)[e] < C
-                         : isfinite(((const float *) a.data)[e]) != 0;
-        if (ok && i == 0 && logits) ok = memcmp(a.data, logits, (size_t) (B * C) * sizeof(float)) == 0;
-        nf__npy_free(&a);
-        if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back with the wrong shape/dtype/values", p);
-    }
-    cJSON * doc = NULL;
-    nf__path_join(p, sizeof(p), dir, "report.json");
-    NF_TRY(nf__json_read_file(p, &doc, err));
-    const int ok = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "markers"));
-    cJSON_Delete(doc);
-    return ok ? NF_OK : nf__err_set(err, NF_ERR_IO, "%s: read back without its markers", p);
-}
 
 /* `nofall tokenize --model DIR --strings S.json --out OUT`: a JSON list of
  * strings -> OUT/token_ids.json, a list of id lists ([CLS] ... [SEP],

@@ -87,6 +87,8 @@ int nf__mitra_n_kept(const struct nf_mitra * p);
 int nf__mitra_kept(const struct nf_mitra * p, int j);
 const int * nf__mitra_mirror_signs(const struct nf_mitra * p, int64_t e);
 int nf__mitra_regression_mirror(const struct nf_mitra * p, int64_t e);
+/* DropDuplicatesFeatureGenerator (mitra-dedupe.c): duplicates' dropped = "duplicate" */
+int nf__mitra_drop_duplicates(struct nf_mitra * p, int64_t ns, nf_err * err);
 int nf__mitra_predict_write_outputs(const struct nf_mitra * p, const char * dir, int64_t n_test, const double * out,
                                     const float * logits, int64_t * class_counts, nf_err * err);
 int nf__mitra_verify_outputs(const struct nf_mitra * p, const char * dir, int64_t n_test, nf_err * err);
