@@ -177,6 +177,20 @@ for plain, gz in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
         sys.exit(f"{gz} decompressed differs from {plain}")
 EOF
 grep -q '^##INFO=<ID=SPT,' s.vcf && [ "$(grep -vc '^#' s.vcf)" = 19 ] && ok "s.vcf: INFO/SPT header, 19 records" || bad "s.vcf"
+# stdout full or closed: the markers cannot be written, so the run fails before its
+# output and report replace the previous ones (issue #27: they were replaced first)
+cp s.tsv keep-full.tsv && echo previous > keep-full.tsv.report.json && cp keep-full.tsv keep-full.before
+for how in full closed; do
+  if [ $how = full ]; then "$BIN" annotate "${S[@]}" --vcf input.vcf --out keep-full.tsv --quiet > /dev/full 2> full.err
+  else "$BIN" annotate "${S[@]}" --vcf input.vcf --out keep-full.tsv --quiet >&- 2> full.err; fi
+  rc=$?
+  if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "standard output" full.err && cmp -s keep-full.tsv keep-full.before &&
+     [ "$(cat keep-full.tsv.report.json)" = previous ] && ! ls -A | grep -q '^\.keep-full'; then
+    ok "stdout $how: exit $rc, the previous output and report kept, no temporary file left"
+  else
+    bad "stdout $how: rc=$rc"; cat full.err
+  fi
+done
 if [ -n "$CONV" ]; then
   # the .bcf back to VCF: byte for byte the .vcf (htslib writes no IDX= keys in VCF)
   if "$CONV" s.bcf s-bcf-back.vcf w && cmp -s s-bcf-back.vcf s.vcf && python3 -c '

@@ -93,17 +93,15 @@ static void nf_ann_cli_chunk_done(void * ctx) {
     nf_cli_test_delay("annotate-chunk");
 }
 
-/* report.json's text to path (through a temporary name) */
-static int nf_ann_write_report(const nf_annotator * a, const char * path, nf_err * err) {
+/* report.json's text to path, through a temporary name (committed with the output) */
+static int nf_ann_write_report(const nf_annotator * a, const char * path, struct nf_cli_outfile * of, nf_err * err) {
     char * s = nf_annotate_report_json(a, err);
     if (!s) return err->code ? err->code : NF_ERR_NOMEM;
-    struct nf_cli_outfile of;
-    int rc = nf_cli_outfile_open(&of, path, "report", err);
+    int rc = nf_cli_outfile_open(of, path, "report", err);
     if (rc == NF_OK) {
-        FILE * f = nf_cli_outfile_fp(&of);
+        FILE * f = nf_cli_outfile_fp(of);
         if (!f || fputs(s, f) < 0 || fputc('\n', f) < 0) rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
-        if (rc == NF_OK) rc = nf_cli_outfile_commit(&of, err);
-        if (rc != NF_OK) nf_cli_outfile_abort(&of);
+        if (rc == NF_OK) rc = nf_cli_outfile_close(of, err);
     }
     free(s);
     return rc;
@@ -149,9 +147,10 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     ao.protein_coding = o->protein_coding;
     ao.no_reuse = o->no_reuse;
     ao.batch = o->batch;
-    struct nf_cli_outfile of;
+    struct nf_cli_outfile of, rf; /* the output, its report */
     memset(&of, 0, sizeof(of));
-    of.fd = of.slot = -1;
+    memset(&rf, 0, sizeof(rf));
+    of.fd = of.slot = rf.fd = rf.slot = -1;
     nf_annotator * a = NULL;
     *failed_rank = -1;
     int rc = nf_annotate_new(&ao, &h, &a, err);
@@ -173,24 +172,36 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     nf_progress_end(c.prog);
     c.prog = NULL;
     if (rc != NF_OK) goto done;
+    /* rank 0: the output and its report written and synced under temporary
+     * names, the summary and markers printed and stdout checked, and only
+     * then both renamed into place: a failure up to there (stdout closed or
+     * full included) leaves the previous output and report as they were */
     if (mp->rank == 0) {
-        if ((rc = nf_annotate_close(a, err)) == NF_OK && (rc = nf_cli_outfile_close(&of, err)) == NF_OK &&
-            (rc = nf_ann_write_report(a, rp, err)) == NF_OK)
-            rc = nf_cli_outfile_commit(&of, err);
+        if ((rc = nf_annotate_close(a, err)) == NF_OK && (rc = nf_cli_outfile_close(&of, err)) == NF_OK)
+            rc = nf_ann_write_report(a, rp, &rf, err);
+        if (rc == NF_OK) {
+            nf_annotate_stats st;
+            nf_annotate_get_stats(a, &st);
+            if (o->progress != NF_PROGRESS_QUIET) nf_ann_summary(&st, o->out);
+            printf("RECORDS=%lld\nALTS_SCORED=%lld\nALTS_SKIPPED=%lld\nFORWARDS=%lld\nWINDOWS=%lld\nREPORT=%s\n",
+                   (long long) st.records, (long long) st.scored, (long long) (st.alts - st.scored),
+                   (long long) st.forwards, (long long) st.windows, nf__esc(e, sizeof(e), rp));
+            if (!nf_cli_stdout_ok())
+                rc = nf__err_set(err, NF_ERR_IO,
+                                 "standard output: the markers could not be written; the previous %s is kept",
+                                 nf__esc(e, sizeof(e), o->out));
+        }
+        if (rc == NF_OK && (rc = nf_cli_outfile_commit(&rf, err)) == NF_OK) rc = nf_cli_outfile_commit(&of, err);
     }
     /* rank 0's writing failed: every rank fails */
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
-    if (mp->rank != 0) goto done;
-    nf_annotate_stats st;
-    nf_annotate_get_stats(a, &st);
-    if (o->progress != NF_PROGRESS_QUIET) nf_ann_summary(&st, o->out);
-    printf("RECORDS=%lld\nALTS_SCORED=%lld\nALTS_SKIPPED=%lld\nFORWARDS=%lld\nWINDOWS=%lld\nREPORT=%s\n",
-           (long long) st.records, (long long) st.scored, (long long) (st.alts - st.scored), (long long) st.forwards,
-           (long long) st.windows, nf__esc(e, sizeof(e), rp));
+    rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);
 done:
     nf_progress_end(c.prog);
     nf_annotate_free(a); /* an output still open: closed (an error path, whose error stands) */
-    if (rc != NF_OK) nf_cli_outfile_abort(&of);
+    if (rc != NF_OK) {
+        nf_cli_outfile_abort(&rf);
+        nf_cli_outfile_abort(&of);
+    }
     return rc;
 }
 
