@@ -184,26 +184,6 @@ int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int cla
     return rc;
 }
 
-int nf_cli_table_write(const char * dir, const struct nf_cli_table * t, nf_err * err) {
-    char p[4096];
-    int64_t sh[2];
-    sh[0] = t->n_support;
-    sh[1] = t->n_features;
-    nf__path_join(p, sizeof(p), dir, "support_x.npy");
-    NF_TRY(nf__npy_write(p, NF_NPY_F4, 2, sh, t->xs, err));
-    nf__path_join(p, sizeof(p), dir, "support_y.npy");
-    sh[0] = t->n_support;
-    if (t->yc)
-        NF_TRY(nf__npy_write(p, NF_NPY_I8, 1, sh, t->yc, err));
-    else
-        NF_TRY(nf__npy_write(p, NF_NPY_F4, 1, sh, t->yv, err));
-    nf__path_join(p, sizeof(p), dir, "query_x.npy");
-    sh[0] = t->n_query;
-    sh[1] = t->n_features;
-    NF_TRY(nf__npy_write(p, NF_NPY_F4, 2, sh, t->xq, err));
-    return NF_OK;
-}
-
 int nf_cli_parse_u64_list(const char * s, uint64_t max, uint64_t * out, int cap) {
     int n = 0;
     if (!*s) return -1;
@@ -224,12 +204,6 @@ int nf_cli_parse_u64_list(const char * s, uint64_t max, uint64_t * out, int cap)
             return -1;
     }
     return n;
-}
-
-int nf_cli_is_flag(const char * a, const char * const * flags) {
-    for (; *flags; flags++)
-        if (strcmp(a, *flags) == 0) return 1;
-    return 0;
 }
 
 int nf_cli_parse_int(const char * flag, const char * v, int64_t min, int64_t max, int64_t * out) {

@@ -36,15 +36,11 @@ int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int
 /* support_x / support_y / query_x .npy files */
 int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int class_labels, struct nf_cli_table * t,
                       nf_err * err);
-/* Writes support_x.npy, support_y.npy, query_x.npy into dir. */
-int nf_cli_table_write(const char * dir, const struct nf_cli_table * t, nf_err * err);
 
 /* Parse "a,b,c" into a list of integers in [0, max]; returns count or -1. */
 int nf_cli_parse_u64_list(const char * s, uint64_t max, uint64_t * out, int cap);
 /* Parse "--flag value" style: returns the value or NULL (and prints usage). */
 const char * nf_cli_need_value(int argc, char ** argv, int * i);
-/* Is a one of the NULL-terminated flags? */
-int nf_cli_is_flag(const char * a, const char * const * flags);
 /* Numeric option values, parsed completely (no sign where none is allowed,
  * no trailing characters, no empty string) and range-checked; on failure a
  * message naming the flag and the value goes to stderr and 0 is returned. */
@@ -159,9 +155,6 @@ typedef struct nf_progress nf_progress;
 nf_progress * nf_progress_begin(const char * what, const char * unit, long long total, int mode);
 /* would begin draw? (to skip counting a total otherwise) */
 int nf_progress_enabled(int mode);
-/* --quiet / --progress: 1 when argv[*i] is one of them (mode set), 0 if
- * not; -1 after a message when they are both given */
-int nf_progress_option(const char * arg, int * mode);
 void nf_progress_update(nf_progress * p, long long done);
 void nf_progress_suspend(nf_progress * p);
 void nf_progress_end(nf_progress * p);
@@ -209,9 +202,6 @@ int nf_cmd_verify_spt(int argc, char ** argv);
 /* does model type (nf_cli_model_type; "" = the default) take the run / bench
  * option key (nf_model_type_run_options)? */
 int nf_cli_type_takes(const char * type, const char * key);
-/* " (for a SpTransformer model)" after an unknown option: the type's name
- * (its description's first word); "" for the default type */
-void nf_cli_type_suffix(const char * type, char * out, size_t n);
 /* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */
 void nf_cli_model_type(const char * model, char * out, size_t n);
 

@@ -41,29 +41,28 @@ enum {
 };
 struct nf_run_flag {
     const char *flag, *key;
-    int where, is_int, is_file; /* is_file: a file the run reads (--trace must not be it) */
-    int64_t min, max;
+    int where, is_file; /* is_file: a file the run reads (--trace must not be it); ranges: options.def */
 };
 static const struct nf_run_flag nf_run_flags[] = {
-    {"--model", "model", NF_RF_CLI, 0, 0, 0, 0},
-    {"--device", "device", NF_RF_CLI, 0, 0, 0, 0},
-    {"--out", "out", NF_RF_CLI, 0, 0, 0, 0},
-    {"--trace", "trace", NF_RF_CLI, 0, 0, 0, 0},
-    {"--precision", "precision", NF_RF_CLI, 0, 0, 0, 0},
-    {"--seed", "seed", NF_RF_INPUT, 1, 0, 0, NF_CLI_SEED_MAX},
-    {"--support-x", "support_x", NF_RF_INPUT, 0, 1, 0, 0},
-    {"--support-y", "support_y", NF_RF_INPUT, 0, 1, 0, 0},
-    {"--query-x", "query_x", NF_RF_INPUT, 0, 1, 0, 0},
-    {"--length", "positions", NF_RF_INPUT, 1, 0, 1, 1 << 20},
-    {"--cells", "cells", NF_RF_INPUT, 0, 1, 0, 0},
-    {"--tokens", "tokens", NF_RF_SEQ, 0, 1, 0, 0},
-    {"--sequence", "sequence", NF_RF_SEQ, 0, 0, 0, 0},
-    {"--fasta", "fasta", NF_RF_SEQ, 0, 1, 0, 0},
-    {"--region", "region", NF_RF_SEQ, 0, 0, 0, 0},
-    {"--context", "context", NF_RF_SEQ, 0, 0, 0, 0},
-    {"--chunk-rows", "chunk_rows", NF_RF_SET, 1, 0, 1, INT32_MAX},
-    {"--query-chunk", "query_chunk", NF_RF_SET, 1, 0, 1, INT32_MAX},
-    {"--adapter", "adapter", NF_RF_ADAPTER, 0, 0, 0, 0},
+    {"--model", "model", NF_RF_CLI, 0},
+    {"--device", "device", NF_RF_CLI, 0},
+    {"--out", "out", NF_RF_CLI, 0},
+    {"--trace", "trace", NF_RF_CLI, 0},
+    {"--precision", "precision", NF_RF_CLI, 0},
+    {"--seed", "seed", NF_RF_INPUT, 0},
+    {"--support-x", "support_x", NF_RF_INPUT, 1},
+    {"--support-y", "support_y", NF_RF_INPUT, 1},
+    {"--query-x", "query_x", NF_RF_INPUT, 1},
+    {"--length", "positions", NF_RF_INPUT, 0},
+    {"--cells", "cells", NF_RF_INPUT, 1},
+    {"--tokens", "tokens", NF_RF_SEQ, 1},
+    {"--sequence", "sequence", NF_RF_SEQ, 0},
+    {"--fasta", "fasta", NF_RF_SEQ, 1},
+    {"--region", "region", NF_RF_SEQ, 0},
+    {"--context", "context", NF_RF_SEQ, 0},
+    {"--chunk-rows", "chunk_rows", NF_RF_SET, 0},
+    {"--query-chunk", "query_chunk", NF_RF_SET, 0},
+    {"--adapter", "adapter", NF_RF_ADAPTER, 0},
 };
 #define NF_RUN_N_FLAGS ((int) (sizeof(nf_run_flags) / sizeof(nf_run_flags[0])))
 

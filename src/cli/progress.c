@@ -62,19 +62,6 @@ int nf_progress_enabled(int mode) {
     return mode == NF_PROGRESS_FORCE || (mode == NF_PROGRESS_AUTO && isatty(STDERR_FILENO));
 }
 
-int nf_progress_option(const char * arg, int * mode) {
-    const int m = strcmp(arg, "--quiet") == 0      ? NF_PROGRESS_QUIET
-                  : strcmp(arg, "--progress") == 0 ? NF_PROGRESS_FORCE
-                                                   : -1;
-    if (m < 0) return 0;
-    if (*mode != NF_PROGRESS_AUTO && *mode != m) {
-        fprintf(stderr, "error: --quiet and --progress exclude each other\n");
-        return -1;
-    }
-    *mode = m;
-    return 1;
-}
-
 nf_progress * nf_progress_begin(const char * what, const char * unit, long long total, int mode) {
     if (!nf_progress_enabled(mode)) return NULL;
     nf_progress * p = calloc(1, sizeof(*p));

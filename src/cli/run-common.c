@@ -208,11 +208,3 @@ int nf_cli_type_takes(const char * type, const char * key) {
         if (strcmp(ks[i], key) == 0) return 1;
     return 0;
 }
-
-void nf_cli_type_suffix(const char * type, char * out, size_t n) {
-    out[0] = '\0';
-    const char * d = nf_model_type_description(type);
-    if (d == nf_model_type_description(NULL)) return; /* the default type */
-    const size_t len = strcspn(d, " :(");
-    snprintf(out, n, " (for a %.*s model)", (int) len, d);
-}

@@ -35,6 +35,10 @@ int nf__tab_own_inputs(nf_model * model, int n, const char * const * keys, const
 int nf__tab_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err);
 int nf__tab_write_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * adapter,
                           const char * dir, struct nf_run_outputs * res, nf_err * err);
+/* a TabSTAR output set's arrays read back (logits.npy, probabilities.npy and
+ * class_ids.npy or predictions.npy: dtype, shape, finite, class ids in range;
+ * logits.npy equal to logits unless NULL): run's check_outputs and predict's */
+int nf__tab_check_arrays(const struct nf_tab_cells * c, const float * logits, const char * dir, nf_err * err);
 int nf__tab_check_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * dir,
                           nf_err * err);
 int nf__tab_apply_adapter(nf_model * model, const char * dir, char * summary, size_t summary_n, nf_err * err);

@@ -200,7 +200,10 @@ int nf__tab_write_outputs(nf_model * model, const struct nf_inputs * in, const f
 int nf__tab_check_outputs(nf_model * model, const struct nf_inputs * in, const float * logits, const char * dir,
                           nf_err * err) {
     (void) model;
-    const struct nf_tab_cells * c = in->priv;
+    return nf__tab_check_arrays(in->priv, logits, dir, err);
+}
+
+int nf__tab_check_arrays(const struct nf_tab_cells * c, const float * logits, const char * dir, nf_err * err) {
     char p[4096];
     const int64_t B = c->n_rows, C = c->n_targets;
     const char * files[3] = {"logits.npy", c->regression ? "predictions.npy" : "probabilities.npy",

@@ -205,24 +205,7 @@ int nf__tsp_verify_outputs(const struct nf_tabstar * p, const char * dir, int64_
     const int64_t B = c->n_rows, C = c->n_targets;
     char path[4096];
     if (!p->doc || nq != B) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_verify_outputs: not the last prediction");
-    const char * files[3] = {"logits.npy", c->regression ? "predictions.npy" : "probabilities.npy",
-                             c->regression ? NULL : "class_ids.npy"};
-    for (int i = 0; i < 3 && files[i]; i++) {
-        struct nf_npy a;
-        nf__path_join(path, sizeof(path), dir, files[i]);
-        NF_TRY(nf__npy_read(path, &a, err));
-        const int want_i8 = i == 2;
-        const int64_t w = (i == 1 && c->regression) || i == 2 ? 1 : C;
-        int ok = a.dtype == (want_i8 ? NF_NPY_I8 : NF_NPY_F4) && a.shape[0] == B &&
-                 (w == 1 && i > 0 ? a.ndim == 1 : a.ndim == 2 && a.shape[1] == C);
-        const size_t n = a.nbytes / nf__npy_dtype_size(a.dtype);
-        for (size_t e = 0; ok && e < n; e++)
-            ok = want_i8 ? ((const int64_t *) a.data)[e] >= 0 && ((const int64_t *) a.data)[e] < C
-                         : isfinite(((const float *) a.data)[e]) != 0;
-        if (ok && i == 0) ok = memcmp(a.data, p->logits, (size_t) (B * C) * sizeof(float)) == 0;
-        nf__npy_free(&a);
-        if (!ok) return nf__err_set(err, NF_ERR_IO, "%s: read back with the wrong shape/dtype/values", path);
-    }
+    NF_TRY(nf__tab_check_arrays(c, p->logits, dir, err));
     for (int i = 0; i < (c->regression ? 1 : 2); i++) {
         struct nf_csv_table back;
         nf__path_join(path, sizeof(path), dir, i ? "probabilities.csv" : "predictions.csv");
