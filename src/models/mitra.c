@@ -18,7 +18,7 @@
  * are O(rows x T x D)). The q, k, v weights of each attention sit back to
  * back on the device, so each projection is one LINEAR into [q k v]
  * (tokens, 3D) and ATTENTION reads q, k, v from it by stride. */
-#include "mitra-impl.h"
+#include "mitra-forward.h"
 #include "model.h"
 #include "io/nf-io.h"
 
@@ -286,245 +286,19 @@ const struct nf_model_i nf__mitra_model = {
 
 /* ---- forward: on the core's typed op calls ---------------------------------------- */
 
-/* The forward is written with the core's typed op calls and sub-blocks;
- * labels are formatted by the graph context. */
-#include "nf-ops.h"
-
-/* ---- forward: the work area ------------------------------------------------------------ */
-
-/* The residual stream X (nx, T, D) holds the support rows [0, n_s) followed
- * by the query rows of one pass [n_s, nx): every sub-block but the choice of
- * row-attention keys treats the two alike, so they share each GEMM. The
- * queries go through in passes of at most qc rows (spec §4.9: a query row
- * only reads the support rows' keys and values, never another query row):
- *
- *   JOINT      all queries in one pass with the support (nq <= qc): X holds
- *              every row, and one layer's support K/V at a time;
- *   STREAM     the support once, layer by layer, keeping every layer's
- *              support K/V (n_layers x n_s x T x 2D floats); then the query
- *              rows qc at a time through all layers against them -- memory
- *              independent of the number of queries, the same FLOPs as JOINT;
- *   RECOMPUTE  when that cache would exceed kv_cache_mb: one JOINT pass per
- *              query chunk, the support recomputed each time (as upstream
- *              does with its 1,024-row chunks), memory still bounded.
- * A forward with every stage reported (NF_STAGES_ALL) runs JOINT: its stages
- * are the whole stream. */
-enum nf__pass_mode { NF__JOINT, NF__STREAM, NF__RECOMPUTE };
-
-struct nf__ws {
-    int64_t ns, nq, F, T, D, ct; /* ct: tokens per chunk of a sub-block */
-    int64_t qc, nx;              /* query rows per pass, stream rows (ns + qc) */
-    int mode, n_kv;              /* enum nf__pass_mode, K/V slices kept   */
-    nf_tensor xs, xq, ys, B, zs, zq;
-    nf_tensor X;              /* the residual stream                       */
-    nf_tensor KV;             /* row attention: n_kv x [k v] of the support rows, (n_s, T, 2D) each */
-    nf_tensor Xn, Pqkv, A, H; /* per-chunk scratch; Pqkv (ct, 3D)          */
-    nf_tensor hq, logits;
-    float *host_s, *host_q;  /* the inputs read back (stage dumps)        */
-    struct nf_workspace mem; /* the tensors above, freed together; the stage dumps of the stream */
-};
-
-static void nf__ws_free_host(struct nf__ws * w) {
-    free(w->host_s);
-    free(w->host_q);
-    w->host_s = w->host_q = NULL;
-}
-
-static void nf__ws_free(struct nf__ws * w) {
-    if (!w) return;
-    nf__workspace_release(&w->mem);
-    nf__ws_free_host(w);
-    free(w);
-}
-
-/* floats of one K/V slice: [k v] of the support rows, (n_s, T, 2D) */
-static int64_t nf__kv_elems(const struct nf__ws * w) { return w->ns * w->T * 2 * w->D; }
-
-static int nf__ws_alloc(nf_mitra * m, struct nf__ws * w, int64_t C, nf_err * err) {
-    nf_backend * be = m->be;
-    const int64_t D = w->D, T = w->T;
-#define NF__ALLOC(t, type, nd, name, ...)                                           \
-    do {                                                                            \
-        int64_t ne_[] = {__VA_ARGS__};                                              \
-        NF_TRY(nf__workspace_tensor(&w->mem, be, &w->t, type, nd, ne_, name, err)); \
-    } while (0)
-    NF__ALLOC(xs, NF_F32, 2, "x_support", w->ns, w->F);
-    NF__ALLOC(xq, NF_F32, 2, "x_query", w->nq, w->F);
-    NF__ALLOC(ys, nf__mitra_class_labels(&m->cfg) ? NF_I32 : NF_F32, 1, "y_support", w->ns);
-    NF__ALLOC(B, NF_F32, 2, "quantile_boundaries", w->F, NF_MITRA_N_QUANTILES);
-    NF__ALLOC(zs, NF_F32, 2, "z_support", w->ns, w->F);
-    NF__ALLOC(zq, NF_F32, 2, "z_query", w->nq, w->F);
-    NF__ALLOC(X, NF_F32, 3, "stream", w->nx, T, D);
-    NF__ALLOC(KV, NF_F32, 1, "support_kv", w->n_kv * nf__kv_elems(w));
-    NF__ALLOC(Xn, NF_F32, 1, "normed", w->ct * D);
-    NF__ALLOC(Pqkv, NF_F32, 1, "proj_qkv", w->ct * 3 * D);
-    NF__ALLOC(A, NF_F32, 1, "attn_out", w->ct * D);
-    NF__ALLOC(H, NF_F32, 1, "mlp_hidden", w->ct * 4 * D);
-    NF__ALLOC(hq, NF_F32, 2, "head_normed", w->qc, D);
-    NF__ALLOC(logits, NF_F32, 2, "logits", w->nq, C);
-#undef NF__ALLOC
-    return NF_OK;
-}
-
-/* rows [r0, r1) of the stream, as a flat view */
-static nf_tensor nf__rows(const struct nf__ws * w, const nf_tensor * t, int64_t r0, int64_t r1) {
-    return nf_view1(t, r0 * w->T * w->D, (r1 - r0) * w->T * w->D);
-}
-
-/* K/V slice i: (n_s, T, 2D) */
-static nf_tensor nf__kv(const struct nf__ws * w, int i) {
-    const int64_t n = nf__kv_elems(w);
-    return nf_view1(&w->KV, i * n, n);
-}
-
-/* ---- forward: sub-blocks ------------------------------------------------------------------- */
-
-/* (b)/(d): X += linear_{2h+2}(GELU(linear_{2h+1}(LN_{2h+2}(X)))) for rows
- * [rbeg, rend); tok0: token 0 of each row only (the last layer's queries) */
-static int nf__mlp(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, int half, int64_t rbeg,
-                   int64_t rend, int64_t crows, int tok0) {
-    const struct nf_mlp mlp = {
-        .ln_g = &L->ln_w[1 + 2 * half],
-        .ln_b = &L->ln_b[1 + 2 * half],
-        .w1 = &L->lw[2 * half],
-        .b1 = &L->lb[2 * half],
-        .w2 = &L->lw[1 + 2 * half],
-        .b2 = &L->lb[1 + 2 * half],
-        .eps = NF_MITRA_LN_EPS,
-        .act = NF_ACT_GELU,
-        .ln_label = nf_label(g, "layer_norm%d", 2 + 2 * half),
-        .fc1_label = nf_label(g, "linear%d", 1 + 2 * half),
-        .fc2_label = nf_label(g, "linear%d", 2 + 2 * half),
-    };
-    /* tok0: one row of D per stream row, at the stream row's stride */
-    const int64_t per_row = tok0 ? 1 : w->T, ldx = tok0 ? w->T * w->D : w->D;
-    for (int64_t r0 = rbeg; r0 < rend; r0 += crows) {
-        const int64_t r1 = r0 + crows < rend ? r0 + crows : rend;
-        NF_TRY(nf_prenorm_mlp(g, &mlp, nf__rows(w, &w->X, r0, r1), (r1 - r0) * per_row, ldx, w->Xn, w->H));
-    }
-    return NF_OK;
-}
-
-/* (c), the last layer's queries: only token 0 is read downstream (the head),
- * so only its query, attention and output are computed; the keys and values
- * are every token's (spec §4.9) */
-static int nf__feature_attention_tok0(nf_graph * g, struct nf__ws * w, const nf_mitra * m,
-                                      const struct nf_mitra_layer * L, int64_t r0, int64_t r1) {
-    const int64_t D = w->D, T = w->T, c = r1 - r0, tok = c * T;
-    nf_tensor x = nf__rows(w, &w->X, r0, r1), kv = nf_view1(&w->Pqkv, 0, tok * 2 * D);
-    nf_tensor q = nf_view1(&w->Pqkv, 2 * w->ct * D, c * D), a = nf_view1(&w->A, 0, c * D);
-    NF_TRY(
-        nf_layer_norm(g, nf_label(g, "layer_norm3"), x, tok, D, &L->ln_w[2], &L->ln_b[2], w->Xn, D, NF_MITRA_LN_EPS));
-    NF_TRY(
-        nf_linear(g, nf_label(g, "attention2.kv"), w->Xn, tok, D, &L->kv_w[1], &L->kv_b[1], kv, 2 * D, NF_ACT_NONE, 0));
-    NF_TRY(
-        nf_linear(g, nf_label(g, "attention2.q"), w->Xn, c, T * D, &L->aw[1][0], &L->ab[1][0], q, D, NF_ACT_NONE, 0));
-    const struct nf_attn_layout lay = {
-        .groups = c,
-        .lq = 1,
-        .lk = T,
-        .n_heads = m->cfg.n_heads,
-        .head_dim = D / m->cfg.n_heads,
-        .q_gs = D,
-        .q_ss = D,
-        .kv_gs = T * 2 * D,
-        .kv_ss = 2 * D,
-        .o_gs = D,
-        .o_ss = D,
-    };
-    NF_TRY(nf_attention(g, nf_label(g, "attention2"), &lay, q, kv, nf_view1(&kv, D, tok * 2 * D - D), a));
-    return nf_linear(g, nf_label(g, "attention2.o"), a, c, D, &L->aw[1][3], &L->ab[1][3], x, T * D, NF_ACT_NONE, 1);
-}
-
-/* (c): X[r] += O2(MHA over the T tokens of row r) for rows [rbeg, rend);
- * tok0: token 0 only (nf__feature_attention_tok0) */
-static int nf__feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
-                                 int64_t rbeg, int64_t rend, int64_t crows, int tok0) {
-    const struct nf_mhsa mhsa = {
-        .ln_g = &L->ln_w[2],
-        .ln_b = &L->ln_b[2],
-        .w_qkv = &L->qkv_w[1],
-        .b_qkv = &L->qkv_b[1],
-        .w_o = &L->aw[1][3],
-        .b_o = &L->ab[1][3],
-        .n_heads = m->cfg.n_heads,
-        .eps = NF_MITRA_LN_EPS,
-        .ln_label = nf_label(g, "layer_norm3"),
-        .qkv_label = nf_label(g, "attention2.qkv"),
-        .attn_label = nf_label(g, "attention2"),
-        .o_label = nf_label(g, "attention2.o"),
-    };
-    for (int64_t r0 = rbeg; r0 < rend; r0 += crows) {
-        const int64_t r1 = r0 + crows < rend ? r0 + crows : rend;
-        NF_TRY(tok0 ? nf__feature_attention_tok0(g, w, m, L, r0, r1)
-                    : nf_prenorm_self_attention(g, &mhsa, nf__rows(w, &w->X, r0, r1), r1 - r0, w->T, w->Xn, w->Pqkv,
-                                                w->A));
-    }
-    return NF_OK;
-}
-
-/* (a), first half: kv (n_s, T, 2D) = [K1 V1] LN1(S) of the support rows,
- * before any row of this layer changes */
-static int nf__row_kv(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, nf_tensor kv, int64_t crows) {
-    const int64_t D = w->D, T = w->T;
-    for (int64_t r0 = 0; r0 < w->ns; r0 += crows) {
-        const int64_t r1 = r0 + crows < w->ns ? r0 + crows : w->ns, tok = (r1 - r0) * T;
-        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), nf__rows(w, &w->X, r0, r1), tok, D, &L->ln_w[0],
-                             &L->ln_b[0], w->Xn, D, NF_MITRA_LN_EPS));
-        NF_TRY(nf_linear(g, nf_label(g, "attention1.kv"), w->Xn, tok, D, &L->kv_w[0], &L->kv_b[0],
-                         nf_view1(&kv, r0 * T * 2 * D, tok * 2 * D), 2 * D, NF_ACT_NONE, 0));
-    }
-    return NF_OK;
-}
-
-/* (a), second half: per token column, rows [rbeg, rend) attend to the
- * support rows' kv: X += O1(MHA(Q1 LN1(X), kv)), chunk by chunk. A chunk's
- * q is projected before its own rows change, and no row reads another's q,
- * so support and query rows are treated alike. */
-static int nf__row_attend(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
-                          nf_tensor kv, int64_t rbeg, int64_t rend, int64_t crows) {
-    const int64_t D = w->D, T = w->T, D2 = 2 * D, nkv = w->ns * T * D2;
-    for (int64_t r0 = rbeg, r1; r0 < rend; r0 = r1) {
-        /* chunks do not straddle the support/query boundary */
-        const int64_t lim = r0 < w->ns && rend > w->ns ? w->ns : rend;
-        r1 = r0 + crows < lim ? r0 + crows : lim;
-        const int64_t c = r1 - r0, tok = c * T;
-        nf_tensor x = nf__rows(w, &w->X, r0, r1), q = nf_view1(&w->Pqkv, 0, tok * D);
-        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D,
-                             NF_MITRA_LN_EPS));
-        NF_TRY(
-            nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE, 0));
-        const struct nf_attn_layout lay = {
-            .groups = T,
-            .lq = c,
-            .lk = w->ns,
-            .n_heads = m->cfg.n_heads,
-            .head_dim = D / m->cfg.n_heads,
-            .q_gs = D,
-            .q_ss = T * D,
-            .kv_gs = D2,
-            .kv_ss = T * D2,
-            .o_gs = D,
-            .o_ss = T * D,
-        };
-        NF_TRY(nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&kv, 0, nkv), nf_view1(&kv, D, nkv - D),
-                            w->A));
-        NF_TRY(
-            nf_linear(g, nf_label(g, "attention1.o"), w->A, tok, D, &L->aw[0][3], &L->ab[0][3], x, D, NF_ACT_NONE, 1));
-    }
-    return NF_OK;
-}
+/* The forward is written with the core's typed op calls and Mitra's
+ * sub-blocks (mitra-blocks.c); labels are formatted by the graph context. */
 
 /* the whole stream, support rows first (NF_STAGES_ALL only) */
 static int nf__stage(nf_mitra * m, struct nf__ws * w, const char * name, nf_err * err) {
-    const nf_tensor x = nf__rows(w, &w->X, 0, w->nx);
+    const nf_tensor x = nf__mitra_rows(w, &w->X, 0, w->nx);
     const int64_t shape[3] = {w->nx, w->T, w->D};
     return nf__workspace_stage(&w->mem, m->stages, m->stage_fn, m->stage_user, name, &x, 3, shape, 0, err);
 }
 
 /* ---- forward ---------------------------------------------------------------------------- */
 
-static int nf__mitra_check_input(const nf_mitra * m, const struct nf_mitra_input * in, nf_err * err) {
+int nf__mitra_check_input(const nf_mitra * m, const struct nf_mitra_input * in, nf_err * err) {
     if (in->n_support < 1) return nf__err_set(err, NF_ERR_INPUT, "support set is empty (need >= 1 row)");
     if (in->n_query < 1) return nf__err_set(err, NF_ERR_INPUT, "query set is empty (need >= 1 row)");
     if (in->n_features < 1) return nf__err_set(err, NF_ERR_INPUT, "no features (need >= 1 column)");
@@ -563,24 +337,6 @@ static int nf__mitra_check_input(const nf_mitra * m, const struct nf_mitra_input
     return NF_OK;
 }
 
-/* step 2 (spec §4.3): token embeddings of the support rows into X[0, n_s);
- * token 0 = label, 1..F = features */
-static int nf__embed_support(nf_graph * g, const nf_mitra * m, struct nf__ws * w) {
-    const int64_t ne[3] = {w->ns, w->T, w->D};
-    nf_tensor S = nf__tensor_view(&w->X, 0, 3, ne);
-    NF_TRY(nf_embed_features(g, "x_embedding", w->zs, &m->x_w, &m->x_b, S));
-    if (nf__mitra_class_labels(&m->cfg)) return nf_label_tokens_class(g, "y_embedding", w->ys, &m->y_w, S);
-    return nf_label_tokens_value(g, "y_embedding", w->ys, &m->y_w, &m->y_b, S);
-}
-
-/* ... and of query rows [q0, q0 + c) into X[n_s, n_s + c), label token masked */
-static int nf__embed_queries(nf_graph * g, const nf_mitra * m, struct nf__ws * w, int64_t q0, int64_t c) {
-    const int64_t ne_z[2] = {c, w->F}, ne[3] = {c, w->T, w->D};
-    nf_tensor Q = nf__tensor_view(&w->X, w->ns * w->T * w->D, 3, ne);
-    NF_TRY(nf_embed_features(g, "x_embedding", nf__tensor_view(&w->zq, q0 * w->F, 2, ne_z), &m->x_w, &m->x_b, Q));
-    return nf_label_tokens_mask(g, "y_embedding.y_mask", &m->y_mask, Q);
-}
-
 /* step 3 (spec §4.4): layer l over rows [rbeg, rend) of X, its row attention
  * against the support K/V kv (computed already); stages reported in a JOINT
  * pass. In the last layer the query rows' feature attention and second MLP
@@ -598,26 +354,16 @@ static int nf__layer(nf_graph * g, nf_mitra * m, struct nf__ws * w, int l, nf_te
      * first MLP, the head reads token 0 alone (not when the whole stream is
      * reported stage by stage) */
     const int tok0 = l == m->cfg.n_layers - 1 && rbeg >= w->ns && m->stages != NF_STAGES_ALL;
-    NF_TRY(nf__row_attend(g, w, m, L, kv, rbeg, rend, crows));
+    NF_TRY(nf__mitra_row_attend(g, w, m, L, kv, rbeg, rend, crows));
     NF__STAGE("row_attention");
-    NF_TRY(nf__mlp(g, w, L, 0, rbeg, rend, crows, 0));
+    NF_TRY(nf__mitra_mlp(g, w, L, 0, rbeg, rend, crows, 0));
     NF__STAGE("mlp1");
-    NF_TRY(nf__feature_attention(g, w, m, L, rbeg, rend, crows, tok0));
+    NF_TRY(nf__mitra_feature_attention(g, w, m, L, rbeg, rend, crows, tok0));
     NF__STAGE("feature_attention");
-    NF_TRY(nf__mlp(g, w, L, 1, rbeg, rend, crows, tok0));
+    NF_TRY(nf__mitra_mlp(g, w, L, 1, rbeg, rend, crows, tok0));
     NF__STAGE("mlp2");
 #undef NF__STAGE
     return NF_OK;
-}
-
-/* step 4 (spec §4.5): logits[q0, q0 + c) = head on token 0 of the pass's query rows */
-static int nf__head(nf_graph * g, const nf_mitra * m, struct nf__ws * w, int64_t q0, int64_t c) {
-    const int64_t C = m->cfg.dim_output;
-    nf_tensor hq = nf_view1(&w->hq, 0, c * w->D);
-    NF_TRY(nf_layer_norm(g, "final_layer_norm", nf__rows(w, &w->X, w->ns, w->ns + c), c, w->T * w->D, &m->fln_w,
-                         &m->fln_b, hq, w->D, NF_MITRA_LN_EPS));
-    return nf_linear(g, "final_layer", hq, c, w->D, &m->f_w, &m->f_b, nf_view1(&w->logits, q0 * C, c * C), C,
-                     NF_ACT_NONE, 0);
 }
 
 /* A JOINT pass: the support and query rows [q0, q0 + c) together, layer by
@@ -626,17 +372,17 @@ static int nf__head(nf_graph * g, const nf_mitra * m, struct nf__ws * w, int64_t
  * their update, so it is skipped (spec §4.9). */
 static int nf__pass_joint(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_t q0, int64_t c, int64_t crows,
                           nf_err * err) {
-    NF_TRY(nf__embed_support(g, m, w));
-    NF_TRY(nf__embed_queries(g, m, w, q0, c));
+    NF_TRY(nf__mitra_embed_support(g, m, w));
+    NF_TRY(nf__mitra_embed_queries(g, m, w, q0, c));
     NF_TRY(nf__stage(m, w, "embedding", err));
-    const nf_tensor kv = nf__kv(w, 0);
+    const nf_tensor kv = nf__mitra_kv(w, 0);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         nf_graph_prefix(g, "layers.%d.", l);
-        NF_TRY(nf__row_kv(g, w, &m->layers[l], kv, crows));
+        NF_TRY(nf__mitra_row_kv(g, w, &m->layers[l], kv, crows));
         NF_TRY(nf__layer(g, m, w, l, kv, l == m->cfg.n_layers - 1 ? w->ns : 0, w->ns + c, crows, err));
     }
     nf_graph_prefix(g, "%s", "");
-    return nf__head(g, m, w, q0, c);
+    return nf__mitra_head(g, m, w, q0, c);
 }
 
 /* STREAM: the support once, keeping each layer's K/V, then the queries qc
@@ -645,22 +391,22 @@ static int nf__pass_joint(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_t
 static int nf__pass_stream(nf_graph * g, nf_mitra * m, struct nf__ws * w, int64_t qbegin, int64_t qend, int64_t crows,
                            nf_err * err) {
     const int nl = m->cfg.n_layers;
-    NF_TRY(nf__embed_support(g, m, w));
+    NF_TRY(nf__mitra_embed_support(g, m, w));
     for (int l = 0; l < nl; l++) {
         nf_graph_prefix(g, "layers.%d.", l);
-        NF_TRY(nf__row_kv(g, w, &m->layers[l], nf__kv(w, l), crows));
-        if (l < nl - 1) NF_TRY(nf__layer(g, m, w, l, nf__kv(w, l), 0, w->ns, crows, err));
+        NF_TRY(nf__mitra_row_kv(g, w, &m->layers[l], nf__mitra_kv(w, l), crows));
+        if (l < nl - 1) NF_TRY(nf__layer(g, m, w, l, nf__mitra_kv(w, l), 0, w->ns, crows, err));
     }
     for (int64_t q0 = qbegin; q0 < qend; q0 += w->qc) {
         const int64_t c = q0 + w->qc < w->nq ? w->qc : w->nq - q0;
         nf_graph_prefix(g, "%s", "");
-        NF_TRY(nf__embed_queries(g, m, w, q0, c));
+        NF_TRY(nf__mitra_embed_queries(g, m, w, q0, c));
         for (int l = 0; l < nl; l++) {
             nf_graph_prefix(g, "layers.%d.", l);
-            NF_TRY(nf__layer(g, m, w, l, nf__kv(w, l), w->ns, w->ns + c, crows, err));
+            NF_TRY(nf__layer(g, m, w, l, nf__mitra_kv(w, l), w->ns, w->ns + c, crows, err));
         }
         nf_graph_prefix(g, "%s", "");
-        NF_TRY(nf__head(g, m, w, q0, c));
+        NF_TRY(nf__mitra_head(g, m, w, q0, c));
     }
     return NF_OK;
 }
@@ -756,7 +502,7 @@ static int nf__mitra_forward_ws(nf_mitra * m, struct nf__ws * w, const struct nf
  * nf_mitra_free release it. */
 void nf_mitra_release_workspace(nf_mitra * m) {
     if (!m) return;
-    nf__ws_free(m->ws);
+    nf__mitra_ws_free(m->ws);
     m->ws = NULL;
 }
 
@@ -772,7 +518,7 @@ static void nf__plan(const nf_mitra * m, struct nf__ws * w) {
     if (m->stages == NF_STAGES_ALL || w->nq <= w->qc) {
         w->qc = w->nq;
     } else {
-        const double kv_bytes = (double) m->cfg.n_layers * (double) nf__kv_elems(w) * 4.0;
+        const double kv_bytes = (double) m->cfg.n_layers * (double) nf__mitra_kv_elems(w) * 4.0;
         const double budget = (double) (m->kv_cache_mb > 0 ? m->kv_cache_mb : 4096) * 1048576.0;
         if (kv_bytes <= budget) {
             w->mode = NF__STREAM;
@@ -800,9 +546,9 @@ static int nf__ws_get(nf_mitra * m, const struct nf_mitra_input * in, struct nf_
     w = calloc(1, sizeof(*w));
     if (!w) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     *w = want;
-    int rc = nf__ws_alloc(m, w, m->cfg.dim_output, err);
+    int rc = nf__mitra_ws_alloc(m, w, m->cfg.dim_output, err);
     if (rc != NF_OK) {
-        nf__ws_free(w);
+        nf__mitra_ws_free(w);
         return rc;
     }
     *out = m->ws = w;
@@ -815,7 +561,7 @@ int nf_mitra_forward(nf_mitra * m, const struct nf_mitra_input * in, float * log
     struct nf__ws * w = NULL;
     int rc = nf__ws_get(m, in, &w, err);
     if (rc == NF_OK) rc = nf__mitra_forward_ws(m, w, in, logits, err);
-    if (w) nf__ws_free_host(w);
+    if (w) nf__mitra_ws_free_host(w);
     if (rc != NF_OK) nf_mitra_release_workspace(m); /* the device may be in error: start afresh */
     nf__trace_where(m->be, m->placement.ops, sizeof(m->placement.ops));
     return rc;
@@ -839,7 +585,7 @@ static int nf__mitra_get_option(const void * impl, const char * key, int64_t * v
     else if (strcmp(key, "query_chunk_used") == 0)
         *value = w ? w->qc : 0;
     else if (strcmp(key, "kv_cache_bytes") == 0)
-        *value = w ? w->n_kv * nf__kv_elems(w) * 4 : 0;
+        *value = w ? w->n_kv * nf__mitra_kv_elems(w) * 4 : 0;
     else if (strcmp(key, "query_begin") == 0)
         *value = m->query_begin;
     else if (strcmp(key, "query_end") == 0)
