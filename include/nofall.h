@@ -344,6 +344,70 @@ NF_API int nf_model_write_outputs(nf_model * m, const nf_inputs * in, const floa
 NF_API int nf_model_check_outputs(nf_model * m, const nf_inputs * in, const float * out, const char * dir,
                                   nf_err * err);
 
+/* ---- fine-tuning (Mitra; shared/specs/finetune.md §1) ------------------------
+ * nf_finetune trains the loaded model's weights in place on its device, as
+ * AutoGluon's Mitra trainer does: per step one episode drawn from numpy's
+ * legacy RandomState(seed) (the stratified 5-fold split or the 80/20 one,
+ * support <= max_support, query <= max_query, the support reshuffled), one
+ * AdamW step (PyTorch's fp32 arithmetic) with LinearLR warmup, then a full
+ * validation pass (val rows in chunks of max_query, each against its own
+ * random order of the training rows); the weights with the strictly lowest
+ * validation loss (the pretrained ones, step 0, included) are kept, early
+ * stopping after `patience` steps without a 1e-4 improvement. The arrays
+ * are Mitra's Preprocessor output (mirror and imputation applied). */
+struct nf_finetune_step;
+struct nf_finetune_opts {
+    int64_t steps;                  /* fine_tune_steps: 50                          */
+    double lr, weight_decay;        /* 1e-4, 0.1                                    */
+    double beta1, beta2, eps;       /* 0.9, 0.999, 1e-8                             */
+    int64_t warmup_steps;           /* 1000 (LinearLR from lr / warmup_steps)       */
+    int64_t patience;               /* early stopping: 40                           */
+    int64_t max_support, max_query; /* 8192, 1024                                   */
+    uint64_t seed;                  /* the trainer's RandomState: 0                 */
+    int keep_last;                  /* 1: end with the last step's weights, as
+                                       upstream's CPU fine-tune does (its best-weights
+                                       copy aliases the live ones); 0: the best     */
+    /* called after every step (and once for step 0); non-zero stops the run */
+    int (*on_step)(void * user, const struct nf_finetune_step * s);
+    void * user;
+};
+struct nf_finetune_step {
+    int64_t step;      /* 0 = the pretrained weights' validation */
+    double lr;         /* the step's learning rate (0 at step 0) */
+    double train_loss; /* the episode's loss (NaN at step 0) */
+    double val_loss;   /* cross-entropy over the 10 logits / MSE in the target's units */
+    int64_t best_step; /* the best so far */
+    int64_t patience_count;
+};
+NF_API void nf_finetune_opts_default(struct nf_finetune_opts * o);
+
+struct nf_finetune_data {
+    int64_t n_train, n_val, n_features;
+    const float * x_train; /* (n_train, n_features) */
+    const float * x_val;   /* (n_val, n_features)   */
+    /* classification: class ids 0..K-1 */
+    const int64_t *y_train_class, *y_val_class;
+    /* regression: the training targets normalised as the Preprocessor does
+     * (min-max, then 1 - y when mirrored), the validation targets in their
+     * own units, and the transform (the validation loss un-normalises) */
+    const float * y_train_value;
+    const double * y_val_value;
+    double y_min, y_max;
+    int y_mirror;
+};
+struct nf_finetune_result {
+    int64_t steps_run;     /* steps taken (< opts.steps after early stopping) */
+    int64_t best_step;     /* the step whose weights the model now holds (0: the pretrained) */
+    int64_t stopped_at;    /* the step early stopping fired at, or -1 */
+    double best_val_loss;  /* its validation loss */
+};
+NF_API int nf_finetune(nf_model * m, const struct nf_finetune_data * d, const struct nf_finetune_opts * o,
+                       struct nf_finetune_result * res, nf_err * err);
+/* The model's weights (as loaded or as trained) as DIR/model.safetensors +
+ * DIR/config.json, the checkpoint's keys and layout: a fine-tuned model a
+ * later nf_model_load (and upstream's from_pretrained) reads strictly. */
+NF_API int nf_model_save(nf_model * m, const char * dir, nf_err * err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -43,6 +43,8 @@ struct nf_model_i {
     int (*stage_name)(const void * impl, int i, char * out, size_t n);
     void (*set_stage_callback)(void * impl, int stages, nf_stage_fn fn, void * user);
     void (*placement)(const void * impl, struct nf_placement * out);
+    /* writes DIR/config.json for the loaded configuration (nf_model_save); NULL: none */
+    int (*write_config)(const void * impl, const char * dir, nf_err * err);
     /* gen-weights: options by name (values as text; NULL-terminated list) */
     const struct nf_option_desc * gen_options;
     /* writes DIR/config.json + DIR/model.safetensors, and the same tensors to

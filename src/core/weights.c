@@ -280,6 +280,30 @@ void nf__weights_free(struct nf_weights * w) {
     memset(w, 0, sizeof(*w));
 }
 
+int64_t nf__weights_key_offset(const struct nf_weights * w, int i) {
+    if (i < 0 || i >= w->n_keys || !w->keys[i].slot || !w->keys[i].slot->buf) return -1;
+    return (int64_t) ((w->keys[i].slot->offs - w->buf.offs) / sizeof(float));
+}
+
+int nf__weights_save(const struct nf_weights * w, const float * host, const char * path, nf_err * err) {
+    struct nf_st_entry * e = calloc((size_t) (w->n_keys > 0 ? w->n_keys : 1), sizeof(*e));
+    if (!e) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int n = 0;
+    for (int i = 0; i < w->n_keys; i++) {
+        const int64_t off = nf__weights_key_offset(w, i);
+        if (off < 0) continue;
+        e[n].name = w->keys[i].name;
+        e[n].ndim = w->keys[i].ndim;
+        memcpy(e[n].shape, w->keys[i].shape, sizeof(int64_t) * (size_t) w->keys[i].ndim);
+        e[n].data = host + off;
+        e[n].dtype = NF_ST_F32;
+        n++;
+    }
+    int rc = nf__st_write(path, e, n, err);
+    free(e);
+    return rc;
+}
+
 int nf__weights_where(const struct nf_weights * w, char * out, size_t n, nf_err * err) {
     if (!w->buf.buf) return nf__err_set(err, NF_ERR_ARG, "the model holds no weights");
     nf_backend * be = w->buf.buf->be;

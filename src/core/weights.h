@@ -130,6 +130,11 @@ struct nf_weights {
 int nf__weights_load(nf_backend * be, const char * path, const struct nf_wtable * t, const void * cfg, void * model,
                      struct nf_weights * w, nf_err * err);
 void nf__weights_free(struct nf_weights * w);
+/* element offset of key i's values in the buffer, or -1 (not loaded) */
+int64_t nf__weights_key_offset(const struct nf_weights * w, int i);
+/* the loaded keys, their values from host (the buffer read back), as a
+ * safetensors file at path */
+int nf__weights_save(const struct nf_weights * w, const float * host, const char * path, nf_err * err);
 /* where the buffer lives, asked of the driver now */
 int nf__weights_where(const struct nf_weights * w, char * out, size_t n, nf_err * err);
 

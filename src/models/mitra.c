@@ -207,6 +207,10 @@ static int nf__mitra_set_option(void * impl, const char * key, int64_t value, nf
 
 static int nf__mitra_get_option(const void * impl, const char * key, int64_t * value);
 
+static int nf__mitra_write_config(const void * impl, const char * dir, nf_err * err) {
+    return nf__mitra_config_write(dir, &((const nf_mitra *) impl)->cfg, err);
+}
+
 /* inputs.support_x, inputs.query_x, embedding, 4 per layer, head */
 static int nf__mitra_stage_count(const void * impl) { return 4 + 4 * ((const nf_mitra *) impl)->cfg.n_layers; }
 
@@ -274,6 +278,7 @@ const struct nf_model_i nf__mitra_model = {
     .stage_name = nf__mitra_stage_name,
     .set_stage_callback = nf__mitra_set_stage_callback,
     .placement = nf__mitra_placement,
+    .write_config = nf__mitra_write_config,
     .gen_options = nf__mitra_gen_options,
     .gen_weights = nf__mitra_gen_weights,
     .inputs = nf__mitra_own_inputs,
