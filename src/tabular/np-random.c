@@ -68,7 +68,7 @@ uint32_t nf__np_rng_u32(struct nf_np_rng * r) {
     return y;
 }
 
-static uint64_t nf__np_interval(struct nf_np_rng * r, uint64_t max) {
+uint64_t nf__np_interval(struct nf_np_rng * r, uint64_t max) {
     if (max == 0) return 0;
     uint64_t mask = max, v;
     mask |= mask >> 1;
