@@ -524,8 +524,8 @@ int main(int argc, char ** argv) {
         test_backend(be, nf_backend_name(be), cpu, only_ops, n_only, verbose, &n_cases, &n_ok);
 #ifdef NF_HAVE_OPENCL
         /* the OpenCL backend has two GEMM paths (CLBlast and its own kernel, with a
-         * CPU and a GPU tile geometry): test the ops on the GEMM (LINEAR, CONV1D)
-         * on the other ones too */
+         * CPU and a GPU tile geometry): test the ops on the GEMM (LINEAR, CONV1D,
+         * GEMM) on the other ones too */
         if (strcmp(nf_backend_kind(be), "opencl") == 0) {
             static const struct {
                 const char *tag, *gemm, *geo;
@@ -534,10 +534,10 @@ int main(int argc, char ** argv) {
                 {"own-gpu", "own", "64 64 16 16 16 0"},
                 {"own-cpu", "own", "64 64 16 16 8 1"},
             };
-            static const char * const gemm_ops[] = {"LINEAR", "CONV1D"};
-            const char * alt_ops[2];
+            static const char * const gemm_ops[] = {"LINEAR", "CONV1D", "GEMM"};
+            const char * alt_ops[3];
             int n_alt = 0;
-            for (int g = 0; g < 2; g++) {
+            for (int g = 0; g < 3; g++) {
                 int w = !n_only;
                 for (int k = 0; k < n_only; k++) {
                     w |= strcmp(only_ops[k], gemm_ops[g]) == 0;
