@@ -64,7 +64,7 @@ static void run_out_free(struct run_out * r) {
 
 static int run_case(nf_backend * be, const struct tcase * tc, struct run_out * out, nf_err * err) {
     static const char * const sname[NF_OP_MAX_SRC] = {"src0", "src1", "src2", "src3", "src4"};
-    static const char * const dname[NF_OP_MAX_DST] = {"dst0", "dst1"};
+    static const char * const dname[NF_OP_MAX_DST] = {"dst0", "dst1", "dst2", "dst3"};
     nf_tensor full[NF_OP_MAX_SRC + NF_OP_MAX_DST];
     memset(full, 0, sizeof(full));
     memset(out, 0, sizeof(*out));
@@ -136,8 +136,10 @@ struct cmp {
     int worst_dst;
 };
 
+/* ref64 (may be NULL): the float64 reference of dst j's view; ref_full then
+ * holds it rounded to float */
 static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const uint32_t * ref_full,
-                        const uint32_t * dev_full, const uint32_t * dev_full2, struct cmp * c) {
+                        const double * ref64, const uint32_t * dev_full, const uint32_t * dev_full2, struct cmp * c) {
     const struct operand * o = &tc->dst[j];
     const int64_t n_el = opnd_numel(o);
     const int64_t words = opnd_words(o);
@@ -169,18 +171,19 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const
         if (is_int) {
             ok = ref_full[GUARD + i] == dev_full[GUARD + i];
         } else {
-            const float r = ref[i], v = dev[i];
+            const double r = ref64 ? ref64[i] : (double) ref[i];
+            const float v = dev[i];
             if (isnan(r) || isnan(v)) {
                 ok = isnan(r) && isnan(v);
             } else if (isinf(r) || isinf(v)) {
-                ok = r == v;
+                ok = r == (double) v;
             } else {
-                d = fabs((double) r - (double) v);
-                ok = tol[i] > 0.0 ? d <= tol[i] : r == v;
+                d = fabs(r - (double) v);
+                ok = tol[i] > 0.0 ? d <= tol[i] : r == (double) v;
                 if (d > c->max_abs) {
                     c->max_abs = d;
                 }
-                const double rel = d / (fabs((double) r) > 1e-30 ? fabs((double) r) : 1e-30);
+                const double rel = d / (fabs(r) > 1e-30 ? fabs(r) : 1e-30);
                 if (d > 0 && rel > c->max_rel) {
                     c->max_rel = rel;
                 }
@@ -200,6 +203,24 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const
         }
     }
     free(tol);
+}
+
+/* The float64 reference of dst j (a descriptor's ref64_fn); the view part
+ * of ref_full (the cpu kernel's output buffer) is overwritten with it rounded
+ * to float, for the tolerance function and the messages. */
+static double * ref64_dst(const struct tcase * tc, ref64_fn fn, int j, uint32_t * ref_full) {
+    const int64_t n_el = opnd_numel(&tc->dst[j]);
+    double * r = malloc((size_t) (n_el ? n_el : 1) * sizeof(double));
+    if (!r) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    fn(tc, j, r);
+    float * f = (float *) (void *) (ref_full + GUARD);
+    for (int64_t i = 0; i < n_el; i++) {
+        f[i] = (float) r[i];
+    }
+    return r;
 }
 
 /* ---- backend-specific checks (error paths) ------------------------------------------------- */
@@ -262,6 +283,61 @@ static void check_placement(nf_backend * be, nf_backend * cpu) {
     nf__tensor_free(&g);
     nf__tensor_free(&b);
     nf__tensor_free(&y);
+}
+
+/* ---- finite-difference checks of the gradient ops (op_desc.fd) ------------------------------ */
+
+int64_t fd_check_grad(fd_loss_fn loss, void * ctx, double * v, int64_t n, const double * grad, double h, double rtol,
+                      double atol, struct fd_result * res) {
+    memset(res, 0, sizeof(*res));
+    for (int64_t i = 0; i < n; i++) {
+        const double v0 = v[i], hi = h * (1.0 + fabs(v0));
+        v[i] = v0 + hi;
+        const double lp = loss(ctx, v);
+        v[i] = v0 - hi;
+        const double lm = loss(ctx, v);
+        v[i] = v0;
+        const double num = (lp - lm) / (2.0 * hi);
+        const double bound = atol + rtol * (fabs(num) + fabs(grad[i]));
+        const double ratio = fabs(num - grad[i]) / bound;
+        if (!(ratio <= 1.0)) {
+            res->n_bad++;
+        }
+        if (!(ratio <= res->max_ratio)) {
+            res->max_ratio = ratio;
+            res->worst = i;
+            res->worst_num = num;
+            res->worst_grad = grad[i];
+        }
+    }
+    return res->n_bad;
+}
+
+/* every case of every descriptor with an fd check, once (backend-free) */
+static void run_fd_checks(const char * const * only_ops, int n_only, int * n_cases, int * n_ok) {
+    for (int oi = 0; oi < N_OPS; oi++) {
+        const char * opname = nf__op_name(g_ops[oi].type);
+        int want = !n_only;
+        for (int k = 0; k < n_only; k++) {
+            want |= strcmp(only_ops[k], opname) == 0;
+        }
+        if (!g_ops[oi].fd || !want) {
+            continue;
+        }
+        for (int v = 0; v < g_ops[oi].n; v++) {
+            struct tcase tc;
+            g_rng = 0x5EED0000ULL + (uint64_t) oi * 1000u + (uint64_t) v;
+            g_ops[oi].fn(&tc, v);
+            char msg[256] = "";
+            const int rc = g_ops[oi].fd(&tc, msg, sizeof(msg));
+            if (rc >= 0) {
+                (*n_cases)++;
+                *n_ok += rc == 1;
+                report("fd", opname, rc == 1, "%s  %s", tc.desc, msg);
+            }
+            tcase_free(&tc);
+        }
+    }
 }
 
 #ifdef NF_HAVE_OPENCL
@@ -347,7 +423,9 @@ static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, c
             memset(&c, 0, sizeof(c));
             for (int j = 0; j < tc.op.n_dst; j++) {
                 if (tc.dst[j].used) {
-                    compare_dst(&tc, g_ops[oi].tol, j, ref.dst[j], dev1.dst[j], dev2.dst[j], &c);
+                    double * r64 = g_ops[oi].ref64 ? ref64_dst(&tc, g_ops[oi].ref64, j, ref.dst[j]) : NULL;
+                    compare_dst(&tc, g_ops[oi].tol, j, ref.dst[j], r64, dev1.dst[j], dev2.dst[j], &c);
+                    free(r64);
                 }
             }
             const int ok = c.n_bad == 0 && c.n_guard == 0 && c.n_nondet == 0 && !dev1.src_clobbered &&
@@ -428,6 +506,7 @@ int main(int argc, char ** argv) {
     }
 
     int n_cases = 0, n_ok = 0, n_tested_devs = 0;
+    run_fd_checks(only_ops, n_only, &n_cases, &n_ok);
     for (int di = 0; di < n_devs; di++) {
         nf_backend * be = NULL;
         memset(&err, 0, sizeof(err));
@@ -445,8 +524,8 @@ int main(int argc, char ** argv) {
         test_backend(be, nf_backend_name(be), cpu, only_ops, n_only, verbose, &n_cases, &n_ok);
 #ifdef NF_HAVE_OPENCL
         /* the OpenCL backend has two GEMM paths (CLBlast and its own kernel, with a
-         * CPU and a GPU tile geometry): test the ops on the GEMM (LINEAR, CONV1D)
-         * on the other ones too */
+         * CPU and a GPU tile geometry): test the ops on the GEMM (LINEAR, CONV1D,
+         * GEMM) on the other ones too */
         if (strcmp(nf_backend_kind(be), "opencl") == 0) {
             static const struct {
                 const char *tag, *gemm, *geo;
@@ -455,10 +534,10 @@ int main(int argc, char ** argv) {
                 {"own-gpu", "own", "64 64 16 16 16 0"},
                 {"own-cpu", "own", "64 64 16 16 8 1"},
             };
-            static const char * const gemm_ops[] = {"LINEAR", "CONV1D"};
-            const char * alt_ops[2];
+            static const char * const gemm_ops[] = {"LINEAR", "CONV1D", "GEMM"};
+            const char * alt_ops[3];
             int n_alt = 0;
-            for (int g = 0; g < 2; g++) {
+            for (int g = 0; g < 3; g++) {
                 int w = !n_only;
                 for (int k = 0; k < n_only; k++) {
                     w |= strcmp(only_ops[k], gemm_ops[g]) == 0;

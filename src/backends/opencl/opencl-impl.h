@@ -6,7 +6,7 @@
  *   opencl.c          device enumeration, init / free, listing, the vtable
  *   opencl-buffers.c  device buffers, upload / download, scratch
  *   opencl-program.c  program build from the embedded kernels-*.cl + binary cache
- *   opencl-gemm.c     LINEAR and CONV1D: the GEMM choice, CLBlast or the built-in kernel
+ *   opencl-gemm.c     LINEAR, CONV1D and GEMM: the GEMM choice, CLBlast or the built-in kernel
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
  */
 #ifndef NF_OPENCL_IMPL_H
@@ -76,7 +76,12 @@ static inline int cl_rc_code(cl_int e) {
     X(K_BATCH_NORM, "nf_batch_norm") X(K_FILL, "nf_fill")                           \
     X(K_AXIAL_POS, "nf_axial_pos") X(K_GATHER_ROWS, "nf_gather_rows")               \
     X(K_BUCKET_MEANS, "nf_bucket_means") X(K_BUCKET_ROUTE, "nf_bucket_route")       \
-    X(K_BUCKET_GATHER, "nf_bucket_gather")
+    X(K_BUCKET_GATHER, "nf_bucket_gather")                                          \
+    X(K_GEMM, "nf_gemm") X(K_GEMM_STORE, "nf_gemm_store") X(K_COL_SUM, "nf_col_sum") \
+    X(K_ACT, "nf_act") X(K_ACT_BACKWARD, "nf_act_backward")                         \
+    X(K_LN_BACKWARD_ROWS, "nf_ln_backward_rows")                                    \
+    X(K_LN_BACKWARD_COLS, "nf_ln_backward_cols")                                    \
+    X(K_ADAMW, "nf_adamw") X(K_COPY, "nf_copy")
 /* clang-format on */
 
 enum {
@@ -149,6 +154,8 @@ bool nf__cl_linear_supports(nf_backend * be, const nf_op * op);
 int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err);
 bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
 int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
+bool nf__cl_gemm_supports(nf_backend * be, const nf_op * op);
+int nf__cl_gemm(nf_backend * be, const nf_op * op, nf_err * err);
 
 /* opencl-ops.c */
 extern const struct nf_kernel nf__cl_kernels[NF_OP_COUNT];
