@@ -11,6 +11,8 @@
  *   cuda-kernels-attention.cu    ATTENTION (softmax, one-launch small), BUCKET_ROUTE,
  *                                BUCKET_GATHER
  *   cuda-kernels-elementwise.cu  FILL, AXIAL_POS, GATHER_ROWS
+ *   cuda-kernels-train-b.cu      ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
+ *                                LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS
  *
  * Exactness rules (see src/core/nf-impl.h for each op's definition):
  *  - built WITHOUT -use_fast_math and WITH --fmad=false: nvcc contracts no
