@@ -29,6 +29,21 @@
  *     the head, smag = max_j scale * sum_e |q_e k_e| of the query row;
  *   elements inside a dst view that the op does not write (token 0 for
  *     EMBED_FEATURES, stride gaps): exact.
+ * The training ops (set B: ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
+ * LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS) are compared, on every
+ * backend the cpu included, with a float64 reference (the op's formula in
+ * double, backend-ops/cases-train-b.c) instead of the cpu's results:
+ *   ATTENTION_BACKWARD: 8 eps x the fp32 error terms of the scores, the
+ *     softmax, dP, delta and the sums over keys (dq) or queries (dk, dv)
+ *     (as tol_attention); its stats (a scratch) are not compared;
+ *   the column sums (EMBED_FEATURES_BACKWARD, LABEL_TOKENS_BACKWARD):
+ *     eps (|sum| + |ref|) + 1e-13 sum |terms|: a sum taken in double,
+ *     rounded once and added in float (a float sum fails it);
+ *   CROSS_ENTROPY: loss 2 eps |ref|, dlogits eps |ref| (double softmax);
+ *   MSE_LOSS: 2 eps |ref| for the loss and dpred;
+ * and on small cases a finite-difference check of the gradients through
+ * the double forward formula: |g - fd| <= 1e-4 (|fd| + max |fd| / 10) + 1e-6
+ * (h = 1e-4, central differences).
  * A NaN/Inf where the reference has none (or the reverse) always fails.
  * One line per (backend, op, shape): OK / FAIL with the error figures.
  * Exit status 1 on any FAIL.
@@ -64,7 +79,7 @@ static void run_out_free(struct run_out * r) {
 
 static int run_case(nf_backend * be, const struct tcase * tc, struct run_out * out, nf_err * err) {
     static const char * const sname[NF_OP_MAX_SRC] = {"src0", "src1", "src2", "src3", "src4"};
-    static const char * const dname[NF_OP_MAX_DST] = {"dst0", "dst1"};
+    static const char * const dname[NF_OP_MAX_DST] = {"dst0", "dst1", "dst2", "dst3"};
     nf_tensor full[NF_OP_MAX_SRC + NF_OP_MAX_DST];
     memset(full, 0, sizeof(full));
     memset(out, 0, sizeof(*out));
@@ -136,8 +151,9 @@ struct cmp {
     int worst_dst;
 };
 
-static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const uint32_t * ref_full,
-                        const uint32_t * dev_full, const uint32_t * dev_full2, struct cmp * c) {
+static void compare_dst(const struct tcase * tc, tol_fn tolerances, const double * tol_given, int j,
+                        const uint32_t * ref_full, const uint32_t * dev_full, const uint32_t * dev_full2,
+                        struct cmp * c) {
     const struct operand * o = &tc->dst[j];
     const int64_t n_el = opnd_numel(o);
     const int64_t words = opnd_words(o);
@@ -159,13 +175,18 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const
     for (int64_t i = 0; i < n_el; i++) {
         tol[i] = 0.0;
     }
-    if (tolerances) {
+    if (tol_given) {
+        memcpy(tol, tol_given, (size_t) n_el * sizeof(double));
+    } else if (tolerances) {
         tolerances(tc, j, ref, tol);
     }
     const int is_int = o->type == NF_I32;
     for (int64_t i = 0; i < n_el; i++) {
         int ok;
         double d = 0.0;
+        if (tol[i] < 0.0) {
+            continue; /* not compared (a scratch) */
+        }
         if (is_int) {
             ok = ref_full[GUARD + i] == dev_full[GUARD + i];
         } else {
@@ -200,6 +221,56 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const
         }
     }
     free(tol);
+}
+
+/* ---- float64 references (the training ops) --------------------------------------------- */
+
+/* the reference as full buffers (each dst's initial guards and contents,
+ * the view overwritten by the rounded float64 values) and its bounds */
+struct ref64 {
+    uint32_t * full[NF_OP_MAX_DST];
+    double * tol[NF_OP_MAX_DST];
+};
+
+static void ref64_make(struct ref64 * r, const struct tcase * tc, ref_fn fn) {
+    double * val[NF_OP_MAX_DST] = {NULL};
+    memset(r, 0, sizeof(*r));
+    for (int j = 0; j < tc->op.n_dst; j++) {
+        const struct operand * o = &tc->dst[j];
+        if (!o->used) {
+            continue;
+        }
+        const int64_t n = opnd_numel(o), words = opnd_words(o);
+        val[j] = malloc((size_t) (n ? n : 1) * sizeof(double));
+        r->tol[j] = calloc((size_t) (n ? n : 1), sizeof(double));
+        r->full[j] = malloc((size_t) words * sizeof(uint32_t));
+        if (!val[j] || !r->tol[j] || !r->full[j]) {
+            fprintf(stderr, "out of memory\n");
+            exit(2);
+        }
+        memcpy(r->full[j], o->host, (size_t) words * sizeof(uint32_t));
+        for (int64_t i = 0; i < n; i++) {
+            val[j][i] = (double) opnd_f(o)[i];
+        }
+    }
+    fn(tc, val, r->tol);
+    for (int j = 0; j < tc->op.n_dst; j++) {
+        if (!val[j]) {
+            continue;
+        }
+        float * f = (float *) (void *) (r->full[j] + GUARD);
+        for (int64_t i = 0; i < opnd_numel(&tc->dst[j]); i++) {
+            f[i] = (float) val[j][i];
+        }
+        free(val[j]);
+    }
+}
+
+static void ref64_free(struct ref64 * r) {
+    for (int j = 0; j < NF_OP_MAX_DST; j++) {
+        free(r->full[j]);
+        free(r->tol[j]);
+    }
 }
 
 /* ---- backend-specific checks (error paths) ------------------------------------------------- */
@@ -345,21 +416,43 @@ static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, c
             }
             struct cmp c;
             memset(&c, 0, sizeof(c));
+            struct ref64 r64;
+            if (g_ops[oi].ref) {
+                ref64_make(&r64, &tc, g_ops[oi].ref); /* replaces the cpu results by the float64 reference */
+            }
             for (int j = 0; j < tc.op.n_dst; j++) {
                 if (tc.dst[j].used) {
-                    compare_dst(&tc, g_ops[oi].tol, j, ref.dst[j], dev1.dst[j], dev2.dst[j], &c);
+                    compare_dst(&tc, g_ops[oi].tol, g_ops[oi].ref ? r64.tol[j] : NULL, j,
+                                g_ops[oi].ref ? r64.full[j] : ref.dst[j], dev1.dst[j], dev2.dst[j], &c);
                 }
             }
+            if (g_ops[oi].ref) {
+                ref64_free(&r64);
+            }
+            /* the finite-difference check of a gradient op, on small cases */
+            int64_t fd_bad = -1;
+            double fd_worst = 0.0;
+            if (g_ops[oi].fd) {
+                const float * views[NF_OP_MAX_DST] = {NULL};
+                for (int j = 0; j < tc.op.n_dst; j++) {
+                    views[j] = dev1.dst[j] ? (const float *) (const void *) (dev1.dst[j] + GUARD) : NULL;
+                }
+                fd_bad = g_ops[oi].fd(&tc, views, &fd_worst);
+            }
             const int ok = c.n_bad == 0 && c.n_guard == 0 && c.n_nondet == 0 && !dev1.src_clobbered &&
-                           !ref.src_clobbered;
-            char extra[256] = "";
+                           !ref.src_clobbered && fd_bad <= 0;
+            char extra[256] = "", fdmsg[64] = "";
+            if (fd_bad >= 0) {
+                snprintf(fdmsg, sizeof(fdmsg), " fd: bad=%lld err/tol=%.3g", (long long) fd_bad, fd_worst);
+            }
             if (c.n_bad && (verbose || !ok)) {
                 snprintf(extra, sizeof(extra), " first bad: dst%d[%lld] ref=%.9g dev=%.9g", c.worst_dst,
                          (long long) c.worst_i, (double) c.worst_ref, (double) c.worst_dev);
             }
-            report(disp, opname, ok, "%s  max_abs=%.3g max_rel=%.3g err/tol=%.3g bad=%lld guard=%lld nondet=%lld%s%s",
+            report(disp, opname, ok, "%s  max_abs=%.3g max_rel=%.3g err/tol=%.3g bad=%lld guard=%lld nondet=%lld%s%s%s",
                    tc.desc, c.max_abs, c.max_rel, c.max_ratio, (long long) c.n_bad, (long long) c.n_guard,
-                   (long long) c.n_nondet, dev1.src_clobbered || ref.src_clobbered ? " SRC-CLOBBERED" : "", extra);
+                   (long long) c.n_nondet, fdmsg, dev1.src_clobbered || ref.src_clobbered ? " SRC-CLOBBERED" : "",
+                   extra);
             *n_ok += ok;
             run_out_free(&ref);
             run_out_free(&dev1);
