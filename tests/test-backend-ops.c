@@ -29,12 +29,30 @@
  *     the head, smag = max_j scale * sum_e |q_e k_e| of the query row;
  *   elements inside a dst view that the op does not write (token 0 for
  *     EMBED_FEATURES, stride gaps): exact.
+ * The training ops (backend-ops/cases-train.c) are compared, on every backend
+ * including cpu, with a float64 reference (op_desc.ref64: the contract's
+ * formula in double), with bounds derived from the formula's fp32 roundings:
+ *   GEMM: 8 eps (sum_l |a b| + |C_old| + |ref|) (as LINEAR);
+ *   COL_SUM: eps (|sum| + |ref|) + 1e-13 sum |x|;
+ *   ACT: GELU 4 eps (|ref| + |x|), ReLU exact;
+ *   ACT_BACKWARD: GELU 8 eps |dy| (1 + |x| pdf(x) (1 + x^2)) + 4 eps |ref|,
+ *     ReLU exact;
+ *   LAYER_NORM_BACKWARD: dx 16 eps rstd (|gd| + mean|gd| (1 + |xh|)) (1 + xm)
+ *     + 2 eps (|dx_old| + |ref|), xm = 2 max|x| rstd of the row; dgamma
+ *     8 eps sum_r |dy| (|xh| + 1 + xm) + 2 eps (|old| + |ref|); dbeta
+ *     2 eps (|sum| + |old| + |ref|);
+ *   ADAMW: eps (magnitude of the rounded terms + |ref|) per output;
+ *   COPY: exact.
+ * The gradient ops also get a finite-difference check (op_desc.fd, once per
+ * small case, backend-free: "fd" lines): the gradient formula against central
+ * differences of the forward formula in double (fd_check_grad).
  * A NaN/Inf where the reference has none (or the reverse) always fails.
  * One line per (backend, op, shape): OK / FAIL with the error figures.
  * Exit status 1 on any FAIL.
  *
  * The per-op case builders, tolerances and test descriptors are in
- * backend-ops/cases.c; the test-case helpers in backend-ops/backend-ops.h.
+ * backend-ops/cases.c (the training ops' in backend-ops/cases-train.c); the
+ * test-case helpers in backend-ops/backend-ops.h.
  */
 #define _POSIX_C_SOURCE 200809L
 
