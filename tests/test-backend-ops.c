@@ -303,6 +303,69 @@ static void check_placement(nf_backend * be, nf_backend * cpu) {
     nf__tensor_free(&y);
 }
 
+/* ACT's GELU / ReLU must be bit-identical to LINEAR's epilogue on the same
+ * backend: LINEAR through an identity weight (its t is x exactly) against ACT */
+static void check_act_linear(nf_backend * be) {
+    enum { M = 5, N = 37 };
+    static float x[M * N], W[N * N], y1[M * N], y2[M * N];
+    g_rng = 0xAC7ULL;
+    for (int i = 0; i < M * N; i++) {
+        x[i] = rng_unif(-6.0f, 6.0f);
+    }
+    x[3] = 0.0f; /* (not -0: the identity product gives +0 there) */
+    x[4] = 1e-30f;
+    for (int i = 0; i < N * N; i++) {
+        W[i] = i / N == i % N ? 1.0f : 0.0f;
+    }
+    static const int acts[2] = {NF_ACT_GELU, NF_ACT_RELU};
+    for (int a = 0; a < 2; a++) {
+        nf_err err;
+        memset(&err, 0, sizeof(err));
+        nf_tensor tx, tw, ty1, ty2;
+        memset(&tx, 0, sizeof(tx));
+        memset(&tw, 0, sizeof(tw));
+        memset(&ty1, 0, sizeof(ty1));
+        memset(&ty2, 0, sizeof(ty2));
+        const int64_t ne_x[2] = {M, N}, ne_w[2] = {N, N};
+        int rc = nf__tensor_alloc(be, &tx, NF_F32, 2, ne_x, "x", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &tw, NF_F32, 2, ne_w, "W", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &ty1, NF_F32, 2, ne_x, "y_linear", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &ty2, NF_F32, 2, ne_x, "y_act", &err);
+        rc = rc ? rc : nf__tensor_upload(&tx, x, &err);
+        rc = rc ? rc : nf__tensor_upload(&tw, W, &err);
+        nf_op op;
+        memset(&op, 0, sizeof(op));
+        op.type = NF_OP_LINEAR;
+        op.label = "act-vs-linear";
+        op.n_src = 2;
+        op.n_dst = 1;
+        op.src[0] = tx;
+        op.src[1] = tw;
+        op.dst[0] = ty1;
+        op.p.linear = (struct nf_linear_params){.m = M, .k = N, .n = N, .ldx = N, .ldy = N, .act = acts[a]};
+        rc = rc ? rc : nf__op_run(be, &op, &err);
+        memset(&op, 0, sizeof(op));
+        op.type = NF_OP_ACT;
+        op.label = "act-vs-linear";
+        op.n_src = 1;
+        op.n_dst = 1;
+        op.src[0] = tx;
+        op.dst[0] = ty2;
+        op.p.act = (struct nf_act_params){.n = M * N, .act = acts[a]};
+        rc = rc ? rc : nf__op_run(be, &op, &err);
+        rc = rc ? rc : nf__tensor_download(&ty1, y1, &err);
+        rc = rc ? rc : nf__tensor_download(&ty2, y2, &err);
+        report(nf_backend_name(be), "act-vs-linear", rc == NF_OK && memcmp(y1, y2, sizeof(y1)) == 0,
+               "%s: ACT %s LINEAR's epilogue bit for bit%s%s", a == 0 ? "gelu" : "relu",
+               rc == NF_OK && memcmp(y1, y2, sizeof(y1)) == 0 ? "matches" : "does NOT match", rc ? ": " : "",
+               rc ? err.msg : "");
+        nf__tensor_free(&tx);
+        nf__tensor_free(&tw);
+        nf__tensor_free(&ty1);
+        nf__tensor_free(&ty2);
+    }
+}
+
 /* ---- finite-difference checks of the gradient ops (op_desc.fd) ------------------------------ */
 
 int64_t fd_check_grad(fd_loss_fn loss, void * ctx, double * v, int64_t n, const double * grad, double h, double rtol,
@@ -588,6 +651,9 @@ int main(int argc, char ** argv) {
             }
         }
 #endif
+        if (!n_only) {
+            check_act_linear(be);
+        }
         if (be != cpu) {
             check_placement(be, cpu);
             nf_backend_free(be);
