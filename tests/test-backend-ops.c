@@ -29,10 +29,27 @@
  *     the head, smag = max_j scale * sum_e |q_e k_e| of the query row;
  *   elements inside a dst view that the op does not write (token 0 for
  *     EMBED_FEATURES, stride gaps): exact.
- * The training ops (set B: ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
- * LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS) are compared, on every
- * backend the cpu included, with a float64 reference (the op's formula in
- * double, backend-ops/cases-train-b.c) instead of the cpu's results:
+ * The training ops (backend-ops/cases-train.c) are compared, on every backend
+ * including cpu, with a float64 reference (op_desc.ref64: the contract's
+ * formula in double), with bounds derived from the formula's fp32 roundings:
+ *   GEMM: 8 eps (sum_l |a b| + |C_old| + |ref|) (as LINEAR);
+ *   COL_SUM: eps (|sum| + |ref|) + 1e-13 sum |x|;
+ *   ACT: GELU 4 eps (|ref| + |x|), ReLU exact;
+ *   ACT_BACKWARD: GELU 8 eps |dy| (1 + |x| pdf(x) (1 + x^2)) + 4 eps |ref|,
+ *     ReLU exact;
+ *   LAYER_NORM_BACKWARD: dx 16 eps rstd (|gd| + mean|gd| (1 + |xh|)) (1 + xm)
+ *     + 2 eps (|dx_old| + |ref|), xm = 2 max|x| rstd of the row; dgamma
+ *     8 eps sum_r |dy| (|xh| + 1 + xm) + 2 eps (|old| + |ref|); dbeta
+ *     2 eps (|sum| + |old| + |ref|);
+ *   ADAMW: eps (magnitude of the rounded terms + |ref|) per output;
+ *   COPY: exact.
+ * The gradient ops also get a finite-difference check (op_desc.fd, once per
+ * small case, backend-free: "fd" lines): the gradient formula against central
+ * differences of the forward formula in double (fd_check_grad).
+ * The training ops of set B (ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
+ * LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS; backend-ops/cases-train-b.c)
+ * likewise, through op_desc.refb (the formula in double and per-element
+ * bounds computed together, a bound < 0 for a scratch never compared):
  *   ATTENTION_BACKWARD: 8 eps x the fp32 error terms of the scores, the
  *     softmax, dP, delta and the sums over keys (dq) or queries (dk, dv)
  *     (as tol_attention); its stats (a scratch) are not compared;
@@ -41,15 +58,17 @@
  *     rounded once and added in float (a float sum fails it);
  *   CROSS_ENTROPY: loss 2 eps |ref|, dlogits eps |ref| (double softmax);
  *   MSE_LOSS: 2 eps |ref| for the loss and dpred;
- * and on small cases a finite-difference check of the gradients through
- * the double forward formula: |g - fd| <= 1e-4 (|fd| + max |fd| / 10) + 1e-6
- * (h = 1e-4, central differences).
+ * and on small cases op_desc.fd_dev, a finite-difference check of each
+ * backend's gradients (its results, in the op's line) through the double
+ * forward formula: |g - fd| <= 1e-4 (|fd| + max |fd| / 10) + 1e-6 (h = 1e-4,
+ * central differences).
  * A NaN/Inf where the reference has none (or the reverse) always fails.
  * One line per (backend, op, shape): OK / FAIL with the error figures.
  * Exit status 1 on any FAIL.
  *
  * The per-op case builders, tolerances and test descriptors are in
- * backend-ops/cases.c; the test-case helpers in backend-ops/backend-ops.h.
+ * backend-ops/cases.c (the training ops' in backend-ops/cases-train.c); the
+ * test-case helpers in backend-ops/backend-ops.h.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -151,9 +170,12 @@ struct cmp {
     int worst_dst;
 };
 
+/* ref64 (may be NULL): the float64 reference of dst j's view; ref_full then
+ * holds it rounded to float. tol_given (may be NULL): the bounds of a
+ * descriptor's refb, else the tolerance function's (a bound < 0: not compared) */
 static void compare_dst(const struct tcase * tc, tol_fn tolerances, const double * tol_given, int j,
-                        const uint32_t * ref_full, const uint32_t * dev_full, const uint32_t * dev_full2,
-                        struct cmp * c) {
+                        const uint32_t * ref_full, const double * ref64, const uint32_t * dev_full,
+                        const uint32_t * dev_full2, struct cmp * c) {
     const struct operand * o = &tc->dst[j];
     const int64_t n_el = opnd_numel(o);
     const int64_t words = opnd_words(o);
@@ -190,18 +212,19 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, const double
         if (is_int) {
             ok = ref_full[GUARD + i] == dev_full[GUARD + i];
         } else {
-            const float r = ref[i], v = dev[i];
+            const double r = ref64 ? ref64[i] : (double) ref[i];
+            const float v = dev[i];
             if (isnan(r) || isnan(v)) {
                 ok = isnan(r) && isnan(v);
             } else if (isinf(r) || isinf(v)) {
-                ok = r == v;
+                ok = r == (double) v;
             } else {
-                d = fabs((double) r - (double) v);
-                ok = tol[i] > 0.0 ? d <= tol[i] : r == v;
+                d = fabs(r - (double) v);
+                ok = tol[i] > 0.0 ? d <= tol[i] : r == (double) v;
                 if (d > c->max_abs) {
                     c->max_abs = d;
                 }
-                const double rel = d / (fabs((double) r) > 1e-30 ? fabs((double) r) : 1e-30);
+                const double rel = d / (fabs(r) > 1e-30 ? fabs(r) : 1e-30);
                 if (d > 0 && rel > c->max_rel) {
                     c->max_rel = rel;
                 }
@@ -223,16 +246,35 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, const double
     free(tol);
 }
 
+/* The float64 reference of dst j (a descriptor's ref64_fn); the view part
+ * of ref_full (the cpu kernel's output buffer) is overwritten with it rounded
+ * to float, for the tolerance function and the messages. */
+static double * ref64_dst(const struct tcase * tc, ref64_fn fn, int j, uint32_t * ref_full) {
+    const int64_t n_el = opnd_numel(&tc->dst[j]);
+    double * r = malloc((size_t) (n_el ? n_el : 1) * sizeof(double));
+    if (!r) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    fn(tc, j, r);
+    float * f = (float *) (void *) (ref_full + GUARD);
+    for (int64_t i = 0; i < n_el; i++) {
+        f[i] = (float) r[i];
+    }
+    return r;
+}
+
 /* ---- float64 references (the training ops) --------------------------------------------- */
 
-/* the reference as full buffers (each dst's initial guards and contents,
- * the view overwritten by the rounded float64 values) and its bounds */
-struct ref64 {
+/* a descriptor's refb (set B): the reference as full buffers (each dst's
+ * initial guards and contents, the view overwritten by the rounded float64
+ * values) and its bounds */
+struct refb {
     uint32_t * full[NF_OP_MAX_DST];
     double * tol[NF_OP_MAX_DST];
 };
 
-static void ref64_make(struct ref64 * r, const struct tcase * tc, ref_fn fn) {
+static void refb_make(struct refb * r, const struct tcase * tc, ref_fn fn) {
     double * val[NF_OP_MAX_DST] = {NULL};
     memset(r, 0, sizeof(*r));
     for (int j = 0; j < tc->op.n_dst; j++) {
@@ -266,7 +308,7 @@ static void ref64_make(struct ref64 * r, const struct tcase * tc, ref_fn fn) {
     }
 }
 
-static void ref64_free(struct ref64 * r) {
+static void refb_free(struct refb * r) {
     for (int j = 0; j < NF_OP_MAX_DST; j++) {
         free(r->full[j]);
         free(r->tol[j]);
@@ -333,6 +375,124 @@ static void check_placement(nf_backend * be, nf_backend * cpu) {
     nf__tensor_free(&g);
     nf__tensor_free(&b);
     nf__tensor_free(&y);
+}
+
+/* ACT's GELU / ReLU must be bit-identical to LINEAR's epilogue on the same
+ * backend: LINEAR through an identity weight (its t is x exactly) against ACT */
+static void check_act_linear(nf_backend * be) {
+    enum { M = 5, N = 37 };
+    static float x[M * N], W[N * N], y1[M * N], y2[M * N];
+    g_rng = 0xAC7ULL;
+    for (int i = 0; i < M * N; i++) {
+        x[i] = rng_unif(-6.0f, 6.0f);
+    }
+    x[3] = 0.0f; /* (not -0: the identity product gives +0 there) */
+    x[4] = 1e-30f;
+    for (int i = 0; i < N * N; i++) {
+        W[i] = i / N == i % N ? 1.0f : 0.0f;
+    }
+    static const int acts[2] = {NF_ACT_GELU, NF_ACT_RELU};
+    for (int a = 0; a < 2; a++) {
+        nf_err err;
+        memset(&err, 0, sizeof(err));
+        nf_tensor tx, tw, ty1, ty2;
+        memset(&tx, 0, sizeof(tx));
+        memset(&tw, 0, sizeof(tw));
+        memset(&ty1, 0, sizeof(ty1));
+        memset(&ty2, 0, sizeof(ty2));
+        const int64_t ne_x[2] = {M, N}, ne_w[2] = {N, N};
+        int rc = nf__tensor_alloc(be, &tx, NF_F32, 2, ne_x, "x", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &tw, NF_F32, 2, ne_w, "W", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &ty1, NF_F32, 2, ne_x, "y_linear", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &ty2, NF_F32, 2, ne_x, "y_act", &err);
+        rc = rc ? rc : nf__tensor_upload(&tx, x, &err);
+        rc = rc ? rc : nf__tensor_upload(&tw, W, &err);
+        nf_op op;
+        memset(&op, 0, sizeof(op));
+        op.type = NF_OP_LINEAR;
+        op.label = "act-vs-linear";
+        op.n_src = 2;
+        op.n_dst = 1;
+        op.src[0] = tx;
+        op.src[1] = tw;
+        op.dst[0] = ty1;
+        op.p.linear = (struct nf_linear_params){.m = M, .k = N, .n = N, .ldx = N, .ldy = N, .act = acts[a]};
+        rc = rc ? rc : nf__op_run(be, &op, &err);
+        memset(&op, 0, sizeof(op));
+        op.type = NF_OP_ACT;
+        op.label = "act-vs-linear";
+        op.n_src = 1;
+        op.n_dst = 1;
+        op.src[0] = tx;
+        op.dst[0] = ty2;
+        op.p.act = (struct nf_act_params){.n = M * N, .act = acts[a]};
+        rc = rc ? rc : nf__op_run(be, &op, &err);
+        rc = rc ? rc : nf__tensor_download(&ty1, y1, &err);
+        rc = rc ? rc : nf__tensor_download(&ty2, y2, &err);
+        report(nf_backend_name(be), "act-vs-linear", rc == NF_OK && memcmp(y1, y2, sizeof(y1)) == 0,
+               "%s: ACT %s LINEAR's epilogue bit for bit%s%s", a == 0 ? "gelu" : "relu",
+               rc == NF_OK && memcmp(y1, y2, sizeof(y1)) == 0 ? "matches" : "does NOT match", rc ? ": " : "",
+               rc ? err.msg : "");
+        nf__tensor_free(&tx);
+        nf__tensor_free(&tw);
+        nf__tensor_free(&ty1);
+        nf__tensor_free(&ty2);
+    }
+}
+
+/* ---- finite-difference checks of the gradient ops (op_desc.fd) ------------------------------ */
+
+int64_t fd_check_grad(fd_loss_fn loss, void * ctx, double * v, int64_t n, const double * grad, double h, double rtol,
+                      double atol, struct fd_result * res) {
+    memset(res, 0, sizeof(*res));
+    for (int64_t i = 0; i < n; i++) {
+        const double v0 = v[i], hi = h * (1.0 + fabs(v0));
+        v[i] = v0 + hi;
+        const double lp = loss(ctx, v);
+        v[i] = v0 - hi;
+        const double lm = loss(ctx, v);
+        v[i] = v0;
+        const double num = (lp - lm) / (2.0 * hi);
+        const double bound = atol + rtol * (fabs(num) + fabs(grad[i]));
+        const double ratio = fabs(num - grad[i]) / bound;
+        if (!(ratio <= 1.0)) {
+            res->n_bad++;
+        }
+        if (!(ratio <= res->max_ratio)) {
+            res->max_ratio = ratio;
+            res->worst = i;
+            res->worst_num = num;
+            res->worst_grad = grad[i];
+        }
+    }
+    return res->n_bad;
+}
+
+/* every case of every descriptor with an fd check, once (backend-free) */
+static void run_fd_checks(const char * const * only_ops, int n_only, int * n_cases, int * n_ok) {
+    for (int oi = 0; oi < N_OPS; oi++) {
+        const char * opname = nf__op_name(g_ops[oi].type);
+        int want = !n_only;
+        for (int k = 0; k < n_only; k++) {
+            want |= strcmp(only_ops[k], opname) == 0;
+        }
+        if (!g_ops[oi].fd || !want) {
+            continue;
+        }
+        for (int v = 0; v < g_ops[oi].n; v++) {
+            struct tcase tc;
+            g_rng = 0x5EED0000ULL + (uint64_t) oi * 1000u + (uint64_t) v;
+            g_ops[oi].fn(&tc, v);
+            char msg[256] = "";
+            const int rc = g_ops[oi].fd(&tc, msg, sizeof(msg));
+            if (rc >= 0) {
+                (*n_cases)++;
+                *n_ok += rc == 1;
+                report("fd", opname, rc == 1, "%s  %s", tc.desc, msg);
+            }
+            tcase_free(&tc);
+        }
+    }
 }
 
 #ifdef NF_HAVE_OPENCL
@@ -416,28 +576,30 @@ static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, c
             }
             struct cmp c;
             memset(&c, 0, sizeof(c));
-            struct ref64 r64;
-            if (g_ops[oi].ref) {
-                ref64_make(&r64, &tc, g_ops[oi].ref); /* replaces the cpu results by the float64 reference */
+            struct refb rb;
+            if (g_ops[oi].refb) {
+                refb_make(&rb, &tc, g_ops[oi].refb); /* replaces the cpu results by the float64 reference */
             }
             for (int j = 0; j < tc.op.n_dst; j++) {
                 if (tc.dst[j].used) {
-                    compare_dst(&tc, g_ops[oi].tol, g_ops[oi].ref ? r64.tol[j] : NULL, j,
-                                g_ops[oi].ref ? r64.full[j] : ref.dst[j], dev1.dst[j], dev2.dst[j], &c);
+                    double * r64 = g_ops[oi].ref64 ? ref64_dst(&tc, g_ops[oi].ref64, j, ref.dst[j]) : NULL;
+                    compare_dst(&tc, g_ops[oi].tol, g_ops[oi].refb ? rb.tol[j] : NULL, j,
+                                g_ops[oi].refb ? rb.full[j] : ref.dst[j], r64, dev1.dst[j], dev2.dst[j], &c);
+                    free(r64);
                 }
             }
-            if (g_ops[oi].ref) {
-                ref64_free(&r64);
+            if (g_ops[oi].refb) {
+                refb_free(&rb);
             }
-            /* the finite-difference check of a gradient op, on small cases */
+            /* set B: the finite-difference check of this backend's gradients, on small cases */
             int64_t fd_bad = -1;
             double fd_worst = 0.0;
-            if (g_ops[oi].fd) {
+            if (g_ops[oi].fd_dev) {
                 const float * views[NF_OP_MAX_DST] = {NULL};
                 for (int j = 0; j < tc.op.n_dst; j++) {
                     views[j] = dev1.dst[j] ? (const float *) (const void *) (dev1.dst[j] + GUARD) : NULL;
                 }
-                fd_bad = g_ops[oi].fd(&tc, views, &fd_worst);
+                fd_bad = g_ops[oi].fd_dev(&tc, views, &fd_worst);
             }
             const int ok = c.n_bad == 0 && c.n_guard == 0 && c.n_nondet == 0 && !dev1.src_clobbered &&
                            !ref.src_clobbered && fd_bad <= 0;
@@ -521,6 +683,7 @@ int main(int argc, char ** argv) {
     }
 
     int n_cases = 0, n_ok = 0, n_tested_devs = 0;
+    run_fd_checks(only_ops, n_only, &n_cases, &n_ok);
     for (int di = 0; di < n_devs; di++) {
         nf_backend * be = NULL;
         memset(&err, 0, sizeof(err));
@@ -538,8 +701,8 @@ int main(int argc, char ** argv) {
         test_backend(be, nf_backend_name(be), cpu, only_ops, n_only, verbose, &n_cases, &n_ok);
 #ifdef NF_HAVE_OPENCL
         /* the OpenCL backend has two GEMM paths (CLBlast and its own kernel, with a
-         * CPU and a GPU tile geometry): test the ops on the GEMM (LINEAR, CONV1D)
-         * on the other ones too */
+         * CPU and a GPU tile geometry): test the ops on the GEMM (LINEAR, CONV1D,
+         * GEMM) on the other ones too */
         if (strcmp(nf_backend_kind(be), "opencl") == 0) {
             static const struct {
                 const char *tag, *gemm, *geo;
@@ -548,10 +711,10 @@ int main(int argc, char ** argv) {
                 {"own-gpu", "own", "64 64 16 16 16 0"},
                 {"own-cpu", "own", "64 64 16 16 8 1"},
             };
-            static const char * const gemm_ops[] = {"LINEAR", "CONV1D"};
-            const char * alt_ops[2];
+            static const char * const gemm_ops[] = {"LINEAR", "CONV1D", "GEMM"};
+            const char * alt_ops[3];
             int n_alt = 0;
-            for (int g = 0; g < 2; g++) {
+            for (int g = 0; g < 3; g++) {
                 int w = !n_only;
                 for (int k = 0; k < n_only; k++) {
                     w |= strcmp(only_ops[k], gemm_ops[g]) == 0;
@@ -584,6 +747,9 @@ int main(int argc, char ** argv) {
             }
         }
 #endif
+        if (!n_only) {
+            check_act_linear(be);
+        }
         if (be != cpu) {
             check_placement(be, cpu);
             nf_backend_free(be);

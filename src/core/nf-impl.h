@@ -90,7 +90,7 @@ union nf_op_params {
 };
 
 #define NF_OP_MAX_SRC 5
-#define NF_OP_MAX_DST 4
+#define NF_OP_MAX_DST 4 /* ATTENTION_BACKWARD: dq, dk, dv, stats */
 
 typedef struct nf_op {
     enum nf_op_type type;

@@ -124,6 +124,38 @@ struct nf_gather {
 int nf_gather_rows(nf_graph * g, const char * label, const struct nf_gather * s, nf_tensor idx, nf_tensor W,
                    nf_tensor y);
 
+/* ---- training ops, set A (nf-ops.def: GEMM ... COPY) ---------------------------------- */
+
+/* C (+)= op(A) · op(B), row-major; op(A) (m, k) is A or, trans_a, Aᵀ of A
+ * stored (k, m); op(B) (k, n) likewise. dx = dy·W: (dy, 0, W, 0);
+ * dW += dyᵀ·x: (dy, trans_a = 1, x, 0, accumulate = 1). */
+int nf_gemm(nf_graph * g, const char * label, nf_tensor A, int trans_a, int64_t lda, nf_tensor B, int trans_b,
+            int64_t ldb, nf_tensor C, int64_t ldc, int64_t m, int64_t n, int64_t k, int accumulate);
+/* y[j] (+)= sum over the m rows of x (stride ldx) of column j, j < n (bias gradients) */
+int nf_col_sum(nf_graph * g, const char * label, nf_tensor x, int64_t m, int64_t n, int64_t ldx, nf_tensor y,
+               int accumulate);
+/* y = act(x) elementwise over n (GELU / ReLU as LINEAR's) */
+int nf_act(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n, enum nf_act act);
+/* dx = dy * act'(x) over n; dx may be dy */
+int nf_act_backward(nf_graph * g, const char * label, nf_tensor x, nf_tensor dy, nf_tensor dx, int64_t n,
+                    enum nf_act act);
+/* the backward of nf_layer_norm: dx (+)= dLN/dx · dy; dgamma += , dbeta += (the caller zeroes them) */
+int nf_layer_norm_backward(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
+                           const nf_tensor * gamma, nf_tensor dy, int64_t lddy, nf_tensor dx, int64_t lddx,
+                           nf_tensor dgamma, nf_tensor dbeta, float eps, int accumulate);
+/* the float scalars of one AdamW step (nf-ops.def ADAMW; nf_adamw_scalars) */
+struct nf_adamw_step {
+    float decay, w1, b2, c2, bc2s, eps, s;
+};
+/* PyTorch's AdamW for step t >= 1 (torch.optim.AdamW, not amsgrad, not maximize) */
+void nf_adamw_scalars(double lr, double beta1, double beta2, double eps, double wd, int64_t t,
+                      struct nf_adamw_step * out);
+/* one AdamW step of the n parameters p with gradient g and moments m, v */
+int nf_adamw(nf_graph * g, const char * label, nf_tensor grad, nf_tensor p, nf_tensor m, nf_tensor v, int64_t n,
+             const struct nf_adamw_step * st);
+/* y = x over n elements */
+int nf_copy(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n);
+
 /* ---- training ops, set B (nf-ops.def): attention, embeddings, losses ----------------- */
 
 /* dq (overwritten), dk, dv ((+)= by accumulate_kv) of ATTENTION with layout L

@@ -414,3 +414,104 @@ int nf__validate_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
     NF_TRY(nf__check_extent(err, op, be, &d[0], "y", nf__extent(p->m, p->ldy, p->k)));
     return NF_OK;
 }
+
+/* ---- training ops, set A ------------------------------------------------------------ */
+
+int nf__validate_gemm(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_gemm_params * p = &op->p.gemm;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->m < 0 || p->n < 0 || p->k < 1 || (p->trans_a != 0 && p->trans_a != 1) ||
+        (p->trans_b != 0 && p->trans_b != 1))
+        return NF__OPERR(NF_ERR_ARG, "bad m/n/k/trans (m=%lld n=%lld k=%lld)", (long long) p->m, (long long) p->n,
+                         (long long) p->k);
+    /* A is stored (m, k) or, transposed, (k, m); B (k, n) or (n, k) */
+    const int64_t a_rows = p->trans_a ? p->k : p->m, a_cols = p->trans_a ? p->m : p->k;
+    const int64_t b_rows = p->trans_b ? p->n : p->k, b_cols = p->trans_b ? p->k : p->n;
+    if (p->lda < (a_cols > 1 ? a_cols : 1) || p->ldb < (b_cols > 1 ? b_cols : 1) || p->ldc < (p->n > 1 ? p->n : 1))
+        return NF__OPERR(NF_ERR_ARG, "bad lda/ldb/ldc (%lld/%lld/%lld)", (long long) p->lda, (long long) p->ldb,
+                         (long long) p->ldc);
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "A", a_cols == 0 ? 0 : nf__extent(a_rows, p->lda, a_cols)));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "B", b_cols == 0 ? 0 : nf__extent(b_rows, p->ldb, b_cols)));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "C", p->n == 0 ? 0 : nf__extent(p->m, p->ldc, p->n)));
+    return NF_OK;
+}
+
+int nf__validate_col_sum(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_col_sum_params * p = &op->p.col_sum;
+    if (p->m < 0 || p->n < 0 || p->ldx < (p->n > 1 ? p->n : 1)) return NF__OPERR(NF_ERR_ARG, "bad m/n/ldx");
+    NF_TRY(nf__check_extent(err, op, be, &op->src[0], "x", p->n == 0 ? 0 : nf__extent(p->m, p->ldx, p->n)));
+    NF_TRY(nf__check_extent(err, op, be, &op->dst[0], "y", p->n));
+    return NF_OK;
+}
+
+static int nf__check_act(nf_backend * be, const nf_op * op, nf_err * err, int64_t n, int32_t act) {
+    if (n < 0) return NF__OPERR(NF_ERR_ARG, "bad n %lld", (long long) n);
+    if (act != NF_ACT_GELU && act != NF_ACT_RELU) return NF__OPERR(NF_ERR_ARG, "unknown activation %d", (int) act);
+    return NF_OK;
+}
+
+int nf__validate_act(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_act_params * p = &op->p.act;
+    NF_TRY(nf__check_act(be, op, err, p->n, p->act));
+    NF_TRY(nf__check_extent(err, op, be, &op->src[0], "x", p->n));
+    NF_TRY(nf__check_extent(err, op, be, &op->dst[0], "y", p->n));
+    return NF_OK;
+}
+
+int nf__validate_act_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_act_backward_params * p = &op->p.act_backward;
+    NF_TRY(nf__check_act(be, op, err, p->n, p->act));
+    NF_TRY(nf__check_extent(err, op, be, &op->src[0], "x", p->n));
+    NF_TRY(nf__check_extent(err, op, be, &op->src[1], "dy", p->n));
+    NF_TRY(nf__check_extent(err, op, be, &op->dst[0], "dx", p->n));
+    return NF_OK;
+}
+
+int nf__validate_layer_norm_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_layer_norm_backward_params * p = &op->p.layer_norm_backward;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->m < 0 || p->k < 1 || p->ldx < p->k || p->lddy < p->k || p->lddx < p->k)
+        return NF__OPERR(NF_ERR_ARG, "bad m/k/ldx/lddy/lddx");
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "x", nf__extent(p->m, p->ldx, p->k)));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "g", p->k));
+    NF_TRY(nf__check_extent(err, op, be, &s[2], "dy", nf__extent(p->m, p->lddy, p->k)));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "dx", nf__extent(p->m, p->lddx, p->k)));
+    NF_TRY(nf__check_extent(err, op, be, &d[1], "dg", p->k));
+    NF_TRY(nf__check_extent(err, op, be, &d[2], "db", p->k));
+    return NF_OK;
+}
+
+int nf__validate_adamw(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int64_t n = op->p.adamw.n;
+    if (n < 0) return NF__OPERR(NF_ERR_ARG, "bad n %lld", (long long) n);
+    static const char * const role[4] = {"g", "p", "m", "v"};
+    NF_TRY(nf__check_extent(err, op, be, &op->src[0], role[0], n));
+    for (int i = 0; i < 3; i++) NF_TRY(nf__check_extent(err, op, be, &op->dst[i], role[i + 1], n));
+    return NF_OK;
+}
+
+int nf__validate_copy(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int64_t n = op->p.copy.n;
+    if (n < 0) return NF__OPERR(NF_ERR_ARG, "bad n %lld", (long long) n);
+    NF_TRY(nf__check_extent(err, op, be, &op->src[0], "x", n));
+    NF_TRY(nf__check_extent(err, op, be, &op->dst[0], "y", n));
+    return NF_OK;
+}
+
+double nf__flops_gemm(const nf_op * op) {
+    const struct nf_gemm_params * p = &op->p.gemm;
+    return 2.0 * (double) p->m * (double) p->n * (double) p->k;
+}
+
+double nf__flops_col_sum(const nf_op * op) { return (double) op->p.col_sum.m * (double) op->p.col_sum.n; }
+
+double nf__flops_act(const nf_op * op) { return 8.0 * (double) op->p.act.n; }
+
+double nf__flops_act_backward(const nf_op * op) { return 12.0 * (double) op->p.act_backward.n; }
+
+double nf__flops_layer_norm_backward(const nf_op * op) {
+    const struct nf_layer_norm_backward_params * p = &op->p.layer_norm_backward;
+    return 20.0 * (double) p->m * (double) p->k;
+}
+
+double nf__flops_adamw(const nf_op * op) { return 12.0 * (double) op->p.adamw.n; }

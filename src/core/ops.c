@@ -273,6 +273,109 @@ int nf_gather_rows(nf_graph * g, const char * label, const struct nf_gather * s,
     return nf__op_run(g->be, &op, g->err);
 }
 
+/* ---- training ops, set A --------------------------------------------------------------- */
+
+int nf_gemm(nf_graph * g, const char * label, nf_tensor A, int trans_a, int64_t lda, nf_tensor B, int trans_b,
+            int64_t ldb, nf_tensor C, int64_t ldc, int64_t m, int64_t n, int64_t k, int accumulate) {
+    nf_op op = nf__op(NF_OP_GEMM, label, 2, 1);
+    op.src[0] = A;
+    op.src[1] = B;
+    op.dst[0] = C;
+    op.p.gemm = (struct nf_gemm_params){.m = m,
+                                        .n = n,
+                                        .k = k,
+                                        .lda = lda,
+                                        .ldb = ldb,
+                                        .ldc = ldc,
+                                        .trans_a = trans_a,
+                                        .trans_b = trans_b,
+                                        .accumulate = accumulate};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_col_sum(nf_graph * g, const char * label, nf_tensor x, int64_t m, int64_t n, int64_t ldx, nf_tensor y,
+               int accumulate) {
+    nf_op op = nf__op(NF_OP_COL_SUM, label, 1, 1);
+    op.src[0] = x;
+    op.dst[0] = y;
+    op.p.col_sum = (struct nf_col_sum_params){.m = m, .n = n, .ldx = ldx, .accumulate = accumulate};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_act(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n, enum nf_act act) {
+    nf_op op = nf__op(NF_OP_ACT, label, 1, 1);
+    op.src[0] = x;
+    op.dst[0] = y;
+    op.p.act = (struct nf_act_params){.n = n, .act = act};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_act_backward(nf_graph * g, const char * label, nf_tensor x, nf_tensor dy, nf_tensor dx, int64_t n,
+                    enum nf_act act) {
+    nf_op op = nf__op(NF_OP_ACT_BACKWARD, label, 2, 1);
+    op.src[0] = x;
+    op.src[1] = dy;
+    op.dst[0] = dx;
+    op.p.act_backward = (struct nf_act_backward_params){.n = n, .act = act};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_layer_norm_backward(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64_t ldx,
+                           const nf_tensor * gamma, nf_tensor dy, int64_t lddy, nf_tensor dx, int64_t lddx,
+                           nf_tensor dgamma, nf_tensor dbeta, float eps, int accumulate) {
+    nf_op op = nf__op(NF_OP_LAYER_NORM_BACKWARD, label, 3, 3);
+    op.src[0] = x;
+    op.src[1] = *gamma;
+    op.src[2] = dy;
+    op.dst[0] = dx;
+    op.dst[1] = dgamma;
+    op.dst[2] = dbeta;
+    op.p.layer_norm_backward = (struct nf_layer_norm_backward_params){
+        .m = rows, .k = gamma->ne[0], .ldx = ldx, .lddy = lddy, .lddx = lddx, .eps = eps, .accumulate = accumulate};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+/* torch.optim.AdamW, _single_tensor_adamw (not capturable): the Python
+ * scalars in double, each rounded to float where the tensor op takes it
+ * (nf-ops.def ADAMW) */
+void nf_adamw_scalars(double lr, double beta1, double beta2, double eps, double wd, int64_t t,
+                      struct nf_adamw_step * out) {
+    const double bc1 = 1.0 - pow(beta1, (double) t), bc2 = 1.0 - pow(beta2, (double) t);
+    out->decay = (float) (1.0 - lr * wd);
+    out->w1 = (float) (1.0 - beta1);
+    out->b2 = (float) beta2;
+    out->c2 = (float) (1.0 - beta2);
+    out->bc2s = (float) sqrt(bc2);
+    out->eps = (float) eps;
+    out->s = (float) (-(lr / bc1));
+}
+
+int nf_adamw(nf_graph * g, const char * label, nf_tensor grad, nf_tensor p, nf_tensor m, nf_tensor v, int64_t n,
+             const struct nf_adamw_step * st) {
+    nf_op op = nf__op(NF_OP_ADAMW, label, 1, 3);
+    op.src[0] = grad;
+    op.dst[0] = p;
+    op.dst[1] = m;
+    op.dst[2] = v;
+    op.p.adamw = (struct nf_adamw_params){.n = n,
+                                          .decay = st->decay,
+                                          .w1 = st->w1,
+                                          .b2 = st->b2,
+                                          .c2 = st->c2,
+                                          .bc2s = st->bc2s,
+                                          .eps = st->eps,
+                                          .s = st->s};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_copy(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n) {
+    nf_op op = nf__op(NF_OP_COPY, label, 1, 1);
+    op.src[0] = x;
+    op.dst[0] = y;
+    op.p.copy.n = n;
+    return nf__op_run(g->be, &op, g->err);
+}
+
 /* ---- training ops, set B ---------------------------------------------------------- */
 
 int nf_attention_backward(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,

@@ -130,28 +130,46 @@ static inline void tcase_begin(struct tcase * tc, enum nf_op_type type, int n_sr
 typedef void (*tol_fn)(const struct tcase * tc, int j, const float * ref, double * tol);
 typedef void (*case_fn)(struct tcase * tc, int variant);
 
-/* A float64 reference (the training ops): fills ref[j] (every dst j's view,
- * preset to its initial contents) with the op's formula evaluated in double
- * and tol[j] (preset to 0: exact) with the bound of each element it writes
- * (-1: not compared, e.g. a scratch). Every backend, the cpu included, is
- * then compared with it instead of with the cpu backend. */
+/* The float64 reference of an op (optional): out[i] = the value element i
+ * of dst j's view must have after the op, the op's formula evaluated in
+ * double on the case's initial operands (an element the op does not write:
+ * its initial value). Every backend, cpu included, is then compared with it
+ * (tolerance: the descriptor's tol_fn, which gets these values rounded to
+ * float as `ref`) instead of with the cpu kernel. */
+typedef void (*ref64_fn)(const struct tcase * tc, int j, double * out);
+
+/* A finite-difference check of a gradient op (optional), run once per case,
+ * whatever the backend: it checks the gradient formula itself (the one the
+ * ref64 function evaluates) against central differences of the op's forward
+ * formula in double, typically with fd_check_grad below. Returns 1 (OK), 0
+ * (FAIL) or -1 (not run for this case, e.g. too big), and a message. */
+typedef int (*fd_fn)(const struct tcase * tc, char * msg, size_t n);
+
+/* Set B's float64 reference (the training ops of cases-train-b.c): fills
+ * ref[j] (every dst j's view, preset to its initial contents) with the op's
+ * formula evaluated in double and tol[j] (preset to 0: exact) with the bound
+ * of each element it writes (-1: not compared, e.g. a scratch). Every
+ * backend, the cpu included, is then compared with it. */
 typedef void (*ref_fn)(const struct tcase * tc, double * const * ref, double * const * tol);
-/* A finite-difference check of a gradient op on one backend's results
+/* Set B's finite-difference check of a gradient op on one backend's results
  * (dst[j]: dst j's view): -1 when the case is too big for it, else the
  * number of elements outside the bound; *worst = the largest err / bound. */
-typedef int64_t (*fd_fn)(const struct tcase * tc, const float * const * dst, double * worst);
+typedef int64_t (*fd_dev_fn)(const struct tcase * tc, const float * const * dst, double * worst);
 
 /* One test descriptor per op: its case builder, how many variants it
- * builds, its tolerance (NULL: exact), its float64 reference and its
- * finite-difference check (NULL: none). Every op of the table (nf-ops.def)
- * must have one: main() fails otherwise. */
+ * builds, its tolerance (NULL: exact), its float64 reference and
+ * finite-difference check (set A's form: ref64, fd; set B's: refb, fd_dev;
+ * NULL: none). Every op of the table (nf-ops.def) must have one: main()
+ * fails otherwise. */
 struct op_desc {
     enum nf_op_type type;
     case_fn fn;
     int n;
     tol_fn tol;
-    ref_fn ref;
+    ref64_fn ref64;
     fd_fn fd;
+    ref_fn refb;
+    fd_dev_fn fd_dev;
 };
 
 /* backend-ops/cases-train-b.c: the training ops, set B */
@@ -178,5 +196,52 @@ int64_t fd_mse_loss(const struct tcase * tc, const float * const * dst, double *
 extern const struct op_desc g_ops[];
 extern const int g_n_ops;
 #define N_OPS g_n_ops
+
+/* ---- finite differences (test-backend-ops.c; for fd_fn checks) ----------------------------- */
+
+/* a scalar loss of the doubles at v (the perturbed inputs), in double */
+typedef double (*fd_loss_fn)(void * ctx, const double * v);
+struct fd_result {
+    int64_t n_bad, worst;
+    double max_ratio; /* max over i of |num - grad| / bound */
+    double worst_num, worst_grad;
+};
+/* For each i < n: num = (loss(v + h_i e_i) - loss(v - h_i e_i)) / (2 h_i), with
+ * h_i = h * (1 + |v_i|) (v is perturbed in place and restored), compared with
+ * grad[i]: OK when |num - grad[i]| <= atol + rtol * (|num| + |grad[i]|).
+ * Returns the number of failures (also in res). */
+int64_t fd_check_grad(fd_loss_fn loss, void * ctx, double * v, int64_t n, const double * grad, double h, double rtol,
+                      double atol, struct fd_result * res);
+
+/* ---- the training ops' descriptors (backend-ops/cases-train.c) ---------------------------- */
+
+void case_gemm(struct tcase * tc, int v);
+void tol_gemm(const struct tcase * tc, int j, const float * ref, double * tol);
+void ref_gemm(const struct tcase * tc, int j, double * out);
+void case_col_sum(struct tcase * tc, int v);
+void tol_col_sum(const struct tcase * tc, int j, const float * ref, double * tol);
+void ref_col_sum(const struct tcase * tc, int j, double * out);
+void case_act(struct tcase * tc, int v);
+void tol_act(const struct tcase * tc, int j, const float * ref, double * tol);
+void ref_act(const struct tcase * tc, int j, double * out);
+void case_act_backward(struct tcase * tc, int v);
+void tol_act_backward(const struct tcase * tc, int j, const float * ref, double * tol);
+void ref_act_backward(const struct tcase * tc, int j, double * out);
+int fd_act_backward(const struct tcase * tc, char * msg, size_t n);
+void case_ln_backward(struct tcase * tc, int v);
+void tol_ln_backward(const struct tcase * tc, int j, const float * ref, double * tol);
+void ref_ln_backward(const struct tcase * tc, int j, double * out);
+int fd_ln_backward(const struct tcase * tc, char * msg, size_t n);
+void case_adamw(struct tcase * tc, int v);
+void tol_adamw(const struct tcase * tc, int j, const float * ref, double * tol);
+void ref_adamw(const struct tcase * tc, int j, double * out);
+void case_copy(struct tcase * tc, int v);
+/* their variant counts (cases-train.c checks them against its shape tables) */
+#define N_GEMM_CASES        20
+#define N_COL_SUM_CASES     6
+#define N_ACT_CASES         8
+#define N_LN_BACKWARD_CASES 8
+#define N_ADAMW_CASES       6
+#define N_COPY_CASES        3
 
 #endif

@@ -41,6 +41,19 @@ int nf__cpu_sgemm_acc(int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
     return nf__sgemm(trans_b, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc, err);
 }
 
+int nf__cpu_sgemm_tt(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float * a, int64_t lda,
+                     const float * b, int64_t ldb, float beta, float * c, int64_t ldc, nf_err * err) {
+    if (m == 0 || n == 0) return NF_OK;
+    const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta,
+                                        c, ldc);
+    if (st == dnnl_success) return NF_OK;
+    return nf__err_set(
+        err, st == dnnl_out_of_memory ? NF_ERR_NOMEM : NF_ERR_GENERIC,
+        "cpu: dnnl_sgemm(%c, %c, %lld x %lld x %lld, lda %lld, ldb %lld, ldc %lld) failed with status %d",
+        trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', (long long) m, (long long) n, (long long) k, (long long) lda,
+        (long long) ldb, (long long) ldc, (int) st);
+}
+
 static const char * nf__isa_name(dnnl_cpu_isa_t isa) {
     switch (isa) {
         case dnnl_cpu_isa_sse41: return "sse41";

@@ -13,6 +13,11 @@ int nf__cpu_sgemm(int trans_b, int64_t m, int64_t n, int64_t k, float alpha, con
 int nf__cpu_sgemm_acc(int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float * a, int64_t lda,
                       const float * b, int64_t ldb, float * c, int64_t ldc, nf_err * err);
 
+/* C (m, n) = op(A) · op(B) + beta * C, row-major, op(X) = Xᵀ when trans_x
+ * (A stored (k, m), B stored (n, k)); beta 0 or 1 (GEMM) */
+int nf__cpu_sgemm_tt(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float * a, int64_t lda,
+                     const float * b, int64_t ldb, float beta, float * c, int64_t ldc, nf_err * err);
+
 enum { NF_SIMD_NONE = 0, NF_SIMD_SSE41, NF_SIMD_AVX, NF_SIMD_AVX2, NF_SIMD_AVX512 };
 
 struct nf_cpu_gemm_info {

@@ -167,16 +167,8 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     for (int64_t r = 0; r < p->m; r++) {
         const float * xr = x + r * p->ldx;
         float * yr = y + r * p->ldy;
-        double s = 0.0;
-        for (int64_t c = 0; c < p->k; c++) s += xr[c];
-        const float mu = (float) (s / (double) p->k);
-        double s2 = 0.0;
-        for (int64_t c = 0; c < p->k; c++) {
-            double d = (double) xr[c] - (double) mu;
-            s2 += d * d;
-        }
-        const float var = (float) (s2 / (double) p->k);
-        const float rstd = 1.0f / sqrtf(var + p->eps);
+        float mu, rstd;
+        nf__cpu_ln_stats(xr, p->k, p->eps, &mu, &rstd);
         for (int64_t c = 0; c < p->k; c++) yr[c] = (xr[c] - mu) * rstd * g[c] + b[c];
     }
     return NF_OK;
@@ -276,6 +268,19 @@ static void nf__linear_epilogue(float * yr, float * tr, const float * restrict b
             for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
     } else if (bias) {
         for (int64_t o = 0; o < n; o++) tr[o] = tr[o] + bias[o];
+    }
+}
+
+/* ACT (cpu-train.c): y = act(x) with LINEAR's epilogue code (x may be y) */
+void nf__cpu_act_row(float * y, const float * x, int64_t n, int act) {
+    if (act == NF_ACT_GELU) {
+        if (y != x) memmove(y, x, (size_t) n * sizeof(float));
+        nf__gelu_row(y, NULL, n);
+    } else {
+        for (int64_t o = 0; o < n; o++) {
+            const float t = x[o];
+            y[o] = t < 0.0f ? 0.0f : t; /* NaN stays NaN */
+        }
     }
 }
 

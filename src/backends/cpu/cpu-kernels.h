@@ -5,6 +5,8 @@
 
 #include "nf-impl.h"
 
+#include <math.h>
+
 /* an OpenMP loop goes parallel only from this much work (elements touched):
  * below it, waking the team costs more than the loop (microseconds on an
  * idle machine, milliseconds on a loaded one), and every loop here computes
@@ -12,6 +14,36 @@
  * depend on whether it runs in parallel */
 #define NF_CPU_PAR_MIN   ((int64_t) 1 << 16)
 #define NF_CPU_PAR(work) ((int64_t) (work) >= NF_CPU_PAR_MIN)
+
+/* LAYER_NORM's row statistics, shared with LAYER_NORM_BACKWARD: sums in
+ * double, two passes; mu = (float)(sum x / k), var = (float)(sum (x-mu)^2 / k),
+ * rstd = 1.0f / sqrtf(var + eps) */
+static inline void nf__cpu_ln_stats(const float * xr, int64_t k, float eps, float * mu_out, float * rstd_out) {
+    double s = 0.0;
+    for (int64_t c = 0; c < k; c++) s += xr[c];
+    const float mu = (float) (s / (double) k);
+    double s2 = 0.0;
+    for (int64_t c = 0; c < k; c++) {
+        double d = (double) xr[c] - (double) mu;
+        s2 += d * d;
+    }
+    const float var = (float) (s2 / (double) k);
+    *mu_out = mu;
+    *rstd_out = 1.0f / sqrtf(var + eps);
+}
+
+/* cpu-kernels.c: y = act(x) over n (NF_ACT_GELU / NF_ACT_RELU) with LINEAR's
+ * epilogue code; y may be x */
+void nf__cpu_act_row(float * y, const float * x, int64_t n, int act);
+
+/* cpu-train.c: the training ops, set A */
+int nf__cpu_gemm(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_col_sum(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_act(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_act_backward(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_layer_norm_backward(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_adamw(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_copy(nf_backend * be, const nf_op * op, nf_err * err);
 
 /* cpu-seq.c: the sequence ops */
 int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err);

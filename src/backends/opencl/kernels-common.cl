@@ -9,6 +9,8 @@
  *   kernels-gemm.cl       LINEAR (GEMM + epilogue), CONV1D (im2col + GEMM)
  *   kernels-attention.cl  ATTENTION, BUCKET_ROUTE, BUCKET_GATHER
  *   kernels-elementwise.cl FILL, AXIAL_POS, GATHER_ROWS
+ *   kernels-train.cl      GEMM, COL_SUM, ACT, ACT_BACKWARD, LAYER_NORM_BACKWARD,
+ *                         ADAMW, COPY (the training ops, set A)
  *   kernels-train-b.cl    ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
  *                         LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS
  *

@@ -26,6 +26,27 @@ static nf_acc nf_wg_sum(__local nf_acc * red, nf_acc v, int lid, int wg) {
     return r;
 }
 
+/* The row statistics of LAYER_NORM (and LAYER_NORM_BACKWARD, kernels-train.cl):
+ * mu, rstd of the k elements at xr; all work-items of the group must call. */
+static void nf_ln_stats(__global const float * xr, int k, float eps, __local nf_acc * red, int lid, int wg,
+                        float * mu_out, float * rstd_out)
+{
+    nf_acc s = 0;
+    for (int c = lid; c < k; c += wg) {
+        s += (nf_acc)xr[c];
+    }
+    const float mu = NF_ACC_DIV(nf_wg_sum(red, s, lid, wg), (nf_acc)k);
+
+    nf_acc s2 = 0;
+    for (int c = lid; c < k; c += wg) {
+        const nf_acc d = (nf_acc)xr[c] - (nf_acc)mu;
+        s2 += d * d;
+    }
+    const float var = NF_ACC_DIV(nf_wg_sum(red, s2, lid, wg), (nf_acc)k);
+    *mu_out   = mu;
+    *rstd_out = NF_DIV(1.0f, NF_SQRT(var + eps));
+}
+
 __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
                             __global const float * g, long g_off,
                             __global const float * b, long b_off,
@@ -38,19 +59,8 @@ __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
     __global const float * xr = x + x_off + r * ldx;
     __global float * yr = y + y_off + r * ldy;
 
-    nf_acc s = 0;
-    for (int c = lid; c < k; c += wg) {
-        s += (nf_acc)xr[c];
-    }
-    const float mu = NF_ACC_DIV(nf_wg_sum(red, s, lid, wg), (nf_acc)k);
-
-    nf_acc s2 = 0;
-    for (int c = lid; c < k; c += wg) {
-        const nf_acc d = (nf_acc)xr[c] - (nf_acc)mu;
-        s2 += d * d;
-    }
-    const float var  = NF_ACC_DIV(nf_wg_sum(red, s2, lid, wg), (nf_acc)k);
-    const float rstd = NF_DIV(1.0f, NF_SQRT(var + eps));
+    float mu, rstd;
+    nf_ln_stats(xr, k, eps, red, lid, wg, &mu, &rstd);
     for (int c = lid; c < k; c += wg) {
         const float t = (xr[c] - mu) * rstd;
         const float u = t * g[g_off + c];

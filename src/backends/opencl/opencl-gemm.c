@@ -1,5 +1,5 @@
 /*
- * opencl-gemm.c -- LINEAR and CONV1D on the OpenCL backend.
+ * opencl-gemm.c -- LINEAR, CONV1D and GEMM on the OpenCL backend.
  *
  * CONV1D is im2col + this GEMM (see nf__cl_conv1d at the end).
  *
@@ -126,13 +126,17 @@ static const char * clblast_status_name(CLBlastStatusCode s) {
     }
 }
 
-/* C[c_off + r*N + o] = sum_k A[a_off + r*lda + k] * B[b_off + o*K + k] for r < M, o < N:
- * CLBlast SGEMM (RowMajor, NoTrans, Trans, beta = 0), its temporary buffer in gemm_tmp */
-static int clblast_gemm(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,
-                        size_t c_off, size_t M, size_t N, size_t K, nf_err * err) {
+/* C[c_off + r*ldc + o] = sum_k op(A)[r][k] * op(B)[k][o] for r < M, o < N, row-major
+ * (op(X) = Xᵀ when trans_x): CLBlast SGEMM with beta = 0, its temporary
+ * buffer in gemm_tmp */
+static int clblast_gemm_t(struct nf_cl * c, int trans_a, int trans_b, cl_mem A, size_t a_off, size_t lda, cl_mem B,
+                          size_t b_off, size_t ldb, cl_mem C, size_t c_off, size_t ldc, size_t M, size_t N, size_t K,
+                          nf_err * err) {
+    const CLBlastTranspose ta = trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const CLBlastTranspose tb = trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
     size_t need = 0;
-    CLBlastStatusCode st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, M,
-                                                      N, K, a_off, lda, b_off, K, c_off, N, &c->queue, &need);
+    CLBlastStatusCode st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, ta, tb, M, N, K, a_off, lda, b_off, ldb,
+                                                      c_off, ldc, &c->queue, &need);
     if (st != CLBlastSuccess) {
         return nf__err_set(err, NF_ERR_DEVICE, "%s: CLBlastSGemmTempBufferSize(m=%zu n=%zu k=%zu): %s (%d)", c->name, M,
                            N, K, clblast_status_name(st), (int) st);
@@ -143,15 +147,21 @@ static int clblast_gemm(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl
             return rr;
         }
     }
-    st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, M, N, K, 1.0f, A,
-                                    a_off, lda, B, b_off, K, 0.0f, C, c_off, N, &c->queue, NULL,
-                                    c->gemm_tmp ? c->gemm_tmp : C);
+    st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, ta, tb, M, N, K, 1.0f, A, a_off, lda, B, b_off, ldb, 0.0f, C,
+                                    c_off, ldc, &c->queue, NULL, c->gemm_tmp ? c->gemm_tmp : C);
     if (st != CLBlastSuccess) {
         return nf__err_set(err, (int) st > -1000 ? cl_rc_code((cl_int) st) : NF_ERR_DEVICE,
                            "%s: CLBlastSgemm(m=%zu n=%zu k=%zu): %s (%d)", c->name, M, N, K, clblast_status_name(st),
                            (int) st);
     }
     return NF_OK;
+}
+
+/* C[c_off + r*N + o] = sum_k A[a_off + r*lda + k] * B[b_off + o*K + k] for r < M, o < N
+ * (RowMajor, NoTrans, Trans: LINEAR's and CONV1D's shape) */
+static int clblast_gemm(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,
+                        size_t c_off, size_t M, size_t N, size_t K, nf_err * err) {
+    return clblast_gemm_t(c, 0, 1, A, a_off, lda, B, b_off, K, C, c_off, N, M, N, K, err);
 }
 
 /* raw products of a chunk of rows into scratch (ldc = n), then the epilogue */
@@ -293,4 +303,53 @@ int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
                       KINT(r0), KINT(nr), KINT(p->len), KINT(cout), KINT(p->accumulate != 0)));
     }
     return NF_OK;
+}
+
+/* ---- GEMM (the training op): C (+)= op(A) op(B) ------------------------------------- */
+
+bool nf__cl_gemm_supports(nf_backend * be, const nf_op * op) {
+    struct nf_cl * c = be->ctx;
+    const struct nf_gemm_params * p = &op->p.gemm;
+    return op->n_src >= 2 && op->n_dst >= 1 && is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->dst[0]) &&
+           fits_int(p->m) && fits_int(p->n) && fits_int(p->k) && (c->use_clblast || c->kwg[K_GEMM] >= (size_t) 16 * 16);
+}
+
+/* CLBlast (when LINEAR uses it): t = op(A) op(B) by chunks of rows into
+ * scratch, then nf_gemm_store C (+)= t; else the built-in nf_gemm straight
+ * into C. Either way C + t is one rounding (the cpu reference's). */
+int nf__cl_gemm(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * A = &op->src[0];
+    const nf_tensor * B = &op->src[1];
+    const nf_tensor * C = &op->dst[0];
+    const struct nf_gemm_params * p = &op->p.gemm;
+    if (p->m == 0 || p->n == 0) {
+        return NF_OK;
+    }
+#ifdef NF_HAVE_CLBLAST
+    if (c->use_clblast) {
+        const size_t M = (size_t) p->m, N = (size_t) p->n, K = (size_t) p->k;
+        size_t mc = NF_CL_GEMM_CHUNK_BYTES / sizeof(float) / N;
+        mc = mc < 1 ? 1 : mc > M ? M : mc;
+        NF_TRY(nf__cl_ensure_scratch(c, mc * N * sizeof(float), err));
+        for (size_t r0 = 0; r0 < M; r0 += mc) {
+            const size_t rows = M - r0 < mc ? M - r0 : mc;
+            /* the chunk's rows of op(A): rows of A, or columns of the stored Aᵀ */
+            const size_t a_off = (size_t) toff(A) + (p->trans_a ? r0 : r0 * (size_t) p->lda);
+            NF_TRY(clblast_gemm_t(c, p->trans_a, p->trans_b, tmem(A), a_off, (size_t) p->lda, tmem(B), (size_t) toff(B),
+                                  (size_t) p->ldb, c->scratch, 0, N, rows, N, K, err));
+            const size_t ls[2] = {64, 1};
+            const size_t gs[2] = {N, rows};
+            NF_TRY(LAUNCH(c, K_GEMM_STORE, 2, gs, ls, err, KMEM(c->scratch), KMEM(tmem(C)),
+                          KLONG(toff(C) + (cl_long) (r0 * (size_t) p->ldc)), KLONG(p->ldc), KINT(rows), KINT(N),
+                          KINT(p->accumulate != 0)));
+        }
+        return NF_OK;
+    }
+#endif
+    const size_t ls[2] = {16, 16};
+    const size_t gs[2] = {(size_t) p->n, (size_t) p->m};
+    return LAUNCH(c, K_GEMM, 2, gs, ls, err, KMEM(tmem(A)), KLONG(toff(A)), KLONG(p->lda), KINT(p->trans_a),
+                  KMEM(tmem(B)), KLONG(toff(B)), KLONG(p->ldb), KINT(p->trans_b), KMEM(tmem(C)), KLONG(toff(C)),
+                  KLONG(p->ldc), KINT(p->m), KINT(p->n), KINT(p->k), KINT(p->accumulate != 0));
 }

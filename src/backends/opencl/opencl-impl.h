@@ -6,7 +6,7 @@
  *   opencl.c          device enumeration, init / free, listing, the vtable
  *   opencl-buffers.c  device buffers, upload / download, scratch
  *   opencl-program.c  program build from the embedded kernels-*.cl + binary cache
- *   opencl-gemm.c     LINEAR and CONV1D: the GEMM choice, CLBlast or the built-in kernel
+ *   opencl-gemm.c     LINEAR, CONV1D and GEMM: the GEMM choice, CLBlast or the built-in kernel
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
  *   opencl-train-b.c  the training ops, set B (attention backward, embeddings, losses)
  */
@@ -78,6 +78,11 @@ static inline int cl_rc_code(cl_int e) {
     X(K_AXIAL_POS, "nf_axial_pos") X(K_GATHER_ROWS, "nf_gather_rows")               \
     X(K_BUCKET_MEANS, "nf_bucket_means") X(K_BUCKET_ROUTE, "nf_bucket_route")       \
     X(K_BUCKET_GATHER, "nf_bucket_gather")                                          \
+    X(K_GEMM, "nf_gemm") X(K_GEMM_STORE, "nf_gemm_store") X(K_COL_SUM, "nf_col_sum") \
+    X(K_ACT, "nf_act") X(K_ACT_BACKWARD, "nf_act_backward")                         \
+    X(K_LN_BACKWARD_ROWS, "nf_ln_backward_rows")                                    \
+    X(K_LN_BACKWARD_COLS, "nf_ln_backward_cols")                                    \
+    X(K_ADAMW, "nf_adamw") X(K_COPY, "nf_copy")                                     \
     X(K_ATTN_BWD_Q, "nf_attn_bwd_q") X(K_ATTN_BWD_KV, "nf_attn_bwd_kv")             \
     X(K_EMBED_BWD_PART, "nf_embed_bwd_part") X(K_LABEL_BWD_PART, "nf_label_bwd_part") \
     X(K_COLSUM_FINALIZE, "nf_colsum_finalize") X(K_LABEL_BWD_CLASS, "nf_label_bwd_class") \
@@ -154,6 +159,8 @@ bool nf__cl_linear_supports(nf_backend * be, const nf_op * op);
 int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err);
 bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
 int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
+bool nf__cl_gemm_supports(nf_backend * be, const nf_op * op);
+int nf__cl_gemm(nf_backend * be, const nf_op * op, nf_err * err);
 
 /* opencl-train-b.c: the training ops, set B */
 #define NF_CL_TRAIN_B(X) \

@@ -1,6 +1,6 @@
 /*
  * opencl-ops.c -- the OpenCL backend's kernel launch, the per-op limits and
- * host launchers, and the kernel table (LINEAR and CONV1D are in opencl-gemm.c).
+ * host launchers, and the kernel table (LINEAR, CONV1D and GEMM are in opencl-gemm.c).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "opencl-impl.h"
@@ -388,6 +388,123 @@ static int nf__cl_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err)
                   KLONG(toff(kc)), KMEM(tmem(vc)), KLONG(toff(vc)), KLONG(p->kv_ss), KLONG(p->kv_gs),
                   KINT(p->n_buckets), KINT(p->bucket), KINT(p->n_heads), KINT(p->head_dim), KINT(p->reuse_keys != 0),
                   KINT(n_su));
+}
+
+/* ---- the training ops, set A (GEMM: opencl-gemm.c) ------------------------------------ */
+
+static bool nf__cl_col_sum_supports(nf_backend * be, const nf_op * op) {
+    return is_f32(&op->src[0]) && is_f32(&op->dst[0]) && fits_int(op->p.col_sum.n);
+}
+
+static int nf__cl_col_sum(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * y = &op->dst[0];
+    const struct nf_col_sum_params * p = &op->p.col_sum;
+    const size_t ls[1] = {64};
+    const size_t gs[1] = {(size_t) p->n};
+    return LAUNCH(c, K_COL_SUM, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(y)),
+                  KLONG(toff(y)), KLONG(p->m), KINT(p->n), KINT(p->accumulate != 0));
+}
+
+static bool nf__cl_act_supports(nf_backend * be, const nf_op * op) {
+    return is_f32(&op->src[0]) && is_f32(&op->dst[0]);
+}
+
+static int nf__cl_act(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * y = &op->dst[0];
+    const size_t ls[1] = {64};
+    const size_t gs[1] = {(size_t) op->p.act.n};
+    return LAUNCH(c, K_ACT, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KMEM(tmem(y)), KLONG(toff(y)),
+                  KLONG(op->p.act.n), KINT(op->p.act.act == NF_ACT_GELU ? 1 : 2));
+}
+
+static bool nf__cl_act_backward_supports(nf_backend * be, const nf_op * op) {
+    return is_f32(&op->src[0]) && is_f32(&op->src[1]) && is_f32(&op->dst[0]);
+}
+
+static int nf__cl_act_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * dy = &op->src[1];
+    const nf_tensor * dx = &op->dst[0];
+    const struct nf_act_backward_params * p = &op->p.act_backward;
+    const size_t ls[1] = {64};
+    const size_t gs[1] = {(size_t) p->n};
+    return LAUNCH(c, K_ACT_BACKWARD, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KMEM(tmem(dy)), KLONG(toff(dy)),
+                  KMEM(tmem(dx)), KLONG(toff(dx)), KLONG(p->n), KINT(p->act == NF_ACT_GELU ? 1 : 2));
+}
+
+static bool nf__cl_layer_norm_backward_supports(nf_backend * be, const nf_op * op) {
+    const struct nf_layer_norm_backward_params * p = &op->p.layer_norm_backward;
+    for (int i = 0; i < 3; i++) {
+        if (!is_f32(&op->src[i]) || !is_f32(&op->dst[i])) {
+            return false;
+        }
+    }
+    return p->k >= 1 && fits_int(p->k) && p->m >= 0;
+}
+
+/* pass 1 (a work-group per row, LAYER_NORM's): mu, rstd into scratch and dx;
+ * pass 2 (a work-item per column): dg, db */
+static int nf__cl_layer_norm_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * g = &op->src[1];
+    const nf_tensor * dy = &op->src[2];
+    const nf_tensor * dx = &op->dst[0];
+    const nf_tensor * dg = &op->dst[1];
+    const nf_tensor * db = &op->dst[2];
+    const struct nf_layer_norm_backward_params * p = &op->p.layer_norm_backward;
+    if (p->m == 0) {
+        return NF_OK;
+    }
+    NF_TRY(nf__cl_ensure_scratch(c, 2 * (size_t) p->m * sizeof(float), err));
+    const size_t ls[1] = {c->ln_wg};
+    const size_t gs[1] = {(size_t) p->m * c->ln_wg};
+    NF_TRY(LAUNCH(c, K_LN_BACKWARD_ROWS, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(g)),
+                  KLONG(toff(g)), KMEM(tmem(dy)), KLONG(toff(dy)), KLONG(p->lddy), KMEM(tmem(dx)), KLONG(toff(dx)),
+                  KLONG(p->lddx), KMEM(c->scratch), KINT(p->k), KFLT(p->eps), KINT(p->accumulate != 0),
+                  KLOCAL(c->ln_wg * (c->fp64 ? sizeof(cl_double) : sizeof(cl_float)))));
+    const size_t lc[1] = {64};
+    const size_t gc[1] = {(size_t) p->k};
+    return LAUNCH(c, K_LN_BACKWARD_COLS, 1, gc, lc, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(dy)),
+                  KLONG(toff(dy)), KLONG(p->lddy), KMEM(c->scratch), KMEM(tmem(dg)), KLONG(toff(dg)), KMEM(tmem(db)),
+                  KLONG(toff(db)), KLONG(p->m), KINT(p->k));
+}
+
+static bool nf__cl_adamw_supports(nf_backend * be, const nf_op * op) {
+    return is_f32(&op->src[0]) && is_f32(&op->dst[0]) && is_f32(&op->dst[1]) && is_f32(&op->dst[2]);
+}
+
+static int nf__cl_adamw(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * g = &op->src[0];
+    const nf_tensor * pp = &op->dst[0];
+    const nf_tensor * m = &op->dst[1];
+    const nf_tensor * v = &op->dst[2];
+    const struct nf_adamw_params * p = &op->p.adamw;
+    const size_t ls[1] = {64};
+    const size_t gs[1] = {(size_t) p->n};
+    return LAUNCH(c, K_ADAMW, 1, gs, ls, err, KMEM(tmem(g)), KLONG(toff(g)), KMEM(tmem(pp)), KLONG(toff(pp)),
+                  KMEM(tmem(m)), KLONG(toff(m)), KMEM(tmem(v)), KLONG(toff(v)), KLONG(p->n), KFLT(p->decay),
+                  KFLT(p->w1), KFLT(p->b2), KFLT(p->c2), KFLT(p->bc2s), KFLT(p->eps), KFLT(p->s));
+}
+
+static bool nf__cl_copy_supports(nf_backend * be, const nf_op * op) {
+    return is_f32(&op->src[0]) && is_f32(&op->dst[0]);
+}
+
+static int nf__cl_copy(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * y = &op->dst[0];
+    const size_t ls[1] = {64};
+    const size_t gs[1] = {(size_t) op->p.copy.n};
+    return LAUNCH(c, K_COPY, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KMEM(tmem(y)), KLONG(toff(y)),
+                  KLONG(op->p.copy.n));
 }
 
 /* ---- the kernel table (nf-ops.def; nf-impl.h, NF_KERNEL_ENTRY) ---------------------- */
