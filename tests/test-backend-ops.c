@@ -29,12 +29,46 @@
  *     the head, smag = max_j scale * sum_e |q_e k_e| of the query row;
  *   elements inside a dst view that the op does not write (token 0 for
  *     EMBED_FEATURES, stride gaps): exact.
+ * The training ops (backend-ops/cases-train.c) are compared, on every backend
+ * including cpu, with a float64 reference (op_desc.ref64: the contract's
+ * formula in double), with bounds derived from the formula's fp32 roundings:
+ *   GEMM: 8 eps (sum_l |a b| + |C_old| + |ref|) (as LINEAR);
+ *   COL_SUM: eps (|sum| + |ref|) + 1e-13 sum |x|;
+ *   ACT: GELU 4 eps (|ref| + |x|), ReLU exact;
+ *   ACT_BACKWARD: GELU 8 eps |dy| (1 + |x| pdf(x) (1 + x^2)) + 4 eps |ref|,
+ *     ReLU exact;
+ *   LAYER_NORM_BACKWARD: dx 16 eps rstd (|gd| + mean|gd| (1 + |xh|)) (1 + xm)
+ *     + 2 eps (|dx_old| + |ref|), xm = 2 max|x| rstd of the row; dgamma
+ *     8 eps sum_r |dy| (|xh| + 1 + xm) + 2 eps (|old| + |ref|); dbeta
+ *     2 eps (|sum| + |old| + |ref|);
+ *   ADAMW: eps (magnitude of the rounded terms + |ref|) per output;
+ *   COPY: exact.
+ * The gradient ops also get a finite-difference check (op_desc.fd, once per
+ * small case, backend-free: "fd" lines): the gradient formula against central
+ * differences of the forward formula in double (fd_check_grad).
+ * The training ops of set B (ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
+ * LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS; backend-ops/cases-train-b.c)
+ * likewise, through op_desc.refb (the formula in double and per-element
+ * bounds computed together, a bound < 0 for a scratch never compared):
+ *   ATTENTION_BACKWARD: 8 eps x the fp32 error terms of the scores, the
+ *     softmax, dP, delta and the sums over keys (dq) or queries (dk, dv)
+ *     (as tol_attention); its stats (a scratch) are not compared;
+ *   the column sums (EMBED_FEATURES_BACKWARD, LABEL_TOKENS_BACKWARD):
+ *     eps (|sum| + |ref|) + 1e-13 sum |terms|: a sum taken in double,
+ *     rounded once and added in float (a float sum fails it);
+ *   CROSS_ENTROPY: loss 2 eps |ref|, dlogits eps |ref| (double softmax);
+ *   MSE_LOSS: 2 eps |ref| for the loss and dpred;
+ * and on small cases op_desc.fd_dev, a finite-difference check of each
+ * backend's gradients (its results, in the op's line) through the double
+ * forward formula: |g - fd| <= 1e-4 (|fd| + max |fd| / 10) + 1e-6 (h = 1e-4,
+ * central differences).
  * A NaN/Inf where the reference has none (or the reverse) always fails.
  * One line per (backend, op, shape): OK / FAIL with the error figures.
  * Exit status 1 on any FAIL.
  *
  * The per-op case builders, tolerances and test descriptors are in
- * backend-ops/cases.c; the test-case helpers in backend-ops/backend-ops.h.
+ * backend-ops/cases.c (the training ops' in backend-ops/cases-train.c); the
+ * test-case helpers in backend-ops/backend-ops.h.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -137,9 +171,11 @@ struct cmp {
 };
 
 /* ref64 (may be NULL): the float64 reference of dst j's view; ref_full then
- * holds it rounded to float */
-static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const uint32_t * ref_full,
-                        const double * ref64, const uint32_t * dev_full, const uint32_t * dev_full2, struct cmp * c) {
+ * holds it rounded to float. tol_given (may be NULL): the bounds of a
+ * descriptor's refb, else the tolerance function's (a bound < 0: not compared) */
+static void compare_dst(const struct tcase * tc, tol_fn tolerances, const double * tol_given, int j,
+                        const uint32_t * ref_full, const double * ref64, const uint32_t * dev_full,
+                        const uint32_t * dev_full2, struct cmp * c) {
     const struct operand * o = &tc->dst[j];
     const int64_t n_el = opnd_numel(o);
     const int64_t words = opnd_words(o);
@@ -161,13 +197,18 @@ static void compare_dst(const struct tcase * tc, tol_fn tolerances, int j, const
     for (int64_t i = 0; i < n_el; i++) {
         tol[i] = 0.0;
     }
-    if (tolerances) {
+    if (tol_given) {
+        memcpy(tol, tol_given, (size_t) n_el * sizeof(double));
+    } else if (tolerances) {
         tolerances(tc, j, ref, tol);
     }
     const int is_int = o->type == NF_I32;
     for (int64_t i = 0; i < n_el; i++) {
         int ok;
         double d = 0.0;
+        if (tol[i] < 0.0) {
+            continue; /* not compared (a scratch) */
+        }
         if (is_int) {
             ok = ref_full[GUARD + i] == dev_full[GUARD + i];
         } else {
@@ -221,6 +262,57 @@ static double * ref64_dst(const struct tcase * tc, ref64_fn fn, int j, uint32_t 
         f[i] = (float) r[i];
     }
     return r;
+}
+
+/* ---- float64 references (the training ops) --------------------------------------------- */
+
+/* a descriptor's refb (set B): the reference as full buffers (each dst's
+ * initial guards and contents, the view overwritten by the rounded float64
+ * values) and its bounds */
+struct refb {
+    uint32_t * full[NF_OP_MAX_DST];
+    double * tol[NF_OP_MAX_DST];
+};
+
+static void refb_make(struct refb * r, const struct tcase * tc, ref_fn fn) {
+    double * val[NF_OP_MAX_DST] = {NULL};
+    memset(r, 0, sizeof(*r));
+    for (int j = 0; j < tc->op.n_dst; j++) {
+        const struct operand * o = &tc->dst[j];
+        if (!o->used) {
+            continue;
+        }
+        const int64_t n = opnd_numel(o), words = opnd_words(o);
+        val[j] = malloc((size_t) (n ? n : 1) * sizeof(double));
+        r->tol[j] = calloc((size_t) (n ? n : 1), sizeof(double));
+        r->full[j] = malloc((size_t) words * sizeof(uint32_t));
+        if (!val[j] || !r->tol[j] || !r->full[j]) {
+            fprintf(stderr, "out of memory\n");
+            exit(2);
+        }
+        memcpy(r->full[j], o->host, (size_t) words * sizeof(uint32_t));
+        for (int64_t i = 0; i < n; i++) {
+            val[j][i] = (double) opnd_f(o)[i];
+        }
+    }
+    fn(tc, val, r->tol);
+    for (int j = 0; j < tc->op.n_dst; j++) {
+        if (!val[j]) {
+            continue;
+        }
+        float * f = (float *) (void *) (r->full[j] + GUARD);
+        for (int64_t i = 0; i < opnd_numel(&tc->dst[j]); i++) {
+            f[i] = (float) val[j][i];
+        }
+        free(val[j]);
+    }
+}
+
+static void refb_free(struct refb * r) {
+    for (int j = 0; j < NF_OP_MAX_DST; j++) {
+        free(r->full[j]);
+        free(r->tol[j]);
+    }
 }
 
 /* ---- backend-specific checks (error paths) ------------------------------------------------- */
@@ -283,6 +375,69 @@ static void check_placement(nf_backend * be, nf_backend * cpu) {
     nf__tensor_free(&g);
     nf__tensor_free(&b);
     nf__tensor_free(&y);
+}
+
+/* ACT's GELU / ReLU must be bit-identical to LINEAR's epilogue on the same
+ * backend: LINEAR through an identity weight (its t is x exactly) against ACT */
+static void check_act_linear(nf_backend * be) {
+    enum { M = 5, N = 37 };
+    static float x[M * N], W[N * N], y1[M * N], y2[M * N];
+    g_rng = 0xAC7ULL;
+    for (int i = 0; i < M * N; i++) {
+        x[i] = rng_unif(-6.0f, 6.0f);
+    }
+    x[3] = 0.0f; /* (not -0: the identity product gives +0 there) */
+    x[4] = 1e-30f;
+    for (int i = 0; i < N * N; i++) {
+        W[i] = i / N == i % N ? 1.0f : 0.0f;
+    }
+    static const int acts[2] = {NF_ACT_GELU, NF_ACT_RELU};
+    for (int a = 0; a < 2; a++) {
+        nf_err err;
+        memset(&err, 0, sizeof(err));
+        nf_tensor tx, tw, ty1, ty2;
+        memset(&tx, 0, sizeof(tx));
+        memset(&tw, 0, sizeof(tw));
+        memset(&ty1, 0, sizeof(ty1));
+        memset(&ty2, 0, sizeof(ty2));
+        const int64_t ne_x[2] = {M, N}, ne_w[2] = {N, N};
+        int rc = nf__tensor_alloc(be, &tx, NF_F32, 2, ne_x, "x", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &tw, NF_F32, 2, ne_w, "W", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &ty1, NF_F32, 2, ne_x, "y_linear", &err);
+        rc = rc ? rc : nf__tensor_alloc(be, &ty2, NF_F32, 2, ne_x, "y_act", &err);
+        rc = rc ? rc : nf__tensor_upload(&tx, x, &err);
+        rc = rc ? rc : nf__tensor_upload(&tw, W, &err);
+        nf_op op;
+        memset(&op, 0, sizeof(op));
+        op.type = NF_OP_LINEAR;
+        op.label = "act-vs-linear";
+        op.n_src = 2;
+        op.n_dst = 1;
+        op.src[0] = tx;
+        op.src[1] = tw;
+        op.dst[0] = ty1;
+        op.p.linear = (struct nf_linear_params){.m = M, .k = N, .n = N, .ldx = N, .ldy = N, .act = acts[a]};
+        rc = rc ? rc : nf__op_run(be, &op, &err);
+        memset(&op, 0, sizeof(op));
+        op.type = NF_OP_ACT;
+        op.label = "act-vs-linear";
+        op.n_src = 1;
+        op.n_dst = 1;
+        op.src[0] = tx;
+        op.dst[0] = ty2;
+        op.p.act = (struct nf_act_params){.n = M * N, .act = acts[a]};
+        rc = rc ? rc : nf__op_run(be, &op, &err);
+        rc = rc ? rc : nf__tensor_download(&ty1, y1, &err);
+        rc = rc ? rc : nf__tensor_download(&ty2, y2, &err);
+        report(nf_backend_name(be), "act-vs-linear", rc == NF_OK && memcmp(y1, y2, sizeof(y1)) == 0,
+               "%s: ACT %s LINEAR's epilogue bit for bit%s%s", a == 0 ? "gelu" : "relu",
+               rc == NF_OK && memcmp(y1, y2, sizeof(y1)) == 0 ? "matches" : "does NOT match", rc ? ": " : "",
+               rc ? err.msg : "");
+        nf__tensor_free(&tx);
+        nf__tensor_free(&tw);
+        nf__tensor_free(&ty1);
+        nf__tensor_free(&ty2);
+    }
 }
 
 /* ---- finite-difference checks of the gradient ops (op_desc.fd) ------------------------------ */
@@ -421,23 +576,45 @@ static void test_backend(nf_backend * be, const char * disp, nf_backend * cpu, c
             }
             struct cmp c;
             memset(&c, 0, sizeof(c));
+            struct refb rb;
+            if (g_ops[oi].refb) {
+                refb_make(&rb, &tc, g_ops[oi].refb); /* replaces the cpu results by the float64 reference */
+            }
             for (int j = 0; j < tc.op.n_dst; j++) {
                 if (tc.dst[j].used) {
                     double * r64 = g_ops[oi].ref64 ? ref64_dst(&tc, g_ops[oi].ref64, j, ref.dst[j]) : NULL;
-                    compare_dst(&tc, g_ops[oi].tol, j, ref.dst[j], r64, dev1.dst[j], dev2.dst[j], &c);
+                    compare_dst(&tc, g_ops[oi].tol, g_ops[oi].refb ? rb.tol[j] : NULL, j,
+                                g_ops[oi].refb ? rb.full[j] : ref.dst[j], r64, dev1.dst[j], dev2.dst[j], &c);
                     free(r64);
                 }
             }
+            if (g_ops[oi].refb) {
+                refb_free(&rb);
+            }
+            /* set B: the finite-difference check of this backend's gradients, on small cases */
+            int64_t fd_bad = -1;
+            double fd_worst = 0.0;
+            if (g_ops[oi].fd_dev) {
+                const float * views[NF_OP_MAX_DST] = {NULL};
+                for (int j = 0; j < tc.op.n_dst; j++) {
+                    views[j] = dev1.dst[j] ? (const float *) (const void *) (dev1.dst[j] + GUARD) : NULL;
+                }
+                fd_bad = g_ops[oi].fd_dev(&tc, views, &fd_worst);
+            }
             const int ok = c.n_bad == 0 && c.n_guard == 0 && c.n_nondet == 0 && !dev1.src_clobbered &&
-                           !ref.src_clobbered;
-            char extra[256] = "";
+                           !ref.src_clobbered && fd_bad <= 0;
+            char extra[256] = "", fdmsg[64] = "";
+            if (fd_bad >= 0) {
+                snprintf(fdmsg, sizeof(fdmsg), " fd: bad=%lld err/tol=%.3g", (long long) fd_bad, fd_worst);
+            }
             if (c.n_bad && (verbose || !ok)) {
                 snprintf(extra, sizeof(extra), " first bad: dst%d[%lld] ref=%.9g dev=%.9g", c.worst_dst,
                          (long long) c.worst_i, (double) c.worst_ref, (double) c.worst_dev);
             }
-            report(disp, opname, ok, "%s  max_abs=%.3g max_rel=%.3g err/tol=%.3g bad=%lld guard=%lld nondet=%lld%s%s",
+            report(disp, opname, ok, "%s  max_abs=%.3g max_rel=%.3g err/tol=%.3g bad=%lld guard=%lld nondet=%lld%s%s%s",
                    tc.desc, c.max_abs, c.max_rel, c.max_ratio, (long long) c.n_bad, (long long) c.n_guard,
-                   (long long) c.n_nondet, dev1.src_clobbered || ref.src_clobbered ? " SRC-CLOBBERED" : "", extra);
+                   (long long) c.n_nondet, fdmsg, dev1.src_clobbered || ref.src_clobbered ? " SRC-CLOBBERED" : "",
+                   extra);
             *n_ok += ok;
             run_out_free(&ref);
             run_out_free(&dev1);
@@ -570,6 +747,9 @@ int main(int argc, char ** argv) {
             }
         }
 #endif
+        if (!n_only) {
+            check_act_linear(be);
+        }
         if (be != cpu) {
             check_placement(be, cpu);
             nf_backend_free(be);

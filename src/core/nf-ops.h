@@ -156,6 +156,31 @@ int nf_adamw(nf_graph * g, const char * label, nf_tensor grad, nf_tensor p, nf_t
 /* y = x over n elements */
 int nf_copy(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n);
 
+/* ---- training ops, set B (nf-ops.def): attention, embeddings, losses ----------------- */
+
+/* dq (overwritten), dk, dv ((+)= by accumulate_kv) of ATTENTION with layout L
+ * (dq at q's, dk/dv at k's/v's, dout at o's); stats: scratch of at least
+ * 2 * groups * n_heads * lq floats */
+int nf_attention_backward(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,
+                          nf_tensor v, nf_tensor o, nf_tensor dout, nf_tensor dq, nf_tensor dk, nf_tensor dv,
+                          nf_tensor stats, int accumulate_kv);
+/* dw, db += the gradients of EMBED_FEATURES' w, b */
+int nf_embed_features_backward(nf_graph * g, const char * label, nf_tensor z, nf_tensor dtok, nf_tensor dw,
+                               nf_tensor db);
+/* += the gradients of LABEL_TOKENS' E (class), w and b (value), M (mask) */
+int nf_label_tokens_backward_class(nf_graph * g, const char * label, nf_tensor y, nf_tensor dtok, nf_tensor dE);
+int nf_label_tokens_backward_value(nf_graph * g, const char * label, nf_tensor y, nf_tensor dtok, nf_tensor dw,
+                                   nf_tensor db);
+int nf_label_tokens_backward_mask(nf_graph * g, const char * label, nf_tensor dtok, nf_tensor dM);
+/* loss = mean cross-entropy of n rows of c logits (rows at ldl) against y;
+ * dlogits (n, c) = its gradient times n * grad_scale (dlogits.buf NULL: none) */
+int nf_cross_entropy(nf_graph * g, const char * label, nf_tensor logits, int64_t n, int64_t c, int64_t ldl, nf_tensor y,
+                     nf_tensor loss, nf_tensor dlogits, float grad_scale);
+/* loss = mean squared error of n predictions (at stride ldp) against target;
+ * dpred = grad_scale * (pred - target) (dpred.buf NULL: none) */
+int nf_mse_loss(nf_graph * g, const char * label, nf_tensor pred, int64_t n, int64_t ldp, nf_tensor target,
+                nf_tensor loss, nf_tensor dpred, float grad_scale);
+
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
 /* Pre-norm MLP with a residual add (Mitra, BERT's and SpTransformer's

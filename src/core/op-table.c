@@ -222,6 +222,87 @@ int nf__validate_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) 
     return NF_OK;
 }
 
+/* ---- training ops, set B ---------------------------------------------------------- */
+
+int nf__validate_attention_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_attention_backward_params * p = &op->p.attention_backward;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->n_groups < 0 || p->lq < 0 || p->n_heads < 1 || p->head_dim < 1 || p->lk < 1)
+        return NF__OPERR(NF_ERR_ARG, "bad groups/lq/heads/head_dim/lk");
+    if (p->q_gs < 0 || p->q_ss < 0 || p->kv_gs < 0 || p->kv_ss < 0 || p->o_gs < 0 || p->o_ss < 0)
+        return NF__OPERR(NF_ERR_ARG, "negative stride");
+    const int64_t w = p->n_heads * p->head_dim;
+    const int64_t qe = nf__seq_extent(p->n_groups, p->q_gs, p->lq, p->q_ss, w);
+    const int64_t ke = nf__seq_extent(p->n_groups, p->kv_gs, p->lk, p->kv_ss, w);
+    const int64_t oe = nf__seq_extent(p->n_groups, p->o_gs, p->lq, p->o_ss, w);
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "q", qe));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "k", ke));
+    NF_TRY(nf__check_extent(err, op, be, &s[2], "v", ke));
+    NF_TRY(nf__check_extent(err, op, be, &s[3], "o", oe));
+    NF_TRY(nf__check_extent(err, op, be, &s[4], "do", oe));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "dq", qe));
+    NF_TRY(nf__check_extent(err, op, be, &d[1], "dk", ke));
+    NF_TRY(nf__check_extent(err, op, be, &d[2], "dv", ke));
+    NF_TRY(nf__check_extent(err, op, be, &d[3], "stats", 2 * p->n_groups * p->n_heads * p->lq));
+    return NF_OK;
+}
+
+int nf__validate_embed_features_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    const nf_tensor *s = op->src, *d = op->dst;
+    const int64_t n = s[0].ne[0], F = s[0].ne[1], D = s[1].ne[2];
+    if (s[0].ndim != 2 || !nf__shape_is(&s[1], 3, n, F + 1, D))
+        return NF__OPERR(NF_ERR_SHAPE, "expects z (n, F) and dtok (n, F+1, D)");
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "dw", D));
+    NF_TRY(nf__check_extent(err, op, be, &d[1], "db", D));
+    return NF_OK;
+}
+
+int nf__validate_label_tokens_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_label_tokens_backward_params * p = &op->p.label_tokens_backward;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (s[1].ndim != 3) return NF__OPERR(NF_ERR_ARG, "expects dtok (n, T, D)");
+    const int64_t n = s[1].ne[0], D = s[1].ne[2];
+    if (p->mode != NF_LABEL_MASK && !s[0].buf) return NF__OPERR(NF_ERR_ARG, "src[0] y has no buffer");
+    if (p->mode == NF_LABEL_CLASS) {
+        if (op->n_dst != 1 || s[0].type != NF_I32) return NF__OPERR(NF_ERR_ARG, "class mode expects y (i32) -> dE");
+        NF_TRY(nf__check_extent(err, op, be, &s[0], "y", n));
+        if (d[0].ndim != 2 || d[0].ne[1] != D) return NF__OPERR(NF_ERR_SHAPE, "dE must be (C, D)");
+    } else if (p->mode == NF_LABEL_VALUE) {
+        if (op->n_dst != 2 || s[0].type != NF_F32) return NF__OPERR(NF_ERR_ARG, "value mode expects y (f32) -> dw, db");
+        NF_TRY(nf__check_extent(err, op, be, &s[0], "y", n));
+        NF_TRY(nf__check_extent(err, op, be, &d[0], "dw", D));
+        NF_TRY(nf__check_extent(err, op, be, &d[1], "db", D));
+    } else if (p->mode == NF_LABEL_MASK) {
+        if (op->n_dst != 1) return NF__OPERR(NF_ERR_ARG, "mask mode expects -> dM");
+        NF_TRY(nf__check_extent(err, op, be, &d[0], "dM", D));
+    } else {
+        return NF__OPERR(NF_ERR_ARG, "unknown label mode %d", p->mode);
+    }
+    return NF_OK;
+}
+
+int nf__validate_cross_entropy(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_cross_entropy_params * p = &op->p.cross_entropy;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->n < 1 || p->c < 1 || p->ldl < p->c) return NF__OPERR(NF_ERR_ARG, "bad n/c/ldl");
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "logits", nf__extent(p->n, p->ldl, p->c)));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "y", p->n));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "loss", 1));
+    if (op->n_dst == 2) NF_TRY(nf__check_extent(err, op, be, &d[1], "dlogits", p->n * p->c));
+    return NF_OK;
+}
+
+int nf__validate_mse_loss(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_mse_loss_params * p = &op->p.mse_loss;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->n < 1 || p->ldp < 1) return NF__OPERR(NF_ERR_ARG, "bad n/ldp");
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "pred", nf__extent(p->n, p->ldp, 1)));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "target", p->n));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "loss", 1));
+    if (op->n_dst == 2) NF_TRY(nf__check_extent(err, op, be, &d[1], "dpred", p->n));
+    return NF_OK;
+}
+
 /* Generic: every operand present has the numel of dst[0] (elementwise ops). */
 int nf__validate_elementwise(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t n = nf__tensor_numel(&op->dst[0]);
@@ -276,6 +357,27 @@ double nf__flops_bucket_route(const nf_op * op) {
     const double nb = (double) p->n_buckets;
     return (double) p->n_seq * (double) p->n_heads * (double) p->head_dim * nb * (2.0 * (double) p->bucket + 2.0 * nb);
 }
+
+/* the backward recomputes the scores and the softmax, then dP, dq, dk, dv:
+ * five products of lq x lk x head_dim */
+double nf__flops_attention_backward(const nf_op * op) {
+    const struct nf_attention_backward_params * p = &op->p.attention_backward;
+    return 10.0 * (double) p->n_groups * (double) p->n_heads * (double) p->lq * (double) p->lk * (double) p->head_dim;
+}
+
+double nf__flops_embed_features_backward(const nf_op * op) { return 3.0 * (double) nf__tensor_numel(&op->src[1]); }
+
+double nf__flops_label_tokens_backward(const nf_op * op) {
+    const nf_tensor * t = &op->src[1];
+    return t->ndim == 3 ? 2.0 * (double) t->ne[0] * (double) t->ne[2] : 0.0;
+}
+
+double nf__flops_cross_entropy(const nf_op * op) {
+    const struct nf_cross_entropy_params * p = &op->p.cross_entropy;
+    return 4.0 * (double) p->n * (double) p->c;
+}
+
+double nf__flops_mse_loss(const nf_op * op) { return 4.0 * (double) op->p.mse_loss.n; }
 
 /* ---- the table -------------------------------------------------------------------- */
 

@@ -376,6 +376,98 @@ int nf_copy(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t 
     return nf__op_run(g->be, &op, g->err);
 }
 
+/* ---- training ops, set B ---------------------------------------------------------- */
+
+int nf_attention_backward(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,
+                          nf_tensor v, nf_tensor o, nf_tensor dout, nf_tensor dq, nf_tensor dk, nf_tensor dv,
+                          nf_tensor stats, int accumulate_kv) {
+    nf_op op = nf__op(NF_OP_ATTENTION_BACKWARD, label, 5, 4);
+    op.src[0] = q;
+    op.src[1] = k;
+    op.src[2] = v;
+    op.src[3] = o;
+    op.src[4] = dout;
+    op.dst[0] = dq;
+    op.dst[1] = dk;
+    op.dst[2] = dv;
+    op.dst[3] = stats;
+    struct nf_attention_backward_params * p = &op.p.attention_backward;
+    p->n_groups = L->groups;
+    p->lq = L->lq;
+    p->lk = L->lk;
+    p->n_heads = L->n_heads;
+    p->head_dim = L->head_dim;
+    p->q_gs = L->q_gs;
+    p->q_ss = L->q_ss;
+    p->kv_gs = L->kv_gs;
+    p->kv_ss = L->kv_ss;
+    p->o_gs = L->o_gs;
+    p->o_ss = L->o_ss;
+    p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim); /* as nf_attention */
+    p->accumulate_kv = accumulate_kv;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_embed_features_backward(nf_graph * g, const char * label, nf_tensor z, nf_tensor dtok, nf_tensor dw,
+                               nf_tensor db) {
+    nf_op op = nf__op(NF_OP_EMBED_FEATURES_BACKWARD, label, 2, 2);
+    op.src[0] = z;
+    op.src[1] = dtok;
+    op.dst[0] = dw;
+    op.dst[1] = db;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_label_tokens_backward_class(nf_graph * g, const char * label, nf_tensor y, nf_tensor dtok, nf_tensor dE) {
+    nf_op op = nf__op(NF_OP_LABEL_TOKENS_BACKWARD, label, 2, 1);
+    op.p.label_tokens_backward.mode = NF_LABEL_CLASS;
+    op.src[0] = y;
+    op.src[1] = dtok;
+    op.dst[0] = dE;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_label_tokens_backward_value(nf_graph * g, const char * label, nf_tensor y, nf_tensor dtok, nf_tensor dw,
+                                   nf_tensor db) {
+    nf_op op = nf__op(NF_OP_LABEL_TOKENS_BACKWARD, label, 2, 2);
+    op.p.label_tokens_backward.mode = NF_LABEL_VALUE;
+    op.src[0] = y;
+    op.src[1] = dtok;
+    op.dst[0] = dw;
+    op.dst[1] = db;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_label_tokens_backward_mask(nf_graph * g, const char * label, nf_tensor dtok, nf_tensor dM) {
+    nf_op op = nf__op(NF_OP_LABEL_TOKENS_BACKWARD, label, 2, 1);
+    op.p.label_tokens_backward.mode = NF_LABEL_MASK;
+    op.src[1] = dtok; /* src[0] unused */
+    op.dst[0] = dM;
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_cross_entropy(nf_graph * g, const char * label, nf_tensor logits, int64_t n, int64_t c, int64_t ldl, nf_tensor y,
+                     nf_tensor loss, nf_tensor dlogits, float grad_scale) {
+    nf_op op = nf__op(NF_OP_CROSS_ENTROPY, label, 2, dlogits.buf ? 2 : 1);
+    op.src[0] = logits;
+    op.src[1] = y;
+    op.dst[0] = loss;
+    if (dlogits.buf) op.dst[1] = dlogits;
+    op.p.cross_entropy = (struct nf_cross_entropy_params){.n = n, .c = c, .ldl = ldl, .grad_scale = grad_scale};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_mse_loss(nf_graph * g, const char * label, nf_tensor pred, int64_t n, int64_t ldp, nf_tensor target,
+                nf_tensor loss, nf_tensor dpred, float grad_scale) {
+    nf_op op = nf__op(NF_OP_MSE_LOSS, label, 2, dpred.buf ? 2 : 1);
+    op.src[0] = pred;
+    op.src[1] = target;
+    op.dst[0] = loss;
+    if (dpred.buf) op.dst[1] = dpred;
+    op.p.mse_loss = (struct nf_mse_loss_params){.n = n, .ldp = ldp, .grad_scale = grad_scale};
+    return nf__op_run(g->be, &op, g->err);
+}
+
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
 int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx, nf_tensor xn,

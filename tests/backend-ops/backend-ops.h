@@ -145,10 +145,22 @@ typedef void (*ref64_fn)(const struct tcase * tc, int j, double * out);
  * (FAIL) or -1 (not run for this case, e.g. too big), and a message. */
 typedef int (*fd_fn)(const struct tcase * tc, char * msg, size_t n);
 
+/* Set B's float64 reference (the training ops of cases-train-b.c): fills
+ * ref[j] (every dst j's view, preset to its initial contents) with the op's
+ * formula evaluated in double and tol[j] (preset to 0: exact) with the bound
+ * of each element it writes (-1: not compared, e.g. a scratch). Every
+ * backend, the cpu included, is then compared with it. */
+typedef void (*ref_fn)(const struct tcase * tc, double * const * ref, double * const * tol);
+/* Set B's finite-difference check of a gradient op on one backend's results
+ * (dst[j]: dst j's view): -1 when the case is too big for it, else the
+ * number of elements outside the bound; *worst = the largest err / bound. */
+typedef int64_t (*fd_dev_fn)(const struct tcase * tc, const float * const * dst, double * worst);
+
 /* One test descriptor per op: its case builder, how many variants it
  * builds, its tolerance (NULL: exact), its float64 reference and
- * finite-difference check (NULL: none). Every op of the table (nf-ops.def)
- * must have one: main() fails otherwise. */
+ * finite-difference check (set A's form: ref64, fd; set B's: refb, fd_dev;
+ * NULL: none). Every op of the table (nf-ops.def) must have one: main()
+ * fails otherwise. */
 struct op_desc {
     enum nf_op_type type;
     case_fn fn;
@@ -156,7 +168,31 @@ struct op_desc {
     tol_fn tol;
     ref64_fn ref64;
     fd_fn fd;
+    ref_fn refb;
+    fd_dev_fn fd_dev;
 };
+
+/* backend-ops/cases-train-b.c: the training ops, set B */
+#define N_ATTN_BWD_CASES  16
+#define N_EMBED_BWD_CASES 6
+#define N_LABEL_BWD_CASES 12
+#define N_XENT_CASES      8
+#define N_MSE_CASES       5
+void case_attention_backward(struct tcase * tc, int variant);
+void ref_attention_backward(const struct tcase * tc, double * const * ref, double * const * tol);
+int64_t fd_attention_backward(const struct tcase * tc, const float * const * dst, double * worst);
+void case_embed_backward(struct tcase * tc, int variant);
+void ref_embed_backward(const struct tcase * tc, double * const * ref, double * const * tol);
+int64_t fd_embed_backward(const struct tcase * tc, const float * const * dst, double * worst);
+void case_label_backward(struct tcase * tc, int variant);
+void ref_label_backward(const struct tcase * tc, double * const * ref, double * const * tol);
+int64_t fd_label_backward(const struct tcase * tc, const float * const * dst, double * worst);
+void case_cross_entropy(struct tcase * tc, int variant);
+void ref_cross_entropy(const struct tcase * tc, double * const * ref, double * const * tol);
+int64_t fd_cross_entropy(const struct tcase * tc, const float * const * dst, double * worst);
+void case_mse_loss(struct tcase * tc, int variant);
+void ref_mse_loss(const struct tcase * tc, double * const * ref, double * const * tol);
+int64_t fd_mse_loss(const struct tcase * tc, const float * const * dst, double * worst);
 extern const struct op_desc g_ops[];
 extern const int g_n_ops;
 #define N_OPS g_n_ops

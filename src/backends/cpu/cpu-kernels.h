@@ -54,4 +54,11 @@ int nf__cpu_gather_rows(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err);
 
+/* cpu-train-b.c: the training ops, set B */
+int nf__cpu_attention_backward(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_embed_features_backward(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_label_tokens_backward(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_cross_entropy(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_mse_loss(nf_backend * be, const nf_op * op, nf_err * err);
+
 #endif

@@ -11,6 +11,11 @@
  *   cuda-kernels-attention.cu    ATTENTION (softmax, one-launch small), BUCKET_ROUTE,
  *                                BUCKET_GATHER
  *   cuda-kernels-elementwise.cu  FILL, AXIAL_POS, GATHER_ROWS
+ *   cuda-kernels-train.cu        COL_SUM, ACT, ACT_BACKWARD, LAYER_NORM_BACKWARD,
+ *                                ADAMW, COPY (the training ops, set A; GEMM is
+ *                                cuBLAS in cuda-ops.c)
+ *   cuda-kernels-train-b.cu      ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
+ *                                LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS
  *
  * Exactness rules (see src/core/nf-impl.h for each op's definition):
  *  - built WITHOUT -use_fast_math and WITH --fmad=false: nvcc contracts no
@@ -85,6 +90,27 @@ __device__ __forceinline__ double nf_warp_sum(double v) {
 __device__ __forceinline__ float nf_warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
+}
+
+/* LAYER_NORM's row statistics (one warp per row, all lanes call; LAYER_NORM
+ * and LAYER_NORM_BACKWARD share them): sums in double, two passes,
+ * mu = (float)(sum x / k); var = (float)(sum ((double)x-(double)mu)^2 / k);
+ * rstd = 1.0f / sqrtf(var + eps). */
+__device__ __forceinline__ void nf_ln_stats(const float * xr, int64_t k, float eps, int lane, float * mu_out,
+                                            float * rstd_out) {
+    double s = 0.0;
+    for (int64_t c = lane; c < k; c += 32) s += xr[c];
+    s = nf_warp_sum(s);
+    const float mu = (float) (s / (double) k);
+    double ss = 0.0;
+    for (int64_t c = lane; c < k; c += 32) {
+        const double d = (double) xr[c] - (double) mu;
+        ss += d * d;
+    }
+    ss = nf_warp_sum(ss);
+    const float var = (float) (ss / (double) k);
+    *mu_out = mu;
+    *rstd_out = 1.0f / sqrtf(var + eps);
 }
 
 /* torch.bucketize(right=False) lower_bound, as ATen's cus_lower_bound:

@@ -10,10 +10,8 @@
 
 /* ---- LAYER_NORM ------------------------------------------------------------ */
 
-/* One warp per row, two passes, as the cpu reference: sums in double,
- * mu = (float)(sum x / k); var = (float)(sum ((double)x-(double)mu)^2 / k);
- * rstd = 1.0f / sqrtf(var + eps); y = (x-mu) * rstd * g + b (float ops,
- * left to right, no FMA). */
+/* One warp per row, two passes, as the cpu reference (nf_ln_stats: sums in
+ * double); y = (x-mu) * rstd * g + b (float ops, left to right, no FMA). */
 __global__ void nf_k_layer_norm(const float * x, int64_t ldx, const float * __restrict__ g,
                                 const float * __restrict__ b, float eps, float * y, int64_t ldy, int64_t m, int64_t k) {
     const int lane = (int) (threadIdx.x & 31);
@@ -22,18 +20,8 @@ __global__ void nf_k_layer_norm(const float * x, int64_t ldx, const float * __re
     for (int64_t r = warp; r < m; r += nwarps) {
         const float * xr = x + r * ldx;
         float * yr = y + r * ldy;
-        double s = 0.0;
-        for (int64_t c = lane; c < k; c += 32) s += xr[c];
-        s = nf_warp_sum(s);
-        const float mu = (float) (s / (double) k);
-        double ss = 0.0;
-        for (int64_t c = lane; c < k; c += 32) {
-            const double d = (double) xr[c] - (double) mu;
-            ss += d * d;
-        }
-        ss = nf_warp_sum(ss);
-        const float var = (float) (ss / (double) k);
-        const float rstd = 1.0f / sqrtf(var + eps);
+        float mu, rstd;
+        nf_ln_stats(xr, k, eps, lane, &mu, &rstd);
         for (int64_t c = lane; c < k; c += 32) yr[c] = (xr[c] - mu) * rstd * g[c] + b[c];
     }
 }

@@ -27,10 +27,10 @@ static int nf__cublas_err(nf_backend * be, const nf_op * op, const char * call, 
 /* Column-major C = alpha op(A) op(B) + beta C, batched by strides when
  * batch > 1. Leading dimensions are raised to the minimum cuBLAS accepts
  * where the matrix has a single column (the stride is then never used). */
-static int nf__cuda_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
-                         int64_t n, int64_t k, float alpha, const float * A, int64_t lda, int64_t sA, const float * B,
-                         int64_t ldb, int64_t sB, float beta, float * C, int64_t ldc, int64_t sC, int64_t batch,
-                         nf_err * err) {
+static int nf__cuda_blas_gemm(nf_backend * be, const nf_op * op, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+                              int64_t n, int64_t k, float alpha, const float * A, int64_t lda, int64_t sA,
+                              const float * B, int64_t ldb, int64_t sB, float beta, float * C, int64_t ldc, int64_t sC,
+                              int64_t batch, nf_err * err) {
     nf_cuda_ctx * c = nf__cuda(be);
     const int64_t a_rows = ta == CUBLAS_OP_N ? m : k, a_cols = ta == CUBLAS_OP_N ? k : m;
     const int64_t b_rows = tb == CUBLAS_OP_N ? k : n, b_cols = tb == CUBLAS_OP_N ? n : k;
@@ -105,12 +105,12 @@ int nf__cuda_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     cudaStream_t st = nf__cuda(be)->stream;
 
     if (!bias && !act) {
-        return nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0,
-                             p->accumulate ? 1.0f : 0.0f, y, p->ldy, 0, 1, err);
+        return nf__cuda_blas_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0,
+                                  p->accumulate ? 1.0f : 0.0f, y, p->ldy, 0, 1, err);
     }
     if (!p->accumulate) {
-        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0, 0.0f, y, p->ldy, 0,
-                             1, err));
+        NF_TRY(nf__cuda_blas_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, 1.0f, W, k, 0, x, p->ldx, 0, 0.0f, y,
+                                  p->ldy, 0, 1, err));
         NF__LAUNCH(nf__cuda_linear_epilogue(st, y, p->ldy, bias, act, 0, y, p->ldy, m, n, NF__K));
         return NF_OK;
     }
@@ -122,8 +122,8 @@ int nf__cuda_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     float * t = (float *) scratch;
     for (int64_t r0 = 0; r0 < m; r0 += rows) {
         const int64_t mr = m - r0 < rows ? m - r0 : rows;
-        NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, mr, k, 1.0f, W, k, 0, x + r0 * p->ldx, p->ldx, 0,
-                             0.0f, t, n, 0, 1, err));
+        NF_TRY(nf__cuda_blas_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, n, mr, k, 1.0f, W, k, 0, x + r0 * p->ldx, p->ldx, 0,
+                                  0.0f, t, n, 0, 1, err));
         NF__LAUNCH(nf__cuda_linear_epilogue(st, t, n, bias, act, 1, y + r0 * p->ldy, p->ldy, mr, n, NF__K));
     }
     return NF_OK;
@@ -182,11 +182,11 @@ int nf__cuda_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                 const float * K = k + g0 * p->kv_gs + h * hd;
                 const float * V = v + g0 * p->kv_gs + h * hd;
                 float * O = o + g0 * p->o_gs + i0 * p->o_ss + h * hd;
-                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, lk, nl, hd, p->scale, K, p->kv_ss, p->kv_gs, Q,
-                                     p->q_ss, p->q_gs, 0.0f, S, lk, nl * lk, nb, err));
+                NF_TRY(nf__cuda_blas_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, lk, nl, hd, p->scale, K, p->kv_ss, p->kv_gs,
+                                          Q, p->q_ss, p->q_gs, 0.0f, S, lk, nl * lk, nb, err));
                 NF__LAUNCH(nf__cuda_softmax_rows(st, S, nb * nl, lk, NF__K));
-                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_N, CUBLAS_OP_N, hd, nl, lk, 1.0f, V, p->kv_ss, p->kv_gs, S, lk,
-                                     nl * lk, 0.0f, O, p->o_ss, p->o_gs, nb, err));
+                NF_TRY(nf__cuda_blas_gemm(be, op, CUBLAS_OP_N, CUBLAS_OP_N, hd, nl, lk, 1.0f, V, p->kv_ss, p->kv_gs, S,
+                                          lk, nl * lk, 0.0f, O, p->o_ss, p->o_gs, nb, err));
             }
         }
     }
@@ -276,13 +276,13 @@ int nf__cuda_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
             }
             float * yc = y + s0 * p->y_gs + t0 * p->ldy;
             if (use_t) {
-                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, cout, nr, KC, 1.0f, Wt, KC, 0, B, ldb, sB, 0.0f,
-                                     t, cout, nr * cout, nb, err));
+                NF_TRY(nf__cuda_blas_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, cout, nr, KC, 1.0f, Wt, KC, 0, B, ldb, sB,
+                                          0.0f, t, cout, nr * cout, nb, err));
                 NF__LAUNCH(
                     nf__cuda_conv_epilogue(st, t, cout, nr * cout, bias, 1, yc, p->ldy, p->y_gs, nr, nb, cout, NF__K));
             } else {
-                NF_TRY(nf__cuda_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, cout, nr, KC, 1.0f, Wt, KC, 0, B, ldb, sB,
-                                     p->accumulate ? 1.0f : 0.0f, yc, p->ldy, p->y_gs, nb, err));
+                NF_TRY(nf__cuda_blas_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, cout, nr, KC, 1.0f, Wt, KC, 0, B, ldb, sB,
+                                          p->accumulate ? 1.0f : 0.0f, yc, p->ldy, p->y_gs, nb, err));
                 if (bias) {
                     NF__LAUNCH(nf__cuda_conv_epilogue(st, yc, p->ldy, p->y_gs, bias, 0, yc, p->ldy, p->y_gs, nr, nb,
                                                       cout, NF__K));
@@ -291,6 +291,19 @@ int nf__cuda_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
         }
     }
     return NF_OK;
+}
+
+/* GEMM (the training op): C (+)= op(A) op(B) row-major is, column-major,
+ * Cᵀ (n x m, ld ldc) = op(B)ᵀ op(A)ᵀ, where the stored B (row-major (k, n),
+ * or (n, k) when trans_b) is op(B)ᵀ itself (CUBLAS_OP_N) or its transpose
+ * (CUBLAS_OP_T), and A likewise. One cuBLAS call, beta = accumulate (as
+ * LINEAR's plain shape: C + t rounded once; cuBLAS reads no C when beta is 0). */
+int nf__cuda_gemm(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_gemm_params * p = &op->p.gemm;
+    if (p->m <= 0 || p->n <= 0) return NF_OK;
+    return nf__cuda_blas_gemm(be, op, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              p->n, p->m, p->k, 1.0f, NF__F(&op->src[1]), p->ldb, 0, NF__F(&op->src[0]), p->lda, 0,
+                              p->accumulate ? 1.0f : 0.0f, NF__F(&op->dst[0]), p->ldc, 0, 1, err);
 }
 
 /* ---- limits and the kernel table ------------------------------------------------- */
@@ -317,6 +330,12 @@ bool nf__cuda_conv1d_supports(nf_backend * be, const nf_op * op) {
     /* cuBLAS's int dimensions and leading dimensions */
     return nf__fits_int(p->len) && nf__fits_int(p->cout) && nf__fits_int(p->cin) && nf__fits_int(p->ksize) &&
            p->cin <= INT_MAX / p->ksize && nf__fits_int(p->ldx) && nf__fits_int(p->ldy);
+}
+
+bool nf__cuda_gemm_supports(nf_backend * be, const nf_op * op) {
+    const struct nf_gemm_params * p = &op->p.gemm;
+    return nf__fits_int(p->m) && nf__fits_int(p->n) && nf__fits_int(p->k) && nf__fits_int(p->lda) &&
+           nf__fits_int(p->ldb) && nf__fits_int(p->ldc);
 }
 
 /* the ops this backend lacks (NF_ERR_UNSUPPORTED), one line each:

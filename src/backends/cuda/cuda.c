@@ -126,8 +126,8 @@ static void nf__cuda_buffer_free(nf_backend * be, void * handle) {
 }
 
 /* A blocking copy on the backend's stream, for the boundary transfers. */
-static int nf__cuda_copy(nf_backend * be, void * dst, const void * src, size_t n, enum cudaMemcpyKind kind,
-                         const char * dir, nf_err * err) {
+static int nf__cuda_memcpy(nf_backend * be, void * dst, const void * src, size_t n, enum cudaMemcpyKind kind,
+                           const char * dir, nf_err * err) {
     NF_TRY(nf__cuda_set_device(be, err));
     nf_cuda_ctx * c = nf__cuda(be);
     cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, c->stream);
@@ -141,11 +141,11 @@ static int nf__cuda_copy(nf_backend * be, void * dst, const void * src, size_t n
 }
 
 static int nf__cuda_upload(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err) {
-    return nf__cuda_copy(be, (char *) handle + offs, src, n, cudaMemcpyHostToDevice, "host->device", err);
+    return nf__cuda_memcpy(be, (char *) handle + offs, src, n, cudaMemcpyHostToDevice, "host->device", err);
 }
 
 static int nf__cuda_download(nf_backend * be, void * handle, size_t offs, void * dst, size_t n, nf_err * err) {
-    return nf__cuda_copy(be, dst, (const char *) handle + offs, n, cudaMemcpyDeviceToHost, "device->host", err);
+    return nf__cuda_memcpy(be, dst, (const char *) handle + offs, n, cudaMemcpyDeviceToHost, "device->host", err);
 }
 
 static int nf__cuda_buffer_where(nf_backend * be, void * handle, char * out, size_t n, nf_err * err) {

@@ -11,6 +11,8 @@
  *   kernels-elementwise.cl FILL, AXIAL_POS, GATHER_ROWS
  *   kernels-train.cl      GEMM, COL_SUM, ACT, ACT_BACKWARD, LAYER_NORM_BACKWARD,
  *                         ADAMW, COPY (the training ops, set A)
+ *   kernels-train-b.cl    ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
+ *                         LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS
  *
  * Exact fp32:
  *  - the program is built WITHOUT -cl-fast-relaxed-math, -cl-mad-enable,

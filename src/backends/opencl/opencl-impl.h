@@ -8,6 +8,7 @@
  *   opencl-program.c  program build from the embedded kernels-*.cl + binary cache
  *   opencl-gemm.c     LINEAR, CONV1D and GEMM: the GEMM choice, CLBlast or the built-in kernel
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
+ *   opencl-train-b.c  the training ops, set B (attention backward, embeddings, losses)
  */
 #ifndef NF_OPENCL_IMPL_H
 #define NF_OPENCL_IMPL_H
@@ -81,7 +82,11 @@ static inline int cl_rc_code(cl_int e) {
     X(K_ACT, "nf_act") X(K_ACT_BACKWARD, "nf_act_backward")                         \
     X(K_LN_BACKWARD_ROWS, "nf_ln_backward_rows")                                    \
     X(K_LN_BACKWARD_COLS, "nf_ln_backward_cols")                                    \
-    X(K_ADAMW, "nf_adamw") X(K_COPY, "nf_copy")
+    X(K_ADAMW, "nf_adamw") X(K_COPY, "nf_copy")                                     \
+    X(K_ATTN_BWD_Q, "nf_attn_bwd_q") X(K_ATTN_BWD_KV, "nf_attn_bwd_kv")             \
+    X(K_EMBED_BWD_PART, "nf_embed_bwd_part") X(K_LABEL_BWD_PART, "nf_label_bwd_part") \
+    X(K_COLSUM_FINALIZE, "nf_colsum_finalize") X(K_LABEL_BWD_CLASS, "nf_label_bwd_class") \
+    X(K_CROSS_ENTROPY, "nf_cross_entropy") X(K_MSE_LOSS, "nf_mse_loss")
 /* clang-format on */
 
 enum {
@@ -156,6 +161,15 @@ bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
 int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 bool nf__cl_gemm_supports(nf_backend * be, const nf_op * op);
 int nf__cl_gemm(nf_backend * be, const nf_op * op, nf_err * err);
+
+/* opencl-train-b.c: the training ops, set B */
+#define NF_CL_TRAIN_B(X) \
+    X(attention_backward) X(embed_features_backward) X(label_tokens_backward) X(cross_entropy) X(mse_loss)
+#define NF_CL_DECL(name)                                              \
+    bool nf__cl_##name##_supports(nf_backend * be, const nf_op * op); \
+    int nf__cl_##name(nf_backend * be, const nf_op * op, nf_err * err);
+NF_CL_TRAIN_B(NF_CL_DECL)
+#undef NF_CL_DECL
 
 /* opencl-ops.c */
 extern const struct nf_kernel nf__cl_kernels[NF_OP_COUNT];

@@ -35,6 +35,15 @@ static inline struct nf_cl_lin_geo nf__cl_lin_geo(int device_is_cpu) {
 #define NF_CL_ATTNW_ROWS   8
 #define NF_CL_ATTNW_MAX_HD 256
 
+/* nf_attn_bwd_q / nf_attn_bwd_kv (kernels-train-b.cl NF_ABW_WG, NF_ABW_HD):
+ * work-group size, head_dim limit */
+#define NF_CL_ABW_WG     64
+#define NF_CL_ABW_MAX_HD 256
+/* the column sums of EMBED_FEATURES_BACKWARD / LABEL_TOKENS_BACKWARD: row chunks */
+#define NF_CL_TB_CHUNKS 64
+/* nf_cross_entropy / nf_mse_loss: one work-group (kernels-train-b.cl NF_LOSS_WG) */
+#define NF_CL_LOSS_WG 64
+
 /* nf_batch_norm: rows per work-item (NF_BN_ROWS in kernels-norm.cl) */
 #define NF_CL_BN_ROWS 16
 

@@ -1,0 +1,234 @@
+/* cpu-train-b.c -- the reference kernels of the training ops, set B
+ * (nf-ops.def): ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
+ * LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS.
+ *
+ * Exact fp32 as cpu-kernels.c (-ffp-contract=off, the correctly rounded
+ * exp nf__exp_f32 of the forward's softmax); the sums over rows in double.
+ * Each output element is computed by one thread in a fixed order, so the
+ * results do not depend on the thread count. */
+#include "cpu-kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF__PTR(t)  ((float *) ((char *) (t)->buf->handle + (t)->offs))
+#define NF__IPTR(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
+
+/* ---- ATTENTION_BACKWARD ------------------------------------------------------------ */
+
+/* plain float dot product, e ascending (the forward's score sum) */
+static inline float nf__dot(const float * a, const float * b, int64_t n) {
+    float acc = 0.0f;
+    for (int64_t e = 0; e < n; e++) acc = acc + a[e] * b[e];
+    return acc;
+}
+
+/* Buffers of one (group, head) task: the scores / probabilities, dS (lk
+ * each), dq's sum (E), and dk's and dv's sums (lk x E each). */
+struct nf__attn_bwd_buf {
+    float *P, *dS, *dq, *dk, *dv;
+};
+
+/* One (group, head), the queries in order: the softmax row recomputed as
+ * the forward's (max, exp(s - max), their sum in order, times 1/sum), then
+ * dq of the row, and each key's dk, dv sums taking query i's term in order
+ * of i. stats gets (max, sum) of each row. */
+static void nf__attn_bwd_head(const struct nf_attention_backward_params * p, const float * q, const float * k,
+                              const float * v, const float * o, const float * dout, float * dq, float * dk, float * dv,
+                              float * stats, const struct nf__attn_bwd_buf * b) {
+    const int64_t lq = p->lq, lk = p->lk, E = p->head_dim;
+    const float scale = p->scale;
+    memset(b->dk, 0, (size_t) (lk * E) * sizeof(float));
+    memset(b->dv, 0, (size_t) (lk * E) * sizeof(float));
+    for (int64_t i = 0; i < lq; i++) {
+        const float * qi = q + i * p->q_ss;
+        const float * oi = o + i * p->o_ss;
+        const float * di = dout + i * p->o_ss;
+        for (int64_t j = 0; j < lk; j++) b->P[j] = scale * nf__dot(qi, k + j * p->kv_ss, E);
+        float mx = b->P[0];
+        for (int64_t j = 1; j < lk; j++) mx = b->P[j] > mx ? b->P[j] : mx;
+        float sum = 0.0f;
+        for (int64_t j = 0; j < lk; j++) {
+            b->P[j] = nf__exp_f32(b->P[j] - mx);
+            sum = sum + b->P[j];
+        }
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < lk; j++) b->P[j] = b->P[j] * inv;
+        stats[2 * i] = mx;
+        stats[2 * i + 1] = sum;
+        const float delta = nf__dot(di, oi, E);
+        for (int64_t j = 0; j < lk; j++) b->dS[j] = b->P[j] * (nf__dot(di, v + j * p->kv_ss, E) - delta);
+        memset(b->dq, 0, (size_t) E * sizeof(float));
+        for (int64_t j = 0; j < lk; j++) {
+            const float * kj = k + j * p->kv_ss;
+            const float ds = b->dS[j], pj = b->P[j];
+            float * dkj = b->dk + j * E;
+            float * dvj = b->dv + j * E;
+            for (int64_t e = 0; e < E; e++) {
+                b->dq[e] = b->dq[e] + ds * kj[e];
+                dkj[e] = dkj[e] + ds * qi[e];
+                dvj[e] = dvj[e] + pj * di[e];
+            }
+        }
+        float * dqi = dq + i * p->q_ss;
+        for (int64_t e = 0; e < E; e++) dqi[e] = scale * b->dq[e];
+    }
+    const int acc = p->accumulate_kv != 0;
+    for (int64_t j = 0; j < lk; j++) {
+        float * dkj = dk + j * p->kv_ss;
+        float * dvj = dv + j * p->kv_ss;
+        for (int64_t e = 0; e < E; e++) {
+            const float tk = scale * b->dk[j * E + e], tv = b->dv[j * E + e];
+            dkj[e] = acc ? dkj[e] + tk : tk;
+            dvj[e] = acc ? dvj[e] + tv : tv;
+        }
+    }
+}
+
+int nf__cpu_attention_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_attention_backward_params * p = &op->p.attention_backward;
+    const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
+    if (G == 0 || lq == 0) return NF_OK;
+    const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
+    const float *o = NF__PTR(&op->src[3]), *dout = NF__PTR(&op->src[4]);
+    float *dq = NF__PTR(&op->dst[0]), *dk = NF__PTR(&op->dst[1]), *dv = NF__PTR(&op->dst[2]);
+    float * stats = NF__PTR(&op->dst[3]);
+    const size_t nfl = (size_t) (2 * lk + E + 2 * lk * E);
+    int failed = 0;
+#pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
+    {
+        float * buf = malloc(nfl * sizeof(float));
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+        }
+        const struct nf__attn_bwd_buf b = {buf, buf + lk, buf + 2 * lk, buf + 2 * lk + E, buf + 2 * lk + E + lk * E};
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t gh = 0; gh < G * H; gh++) {
+            if (!buf) continue;
+            const int64_t g = gh / H, h = gh % H;
+            const int64_t qo = g * p->q_gs + h * E, ko = g * p->kv_gs + h * E, oo = g * p->o_gs + h * E;
+            nf__attn_bwd_head(p, q + qo, k + ko, v + ko, o + oo, dout + oo, dq + qo, dk + ko, dv + ko,
+                              stats + gh * lq * 2, &b);
+        }
+        free(buf);
+    }
+    if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION_BACKWARD: out of memory");
+    return NF_OK;
+}
+
+/* ---- EMBED_FEATURES_BACKWARD / LABEL_TOKENS_BACKWARD ---------------------------------- */
+
+#define NF__COLS 256 /* columns per task: the double sums of a task stay in cache */
+
+/* dw[d] += (float) sum_{r,j} z*dtok, db[d] += (float) sum_{r,j} dtok, rows in
+ * order, one task per block of NF__COLS columns */
+int nf__cpu_embed_features_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    const float * z = NF__PTR(&op->src[0]);
+    const float * dtok = NF__PTR(&op->src[1]);
+    float *dw = NF__PTR(&op->dst[0]), *db = NF__PTR(&op->dst[1]);
+    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1], T = F + 1, D = op->src[1].ne[2];
+    const int64_t nblk = (D + NF__COLS - 1) / NF__COLS;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * F * D))
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        const int64_t d0 = blk * NF__COLS, nd = D - d0 < NF__COLS ? D - d0 : NF__COLS;
+        double aw[NF__COLS], ab[NF__COLS];
+        for (int64_t c = 0; c < nd; c++) aw[c] = ab[c] = 0.0;
+        for (int64_t r = 0; r < n; r++) {
+            for (int64_t j = 0; j < F; j++) {
+                const double zz = (double) z[r * F + j];
+                const float * t = dtok + (r * T + 1 + j) * D + d0;
+                for (int64_t c = 0; c < nd; c++) {
+                    aw[c] += zz * (double) t[c];
+                    ab[c] += (double) t[c];
+                }
+            }
+        }
+        for (int64_t c = 0; c < nd; c++) {
+            dw[d0 + c] = dw[d0 + c] + (float) aw[c];
+            db[d0 + c] = db[d0 + c] + (float) ab[c];
+        }
+    }
+    return NF_OK;
+}
+
+/* token 0 of each row, in row order: class mode into the row of y[r] of dE,
+ * value mode y[r] * token into dw and the token into db, mask mode into dM */
+int nf__cpu_label_tokens_backward(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int mode = op->p.label_tokens_backward.mode;
+    const float * dtok = NF__PTR(&op->src[1]);
+    const int64_t n = op->src[1].ne[0], T = op->src[1].ne[1], D = op->src[1].ne[2];
+    const int64_t C = mode == NF_LABEL_CLASS ? op->dst[0].ne[0] : 1;
+    double * acc = calloc((size_t) ((C + 1) * D), sizeof(double));
+    if (!acc) return nf__err_set(err, NF_ERR_NOMEM, "LABEL_TOKENS_BACKWARD: out of memory");
+    double * ab = acc + C * D; /* value mode: db's sums */
+    for (int64_t r = 0; r < n; r++) {
+        const float * t = dtok + r * T * D;
+        double * a = acc;
+        double yv = 1.0;
+        if (mode == NF_LABEL_CLASS) {
+            const int32_t y = NF__IPTR(&op->src[0])[r];
+            if (y < 0 || y >= C) continue;
+            a = acc + (int64_t) y * D;
+        } else if (mode == NF_LABEL_VALUE) {
+            yv = (double) NF__PTR(&op->src[0])[r];
+            for (int64_t d = 0; d < D; d++) ab[d] += (double) t[d];
+        }
+        for (int64_t d = 0; d < D; d++) a[d] += mode == NF_LABEL_VALUE ? yv * (double) t[d] : (double) t[d];
+    }
+    float * d0 = NF__PTR(&op->dst[0]);
+    for (int64_t i = 0; i < C * D; i++) d0[i] = d0[i] + (float) acc[i];
+    if (mode == NF_LABEL_VALUE) {
+        float * d1 = NF__PTR(&op->dst[1]);
+        for (int64_t d = 0; d < D; d++) d1[d] = d1[d] + (float) ab[d];
+    }
+    free(acc);
+    return NF_OK;
+}
+
+/* ---- CROSS_ENTROPY / MSE_LOSS ---------------------------------------------------------- */
+
+/* rows in order; each row's max in float, its exp sum, log and softmax in
+ * double (libm exp, log) */
+int nf__cpu_cross_entropy(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_cross_entropy_params * p = &op->p.cross_entropy;
+    const float * l = NF__PTR(&op->src[0]);
+    const int32_t * y = NF__IPTR(&op->src[1]);
+    float * dl = op->n_dst == 2 ? NF__PTR(&op->dst[1]) : NULL;
+    const double gs = (double) p->grad_scale;
+    double total = 0.0;
+    for (int64_t r = 0; r < p->n; r++) {
+        const float * lr = l + r * p->ldl;
+        float mx = lr[0];
+        for (int64_t c = 1; c < p->c; c++) mx = lr[c] > mx ? lr[c] : mx;
+        double sum = 0.0;
+        for (int64_t c = 0; c < p->c; c++) sum += exp((double) lr[c] - (double) mx);
+        const int32_t yr = y[r];
+        const int ok = yr >= 0 && yr < p->c;
+        total += ok ? (double) mx + log(sum) - (double) lr[yr] : NAN;
+        if (dl) {
+            for (int64_t c = 0; c < p->c; c++) {
+                const double sm = exp((double) lr[c] - (double) mx) / sum;
+                dl[r * p->c + c] = (float) ((sm - (c == yr ? 1.0 : 0.0)) * gs);
+            }
+        }
+    }
+    NF__PTR(&op->dst[0])[0] = (float) (total / (double) p->n);
+    return NF_OK;
+}
+
+int nf__cpu_mse_loss(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_mse_loss_params * p = &op->p.mse_loss;
+    const float *pr = NF__PTR(&op->src[0]), *t = NF__PTR(&op->src[1]);
+    float * dp = op->n_dst == 2 ? NF__PTR(&op->dst[1]) : NULL;
+    double total = 0.0;
+    for (int64_t i = 0; i < p->n; i++) {
+        const float x = pr[i * p->ldp];
+        const double d = (double) x - (double) t[i];
+        total += d * d;
+        if (dp) dp[i] = p->grad_scale * (x - t[i]);
+    }
+    NF__PTR(&op->dst[0])[0] = (float) (total / (double) p->n);
+    return NF_OK;
+}
