@@ -317,7 +317,7 @@ def global_seed_for(task, n_kept):
     raise RuntimeError("no global seed found")
 
 
-def params_f64(torch, model_dir, task, fwd_in, y_query):
+def grads_f64(torch, model_dir, task, fwd_in, y_query):
     """The float64 twin of the step-1 forward/backward (spec §4.2 item 4): same weights and batch, model.double(),
     x_quantile's outputs and (regressor) the y-embedding input cast to float64."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -479,7 +479,7 @@ def run_case(name, c, model_dir, wsha, out_dir: Path):
         t.model.load_state_dict(final)
 
     # --- step 1 re-derived with torch's own AdamW on w0 (bit-exact) and the float64 twin
-    step1 = adamw_check(torch, rec.w[0], rec.grad if c["full"] else None, rec, rec.names) if c["full"] else None
+    step1 = adamw_check(torch, rec.w[0], rec.grad, rec, rec.names) if c["full"] else None
     e_pt = norm64 = noise = None
     if c["full"]:
         fin = [torch.from_numpy(a) for a in train_fw[0][2]]
@@ -489,7 +489,7 @@ def run_case(name, c, model_dir, wsha, out_dir: Path):
         o32, l32, g32 = replay_f32(torch, model_dir, c["task"], fin, yq)
         replay_exact = (np.array_equal(o32.numpy()[0], logits0) and float(l32) == float(loss0[0])
                         and all(torch.equal(g32[n], rec.grad[n]) for n in rec.names))
-        o64, l64, g64 = params_f64(torch, model_dir, c["task"], fin, yq)
+        o64, l64, g64 = grads_f64(torch, model_dir, c["task"], fin, yq)
         e_pt = {"logits0": rel(logits0, o64.numpy()[0]), "loss0": rel(loss0, l64.numpy().reshape(1))}
         norm64 = {"logits0": float(np.linalg.norm(o64.numpy())), "loss0": abs(float(l64))}
         for n in rec.names:
