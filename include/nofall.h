@@ -369,6 +369,11 @@ struct nf_finetune_opts {
                                        copy aliases the live ones); 0: the best     */
     /* called after every step (and once for step 0); non-zero stops the run */
     int (*on_step)(void * user, const struct nf_finetune_step * s);
+    /* called with each step's episode before it trains: the training rows
+     * (ids into x_train) of the support, in the order fed, and of the query
+     * (for logs and verification); may be NULL */
+    int (*on_batch)(void * user, int64_t step, const int64_t * support, int64_t n_support, const int64_t * query,
+                    int64_t n_query);
     void * user;
 };
 struct nf_finetune_step {

@@ -103,11 +103,26 @@ int nf__mitra_train_write(struct nf_mitra_train * t, int what, const float * in,
 
 int nf__mitra_train_check_device(nf_mitra * m, nf_err * err) {
     static const enum nf_op_type need[] = {
-        NF_OP_QUANTILE,      NF_OP_BUCKETIZE_NORM,      NF_OP_EMBED_FEATURES,          NF_OP_LABEL_TOKENS,
-        NF_OP_LAYER_NORM,    NF_OP_LINEAR,              NF_OP_ATTENTION,               NF_OP_FILL,
-        NF_OP_GEMM,          NF_OP_COL_SUM,             NF_OP_ACT,                     NF_OP_ACT_BACKWARD,
-        NF_OP_COPY,          NF_OP_LAYER_NORM_BACKWARD, NF_OP_ATTENTION_BACKWARD,      NF_OP_EMBED_FEATURES_BACKWARD,
-        NF_OP_ADAMW,         NF_OP_CROSS_ENTROPY,       NF_OP_LABEL_TOKENS_BACKWARD,   NF_OP_MSE_LOSS,
+        NF_OP_QUANTILE,
+        NF_OP_BUCKETIZE_NORM,
+        NF_OP_EMBED_FEATURES,
+        NF_OP_LABEL_TOKENS,
+        NF_OP_LAYER_NORM,
+        NF_OP_LINEAR,
+        NF_OP_ATTENTION,
+        NF_OP_FILL,
+        NF_OP_GEMM,
+        NF_OP_COL_SUM,
+        NF_OP_ACT,
+        NF_OP_ACT_BACKWARD,
+        NF_OP_COPY,
+        NF_OP_LAYER_NORM_BACKWARD,
+        NF_OP_ATTENTION_BACKWARD,
+        NF_OP_EMBED_FEATURES_BACKWARD,
+        NF_OP_ADAMW,
+        NF_OP_CROSS_ENTROPY,
+        NF_OP_LABEL_TOKENS_BACKWARD,
+        NF_OP_MSE_LOSS,
     };
     const struct nf_kernel * k = m->be->iface->kernels;
     for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
@@ -140,9 +155,9 @@ static int nf__train_ws(struct nf_mitra_train * t, const struct nf_mitra_input *
     t->w = w;
     NF_TRY(nf__mitra_ws_alloc(m, w, C, err));
     const int64_t stream = w->nx * T * D, big = ct > w->nq ? ct : w->nq;
-#define NF__ALLOC(f, type, name, n)                                                      \
-    do {                                                                                 \
-        const int64_t ne_ = (n);                                                         \
+#define NF__ALLOC(f, type, name, n)                                                    \
+    do {                                                                               \
+        const int64_t ne_ = (n);                                                       \
         NF_TRY(nf__workspace_tensor(&t->mem, m->be, &t->f, type, 1, &ne_, name, err)); \
     } while (0)
     NF__ALLOC(Xs, NF_F32, "train.boundary_streams", (L + 1) * stream);
@@ -173,8 +188,7 @@ static int nf__linear_bwd(nf_graph * g, struct nf_mitra_train * t, const char * 
                           const nf_tensor * W, const nf_tensor * b, nf_tensor dy, int64_t lddy, nf_tensor * dx,
                           int64_t lddx, int64_t rows) {
     const int64_t n = W->ne[0], k = W->ne[1];
-    NF_TRY(nf_gemm(g, nf_label(g, "%s.dW", name), dy, 1, lddy, x, 0, ldx, nf__gv(t, NF__ARENA_G, W), k, n, k, rows,
-                   1));
+    NF_TRY(nf_gemm(g, nf_label(g, "%s.dW", name), dy, 1, lddy, x, 0, ldx, nf__gv(t, NF__ARENA_G, W), k, n, k, rows, 1));
     if (b) NF_TRY(nf_col_sum(g, nf_label(g, "%s.db", name), dy, rows, n, lddy, nf__gv(t, NF__ARENA_G, b), 1));
     if (dx) NF_TRY(nf_gemm(g, nf_label(g, "%s.dx", name), dy, 0, lddy, *W, 0, k, *dx, lddx, rows, k, n, 0));
     return NF_OK;
@@ -233,10 +247,10 @@ static int nf__feature_attention_bwd(nf_graph * g, struct nf_mitra_train * t, co
         nf_tensor xn = nf_view1(&w->Xn, 0, tok * D), qkv = nf_view1(&w->Pqkv, 0, n3);
         nf_tensor o = nf_view1(&w->A, 0, tok * D), dO = nf_view1(&t->dA, 0, tok * D);
         nf_tensor dqkv = nf_view1(&t->dP, 0, n3), dxn = nf_view1(&t->dXn, 0, tok * D);
-        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm3"), x, tok, D, &L->ln_w[2], &L->ln_b[2], xn, D,
-                             NF_MITRA_LN_EPS));
-        NF_TRY(nf_linear(g, nf_label(g, "attention2.qkv"), xn, tok, D, &L->qkv_w[1], &L->qkv_b[1], qkv, D3,
-                         NF_ACT_NONE, 0));
+        NF_TRY(
+            nf_layer_norm(g, nf_label(g, "layer_norm3"), x, tok, D, &L->ln_w[2], &L->ln_b[2], xn, D, NF_MITRA_LN_EPS));
+        NF_TRY(nf_linear(g, nf_label(g, "attention2.qkv"), xn, tok, D, &L->qkv_w[1], &L->qkv_b[1], qkv, D3, NF_ACT_NONE,
+                         0));
         const struct nf_attn_layout lay = {
             .groups = c,
             .lq = T,
@@ -300,12 +314,11 @@ static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const 
         nf_tensor dq = nf_view1(&t->dP, 0, tok * D), dxn = nf_view1(&t->dXn, 0, tok * D);
         struct nf_attn_layout lay = lay0;
         lay.lq = r1 - r0;
-        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], xn, D,
-                             NF_MITRA_LN_EPS));
-        NF_TRY(nf_linear(g, nf_label(g, "attention1.q"), xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE,
-                         0));
-        NF_TRY(nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&kv, 0, nkv), nf_view1(&kv, D, nkv - D),
-                            o));
+        NF_TRY(
+            nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], xn, D, NF_MITRA_LN_EPS));
+        NF_TRY(nf_linear(g, nf_label(g, "attention1.q"), xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE, 0));
+        NF_TRY(
+            nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&kv, 0, nkv), nf_view1(&kv, D, nkv - D), o));
         NF_TRY(nf__linear_bwd(g, t, "attention1.o", o, D, &L->aw[0][3], &L->ab[0][3], dy, D, &dO, D, tok));
         NF_TRY(nf_attention_backward(g, nf_label(g, "attention1.backward"), &lay, q, nf_view1(&kv, 0, nkv),
                                      nf_view1(&kv, D, nkv - D), o, dO, dq, nf_view1(&t->dKV, 0, nkv),
@@ -318,8 +331,8 @@ static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const 
         const int64_t r1 = r0 + cr < w->ns ? r0 + cr : w->ns, tok = (r1 - r0) * T;
         nf_tensor x = nf__mitra_rows(w, Xin, r0, r1), dy = nf__mitra_rows(w, &t->dX, r0, r1);
         nf_tensor xn = nf_view1(&w->Xn, 0, tok * D), dxn = nf_view1(&t->dXn, 0, tok * D);
-        NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], xn, D,
-                             NF_MITRA_LN_EPS));
+        NF_TRY(
+            nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], xn, D, NF_MITRA_LN_EPS));
         NF_TRY(nf__linear_bwd(g, t, "attention1.kv", xn, D, &L->kv_w[0], &L->kv_b[0],
                               nf_view1(&t->dKV, r0 * T * D2, tok * D2), D2, &dxn, D, tok));
         NF_TRY(nf__ln_bwd(g, t, "layer_norm1", x, D, &L->ln_w[0], &L->ln_b[0], dxn, D, dy, D, tok));
@@ -476,8 +489,8 @@ int nf__mitra_train_adamw(struct nf_mitra_train * t, double lr, double beta1, do
     nf_adamw_scalars(lr, beta1, beta2, eps, wd, t->step + 1, &st);
     nf_graph g;
     nf_graph_init(&g, t->m->be, err);
-    NF_TRY(nf_adamw(&g, "adamw", t->arena[NF__ARENA_G], t->m->weights.buf, t->arena[NF__ARENA_M],
-                    t->arena[NF__ARENA_V], t->n, &st));
+    NF_TRY(nf_adamw(&g, "adamw", t->arena[NF__ARENA_G], t->m->weights.buf, t->arena[NF__ARENA_M], t->arena[NF__ARENA_V],
+                    t->n, &st));
     t->step++;
     return NF_OK;
 }

@@ -141,7 +141,8 @@ static double nf__ft_lr(double lr0, int64_t w, int64_t k) {
     if (w <= 0) return lr0;
     const double start = 1.0 / (double) w, end = 1.0;
     double lr = lr0 * start;
-    for (int64_t e = 1; e <= k && e <= w; e++) lr = lr * (1.0 + (end - start) / ((double) w * start + (double) (e - 1) * (end - start)));
+    for (int64_t e = 1; e <= k && e <= w; e++)
+        lr = lr * (1.0 + (end - start) / ((double) w * start + (double) (e - 1) * (end - start)));
     return lr;
 }
 
@@ -174,7 +175,7 @@ static int nf__ft_check(const nf_mitra * m, const struct nf_finetune_data * d, c
 }
 
 static int nf__mitra_finetune(nf_mitra * m, const struct nf_finetune_data * d, const struct nf_finetune_opts * o,
-                       struct nf_finetune_result * res, struct nf_np_rng * rng_out, nf_err * err) {
+                              struct nf_finetune_result * res, struct nf_np_rng * rng_out, nf_err * err) {
     NF_TRY(nf__ft_check(m, d, o, err));
     struct nf_np_rng rng;
     nf__np_rng_seed(&rng, nf__np_seed(o->seed));
@@ -203,6 +204,10 @@ static int nf__mitra_finetune(nf_mitra * m, const struct nf_finetune_data * d, c
         rc = nf__mitra_episode(&rng, f.cls ? d->y_train_class : NULL, d->n_train, o->max_support, o->max_query, &ep,
                                err);
         if (rc != NF_OK) break;
+        if (o->on_batch && o->on_batch(o->user, e, ep.support, ep.n_support, ep.query, ep.n_query) != 0) {
+            rc = nf__err_set(err, NF_ERR_GENERIC, "fine-tuning stopped by the caller at step %lld", (long long) e);
+            break;
+        }
         nf__ft_gather(&f, ep.support, ep.n_support, f.xs, f.ysc, f.ysv);
         nf__ft_gather(&f, ep.query, ep.n_query, f.xq, f.yqc, f.yqv);
         const struct nf_mitra_input in = {
