@@ -375,6 +375,15 @@ struct nf_finetune_opts {
     int (*on_batch)(void * user, int64_t step, const int64_t * support, int64_t n_support, const int64_t * query,
                     int64_t n_query);
     void * user;
+    /* a run in two parts, bit for bit the same as one: stop_after (> 0)
+     * stops after that step and saves the whole state (weights, Adam's
+     * moments and step, the best weights and loss, early stopping's
+     * counters, the RandomState) as state_dir/finetune-state.safetensors,
+     * leaving the live weights; a run with resume_dir set continues from it
+     * (the same model, data and options) */
+    int64_t stop_after;
+    const char * state_dir;
+    const char * resume_dir;
 };
 struct nf_finetune_step {
     int64_t step;      /* 0 = the pretrained weights' validation */

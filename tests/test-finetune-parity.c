@@ -13,7 +13,9 @@
  *     where the fixture has them, the true best weights (nofall's default);
  *   then the prediction as upstream makes it after fit: the support order
  *     the trainer's RandomState continues with (ids identical), and the
- *     probabilities (or the regression values) of the test rows.
+ *     probabilities (or the regression values) of the test rows;
+ *   determinism (cls_lr): two runs, and a run split at step 2 (its state
+ *     saved and resumed), end with bitwise identical weights and losses.
  *
  * Tolerances (§4.5, tiny checkpoints): a tensor passes when either the fixed
  * bound holds (relative L2 <= 1e-5 and max |d| <= 1e-5 max |ref|) or the
@@ -74,7 +76,7 @@ static double e_pt_of(const struct fx * f, const char * key) {
 }
 
 static int noise_only(const struct fx * f, const char * key) {
-    const cJSON * a = cJSON_GetObjectItemCaseSensitive(f->js, "grads_rounding_noise_only"), *it;
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(f->js, "grads_rounding_noise_only"), *it;
     cJSON_ArrayForEach(it, a) if (cJSON_IsString(it) && strcmp(it->valuestring, key) == 0) return 1;
     return 0;
 }
@@ -113,7 +115,7 @@ static nf_model * make_model(const struct fx * f, nf_backend * be, const char * 
     int n = 0;
     uint64_t seed = 0;
     for (int i = 0; i + 1 < cJSON_GetArraySize(args) && n < 16; i += 2) {
-        const char * k = cJSON_GetArrayItem(args, i)->valuestring + 2, *v = cJSON_GetArrayItem(args, i + 1)->valuestring;
+        const char *k = cJSON_GetArrayItem(args, i)->valuestring + 2, *v = cJSON_GetArrayItem(args, i + 1)->valuestring;
         if (strcmp(k, "seed") == 0) {
             seed = strtoull(v, NULL, 10);
             continue;
@@ -130,8 +132,8 @@ static nf_model * make_model(const struct fx * f, nf_backend * be, const char * 
 struct data {
     const float *x, *xv, *xt;
     const int64_t *yc, *yvc;
-    float *yv;  /* regression: pre.y_train */
-    double *yr; /* regression: y_val in its units */
+    float * yv;  /* regression: pre.y_train */
+    double * yr; /* regression: y_val in its units */
 };
 
 static int load_data(const struct fx * f, struct data * d) {
@@ -178,13 +180,17 @@ static void step1(const struct fx * f, nf_backend * be, const char * dev, const 
     float * w0 = malloc((size_t) nw * sizeof(float));
     for (int64_t i = 0; i < ns; i++) {
         memcpy(xs + i * f->F, d->x + sid[i] * f->F, (size_t) f->F * sizeof(float));
-        if (f->cls) ysc[i] = d->yc[sid[i]];
-        else ysv[i] = d->yv[sid[i]];
+        if (f->cls)
+            ysc[i] = d->yc[sid[i]];
+        else
+            ysv[i] = d->yv[sid[i]];
     }
     for (int64_t i = 0; i < nq; i++) {
         memcpy(xq + i * f->F, d->x + qid[i] * f->F, (size_t) f->F * sizeof(float));
-        if (f->cls) yqc[i] = d->yc[qid[i]];
-        else yqv[i] = d->yv[qid[i]];
+        if (f->cls)
+            yqc[i] = d->yc[qid[i]];
+        else
+            yqv[i] = d->yv[qid[i]];
     }
     const struct nf_mitra_input in = {.n_support = ns,
                                       .n_query = nq,
@@ -221,8 +227,8 @@ static void step1(const struct fx * f, nf_backend * be, const char * dev, const 
     }
     if (tens(&f->ex, "grad.x_embedding.x_embedding.weight", NF_ST_F32, NULL))
         CHECK(n_grad == W->n_keys, "%s: %d of %d gradients compared", f->name, n_grad, W->n_keys);
-    CHECK_RC(nf__mitra_train_adamw(t, lr[0], 0.9, 0.999, 1e-8, jnum(cJSON_GetObjectItemCaseSensitive(f->js, "hyperparams"),
-                                                                     "weight_decay", 0.1),
+    CHECK_RC(nf__mitra_train_adamw(t, lr[0], 0.9, 0.999, 1e-8,
+                                   jnum(cJSON_GetObjectItemCaseSensitive(f->js, "hyperparams"), "weight_decay", 0.1),
                                    &err),
              NF_OK, &err);
     for (int what = 2; what <= 3; what++) {
@@ -254,8 +260,8 @@ static void step1(const struct fx * f, nf_backend * be, const char * dev, const 
             total++;
             if (fabsf(g[i]) <= 1e-5f * gmax || noise_only(f, key)) {
                 exempt += du > 1e-4 * lr[0];
-                CHECK(du <= 2.0 * lr[0] * 1.001, "%s on %s: update of %s[%lld]: %.3g", f->name, dev,
-                      W->keys[k].name, (long long) i, du);
+                CHECK(du <= 2.0 * lr[0] * 1.001, "%s on %s: update of %s[%lld]: %.3g", f->name, dev, W->keys[k].name,
+                      (long long) i, du);
             } else {
                 CHECK(du <= 1e-4 * lr[0], "%s on %s: update of %s[%lld] differs by %.3g (lr %.3g)", f->name, dev,
                       W->keys[k].name, (long long) i, du, lr[0]);
@@ -290,7 +296,8 @@ static int on_batch(void * user, int64_t step, const int64_t * s, int64_t ns, co
     const int64_t * rs = tens(&lg->f->ex, key, NF_ST_I64, &n1);
     snprintf(key, sizeof(key), "batch.%lld.query_idx", (long long) step);
     const int64_t * rq = tens(&lg->f->ex, key, NF_ST_I64, &n2);
-    CHECK(rs && rq && n1 == ns && n2 == nq && memcmp(rs, s, (size_t) ns * 8) == 0 && memcmp(rq, q, (size_t) nq * 8) == 0,
+    CHECK(rs && rq && n1 == ns && n2 == nq && memcmp(rs, s, (size_t) ns * 8) == 0 &&
+              memcmp(rq, q, (size_t) nq * 8) == 0,
           "%s on %s: step %lld's episode differs from upstream's (support %lld/%lld rows, query %lld/%lld)",
           lg->f->name, lg->dev, (long long) step, (long long) ns, (long long) n1, (long long) nq, (long long) n2);
     return 0;
@@ -309,27 +316,19 @@ static int on_step(void * user, const struct nf_finetune_step * s) {
     return 0;
 }
 
-static void run(const struct fx * f, nf_backend * be, const char * dev, const struct data * d, const char * dir,
-                int keep_last) {
-    nf_err err = {0};
-    nf_model * model = make_model(f, be, dir);
-    if (!model) return;
+/* the case's options (upstream's hyperparameters) and data */
+static void setup(const struct fx * f, const struct data * d, struct nf_finetune_opts * o,
+                  struct nf_finetune_data * fd) {
     const cJSON * hp = cJSON_GetObjectItemCaseSensitive(f->js, "hyperparams");
-    struct nf_finetune_opts o;
-    nf_finetune_opts_default(&o);
-    o.steps = f->steps;
-    o.lr = jnum(hp, "lr", o.lr);
-    o.weight_decay = jnum(hp, "weight_decay", o.weight_decay);
-    o.warmup_steps = (int64_t) jnum(hp, "warmup_steps", (double) o.warmup_steps);
-    o.patience = (int64_t) jnum(hp, "early_stopping_patience", (double) o.patience);
-    o.seed = (uint64_t) jnum(f->js, "seed", 0);
-    o.keep_last = keep_last;
-    struct log lg = {.f = f, .dev = dev};
-    o.on_step = on_step;
-    o.on_batch = keep_last ? on_batch : NULL;
-    o.user = &lg;
+    nf_finetune_opts_default(o);
+    o->steps = f->steps;
+    o->lr = jnum(hp, "lr", o->lr);
+    o->weight_decay = jnum(hp, "weight_decay", o->weight_decay);
+    o->warmup_steps = (int64_t) jnum(hp, "warmup_steps", (double) o->warmup_steps);
+    o->patience = (int64_t) jnum(hp, "early_stopping_patience", (double) o->patience);
+    o->seed = (uint64_t) jnum(f->js, "seed", 0);
     const cJSON * pre = cJSON_GetObjectItemCaseSensitive(f->js, "preprocessor");
-    const struct nf_finetune_data fd = {
+    *fd = (struct nf_finetune_data){
         .n_train = f->N,
         .n_val = f->n_val,
         .n_features = f->F,
@@ -343,6 +342,21 @@ static void run(const struct fx * f, nf_backend * be, const char * dev, const st
         .y_max = jnum(pre, "y_max", 1),
         .y_mirror = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pre, "regression_mirror")),
     };
+}
+
+static void run(const struct fx * f, nf_backend * be, const char * dev, const struct data * d, const char * dir,
+                int keep_last) {
+    nf_err err = {0};
+    nf_model * model = make_model(f, be, dir);
+    if (!model) return;
+    struct nf_finetune_opts o;
+    struct nf_finetune_data fd;
+    setup(f, d, &o, &fd);
+    o.keep_last = keep_last;
+    struct log lg = {.f = f, .dev = dev};
+    o.on_step = on_step;
+    o.on_batch = keep_last ? on_batch : NULL;
+    o.user = &lg;
     struct nf_finetune_result res;
     struct nf_np_rng rng;
     int rc = nf__finetune_ex(model, &fd, &o, &res, &rng, &err);
@@ -373,8 +387,8 @@ static void run(const struct fx * f, nf_backend * be, const char * dev, const st
         CHECK(res.best_step == best, "%s on %s: best epoch %lld, upstream's intended %lld", f->name, dev,
               (long long) res.best_step, (long long) best);
     }
-    CHECK(res.stopped_at == (cJSON_IsNumber(stop) ? (int64_t) stop->valuedouble : -1),
-          "%s on %s: early stop at %lld", f->name, dev, (long long) res.stopped_at);
+    CHECK(res.stopped_at == (cJSON_IsNumber(stop) ? (int64_t) stop->valuedouble : -1), "%s on %s: early stop at %lld",
+          f->name, dev, (long long) res.stopped_at);
     /* the weights: upstream's final (= the last step's on CPU) or the intended best */
     nf_mitra * m = model->impl;
     const struct nf_weights * W = &m->weights;
@@ -435,8 +449,10 @@ static void run(const struct fx * f, nf_backend * be, const char * dev, const st
     float * logits = malloc((size_t) (f->n_test * C) * sizeof(float));
     for (int64_t i = 0; i < k; i++) {
         memcpy(xs + i * f->F, d->x + perm[i] * f->F, (size_t) f->F * sizeof(float));
-        if (cls) ys[i] = d->yc[perm[i]];
-        else yv[i] = d->yv[perm[i]];
+        if (cls)
+            ys[i] = d->yc[perm[i]];
+        else
+            yv[i] = d->yv[perm[i]];
     }
     const struct nf_mitra_input in = {.n_support = k,
                                       .n_query = f->n_test,
@@ -469,13 +485,79 @@ static void run(const struct fx * f, nf_backend * be, const char * dev, const st
         }
         if (pr) CHECK(pmax <= 1e-5, "%s on %s: predict after fit: max relative |d| %.3g", f->name, dev, pmax);
     }
-    printf("%s on %s (%s weights): %lld steps, worst training-loss %.2g / validation-loss %.2g relative, best epoch %lld, "
-           "weights drift %.2g, prediction max |d| %.2g\n",
-           f->name, dev, keep_last ? "last-step" : "best", (long long) res.steps_run, wt, wv, (long long) res.best_step,
-           drift, pmax);
+    printf(
+        "%s on %s (%s weights): %lld steps, worst training-loss %.2g / validation-loss %.2g relative, best epoch %lld, "
+        "weights drift %.2g, prediction max |d| %.2g\n",
+        f->name, dev, keep_last ? "last-step" : "best", (long long) res.steps_run, wt, wv, (long long) res.best_step,
+        drift, pmax);
     free(w), free(w0), free(perm), free(xs), free(ys), free(yv), free(logits);
 done:
     nf_model_free(model);
+}
+
+/* ---- part 3: determinism (llm.c's): two runs, and a run split at step 2
+ * with its state saved and resumed, agree bit for bit ------------------------------------ */
+
+static float * tuned(const struct fx * f, nf_backend * be, const struct data * d, const char * dir,
+                     const struct nf_finetune_opts * o, struct log * lg, int64_t * n) {
+    nf_err err = {0};
+    nf_model * model = make_model(f, be, dir);
+    if (!model) return NULL;
+    struct nf_finetune_opts oo = *o;
+    oo.user = lg;
+    struct nf_finetune_data fd;
+    struct nf_finetune_opts unused;
+    setup(f, d, &unused, &fd);
+    struct nf_finetune_result res;
+    float * w = NULL;
+    CHECK_RC(nf_finetune(model, &fd, &oo, &res, &err), NF_OK, &err);
+    const struct nf_weights * W = &((nf_mitra *) model->impl)->weights;
+    *n = nf__tensor_numel(&W->buf);
+    w = malloc((size_t) *n * sizeof(float));
+    CHECK_RC(nf__tensor_download(&W->buf, w, &err), NF_OK, &err);
+    nf_model_free(model);
+    return w;
+}
+
+static void split_run(const struct fx * f, nf_backend * be, const char * dev, const struct data * d, const char * dir) {
+    struct nf_finetune_opts o;
+    struct nf_finetune_data fd;
+    setup(f, d, &o, &fd);
+    o.on_step = on_step;
+    char state[300];
+    snprintf(state, sizeof(state), "%s.state", dir);
+    struct log a = {.f = f, .dev = dev}, b = a, c1 = a, c2 = a;
+    int64_t n = 0;
+    float * wa = tuned(f, be, d, dir, &o, &a, &n);
+    float * wb = tuned(f, be, d, dir, &o, &b, &n);
+    o.stop_after = 2;
+    o.state_dir = state;
+    free(tuned(f, be, d, dir, &o, &c1, &n));
+    o.stop_after = 0;
+    o.state_dir = NULL;
+    o.resume_dir = state;
+    float * wc = tuned(f, be, d, dir, &o, &c2, &n);
+    if (wa && wb && wc) {
+        CHECK(memcmp(wa, wb, (size_t) n * sizeof(float)) == 0 &&
+                  memcmp(a.val_loss, b.val_loss, sizeof(a.val_loss)) == 0,
+              "%s on %s: two fine-tuning runs differ", f->name, dev);
+        CHECK(c1.n_steps == 2 && c2.n_steps == f->steps, "%s on %s: split run: %lld + %lld steps", f->name, dev,
+              (long long) c1.n_steps, (long long) c2.n_steps);
+        CHECK(memcmp(wa, wc, (size_t) n * sizeof(float)) == 0, "%s on %s: the run split at step 2 ends elsewhere",
+              f->name, dev);
+        for (int64_t e = 1; e <= f->steps; e++) {
+            const struct log * part = e <= 2 ? &c1 : &c2;
+            CHECK(part->val_loss[e] == a.val_loss[e] && part->train_loss[e - 1] == a.train_loss[e - 1],
+                  "%s on %s: split run's step %lld: losses %.9g / %.9g, one run %.9g / %.9g", f->name, dev,
+                  (long long) e, part->train_loss[e - 1], part->val_loss[e], a.train_loss[e - 1], a.val_loss[e]);
+        }
+        printf("%s on %s: two runs and a run split at step 2 (state saved, resumed) agree bit for bit\n", f->name, dev);
+    }
+    char p[400];
+    snprintf(p, sizeof(p), "%s/finetune-state.safetensors", state);
+    remove(p);
+    remove(state);
+    free(wa), free(wb), free(wc);
 }
 
 static void test_case(const char * root, const char * name, nf_backend * be, const char * dev) {
@@ -503,6 +585,7 @@ static void test_case(const char * root, const char * name, nf_backend * be, con
         step1(&f, be, dev, &d, dir);
         run(&f, be, dev, &d, dir, 1);
         if (tens(&f.ex, "pred_proba_best", NF_ST_F32, NULL)) run(&f, be, dev, &d, dir, 0);
+        if (strcmp(name, "cls_lr") == 0) split_run(&f, be, dev, &d, dir);
     }
     free(d.yv);
     free(d.yr);

@@ -10,12 +10,16 @@
  *           forward, at the tensor's largest-|g| element and one more);
  *   DEVICE: the loss and every gradient tensor against the cpu's (relative
  *           L2 <= 1e-5), two steps bitwise identical, the AdamW update
- *           against the cpu's (finetune.md §4.5's rule).
+ *           against the cpu's (finetune.md §4.5's rule);
+ *   every device: the step's trace (every op on the device, only the
+ *           inputs in and the loss / logits out); on cpu, a device lacking
+ *           ATTENTION_BACKWARD is refused before anything runs, naming it.
  *
  * usage: test-mitra-train DEVICE   (exit 77: DEVICE not available) */
 #include "nf-test.h"
 #include "models/mitra-train.h"
 #include "weights.h"
+#include "nf-impl.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -111,8 +115,18 @@ static int one_step(nf_mitra * m, const struct data * d, int cls, struct step * 
     out->grad = malloc((size_t) n * sizeof(float));
     out->upd = malloc((size_t) n * sizeof(float));
     const struct nf_mitra_input in = input_of(d, cls);
+    nf_trace_reset(m->be, NF_TRACE_TOTALS);
     int rc = nf__mitra_train_grad(t, &in, cls ? d->yqc : NULL, cls ? NULL : d->yqv, &out->loss, logits, &err);
     CHECK(rc == NF_OK, "training step: %s", err.msg);
+    /* every op of the step on the device; transfers only at the boundary:
+     * the inputs in (x_support, x_query, y_support, y_query), the loss and
+     * the logits out */
+    struct nf_trace_totals tot;
+    nf_trace_totals_get(m->be, &tot);
+    CHECK(tot.ops > 100 && tot.ops_off_device == 0 && tot.h2d_copies == 4 && tot.d2h_copies == (logits ? 2 : 1),
+          "%s: training step trace: %lld ops, %lld off the device, %lld host->device and %lld device->host copies",
+          m->be->name, (long long) tot.ops, (long long) tot.ops_off_device, (long long) tot.h2d_copies,
+          (long long) tot.d2h_copies);
     if (rc == NF_OK) rc = nf__mitra_train_read(t, 1, out->grad, &err);
     /* one AdamW step; out->upd = the update w1 - w0 */
     float * w0 = malloc((size_t) n * sizeof(float));
@@ -272,6 +286,46 @@ done:
     nf_test_rm_model(dir);
 }
 
+/* a device with the cpu's kernels but ATTENTION_BACKWARD: training is refused
+ * before anything runs, naming the op (inference still works there) */
+static struct nf_backend_i lacking_iface;
+static struct nf_kernel lacking_kernels[NF_OP_COUNT];
+static int lacking_where(nf_backend * be, void * h, char * out, size_t n, nf_err * err) {
+    snprintf(out, n, "%s", be->name);
+    return NF_OK;
+}
+
+static void test_lacking(nf_backend * cpu) {
+    nf_err err = {0};
+    lacking_iface = *cpu->iface;
+    lacking_iface.kind = "lacks-attention-backward";
+    lacking_iface.buffer_where = lacking_where;
+    memcpy(lacking_kernels, cpu->iface->kernels, sizeof(lacking_kernels));
+    lacking_kernels[NF_OP_ATTENTION_BACKWARD] = (struct nf_kernel){0};
+    lacking_iface.kernels = lacking_kernels;
+    nf_backend * be = nf__backend_new(&lacking_iface, NULL, "lacks-backward:0");
+    const char * dir = "test-mitra-train.tmp/lacking";
+    const char * keys[] = {"dim", "layers", "heads"};
+    const char * vals[] = {"16", "1", "2"};
+    CHECK_RC(nf__model_gen_weights_ex("mitra", dir, 7, 3, keys, vals, NULL, 0.0f, NULL, 0, &err), NF_OK, &err);
+    nf_model * m = load(be, dir);
+    if (m) {
+        struct nf_mitra_train * t = NULL;
+        nf_trace_reset(be, NF_TRACE_TOTALS);
+        CHECK_RC(nf__mitra_train_new(m->impl, &t, &err), NF_ERR_UNSUPPORTED, &err);
+        CHECK_MSG(&err, "op ATTENTION_BACKWARD");
+        CHECK_MSG(&err, "lacks-backward:0");
+        CHECK_MSG(&err, "does not fall back");
+        struct nf_trace_totals tot;
+        nf_trace_totals_get(be, &tot);
+        CHECK(t == NULL && tot.ops == 0 && tot.allocs == 0, "nothing ran or was allocated (%lld ops)",
+              (long long) tot.ops);
+        nf_model_free(m);
+    }
+    nf_test_rm_model(dir);
+    nf_backend_free(be);
+}
+
 int main(int argc, char ** argv) {
     const char * dev = argc > 1 ? argv[1] : "cpu";
     nf_err err = {0};
@@ -283,6 +337,7 @@ int main(int argc, char ** argv) {
     CHECK_RC(nf_backend_init("cpu", NF_PRECISION_EXACT, &cpu, &err), NF_OK, &err);
     test_task(dev, be, cpu, 1);
     test_task(dev, be, cpu, 0);
+    if (strcmp(dev, "cpu") == 0) test_lacking(cpu);
     nf_backend_free(be);
     nf_backend_free(cpu);
     return nf_test_done("test-mitra-train");

@@ -174,6 +174,102 @@ static int nf__ft_check(const nf_mitra * m, const struct nf_finetune_data * d, c
     return NF_OK;
 }
 
+/* ---- a run split in two: the state after a step, saved and resumed ------------------------- */
+
+struct nf__ft_state {
+    int64_t step, best_step, es_count;
+    double best_val, es_best, val;
+};
+enum {
+    NF__S_STEP,
+    NF__S_ADAM,
+    NF__S_BEST_STEP,
+    NF__S_ES_COUNT,
+    NF__S_BEST_VAL,
+    NF__S_ES_BEST,
+    NF__S_VAL,
+    NF__S_POS,
+    NF__S_FLOATS,
+    NF__S_N
+};
+static const char * const nf__ft_arenas[4] = {"weights", "adam_m", "adam_v", "best_weights"};
+static const int nf__ft_arena_id[4] = {0, 2, 3, 4};
+
+static int nf__ft_save(struct nf_mitra_train * t, const struct nf_np_rng * rng, const struct nf__ft_state * s,
+                       const char * dir, nf_err * err) {
+    const int64_t n = nf__mitra_train_floats(t);
+    float * a = malloc((size_t) (4 * n) * sizeof(float));
+    if (!a) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for the fine-tuning state");
+    int rc = NF_OK;
+    for (int i = 0; rc == NF_OK && i < 4; i++) rc = nf__mitra_train_read(t, nf__ft_arena_id[i], a + i * n, err);
+    int64_t key[624];
+    for (int i = 0; i < 624; i++) key[i] = rng->key[i];
+    const double sc[NF__S_N] = {(double) s->step,
+                                (double) nf__mitra_train_steps(t),
+                                (double) s->best_step,
+                                (double) s->es_count,
+                                s->best_val,
+                                s->es_best,
+                                s->val,
+                                (double) rng->pos,
+                                (double) n};
+    struct nf_st_entry e[6] = {
+        {.name = "rng_key", .ndim = 1, .shape = {624}, .data = key, .dtype = NF_ST_I64},
+        {.name = "scalars", .ndim = 1, .shape = {NF__S_N}, .data = sc, .dtype = NF_ST_F64},
+    };
+    for (int i = 0; i < 4; i++)
+        e[2 + i] = (struct nf_st_entry){
+            .name = nf__ft_arenas[i], .ndim = 1, .shape = {n}, .data = a + i * n, .dtype = NF_ST_F32};
+    char path[4096];
+    nf__path_join(path, sizeof(path), dir, "finetune-state.safetensors");
+    if (rc == NF_OK) rc = nf__mkdir_p(dir, err);
+    if (rc == NF_OK) rc = nf__st_write(path, e, 6, err);
+    free(a);
+    return rc;
+}
+
+static int nf__ft_resume(struct nf_mitra_train * t, struct nf_np_rng * rng, struct nf__ft_state * s, const char * dir,
+                         nf_err * err) {
+    char path[4096];
+    nf__path_join(path, sizeof(path), dir, "finetune-state.safetensors");
+    struct nf_safetensors st;
+    NF_TRY(nf__st_open(path, &st, err));
+    const int64_t n = nf__mitra_train_floats(t);
+    const struct nf_st_tensor * k = nf__st_find(&st, "rng_key");
+    const struct nf_st_tensor * c = nf__st_find(&st, "scalars");
+    int rc = NF_OK;
+    if (!k || k->dtype != NF_ST_I64 || k->ndim != 1 || k->shape[0] != 624 || !c || c->dtype != NF_ST_F64 ||
+        c->ndim != 1 || c->shape[0] != NF__S_N) {
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: not a fine-tuning state (rng_key, scalars)", path);
+    }
+    const double * sc = rc == NF_OK ? nf__st_data(&st, c) : NULL;
+    if (rc == NF_OK && sc[NF__S_FLOATS] != (double) n) {
+        rc = nf__err_set(err, NF_ERR_MISMATCH, "%s: saved for a model of %.0f weights, this one has %lld", path,
+                         sc[NF__S_FLOATS], (long long) n);
+    }
+    for (int i = 0; rc == NF_OK && i < 4; i++) {
+        const struct nf_st_tensor * a = nf__st_find(&st, nf__ft_arenas[i]);
+        if (!a || a->dtype != NF_ST_F32 || a->ndim != 1 || a->shape[0] != n)
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no %s of %lld floats", path, nf__ft_arenas[i], (long long) n);
+        else
+            rc = nf__mitra_train_write(t, nf__ft_arena_id[i], nf__st_data(&st, a),
+                                       i == 1 ? (int64_t) sc[NF__S_ADAM] : -1, err);
+    }
+    if (rc == NF_OK) {
+        const int64_t * key = nf__st_data(&st, k);
+        for (int i = 0; i < 624; i++) rng->key[i] = (uint32_t) key[i];
+        rng->pos = (int) sc[NF__S_POS];
+        *s = (struct nf__ft_state){.step = (int64_t) sc[NF__S_STEP],
+                                   .best_step = (int64_t) sc[NF__S_BEST_STEP],
+                                   .es_count = (int64_t) sc[NF__S_ES_COUNT],
+                                   .best_val = sc[NF__S_BEST_VAL],
+                                   .es_best = sc[NF__S_ES_BEST],
+                                   .val = sc[NF__S_VAL]};
+    }
+    nf__st_close(&st);
+    return rc;
+}
+
 static int nf__mitra_finetune(nf_mitra * m, const struct nf_finetune_data * d, const struct nf_finetune_opts * o,
                               struct nf_finetune_result * res, struct nf_np_rng * rng_out, nf_err * err) {
     NF_TRY(nf__ft_check(m, d, o, err));
@@ -187,16 +283,26 @@ static int nf__mitra_finetune(nf_mitra * m, const struct nf_finetune_data * d, c
     *res = (struct nf_finetune_result){.stopped_at = -1};
     int rc = nf__ft_alloc(&f, err);
     if (rc == NF_OK) rc = nf__mitra_train_new(m, &t, err);
+    struct nf__ft_state s = {0};
     double val = 0.0;
-    if (rc == NF_OK) rc = nf__ft_validate(&f, &val, err);
-    if (rc == NF_OK) rc = nf__mitra_train_save_best(t, err);
-    res->best_val_loss = val;
-    struct nf_finetune_step st = {.step = 0, .lr = 0.0, .train_loss = NAN, .val_loss = val};
-    if (rc == NF_OK && o->on_step && o->on_step(o->user, &st) != 0)
-        rc = nf__err_set(err, NF_ERR_GENERIC, "fine-tuning stopped by the caller at step 0");
-    double es_best = 0.0;
-    int64_t es_count = 0;
-    for (int64_t e = 1; rc == NF_OK && e <= o->steps; e++) {
+    if (rc == NF_OK && o->resume_dir) {
+        rc = nf__ft_resume(t, &rng, &s, o->resume_dir, err);
+        val = s.val;
+        res->best_step = s.best_step;
+        res->best_val_loss = s.best_val;
+        res->steps_run = s.step;
+    } else {
+        if (rc == NF_OK) rc = nf__ft_validate(&f, &val, err);
+        if (rc == NF_OK) rc = nf__mitra_train_save_best(t, err);
+        res->best_val_loss = val;
+        struct nf_finetune_step st = {.step = 0, .lr = 0.0, .train_loss = NAN, .val_loss = val};
+        if (rc == NF_OK && o->on_step && o->on_step(o->user, &st) != 0)
+            rc = nf__err_set(err, NF_ERR_GENERIC, "fine-tuning stopped by the caller at step 0");
+    }
+    double es_best = s.es_best;
+    int64_t es_count = s.es_count;
+    int split = 0;
+    for (int64_t e = s.step + 1; rc == NF_OK && e <= o->steps; e++) {
         /* the LR of epoch e: the warmup scheduler stepped after epochs 1 .. min(e-1, w-1) */
         const int64_t k = o->warmup_steps > 0 ? (e - 1 < o->warmup_steps - 1 ? e - 1 : o->warmup_steps - 1) : 0;
         const double lr = nf__ft_lr(o->lr, o->warmup_steps, k);
@@ -241,7 +347,7 @@ static int nf__mitra_finetune(nf_mitra * m, const struct nf_finetune_data * d, c
             es_best = -val;
             es_count = 0;
         }
-        st = (struct nf_finetune_step){
+        const struct nf_finetune_step st = {
             .step = e,
             .lr = lr,
             .train_loss = loss,
@@ -257,8 +363,22 @@ static int nf__mitra_finetune(nf_mitra * m, const struct nf_finetune_data * d, c
             res->stopped_at = e;
             break;
         }
+        if (o->stop_after > 0 && e == o->stop_after && e < o->steps) {
+            const struct nf__ft_state now = {.step = e,
+                                             .best_step = res->best_step,
+                                             .es_count = es_count,
+                                             .best_val = res->best_val_loss,
+                                             .es_best = es_best,
+                                             .val = val};
+            rc = o->state_dir ? nf__ft_save(t, &rng, &now, o->state_dir, err)
+                              : nf__err_set(err, NF_ERR_ARG, "fine-tuning: stop_after without a state_dir");
+            split = 1;
+            break;
+        }
     }
-    if (rc == NF_OK && o->keep_last) {
+    if (rc == NF_OK && split) {
+        /* the live weights stay as they are: the run goes on from the state */
+    } else if (rc == NF_OK && o->keep_last) {
         res->best_step = res->steps_run;
         res->best_val_loss = val;
     } else if (rc == NF_OK) {
