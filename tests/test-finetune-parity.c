@@ -24,7 +24,8 @@
  * tensors upstream marks as rounding noise only (the attention key biases,
  * whose exact gradient is 0) are bounded in absolute terms instead.
  *
- * usage: test-finetune-parity FIXTURE_ROOT DEVICE [CASE...]  (exit 77: DEVICE not available) */
+ * usage: test-finetune-parity FIXTURE_ROOT DEVICE [CASE...] [--step1]  (exit 77: DEVICE not available;
+ *   --step1: part 1 only) */
 #include "nf-test.h"
 #include "io/nf-io.h"
 #include "model.h"
@@ -38,6 +39,7 @@
 #include <string.h>
 
 static const char * const g_cases[] = {"cls", "cls_small", "reg", "cls_bigval", "cls_lr", NULL};
+static int g_step1_only; /* --step1: part 1 only (the cuda emulator) */
 
 struct fx {
     const char * name;
@@ -583,10 +585,12 @@ static void test_case(const char * root, const char * name, nf_backend * be, con
     struct data d = {0};
     if (load_data(&f, &d) == 0) {
         step1(&f, be, dev, &d, dir);
+        if (g_step1_only) goto free;
         run(&f, be, dev, &d, dir, 1);
         if (tens(&f.ex, "pred_proba_best", NF_ST_F32, NULL)) run(&f, be, dev, &d, dir, 0);
         if (strcmp(name, "cls_lr") == 0) split_run(&f, be, dev, &d, dir);
     }
+free:
     free(d.yv);
     free(d.yr);
     nf_test_rm_model(dir);
@@ -607,8 +611,16 @@ int main(int argc, char ** argv) {
         printf("not available: %s: %s\n", argv[2], err.msg);
         return 77;
     }
-    if (argc > 3) {
-        for (int i = 3; i < argc; i++) test_case(argv[1], argv[i], be, argv[2]);
+    int named = 0;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--step1") == 0)
+            g_step1_only = 1;
+        else
+            named++;
+    }
+    if (named) {
+        for (int i = 3; i < argc; i++)
+            if (strcmp(argv[i], "--step1") != 0) test_case(argv[1], argv[i], be, argv[2]);
     } else {
         for (int i = 0; g_cases[i]; i++) test_case(argv[1], g_cases[i], be, argv[2]);
     }
