@@ -150,6 +150,13 @@ grep -h "cuda" "$LOGDIR"/*devices.log | sed 's/^/  /' | tee -a "$SUMMARY"
 step conformance 120 required "set -o pipefail; $BUILD/tests/test-backend-ops 2>&1 | tee /dev/stderr | grep '^---- cuda:0' >/dev/null"
 grep -E "^(FAIL|SKIP|----)|cases OK|not available" "$LOGDIR"/*conformance.log | head -n 20 | sed 's/^/  /' | tee -a "$SUMMARY"
 
+# ---- 2b. training (#28): a Mitra training step on cuda:0 against the cpu, and every
+# upstream fine-tuning fixture (step-1 gradients, the runs, the prediction after fit) -----
+step train-step 60 required "$BUILD/tests/test-mitra-train cuda:0"
+grep -E "on cuda:0|checks" "$LOGDIR"/*train-step.log | head -n 4 | sed 's/^/  /' | tee -a "$SUMMARY"
+step finetune-parity 120 required "$BUILD/tests/test-finetune-parity tests/fixtures/finetune cuda:0"
+grep -E "on cuda:0|checks" "$LOGDIR"/*finetune-parity.log | head -n 14 | sed 's/^/  /' | tee -a "$SUMMARY"
+
 # ---- 3. models: the fixtures' own weights, and the full-size synthetic --------------
 MODELS=""
 for case in tests/fixtures/mitra/*/case.json; do
