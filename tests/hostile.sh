@@ -296,12 +296,11 @@ hx() {
   fi
   if [ -z "$why" ]; then ok "$name: exit $rc, '$needle'"; else bad "$name: $why"; sed 's/^/    /' "$L/$name.err" | head -5; fi
 }
-cp -r "$T/m" "$X/m"; cp -r "$T/spt" "$X/spt"
-"$BIN" gen-weights sptransformer --out "$X/ck" --dim 16 --depth 1 --context 50 --window 64 --seed 1 --format ckpt > /dev/null &&
-  "$BIN" gen-weights sptransformer --out "$X/ck2" --dim 16 --depth 1 --context 50 --window 64 --seed 2 --format ckpt > /dev/null &&
-  "$BIN" gen-weights sptransformer --out "$X/ms" --seed 0 --dim 16 --depth 1 --context 100 --window 512 > /dev/null &&
-  "$BIN" gen-weights tabstar --out "$X/tab" --layers 1 --seed 3 > /dev/null || bad "x: gen-weights"
-CK=$X/ck/SpTransformer_pytorch.ckpt
+# (small models, hard links where only read: the tree is compared case by case, and disk is shared)
+cp -r "$T/m" "$X/m"; cp -al "$T/spt" "$X/spt"; cp "$HERE/fixtures/ckpt/bn_wrapped.ckpt" "$HERE/fixtures/ckpt/views.ckpt" "$X/"
+"$BIN" gen-weights sptransformer --out "$X/ms" --seed 0 --dim 16 --depth 1 --context 100 --window 512 > /dev/null &&
+  "$BIN" gen-weights tabstar --out "$X/tab" --layers 1 --vocab 1000 --seed 3 > /dev/null || bad "x: gen-weights"
+CK=$X/bn_wrapped.ckpt
 cd "$X" || exit 1
 printf 'a,b,y\n1,2,x\n3,4,z\n5,6,x\n7,8,z\n' > train.csv
 printf 'a,b,y\n1,2,x\n' > one.csv; : > empty.csv; printf 'a,b,y\n1,2,x\n3,4\n5,6,z\n' > ragged.csv
@@ -343,7 +342,7 @@ import json
 for d, k, v in (('ad-r0', 'r', 0), ('ad-dora', 'use_dora', True), ('ad-peft', 'peft_type', 'IA3')):
     p = d + '/adapter_config.json'; c = json.load(open(p)); c[k] = v; json.dump(c, open(p, 'w'))
 " || bad "x: adapters"
-cp -r tab tv; printf '[PAD]\n[UNK]\n[UNK]\n' > tv/vocab.txt; cp -r tab tv2; : > tv2/vocab.txt
+cp -al tab tv; cp -al tab tv2; rm tv/vocab.txt tv2/vocab.txt; printf '[PAD]\n[UNK]\n[UNK]\n' > tv/vocab.txt; : > tv2/vocab.txt
 printf 'city,age,y\nTokyo,3,yes\nParis,4,no\nRome,5,yes\nOslo,6,no\n' > tt.csv
 # what a first run builds or leaves (indexes, previous outputs), before the tree is compared
 "$BIN" run --model spt --fasta c.fa --context pad --out c-first > /dev/null 2>&1 && rm -rf c-first || bad "x: c.fa's index"
@@ -400,11 +399,11 @@ hx tokens-negative 1 "tneg.npy: token [0, 0] is -1" "$BIN" "${S[@]}" --tokens tn
 # -- .ckpt and convert
 hx convert-not-zip 1 "notzip.ckpt: not a torch.save checkpoint (no zip signature" "$BIN" convert --model notzip.ckpt --out co
 hx convert-truncated 1 "trunc.ckpt: not a readable zip archive" "$BIN" convert --model trunc.ckpt --out co
-hx convert-no-pickle 1 "nopkl.ckpt: no 'SpTransformer_pytorch/data.pkl' in the archive" "$BIN" convert --model nopkl.ckpt --out co
+hx convert-no-pickle 1 "nopkl.ckpt: no 'bn_wrapped/data.pkl' in the archive" "$BIN" convert --model nopkl.ckpt --out co
 hx convert-bad-config 1 "badcfg.json: not valid JSON" "$BIN" convert --model "$CK" --config badcfg.json --out co
 hx convert-out-subdir 1 "--out sub holds 'd', which is not a plain file" "$BIN" convert --model "$CK" --out sub
-hx run-ckpt-no-pickle 1 "--model nopkl.ckpt: nopkl.ckpt: no 'SpTransformer_pytorch/data.pkl'" "$BIN" run --model nopkl.ckpt --length 60 --out co
-cp ck/config.json tres/config.json # an input kept in --out under an artifact's name
+hx run-ckpt-no-pickle 1 "--model nopkl.ckpt: nopkl.ckpt: no 'bn_wrapped/data.pkl'" "$BIN" run --model nopkl.ckpt --length 60 --out co
+cp m/config.json tres/config.json # an input kept in --out under an artifact's name
 hx convert-config-in-out 1 "move the input out of --out, or give another --out" "$BIN" convert --model "$CK" --config tres/config.json --out tres
 
 # -- annotate: VCF / BCF / FASTA / GTF / outputs
@@ -452,7 +451,7 @@ if grep -q "test hook: forward phase" "$L/probe.err"; then
     mkdir -p "sig-$name"
     case $out in
       pred) "$BIN" "${P[@]}" --seed 1 --out "sig-$name/pred" > /dev/null 2>&1 ;;
-      conv) "$BIN" convert --model ck2/SpTransformer_pytorch.ckpt --out "sig-$name/conv" > /dev/null 2>&1 ;;
+      conv) "$BIN" convert --model views.ckpt --out "sig-$name/conv" > /dev/null 2>&1 ;;
       ann.csv) echo previous > "sig-$name/ann.csv"; echo '{"previous": 1}' > "sig-$name/ann.csv.report.json" ;;
       run) "$BIN" "${S[@]}" --sequence GGGGCCCCAA --out "sig-$name/run" > /dev/null 2>&1 ;;
     esac
