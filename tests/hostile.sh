@@ -6,9 +6,9 @@
 # and leave the previous contents of --out byte for byte as they were, with
 # no staging directory left behind.
 set -u
-BIN=$1; T=$2
+BIN=$(readlink -f "$1"); T=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
-rm -rf "$T"; mkdir -p "$T"
+rm -rf "$T"; mkdir -p "$T"; T=$(cd "$T" && pwd)
 fails=0; cases=0
 ok()  { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -277,6 +277,256 @@ h+=' '*((64-(10+len(h)+1)%64)%64)+'\n'; open(sys.argv[1],'wb').write(b'\x93NUMPY
 done
 hc sequence-empty "--sequence: the input has no sequence" "$BIN" run --model "$T/spt" --sequence "" --context pad --out @OUT@
 
+# ==== issue #27, second round: every command's surfaces, in a sandbox X whose whole tree is compared ====
+# hx NAME RC NEEDLE CMD...: exit RC (1: refused, 2: a usage error), NEEDLE on stderr, no sanitizer
+# report, and nothing under X created, removed or written (every file's size and mtime, every name)
+X=$T/x L=$T/x-logs
+mkdir -p "$X" "$L"
+export OMP_NUM_THREADS=1 # small models; and many held at once below
+xstate() { find "$X" \( -type d -printf '%p/\n' \) -o -printf '%p %s %T@\n' | LC_ALL=C sort; }
+hx() {
+  local name=$1 want=$2 needle=$3; shift 3
+  cases=$((cases + 1))
+  local before; before=$(xstate)
+  timeout 30 "$@" > "$L/$name.out" 2> "$L/$name.err"; local rc=$?
+  local why=""
+  if [ $rc -ne "$want" ]; then why="exit $rc, want $want"
+  elif ! grep -qF -- "$needle" "$L/$name.err"; then why="stderr lacks '$needle'"
+  elif grep -qE "AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer" "$L/$name.err"; then why="sanitizer report"
+  elif [ "$(xstate)" != "$before" ]; then why="left or changed: $(diff <(echo "$before") <(xstate) | grep '^[<>]' | head -3 | tr '\n' ' ')"
+  fi
+  if [ -z "$why" ]; then ok "$name: exit $rc, '$needle'"; else bad "$name: $why"; sed 's/^/    /' "$L/$name.err" | head -5; fi
+}
+# (small models, hard links where only read: the tree is compared case by case, and disk is shared)
+cp -r "$T/m" "$X/m"; cp -al "$T/spt" "$X/spt"; cp "$HERE/fixtures/ckpt/bn_wrapped.ckpt" "$HERE/fixtures/ckpt/views.ckpt" "$X/"
+"$BIN" gen-weights sptransformer --out "$X/ms" --seed 0 --dim 16 --depth 1 --context 100 --window 512 > /dev/null &&
+  "$BIN" gen-weights tabstar --out "$X/tab" --layers 1 --vocab 1000 --seed 3 > /dev/null || bad "x: gen-weights"
+CK=$X/bn_wrapped.ckpt
+cd "$X" || exit 1
+printf 'a,b,y\n1,2,x\n3,4,z\n5,6,x\n7,8,z\n' > train.csv
+printf 'a,b,y\n1,2,x\n' > one.csv; : > empty.csv; printf 'a,b,y\n1,2,x\n3,4\n5,6,z\n' > ragged.csv
+printf 'a,c,y\n1,2,x\n3,4,z\n' > otherc.csv; printf 'a,b,y\n1,2\0,x\n3,4,z\n' > nul.csv; printf 'a,b,y\n1,"2,x\n3,4,z\n' > quote.csv
+mkfifo fifo.csv; : > plain.csv; mkdir -p sub/d cwd
+printf '>c1\nACGTACGTACGTACGTACGTACGTACGTACGTACGTACGT\n' > c.fa
+python3 - << 'EOF2' || bad "x: .npy files"
+import struct
+def npy(path, descr, shape, data):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    h += ' ' * ((64 - (10 + len(h) + 1) % 64) % 64) + '\n'
+    open(path, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode() + data)
+npy('tf.npy', '<f4', '(1, 120)', b'\0' * 480)
+npy('t9.npy', '|i1', '(1, 120)', bytes([9]) + b'\0' * 119)
+npy('t3d.npy', '|i1', '(1, 2, 60)', b'\0' * 120)
+npy('tneg.npy', '|i1', '(1, 120)', bytes([255]) + b'\0' * 119)
+EOF2
+echo hello > notzip.ckpt; head -c 2000 "$CK" > trunc.ckpt; echo '{bad' > badcfg.json
+python3 -c "
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1]); o = zipfile.ZipFile('nopkl.ckpt', 'w')
+for n in z.namelist():
+    if not n.endswith('data.pkl'): o.writestr(n, z.read(n))
+" "$CK" || bad "x: nopkl.ckpt"
+cp "$FXA/genome.fa" "$FXA/genes.gtf" .
+{ grep '^#' "$FXA/input.vcf"; printf 'chr1\t25000\t.\tG\tT\t.\t.\t.\n'; } > nogene.vcf  # in no gene: no forward
+printf 'hello world\n' > garbage.vcf
+cell() { printf '{"format":"%s","task":"%s","n_target_tokens":%s,"n_rows":%s,"n_cells":2,"x_txt":%s,"x_num":[[0,0]]}%s' "$@"; }
+F=nofall-tabstar-cells/1
+cell $F regression 1 2 '[["a","b"]]' '' > c-rows.json; cell $F clustering 1 1 '[["a","b"]]' '' > c-task.json
+cell $F regression 1 1 '[["a",3]]' '' > c-type.json; cell $F regression 1 1 '[["a","b"]]' '{}' > c-trail.json
+cell nofall-tabstar-cells/9 regression 1 1 '[["a","b"]]' '' > c-fmt.json
+printf '{"a": 1}' > s-obj.json; printf '["a", 3]' > s-num.json
+AD=$HERE/fixtures/tabstar/lora-cls3/adapter
+for a in nost r0 dora peft; do cp -r "$AD" "ad-$a"; done
+rm ad-nost/adapter_model.safetensors
+python3 -c "
+import json
+for d, k, v in (('ad-r0', 'r', 0), ('ad-dora', 'use_dora', True), ('ad-peft', 'peft_type', 'IA3')):
+    p = d + '/adapter_config.json'; c = json.load(open(p)); c[k] = v; json.dump(c, open(p, 'w'))
+" || bad "x: adapters"
+cp -al tab tv; cp -al tab tv2; rm tv/vocab.txt tv2/vocab.txt; printf '[PAD]\n[UNK]\n[UNK]\n' > tv/vocab.txt; : > tv2/vocab.txt
+printf 'city,age,y\nTokyo,3,yes\nParis,4,no\nRome,5,yes\nOslo,6,no\n' > tt.csv
+# what a first run builds or leaves (indexes, previous outputs), before the tree is compared
+"$BIN" run --model spt --fasta c.fa --context pad --out c-first > /dev/null 2>&1 && rm -rf c-first || bad "x: c.fa's index"
+"$BIN" annotate --model ms --vcf nogene.vcf --fasta genome.fa --genes genes.gtf --out ann-ref.csv > /dev/null 2>&1 || bad "x: annotate reference"
+"$BIN" annotate --model ms --vcf nogene.vcf --fasta genome.fa --genes genes.gtf --out ann.bcf > /dev/null 2>&1 && head -c 300 ann.bcf > trunc.bcf || bad "x: a .bcf"
+"$BIN" run --model spt --sequence ACGTACGTACGT --context pad --out tres > /dev/null 2>&1 || bad "x: tres" # tres/tokens.npy: what the run writes
+cp tres/tokens.npy .tlock.nofall.lock
+LONG=$(printf "$(printf 'x%.0s' $(seq 180))/%.0s" $(seq 25))   # 25 levels of 180 bytes: 4,525 bytes
+WIDE=$(printf 'y%.0s' $(seq 300))                                  # a component no file system takes
+BASE=$(printf 'z%.0s' $(seq 210))                                  # --out's own name over 200 bytes
+P=(predict --model m --train train.csv --test train.csv --target y)
+S=(run --model spt --context pad)
+A=(annotate --model ms --fasta genome.fa --genes genes.gtf)
+
+# -- the parents of --out: checked before anything is created; a failure removes what was created
+hx parents-predict-model 1 "--model $X/nomodel" "$BIN" predict --model "$X/nomodel" --train train.csv --test train.csv --target y --out new/a/b/res
+hx parents-predict-device 1 "--device tpu:0: unknown device" "$BIN" "${P[@]}" --device tpu:0 --out new/a/b/res
+hx parents-predict-long 1 "too long: 4" "$BIN" "${P[@]}" --out "$LONG/res"
+hx parents-predict-component 1 "a component of 300 bytes" "$BIN" "${P[@]}" --out "new/a/$WIDE/res"
+hx parents-run-model 1 "--model $X/nomodel" "$BIN" run --model "$X/nomodel" --out new/a/res
+hx parents-run-device 1 "--device tpu:0: unknown device" "$BIN" run --model m --device tpu:0 --out new/a/res
+hx parents-run-long 1 "too long: 4" "$BIN" run --model m --out "$X/$LONG/res"
+hx parents-run-sequence 1 "--sequence: position 5 is 'X'" "$BIN" "${S[@]}" --sequence ACGTXACGT --out new/a/res
+hx parents-run-tokens 1 "t9.npy: token [0, 0] is 9, not an id" "$BIN" "${S[@]}" --tokens t9.npy --out new/a/res
+hx parents-run-cells 1 "c-rows.json: \"x_txt\" and \"x_num\" must have n_rows = 2" "$BIN" run --model tab --cells c-rows.json --out new/a/res
+hx parents-predict-adapter 1 "ad-r0/adapter_config.json: needs an integer r >= 1" "$BIN" predict --model tab --train tt.csv --test tt.csv \
+   --target y --adapter ad-r0 --out new/a/res
+hx parents-convert-long 1 "too long: 4" "$BIN" convert --model "$CK" --out "$LONG/res"
+hx parents-convert-name 1 "name too long (210 bytes; at most 200)" "$BIN" convert --model "$CK" --out "new/a/$BASE"
+hx parents-not-a-dir 1 "--out: new/../plain.csv: not a directory" "$BIN" "${P[@]}" --out new/../plain.csv/res
+hx parents-annotate 1 "--out: new/.x.csv." "$BIN" "${A[@]}" --vcf nogene.vcf --out new/x.csv
+
+# -- predict's CSVs and options
+hx csv-no-target 1 "train.csv: no column 'q' (--target)" "$BIN" predict --model m --train train.csv --test train.csv --target q --out po
+hx csv-one-row 1 "one.csv: 1 data rows; need at least 2" "$BIN" predict --model m --train one.csv --test train.csv --target y --out po
+hx csv-empty 1 "empty.csv: empty file (no header row)" "$BIN" predict --model m --train train.csv --test empty.csv --target y --out po
+hx csv-ragged 1 "ragged.csv: row 2 has 2 fields, the header has 3" "$BIN" predict --model m --train ragged.csv --test train.csv --target y --out po
+hx csv-column 1 "otherc.csv: column 'c' is not in the training table" "$BIN" predict --model m --train train.csv --test otherc.csv --target y --out po
+hx csv-nul 1 "nul.csv: row 1, column 2 ('b'): not valid UTF-8 (or a NUL byte)" "$BIN" predict --model m --train nul.csv --test train.csv --target y --out po
+hx csv-quote 1 "quote.csv: row 1: malformed CSV" "$BIN" predict --model m --train quote.csv --test train.csv --target y --out po
+hx csv-fifo 1 "fifo.csv: is a FIFO" "$BIN" predict --model m --train train.csv --test fifo.csv --target y --out po
+hx csv-estimators 2 "--n-estimators takes an integer in [1, 1000], got '0'" "$BIN" "${P[@]}" --n-estimators 0 --out po
+hx tabstar-predict-device 1 "--device tpu:1: unknown device" "$BIN" predict --model tab --train tt.csv --test tt.csv --target y --device tpu:1 --out po
+
+# -- run on sequences, FASTA, tokens
+hx seq-space 1 "--sequence: position 5 is ' '" "$BIN" "${S[@]}" --sequence "ACGT ACGT" --out so
+hx region-reversed 1 "c.fa: region 'c1:30-10' is not in the file" "$BIN" "${S[@]}" --fasta c.fa --region c1:30-10 --out so
+hx fasta-missing 1 "nofa.fa: cannot open" "$BIN" "${S[@]}" --fasta nofa.fa --out so
+hx seq-two-inputs 2 "give one of --tokens, --sequence, --fasta" "$BIN" "${S[@]}" --fasta c.fa --sequence ACGT --out so
+hx tokens-float 1 "tf.npy: token ids must be int8, int32 or int64, not float32" "$BIN" "${S[@]}" --tokens tf.npy --out so
+hx tokens-3d 1 "t3d.npy: token ids must be (L,) or (B, L), not 3-dimensional" "$BIN" "${S[@]}" --tokens t3d.npy --out so
+hx tokens-negative 1 "tneg.npy: token [0, 0] is -1" "$BIN" "${S[@]}" --tokens tneg.npy --out so
+
+# -- .ckpt and convert
+hx convert-not-zip 1 "notzip.ckpt: not a torch.save checkpoint (no zip signature" "$BIN" convert --model notzip.ckpt --out co
+hx convert-truncated 1 "trunc.ckpt: not a readable zip archive" "$BIN" convert --model trunc.ckpt --out co
+hx convert-no-pickle 1 "nopkl.ckpt: no 'bn_wrapped/data.pkl' in the archive" "$BIN" convert --model nopkl.ckpt --out co
+hx convert-bad-config 1 "badcfg.json: not valid JSON" "$BIN" convert --model "$CK" --config badcfg.json --out co
+hx convert-out-subdir 1 "--out sub holds 'd', which is not a plain file" "$BIN" convert --model "$CK" --out sub
+hx run-ckpt-no-pickle 1 "--model nopkl.ckpt: nopkl.ckpt: no 'bn_wrapped/data.pkl'" "$BIN" run --model nopkl.ckpt --length 60 --out co
+cp m/config.json tres/config.json # an input kept in --out under an artifact's name
+hx convert-config-in-out 1 "move the input out of --out, or give another --out" "$BIN" convert --model "$CK" --config tres/config.json --out tres
+
+# -- annotate: VCF / BCF / FASTA / GTF / outputs
+hx ann-vcf-missing 1 "novcf.vcf" "$BIN" "${A[@]}" --vcf novcf.vcf --out ao.csv
+hx ann-vcf-garbage 1 "garbage.vcf" "$BIN" "${A[@]}" --vcf garbage.vcf --out ao.csv
+hx ann-bcf-truncated 1 "--vcf trunc.bcf: not a VCF/BCF file" "$BIN" "${A[@]}" --vcf trunc.bcf --out ao.csv
+hx ann-out-is-vcf 1 "--out nogene.vcf is an input" "$BIN" "${A[@]}" --vcf nogene.vcf --out nogene.vcf
+hx ann-device 1 "--device tpu:0: unknown device" "$BIN" "${A[@]}" --vcf nogene.vcf --device tpu:0 --out ao.csv
+
+# -- TabSTAR: cells, tokenize, adapters, vocabulary
+hx cells-rows 1 "c-rows.json: \"x_txt\" and \"x_num\" must have n_rows = 2 rows" "$BIN" run --model tab --cells c-rows.json --out to
+hx cells-task 1 "c-task.json: \"task\" must be \"classification\" or \"regression\"" "$BIN" run --model tab --cells c-task.json --out to
+hx cells-type 1 "c-type.json: cell [0][1]: x_txt must be a string" "$BIN" run --model tab --cells c-type.json --out to
+hx cells-trailing 1 "c-trail.json: not valid JSON: trailing data" "$BIN" run --model tab --cells c-trail.json --out to
+hx cells-format 1 "c-fmt.json: \"format\" must be \"nofall-tabstar-cells/1\"" "$BIN" run --model tab --cells c-fmt.json --out to
+hx tokenize-object 1 "s-obj.json: must be a JSON list of strings" "$BIN" tokenize --model tab --strings s-obj.json --out tko
+hx tokenize-item 1 "s-num.json: item 1 is not a string" "$BIN" tokenize --model tab --strings s-num.json --out tko
+hx adapter-no-weights 1 "ad-nost/adapter_model.safetensors: cannot open" "$BIN" run --model tab --adapter ad-nost --out to
+hx adapter-rank-0 1 "ad-r0/adapter_config.json: needs an integer r >= 1" "$BIN" run --model tab --adapter ad-r0 --out to
+hx adapter-dora 1 "ad-dora/adapter_config.json: only plain LoRA is supported" "$BIN" run --model tab --adapter ad-dora --out to
+hx adapter-peft-type 1 "ad-peft/adapter_config.json: peft_type must be \"LORA\"" "$BIN" run --model tab --adapter ad-peft --out to
+hx vocab-duplicate 1 "tv/vocab.txt: line 3: token \"[UNK]\" already on line 2" "$BIN" run --model tv --out to
+hx vocab-empty 1 "tv2/vocab.txt: empty vocabulary file" "$BIN" run --model tv2 --out to
+
+# -- path games: --out's name; inputs where the new set would go (refused even when byte-identical)
+hx out-empty 1 "--out needs a directory name, got ''" "$BIN" "${P[@]}" --out ""
+hx out-cwd 1 "--out .: is the current directory" bash -c "cd cwd && exec \"\$0\" run --model ../m --out ." "$BIN"
+hx out-root 1 "--out /: not a usable directory name" "$BIN" "${P[@]}" --out /
+hx out-identical-input 1 "--out (its tokens.npy) $X/tres/tokens.npy is a file this command reads (--tokens tres/tokens.npy); the new results replace that name in --out (even with identical bytes): move the input out of --out" \
+   "$BIN" "${S[@]}" --tokens tres/tokens.npy --out tres
+hx out-lock-input 1 "a run locks --out with that file and removes it at the end: rename the input" "$BIN" "${S[@]}" --tokens .tlock.nofall.lock --out tlock
+
+# -- SIGINT / SIGTERM: before the commit point (held in the write phase: the previous output stays, nothing
+# left, exit 130 / 143), inside the commit (held in it: signals wait, the new output whole, nothing left),
+# and in the forward with --out's parents new (they go too). All held at once, each signalled when it
+# reports its phase. Needs -DNOFALL_TEST_HOOKS=ON (as tools/test.sh builds).
+NOFALL_TEST_DELAY=forward:1 "$BIN" run --model m --out probe > /dev/null 2> "$L/probe.err"; rm -rf probe
+if grep -q "test hook: forward phase" "$L/probe.err"; then
+  # the new outputs as uninterrupted runs write them, and a previous output of each (copied into every case)
+  "$BIN" "${P[@]}" --seed 2 --out pred-ref > /dev/null 2>&1 && "$BIN" convert --model "$CK" --out conv-ref > /dev/null 2>&1 &&
+    "$BIN" "${S[@]}" --sequence ACGTACGTAC --out run-ref > /dev/null 2>&1 && "$BIN" "${P[@]}" --seed 1 --out pred-prev > /dev/null 2>&1 &&
+    "$BIN" convert --model views.ckpt --out conv-prev > /dev/null 2>&1 &&
+    "$BIN" "${S[@]}" --sequence GGGGCCCCAA --out run-prev > /dev/null 2>&1 || bad "signals: the reference runs"
+  declare -A SG_PID SG_SIG SG_PHASE SG_OUT SG_CMD
+  # sg NAME SIG PHASE OUT CMD...: a case directory sig-NAME holding a previous OUT; the command to run in it
+  sg() {
+    local name=$1 sig=$2 phase=$3 out=$4; shift 4
+    mkdir -p "sig-$name"
+    case $out in
+      pred | conv | run) cp -a "$out-prev" "sig-$name/$out" ;;
+      ann.csv) echo previous > "sig-$name/ann.csv"; echo '{"previous": 1}' > "sig-$name/ann.csv.report.json" ;;
+    esac
+    SG_OUT[$name]=$(cd "sig-$name" && find . \( -type d -printf '%p/\n' \) -o -printf '%p %s %T@\n' | LC_ALL=C sort)
+    SG_SIG[$name]=$sig SG_PHASE[$name]=$phase SG_CMD[$name]=$(printf '%q ' "$@")
+  }
+  PR=(predict --model ../m --train ../train.csv --test ../train.csv --target y --seed 2 --out)
+  CV=(convert --model "$CK" --out)
+  AN=(annotate --model ../ms --fasta ../genome.fa --genes ../genes.gtf --vcf ../nogene.vcf --out)
+  RN=(run --model ../spt --context pad --sequence ACGTACGTAC --out)
+  for sig in INT TERM; do
+    for phase in write commit; do
+      sg "predict-$phase-$sig" $sig $phase pred "${PR[@]}" pred
+      sg "convert-$phase-$sig" $sig $phase conv "${CV[@]}" conv
+      sg "annotate-$phase-$sig" $sig $phase ann.csv "${AN[@]}" ann.csv
+      sg "run-$phase-$sig" $sig $phase run "${RN[@]}" run
+    done
+  done
+  sg "predict-forward-parents-INT" INT forward "" "${PR[@]}" new/a/res
+  sg "run-forward-parents-TERM" TERM forward "" "${RN[@]}" new/a/res
+  for n in "${!SG_SIG[@]}"; do # all at once; a commit is held 2 s (signals wait there), the others until signalled
+    (cd "sig-$n" && eval "NOFALL_TEST_DELAY=${SG_PHASE[$n]}:$([ "${SG_PHASE[$n]}" = commit ] && echo 2000 || echo 120000) \
+       exec \"\$BIN\" ${SG_CMD[$n]}" > "$L/sig-$n.out" 2> "$L/sig-$n.err") &
+    SG_PID[$n]=$!
+  done
+  hooked() { # ERR PHASE: the run says it is held there (builtins only: polled often)
+    local l
+    while IFS= read -r l; do [[ $l == *"test hook: $2 phase"* ]] && return 0; done < "$1"
+    return 1
+  }
+  pending=("${!SG_PID[@]}")
+  for _ in $(seq 1 1200); do # signal each as it reports its phase (60 s at most)
+    left=()
+    for n in "${pending[@]}"; do
+      if hooked "$L/sig-$n.err" "${SG_PHASE[$n]}"; then kill -"${SG_SIG[$n]}" "${SG_PID[$n]}"
+      else left+=("$n"); fi
+    done
+    pending=("${left[@]}")
+    [ ${#pending[@]} -eq 0 ] && break
+    sleep 0.05
+  done
+  for n in "${pending[@]}"; do kill -KILL "${SG_PID[$n]}"; done
+  for n in $(printf '%s\n' "${!SG_PID[@]}" | LC_ALL=C sort); do
+    cases=$((cases + 1))
+    wait "${SG_PID[$n]}"; rc=$?
+    want=$((128 + $(kill -l "${SG_SIG[$n]}")))
+    now=$(cd "sig-$n" && find . \( -type d -printf '%p/\n' \) -o -printf '%p %s %T@\n' | LC_ALL=C sort)
+    why=""
+    if [[ " ${pending[*]} " == *" $n "* ]]; then why="never reached the ${SG_PHASE[$n]} phase"
+    elif [ $rc -ne $want ]; then why="exit $rc, want $want"
+    elif grep -qE "AddressSanitizer|LeakSanitizer|runtime error:" "$L/sig-$n.err"; then why="sanitizer report"
+    elif [ "${SG_PHASE[$n]}" != commit ]; then
+      [ "$now" = "${SG_OUT[$n]}" ] || why="the previous output changed or something was left: $(diff <(echo "${SG_OUT[$n]}") <(echo "$now") | grep '^[<>]' | head -3 | tr '\n' ' ')"
+    else # the new output, whole and as an uninterrupted run writes it; nothing else
+      case $n in
+        predict*) same=$(cd "sig-$n/pred" && for f in *; do [ "$f" = report.json ] || cmp -s "$f" "../../pred-ref/$f" || echo "$f"; done; ls | cmp -s - <(ls ../../pred-ref) || echo names) ;;
+        convert*) same=$(cmp -s "sig-$n/conv/model.safetensors" conv-ref/model.safetensors && ls "sig-$n/conv" | cmp -s - <(ls conv-ref) || echo conv) ;;
+        annotate*) same=$(cmp -s "sig-$n/ann.csv" ann-ref.csv && grep -q '"records"' "sig-$n/ann.csv.report.json" || echo ann) ;;
+        run*) same=$(cd "sig-$n/run" && for f in *.npy; do cmp -s "$f" "../../run-ref/$f" || echo "$f"; done) ;;
+      esac
+      entries=$(ls -A "sig-$n" | tr '\n' ' ')
+      if [ -n "$same" ]; then why="the new output is not whole: $same"
+      elif [ "$entries" != "pred " ] && [ "$entries" != "conv " ] && [ "$entries" != "run " ] && [ "$entries" != "ann.csv ann.csv.report.json " ]; then
+        why="left in its directory: $entries"
+      fi
+    fi
+    if [ -z "$why" ]; then ok "signal $n: exit $rc"; else bad "signal $n: $why"; sed 's/^/    /' "$L/sig-$n.err" | tail -3; fi
+  done
+else
+  echo "skip the signal cases: $BIN was built without -DNOFALL_TEST_HOOKS=ON"
+fi
+cd "$T" || exit 1
+
 echo "hostile.sh: $cases cases, $fails failure(s)"
-[ $cases -ge 45 ] || { echo "hostile.sh: fewer than 45 cases"; fails=$((fails + 1)); }
+[ $cases -ge 140 ] || { echo "hostile.sh: fewer than 140 cases"; fails=$((fails + 1)); }
 [ $fails -eq 0 ]

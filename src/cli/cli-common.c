@@ -382,9 +382,24 @@ int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_er
 int nf_cli_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err) {
     struct nf_backend_env env;
     nf_backend_env_read(&env, precision);
-    NF_TRY(nf_backend_init_opts(device, &env.opts, out, err));
+    const int rc = nf_backend_init_opts(device, &env.opts, out, err);
+    if (rc != NF_OK) { /* the flag named: a failed --device leaves no doubt which option to fix */
+        char e[256];
+        return strncmp(err->msg, "--device", 8) == 0
+                   ? rc
+                   : nf__err_prefix(err, "--device %s", nf__esc(e, sizeof(e), device));
+    }
     nf_cli_backend_warn(*out);
     return NF_OK;
+}
+
+int nf_cli_model_load(nf_backend * be, const char * model, nf_model ** out, nf_err * err) {
+    const int rc = nf_model_load(be, model, out, err);
+    if (rc != NF_OK && strncmp(err->msg, "--model", 7) != 0) {
+        char e[1024];
+        return nf__err_prefix(err, "--model %s", nf__esc(e, sizeof(e), model));
+    }
+    return rc;
 }
 
 void nf_cli_backend_warn(const nf_backend * be) {

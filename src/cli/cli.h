@@ -73,6 +73,8 @@ void nf_cli_inputs_clear(void);
 /* NF_ERR_ARG naming both when path is a registered input: the same device
  * and inode, or, not existing yet, the same canonical name. */
 int nf_cli_output_check(const char * path, const char * flag, nf_err * err);
+/* the same, ending the message with why (what happens, what to do) */
+int nf_cli_output_check_why(const char * path, const char * flag, const char * why, nf_err * err);
 
 /* One output file written under a private temporary name next to it
  * (created at open, so an unwritable place fails before any work) and
@@ -87,16 +89,26 @@ FILE * nf_cli_outfile_fp(struct nf_cli_outfile * o);
 int nf_cli_outfile_close(struct nf_cli_outfile * o, nf_err * err);  /* flush + fsync + close */
 int nf_cli_outfile_commit(struct nf_cli_outfile * o, nf_err * err); /* close if open, rename */
 void nf_cli_outfile_abort(struct nf_cli_outfile * o);
+/* commit each in turn with SIGINT/SIGTERM/SIGHUP/SIGQUIT deferred until all
+ * are renamed (a signal then ends the process with the new files in place) */
+int nf_cli_outfiles_commit(struct nf_cli_outfile * const * files, int n, nf_err * err);
 
 /* An output directory replaced as a set: lock, staging directory, swap. */
 struct nf_outset {
     char out[4096], parent[4096], base[256], staging[4096], lock[4096];
-    int lock_fd, existed;
+    int lock_fd, existed, committed;
     const char * const * names; /* the artifact names a run may write */
     int n_names;
+    /* the parents of --out begin created: made[0..made_len[k]) for each, outermost first */
+    char made[4096];
+    unsigned short made_len[2048];
+    int n_made;
 };
-/* Lock --out, recover from an interrupted run, check it holds only files,
- * create the staging directory. */
+/* Check --out's name (lengths, components) before creating anything, create
+ * its missing parents (recorded), lock it, recover from an interrupted run,
+ * check it holds only files, create the staging directory. A failure here,
+ * or an end without a commit, removes the parents it created (innermost
+ * first, each only if empty). */
 int nf_outset_begin(struct nf_outset * s, const char * out, const char * const * names, int n_names, nf_err * err);
 /* staging/file */
 void nf_outset_path(const struct nf_outset * s, const char * file, char * out, size_t n);
@@ -105,7 +117,8 @@ int nf_outset_inside(const struct nf_outset * s, const char * path, char * name,
 /* Carry over the other files, swap the staging directory in, remove the
  * previous set; then commit extra (may be NULL). Signals blocked throughout. */
 int nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err * err);
-/* Remove the staging directory if still there, release the lock. */
+/* Remove the staging directory if still there, release the lock; without a
+ * commit, remove the parents begin created (each only if empty). */
 void nf_outset_end(struct nf_outset * s);
 int nf_cli_parse_precision(const char * s, int * out);
 
@@ -116,6 +129,8 @@ void nf_cli_backend_warn(const nf_backend * be);
  * (nf_backend_env_read: the CLI's NOFALL_* / NF_CUDA_* conveniences), then
  * the backend's warning, if any, on stderr. */
 int nf_cli_backend_init(const char * device, int precision, nf_backend ** out, nf_err * err);
+/* nf_model_load, its failure prefixed with "--model MODEL" (unless it names --model already) */
+int nf_cli_model_load(nf_backend * be, const char * model, nf_model ** out, nf_err * err);
 /* Write be's trace as JSON to f */
 int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_err * err);
 

@@ -179,6 +179,7 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     if (mp->rank == 0) {
         if ((rc = nf_annotate_close(a, err)) == NF_OK && (rc = nf_cli_outfile_close(&of, err)) == NF_OK)
             rc = nf_ann_write_report(a, rp, &rf, err);
+        nf_cli_test_delay("write");
         if (rc == NF_OK) {
             nf_annotate_stats st;
             nf_annotate_get_stats(a, &st);
@@ -191,7 +192,10 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
                                  "standard output: the markers could not be written; the previous %s is kept",
                                  nf__esc(e, sizeof(e), o->out));
         }
-        if (rc == NF_OK && (rc = nf_cli_outfile_commit(&rf, err)) == NF_OK) rc = nf_cli_outfile_commit(&of, err);
+        if (rc == NF_OK) { /* the two renames, signals deferred: both files of this run, or neither */
+            struct nf_cli_outfile * both[2] = {&rf, &of};
+            rc = nf_cli_outfiles_commit(both, 2, err);
+        }
     }
     /* rank 0's writing failed: every rank fails */
     rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);

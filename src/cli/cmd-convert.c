@@ -23,6 +23,9 @@ int nf_cmd_convert(int argc, char ** argv) {
         return 2;
     }
 
+    /* SIGINT/SIGTERM/SIGHUP/SIGQUIT remove the staging directory and the lock,
+     * and wait while the swap runs (without it a signal left both behind) */
+    nf_cli_signals_install();
     nf_err err = {0};
     struct nf_ckpt ck;
     struct nf_safetensors st;
@@ -55,6 +58,7 @@ int nf_cmd_convert(int argc, char ** argv) {
         nf_outset_path(&os, "config.json", stage, sizeof(stage));
         rc = nf__json_write_file(stage, cfg, &err);
     }
+    nf_cli_test_delay("write");
     if (rc == NF_OK) {
         int64_t bytes = 0;
         for (int i = 0; i < st.n_tensors; i++) bytes += (int64_t) (st.tensors[i].end - st.tensors[i].begin);

@@ -219,7 +219,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     if ((rc = nf_cli_backend_init(device, 0, &be, err)) != NF_OK) goto done_agree;
     nf_trace_reset(be, NF_TRACE_TOTALS);
-    if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto done_agree;
+    if ((rc = nf_cli_model_load(be, o->model, &m, err)) != NF_OK) goto done_agree;
     if (o->adapter && (rc = nf_predictor_merge_adapter(pr, m, o->adapter, err)) != NF_OK) goto done_agree;
     if (o->query_chunk > 0 && (rc = nf_model_set_option(m, "query_chunk", o->query_chunk, err)) != NF_OK)
         goto done_agree;
@@ -291,6 +291,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     /* the outputs (the predictor's files), the markers, report.json */
     char path[4096];
     if ((rc = nf_predictor_write_outputs(pr, os.staging, nq, acc, all_logits, counts, err)) != NF_OK) goto write_end;
+    nf_cli_test_delay("write");
     char classes_marker[4096] = "none";
     size_t cml = 0;
     for (int k = 0; is_cls && k < K; k++) {

@@ -232,7 +232,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     /* the device first: an absent device fails before any work */
     if ((rc = nf_cli_backend_init(device ? device : "cpu", o->precision, &be, err)) != NF_OK) goto done;
     nf_trace_reset(be, trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
-    if ((rc = nf_model_load(be, model, &m, err)) != NF_OK) goto done;
+    if ((rc = nf_cli_model_load(be, model, &m, err)) != NF_OK) goto done;
     char summary[4400] = "";
     if (adapter && (rc = nf_model_apply_adapter(m, adapter, summary, sizeof(summary), err)) != NF_OK) goto done;
     for (int i = 0; i < NF_RUN_N_FLAGS; i++) {

@@ -50,6 +50,21 @@ static char nf_sig_dir[4096];
 static volatile sig_atomic_t nf_sig_dir_on;
 static char nf_sig_lock[4096];
 static volatile sig_atomic_t nf_sig_lock_on;
+/* the parents of --out an output set created: nf_sig_made[0..len) each, outermost first */
+static char nf_sig_made[4096];
+static unsigned short nf_sig_made_len[2048];
+static volatile sig_atomic_t nf_sig_made_n;
+
+/* rmdir made[0..len[k]) for k = n-1 .. 0, stopping at the first that is not
+ * empty (or is gone); async-signal-safe */
+static void nf_rm_made(const char * made, const unsigned short * len, int n) {
+    char p[4096];
+    for (int k = n - 1; k >= 0; k--) {
+        memcpy(p, made, len[k]);
+        p[len[k]] = '\0';
+        if (rmdir(p) != 0) break;
+    }
+}
 
 /* remove the plain entries of dir, then dir; async-signal-safe (raw getdents64) */
 static int nf_rm_flat(const char * dir) {
@@ -86,6 +101,7 @@ static void nf_sig_handler(int sig) {
         if (nf_sig_file_on[i]) unlink(nf_sig_file[i]);
     if (nf_sig_dir_on) nf_rm_flat(nf_sig_dir);
     if (nf_sig_lock_on) unlink(nf_sig_lock);
+    if (nf_sig_made_n > 0) nf_rm_made(nf_sig_made, nf_sig_made_len, nf_sig_made_n);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -205,6 +221,15 @@ int nf_cli_outfile_commit(struct nf_cli_outfile * o, nf_err * err) {
     o->slot = -1;
     o->tmp[0] = '\0';
     return NF_OK;
+}
+
+int nf_cli_outfiles_commit(struct nf_cli_outfile * const * files, int n, nf_err * err) {
+    int rc = NF_OK;
+    nf_sig_block(1);
+    nf_cli_test_delay("commit");
+    for (int i = 0; i < n && rc == NF_OK; i++) rc = nf_cli_outfile_commit(files[i], err);
+    nf_sig_block(0);
+    return rc;
 }
 
 void nf_cli_outfile_abort(struct nf_cli_outfile * o) {
@@ -357,14 +382,88 @@ static void nf_outset_unlock(struct nf_outset * s) {
     s->lock_fd = -1;
 }
 
-int nf_outset_begin(struct nf_outset * s, const char * out, const char * const * names, int n_names, nf_err * err) {
-    memset(s, 0, sizeof(*s));
-    s->lock_fd = -1;
-    s->names = names;
-    s->n_names = n_names;
-    char e[1024], p[4096];
+/* --out's name, before anything is created: a name no run could use must
+ * not leave directories behind. Every component must be a possible file
+ * name, B at most 200 bytes (its lock and staging names add up to 34), and
+ * the whole path -- made absolute -- short enough for the longest name a run
+ * creates under it, P/.B.nofall-new.<pid>.<n>/.<artifact>.<pid>.<n>.tmp */
+static int nf_outset_check_name(const char * out, const char * const * names, int n_names, nf_err * err) {
+    char e[1024], shown[128];
     if (!out[0]) return nf__err_set(err, NF_ERR_ARG, "--out needs a directory name, got ''");
-    /* the parent first (created as before: mkdir -p), then the canonical name */
+    size_t l = strlen(out);
+    snprintf(shown, sizeof(shown), "%.80s%s", out, l > 80 ? "..." : "");
+    nf__esc(e, sizeof(e), shown);
+    while (l > 1 && out[l - 1] == '/') l--;
+    size_t base = 0, longest = 0;
+    for (size_t i = 0; i < l;) { /* components */
+        size_t j = i;
+        while (j < l && out[j] != '/') j++;
+        if (j - i > NAME_MAX)
+            return nf__err_set(err, NF_ERR_ARG,
+                               "--out %s: a component of %zu bytes (at byte %zu); a file name has at most %d", e, j - i,
+                               i, NAME_MAX);
+        base = j - i;
+        i = j + 1;
+    }
+    if (base > 200) return nf__err_set(err, NF_ERR_ARG, "--out %s: name too long (%zu bytes; at most 200)", e, base);
+    for (int i = 0; i < n_names; i++)
+        if (strlen(names[i]) > longest) longest = strlen(names[i]);
+    size_t abs = l;
+    char cwd[PATH_MAX];
+    if (out[0] != '/' && getcwd(cwd, sizeof(cwd))) abs += strlen(cwd) + 1;
+    const size_t extra = 62 + longest; /* the staging name (34) and a temporary file in it (28 + the name) */
+    if (abs + extra > 4095)
+        return nf__err_set(err, NF_ERR_ARG,
+                           "--out %s: too long: %zu bytes as an absolute path; at most %zu, as the names a run "
+                           "creates under it are %zu bytes longer",
+                           e, abs, 4095 - extra, extra);
+    return NF_OK;
+}
+
+/* mkdir -p dir, recording each directory created in s->made / made_len (and
+ * for the signal handler) */
+static int nf_outset_mkdirs(struct nf_outset * s, const char * dir, nf_err * err) {
+    char p[4096], e[1024];
+    const size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof(p))
+        return nf__err_set(err, NF_ERR_ARG, "--out: bad directory name '%s'", nf__esc(e, sizeof(e), dir));
+    memcpy(p, dir, n + 1);
+    memcpy(s->made, dir, n + 1);
+    memcpy(nf_sig_made, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if ((p[i] != '/' && p[i] != '\0') || p[i - 1] == '/') continue;
+        const char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0777) == 0) {
+            if (s->n_made < (int) (sizeof(s->made_len) / sizeof(s->made_len[0]))) {
+                s->made_len[s->n_made] = (unsigned short) i;
+                nf_sig_made_len[s->n_made] = (unsigned short) i;
+                nf_sig_made_n = ++s->n_made;
+            }
+        } else if (errno != EEXIST) {
+            return nf__err_set(err, NF_ERR_IO, "--out: %s: cannot create directory: %s", nf__esc(e, sizeof(e), p),
+                               strerror(errno));
+        }
+        p[i] = c;
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return nf__err_set(err, NF_ERR_IO, "--out: %s: not a directory", nf__esc(e, sizeof(e), dir));
+    return NF_OK;
+}
+
+/* remove the parents begin created, innermost first, each only if empty */
+static void nf_outset_rmdirs(struct nf_outset * s) {
+    nf_sig_made_n = 0;
+    nf_rm_made(s->made, s->made_len, s->n_made);
+    s->n_made = 0;
+}
+
+static int nf_outset_begin_in(struct nf_outset * s, const char * out, const char * const * names, int n_names,
+                              nf_err * err) {
+    char e[1024], p[4096];
+    NF_TRY(nf_outset_check_name(out, names, n_names, err));
+    /* the parent first (created as before: mkdir -p, each level recorded), then the canonical name */
     {
         char tmp[4096];
         snprintf(tmp, sizeof(tmp), "%s", out);
@@ -373,7 +472,7 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
         char * sl = strrchr(tmp, '/');
         if (sl && sl != tmp) {
             *sl = '\0';
-            NF_TRY(nf__mkdir_p(tmp, err));
+            NF_TRY(nf_outset_mkdirs(s, tmp, err));
         }
     }
     if (nf_cli_canonical(out, s->out, sizeof(s->out)) != 0 || strcmp(s->out, "/") == 0) {
@@ -401,12 +500,19 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
     }
     snprintf(s->lock, sizeof(s->lock), "%s/.%s.nofall.lock", strcmp(s->parent, "/") ? s->parent : "", s->base);
     /* the lock, and every file the new set may replace, must not be an input */
-    NF_TRY(nf_cli_output_check(s->lock, "--out (its lock file)", err));
+    NF_TRY(nf_cli_output_check_why(
+        s->lock, "--out (its lock file)",
+        "a run locks --out with that file and removes it at the end: rename the input, or give another --out", err));
     for (int i = 0; i < n_names; i++) {
+        /* refused even where the input is byte for byte what the run would write: the
+         * user's file would be gone from where they keep it, replaced by a run's */
         char what[300];
         nf__path_join(p, sizeof(p), s->out, names[i]);
         snprintf(what, sizeof(what), "--out (its %s)", names[i]);
-        NF_TRY(nf_cli_output_check(p, what, err));
+        NF_TRY(nf_cli_output_check_why(p, what,
+                                       "the new results replace that name in --out (even with identical bytes): move "
+                                       "the input out of --out, or give another --out",
+                                       err));
     }
     NF_TRY(nf_outset_lock(s, err));
     int rc = nf_outset_recover(s, err);
@@ -453,12 +559,21 @@ int nf_outset_begin(struct nf_outset * s, const char * out, const char * const *
         if (rc == NF_OK && !made)
             rc = nf__err_set(err, NF_ERR_IO, "--out %s: no free staging name", nf__esc(e, sizeof(e), out));
     }
+    if (rc != NF_OK) s->staging[0] = '\0';
+    return rc;
+}
+
+int nf_outset_begin(struct nf_outset * s, const char * out, const char * const * names, int n_names, nf_err * err) {
+    memset(s, 0, sizeof(*s));
+    s->lock_fd = -1;
+    s->names = names;
+    s->n_names = n_names;
+    const int rc = nf_outset_begin_in(s, out, names, n_names, err);
     if (rc != NF_OK) {
-        s->staging[0] = '\0';
         nf_outset_unlock(s);
-        return rc;
+        nf_outset_rmdirs(s);
     }
-    return NF_OK;
+    return rc;
 }
 
 void nf_outset_path(const struct nf_outset * s, const char * file, char * out, size_t n) {
@@ -545,7 +660,9 @@ int nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err
     }
     if (rc == NF_OK) {
         nf_sig_dir_on = 0;
+        nf_sig_made_n = 0; /* the parents hold --out now */
         s->staging[0] = '\0';
+        s->committed = 1;
         nf_fsync_dir(s->parent);
         if (extra && extra->tmp[0]) rc = nf_cli_outfile_commit(extra, err);
     }
@@ -560,4 +677,5 @@ void nf_outset_end(struct nf_outset * s) {
         s->staging[0] = '\0';
     }
     nf_outset_unlock(s);
+    if (!s->committed) nf_outset_rmdirs(s);
 }

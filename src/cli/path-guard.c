@@ -74,7 +74,7 @@ void nf_cli_input_add(const char * flag, const char * path) {
 
 void nf_cli_inputs_clear(void) { nf_guard_n = 0; }
 
-int nf_cli_output_check(const char * path, const char * flag, nf_err * err) {
+int nf_cli_output_check_why(const char * path, const char * flag, const char * why, nf_err * err) {
     struct stat sb;
     char canon[4096], e1[1024], e2[1024];
     const int exists = stat(path, &sb) == 0;
@@ -84,9 +84,12 @@ int nf_cli_output_check(const char * path, const char * flag, nf_err * err) {
         const int same = exists ? (sb.st_dev == g->dev && sb.st_ino == g->ino)
                                 : (have_canon && g->canon[0] && strcmp(canon, g->canon) == 0);
         if (same)
-            return nf__err_set(err, NF_ERR_ARG,
-                               "%s %s is a file this command reads (%s %s); it would be replaced: choose another name",
-                               flag, nf__esc(e1, sizeof(e1), path), g->flag, nf__esc(e2, sizeof(e2), g->path));
+            return nf__err_set(err, NF_ERR_ARG, "%s %s is a file this command reads (%s %s); %s", flag,
+                               nf__esc(e1, sizeof(e1), path), g->flag, nf__esc(e2, sizeof(e2), g->path), why);
     }
     return NF_OK;
+}
+
+int nf_cli_output_check(const char * path, const char * flag, nf_err * err) {
+    return nf_cli_output_check_why(path, flag, "it would be replaced: choose another name", err);
 }
