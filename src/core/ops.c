@@ -234,6 +234,22 @@ int nf_bucket_gather(nf_graph * g, const char * label, const struct nf_bucket_sh
     return nf__op_run(g->be, &op, g->err);
 }
 
+/* ATTENTION's and ATTENTION_BACKWARD's layout params from an nf_attn_layout */
+#define NF__ATTN_PARAMS(p, L)          \
+    do {                               \
+        (p)->n_groups = (L)->groups;   \
+        (p)->lq = (L)->lq;             \
+        (p)->lk = (L)->lk;             \
+        (p)->n_heads = (L)->n_heads;   \
+        (p)->head_dim = (L)->head_dim; \
+        (p)->q_gs = (L)->q_gs;         \
+        (p)->q_ss = (L)->q_ss;         \
+        (p)->kv_gs = (L)->kv_gs;       \
+        (p)->kv_ss = (L)->kv_ss;       \
+        (p)->o_gs = (L)->o_gs;         \
+        (p)->o_ss = (L)->o_ss;         \
+    } while (0)
+
 int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,
                  nf_tensor v, nf_tensor o) {
     nf_op op = nf__op(NF_OP_ATTENTION, label, 3, 1);
@@ -242,17 +258,7 @@ int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout *
     op.src[2] = v;
     op.dst[0] = o;
     struct nf_attention_params * p = &op.p.attention;
-    p->n_groups = L->groups;
-    p->lq = L->lq;
-    p->lk = L->lk;
-    p->n_heads = L->n_heads;
-    p->head_dim = L->head_dim;
-    p->q_gs = L->q_gs;
-    p->q_ss = L->q_ss;
-    p->kv_gs = L->kv_gs;
-    p->kv_ss = L->kv_ss;
-    p->o_gs = L->o_gs;
-    p->o_ss = L->o_ss;
+    NF__ATTN_PARAMS(p, L);
     p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim);
     return nf__op_run(g->be, &op, g->err);
 }
@@ -392,17 +398,7 @@ int nf_attention_backward(nf_graph * g, const char * label, const struct nf_attn
     op.dst[2] = dv;
     op.dst[3] = stats;
     struct nf_attention_backward_params * p = &op.p.attention_backward;
-    p->n_groups = L->groups;
-    p->lq = L->lq;
-    p->lk = L->lk;
-    p->n_heads = L->n_heads;
-    p->head_dim = L->head_dim;
-    p->q_gs = L->q_gs;
-    p->q_ss = L->q_ss;
-    p->kv_gs = L->kv_gs;
-    p->kv_ss = L->kv_ss;
-    p->o_gs = L->o_gs;
-    p->o_ss = L->o_ss;
+    NF__ATTN_PARAMS(p, L);
     p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim); /* as nf_attention */
     p->accumulate_kv = accumulate_kv;
     return nf__op_run(g->be, &op, g->err);

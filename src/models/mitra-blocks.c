@@ -160,6 +160,25 @@ int nf__mitra_row_kv(nf_graph * g, struct nf__ws * w, const struct nf_mitra_laye
     return NF_OK;
 }
 
+/* the row attention's layout for c rows of q (a chunk's, (c, T, D)) against
+ * the support rows' packed [k v] (n_s, T, 2D): one group per token column */
+struct nf_attn_layout nf__mitra_row_layout(const struct nf__ws * w, const nf_mitra * m, int64_t c) {
+    const int64_t D = w->D, T = w->T;
+    return (struct nf_attn_layout){
+        .groups = T,
+        .lq = c,
+        .lk = w->ns,
+        .n_heads = m->cfg.n_heads,
+        .head_dim = D / m->cfg.n_heads,
+        .q_gs = D,
+        .q_ss = T * D,
+        .kv_gs = 2 * D,
+        .kv_ss = T * 2 * D,
+        .o_gs = D,
+        .o_ss = T * D,
+    };
+}
+
 /* (a), second half: per token column, rows [rbeg, rend) attend to the
  * support rows' kv: X += O1(MHA(Q1 LN1(X), kv)), chunk by chunk. A chunk's
  * q is projected before its own rows change, and no row reads another's q,
@@ -177,19 +196,7 @@ int nf__mitra_row_attend(nf_graph * g, struct nf__ws * w, const nf_mitra * m, co
                              NF_MITRA_LN_EPS));
         NF_TRY(
             nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE, 0));
-        const struct nf_attn_layout lay = {
-            .groups = T,
-            .lq = c,
-            .lk = w->ns,
-            .n_heads = m->cfg.n_heads,
-            .head_dim = D / m->cfg.n_heads,
-            .q_gs = D,
-            .q_ss = T * D,
-            .kv_gs = D2,
-            .kv_ss = T * D2,
-            .o_gs = D,
-            .o_ss = T * D,
-        };
+        const struct nf_attn_layout lay = nf__mitra_row_layout(w, m, c);
         NF_TRY(nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&kv, 0, nkv), nf_view1(&kv, D, nkv - D),
                             w->A));
         NF_TRY(

@@ -61,6 +61,8 @@ int nf__mitra_feature_attention(nf_graph * g, struct nf__ws * w, const nf_mitra 
                                 int64_t rbeg, int64_t rend, int64_t crows, int tok0);
 /* (a), first half: kv (n_s, T, 2D) = [K1 V1] LN1(S) of the support rows */
 int nf__mitra_row_kv(nf_graph * g, struct nf__ws * w, const struct nf_mitra_layer * L, nf_tensor kv, int64_t crows);
+/* the row attention's layout: c query rows (T, D each) against the support's packed [k v] */
+struct nf_attn_layout nf__mitra_row_layout(const struct nf__ws * w, const nf_mitra * m, int64_t c);
 /* (a), second half: rows [rbeg, rend) attend to the support rows' kv */
 int nf__mitra_row_attend(nf_graph * g, struct nf__ws * w, const nf_mitra * m, const struct nf_mitra_layer * L,
                          nf_tensor kv, int64_t rbeg, int64_t rend, int64_t crows);

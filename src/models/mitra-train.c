@@ -292,18 +292,6 @@ static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const 
     w->X = X_saved;
     NF_TRY(rc);
     NF_TRY(nf_fill(g, nf_label(g, "attention1.d_kv"), t->dKV, 1, nkv, nkv, 0.0f));
-    const struct nf_attn_layout lay0 = {
-        .groups = T,
-        .lk = w->ns,
-        .n_heads = m->cfg.n_heads,
-        .head_dim = D / m->cfg.n_heads,
-        .q_gs = D,
-        .q_ss = T * D,
-        .kv_gs = D2,
-        .kv_ss = T * D2,
-        .o_gs = D,
-        .o_ss = T * D,
-    };
     for (int64_t r0 = 0, r1; r0 < w->nx; r0 = r1) {
         const int64_t lim = r0 < w->ns ? w->ns : w->nx;
         r1 = r0 + cr < lim ? r0 + cr : lim;
@@ -312,8 +300,7 @@ static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const 
         nf_tensor xn = nf_view1(&w->Xn, 0, tok * D), q = nf_view1(&w->Pqkv, 0, tok * D);
         nf_tensor o = nf_view1(&w->A, 0, tok * D), dO = nf_view1(&t->dA, 0, tok * D);
         nf_tensor dq = nf_view1(&t->dP, 0, tok * D), dxn = nf_view1(&t->dXn, 0, tok * D);
-        struct nf_attn_layout lay = lay0;
-        lay.lq = r1 - r0;
+        const struct nf_attn_layout lay = nf__mitra_row_layout(w, m, r1 - r0);
         NF_TRY(
             nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], xn, D, NF_MITRA_LN_EPS));
         NF_TRY(nf_linear(g, nf_label(g, "attention1.q"), xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE, 0));
