@@ -105,4 +105,7 @@ int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, si
 /* the loaded tokenizer (for the CLI's string inputs) */
 const struct nf__wordpiece * nf__tab_vocab(const nf_model * model);
 
+/* tabstar-verify.c */
+extern const struct nf_verify_i nf__tabstar_verify;
+
 #endif
