@@ -296,6 +296,8 @@ NF_API int nf_model_gen_weights_full(const char * type, const char * dir, const 
  *                  the seeded row
  * An option the model does not take is NF_ERR_ARG naming it. */
 typedef struct nf_inputs nf_inputs;
+/* TabSTAR's tokenizer truncates a string at this many ids (BERT's model_max_length) */
+#define NF_TABSTAR_MAX_TOKENS 512
 NF_API int nf_model_inputs(nf_model * m, int n, const char * const * keys, const char * const * values,
                            nf_inputs ** out, nf_err * err);
 /* the same with arrays the caller made (SpTransformer: "tokens" from a
