@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -295,6 +296,8 @@ NF_API int nf_model_gen_weights_full(const char * type, const char * dir, const 
  *                  the seeded row
  * An option the model does not take is NF_ERR_ARG naming it. */
 typedef struct nf_inputs nf_inputs;
+/* TabSTAR's tokenizer truncates a string at this many ids (BERT's model_max_length) */
+#define NF_TABSTAR_MAX_TOKENS 512
 NF_API int nf_model_inputs(nf_model * m, int n, const char * const * keys, const char * const * values,
                            nf_inputs ** out, nf_err * err);
 /* the same with arrays the caller made (SpTransformer: "tokens" from a
@@ -343,6 +346,46 @@ NF_API int nf_model_write_outputs(nf_model * m, const nf_inputs * in, const floa
                                   const char * dir, struct nf_run_outputs * res, nf_err * err);
 NF_API int nf_model_check_outputs(nf_model * m, const nf_inputs * in, const float * out, const char * dir,
                                   nf_err * err);
+
+/* ---- verify: a device against the cpu backend or a fixture (README "verify") ------------ */
+/* The model type a model path names, without loading it: config.json's
+ * "model_type" ("mitra" when it has none); "sptransformer" for a file (a
+ * .ckpt); "" when config.json is missing or unreadable (the load says why). */
+NF_API void nf_model_type_of(const char * path, char * out, size_t n);
+/* What `nofall verify` does for any model type: every case (seeded: per seed
+ * of the list and --samples more of varied size; or each case directory of
+ * a fixture) runs on the device and on the reference (the cpu backend, or
+ * the fixture's stored outputs); the model type reads its fixtures, sets the
+ * thresholds' defaults, compares, prints its case lines and summary on the
+ * report stream and makes the JSON. */
+struct nf_verify_opts {
+    const char * type;                   /* nf_model_type_of(model); NULL: read here */
+    const char *model, *reference_model; /* reference_model NULL: model */
+    const char * device;                 /* NULL: the type's default, if it has one */
+    const char * against;                /* "cpu" or a fixture directory */
+    const char * seeds;                  /* "42,100,..."; NULL: the type's seeds */
+    int samples;                         /* extra seeded cases per seed */
+    int precision;                       /* the device side's */
+    double max_abs, mean_abs;            /* < 0: the type's default */
+    int bisect;                          /* 0; 1: on a failure; 2: always (first stage over) */
+    int trace;                           /* time every op of the device (nf_trace_json) */
+    const char *adapter, *cells;         /* TabSTAR: a LoRA adapter; the rows (CELLS.json) */
+    /* makes each backend; NULL: nf_backend_init */
+    int (*backend_init)(const char * device, int precision, nf_backend ** out, nf_err * err);
+};
+typedef struct nf_verify nf_verify;
+/* the options as the type takes them (NF_ERR_ARG: a usage error; nothing read) */
+NF_API int nf_verify_check_opts(const struct nf_verify_opts * o, nf_err * err);
+/* a verify, its fixture's cases found (nothing loaded); o's strings must outlive it */
+NF_API int nf_verify_new(const struct nf_verify_opts * o, nf_verify ** out, nf_err * err);
+/* NF_ERR_ARG when path, an output the caller will write (flag names it), is a file the run reads */
+NF_API int nf_verify_check_output(const nf_verify * v, const char * flag, const char * path, nf_err * err);
+/* load both sides, run and compare every case: the case lines and the summary to report */
+NF_API int nf_verify_run(nf_verify * v, FILE * report, nf_err * err);
+NF_API int nf_verify_failed(const nf_verify * v);                 /* failed cases */
+NF_API char * nf_verify_json(const nf_verify * v, nf_err * err);  /* the results as JSON text (nf_free) */
+NF_API const nf_backend * nf_verify_backend(const nf_verify * v); /* the device side (its trace) */
+NF_API void nf_verify_free(nf_verify * v);
 
 /* ---- fine-tuning (Mitra; shared/specs/finetune.md §1) ------------------------
  * nf_finetune trains the loaded model's weights in place on its device, as

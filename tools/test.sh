@@ -86,6 +86,8 @@ JOBS=$(nproc)
 stage release
 # the code style (.clang-format) over src/ include/ tests/ python/src/: a drift fails here
 bash tools/format.sh --check
+# the front ends are clients of include/ (README "Architecture"): a stray internal include fails here
+bash tools/check-includes.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DNOFALL_TEST_HOOKS=ON
 cmake --build build -j "$JOBS"
 # which machine this log comes from: results are bitwise only per machine

@@ -7,38 +7,6 @@
 
 #include <stdbool.h>
 
-/* A host-side table (support rows with labels, query rows), owning its
- * arrays: the inputs of the table models (Mitra). */
-struct nf_cli_table {
-    int64_t n_support, n_query, n_features;
-    float *xs, *xq;
-    int64_t * yc; /* classification labels, or NULL */
-    float * yv;   /* regression targets, or NULL    */
-};
-void nf_cli_table_free(struct nf_cli_table * t);
-/* The table as the model inputs support_x, support_y, query_x (3 arrays) */
-#define NF_CLI_TABLE_INPUTS 3
-void nf_cli_table_arrays(const struct nf_cli_table * t, struct nf_array out[NF_CLI_TABLE_INPUTS]);
-/* Does m take a table (the inputs above)? Its labels: class_labels (i64,
- * n_classes of them) or float targets. NF_ERR_UNSUPPORTED otherwise. */
-int nf_cli_table_model(const nf_model * m, int * class_labels, int64_t * n_classes, nf_err * err);
-/* The output shape for table t; width = elements per query row. */
-int nf_cli_output_shape(const nf_model * m, const struct nf_cli_table * t, int * ndim, int64_t * shape, int * width,
-                        nf_err * err);
-/* config items as equal as two models' configurations */
-int nf_cli_same_config(const nf_model * a, const nf_model * b);
-
-/* Deterministic synthetic table from seed (host only, byte-identical on every
- * machine): x ~ rounded normal, labels in 0..n_classes-1 (class_labels) or
- * targets in [0, 1). */
-int nf_cli_table_generate(uint64_t seed, int64_t ns, int64_t nq, int64_t nf, int class_labels, int n_classes,
-                          struct nf_cli_table * t, nf_err * err);
-/* support_x / support_y / query_x .npy files */
-int nf_cli_table_load(const char * sx, const char * sy, const char * qx, int class_labels, struct nf_cli_table * t,
-                      nf_err * err);
-
-/* Parse "a,b,c" into a list of integers in [0, max]; returns count or -1. */
-int nf_cli_parse_u64_list(const char * s, uint64_t max, uint64_t * out, int cap);
 /* Parse "--flag value" style: returns the value or NULL (and prints usage). */
 const char * nf_cli_need_value(int argc, char ** argv, int * i);
 /* Numeric option values, parsed completely (no sign where none is allowed,
@@ -46,8 +14,6 @@ const char * nf_cli_need_value(int argc, char ** argv, int * i);
  * message naming the flag and the value goes to stderr and 0 is returned. */
 int nf_cli_parse_int(const char * flag, const char * v, int64_t min, int64_t max, int64_t * out);
 int nf_cli_parse_double(const char * flag, const char * v, double min, double max, double * out);
-/* The largest seed: exactly representable in report.json (a JSON number) */
-#define NF_CLI_SEED_MAX ((int64_t) 9007199254740991) /* 2^53 - 1 */
 /* Print "error: MSG (CODE)" with control characters escaped. */
 void nf_cli_print_error(const nf_err * err, int rc);
 /* fflush(stdout) and report a failed write (a full disk, /dev/full, a closed
@@ -134,21 +100,6 @@ int nf_cli_model_load(nf_backend * be, const char * model, nf_model ** out, nf_e
 /* Write be's trace as JSON to f */
 int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_err * err);
 
-struct nf_cli_diff {
-    double max_abs, mean_abs;
-    int64_t n, n_rows, class_disagree;
-    bool finite;
-};
-/* Compare two (rows, width) arrays; class agreement uses argmax when width > 1 */
-void nf_cli_diff(const float * a, const float * b, int64_t rows, int width, struct nf_cli_diff * d);
-int64_t nf_cli_argmax(const float * row, int width);
-
-/* verify's case directories: `against` itself if it holds every file of
- * required[], else its subdirectories that do, sorted by name (free each
- * and the array) */
-int nf_cli_case_dirs(const char * against, const char * const * required, int n_required, char *** out, int * n,
-                     nf_err * err);
-
 /* statistics of n timings (sorted in place) */
 struct nf_cli_stats {
     double median, mean, p90, min, max;
@@ -210,15 +161,9 @@ int nf_cli_command_exit(int rc, const nf_err * err);
 int nf_cmd_predict_tabstar(int argc, char ** argv);
 /* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-tokenize.c) */
 int nf_cmd_tokenize(int argc, char ** argv);
-/* the TabSTAR verify (cmd-verify-tabstar.c) */
-int nf_cmd_verify_tabstar(int argc, char ** argv);
-/* the SpTransformer verify (cmd-verify-spt.c) */
-int nf_cmd_verify_spt(int argc, char ** argv);
-/* does model type (nf_cli_model_type; "" = the default) take the run / bench
+/* does model type (nf_model_type_of; "" = the default) take the run / bench
  * option key (nf_model_type_run_options)? */
 int nf_cli_type_takes(const char * type, const char * key);
-/* the model type a --model path names ("mitra", "sptransformer"; "" if unknown) */
-void nf_cli_model_type(const char * model, char * out, size_t n);
 
 /* ---- `annotate` (cmd-annotate.c: a client of nofall-genomics.h) ---------------------------- */
 int nf_cmd_annotate(int argc, char ** argv);

@@ -27,7 +27,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     char type[64] = "";
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--model") == 0) {
-            nf_cli_model_type(argv[i + 1], type, sizeof(type));
+            nf_model_type_of(argv[i + 1], type, sizeof(type));
             break;
         }
     }

@@ -378,7 +378,7 @@ int nf_cmd_predict(int argc, char ** argv) {
     for (int i = 1; i + 1 < argc; i++) /* a TabSTAR model directory: its own predict, one process */
         if (strcmp(argv[i], "--model") == 0) {
             char type[64];
-            nf_cli_model_type(argv[i + 1], type, sizeof(type));
+            nf_model_type_of(argv[i + 1], type, sizeof(type));
             if (strcmp(type, "tabstar") != 0) break;
             const int size = mp.size, rank = mp.rank;
             nf_cli_mpi_finalize(&mp);

@@ -100,7 +100,7 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
     memset(o, 0, sizeof(*o));
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--model") == 0) {
-            nf_cli_model_type(argv[i + 1], o->type, sizeof(o->type));
+            nf_model_type_of(argv[i + 1], o->type, sizeof(o->type));
             break;
         }
     }

@@ -2,7 +2,6 @@
 #include "cli.h"
 #include "opts.h"
 #include "io/nf-io.h"
-#include "models/tabstar-cells.h" /* NF_TAB_MAX_TOKENS */
 #include "text/nf-text.h"
 
 #include <cjson/cJSON.h>
@@ -19,7 +18,7 @@ static int nf_tokenize_main(const char * model, const char * strings, const char
     nf__path_join(vpath, sizeof(vpath), model, "vocab.txt");
     struct nf__wordpiece * wp = NULL;
     cJSON *doc = NULL, *res = NULL;
-    int32_t ids[NF_TAB_MAX_TOKENS];
+    int32_t ids[NF_TABSTAR_MAX_TOKENS];
     int rc = nf__wp_load(vpath, &wp, err);
     if (rc == NF_OK) rc = nf__json_read_data(strings, &doc, err);
     if (rc == NF_OK && !cJSON_IsArray(doc))
@@ -34,7 +33,7 @@ static int nf_tokenize_main(const char * model, const char * strings, const char
         char ctx[4200];
         snprintf(ctx, sizeof(ctx), "%s: item %d", strings, i);
         int n = 0;
-        rc = nf__wp_encode(wp, s->valuestring, strlen(s->valuestring), NF_TAB_MAX_TOKENS, ids, &n, ctx, NULL, err);
+        rc = nf__wp_encode(wp, s->valuestring, strlen(s->valuestring), NF_TABSTAR_MAX_TOKENS, ids, &n, ctx, NULL, err);
         if (rc != NF_OK) break;
         cJSON * row = cJSON_CreateArray();
         for (int j = 0; row && j < n; j++) cJSON_AddItemToArray(row, cJSON_CreateNumber(ids[j]));

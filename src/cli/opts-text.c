@@ -4,7 +4,6 @@
  * completion script (`nofall completion bash`). */
 #include "cli.h"
 #include "opts.h"
-#include "model.h"
 #include "io/nf-io.h"
 #include "weights.h"
 
@@ -130,14 +129,14 @@ int nf_cli_help(FILE * f, const char * cmd) {
     }
     if (c->mask == NF_M(GEN)) {
         for (int t = 0; t < nf_model_type_count(); t++) {
-            const struct nf_model_i * m = nf__model_find(nf_model_type_name(t));
-            if (!m || !m->gen_options) continue;
-            fprintf(f, "\noptions of gen-weights %s:\n", m->type);
-            for (const struct nf_option_desc * o = m->gen_options; o->name; o++) {
+            const char *type = nf_model_type_name(t), *o, *help = NULL;
+            if (!nf_model_type_gen_option(type, 0, NULL)) continue;
+            fprintf(f, "\noptions of gen-weights %s:\n", type);
+            for (int i = 0; (o = nf_model_type_gen_option(type, i, &help)); i++) {
                 char head[160];
-                snprintf(head, sizeof(head), "  --%s V", o->name);
+                snprintf(head, sizeof(head), "  --%s V", o);
                 fprintf(f, "%-30s", head);
-                nf_txt_wrap(f, o->help ? o->help : "", strlen(head) < 30 ? 30 : (int) strlen(head), 30, 100);
+                nf_txt_wrap(f, help ? help : "", strlen(head) < 30 ? 30 : (int) strlen(head), 30, 100);
             }
         }
     }
@@ -152,15 +151,15 @@ int nf_cli_option_list(FILE * f, const char * cmd) {
         if (nf_cli_opt_table[k].variants & c->mask) fprintf(f, "%s\n", nf_cli_opt_table[k].name);
     if (c->mask == NF_M(GEN)) {
         for (int t = 0; t < nf_model_type_count(); t++) {
-            const struct nf_model_i * m = nf__model_find(nf_model_type_name(t));
-            for (const struct nf_option_desc * o = m ? m->gen_options : NULL; o && o->name; o++) {
+            const char *type = nf_model_type_name(t), *o;
+            for (int i = 0; (o = nf_model_type_gen_option(type, i, NULL)); i++) {
                 int dup = 0;
                 for (int u = 0; u < t && !dup; u++) { /* printed for an earlier type */
-                    const struct nf_model_i * mu = nf__model_find(nf_model_type_name(u));
-                    for (const struct nf_option_desc * q = mu ? mu->gen_options : NULL; q && q->name; q++)
-                        dup |= strcmp(q->name, o->name) == 0;
+                    const char * q;
+                    for (int j = 0; (q = nf_model_type_gen_option(nf_model_type_name(u), j, NULL)); j++)
+                        dup |= strcmp(q, o) == 0;
                 }
-                if (!dup) fprintf(f, "--%s\n", o->name);
+                if (!dup) fprintf(f, "--%s\n", o);
             }
         }
     }
@@ -239,17 +238,17 @@ int nf_cli_man(FILE * f, const char * cmd) {
     }
     if (c->mask == NF_M(GEN)) {
         for (int t = 0; t < nf_model_type_count(); t++) {
-            const struct nf_model_i * m = nf__model_find(nf_model_type_name(t));
-            if (!m || !m->gen_options) continue;
+            const char *type = nf_model_type_name(t), *o, *help = NULL;
+            if (!nf_model_type_gen_option(type, 0, NULL)) continue;
             fputs(".SS ", f);
-            nf_roff(f, m->type);
+            nf_roff(f, type);
             fputc('\n', f);
-            for (const struct nf_option_desc * o = m->gen_options; o->name; o++) {
+            for (int i = 0; (o = nf_model_type_gen_option(type, i, &help)); i++) {
                 char name[128];
-                snprintf(name, sizeof(name), "--%s", o->name);
+                snprintf(name, sizeof(name), "--%s", o);
                 fputs(".TP\n", f);
                 nf_roff_opt(f, name, "V");
-                nf_roff(f, o->help ? o->help : "");
+                nf_roff(f, help ? help : "");
                 fputc('\n', f);
             }
         }
@@ -306,9 +305,9 @@ void nf_cli_completion_bash(FILE * f) {
             if (nf_cli_opt_table[k].variants & c->mask) fprintf(f, "%s ", nf_cli_opt_table[k].name);
         if (c->mask == NF_M(GEN)) {
             for (int t = 0; t < nf_model_type_count(); t++) {
-                const struct nf_model_i * m = nf__model_find(nf_model_type_name(t));
-                for (const struct nf_option_desc * o = m ? m->gen_options : NULL; o && o->name; o++)
-                    fprintf(f, "--%s ", o->name);
+                const char * o;
+                for (int i = 0; (o = nf_model_type_gen_option(nf_model_type_name(t), i, NULL)); i++)
+                    fprintf(f, "--%s ", o);
             }
         }
         fputs("--help\" ;;\n", f);

@@ -3,7 +3,6 @@
  * made from the table (help, man pages, completion) are in opts-text.c. */
 #include "cli.h"
 #include "opts.h"
-#include "model.h"
 #include "io/nf-io.h"
 #include "weights.h"
 
@@ -80,10 +79,10 @@ uint32_t nf_cli_variant_of_type(const char * type, uint32_t mitra, uint32_t spt,
 static int nf_opt_gen_find(const char * gen_type, const char * name) {
     if (strncmp(name, "--", 2) != 0) return 0;
     for (int t = 0; t < nf_model_type_count(); t++) {
-        const struct nf_model_i * m = nf__model_find(nf_model_type_name(t));
-        if (!m || (gen_type && strcmp(m->type, gen_type) != 0)) continue;
-        for (const struct nf_option_desc * o = m->gen_options; o && o->name; o++)
-            if (strcmp(name + 2, o->name) == 0) return 1;
+        const char *type = nf_model_type_name(t), *o;
+        if (gen_type && strcmp(type, gen_type) != 0) continue;
+        for (int i = 0; (o = nf_model_type_gen_option(type, i, NULL)); i++)
+            if (strcmp(name + 2, o) == 0) return 1;
     }
     return 0;
 }

@@ -173,25 +173,6 @@ int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_
     return nf_outset_commit(os, trace && !trace_in_out[0] ? tr : NULL, err);
 }
 
-void nf_cli_model_type(const char * model, char * out, size_t n) {
-    snprintf(out, n, "%s", "");
-    struct stat sb;
-    /* a .ckpt: SpTransformer's official form; any other non-directory (a FIFO
-     * named X.ckpt) too, so that its load names the file */
-    if (stat(model, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-        snprintf(out, n, "%s", "sptransformer");
-        return;
-    }
-    char p[4096];
-    nf__path_join(p, sizeof(p), model, "config.json");
-    cJSON * doc = NULL;
-    nf_err e = {0};
-    if (nf__json_read_file(p, &doc, &e) != NF_OK) return; /* the load says what is wrong */
-    const cJSON * t = cJSON_GetObjectItemCaseSensitive(doc, "model_type");
-    snprintf(out, n, "%s", cJSON_IsString(t) ? t->valuestring : t ? "" : "mitra");
-    cJSON_Delete(doc);
-}
-
 int nf_cli_command_exit(int rc, const nf_err * err) {
     if (rc != NF_OK) {
         nf_cli_print_error(err, rc);

@@ -444,7 +444,7 @@ int nf_model_apply_adapter(nf_model * m, const char * dir, char * summary, size_
 
 /* ---- run's outputs (nf_model_i.artifacts, write_outputs, check_outputs) ----------------------- */
 
-static const struct nf_model_i * nf__model_type_or_default(const char * type) {
+const struct nf_model_i * nf__model_type_or_default(const char * type) {
     const struct nf_model_i * i = type && type[0] ? nf__model_find(type) : NULL;
     return i ? i : nf__models[0]; /* a config without "model_type" is Mitra's */
 }
@@ -502,4 +502,23 @@ int nf_model_gen_weights_full(const char * type, const char * dir, const char * 
                               float perturb_delta, char * summary, size_t summary_n, nf_err * err) {
     return nf__model_gen_weights_fmt(type, dir, format, seed, n, keys, values, perturb_key, perturb_delta, summary,
                                      summary_n, err);
+}
+
+void nf_model_type_of(const char * path, char * out, size_t n) {
+    snprintf(out, n, "%s", "");
+    struct stat sb;
+    /* a .ckpt: SpTransformer's official form; any other non-directory (a FIFO
+     * named X.ckpt) too, so that its load names the file */
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        snprintf(out, n, "%s", "sptransformer");
+        return;
+    }
+    char p[4096];
+    nf__path_join(p, sizeof(p), path, "config.json");
+    cJSON * doc = NULL;
+    nf_err e = {0};
+    if (nf__json_read_file(p, &doc, &e) != NF_OK) return; /* the load says what is wrong */
+    const cJSON * t = cJSON_GetObjectItemCaseSensitive(doc, "model_type");
+    snprintf(out, n, "%s", cJSON_IsString(t) ? t->valuestring : t ? "" : "mitra");
+    cJSON_Delete(doc);
 }

@@ -12,6 +12,7 @@
 struct cJSON;
 struct nf_inputs;
 struct nf_run_outputs;
+struct nf_verify_i;
 
 /* A gen-weights option of a model type: `--<name> VALUE` on the CLI. */
 struct nf_option_desc {
@@ -84,6 +85,9 @@ struct nf_model_i {
                          const char * dir, struct nf_run_outputs * res, nf_err * err);
     /* reads them back (dtype, shape, finite, in range; out's bytes where given) */
     int (*check_outputs)(nf_model * m, const struct nf_inputs * in, const float * out, const char * dir, nf_err * err);
+    /* ---- what verify needs (nofall.h nf_verify_*; core/verify.h) ---------------------------- */
+    /* its fixtures, thresholds, seeds and comparison; NULL: the default type's */
+    const struct nf_verify_i * verify;
 };
 
 struct nf_model {
@@ -128,6 +132,8 @@ int nf__inputs_int(int n, const char * const * keys, const char * const * values
 
 /* the registry */
 const struct nf_model_i * nf__model_find(const char * type);
+/* type's, or (NULL, "", unknown) the default type's (Mitra: a config without "model_type") */
+const struct nf_model_i * nf__model_type_or_default(const char * type);
 /* gen-weights with one tensor shifted by delta (bisect tests); perturb_key may be NULL */
 int nf__model_gen_weights_ex(const char * type, const char * dir, uint64_t seed, int n, const char * const * keys,
                              const char * const * values, const char * perturb_key, float perturb_delta, char * summary,

@@ -47,24 +47,12 @@ int nf_seq_id(int c) {
 /* B sequences of n core ids each (in core, B * n), flanked per mode */
 static int nf__seq_make(nf_seq * s, const int8_t * core, int64_t B, int64_t n, int pad, int64_t context,
                         const char * flag, const char * path, nf_err * err) {
-    const int64_t f = pad ? context : 0, L = n + 2 * f;
-    if (B < 1 || n < 1) {
-        char e[1024];
-        return nf__err_set(err, NF_ERR_INPUT, "%s%s%s: the input has no sequence (%lld sequence(s) of %lld nt)", flag,
-                           path ? " " : "", path ? nf__esc(e, sizeof(e), path) : "", (long long) B, (long long) n);
-    }
-    s->ids = malloc((size_t) (B * L));
-    if (!s->ids)
-        return nf__err_set(err, NF_ERR_NOMEM, "out of memory (%lld x %lld tokens)", (long long) B, (long long) L);
-    for (int64_t b = 0; b < B; b++) {
-        memset(s->ids + b * L, 4, (size_t) f);
-        memcpy(s->ids + b * L + f, core + b * n, (size_t) n);
-        memset(s->ids + b * L + f + n, 4, (size_t) f);
-    }
+    int64_t L = 0;
+    NF_TRY(nf__spt_tokens_make(core, B, n, pad, context, flag, path, &s->ids, &L, err));
     s->B = B;
     s->L = L;
     s->pad = pad;
-    s->flank = f;
+    s->flank = pad ? context : 0;
     return NF_OK;
 }
 
@@ -103,42 +91,14 @@ int nf_seq_string(nf_seq * s, const char * text, int pad, int64_t context, nf_er
 
 int nf_seq_npy(nf_seq * s, const char * path, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
-    struct nf_npy a;
-    NF_TRY(nf__npy_read(path, &a, err));
-    int rc = NF_OK;
-    int8_t * core = NULL;
-    if (a.dtype != NF_NPY_I1 && a.dtype != NF_NPY_I4 && a.dtype != NF_NPY_I8) {
-        rc = nf__err_set(err, NF_ERR_INPUT, "%s: token ids must be int8, int32 or int64, not %s", path,
-                         nf__npy_dtype_name(a.dtype));
-        goto done;
-    }
-    if (a.ndim != 1 && a.ndim != 2) {
-        rc = nf__err_set(err, NF_ERR_INPUT, "%s: token ids must be (L,) or (B, L), not %d-dimensional", path, a.ndim);
-        goto done;
-    }
-    const int64_t B = a.ndim == 2 ? a.shape[0] : 1, n = a.shape[a.ndim - 1];
-    core = malloc((size_t) (B * n > 0 ? B * n : 1));
-    if (!core) {
-        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (int64_t i = 0; i < B * n; i++) {
-        const int64_t v = a.dtype == NF_NPY_I1   ? ((const int8_t *) a.data)[i]
-                          : a.dtype == NF_NPY_I4 ? ((const int32_t *) a.data)[i]
-                                                 : ((const int64_t *) a.data)[i];
-        if (v < 0 || v > 4) {
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: token [%lld, %lld] is %lld, not an id (A=0 C=1 G=2 T/U=3 N=4)",
-                             path, (long long) (i / n), (long long) (i % n), (long long) v);
-            goto done;
-        }
-        core[i] = (int8_t) v;
-    }
-    rc = nf__seq_make(s, core, B, n, pad, context, "--tokens", path, err);
+    int64_t B = 0, L = 0;
+    NF_TRY(nf__spt_tokens_npy(path, pad, context, &s->ids, &B, &L, err));
+    s->B = B;
+    s->L = L;
+    s->pad = pad;
+    s->flank = pad ? context : 0;
     snprintf(s->source, sizeof(s->source), "tokens file");
-done:
-    free(core);
-    nf__npy_free(&a);
-    return rc;
+    return NF_OK;
 }
 
 #ifndef NF_HAVE_HTSLIB

@@ -72,6 +72,13 @@ int nf__mitra_class_labels(const struct nf_mitra_config * cfg);
 /* The state_dict (spec §3) as a weight table; symbols D dim, C dim_output,
  * L n_layers; K class-label embedding, V value embedding (conditions). */
 extern const struct nf_wtable nf__mitra_wtable;
+/* mitra-inputs.c: the table from .npy files, the seeded table (verify's too) */
+int nf__mitra_files(const char * sx, const char * sy, const char * qx, int class_labels, struct nf_inputs * out,
+                    nf_err * err);
+int nf__mitra_seeded(nf_model * model, uint64_t seed, int64_t ns, int64_t nq, int64_t nf, struct nf_inputs * out,
+                     nf_err * err);
+/* mitra-verify.c */
+extern const struct nf_verify_i nf__mitra_verify;
 
 /* config.json: read (the parsed document at path) / validate / write */
 int nf__mitra_config_parse(const struct cJSON * doc, const char * path, struct nf_mitra_config * cfg, nf_err * err);

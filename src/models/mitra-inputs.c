@@ -41,8 +41,8 @@ static int nf__mitra_npy_matrix(const char * path, struct nf_npy * a, float ** o
 }
 
 /* the table from its three files */
-static int nf__mitra_files(const char * sx, const char * sy, const char * qx, int class_labels, struct nf_inputs * out,
-                           nf_err * err) {
+int nf__mitra_files(const char * sx, const char * sy, const char * qx, int class_labels, struct nf_inputs * out,
+                    nf_err * err) {
     struct nf_npy a = {0}, b = {0}, c = {0};
     float *xs = NULL, *xq = NULL;
     void * y = NULL;
@@ -97,6 +97,45 @@ static int nf__mitra_files(const char * sx, const char * sy, const char * qx, in
     return rc;
 }
 
+/* the seeded table into out (its three arrays) */
+int nf__mitra_seeded(nf_model * model, uint64_t seed, int64_t ns, int64_t nq, int64_t nf, struct nf_inputs * out,
+                     nf_err * err) {
+    const struct nf_input_desc * yd = nf_model_input(model, 1);
+    const int class_labels = yd->dtype == NF_ARRAY_I64;
+    const int n_classes = class_labels ? (int) (yd->n_classes < 10 ? yd->n_classes : 10) : 0;
+    float * xs = malloc((size_t) (ns * nf) * sizeof(float));
+    float * xq = malloc((size_t) (nq * nf) * sizeof(float));
+    void * y = malloc((size_t) ns * (class_labels ? sizeof(int64_t) : sizeof(float)));
+    if (!xs || !xq || !y) {
+        free(xs);
+        free(xq);
+        free(y);
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    uint64_t s = seed ^ 0xD1B54A32D192ED03ull;
+    for (int64_t r = 0; r < ns + nq; r++) {
+        const float c = (float) (nf__rng_next(&s) % (uint64_t) (n_classes > 0 ? n_classes : 1));
+        float * row = r < ns ? xs + r * nf : xq + (r - ns) * nf;
+        for (int64_t j = 0; j < nf; j++) {
+            float g = 0.0f;
+            for (int i = 0; i < 4; i++) g += nf__rng_unif(&s);
+            const float v = (g - 2.0f) * 2.0f + 0.25f * c * (float) ((j % 3) - 1);
+            row[j] = roundf(v * 64.0f) / 64.0f;
+        }
+        if (r < ns) {
+            if (class_labels)
+                ((int64_t *) y)[r] = (int64_t) c;
+            else
+                ((float *) y)[r] = nf__rng_unif(&s);
+        }
+    }
+    const int64_t sx[2] = {ns, nf}, sy[1] = {ns}, qx[2] = {nq, nf};
+    nf__inputs_array(out, "support_x", NF_ARRAY_F32, 2, sx, xs, 1);
+    nf__inputs_array(out, "support_y", class_labels ? NF_ARRAY_I64 : NF_ARRAY_F32, 1, sy, y, 1);
+    nf__inputs_array(out, "query_x", NF_ARRAY_F32, 2, qx, xq, 1);
+    return NF_OK;
+}
+
 int nf__mitra_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err);
 int nf__mitra_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err) {
     const int nfiles = (nf__inputs_opt(n, keys, values, "support_x") != NULL) +
@@ -128,37 +167,7 @@ int nf__mitra_own_inputs(nf_model * model, int n, const char * const * keys, con
     if (sx_path)
         return nf__mitra_files(sx_path, nf__inputs_opt(n, keys, values, "support_y"),
                                nf__inputs_opt(n, keys, values, "query_x"), class_labels, out, err);
-    const int n_classes = class_labels ? (int) (yd->n_classes < 10 ? yd->n_classes : 10) : 0;
-    float * xs = malloc((size_t) (ns * nf) * sizeof(float));
-    float * xq = malloc((size_t) (nq * nf) * sizeof(float));
-    void * y = malloc((size_t) ns * (class_labels ? sizeof(int64_t) : sizeof(float)));
-    if (!xs || !xq || !y) {
-        free(xs);
-        free(xq);
-        free(y);
-        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    }
-    uint64_t s = (uint64_t) seed ^ 0xD1B54A32D192ED03ull;
-    for (int64_t r = 0; r < ns + nq; r++) {
-        const float c = (float) (nf__rng_next(&s) % (uint64_t) (n_classes > 0 ? n_classes : 1));
-        float * row = r < ns ? xs + r * nf : xq + (r - ns) * nf;
-        for (int64_t j = 0; j < nf; j++) {
-            float g = 0.0f;
-            for (int i = 0; i < 4; i++) g += nf__rng_unif(&s);
-            const float v = (g - 2.0f) * 2.0f + 0.25f * c * (float) ((j % 3) - 1);
-            row[j] = roundf(v * 64.0f) / 64.0f;
-        }
-        if (r < ns) {
-            if (class_labels)
-                ((int64_t *) y)[r] = (int64_t) c;
-            else
-                ((float *) y)[r] = nf__rng_unif(&s);
-        }
-    }
-    const int64_t sx[2] = {ns, nf}, sy[1] = {ns}, qx[2] = {nq, nf};
-    nf__inputs_array(out, "support_x", NF_ARRAY_F32, 2, sx, xs, 1);
-    nf__inputs_array(out, "support_y", class_labels ? NF_ARRAY_I64 : NF_ARRAY_F32, 1, sy, y, 1);
-    nf__inputs_array(out, "query_x", NF_ARRAY_F32, 2, qx, xq, 1);
+    NF_TRY(nf__mitra_seeded(model, (uint64_t) seed, ns, nq, nf, out, err));
     char name[96];
     snprintf(name, sizeof(name), "%lldx%lldx%lld", (long long) ns, (long long) nq, (long long) nf);
     nf__inputs_item_str(out, 0, "case", name);

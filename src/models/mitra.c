@@ -287,6 +287,7 @@ const struct nf_model_i nf__mitra_model = {
     .artifacts = nf__mitra_artifacts,
     .write_outputs = nf__mitra_write_outputs,
     .check_outputs = nf__mitra_check_outputs,
+    .verify = &nf__mitra_verify,
 };
 
 /* ---- forward: on the core's typed op calls ---------------------------------------- */

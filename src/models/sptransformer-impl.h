@@ -120,5 +120,16 @@ void nf__spt_bind_views(nf_spt * m);
  * two bits: A, C, G, T). Integer-only; reference/sptransformer_fixtures.py
  * has the same generator. */
 void nf__spt_seeded_tokens(uint64_t seed, int64_t n, int8_t * out);
+/* (sptransformer-weights.c; nofall-genomics.h nf_seq_* and verify read through
+ * them) B sequences of n core ids each (core: B * n), flanked: pad adds
+ * context N on each side; *ids: B x *L, malloc'ed. flag and path name the
+ * input in the message of an empty one. */
+int nf__spt_tokens_make(const int8_t * core, int64_t B, int64_t n, int pad, int64_t context, const char * flag,
+                        const char * path, int8_t ** ids, int64_t * L, nf_err * err);
+/* a .npy of ids (int8/int32/int64, (L,) or (B, L)), flanked as above */
+int nf__spt_tokens_npy(const char * path, int pad, int64_t context, int8_t ** ids, int64_t * B, int64_t * L,
+                       nf_err * err);
+/* sptransformer-verify.c */
+extern const struct nf_verify_i nf__spt_verify;
 
 #endif

@@ -220,4 +220,5 @@ const struct nf_model_i nf__sptransformer_model = {
     .artifacts = nf__spt_artifacts,
     .write_outputs = nf__spt_write_outputs,
     .check_outputs = nf__spt_check_outputs,
+    .verify = &nf__spt_verify,
 };

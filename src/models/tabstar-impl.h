@@ -23,7 +23,7 @@ struct nf__wordpiece;
 #define NF_TAB_HEADS         6 /* 384 // 64                                     */
 #define NF_TAB_TEL_EPS       1e-5f
 #define NF_TAB_BERT_EPS      1e-12f
-#define NF_TAB_MAX_TOKENS    512 /* BERT's model_max_length (truncation)         */
+#define NF_TAB_MAX_TOKENS    NF_TABSTAR_MAX_TOKENS /* nofall.h: BERT's model_max_length */
 
 /* the e5-small-v2 BertModel inside (spec §4); text_layers and vocab may be
  * smaller in nofall's synthetic checkpoints (config.json "text_encoder") */
@@ -104,5 +104,8 @@ int nf__tab_merge_adapter(nf_model * model, const char * dir, char * summary, si
 
 /* the loaded tokenizer (for the CLI's string inputs) */
 const struct nf__wordpiece * nf__tab_vocab(const nf_model * model);
+
+/* tabstar-verify.c */
+extern const struct nf_verify_i nf__tabstar_verify;
 
 #endif

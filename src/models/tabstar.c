@@ -305,4 +305,5 @@ const struct nf_model_i nf__tabstar_model = {
     .artifacts = nf__tab_artifacts,
     .write_outputs = nf__tab_write_outputs,
     .check_outputs = nf__tab_check_outputs,
+    .verify = &nf__tabstar_verify,
 };
