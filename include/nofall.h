@@ -453,10 +453,10 @@ struct nf_finetune_data {
     int y_mirror;
 };
 struct nf_finetune_result {
-    int64_t steps_run;     /* steps taken (< opts.steps after early stopping) */
-    int64_t best_step;     /* the step whose weights the model now holds (0: the pretrained) */
-    int64_t stopped_at;    /* the step early stopping fired at, or -1 */
-    double best_val_loss;  /* its validation loss */
+    int64_t steps_run;    /* steps taken (< opts.steps after early stopping) */
+    int64_t best_step;    /* the step whose weights the model now holds (0: the pretrained) */
+    int64_t stopped_at;   /* the step early stopping fired at, or -1 */
+    double best_val_loss; /* its validation loss */
 };
 NF_API int nf_finetune(nf_model * m, const struct nf_finetune_data * d, const struct nf_finetune_opts * o,
                        struct nf_finetune_result * res, nf_err * err);
