@@ -175,6 +175,25 @@ NF_API void nf_predictor_set_progress(nf_predictor * p, nf_predictor_progress_fn
 /* milliseconds spent in the model's forwards by the last nf_predictor_predict */
 NF_API double nf_predictor_forward_ms(const nf_predictor * p);
 
+/* Fine-tune Mitra model m (its weights, in place) for p as AutoGluon's
+ * MitraClassifier / MitraRegressor.fit does with fine_tune=True (README
+ * "Fine-tuning"; nofall.h nf_finetune): training rows = p's training table;
+ * validation rows = val (transformed by p's fitted feature generation and
+ * Preprocessor as predict transforms test rows; its target column required,
+ * every class one of the training classes), or, val NULL, upstream's internal
+ * split of the training rows (classification: stratified, from
+ * RandomState(o->seed); regression: 20% of the rows, from
+ * RandomState(o->seed) where upstream uses numpy's unseeded global RNG), the
+ * Preprocessor then refit on the training part as upstream fits it. p must
+ * have one ensemble member (n_estimators 1; NF_ERR_ARG otherwise). After it,
+ * each nf_predictor_predict with m continues the trainer's RandomState, as
+ * upstream's predict after fit: per 1,024-row test chunk a support order of
+ * the whole training table (every call the first prediction after the
+ * fine-tuning: the same result each time). On an error m's weights and p's
+ * Preprocessor may have changed: free both. */
+NF_API int nf_predictor_finetune(nf_predictor * p, nf_model * m, const nf_table * val,
+                                 const struct nf_finetune_opts * o, struct nf_finetune_result * res, nf_err * err);
+
 /* ---- the model part and the outputs (every model) ----------------------------- */
 /* "mitra" or "tabstar": the model_type of the fit */
 NF_API const char * nf_predictor_model_type(const nf_predictor * p);

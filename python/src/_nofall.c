@@ -716,6 +716,44 @@ static PyObject * NfPredictor_report_json(NfPredictor * self, PyObject * args) {
     return r;
 }
 
+/* finetune(model, val_columns or None, val_n_rows, steps, lr, weight_decay, warmup_steps, patience, seed,
+ * keep_last): nf_predictor_finetune (the model's weights in place); {steps_run, best_step, stopped_at,
+ * best_val_loss} */
+static PyObject * NfPredictor_finetune(NfPredictor * self, PyObject * args) {
+    NfModel * m;
+    PyObject * vcols;
+    long long vn, steps, warmup, patience;
+    unsigned long long seed;
+    double lr, wd;
+    int keep_last;
+    if (!PyArg_ParseTuple(args, "O!OLLddLLKp", &NfModelType, &m, &vcols, &vn, &steps, &lr, &wd, &warmup, &patience,
+                          &seed, &keep_last))
+        return NULL;
+    if (!nf_py_ready(m)) return NULL;
+    nf_table * v = NULL;
+    if (vcols != Py_None && !(v = nf_py_table("the validation data", vn, vcols))) return NULL;
+    struct nf_finetune_opts o;
+    nf_finetune_opts_default(&o);
+    o.steps = steps;
+    o.lr = lr;
+    o.weight_decay = wd;
+    o.warmup_steps = warmup;
+    o.patience = patience;
+    o.seed = seed;
+    o.keep_last = keep_last;
+    struct nf_finetune_result res;
+    nf_err err = {0};
+    int rc;
+    m->busy = 1;
+    Py_BEGIN_ALLOW_THREADS rc = nf_predictor_finetune(self->p, m->m, v, &o, &res, &err);
+    Py_END_ALLOW_THREADS m->busy = 0;
+    nf_table_free(v);
+    if (rc != NF_OK) return nf_py_raise(&err);
+    return Py_BuildValue("{s:L,s:L,s:L,s:d}", "steps_run", (long long) res.steps_run, "best_step",
+                         (long long) res.best_step, "stopped_at", (long long) res.stopped_at, "best_val_loss",
+                         res.best_val_loss);
+}
+
 /* merge_adapter(model, dir): TabSTAR's PEFT LoRA adapter merged into the model's weights (once per model) */
 static PyObject * NfPredictor_merge_adapter(NfPredictor * self, PyObject * args) {
     NfModel * m;
@@ -732,6 +770,8 @@ static PyObject * NfPredictor_merge_adapter(NfPredictor * self, PyObject * args)
 static PyMethodDef NfPredictor_methods[] = {
     {"merge_adapter", (PyCFunction) NfPredictor_merge_adapter, METH_VARARGS,
      "merge_adapter(model, dir): TabSTAR's LoRA adapter merged into the model (once per loaded model)"},
+    {"finetune", (PyCFunction) NfPredictor_finetune, METH_VARARGS,
+     "finetune(model, val_columns, val_n_rows, steps, lr, weight_decay, warmup_steps, patience, seed, keep_last)"},
     {"check_model", (PyCFunction) NfPredictor_check_model, METH_VARARGS,
      "check_model(model, name): the model's type and task fit the predictor"},
     {"report_json", (PyCFunction) NfPredictor_report_json, METH_VARARGS,

@@ -21,7 +21,7 @@ def _data(n=60, f=4, seed=0):
 def test_model_forward_matches_predictor(small_cls):
     """numeric features, no mirror, nothing dropped: the predictor feeds the model the float32 table itself"""
     X, y = _data()
-    est = nofall.MitraClassifier(small_cls, mirror=False).fit(X[:40], y[:40])
+    est = nofall.MitraClassifier(small_cls, mirror=False, fine_tune=False).fit(X[:40], y[:40])
     m = nofall.Model(small_cls)
     assert m.info["type"] == "mitra" and m.n_classes == 10
     lg = m.forward(support_x=X[:40].astype(np.float32), support_y=y[:40], query_x=X[40:].astype(np.float32))
@@ -62,7 +62,7 @@ def test_dataframe_categoricals_and_nan(small_cls):
         "count": rng.integers(0, 5, size=n),
     })
     y = np.where(df["num"] > 0, "pos", "neg")
-    est = nofall.MitraClassifier(small_cls, n_estimators=2).fit(df[:60], y[:60])
+    est = nofall.MitraClassifier(small_cls, n_estimators=2, fine_tune=False).fit(df[:60], y[:60])
     assert list(est.classes_) == ["neg", "pos"]
     assert est.n_features_in_ == 6 and list(est.feature_names_in_) == list(df.columns)
     types = {c["name"]: c["type"] for c in est.report_["columns_kept"]}
@@ -86,7 +86,7 @@ def test_integers_beyond_2_53(small_cls):
     assert df["ubig"].dtype == np.uint64
     y = np.where(df["num"] > 0, "pos", "neg")
     for X, bools in ((df, 2), (df[["big"]].to_numpy(), 1), (df[["ubig"]].to_numpy(), 1)):
-        est = nofall.MitraClassifier(small_cls).fit(X, y)
+        est = nofall.MitraClassifier(small_cls, fine_tune=False).fit(X, y)
         kinds = [c["type"] for c in est.report_["columns_kept"]]
         assert kinds.count("bool") == bools, (X.dtypes if hasattr(X, "dtypes") else X.dtype, kinds)
 
@@ -94,12 +94,12 @@ def test_integers_beyond_2_53(small_cls):
 def test_errors_carry_the_message(small_cls, small_reg):
     X, _ = _data()
     with pytest.raises(nofall.NofallInputError, match="has 12 classes; Mitra takes at most 10"):
-        nofall.MitraClassifier(small_cls).fit(X, np.arange(60) % 12)
+        nofall.MitraClassifier(small_cls, fine_tune=False).fit(X, np.arange(60) % 12)
     with pytest.raises(ValueError, match="regressor, not a classifier"):
-        nofall.MitraClassifier(small_reg).fit(X, np.arange(60) % 2)
+        nofall.MitraClassifier(small_reg, fine_tune=False).fit(X, np.arange(60) % 2)
     with pytest.raises(nofall.NofallInputError, match="constant: nothing to regress"):
-        nofall.MitraRegressor(small_reg).fit(X, np.ones(60))
-    est = nofall.MitraClassifier(small_cls).fit(pd.DataFrame({"a": X[:, 0], "b": ["u", "v"] * 30}), np.arange(60) % 2)
+        nofall.MitraRegressor(small_reg, fine_tune=False).fit(X, np.ones(60))
+    est = nofall.MitraClassifier(small_cls, fine_tune=False).fit(pd.DataFrame({"a": X[:, 0], "b": ["u", "v"] * 30}), np.arange(60) % 2)
     with pytest.raises(nofall.NofallInputError, match="row 2, column 'a': 'two' is not a number"):
         est.predict(pd.DataFrame({"a": np.array(["1", "two"], dtype=object), "b": ["u", "v"]}))
 
@@ -107,7 +107,7 @@ def test_errors_carry_the_message(small_cls, small_reg):
 def test_regressor(small_reg):
     X, _ = _data()
     y = 3 * X[:, 0] + 10
-    est = nofall.MitraRegressor(small_reg, n_estimators=2, random_state=3).fit(X[:40], y[:40])
+    est = nofall.MitraRegressor(small_reg, n_estimators=2, random_state=3, fine_tune=False).fit(X[:40], y[:40])
     p = est.predict(X[40:])
     assert p.shape == (20,) and np.all(np.isfinite(p))
     assert len(est.regression_mirror_) == 2
@@ -116,7 +116,7 @@ def test_regressor(small_reg):
 
 def test_pickle_and_params(small_cls):
     X, y = _data()
-    est = nofall.MitraClassifier(small_cls, n_estimators=2).fit(X[:40], y[:40])
+    est = nofall.MitraClassifier(small_cls, n_estimators=2, fine_tune=False).fit(X[:40], y[:40])
     back = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(back.predict_proba(X[40:]), est.predict_proba(X[40:]))
     assert est.get_params()["n_estimators"] == 2
@@ -127,7 +127,7 @@ def test_pickle_and_params(small_cls):
 def test_gil_released_during_forward(small_cls):
     """another Python thread runs while a forward is in C"""
     X, y = _data(n=1500, f=8)
-    est = nofall.MitraClassifier(small_cls).fit(X[:1000], y[:1000])
+    est = nofall.MitraClassifier(small_cls, fine_tune=False).fit(X[:1000], y[:1000])
     est.predict_proba(X[1000:1010])  # warm the model
     ticks = 0
     done = threading.Event()

@@ -35,7 +35,7 @@ def _estimator(c, device="cpu"):
     cls = c["weights"]["task"] == "classification"
     est = nofall.MitraClassifier if cls else nofall.MitraRegressor
     return est(case_model(c), device=device, n_estimators=c["n_estimators"],
-               random_state=c["seed"], mirror=c.get("mirror_enabled", True))
+               random_state=c["seed"], mirror=c.get("mirror_enabled", True), fine_tune=False)
 
 
 def _check_report(est, c):
@@ -112,13 +112,13 @@ def test_parity_numpy(name):
 def test_mirror_signs_reproduce(tmp_path):
     """the signs of one fit (its report, as a dict or as a report.json file) given to another reproduce it"""
     d, c, X, y, Xt = _load("penguins")
-    a = nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, random_state=11).fit(X, y)
+    a = nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, random_state=11, fine_tune=False).fit(X, y)
     f = tmp_path / "report.json"
     f.write_text(json.dumps(a.report_))
     for spec in (a.report_, str(f)):
-        b = nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, random_state=0, mirror_signs=spec).fit(X, y)
+        b = nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, random_state=0, mirror_signs=spec, fine_tune=False).fit(X, y)
         assert b.mirror_signs_ == a.mirror_signs_
         np.testing.assert_array_equal(a.predict_proba(Xt), b.predict_proba(Xt))
     bad = dict(a.report_, mirror_signs=[[2] * len(a.columns_kept_)] * 3)
     with pytest.raises(nofall.NofallInputError, match="not 1 or -1"):
-        nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, mirror_signs=bad).fit(X, y)
+        nofall.MitraClassifier(model_dir("small_cls"), n_estimators=3, mirror_signs=bad, fine_tune=False).fit(X, y)

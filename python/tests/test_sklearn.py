@@ -30,7 +30,7 @@ def _expected(est):
 
 
 @parametrize_with_checks(
-    [nofall.MitraClassifier(model_dir("small_cls")), nofall.MitraRegressor(model_dir("small_reg"))],
+    [nofall.MitraClassifier(model_dir("small_cls"), fine_tune=False), nofall.MitraRegressor(model_dir("small_reg"), fine_tune=False)],
     expected_failed_checks=_expected,
 )
 def test_sklearn_check(estimator, check):

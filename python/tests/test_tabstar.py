@@ -85,9 +85,9 @@ def test_wrong_model_messages():
     y = np.array([0, 1, 0, 1])
     ts = tabstar_dir(21)
     with pytest.raises(ValueError, match=r"a TabSTAR model \(config.json model_type 'tabstar'\).*use TabSTARClassifier"):
-        nofall.MitraClassifier(ts).fit(X, y)
+        nofall.MitraClassifier(ts, fine_tune=False).fit(X, y)
     with pytest.raises(ValueError, match=r"a TabSTAR model .*use TabSTARRegressor"):
-        nofall.MitraRegressor(ts).fit(X, y.astype(float))
+        nofall.MitraRegressor(ts, fine_tune=False).fit(X, y.astype(float))
     with pytest.raises(ValueError, match=r"a Mitra classifier model .*not a TabSTAR model; use MitraClassifier"):
         nofall.TabSTARClassifier(model_dir("small_cls")).fit(X, y)
     with pytest.raises(ValueError, match=r"a Mitra regressor model .*not a TabSTAR model; use MitraRegressor"):

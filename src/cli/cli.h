@@ -122,6 +122,8 @@ nf_progress * nf_progress_begin(const char * what, const char * unit, long long 
 /* would begin draw? (to skip counting a total otherwise) */
 int nf_progress_enabled(int mode);
 void nf_progress_update(nf_progress * p, long long done);
+/* a text after the counts (e.g. the current losses), drawn from the next update on */
+void nf_progress_note(nf_progress * p, const char * note);
 void nf_progress_suspend(nf_progress * p);
 void nf_progress_end(nf_progress * p);
 
@@ -167,6 +169,13 @@ int nf_cli_type_takes(const char * type, const char * key);
 
 /* ---- `annotate` (cmd-annotate.c: a client of nofall-genomics.h) ---------------------------- */
 int nf_cmd_annotate(int argc, char ** argv);
+/* `nofall finetune` (cmd-finetune.c); the training options of finetune and
+ * predict --fine-tune (0 after a message: a usage error), report.json's "options" */
+int nf_cmd_finetune(int argc, char ** argv);
+struct nf_cli_opts;
+struct nf_finetune_opts;
+int nf_cli_finetune_opts(const struct nf_cli_opts * v, struct nf_finetune_opts * fo);
+void nf_cli_finetune_report(struct cJSON * rep, const struct nf_finetune_opts * fo);
 
 /* ---- MPI: one command sharded over the ranks of an mpirun job (mpi-shard.c) ---------- */
 /* Under a launcher (its environment variables) in a build with MPI

@@ -44,6 +44,22 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
         fprintf(stderr, "error: --mirror-signs and --no-mirror exclude each other\n");
         return 0;
     }
+    o->fine_tune = v.set[NF_O_FINE_TUNE];
+    o->val = nf_cli_opt_str(&v, NF_O_VAL, NULL);
+    static const enum nf_cli_opt_id ft_only[] = {NF_O_VAL,          NF_O_FT_STEPS, NF_O_LR,       NF_O_WEIGHT_DECAY,
+                                                 NF_O_WARMUP_STEPS, NF_O_PATIENCE, NF_O_KEEP_LAST};
+    for (size_t k = 0; !o->fine_tune && k < sizeof(ft_only) / sizeof(ft_only[0]); k++)
+        if (v.set[ft_only[k]]) {
+            fprintf(stderr, "error: %s is a fine-tuning option: it needs --fine-tune\n",
+                    nf_cli_opt_table[ft_only[k]].name);
+            return 0;
+        }
+    if (o->fine_tune && o->n_est > 1) {
+        fprintf(stderr, "error: --fine-tune takes one ensemble member (--n-estimators 1), not %lld\n",
+                (long long) o->n_est);
+        return 0;
+    }
+    if (!nf_cli_finetune_opts(&v, &o->fo)) return 0;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,
                 "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
@@ -168,7 +184,7 @@ static int nf_pred_report(const struct nf_cli_mpi * mp, const char * model, cons
 
 static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, int * failed_rank,
                            nf_err * err) {
-    nf_table *tr = NULL, *te = NULL;
+    nf_table *tr = NULL, *te = NULL, *va = NULL;
     nf_predictor * pr = NULL;
     struct nf_mirror_spec * spec = NULL;
     nf_backend * be = NULL;
@@ -184,8 +200,17 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     os.lock_fd = -1;
     /* the tables first: every bad table fails before --out is touched (under
      * MPI every rank's; the ranks agree before anything else) */
-    rc = nf_table_read_csv(o->train, &tr, err);
+    rc = o->fine_tune && mp->size > 1
+             ? nf__err_set(err, NF_ERR_UNSUPPORTED, "predict --fine-tune runs as one process, not as %d MPI ranks",
+                           mp->size)
+             : nf_table_read_csv(o->train, &tr, err);
     if (rc == NF_OK) rc = nf_table_read_csv(o->test, &te, err);
+    if (rc == NF_OK && o->val) rc = nf_table_read_csv(o->val, &va, err);
+    if (rc == NF_OK && va && nf_table_find(va, o->target) < 0) {
+        char e1[512], e2[256];
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)",
+                         nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target));
+    }
     if (rc == NF_OK) {
         char e1[512], e2[256];
         if (nf_table_find(tr, o->target) < 0)
@@ -206,6 +231,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
                                    .model_type = o->model_type};
     if (rc == NF_OK) rc = nf_predictor_fit(tr, o->target, &po, &pr, err);
     if (rc == NF_OK) rc = nf_predictor_check_table(pr, te, err);
+    if (rc == NF_OK && va) rc = nf_predictor_check_table(pr, va, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto out_nolock;
     const int is_cls = nf_predictor_task(pr) == NF_PREDICT_CLASSIFICATION;
 
@@ -227,6 +253,12 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         char name[4200];
         snprintf(name, sizeof(name), "--model %s", o->model);
         if ((rc = nf_predictor_check_model(pr, m, name, err)) != NF_OK) goto done_agree;
+    }
+    if (o->fine_tune) { /* AutoGluon's fit with fine-tuning (one process) */
+        struct nf_finetune_opts fo = o->fo;
+        struct nf_finetune_result res;
+        fo.seed = o->seed;
+        if ((rc = nf_predictor_finetune(pr, m, va, &fo, &res, err)) != NF_OK) goto done_agree;
     }
     const int64_t ns = nf_predictor_n_train(pr), nq = nf_table_n_rows(te), n_est = nf_predictor_n_estimators(pr);
     const int K = (int) nf_predictor_n_outputs(pr);
@@ -355,6 +387,7 @@ out_nolock:
     nf_mirror_spec_free(spec);
     nf_table_free(tr);
     nf_table_free(te);
+    nf_table_free(va);
     return rc;
 }
 

@@ -93,6 +93,7 @@ static int nf_main(int argc, char ** argv) {
     if (strcmp(cmd, "gen-weights") == 0) return nf_cmd_gen_weights(argc - 1, argv + 1);
     if (strcmp(cmd, "convert") == 0) return nf_cmd_convert(argc - 1, argv + 1);
     if (strcmp(cmd, "predict") == 0) return nf_cmd_predict(argc - 1, argv + 1);
+    if (strcmp(cmd, "finetune") == 0) return nf_cmd_finetune(argc - 1, argv + 1);
     if (strcmp(cmd, "annotate") == 0) return nf_cmd_annotate(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize") == 0) return nf_cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) {

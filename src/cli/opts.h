@@ -28,6 +28,7 @@ enum nf_cli_variant {
     NF_V_ANNOTATE,
     NF_V_TOKENIZE,
     NF_V_DEVICES,
+    NF_V_FINETUNE,
     NF_V_COUNT
 };
 #define NF_M(v)       (1u << NF_V_##v)

@@ -15,7 +15,7 @@
 #define NF_PROGRESS_MIN_MS 250.0
 
 struct nf_progress {
-    char what[64], unit[32];
+    char what[64], unit[32], note[96];
     long long total, done;
     double t0, last;
     int drawn;  /* a line is on the terminal (not yet terminated) */
@@ -48,6 +48,8 @@ static void nf_progress_draw(nf_progress * p, double now) {
         nf_progress_hms(el, eta, sizeof(eta));
         k = snprintf(line, sizeof(line), "%s: %lld %s, %.3g/s, %s elapsed", p->what, p->done, p->unit, rate, eta);
     }
+    if (k >= 0 && p->note[0] && (size_t) k < sizeof(line))
+        k += snprintf(line + k, sizeof(line) - (size_t) k, ", %s", p->note);
     if (k < 0) return;
     size_t len = (size_t) k < sizeof(line) ? (size_t) k : sizeof(line) - 1;
     /* blank what a longer previous line leaves */
@@ -80,6 +82,10 @@ void nf_progress_update(nf_progress * p, long long done) {
     if (p->total > 0 && done > p->total) p->total = 0; /* the count was wrong: no ETA */
     const double now = nf_cli_now_ms();
     if (!p->drawn || now - p->last >= NF_PROGRESS_MIN_MS) nf_progress_draw(p, now);
+}
+
+void nf_progress_note(nf_progress * p, const char * note) {
+    if (p) snprintf(p->note, sizeof(p->note), "%s", note ? note : "");
 }
 
 void nf_progress_suspend(nf_progress * p) {

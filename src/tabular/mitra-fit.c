@@ -450,9 +450,10 @@ static int nf_pred_features(struct nf_mitra * p, nf_err * err) {
     return NF_OK;
 }
 
-/* Mitra's Preprocessor.fit: training means, singular columns; model order */
-static int nf_pred_mitra_fit(struct nf_mitra * p, nf_err * err) {
-    const int64_t ns = p->tr.n_rows;
+/* Mitra's Preprocessor.fit: training means, singular columns; model order.
+ * rows: NULL (every training row) or the row ids it is fitted on (n_rows) */
+int nf__mitra_pre_fit(struct nf_mitra * p, const int64_t * rows, int64_t n_rows, nf_err * err) {
+    const int64_t ns = rows ? n_rows : p->tr.n_rows;
     p->order = malloc((size_t) (p->n_feats + 1) * sizeof(int));
     p->mean = malloc((size_t) (p->n_feats + 1) * sizeof(double));
     double * tmp = malloc((size_t) (ns + 1) * sizeof(double));
@@ -467,10 +468,15 @@ static int nf_pred_mitra_fit(struct nf_mitra * p, nf_err * err) {
             if (f->dropped || fpass != pass) continue;
             double sum = 0;
             int64_t cnt = 0;
-            for (int64_t r = 0; r < ns; r++)
-                if (!isnan(f->xs[r])) sum += f->xs[r], cnt++;
+            for (int64_t i = 0; i < ns; i++) {
+                const double v = f->xs[rows ? rows[i] : i];
+                if (!isnan(v)) sum += v, cnt++;
+            }
             const double mean = cnt ? sum / (double) cnt : NAN;
-            for (int64_t r = 0; r < ns; r++) tmp[r] = isnan(f->xs[r]) ? mean : f->xs[r];
+            for (int64_t i = 0; i < ns; i++) {
+                const double v = f->xs[rows ? rows[i] : i];
+                tmp[i] = isnan(v) ? mean : v;
+            }
             int hn;
             double * t2 = malloc((size_t) (ns + 1) * sizeof(double));
             if (!t2) {
@@ -679,8 +685,28 @@ void nf__mitra_free(struct nf_mitra * p) {
     free(p->signs);
     free(p->regmirror);
     free(p->mirror_file);
+    free(p->ft_rng);
     nf__csv_free(&p->tr);
     free(p);
+}
+
+/* each member's mirror draws, in AutoGluon's order: the regression mirror,
+ * then one sign per feature (seed-derived; all +1 with no_mirror) */
+void nf__mitra_draw_signs(struct nf_mitra * p) {
+    uint64_t rng = p->seed;
+    const int mirror = !p->no_mirror, F = p->n_order;
+    for (int64_t e = 0; e < p->n_est; e++) {
+        if (p->task == NF_PREDICT_REGRESSION) p->regmirror[e] = mirror ? (int) (nf__rng_next(&rng) >> 63) : 0;
+        for (int j = 0; j < F; j++) p->signs[e * F + j] = mirror ? ((nf__rng_next(&rng) >> 63) ? -1 : 1) : 1;
+    }
+}
+
+void nf__mitra_set_kept(struct nf_mitra * p) {
+    for (int i = 0; i < p->n_feats; i++) p->feats[i].kept = -1;
+    for (int j = 0; j < p->n_order; j++) {
+        p->feats[p->order[j]].kept = j;
+        p->feats[p->order[j]].mean = p->mean[j];
+    }
 }
 
 int nf__mitra_fit(const nf_table * train, const char * target, const struct nf_predictor_opts * opts,
@@ -712,7 +738,7 @@ int nf__mitra_fit(const nf_table * train, const char * target, const struct nf_p
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     if (rc == NF_OK) rc = nf_pred_target(p, o->task, err);
     if (rc == NF_OK) rc = nf_pred_features(p, err);
-    if (rc == NF_OK) rc = nf_pred_mitra_fit(p, err);
+    if (rc == NF_OK) rc = nf__mitra_pre_fit(p, NULL, 0, err);
     const int F = p->n_order;
     if (rc == NF_OK) {
         p->signs = malloc((size_t) (n_est * F) * sizeof(int));
@@ -722,21 +748,9 @@ int nf__mitra_fit(const nf_table * train, const char * target, const struct nf_p
     if (rc == NF_OK && o->mirror) {
         rc = nf_pred_mirror_given(p, o->mirror, err);
     } else if (rc == NF_OK) {
-        /* each member's draws, in AutoGluon's order: the regression mirror, then one sign per feature */
-        uint64_t rng = o->seed;
-        const int mirror = !o->no_mirror;
-        for (int64_t e = 0; e < n_est; e++) {
-            if (p->task == NF_PREDICT_REGRESSION) p->regmirror[e] = mirror ? (int) (nf__rng_next(&rng) >> 63) : 0;
-            for (int j = 0; j < F; j++) p->signs[e * F + j] = mirror ? ((nf__rng_next(&rng) >> 63) ? -1 : 1) : 1;
-        }
+        nf__mitra_draw_signs(p);
     }
-    if (rc == NF_OK) {
-        for (int i = 0; i < p->n_feats; i++) p->feats[i].kept = -1;
-        for (int j = 0; j < F; j++) {
-            p->feats[p->order[j]].kept = j;
-            p->feats[p->order[j]].mean = p->mean[j];
-        }
-    }
+    if (rc == NF_OK) nf__mitra_set_kept(p);
     if (rc != NF_OK) {
         nf__mitra_free(p);
         return rc;

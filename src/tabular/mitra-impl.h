@@ -55,6 +55,14 @@ struct nf_mitra {
     struct nf_predict_stats stats;
     nf_predictor_progress_fn progress; /* nf_predictor_set_progress */
     void * progress_user;
+    /* after nf_predictor_finetune (mitra-tune.c): the trainer's RandomState
+     * as the fine-tuning left it (each prediction continues it: a support
+     * order per 1,024-row test chunk), what the run did; NULL: zero-shot */
+    struct nf_np_rng * ft_rng;
+    struct nf_finetune_opts ft_opts;
+    struct nf_finetune_result ft_res;
+    int64_t ft_n_train, ft_n_val; /* the rows trained on and validated on */
+    int ft_internal;              /* 1: the validation rows were split off the training table */
 };
 
 /* shared by the fit and the transform (mitra-fit.c) */
@@ -87,6 +95,21 @@ int nf__mitra_n_kept(const struct nf_mitra * p);
 int nf__mitra_kept(const struct nf_mitra * p, int j);
 const int * nf__mitra_mirror_signs(const struct nf_mitra * p, int64_t e);
 int nf__mitra_regression_mirror(const struct nf_mitra * p, int64_t e);
+/* Mitra's Preprocessor.fit on the rows `rows` (NULL: every training row;
+ * mitra-fit.c), the mirror draws, the kept columns' indices and means */
+int nf__mitra_pre_fit(struct nf_mitra * p, const int64_t * rows, int64_t n_rows, nf_err * err);
+void nf__mitra_draw_signs(struct nf_mitra * p);
+void nf__mitra_set_kept(struct nf_mitra * p);
+/* the Preprocessor's float32 matrix of member e's mirror (mitra-predict.c):
+ * the training table (n_train x n_kept), or a table with the training
+ * columns (checked, transformed as predict transforms test rows) */
+int nf__mitra_train_matrix(const struct nf_mitra * p, int64_t e, float * out, nf_err * err);
+int nf__mitra_table_matrix(const struct nf_mitra * p, const nf_table * t, int64_t e, float * out, nf_err * err);
+/* fine-tuning (mitra-tune.c) */
+int nf__mitra_finetune(struct nf_mitra * p, nf_model * m, const nf_table * val, const struct nf_finetune_opts * o,
+                       struct nf_finetune_result * res, nf_err * err);
+struct cJSON;
+void nf__mitra_finetune_report(const struct nf_mitra * p, struct cJSON * rep);
 /* DropDuplicatesFeatureGenerator (mitra-dedupe.c): duplicates' dropped = "duplicate" */
 int nf__mitra_drop_duplicates(struct nf_mitra * p, int64_t ns, nf_err * err);
 int nf__mitra_predict_write_outputs(const struct nf_mitra * p, const char * dir, int64_t n_test, const double * out,

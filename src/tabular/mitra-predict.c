@@ -30,6 +30,12 @@ static void nf_pred_matrix(const struct nf_mitra * p, double * const * xq, int64
     }
 }
 
+int nf__mitra_train_matrix(const struct nf_mitra * p, int64_t e, float * out, nf_err * err) {
+    if (e < 0 || e >= p->n_est) return nf__err_set(err, NF_ERR_ARG, "ensemble member %lld", (long long) e);
+    nf_pred_matrix(p, NULL, 0, p->signs + e * p->n_order, out);
+    return NF_OK;
+}
+
 static const char * nf_col_type_name(const struct nf_csv_column * c) {
     return c->type == NF_CSV_INT     ? "int64"
            : c->type == NF_CSV_FLOAT ? "float64"
@@ -141,6 +147,27 @@ static void nf_pred_transform(const struct nf_feat * f, int numeric, const struc
             xq[r] = v;
     }
 }
+int nf__mitra_table_matrix(const struct nf_mitra * p, const nf_table * t, int64_t e, float * out, nf_err * err) {
+    if (e < 0 || e >= p->n_est) return nf__err_set(err, NF_ERR_ARG, "ensemble member %lld", (long long) e);
+    const int64_t nq = t->csv.n_rows;
+    int * tcol = malloc((size_t) (p->n_feats + 1) * sizeof(int));
+    double ** xq = calloc((size_t) p->n_feats + 1, sizeof(double *));
+    int rc = !tcol || !xq ? nf__err_set(err, NF_ERR_NOMEM, "out of memory") : nf_pred_check(p, &t->csv, tcol, err);
+    for (int j = 0; rc == NF_OK && j < p->n_order; j++) {
+        const int i = p->order[j];
+        if (!(xq[i] = malloc((size_t) (nq + 1) * sizeof(double))))
+            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        else
+            nf_pred_transform(&p->feats[i], p->tr.cols[p->feats[i].col].type != NF_CSV_TEXT, &t->csv.cols[tcol[i]], nq,
+                              xq[i]);
+    }
+    if (rc == NF_OK) nf_pred_matrix(p, xq, nq, p->signs + e * p->n_order, out);
+    for (int i = 0; xq && i < p->n_feats; i++) free(xq[i]);
+    free(xq);
+    free(tcol);
+    return rc;
+}
+
 /* ---- predict ------------------------------------------------------------------- */
 int nf__mitra_check_table(const struct nf_mitra * p, const nf_table * test, nf_err * err) {
     if (!p || !test) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_check_table: no predictor or table");
@@ -229,8 +256,9 @@ int nf__mitra_predict_part(struct nf_mitra * p, nf_model * m, const nf_table * t
     const int F = p->n_order;
     const int K = class_labels ? (int) p->n_classes : 1;
     const int64_t width = class_labels ? model_classes : 1;
-    const int subsets = ns > NF_PRED_MAX_SUPPORT;
-    const int64_t nsub = subsets ? NF_PRED_MAX_SUPPORT : ns; /* support rows a forward */
+    /* fine-tuned: every 1,024-row chunk its support order from the trainer's stream */
+    const int subsets = ns > NF_PRED_MAX_SUPPORT || p->ft_rng;
+    const int64_t nsub = ns > NF_PRED_MAX_SUPPORT ? NF_PRED_MAX_SUPPORT : ns; /* support rows a forward */
     const int64_t nql = subsets ? (nq < NF_PRED_QUERY_CHUNK ? nq : NF_PRED_QUERY_CHUNK) : nq; /* queries a forward */
     const int ranged = begin > 0 || end < nq;
     /* the rows this call predicts: above 8,192 training rows the 1,024-row
@@ -265,7 +293,9 @@ int nf__mitra_predict_part(struct nf_mitra * p, nf_model * m, const nf_table * t
                               xq[i]);
     }
     if (nomem) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    if (rc == NF_OK && subsets) {
+    if (rc == NF_OK && p->ft_rng) {
+        *rng = *p->ft_rng; /* upstream's trainer.predict after fit: the same RandomState */
+    } else if (rc == NF_OK && subsets) {
         /* the fit's draws: every member's evaluate on the training table */
         nf__np_rng_seed(rng, nf__np_seed(p->seed));
         const int64_t fit_chunks = (ns + NF_PRED_QUERY_CHUNK - 1) / NF_PRED_QUERY_CHUNK;
@@ -575,6 +605,7 @@ cJSON * nf__mitra_report(const struct nf_mitra * p, const nf_model * m, const nf
     cJSON_AddNumberToObject(rep, "seed", (double) p->seed);
     cJSON_AddBoolToObject(rep, "mirror", !p->no_mirror);
     if (p->mirror_file) cJSON_AddStringToObject(rep, "mirror_signs_file", p->mirror_file);
+    if (p->ft_rng) nf__mitra_finetune_report(p, rep);
     cJSON * kept = cJSON_AddArrayToObject(rep, "columns_kept");
     cJSON * dropped = cJSON_AddArrayToObject(rep, "columns_dropped");
     for (int j = 0; j < F + p->n_feats; j++) {

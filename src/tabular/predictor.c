@@ -96,6 +96,13 @@ int nf_predictor_check_model(const nf_predictor * p, const nf_model * m, const c
     return p->ts ? nf__tsp_check_model(m, model_name, err) : nf__mitra_check_model(p->mi, m, model_name, err);
 }
 
+int nf_predictor_finetune(nf_predictor * p, nf_model * m, const nf_table * val, const struct nf_finetune_opts * o,
+                          struct nf_finetune_result * res, nf_err * err) {
+    if (!p || !m || !o || !res) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_finetune: a NULL argument");
+    if (p->ts) return nf__err_set(err, NF_ERR_UNSUPPORTED, "fine-tuning is implemented for Mitra, not TabSTAR");
+    return nf__mitra_finetune(p->mi, m, val, o, res, err);
+}
+
 int nf_predictor_merge_adapter(nf_predictor * p, nf_model * m, const char * dir, nf_err * err) {
     if (!p || !m || !dir) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_merge_adapter: a NULL argument");
     if (!p->ts) return nf__err_set(err, NF_ERR_UNSUPPORTED, "a Mitra model takes no adapter (TabSTAR's LoRA)");

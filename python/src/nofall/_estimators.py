@@ -153,13 +153,22 @@ def _mirror_spec(mirror_signs):
 class _MitraBase(BaseEstimator):
     _task = None
 
-    def __init__(self, model_dir=None, device="cpu", n_estimators=1, random_state=0, mirror=True, mirror_signs=None):
+    def __init__(self, model_dir=None, device="cpu", n_estimators=1, random_state=0, mirror=True, mirror_signs=None,
+                 fine_tune=True, fine_tune_steps=50, lr=1e-4, weight_decay=0.1, warmup_steps=1000, patience=40,
+                 keep_last=False):
         self.model_dir = model_dir
         self.device = device
         self.n_estimators = n_estimators
         self.random_state = random_state
         self.mirror = mirror
         self.mirror_signs = mirror_signs
+        self.fine_tune = fine_tune
+        self.fine_tune_steps = fine_tune_steps
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.warmup_steps = warmup_steps
+        self.patience = patience
+        self.keep_last = keep_last
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -191,10 +200,16 @@ class _MitraBase(BaseEstimator):
             return int(rs)
         return int(check_random_state(rs).randint(0, 2**31 - 1))
 
-    def _fit(self, X, y_column, y_kind):
+    def _fit(self, X, y_column, y_kind, X_val=None, y_val_column=None):
         n_est = self.n_estimators
         if not isinstance(n_est, (int, np.integer)) or isinstance(n_est, bool) or n_est < 1:
             raise ValueError(f"n_estimators must be an int >= 1, not {n_est!r}")
+        if self.fine_tune and n_est != 1:
+            raise ValueError(f"fine_tune=True takes one ensemble member (n_estimators=1), not {n_est}")
+        if (X_val is None) != (y_val_column is None):
+            raise ValueError("X_val and y_val go together")
+        if X_val is not None and not self.fine_tune:
+            raise ValueError("X_val / y_val are the fine-tuning's validation data: they need fine_tune=True")
         model = _load_model(self.model_dir, self.device)
         _check_model_type(model, self.model_dir, "mitra", self._task == _TASK_CLASSIFICATION, type(self).__name__)
         cols, n = self._columns(X, reset=True)
@@ -215,6 +230,9 @@ class _MitraBase(BaseEstimator):
         }
         self._cache_ = {}
         pred = self._predictor()
+        self.fine_tune_result_ = None
+        if self.fine_tune:
+            self._finetune(pred, model, target, X_val, y_val_column, y_kind, seed)
         self.report_ = pred.report()
         self.columns_kept_ = [c["name"] for c in self.report_["columns_kept"]]
         self.columns_dropped_ = {c["name"]: c["reason"] for c in self.report_["columns_dropped"]}
@@ -231,6 +249,22 @@ class _MitraBase(BaseEstimator):
             raise ValueError(f"model_dir {self.model_dir}: a Mitra classifier, not a regressor")
         return self
 
+    def _finetune(self, pred, model, target, X_val, y_val_column, y_kind, seed):
+        """AutoGluon's fit with fine_tune=True: a private copy of the model, trained in place
+        (nf_predictor_finetune); the predictions then use it"""
+        _check_model_type(model, self.model_dir, "mitra", self._task == _TASK_CLASSIFICATION, type(self).__name__)
+        own = Model(os.path.realpath(os.fspath(self.model_dir)), self.device)
+        vcols, vn = None, 0
+        if X_val is not None:
+            vcols, vn = self._columns(X_val, reset=False)
+            check_consistent_length(vcols[0][2], y_val_column)
+            vcols = vcols + [(target, y_kind, np.ascontiguousarray(y_val_column, dtype=np.float64))]
+        with own._lock:
+            self.fine_tune_result_ = pred.finetune(
+                own._m, vcols, vn, int(self.fine_tune_steps), float(self.lr), float(self.weight_decay),
+                int(self.warmup_steps), int(self.patience), seed, bool(self.keep_last))
+        self._cache_["model"] = own
+
     def _predictor(self):
         cache = self._cache_
         p = cache.get("predictor")
@@ -242,6 +276,9 @@ class _MitraBase(BaseEstimator):
         return p
 
     def __getstate__(self):
+        if getattr(self, "fine_tune_result_", None) is not None:
+            raise TypeError(f"a fine-tuned {type(self).__name__} cannot be pickled: its weights live in its loaded "
+                            "model (nofall finetune writes a fine-tuned checkpoint to load instead)")
         d = self.__dict__.copy()
         if "_cache_" in d:
             d["_cache_"] = {}
@@ -251,7 +288,7 @@ class _MitraBase(BaseEstimator):
         check_is_fitted(self, "_state_")
         cols, n = self._columns(X, reset=False)
         pred = self._predictor()
-        model = _load_model(self.model_dir, self.device)
+        model = self._cache_.get("model") or _load_model(self.model_dir, self.device)
         k = self.report_["n_outputs"]
         out = np.empty((n, k) if self._task == _TASK_CLASSIFICATION else (n,), dtype=np.float64)
         lg = np.empty((self.report_["n_estimators"], n, k), dtype=np.float32) if logits else None
@@ -265,14 +302,20 @@ class _MitraBase(BaseEstimator):
 
 
 class MitraClassifier(ClassifierMixin, _MitraBase):
-    """Mitra classification on tables, as AutoGluon's MitraModel (fine_tune=False) feeds it.
+    """Mitra classification on tables, as AutoGluon's MitraModel feeds it.
 
     Parameters: model_dir (a Mitra classifier checkpoint directory), device
     ("cpu", "opencl[:N]", "cuda[:N]"), n_estimators (ensemble members, each
     with its own mirror draw), random_state (the mirror draws; an int is
     nofall predict's --seed), mirror (False: no mirroring), mirror_signs
     (None, a report.json-like file or dict: the signs given explicitly).
-    At most 10 classes (Mitra's limit).
+    At most 10 classes (Mitra's limit). fine_tune (AutoGluon's default True:
+    fit fine-tunes a private copy of the model as AutoGluon's fit does, on
+    fit's X_val / y_val or upstream's internal split; one ensemble member),
+    fine_tune_steps, lr, weight_decay, warmup_steps, patience (AutoGluon's
+    names and defaults), keep_last (upstream's CPU behaviour: the last step's
+    weights); fine_tune_result_ (steps_run, best_step, stopped_at,
+    best_val_loss) after a fine-tuning fit.
 
     Fitted: classes_, n_features_in_, feature_names_in_ (DataFrames with
     string column names), columns_kept_, columns_dropped_, mirror_signs_,
@@ -288,7 +331,9 @@ class MitraClassifier(ClassifierMixin, _MitraBase):
         tags.classifier_tags.multi_label = False
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, X_val=None, y_val=None):
+        """fit (and, with fine_tune=True, fine-tune as AutoGluon's MitraClassifier.fit: on X_val / y_val,
+        or upstream's internal split of X)"""
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
         y = column_or_1d(y, warn=True)
@@ -299,7 +344,15 @@ class MitraClassifier(ClassifierMixin, _MitraBase):
                 raise ValueError("Input y contains NaN.")
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
-        return self._fit(X, codes.astype(np.float64), "int64")
+        vcodes = None
+        if y_val is not None:
+            y_val = column_or_1d(y_val, warn=True)
+            vcodes = np.searchsorted(self.classes_, y_val)
+            bad = (vcodes >= len(self.classes_)) | (self.classes_[np.minimum(vcodes, len(self.classes_) - 1)] != y_val)
+            if bad.any():
+                raise ValueError(f"y_val[{int(np.argmax(bad))}] = {y_val[int(np.argmax(bad))]!r} is not a class of y")
+            vcodes = vcodes.astype(np.float64)
+        return self._fit(X, codes.astype(np.float64), "int64", X_val, vcodes)
 
     def predict_proba(self, X):
         """the averaged probabilities, (n_samples, n_classes), columns in classes_ order"""
@@ -311,7 +364,7 @@ class MitraClassifier(ClassifierMixin, _MitraBase):
 
 
 class MitraRegressor(RegressorMixin, _MitraBase):
-    """Mitra regression on tables, as AutoGluon's MitraModel (fine_tune=False) feeds it.
+    """Mitra regression on tables, as AutoGluon's MitraModel feeds it.
 
     Parameters as MitraClassifier's; model_dir is a Mitra regressor checkpoint
     (one output). The target is min-max scaled to [0, 1] (and mirrored per
@@ -325,11 +378,15 @@ class MitraRegressor(RegressorMixin, _MitraBase):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, X_val=None, y_val=None):
+        """fit (and, with fine_tune=True, fine-tune as AutoGluon's MitraRegressor.fit)"""
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
         y = column_or_1d(check_array(y, ensure_2d=False, dtype="numeric", input_name="y"), warn=True)
-        return self._fit(X, y.astype(np.float64), "float64")
+        yv = None
+        if y_val is not None:
+            yv = column_or_1d(check_array(y_val, ensure_2d=False, dtype="numeric", input_name="y_val")).astype(np.float64)
+        return self._fit(X, y.astype(np.float64), "float64", X_val, yv)
 
     def predict(self, X):
         return self._run(X)

@@ -1,0 +1,282 @@
+/* cmd-finetune.c -- `nofall finetune`: fine-tune a Mitra model on a training
+ * CSV as AutoGluon's fit does (README "Fine-tuning"), through the library's
+ * table predictor (nofall-tabular.h nf_predictor_fit, nf_predictor_finetune):
+ * the tables first (every bad one an error naming the file before --out is
+ * touched), then --out as one output set (outset.c): the fine-tuned weights
+ * (nf_model_save: config.json, model.safetensors), training-log.json and
+ * training-log.csv (one row per step, step 0 the pretrained validation),
+ * report.json; the markers on stdout. The training options' parsing is
+ * shared with `predict --fine-tune` (nf_cli_finetune_opts). */
+#include "cli.h"
+#include "opts.h"
+#include "io/nf-io.h"
+#include "nofall-tabular.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int nf_cli_finetune_opts(const struct nf_cli_opts * v, struct nf_finetune_opts * fo) {
+    nf_finetune_opts_default(fo);
+    if (v->set[NF_O_STEPS] && v->set[NF_O_FT_STEPS] && v->i[NF_O_STEPS] != v->i[NF_O_FT_STEPS]) {
+        fprintf(stderr, "error: --steps %lld and --fine-tune-steps %lld differ (they are the same option)\n",
+                (long long) v->i[NF_O_STEPS], (long long) v->i[NF_O_FT_STEPS]);
+        return 0;
+    }
+    if (v->set[NF_O_STEPS]) fo->steps = v->i[NF_O_STEPS];
+    if (v->set[NF_O_FT_STEPS]) fo->steps = v->i[NF_O_FT_STEPS];
+    if (v->set[NF_O_LR]) fo->lr = v->d[NF_O_LR];
+    if (v->set[NF_O_WEIGHT_DECAY]) fo->weight_decay = v->d[NF_O_WEIGHT_DECAY];
+    if (v->set[NF_O_WARMUP_STEPS]) fo->warmup_steps = v->i[NF_O_WARMUP_STEPS];
+    if (v->set[NF_O_PATIENCE]) fo->patience = v->i[NF_O_PATIENCE];
+    fo->keep_last = v->set[NF_O_KEEP_LAST];
+    fo->seed = (uint64_t) v->i[NF_O_PREDICT_SEED];
+    return 1;
+}
+
+void nf_cli_finetune_report(cJSON * rep, const struct nf_finetune_opts * fo) {
+    cJSON * o = cJSON_AddObjectToObject(rep, "options");
+    cJSON_AddNumberToObject(o, "steps", (double) fo->steps);
+    cJSON_AddNumberToObject(o, "lr", fo->lr);
+    cJSON_AddNumberToObject(o, "weight_decay", fo->weight_decay);
+    cJSON_AddNumberToObject(o, "warmup_steps", (double) fo->warmup_steps);
+    cJSON_AddNumberToObject(o, "patience", (double) fo->patience);
+    cJSON_AddNumberToObject(o, "seed", (double) fo->seed);
+    cJSON_AddBoolToObject(o, "keep_last", fo->keep_last);
+}
+
+struct nf_ft_cli {
+    const char *model, *train, *val, *target, *out, *device, *mirror_signs;
+    int task, mirror, progress;
+    struct nf_finetune_opts fo;
+    int argc;
+    char ** argv;
+};
+
+/* the steps as they come (the log), the bar */
+struct nf_ft_log {
+    struct nf_finetune_step * s;
+    int64_t n, cap;
+    nf_progress * bar;
+    int mode;
+    int64_t total;
+};
+
+static int nf_ft_on_step(void * user, const struct nf_finetune_step * st) {
+    struct nf_ft_log * l = user;
+    if (l->n == l->cap) {
+        const int64_t cap = l->cap ? 2 * l->cap : 64;
+        struct nf_finetune_step * s = realloc(l->s, (size_t) cap * sizeof(*s));
+        if (!s) return 1; /* stops the run: "stopped by the caller" */
+        l->s = s;
+        l->cap = cap;
+    }
+    l->s[l->n++] = *st;
+    if (!l->bar && st->step == 0) l->bar = nf_progress_begin("finetune", "steps", (long long) l->total, l->mode);
+    char note[96];
+    snprintf(note, sizeof(note), "val_loss %.6g, best step %lld", st->val_loss, (long long) st->best_step);
+    nf_progress_note(l->bar, note);
+    nf_progress_update(l->bar, (long long) st->step);
+    return 0;
+}
+
+static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
+    struct nf_cli_opts v;
+    memset(o, 0, sizeof(*o));
+    if (!nf_cli_opts_parse(NF_M(FINETUNE), argc, argv, 1, NULL, &v)) return 0;
+    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    o->train = nf_cli_opt_str(&v, NF_O_TRAIN, NULL);
+    o->val = nf_cli_opt_str(&v, NF_O_VAL, NULL);
+    o->target = nf_cli_opt_str(&v, NF_O_TARGET, NULL);
+    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
+    o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
+    o->mirror_signs = nf_cli_opt_str(&v, NF_O_MIRROR_SIGNS, NULL);
+    const char * task = nf_cli_opt_str(&v, NF_O_TASK, "auto");
+    o->task = strcmp(task, "classification") == 0 ? NF_PREDICT_CLASSIFICATION
+              : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
+                                                  : NF_PREDICT_AUTO;
+    o->mirror = !v.set[NF_O_NO_MIRROR];
+    o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
+    o->argc = argc;
+    o->argv = argv;
+    if (o->mirror_signs && !o->mirror) {
+        fprintf(stderr, "error: --mirror-signs and --no-mirror exclude each other\n");
+        return 0;
+    }
+    if (!o->model || !o->train || !o->target || !o->out) {
+        fprintf(stderr, "error: finetune needs --model DIR --train TRAIN.csv --target COLUMN --out MODEL_DIR\n");
+        return 0;
+    }
+    return nf_cli_finetune_opts(&v, &o->fo);
+}
+
+static int nf_ft_write_logs(const struct nf_outset * os, const struct nf_ft_log * l, nf_err * err) {
+    char path[4096];
+    nf_outset_path(os, "training-log.csv", path, sizeof(path));
+    FILE * f = fopen(path, "w");
+    if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot create", path);
+    int ok = fputs("step,lr,train_loss,val_loss,best_step,patience_count\n", f) >= 0;
+    cJSON * doc = cJSON_CreateObject();
+    cJSON * arr = cJSON_AddArrayToObject(doc, "steps");
+    for (int64_t i = 0; i < l->n; i++) {
+        const struct nf_finetune_step * s = &l->s[i];
+        char tl[40] = "";
+        if (!isnan(s->train_loss)) snprintf(tl, sizeof(tl), "%.17g", s->train_loss);
+        ok = ok && fprintf(f, "%lld,%.17g,%s,%.17g,%lld,%lld\n", (long long) s->step, s->lr, tl, s->val_loss,
+                           (long long) s->best_step, (long long) s->patience_count) > 0;
+        cJSON * o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "step", (double) s->step);
+        cJSON_AddNumberToObject(o, "lr", s->lr);
+        if (isnan(s->train_loss))
+            cJSON_AddNullToObject(o, "train_loss");
+        else
+            cJSON_AddNumberToObject(o, "train_loss", s->train_loss);
+        cJSON_AddNumberToObject(o, "val_loss", s->val_loss);
+        cJSON_AddNumberToObject(o, "best_step", (double) s->best_step);
+        cJSON_AddNumberToObject(o, "patience_count", (double) s->patience_count);
+        cJSON_AddItemToArray(arr, o);
+    }
+    ok &= fflush(f) == 0;
+    ok &= fclose(f) == 0;
+    if (!ok) {
+        cJSON_Delete(doc);
+        return nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
+    }
+    nf_outset_path(os, "training-log.json", path, sizeof(path));
+    const int rc = nf__json_write_file(path, doc, err);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
+    nf_table *tr = NULL, *va = NULL;
+    nf_predictor * pr = NULL;
+    struct nf_mirror_spec * spec = NULL;
+    nf_backend * be = NULL;
+    nf_model * m = NULL;
+    struct nf_outset os;
+    struct nf_ft_log log = {.mode = o->progress, .total = o->fo.steps};
+    memset(&os, 0, sizeof(os));
+    os.lock_fd = -1;
+    char e1[512], e2[256];
+    int rc = nf_table_read_csv(o->train, &tr, err);
+    if (rc == NF_OK && o->val) rc = nf_table_read_csv(o->val, &va, err);
+    if (rc == NF_OK) {
+        if (nf_table_find(tr, o->target) < 0)
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)", nf__esc(e1, sizeof(e1), o->train),
+                             nf__esc(e2, sizeof(e2), o->target));
+        else if (va && nf_table_find(va, o->target) < 0)
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)",
+                             nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target));
+        else if (va && nf_table_n_rows(va) < 1)
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows (--val)", nf__esc(e1, sizeof(e1), o->val));
+    }
+    if (rc == NF_OK && o->mirror_signs) rc = nf_mirror_spec_read(o->mirror_signs, &spec, err);
+    if (rc == NF_OK && spec && spec->n_estimators != 1)
+        rc = nf__err_set(err, NF_ERR_INPUT,
+                         "%s: %lld ensemble members' mirror signs; fine-tuning takes one member (--mirror-signs)",
+                         nf__esc(e1, sizeof(e1), o->mirror_signs), (long long) spec->n_estimators);
+    const struct nf_predictor_opts po = {
+        .task = o->task, .n_estimators = 1, .seed = o->fo.seed, .no_mirror = !o->mirror, .mirror = spec};
+    if (rc == NF_OK) rc = nf_predictor_fit(tr, o->target, &po, &pr, err);
+    if (rc == NF_OK && va) rc = nf_predictor_check_table(pr, va, err);
+    if (rc != NF_OK) goto out;
+    static const char * const names[] = {"config.json", "model.safetensors", "training-log.json", "training-log.csv",
+                                         "report.json"};
+    if ((rc = nf_outset_begin(&os, o->out, names, 5, err)) != NF_OK) goto out;
+    if ((rc = nf_cli_backend_init(o->device, 0, &be, err)) != NF_OK) goto out;
+    if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto out;
+    {
+        char name[4200];
+        snprintf(name, sizeof(name), "--model %s", o->model);
+        if ((rc = nf_predictor_check_model(pr, m, name, err)) != NF_OK) goto out;
+    }
+    struct nf_finetune_opts fo = o->fo;
+    fo.on_step = nf_ft_on_step;
+    fo.user = &log;
+    struct nf_finetune_result res;
+    const double t0 = nf_cli_now_ms();
+    nf_cli_test_delay("forward");
+    rc = nf_predictor_finetune(pr, m, va, &fo, &res, err);
+    const double wall_ms = nf_cli_now_ms() - t0;
+    nf_progress_end(log.bar);
+    log.bar = NULL;
+    if (rc != NF_OK) goto out;
+    if ((rc = nf_model_save(m, os.staging, err)) != NF_OK) goto out;
+    if ((rc = nf_ft_write_logs(&os, &log, err)) != NF_OK) goto out;
+    {
+        /* report.json: the command, the common items, the options, what the run did, the mirror signs */
+        cJSON * rep = cJSON_CreateObject();
+        cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
+        cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
+        for (int i = 0; i < o->argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->argv[i]));
+        nf_run_report_common(rep, o->model, m, be);
+        cJSON_AddStringToObject(rep, "train", o->train);
+        if (o->val)
+            cJSON_AddStringToObject(rep, "val", o->val);
+        else
+            cJSON_AddNullToObject(rep, "val");
+        nf_cli_finetune_report(rep, &o->fo);
+        char * js = nf_predictor_report_json(pr, m, tr, err);
+        cJSON * items = js ? cJSON_Parse(js) : NULL;
+        nf_free(js);
+        static const char * const keep[] = {
+            "target",       "task",         "n_train",           "seed",     "mirror", "mirror_signs_file",
+            "columns_kept", "mirror_signs", "regression_mirror", "fine_tune"};
+        for (size_t k = 0; items && k < sizeof(keep) / sizeof(keep[0]); k++) {
+            cJSON * it = cJSON_DetachItemFromObjectCaseSensitive(items, keep[k]);
+            if (it) cJSON_AddItemToObject(rep, keep[k], it);
+        }
+        cJSON_Delete(items);
+        cJSON_AddNumberToObject(rep, "best_step", (double) res.best_step);
+        cJSON_AddNumberToObject(rep, "steps_run", (double) res.steps_run);
+        if (res.stopped_at >= 0)
+            cJSON_AddNumberToObject(rep, "stopped_at", (double) res.stopped_at);
+        else
+            cJSON_AddNullToObject(rep, "stopped_at");
+        cJSON_AddNumberToObject(rep, "best_val_loss", res.best_val_loss);
+        cJSON_AddNumberToObject(rep, "wall_ms", wall_ms);
+        char path[4096];
+        nf_outset_path(&os, "report.json", path, sizeof(path));
+        rc = nf__json_write_file(path, rep, err);
+        cJSON_Delete(rep);
+        if (rc != NF_OK) goto out;
+    }
+    /* read back: the weights load strictly */
+    {
+        nf_model * back = NULL;
+        if ((rc = nf_model_load(be, os.staging, &back, err)) != NF_OK) goto out;
+        nf_model_free(back);
+    }
+    printf("BEST_STEP=%lld\n", (long long) res.best_step);
+    printf("STEPS_RUN=%lld\n", (long long) res.steps_run);
+    printf("STOPPED_AT=%lld\n", (long long) res.stopped_at);
+    printf("VAL_LOSS=%.17g\n", res.best_val_loss);
+    printf("VALIDATION=%s\n", va ? "table" : "internal-split");
+    printf("DEVICE=%s\n", nf_backend_name(be));
+    printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
+    printf("FINETUNE_WALL_MS=%.3f\n", wall_ms);
+    rc = nf_run_commit(&os, NULL, "", NULL, err);
+out:
+    nf_progress_end(log.bar);
+    free(log.s);
+    nf_outset_end(&os);
+    nf_model_free(m);
+    nf_backend_free(be);
+    nf_predictor_free(pr);
+    nf_mirror_spec_free(spec);
+    nf_table_free(tr);
+    nf_table_free(va);
+    return rc;
+}
+
+int nf_cmd_finetune(int argc, char ** argv) {
+    struct nf_ft_cli o;
+    if (!nf_ft_parse(argc, argv, &o)) return 2;
+    nf_err err = {0};
+    nf_cli_signals_install();
+    const int rc = nf_ft_main(&o, &err);
+    return nf_cli_command_exit(rc, &err);
+}
