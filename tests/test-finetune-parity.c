@@ -49,13 +49,36 @@ struct fx {
     int64_t N, F, n_val, n_test, steps;
 };
 
+/* the tensors read, as aligned copies (safetensors data offsets need not be
+ * multiples of 8), freed at the end of each case */
+static void ** g_copies;
+static int g_n_copies;
+
+static void copies_free(void) {
+    for (int i = 0; i < g_n_copies; i++) free(g_copies[i]);
+    free(g_copies);
+    g_copies = NULL;
+    g_n_copies = 0;
+}
+
 static const void * tens(const struct nf_safetensors * st, const char * name, enum nf_st_dtype dt, int64_t * numel) {
     const struct nf_st_tensor * t = nf__st_find(st, name);
     if (!t || t->dtype != dt) return NULL;
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
     if (numel) *numel = n;
-    return nf__st_data(st, t);
+    const size_t bytes = (size_t) (t->end - t->begin);
+    void * c = malloc(bytes ? bytes : 1);
+    void ** grown = realloc(g_copies, (size_t) (g_n_copies + 1) * sizeof(void *));
+    if (!c || !grown) {
+        free(c);
+        if (grown) g_copies = grown;
+        return NULL;
+    }
+    g_copies = grown;
+    memcpy(c, nf__st_data(st, t), bytes);
+    g_copies[g_n_copies++] = c;
+    return c;
 }
 
 static const void * need(const struct fx * f, int expected, const char * name, enum nf_st_dtype dt, int64_t * numel) {
@@ -595,6 +618,7 @@ free:
     free(d.yr);
     nf_test_rm_model(dir);
 done:
+    copies_free();
     cJSON_Delete(f.js);
     nf__st_close(&f.in);
     nf__st_close(&f.ex);

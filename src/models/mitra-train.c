@@ -33,8 +33,9 @@ struct nf_mitra_train {
     struct nf_workspace arenas;
     /* the step's work area, for one episode shape */
     struct nf__ws * w;
-    nf_tensor Xs;   /* (L+1) streams at the layer boundaries */
-    nf_tensor Xsub; /* the current layer's inputs of sub-blocks b, c, d */
+    nf_tensor X_own; /* w->X as allocated: the step points w->X at other streams */
+    nf_tensor Xs;    /* (L+1) streams at the layer boundaries */
+    nf_tensor Xsub;  /* the current layer's inputs of sub-blocks b, c, d */
     nf_tensor dX, dKV;
     nf_tensor dXn, dP, dA, Hpre, stats, yq, loss, dlogits;
     struct nf_workspace mem;
@@ -48,6 +49,7 @@ static nf_tensor nf__gv(const struct nf_mitra_train * t, int a, const nf_tensor 
 }
 
 static void nf__train_ws_free(struct nf_mitra_train * t) {
+    t->X_own = (nf_tensor){0};
     nf__workspace_release(&t->mem);
     nf__mitra_ws_free(t->w);
     t->w = NULL;
@@ -154,6 +156,7 @@ static int nf__train_ws(struct nf_mitra_train * t, const struct nf_mitra_input *
     w->n_kv = 1;
     t->w = w;
     NF_TRY(nf__mitra_ws_alloc(m, w, C, err));
+    t->X_own = w->X;
     const int64_t stream = w->nx * T * D, big = ct > w->nq ? ct : w->nq;
 #define NF__ALLOC(f, type, name, n)                                                    \
     do {                                                                               \
@@ -465,6 +468,7 @@ int nf__mitra_train_grad(struct nf_mitra_train * t, const struct nf_mitra_input 
     }
     nf__trace_where_reset(t->m->be);
     int rc = nf__train_grad(t, in, y_query_class, y_query_value, loss, logits, err);
+    if (t->w && t->X_own.buf) t->w->X = t->X_own; /* the workspace frees what it allocated */
     if (rc != NF_OK) nf__train_ws_free(t);
     nf__trace_where(t->m->be, t->m->placement.ops, sizeof(t->m->placement.ops));
     return rc;

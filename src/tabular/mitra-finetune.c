@@ -242,7 +242,8 @@ static int nf__ft_resume(struct nf_mitra_train * t, struct nf_np_rng * rng, stru
         c->ndim != 1 || c->shape[0] != NF__S_N) {
         rc = nf__err_set(err, NF_ERR_INPUT, "%s: not a fine-tuning state (rng_key, scalars)", path);
     }
-    const double * sc = rc == NF_OK ? nf__st_data(&st, c) : NULL;
+    double sc[NF__S_N] = {0}; /* copied: a safetensors offset need not be 8-aligned */
+    if (rc == NF_OK) memcpy(sc, nf__st_data(&st, c), sizeof(sc));
     if (rc == NF_OK && sc[NF__S_FLOATS] != (double) n) {
         rc = nf__err_set(err, NF_ERR_MISMATCH, "%s: saved for a model of %.0f weights, this one has %lld", path,
                          sc[NF__S_FLOATS], (long long) n);
@@ -256,7 +257,8 @@ static int nf__ft_resume(struct nf_mitra_train * t, struct nf_np_rng * rng, stru
                                        i == 1 ? (int64_t) sc[NF__S_ADAM] : -1, err);
     }
     if (rc == NF_OK) {
-        const int64_t * key = nf__st_data(&st, k);
+        int64_t key[624];
+        memcpy(key, nf__st_data(&st, k), sizeof(key));
         for (int i = 0; i < 624; i++) rng->key[i] = (uint32_t) key[i];
         rng->pos = (int) sc[NF__S_POS];
         *s = (struct nf__ft_state){.step = (int64_t) sc[NF__S_STEP],
