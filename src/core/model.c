@@ -1,7 +1,6 @@
 /* model.c -- the public nf_model_* API over the model vtable, the registry
  * and type detection, config.json helpers. */
 #include "model.h"
-#include "weights.h"
 #include "io/nf-io.h"
 
 #include <cjson/cJSON.h>
@@ -180,23 +179,6 @@ void nf_model_free(nf_model * m) {
 /* ---- queries ---------------------------------------------------------------------------- */
 
 const char * nf_model_type(const nf_model * m) { return m->iface->type; }
-int nf_model_save(nf_model * m, const char * dir, nf_err * err) {
-    if (!m || !dir) return nf__err_set(err, NF_ERR_ARG, "nf_model_save: no model or directory");
-    if (!m->iface->write_config)
-        return nf__err_set(err, NF_ERR_UNSUPPORTED, "%s models cannot be saved", m->iface->type);
-    const struct nf_weights * w = m->iface->weights(m->impl);
-    const int64_t n = nf__tensor_numel(&w->buf);
-    float * host = malloc((size_t) (n > 0 ? n : 1) * sizeof(float));
-    if (!host) return nf__err_set(err, NF_ERR_NOMEM, "out of memory for the weights (%lld floats)", (long long) n);
-    char path[4096];
-    nf__path_join(path, sizeof(path), dir, "model.safetensors");
-    int rc = nf__tensor_download(&w->buf, host, err);
-    if (rc == NF_OK) rc = nf__weights_save(w, host, path, err);
-    free(host);
-    if (rc == NF_OK) rc = m->iface->write_config(m->impl, dir, err);
-    return rc;
-}
-
 int64_t nf_model_n_params(const nf_model * m) { return m->iface->weights(m->impl)->n_params; }
 int nf_model_config_item(const nf_model * m, int i, struct nf_config_item * out) {
     return m->iface->config_item(m->impl, i, out);
