@@ -211,6 +211,16 @@ NF_API void nf_model_get_placement(const nf_model * m, struct nf_placement * out
 /* where the weights live, asked of the device's own API now ("cuda:0", ...) */
 NF_API int nf_model_weights_device(const nf_model * m, char * out, size_t n, nf_err * err);
 
+/* Provenance: the files a loaded model was read from (its config.json where
+ * there is one, the weights file, TabSTAR's vocab.txt), i in
+ * [0, nf_model_file_count); and the SHA-256 of each (64 lowercase hex digits,
+ * computed on first request and kept), so that a result can be tied to its
+ * weights. nf_sha256_file hashes any file. */
+NF_API int nf_model_file_count(const nf_model * m);
+NF_API const char * nf_model_file_path(const nf_model * m, int i); /* NULL when i is out of range */
+NF_API int nf_model_file_sha256(nf_model * m, int i, char hex[65], nf_err * err);
+NF_API int nf_sha256_file(const char * path, char hex[65], nf_err * err);
+
 /* Options (Mitra):
  *   "chunk_rows"   rows of the stream processed together by each sub-block;
  *                  bounds the scratch memory; 0 = default, 4096 tokens on

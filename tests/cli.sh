@@ -38,6 +38,15 @@ for f in support_x.npy support_y.npy query_x.npy logits.npy class_ids.npy report
 done
 grep -qE '"ASSETS_VERIFIED":[[:space:]]*true' "$T/run/report.json" && grep -qE '"precision":[[:space:]]*"exact-fp32"' "$T/run/report.json" \
   && ok "report.json markers + precision" || bad "report.json content"
+# provenance: report.json names each file the model was read from with its SHA-256 (sha256sum's)
+python3 - "$T/run/report.json" "$T/full" <<'PY' && ok "report.json: model files and their SHA-256" || bad "report.json model_files"
+import hashlib, json, os, sys
+files = json.load(open(sys.argv[1]))["model_files"]
+want = [os.path.join(sys.argv[2], n) for n in ("config.json", "model.safetensors")]
+assert [f["path"] for f in files] == want, files
+for f in files:
+    assert f["sha256"] == hashlib.sha256(open(f["path"], "rb").read()).hexdigest(), f
+PY
 # the generated input is deterministic: a second run gives byte-identical files
 "$BIN" run --model "$T/full" --out "$T/run2" > /dev/null 2>&1
 for f in support_x.npy support_y.npy query_x.npy logits.npy; do

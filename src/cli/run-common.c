@@ -70,6 +70,18 @@ void nf_run_report_common(cJSON * rep, const char * model_path, const nf_model *
     cJSON_AddStringToObject(rep, "nofall_version", NF_VERSION);
     cJSON_AddStringToObject(rep, "model_dir", model_path);
     cJSON_AddStringToObject(rep, "model_type", nf_model_type(m));
+    cJSON * files = cJSON_AddArrayToObject(rep, "model_files"); /* what ties the result to its weights */
+    for (int i = 0; i < nf_model_file_count(m); i++) {
+        cJSON * f = cJSON_CreateObject();
+        cJSON_AddItemToArray(files, f);
+        cJSON_AddStringToObject(f, "path", nf_model_file_path(m, i));
+        char hex[65];
+        nf_err e = {0};
+        if (nf_sha256_file(nf_model_file_path(m, i), hex, &e) == NF_OK)
+            cJSON_AddStringToObject(f, "sha256", hex);
+        else
+            cJSON_AddStringToObject(f, "sha256_error", e.msg);
+    }
     cJSON * c = cJSON_AddObjectToObject(rep, "config");
     struct nf_config_item ci;
     for (int i = 0; nf_model_config_item(m, i, &ci); i++) {

@@ -117,7 +117,8 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
     char path[4096], weights[4096];
     cJSON * doc;
     struct stat sb;
-    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    const int is_file = stat(dir, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (is_file) {
         /* --model X.ckpt: the file is the weights */
         snprintf(weights, sizeof(weights), "%s", dir);
         NF_TRY(nf__ckpt_config(dir, path, sizeof(path), &doc, err));
@@ -164,6 +165,13 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
         free(m);
         goto done;
     }
+    /* the files read: config.json (where there is one), the weights, TabSTAR's vocab.txt */
+    if (stat(path, &sb) == 0) snprintf(m->files[m->n_files++], sizeof(m->files[0]), "%s", path);
+    snprintf(m->files[m->n_files++], sizeof(m->files[0]), "%s", weights);
+    char vocab[4096];
+    nf__path_join(vocab, sizeof(vocab), dir, "vocab.txt");
+    if (!is_file && strcmp(iface->type, "tabstar") == 0 && stat(vocab, &sb) == 0)
+        snprintf(m->files[m->n_files++], sizeof(m->files[0]), "%s", vocab);
     *out = m;
 done:
     cJSON_Delete(doc);

@@ -90,9 +90,14 @@ struct nf_model_i {
     const struct nf_verify_i * verify;
 };
 
+/* the files a model was read from (nofall.h nf_model_file_*) */
+#define NF_MODEL_MAX_FILES 3
 struct nf_model {
     const struct nf_model_i * iface;
     void * impl;
+    int n_files;
+    char files[NF_MODEL_MAX_FILES][4096];
+    char sha256[NF_MODEL_MAX_FILES][65]; /* "" until nf_model_file_sha256 computes it */
 };
 
 /* A model's inputs (nofall.h nf_inputs): arrays the set owns, and facts
