@@ -16,6 +16,7 @@
 #ifndef NF_CUDA_EMU
 #include <cuda_runtime_api.h>
 #include <cublas_v2.h>
+#include "cublas-dl.h" /* cuBLAS is loaded on the first cuda device */
 #endif
 
 #include <stdint.h>

@@ -279,6 +279,15 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
         nf__cuda_ctx_free(c);
         return nf__cuda_err(err, NF_ERR_DEVICE, name, "cudaStreamCreateWithFlags", e);
     }
+#ifndef NF_CUDA_EMU
+    {
+        int lrc = nf__cublas_load(name, err);
+        if (lrc != NF_OK) {
+            nf__cuda_ctx_free(c);
+            return lrc;
+        }
+    }
+#endif
     cublasStatus_t s = cublasCreate(&c->blas);
     const char * what = "cublasCreate";
     if (s != CUBLAS_STATUS_SUCCESS) c->blas = NULL;
