@@ -20,7 +20,7 @@
  *                                       ('storage', class, key, location, numel)
  * anything else is an error naming it. Arithmetic on sizes, strides, offsets
  * and byte counts is overflow-checked; no recursion. */
-#include "nf-io.h"
+#include "torch-pickle-impl.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -28,10 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NF__NIL     UINT32_MAX
-#define NF__MAX_VAL ((uint64_t) 1 << 62) /* sizes, strides, offsets, numels */
-#define NF__MAX_STR (16u << 20)
 
 /* ---- the allow-list ----------------------------------------------------------------- */
 
@@ -85,75 +81,10 @@ static const struct {
 
 /* ---- the value arena ------------------------------------------------------------------ */
 
-enum nf__k {
-    NF__NONE,
-    NF__BOOL,
-    NF__INT,
-    NF__FLOAT,
-    NF__STR,
-    NF__BYTES,
-    NF__TUPLE,
-    NF__LIST,
-    NF__DICT,
-    NF__GLOBAL,
-    NF__STORAGE,
-    NF__TENSOR
-};
-static const char * const nf__kind_names[] = {"None",  "bool", "int",  "float",  "str",     "bytes",
-                                              "tuple", "list", "dict", "global", "storage", "tensor"};
+const char * const nf__kind_names[] = {"None",  "bool", "int",  "float",  "str",     "bytes",
+                                       "tuple", "list", "dict", "global", "storage", "tensor"};
 
-enum { NF__F_SEALED = 1, NF__F_ORDERED = 2, NF__F_BUILT = 4 };
-
-struct nf__node {
-    uint8_t kind, flags;
-    uint16_t depth;
-    uint32_t n; /* items */
-    union {
-        int64_t i; /* INT, BOOL; GLOBAL: table index; STORAGE/TENSOR: index */
-        double f;
-        struct {
-            uint32_t off, len;
-        } s; /* STR/BYTES: bytes in the pickle */
-        struct {
-            uint32_t head, tail;
-        } c; /* TUPLE/LIST/DICT: item list */
-    } u;
-};
-
-struct nf__item {
-    uint32_t key, val, next;
-};
-
-struct nf__pk {
-    const unsigned char * p;
-    size_t len, pos, op_at;
-    const char * where; /* "PATH: PREFIX/data.pkl" */
-    nf_err * err;
-    struct nf__node * nodes;
-    uint32_t n_nodes, cap_nodes;
-    struct nf__item * items;
-    uint32_t n_items, cap_items;
-    uint32_t * stack;
-    uint32_t sp, cap_stack;
-    uint32_t marks[NF_CKPT_MAX_MARKS];
-    int n_marks;
-    uint32_t * memo;
-    uint32_t n_memo, cap_memo;
-    struct nf_ckpt_tensor * tens;
-    int n_tens, cap_tens;
-    struct nf_ckpt * ck; /* storages accumulate here */
-    int cap_stor;
-    struct nf__smap stor_map;
-    nf_ckpt_record_fn record_size;
-    void * ctx;
-};
-
-static int nf__pk_err(struct nf__pk * k, int code, const char * fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static int nf__pk_err(struct nf__pk * k, int code, const char * fmt, ...) {
+int nf__pk_err(struct nf__pk * k, int code, const char * fmt, ...) {
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
@@ -161,7 +92,6 @@ static int nf__pk_err(struct nf__pk * k, int code, const char * fmt, ...) {
     va_end(ap);
     return nf__err_set(k->err, code, "%s+0x%zx: %s", k->where, k->op_at, msg);
 }
-#define NF__BAD(...) nf__pk_err(k, NF_ERR_FORMAT, __VA_ARGS__)
 
 static int nf__grow(void ** p, uint32_t * cap, size_t elem, uint32_t need, uint32_t limit) {
     if (need <= *cap) return 0;
@@ -254,7 +184,7 @@ static uint32_t nf__at(const struct nf__pk * k, uint32_t c, uint32_t i) {
     return it == NF__NIL ? NF__NIL : k->items[it].val;
 }
 
-static int nf__is_str(const struct nf__pk * k, uint32_t h, const char * s) {
+int nf__pk_is_str(const struct nf__pk * k, uint32_t h, const char * s) {
     const struct nf__node * n = &k->nodes[h];
     return n->kind == NF__STR && n->u.s.len == strlen(s) && memcmp(k->p + n->u.s.off, s, n->u.s.len) == 0;
 }
@@ -372,7 +302,7 @@ static int nf__op_persid(struct nf__pk * k) {
     NF_TRY(nf__need(k, 1, "BINPERSID"));
     const uint32_t pid = k->stack[--k->sp];
     const struct nf__node * pn = &k->nodes[pid];
-    if (pn->kind != NF__TUPLE || pn->n != 5 || !nf__is_str(k, nf__at(k, pid, 0), "storage")) {
+    if (pn->kind != NF__TUPLE || pn->n != 5 || !nf__pk_is_str(k, nf__at(k, pid, 0), "storage")) {
         return NF__BAD("BINPERSID: a persistent id must be ('storage', class, key, location, numel)");
     }
     const uint32_t cls = nf__at(k, pid, 1), key = nf__at(k, pid, 2), loc = nf__at(k, pid, 3), num = nf__at(k, pid, 4);
@@ -535,7 +465,7 @@ static int nf__op_reduce(struct nf__pk * k) {
         }
         case NF__G_ENCODE: {
             const uint32_t s = na == 2 ? nf__at(k, args, 0) : NF__NIL;
-            if (s == NF__NIL || k->nodes[s].kind != NF__STR || !nf__is_str(k, nf__at(k, args, 1), "latin1")) {
+            if (s == NF__NIL || k->nodes[s].kind != NF__STR || !nf__pk_is_str(k, nf__at(k, args, 1), "latin1")) {
                 return NF__BAD("_codecs.encode takes (str, 'latin1') only");
             }
             NF_TRY(nf__node_new(k, NF__BYTES, &h));
@@ -556,7 +486,7 @@ static int nf__op_build(struct nf__pk * k) {
         return NF__BAD("BUILD on a %s (allowed only on an OrderedDict)", nf__kind_names[t->kind]);
     if (t->flags & (NF__F_BUILT | NF__F_SEALED)) return NF__BAD("BUILD twice, or on an OrderedDict already in use");
     const struct nf__node * s = &k->nodes[state];
-    if (s->kind != NF__DICT || s->n != 1 || !nf__is_str(k, k->items[s->u.c.head].key, "_metadata") ||
+    if (s->kind != NF__DICT || s->n != 1 || !nf__pk_is_str(k, k->items[s->u.c.head].key, "_metadata") ||
         k->nodes[k->items[s->u.c.head].val].kind != NF__DICT) {
         return NF__BAD("BUILD: an OrderedDict's state must be {'_metadata': dict}");
     }
@@ -591,7 +521,7 @@ static const char * nf__opname(unsigned char op) {
     }
 }
 
-static int nf__run(struct nf__pk * k) {
+int nf__pk_run(struct nf__pk * k) {
     const unsigned char * b = NULL;
     if (k->len < 2 || k->p[0] != 0x80)
         return nf__pk_err(k, NF_ERR_FORMAT, "not a protocol-2 pickle (no PROTO opcode at the start)");
@@ -770,115 +700,4 @@ static int nf__run(struct nf__pk * k) {
             }
         }
     }
-}
-
-/* Pick the dict and turn its entries into ck->tensors. */
-static int nf__select(struct nf__pk * k) {
-    struct nf_ckpt * ck = k->ck;
-    k->op_at = k->len;
-    const uint32_t root = k->stack[0];
-    if (k->nodes[root].kind != NF__DICT)
-        return NF__BAD("the checkpoint is a %s, not a dict (a state_dict, or a dict holding one)",
-                       nf__kind_names[k->nodes[root].kind]);
-    uint32_t sel = root;
-    int seen = 0;
-    for (uint32_t it = k->nodes[root].u.c.head; it != NF__NIL; it = k->items[it].next) {
-        if (!nf__is_str(k, k->items[it].key, "state_dict")) continue;
-        if (seen++) return NF__BAD("the key 'state_dict' appears twice");
-        if (k->nodes[k->items[it].val].kind == NF__DICT) sel = k->items[it].val;
-    }
-    snprintf(ck->dict, sizeof(ck->dict), "%s", sel == root ? "" : "state_dict");
-    const char * in = sel == root ? "the checkpoint" : "the state_dict";
-    const uint32_t n = k->nodes[sel].n;
-    ck->tensors = calloc(n ? n : 1, sizeof(*ck->tensors));
-    if (!ck->tensors) return nf__pk_err(k, NF_ERR_NOMEM, "out of memory");
-    struct nf__smap names = {0};
-    int rc = NF_OK;
-    for (uint32_t it = k->nodes[sel].u.c.head; it != NF__NIL && rc == NF_OK; it = k->items[it].next) {
-        const struct nf__node *kn = &k->nodes[k->items[it].key], *vn = &k->nodes[k->items[it].val];
-        if (kn->kind != NF__STR) {
-            rc = NF__BAD("%s has a key of type %s (tensor names are strings)", in, nf__kind_names[kn->kind]);
-            break;
-        }
-        const char * nm = (const char *) k->p + kn->u.s.off;
-        const int nl = (int) kn->u.s.len;
-        if (kn->u.s.len == 0 || kn->u.s.len > 1024 || memchr(nm, 0, kn->u.s.len)) {
-            rc = NF__BAD("%s has an empty, over-long or NUL-holding key", in);
-            break;
-        }
-        if (vn->kind != NF__TENSOR) {
-            rc = NF__BAD("%s entry '%.*s' is not a tensor (a value of type %s)", in, nl, nm, nf__kind_names[vn->kind]);
-            break;
-        }
-        const int pr = nf__smap_put(&names, nm, kn->u.s.len, 0);
-        if (pr < 0) {
-            rc = nf__pk_err(k, NF_ERR_NOMEM, "out of memory");
-            break;
-        }
-        if (pr > 0) {
-            rc = NF__BAD("%s entry '%.*s' appears twice", in, nl, nm);
-            break;
-        }
-        const struct nf_ckpt_tensor * src = &k->tens[vn->u.i];
-        /* row-major contiguous: dims of size 1 may carry any stride */
-        int64_t want = 1;
-        int contig = 1;
-        for (int d = src->ndim - 1; d >= 0; d--) {
-            if (src->shape[d] != 1 && src->stride[d] != want) contig = 0;
-            want *= src->shape[d];
-        }
-        if (!contig && src->numel > 1) {
-            char sh[160], sd[160];
-            size_t a = 0, c = 0;
-            sh[0] = sd[0] = '\0';
-            for (int d = 0; d < src->ndim; d++) {
-                a += (size_t) snprintf(sh + a, a < sizeof(sh) ? sizeof(sh) - a : 0, d ? ", %lld" : "%lld",
-                                       (long long) src->shape[d]);
-                c += (size_t) snprintf(sd + c, c < sizeof(sd) ? sizeof(sd) - c : 0, d ? ", %lld" : "%lld",
-                                       (long long) src->stride[d]);
-                if (a >= sizeof(sh) || c >= sizeof(sd)) break;
-            }
-            rc = NF__BAD("tensor '%.*s' is not contiguous (shape [%s], strides (%s)); re-save it with .contiguous()",
-                         nl, nm, sh, sd);
-            break;
-        }
-        struct nf_ckpt_tensor * t = &ck->tensors[ck->n_tensors];
-        *t = *src;
-        t->name = malloc(kn->u.s.len + 1);
-        if (!t->name) {
-            rc = nf__pk_err(k, NF_ERR_NOMEM, "out of memory");
-            break;
-        }
-        memcpy(t->name, nm, kn->u.s.len);
-        t->name[kn->u.s.len] = '\0';
-        ck->n_tensors++;
-    }
-    nf__smap_free(&names);
-    return rc;
-}
-
-int nf__ckpt_parse_pickle(const unsigned char * pkl, size_t len, const char * where, nf_ckpt_record_fn record_size,
-                          void * ctx, struct nf_ckpt * ck, nf_err * err) {
-    if (len > NF_CKPT_MAX_PKL)
-        return nf__err_set(err, NF_ERR_FORMAT, "%s: %zu bytes (at most %u)", where, len, NF_CKPT_MAX_PKL);
-    struct nf__pk k = {
-        .p = pkl, .len = len, .where = where, .err = err, .ck = ck, .record_size = record_size, .ctx = ctx};
-    int rc = nf__run(&k);
-    if (rc == NF_OK) rc = nf__select(&k);
-    free(k.nodes);
-    free(k.items);
-    free(k.stack);
-    free(k.memo);
-    free(k.tens);
-    nf__smap_free(&k.stor_map);
-    if (rc != NF_OK) { /* no partial result */
-        for (int i = 0; i < ck->n_tensors; i++) free(ck->tensors[i].name);
-        free(ck->tensors);
-        for (int i = 0; i < ck->n_storages; i++) free(ck->storages[i].key);
-        free(ck->storages);
-        ck->tensors = NULL;
-        ck->storages = NULL;
-        ck->n_tensors = ck->n_storages = 0;
-    }
-    return rc;
 }
