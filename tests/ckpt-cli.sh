@@ -3,9 +3,9 @@
 # refused checkpoints (a pickle naming os.system / eval, a whole nn.Module)
 # exit non-zero and leave no output behind; `gen-weights --format ckpt`
 # writes a .ckpt that converts back to its model.safetensors byte for byte.
-# usage: ckpt-cli.sh NOFALL TEST_CKPT_TMP FIXTURE_DIR WORK_DIR
+# usage: ckpt-cli.sh NOFALL TEST_CKPT_TMP FIXTURE_DIR WORK_DIR TEST_CKPT_FILES_TMP
 set -u
-NF=$1; GEN=$2; FIX=$3; W=$4
+NF=$1; GEN=$2; FIX=$3; W=$4; GENF=$5
 rm -rf "$W"; mkdir -p "$W"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -19,7 +19,7 @@ echo "$out" | grep -q "config.json" || fail "no note about config.json: $out"
 [ -e "$W/bn/config.json" ] && fail "config.json written without --config"
 # byte-identical to what the library's nf__ckpt_to_safetensors wrote for the same file (test-ckpt.c
 # checked that one tensor by tensor against torch.load)
-cmp -s "$W/bn/model.safetensors" "$GEN/bn.safetensors" || fail "convert differs from nf__ckpt_to_safetensors"
+cmp -s "$W/bn/model.safetensors" "$GENF/bn.safetensors" || fail "convert differs from nf__ckpt_to_safetensors"
 
 # --config FILE is parsed and copied
 echo '{"model_type": "test", "dim": 8}' > "$W/cfg.json"
