@@ -6,36 +6,12 @@
  * before anything is read, and an output that is the model's config.json is
  * refused. */
 #include "nofall.h"
+#include "tiny-models.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fails = 0;
-#define CHECK(c, ...)                                   \
-    do {                                                \
-        if (!(c)) {                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            fails++;                                    \
-        }                                               \
-    } while (0)
-
-/* tiny configurations (as test-generic's) */
-static int tiny(const char * type, const char ** keys, const char ** values) {
-    static const char *mk[] = {"dim", "layers", "heads", "outputs"}, *mv[] = {"32", "2", "2", "3"};
-    static const char *sk[] = {"dim", "depth", "tissues", "context", "window"}, *sv[] = {"16", "1", "15", "8", "128"};
-    static const char *tk[] = {"layers", "vocab"}, *tv[] = {"1", "1000"};
-    const char **k = NULL, **v = NULL;
-    int n = 0;
-    if (strcmp(type, "mitra") == 0) k = mk, v = mv, n = 4;
-    if (strcmp(type, "sptransformer") == 0) k = sk, v = sv, n = 5;
-    if (strcmp(type, "tabstar") == 0) k = tk, v = tv, n = 2;
-    for (int i = 0; i < n; i++) keys[i] = k[i], values[i] = v[i];
-    return n;
-}
 
 /* one verify: its report (malloc'ed), failed cases, JSON (or NULL) */
 static int run(const struct nf_verify_opts * o, char ** report, int * failed, cJSON ** json, nf_err * err) {
