@@ -184,13 +184,18 @@ NF_API double nf_predictor_forward_ms(const nf_predictor * p);
  * split of the training rows (classification: stratified, from
  * RandomState(o->seed); regression: 20% of the rows, from
  * RandomState(o->seed) where upstream uses numpy's unseeded global RNG), the
- * Preprocessor then refit on the training part as upstream fits it. p must
- * have one ensemble member (n_estimators 1; NF_ERR_ARG otherwise). After it,
- * each nf_predictor_predict with m continues the trainer's RandomState, as
- * upstream's predict after fit: per 1,024-row test chunk a support order of
- * the whole training table (every call the first prediction after the
- * fine-tuning: the same result each time). On an error m's weights and p's
- * Preprocessor may have changed: free both. */
+ * Preprocessor then refit on the training part as upstream fits it. With
+ * n_estimators > 1 the members are fine-tuned one after another as upstream's
+ * ensemble is, each from m's pretrained weights with its own mirror signs,
+ * all on one RandomState; res is the last member's run (report.json has each
+ * one's), each member's weights are kept as a host copy (4 bytes a
+ * parameter) and written into m before it predicts, and o->on_step sees each
+ * member's steps in turn (from step 0). After it, each nf_predictor_predict
+ * with m continues the trainer's RandomState, as upstream's predict after
+ * fit: per member, per 1,024-row test chunk a support order of the whole
+ * training table (every call the first prediction after the fine-tuning: the
+ * same result each time). On an error m's weights and p's Preprocessor may
+ * have changed: free both. */
 NF_API int nf_predictor_finetune(nf_predictor * p, nf_model * m, const nf_table * val,
                                  const struct nf_finetune_opts * o, struct nf_finetune_result * res, nf_err * err);
 

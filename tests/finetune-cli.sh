@@ -113,9 +113,23 @@ cmp -s "$T/pft/predictions.csv" "$T/p0/predictions.csv" && cmp -s "$T/pft/probab
 "$BIN" predict --model "$T/mc" --train "$T/train.csv" --test "$T/test.csv" --target y --out "$T/pbad" --lr 1e-3 > "$T/pbad.out" 2>&1
 [ $? = 2 ] && grep -qF -- "--lr is a fine-tuning option: it needs --fine-tune" "$T/pbad.out" && [ ! -e "$T/pbad" ] &&
   ok "predict --lr without --fine-tune refused" || bad "predict --lr without --fine-tune: $(cat "$T/pbad.out")"
-"$BIN" predict --model "$T/mc" --train "$T/train.csv" --test "$T/test.csv" --target y --out "$T/pbad" --fine-tune --n-estimators 2 > "$T/pbad.out" 2>&1
-[ $? = 2 ] && grep -qF -- "--fine-tune takes one ensemble member" "$T/pbad.out" && [ ! -e "$T/pbad" ] &&
-  ok "predict --fine-tune --n-estimators 2 refused" || bad "predict --fine-tune --n-estimators 2: $(cat "$T/pbad.out")"
+# an ensemble of fine-tuned members (upstream's n_estimators): member 0 is the one-member run (the same
+# stream from the same seed), member 1 continues it; report.json lists both runs
+"$BIN" predict --model "$T/mc" --train "$T/train.csv" --test "$T/test.csv" --target y --out "$T/pens" --fine-tune \
+  --fine-tune-steps 3 --val "$T/val.csv" --lr 1e-3 --warmup-steps 2 --no-mirror --n-estimators 2 --quiet > "$T/pens.out" 2>&1
+rc=$?
+if [ $rc = 0 ] && python3 - "$T/pens/report.json" "$T/pft/report.json" << 'PY'; then
+import json, sys
+e, one = (json.load(open(p))["fine_tune"] for p in sys.argv[1:3])
+m = e["members"]
+assert len(m) == 2 and m[0]["best_step"] == one["best_step"] and m[0]["best_val_loss"] == one["best_val_loss"], (m, one)
+assert m[1]["steps_run"] == 3 and m[1]["best_val_loss"] == e["best_val_loss"], m
+PY
+  ok "predict --fine-tune --n-estimators 2: two members, the first the one-member run"
+else
+  bad "predict --fine-tune --n-estimators 2: exit $rc"
+  head -20 "$T/pens.out"
+fi
 
 # ---- refusals: exit non-zero, the flag / file named, --out untouched, nothing left behind ----
 mkdir -p "$T/prev"

@@ -384,7 +384,7 @@ static void run(const struct fx * f, nf_backend * be, const char * dev, const st
     o.user = &lg;
     struct nf_finetune_result res;
     struct nf_np_rng rng;
-    int rc = nf__finetune_ex(model, &fd, &o, &res, &rng, &err);
+    int rc = nf__finetune_ex(model, &fd, &o, &res, NULL, &rng, &err);
     CHECK(rc == NF_OK, "%s on %s: fine-tune: %s", f->name, dev, err.msg);
     if (rc != NF_OK) goto done;
     const double *lr = need(f, 1, "lr", NF_ST_F64, NULL), *tl = need(f, 1, "train_loss", NF_ST_F64, NULL),

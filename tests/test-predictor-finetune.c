@@ -4,7 +4,8 @@
  * internal split with the Preprocessor refit on the training part), and the
  * prediction afterwards continues the trainer's RandomState (a support order
  * per 1,024-row chunk of the whole training table) with the fine-tuned
- * weights, computed here by hand with nf_model_forward; the refusals. */
+ * weights, computed here by hand with nf_model_forward; a two-member
+ * ensemble the same way; the refusals. */
 #include "nf-test.h"
 #include "nofall-tabular.h"
 #include "tabular/tabular-impl.h"
@@ -124,7 +125,7 @@ static void case_task(nf_backend * be, int cls, int with_val) {
                                        .y_min = lo,
                                        .y_max = hi};
     struct nf_np_rng rng;
-    CHECK_RC(nf__finetune_ex(mb, &d, &o, &rb, &rng, &err), NF_OK, &err);
+    CHECK_RC(nf__finetune_ex(mb, &d, &o, &rb, NULL, &rng, &err), NF_OK, &err);
     CHECK(ra.steps_run == rb.steps_run && ra.best_step == rb.best_step && ra.best_val_loss == rb.best_val_loss,
           "%s (%s): predictor run %lld steps, best %lld (%.17g); by hand %lld, %lld (%.17g)", what,
           with_val ? "val table" : "internal split", (long long) ra.steps_run, (long long) ra.best_step,
@@ -197,21 +198,114 @@ done:
     nf_table_free(te);
 }
 
+/* two members (upstream's ensemble, finetune.md §1.8), by hand: member 0
+ * fine-tuned from RandomState(seed), member 1 from the pretrained weights
+ * continuing the stream; the prediction continues it again, member 0's
+ * chunk first, with each member's own weights; the probabilities averaged */
+static void case_ensemble(nf_backend * be) {
+    nf_err err = {0};
+    nf_table *tr = table("train", 0, N, 1, 1, 0), *va = table("val", N, NV, 1, 1, 0),
+             *te = table("test", N + NV, NT, 1, 0, 0);
+    struct nf_predictor_opts po = {.task = NF_PREDICT_CLASSIFICATION, .n_estimators = 2, .no_mirror = 1};
+    nf_predictor * p = NULL;
+    CHECK_RC(nf_predictor_fit(tr, "y", &po, &p, &err), NF_OK, &err);
+    nf_model *ma = model(be, 1), *mb = model(be, 1), *mc = model(be, 1);
+    if (!p || !ma || !mb || !mc) goto done;
+    struct nf_finetune_opts o;
+    nf_finetune_opts_default(&o);
+    o.steps = 2;
+    o.lr = 1e-2;
+    o.warmup_steps = 1;
+    o.seed = 5;
+    struct nf_finetune_result ra, r0, r1;
+    CHECK_RC(nf_predictor_finetune(p, ma, va, &o, &ra, &err), NF_OK, &err);
+    float xtr[N * 2], xval[NV * 2], xq[NT * 2];
+    int64_t ytrc[N], yvalc[NV];
+    for (int i = 0; i < N; i++) {
+        xtr[i * 2] = (float) x1v(i);
+        xtr[i * 2 + 1] = (float) x2v(i);
+        ytrc[i] = i % 2;
+    }
+    for (int i = 0; i < NV; i++) {
+        xval[i * 2] = (float) x1v(N + i);
+        xval[i * 2 + 1] = (float) x2v(N + i);
+        yvalc[i] = (N + i) % 2;
+    }
+    for (int i = 0; i < NT; i++) {
+        xq[i * 2] = (float) x1v(N + NV + i);
+        xq[i * 2 + 1] = (float) x2v(N + NV + i);
+    }
+    const struct nf_finetune_data d = {.n_train = N,
+                                       .n_val = NV,
+                                       .n_features = 2,
+                                       .x_train = xtr,
+                                       .x_val = xval,
+                                       .y_train_class = ytrc,
+                                       .y_val_class = yvalc};
+    struct nf_np_rng rng1, rng2;
+    CHECK_RC(nf__finetune_ex(mb, &d, &o, &r0, NULL, &rng1, &err), NF_OK, &err);
+    CHECK_RC(nf__finetune_ex(mc, &d, &o, &r1, &rng1, &rng2, &err), NF_OK, &err);
+    CHECK(ra.steps_run == r1.steps_run && ra.best_step == r1.best_step && ra.best_val_loss == r1.best_val_loss,
+          "ensemble: the result is not the last member's: best %lld (%.17g), by hand %lld (%.17g)",
+          (long long) ra.best_step, ra.best_val_loss, (long long) r1.best_step, r1.best_val_loss);
+    CHECK(r0.best_val_loss != r1.best_val_loss, "ensemble: the members' runs are the same (%.17g): no stream continued",
+          r0.best_val_loss);
+    double out[NT * 2], want[NT * 2] = {0};
+    CHECK_RC(nf_predictor_predict(p, ma, te, out, NULL, &err), NF_OK, &err);
+    nf_model * mem[2] = {mb, mc};
+    for (int e = 0; e < 2; e++) {
+        int64_t perm[N], k = 0;
+        CHECK_RC(nf__mitra_eval_support(&rng2, N, 8192, perm, &k, &err), NF_OK, &err);
+        float xs[N * 2], logits[NT * 10];
+        int64_t ysc[N];
+        for (int64_t i = 0; i < k; i++) {
+            xs[i * 2] = (float) x1v((int) perm[i]);
+            xs[i * 2 + 1] = (float) x2v((int) perm[i]);
+            ysc[i] = perm[i] % 2;
+        }
+        const struct nf_array in[3] = {
+            {.name = "support_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {k, 2}, .data = xs},
+            {.name = "support_y", .dtype = NF_ARRAY_I64, .ndim = 1, .shape = {k}, .data = ysc},
+            {.name = "query_x", .dtype = NF_ARRAY_F32, .ndim = 2, .shape = {NT, 2}, .data = xq},
+        };
+        CHECK_RC(nf_model_forward(mem[e], in, 3, logits, &err), NF_OK, &err);
+        for (int i = 0; i < NT; i++) {
+            const float * l = logits + i * 10;
+            const double mx = l[0] > l[1] ? l[0] : l[1], s = exp(l[0] - mx) + exp(l[1] - mx);
+            for (int c = 0; c < 2; c++) want[i * 2 + c] += exp(l[c] - mx) / s;
+        }
+    }
+    double worst = 0;
+    for (int i = 0; i < NT * 2; i++) worst = fmax(worst, fabs(out[i] - want[i] / 2));
+    CHECK(worst == 0.0, "ensemble: the prediction differs from the hand-made one by %.3g", worst);
+    double out2[NT * 2];
+    CHECK_RC(nf_predictor_predict(p, ma, te, out2, NULL, &err), NF_OK, &err);
+    CHECK(memcmp(out, out2, sizeof(out)) == 0, "ensemble: a second prediction differs");
+    char * rep = nf_predictor_report_json(p, ma, te, &err);
+    CHECK(rep && strstr(rep, "\"members\""), "ensemble: report.json without the members' runs: %s",
+          rep ? rep : err.msg);
+    nf_free(rep);
+done:
+    nf_model_free(ma);
+    nf_model_free(mb);
+    nf_model_free(mc);
+    nf_predictor_free(p);
+    nf_table_free(tr);
+    nf_table_free(va);
+    nf_table_free(te);
+}
+
 static void refusals(nf_backend * be) {
     nf_err err = {0};
     nf_table *tr = table("train", 0, N, 1, 1, 0), *nov = table("noy", N, NV, 1, 0, 0),
              *bad = table("badclass", N, NV, 1, 1, 1);
-    struct nf_predictor_opts po = {.task = NF_PREDICT_CLASSIFICATION, .n_estimators = 2};
-    nf_predictor *p2 = NULL, *p1 = NULL;
+    struct nf_predictor_opts po = {.task = NF_PREDICT_CLASSIFICATION, .n_estimators = 1};
+    nf_predictor * p1 = NULL;
     nf_model * m = model(be, 1);
     struct nf_finetune_opts o;
     nf_finetune_opts_default(&o);
     o.steps = 1;
     struct nf_finetune_result r;
-    CHECK_RC(nf_predictor_fit(tr, "y", &po, &p2, &err), NF_OK, &err);
-    CHECK_RC(nf_predictor_finetune(p2, m, NULL, &o, &r, &err), NF_ERR_ARG, &err);
-    CHECK_MSG(&err, "one ensemble member");
-    po.n_estimators = 1;
     CHECK_RC(nf_predictor_fit(tr, "y", &po, &p1, &err), NF_OK, &err);
     CHECK_RC(nf_predictor_finetune(p1, m, nov, &o, &r, &err), NF_ERR_INPUT, &err);
     CHECK_MSG(&err, "noy: no column 'y'");
@@ -219,7 +313,6 @@ static void refusals(nf_backend * be) {
     CHECK_MSG(&err, "badclass: row 10, column 'y' (the target): '7' is not a class");
     nf_model_free(m);
     nf_predictor_free(p1);
-    nf_predictor_free(p2);
     nf_table_free(tr);
     nf_table_free(nov);
     nf_table_free(bad);
@@ -234,6 +327,7 @@ int main(void) {
     case_task(be, 1, 0);
     case_task(be, 0, 1);
     case_task(be, 0, 0);
+    case_ensemble(be);
     refusals(be);
     nf_backend_free(be);
     return nf_test_done("test-predictor-finetune");

@@ -64,10 +64,18 @@ def test_finetune_regressor_internal_split():
         pickle.dumps(est)
 
 
+def test_finetune_ensemble():
+    # two members, as AutoGluon's n_estimators: the first is the one-member run, the second continues its stream
+    X, y = _data(40)
+    one = nofall.MitraClassifier(model_dir("small_cls"), fine_tune_steps=2, mirror=False).fit(X, y)
+    two = nofall.MitraClassifier(model_dir("small_cls"), fine_tune_steps=2, mirror=False, n_estimators=2).fit(X, y)
+    p1, p2 = one.predict_proba(X), two.predict_proba(X)
+    assert p2.shape == p1.shape and np.allclose(p2.sum(axis=1), 1.0) and not np.array_equal(p1, p2)
+    assert two.fine_tune_result_["steps_run"] == 2
+
+
 def test_finetune_refusals():
     X, y = _data(40)
-    with pytest.raises(ValueError, match="one ensemble member"):
-        nofall.MitraClassifier(model_dir("small_cls"), n_estimators=2).fit(X, y)
     with pytest.raises(ValueError, match="need fine_tune=True"):
         nofall.MitraClassifier(model_dir("small_cls"), fine_tune=False).fit(X, y, X_val=X, y_val=y)
     with pytest.raises(ValueError, match="is not a class of y"):

@@ -54,11 +54,6 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
                     nf_cli_opt_table[ft_only[k]].name);
             return 0;
         }
-    if (o->fine_tune && o->n_est > 1) {
-        fprintf(stderr, "error: --fine-tune takes one ensemble member (--n-estimators 1), not %lld\n",
-                (long long) o->n_est);
-        return 0;
-    }
     if (!nf_cli_finetune_opts(&v, &o->fo)) return 0;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,

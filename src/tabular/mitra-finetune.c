@@ -273,10 +273,14 @@ static int nf__ft_resume(struct nf_mitra_train * t, struct nf_np_rng * rng, stru
 }
 
 static int nf__mitra_finetune(nf_mitra * m, const struct nf_finetune_data * d, const struct nf_finetune_opts * o,
-                              struct nf_finetune_result * res, struct nf_np_rng * rng_out, nf_err * err) {
+                              struct nf_finetune_result * res, const struct nf_np_rng * rng_in,
+                              struct nf_np_rng * rng_out, nf_err * err) {
     NF_TRY(nf__ft_check(m, d, o, err));
     struct nf_np_rng rng;
-    nf__np_rng_seed(&rng, nf__np_seed(o->seed));
+    if (rng_in)
+        rng = *rng_in;
+    else
+        nf__np_rng_seed(&rng, nf__np_seed(o->seed));
     struct nf__ft f = {.m = m, .d = d, .o = o, .rng = &rng, .cls = nf__mitra_class_labels(&m->cfg)};
     f.C = m->cfg.dim_output;
     f.F = d->n_features;
@@ -395,16 +399,38 @@ static int nf__mitra_finetune(nf_mitra * m, const struct nf_finetune_data * d, c
 }
 
 int nf__finetune_ex(nf_model * model, const struct nf_finetune_data * d, const struct nf_finetune_opts * o,
-                    struct nf_finetune_result * res, struct nf_np_rng * rng_out, nf_err * err) {
+                    struct nf_finetune_result * res, const struct nf_np_rng * rng_in, struct nf_np_rng * rng_out,
+                    nf_err * err) {
     if (!model || !d || !o || !res) return nf__err_set(err, NF_ERR_ARG, "nf_finetune: NULL argument");
     if (strcmp(model->iface->type, "mitra") != 0) {
         return nf__err_set(err, NF_ERR_UNSUPPORTED, "fine-tuning is implemented for mitra models, not %s",
                            model->iface->type);
     }
-    return nf__mitra_finetune(model->impl, d, o, res, rng_out, err);
+    return nf__mitra_finetune(model->impl, d, o, res, rng_in, rng_out, err);
+}
+
+int nf__finetune_weights_get(nf_model * m, float ** out, int64_t * n, nf_err * err) {
+    const nf_tensor * w = &((nf_mitra *) m->impl)->weights.buf;
+    *n = nf__tensor_numel(w);
+    if (!(*out = malloc((size_t) *n * sizeof(float))))
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory for a copy of the weights (%lld floats)", (long long) *n);
+    const int rc = nf__tensor_download(w, *out, err);
+    if (rc != NF_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int nf__finetune_weights_set(nf_model * m, const float * w, int64_t n, nf_err * err) {
+    nf_tensor * buf = &((nf_mitra *) m->impl)->weights.buf;
+    if (n != nf__tensor_numel(buf))
+        return nf__err_set(err, NF_ERR_ARG, "a copy of %lld weights for a model of %lld", (long long) n,
+                           (long long) nf__tensor_numel(buf));
+    return nf__tensor_upload(buf, w, err);
 }
 
 int nf_finetune(nf_model * m, const struct nf_finetune_data * d, const struct nf_finetune_opts * o,
                 struct nf_finetune_result * res, nf_err * err) {
-    return nf__finetune_ex(m, d, o, res, NULL, err);
+    return nf__finetune_ex(m, d, o, res, NULL, NULL, err);
 }

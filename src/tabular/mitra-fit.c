@@ -686,6 +686,7 @@ void nf__mitra_free(struct nf_mitra * p) {
     free(p->regmirror);
     free(p->mirror_file);
     free(p->ft_rng);
+    nf__mitra_finetune_members_free(p);
     nf__csv_free(&p->tr);
     free(p);
 }

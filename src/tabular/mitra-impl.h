@@ -63,6 +63,12 @@ struct nf_mitra {
     struct nf_finetune_result ft_res;
     int64_t ft_n_train, ft_n_val; /* the rows trained on and validated on */
     int ft_internal;              /* 1: the validation rows were split off the training table */
+    /* n_estimators > 1: each member's run (ft_res is the last one's) and its
+     * fine-tuned weights (host copies of ft_n_weights floats), written into
+     * the model before that member predicts */
+    struct nf_finetune_result * ft_members;
+    float ** ft_weights;
+    int64_t ft_n_weights;
 };
 
 /* shared by the fit and the transform (mitra-fit.c) */
@@ -106,6 +112,7 @@ void nf__mitra_set_kept(struct nf_mitra * p);
 int nf__mitra_train_matrix(const struct nf_mitra * p, int64_t e, float * out, nf_err * err);
 int nf__mitra_table_matrix(const struct nf_mitra * p, const nf_table * t, int64_t e, float * out, nf_err * err);
 /* fine-tuning (mitra-tune.c) */
+void nf__mitra_finetune_members_free(struct nf_mitra * p); /* ft_members, ft_weights */
 int nf__mitra_finetune(struct nf_mitra * p, nf_model * m, const nf_table * val, const struct nf_finetune_opts * o,
                        struct nf_finetune_result * res, nf_err * err);
 struct cJSON;

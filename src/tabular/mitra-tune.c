@@ -11,13 +11,15 @@
  *     upstream uses the unseeded global RNG) -- then Mitra's Preprocessor is
  *     refit on the training part (means, singular columns, the target's
  *     range), as upstream's trainer fits it on X_train;
- *   the loop: nf__finetune_ex (mitra-finetune.c) on member 0's arrays;
+ *   the loop: nf__finetune_ex (mitra-finetune.c) on each member's arrays,
+ *     as upstream's _train_ensemble (§1.8): the members one after another,
+ *     each from the pretrained weights with its own mirror signs (and
+ *     regression mirror), all continuing one RandomState; with more than one
+ *     member each one's fine-tuned weights are kept as a host copy;
  *   afterwards: the trainer's RandomState is kept, and each prediction
- *     continues it (upstream's trainer.predict after fit): per 1,024-row test
- *     chunk a support order of the whole training table.
- *
- * One ensemble member: upstream fine-tunes members one after another on a
- * shared RandomState (§1.8); nofall refuses n_estimators > 1 here. */
+ *     continues it (upstream's trainer.predict after fit): per member, per
+ *     1,024-row test chunk a support order of the whole training table, the
+ *     member's weights written into the model first. */
 #include "mitra-impl.h"
 
 #include <cjson/cJSON.h>
@@ -135,30 +137,79 @@ static void nf_tune_arrays_free(struct nf_tune_arrays * a) {
     free(a->yval);
 }
 
-/* the training rows' targets as the Preprocessor gives them to the trainer */
-static void nf_tune_train_y(const struct nf_mitra * p, const int64_t * rows, int64_t n, struct nf_tune_arrays * a) {
+/* the training rows' targets as member e's Preprocessor gives them to the trainer */
+static void nf_tune_train_y(const struct nf_mitra * p, int64_t e, const int64_t * rows, int64_t n,
+                            struct nf_tune_arrays * a) {
     for (int64_t i = 0; i < n; i++) {
         const int64_t r = rows ? rows[i] : i;
         if (p->task == NF_PREDICT_CLASSIFICATION) {
             a->ytrc[i] = p->yc[r];
         } else {
             double y = (p->yv[r] - p->y_min) / (p->y_max - p->y_min);
-            if (p->regmirror[0]) y = 1 - y;
+            if (p->regmirror[e]) y = 1 - y;
             a->ytr[i] = (float) y;
         }
     }
 }
 
+/* member e's arrays (its mirror signs; regression: its mirrored target) into
+ * a (freed first): the training rows and the validation rows, each in
+ * upstream's order (sp: the internal split, or NULL with a validation table) */
+static int nf_tune_member_arrays(struct nf_mitra * p, int64_t e, const nf_table * val, const struct nf_mitra_split * sp,
+                                 int64_t n_tr, int64_t n_val, struct nf_tune_arrays * a, nf_err * err) {
+    nf_tune_arrays_free(a);
+    *a = (struct nf_tune_arrays){0};
+    const int cls = p->task == NF_PREDICT_CLASSIFICATION, F = p->n_order;
+    const int64_t N = p->tr.n_rows;
+    float * all = malloc((size_t) (N * F + 1) * sizeof(float));
+    a->xtr = malloc((size_t) (n_tr * F + 1) * sizeof(float));
+    a->xval = malloc((size_t) (n_val * F + 1) * sizeof(float));
+    a->ytr = malloc((size_t) (N + 1) * sizeof(float));
+    a->ytrc = malloc((size_t) (N + 1) * sizeof(int64_t));
+    a->yvalc = malloc((size_t) (n_val + 1) * sizeof(int64_t));
+    a->yval = malloc((size_t) (n_val + 1) * sizeof(double));
+    int rc = !all || !a->xtr || !a->xval || !a->ytr || !a->ytrc || !a->yvalc || !a->yval
+                 ? nf__err_set(err, NF_ERR_NOMEM, "out of memory for the fine-tuning arrays")
+                 : NF_OK;
+    if (rc == NF_OK) rc = nf__mitra_train_matrix(p, e, all, err);
+    if (rc == NF_OK && val) {
+        memcpy(a->xtr, all, (size_t) (N * F) * sizeof(float));
+        rc = nf__mitra_table_matrix(p, val, e, a->xval, err);
+        const int vc = nf__csv_find(&val->csv, p->tr.cols[p->ycol].name);
+        for (int64_t r = 0; rc == NF_OK && r < n_val; r++)
+            rc = nf_tune_val_target(p, &val->csv, vc, r, &a->yvalc[r], &a->yval[r], err);
+        if (rc == NF_OK) nf_tune_train_y(p, e, NULL, N, a);
+    } else if (rc == NF_OK) {
+        for (int64_t i = 0; i < n_val; i++) {
+            const int64_t r = sp->val[i];
+            memcpy(a->xval + i * F, all + r * F, (size_t) F * sizeof(float));
+            if (cls)
+                a->yvalc[i] = p->yc[r];
+            else
+                a->yval[i] = p->yv[r];
+        }
+        for (int64_t i = 0; i < n_tr; i++) memcpy(a->xtr + i * F, all + sp->train[i] * F, (size_t) F * sizeof(float));
+        nf_tune_train_y(p, e, sp->train, n_tr, a);
+    }
+    free(all);
+    return rc;
+}
+
+void nf__mitra_finetune_members_free(struct nf_mitra * p) {
+    for (int64_t e = 0; p->ft_weights && e < p->n_est; e++) free(p->ft_weights[e]);
+    free(p->ft_weights);
+    free(p->ft_members);
+    p->ft_weights = NULL;
+    p->ft_members = NULL;
+    p->ft_n_weights = 0;
+}
+
 int nf__mitra_finetune(struct nf_mitra * p, nf_model * m, const nf_table * val, const struct nf_finetune_opts * o,
                        struct nf_finetune_result * res, nf_err * err) {
     if (!p || !m || !o || !res) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_finetune: a NULL argument");
-    if (p->n_est != 1)
-        return nf__err_set(err, NF_ERR_ARG,
-                           "fine-tuning takes one ensemble member (n_estimators 1); this predictor has %lld",
-                           (long long) p->n_est);
     NF_TRY(nf__mitra_check_model(p, m, "the model", err));
     const int cls = p->task == NF_PREDICT_CLASSIFICATION;
-    const int64_t N = p->tr.n_rows;
+    const int64_t N = p->tr.n_rows, E = p->n_est;
     struct nf_mitra_split sp = {0};
     struct nf_tune_arrays a = {0};
     int rc = NF_OK;
@@ -182,51 +233,25 @@ int nf__mitra_finetune(struct nf_mitra * p, nf_model * m, const nf_table * val, 
         else if (n_val < 1)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows", nf__esc(ev, sizeof(ev), val->csv.path));
     }
-    const int F = p->n_order;
-    if (rc == NF_OK) {
-        a.xtr = malloc((size_t) (N * F) * sizeof(float));
-        a.xval = malloc((size_t) (n_val * F) * sizeof(float));
-        a.ytr = malloc((size_t) N * sizeof(float));
-        a.ytrc = malloc((size_t) N * sizeof(int64_t));
-        a.yvalc = malloc((size_t) n_val * sizeof(int64_t));
-        a.yval = malloc((size_t) n_val * sizeof(double));
-        if (!a.xtr || !a.xval || !a.ytr || !a.ytrc || !a.yvalc || !a.yval)
-            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory for the fine-tuning arrays");
-    }
-    if (rc == NF_OK) rc = nf__mitra_train_matrix(p, 0, a.xtr, err);
-    if (rc == NF_OK && val) {
-        rc = nf__mitra_table_matrix(p, val, 0, a.xval, err);
-        const int vc = nf__csv_find(&val->csv, p->tr.cols[p->ycol].name);
-        for (int64_t r = 0; rc == NF_OK && r < n_val; r++)
-            rc = nf_tune_val_target(p, &val->csv, vc, r, &a.yvalc[r], &a.yval[r], err);
-        if (rc == NF_OK) nf_tune_train_y(p, NULL, N, &a);
-    } else if (rc == NF_OK) {
-        /* the validation rows, then the training part, each in upstream's order */
-        float * all = a.xtr;
-        if (!(a.xtr = malloc((size_t) (n_tr * F + 1) * sizeof(float)))) {
-            a.xtr = all;
-            rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory for the fine-tuning arrays");
-        } else {
-            for (int64_t i = 0; i < n_val; i++) {
-                const int64_t r = sp.val[i];
-                memcpy(a.xval + i * F, all + r * F, (size_t) F * sizeof(float));
-                if (cls)
-                    a.yvalc[i] = p->yc[r];
-                else
-                    a.yval[i] = p->yv[r];
-            }
-            for (int64_t i = 0; i < n_tr; i++) memcpy(a.xtr + i * F, all + sp.train[i] * F, (size_t) F * sizeof(float));
-            nf_tune_train_y(p, sp.train, n_tr, &a);
-            free(all);
-        }
-    }
+    /* upstream's members one after another (finetune.md §1.8): each from the
+     * pretrained weights with its own mirror, all on one RandomState */
     struct nf_np_rng * rng = NULL;
-    if (rc == NF_OK && !(rng = malloc(sizeof(*rng)))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    if (rc == NF_OK) {
+    struct nf_finetune_result * mres = NULL;
+    float ** mw = NULL;
+    float * w0 = NULL;
+    int64_t nw = 0;
+    if (rc == NF_OK && (!(rng = malloc(sizeof(*rng))) || !(mres = calloc((size_t) E, sizeof(*mres))) ||
+                        (E > 1 && !(mw = calloc((size_t) E, sizeof(*mw))))))
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    if (rc == NF_OK && E > 1) rc = nf__finetune_weights_get(m, &w0, &nw, err); /* the pretrained weights */
+    for (int64_t e = 0; rc == NF_OK && e < E; e++) {
+        if (e > 0) rc = nf__finetune_weights_set(m, w0, nw, err);
+        if (rc == NF_OK) rc = nf_tune_member_arrays(p, e, val, val ? NULL : &sp, n_tr, n_val, &a, err);
+        if (rc != NF_OK) break;
         const struct nf_finetune_data d = {
             .n_train = n_tr,
             .n_val = n_val,
-            .n_features = F,
+            .n_features = p->n_order,
             .x_train = a.xtr,
             .x_val = a.xval,
             .y_train_class = cls ? a.ytrc : NULL,
@@ -235,9 +260,10 @@ int nf__mitra_finetune(struct nf_mitra * p, nf_model * m, const nf_table * val, 
             .y_val_value = cls ? NULL : a.yval,
             .y_min = p->y_min,
             .y_max = p->y_max,
-            .y_mirror = p->regmirror[0],
+            .y_mirror = p->regmirror[e],
         };
-        rc = nf__finetune_ex(m, &d, o, res, rng, err);
+        rc = nf__finetune_ex(m, &d, o, &mres[e], e ? rng : NULL, rng, err);
+        if (rc == NF_OK && E > 1) rc = nf__finetune_weights_get(m, &mw[e], &nw, err);
     }
     if (rc == NF_OK) {
         free(p->ft_rng);
@@ -247,11 +273,21 @@ int nf__mitra_finetune(struct nf_mitra * p, nf_model * m, const nf_table * val, 
         p->ft_opts.on_step = NULL;
         p->ft_opts.on_batch = NULL;
         p->ft_opts.user = NULL;
-        p->ft_res = *res;
+        *res = p->ft_res = mres[E - 1];
         p->ft_n_train = n_tr;
         p->ft_n_val = n_val;
         p->ft_internal = val == NULL;
+        nf__mitra_finetune_members_free(p);
+        p->ft_members = mres;
+        p->ft_weights = mw;
+        p->ft_n_weights = nw;
+        mres = NULL;
+        mw = NULL;
     }
+    for (int64_t e = 0; mw && e < E; e++) free(mw[e]);
+    free(mw);
+    free(mres);
+    free(w0);
     free(rng);
     nf_tune_arrays_free(&a);
     nf__mitra_split_free(&sp);
@@ -278,4 +314,19 @@ void nf__mitra_finetune_report(const struct nf_mitra * p, cJSON * rep) {
     cJSON_AddStringToObject(f, "validation", p->ft_internal ? "internal split" : "table");
     cJSON_AddNumberToObject(f, "n_train_rows", (double) p->ft_n_train);
     cJSON_AddNumberToObject(f, "n_val_rows", (double) p->ft_n_val);
+    if (p->n_est > 1 && p->ft_members) { /* each member's run (the members above: the last one's) */
+        cJSON * ms = cJSON_AddArrayToObject(f, "members");
+        for (int64_t e = 0; e < p->n_est; e++) {
+            const struct nf_finetune_result * r = &p->ft_members[e];
+            cJSON * j = cJSON_CreateObject();
+            cJSON_AddItemToArray(ms, j);
+            cJSON_AddNumberToObject(j, "steps_run", (double) r->steps_run);
+            cJSON_AddNumberToObject(j, "best_step", (double) r->best_step);
+            if (r->stopped_at >= 0)
+                cJSON_AddNumberToObject(j, "stopped_at", (double) r->stopped_at);
+            else
+                cJSON_AddNullToObject(j, "stopped_at");
+            cJSON_AddNumberToObject(j, "best_val_loss", r->best_val_loss);
+        }
+    }
 }

@@ -80,11 +80,17 @@ struct nf_mitra_split {
 int nf__mitra_split_internal(uint64_t seed, const int64_t * y_class, int64_t n, struct nf_mitra_split * out,
                              nf_err * err);
 void nf__mitra_split_free(struct nf_mitra_split * s);
-/* nf_finetune, and the trainer's RandomState afterwards (a prediction
- * continues its stream, as upstream's predict does); rng_out may be NULL
- * (mitra-finetune.c) */
+/* nf_finetune from the RandomState rng_in (NULL: RandomState(o->seed); an
+ * ensemble's later members continue the stream, as upstream's do), and the
+ * trainer's RandomState afterwards (a prediction continues its stream, as
+ * upstream's predict does); rng_out may be NULL (mitra-finetune.c) */
 int nf__finetune_ex(nf_model * m, const struct nf_finetune_data * d, const struct nf_finetune_opts * o,
-                    struct nf_finetune_result * res, struct nf_np_rng * rng_out, nf_err * err);
+                    struct nf_finetune_result * res, const struct nf_np_rng * rng_in, struct nf_np_rng * rng_out,
+                    nf_err * err);
+/* Mitra model m's weights: a host copy (*out malloc'ed, *n floats), or
+ * written back from one (an ensemble member's fine-tuned weights) */
+int nf__finetune_weights_get(nf_model * m, float ** out, int64_t * n, nf_err * err);
+int nf__finetune_weights_set(nf_model * m, const float * w, int64_t n, nf_err * err);
 /* evaluate / predict: one query chunk's support, rng.choice(n_support,
  * min(n_support, max_support), replace=False): perm (n_support values) gets
  * permutation(n_support), the support is perm[0, *k) */

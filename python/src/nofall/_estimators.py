@@ -204,8 +204,6 @@ class _MitraBase(BaseEstimator):
         n_est = self.n_estimators
         if not isinstance(n_est, (int, np.integer)) or isinstance(n_est, bool) or n_est < 1:
             raise ValueError(f"n_estimators must be an int >= 1, not {n_est!r}")
-        if self.fine_tune and n_est != 1:
-            raise ValueError(f"fine_tune=True takes one ensemble member (n_estimators=1), not {n_est}")
         if (X_val is None) != (y_val_column is None):
             raise ValueError("X_val and y_val go together")
         if X_val is not None and not self.fine_tune:
@@ -311,7 +309,8 @@ class MitraClassifier(ClassifierMixin, _MitraBase):
     (None, a report.json-like file or dict: the signs given explicitly).
     At most 10 classes (Mitra's limit). fine_tune (AutoGluon's default True:
     fit fine-tunes a private copy of the model as AutoGluon's fit does, on
-    fit's X_val / y_val or upstream's internal split; one ensemble member),
+    fit's X_val / y_val or upstream's internal split; with n_estimators > 1
+    the members one after another, as AutoGluon's ensemble),
     fine_tune_steps, lr, weight_decay, warmup_steps, patience (AutoGluon's
     names and defaults), keep_last (upstream's CPU behaviour: the last step's
     weights); fine_tune_result_ (steps_run, best_step, stopped_at,
