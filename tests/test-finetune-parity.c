@@ -15,7 +15,10 @@
  *     the trainer's RandomState continues with (ids identical), and the
  *     probabilities (or the regression values) of the test rows;
  *   determinism (cls_lr): two runs, and a run split at step 2 (its state
- *     saved and resumed), end with bitwise identical weights and losses.
+ *     saved and resumed), end with bitwise identical weights and losses;
+ *   an ensemble (the case "ensemble"): two members trained one after the
+ *     other on one RandomState, each on its own mirrored arrays, and the
+ *     averaged probabilities of the prediction that continues the stream.
  *
  * Tolerances (§4.5, tiny checkpoints): a tensor passes when either the fixed
  * bound holds (relative L2 <= 1e-5 and max |d| <= 1e-5 max |ref|) or the
@@ -38,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char * const g_cases[] = {"cls", "cls_small", "reg", "cls_bigval", "cls_lr", NULL};
+static const char * const g_cases[] = {"cls", "cls_small", "reg", "cls_bigval", "cls_lr", "ensemble", NULL};
 static int g_step1_only; /* --step1: part 1 only (the cuda emulator) */
 
 struct fx {
@@ -585,6 +588,83 @@ static void split_run(const struct fx * f, nf_backend * be, const char * dev, co
     free(wa), free(wb), free(wc);
 }
 
+/* ---- part 4: an ensemble (tests/fixtures/finetune/ensemble, reference/finetune_ensemble.py):
+ * upstream's n_estimators = 2, the members fine-tuned one after another on one RandomState, each
+ * from the pretrained weights on its own mirrored arrays (upstream's CPU result: keep_last), then
+ * the prediction continuing the stream member by member, the probabilities averaged ---------- */
+
+static void ensemble(const struct fx * f, nf_backend * be, const char * dev, const char * dir) {
+    nf_err err = {0};
+    const int E = (int) jnum(f->js, "n_estimators", 0);
+    struct nf_finetune_opts o;
+    nf_finetune_opts_default(&o);
+    o.steps = f->steps;
+    o.lr = jnum(f->js, "lr", o.lr);
+    o.warmup_steps = (int64_t) jnum(f->js, "warmup_steps", (double) o.warmup_steps);
+    o.seed = (uint64_t) jnum(f->js, "seed", 0);
+    o.keep_last = 1;
+    const int64_t *yc = need(f, 0, "y_train", NF_ST_I64, NULL), *yvc = need(f, 0, "y_val", NF_ST_I64, NULL);
+    const float * pp = need(f, 1, "pred_proba", NF_ST_F32, NULL);
+    CHECK(E >= 2 && E <= 4 && f->n_test <= 1024, "%s: %d members, %lld test rows", f->name, E, (long long) f->n_test);
+    if (!yc || !yvc || !pp || E < 2 || E > 4 || f->n_test > 1024) return;
+    nf_model * m[4] = {0};
+    const float *x[4] = {0}, *xt[4] = {0};
+    struct nf_np_rng rng;
+    struct nf_finetune_result res[4];
+    int ok = 1;
+    for (int e = 0; ok && e < E; e++) {
+        char k[3][32];
+        snprintf(k[0], sizeof(k[0]), "x_train.%d", e);
+        snprintf(k[1], sizeof(k[1]), "x_val.%d", e);
+        snprintf(k[2], sizeof(k[2]), "x_test.%d", e);
+        x[e] = need(f, 0, k[0], NF_ST_F32, NULL);
+        const float * xv = need(f, 0, k[1], NF_ST_F32, NULL);
+        xt[e] = need(f, 0, k[2], NF_ST_F32, NULL);
+        m[e] = make_model(f, be, dir);
+        ok = x[e] && xv && xt[e] && m[e];
+        const struct nf_finetune_data fd = {.n_train = f->N,
+                                            .n_val = f->n_val,
+                                            .n_features = f->F,
+                                            .x_train = x[e],
+                                            .x_val = xv,
+                                            .y_train_class = yc,
+                                            .y_val_class = yvc};
+        if (ok) ok = nf__finetune_ex(m[e], &fd, &o, &res[e], e ? &rng : NULL, &rng, &err) == NF_OK;
+        CHECK(ok, "%s on %s: member %d: %s", f->name, dev, e, err.msg);
+    }
+    double pmax = 0;
+    const int64_t C = 10, nt = f->n_test;
+    double * acc = calloc((size_t) (nt * f->K), sizeof(double));
+    int64_t * perm = malloc((size_t) f->N * sizeof(int64_t));
+    float * xs = malloc((size_t) (f->N * f->F) * sizeof(float));
+    int64_t * ys = malloc((size_t) f->N * sizeof(int64_t));
+    float * logits = malloc((size_t) (nt * C) * sizeof(float));
+    for (int e = 0; ok && acc && perm && xs && ys && logits && e < E; e++) {
+        int64_t k = 0;
+        CHECK_RC(nf__mitra_eval_support(&rng, f->N, 8192, perm, &k, &err), NF_OK, &err);
+        for (int64_t i = 0; i < k; i++) {
+            memcpy(xs + i * f->F, x[e] + perm[i] * f->F, (size_t) f->F * sizeof(float));
+            ys[i] = yc[perm[i]];
+        }
+        const struct nf_mitra_input in = {
+            .n_support = k, .n_query = nt, .n_features = f->F, .x_support = xs, .x_query = xt[e], .y_class = ys};
+        CHECK_RC(nf_mitra_forward(m[e]->impl, &in, logits, &err), NF_OK, &err);
+        for (int64_t i = 0; i < nt; i++) {
+            float ex[64], s = 0;
+            for (int c = 0; c < f->K; c++) s += ex[c] = expf(logits[i * C + c]);
+            for (int c = 0; c < f->K; c++) acc[i * f->K + c] += (double) (ex[c] / s);
+        }
+    }
+    for (int64_t i = 0; ok && acc && i < nt * f->K; i++) pmax = fmax(pmax, fabs(acc[i] / E - pp[i]));
+    if (ok) CHECK(pmax <= 1e-5, "%s on %s: predict_proba of the ensemble: max |d| %.3g", f->name, dev, pmax);
+    if (ok)
+        printf("%s on %s: %d members (best epochs %lld, %lld; validation losses %.6g, %.6g), prediction max |d| %.2g\n",
+               f->name, dev, E, (long long) res[0].best_step, (long long) res[1].best_step, res[0].best_val_loss,
+               res[1].best_val_loss, pmax);
+    free(acc), free(perm), free(xs), free(ys), free(logits);
+    for (int e = 0; e < E; e++) nf_model_free(m[e]);
+}
+
 static void test_case(const char * root, const char * name, nf_backend * be, const char * dev) {
     nf_err err = {0};
     char path[1024], dir[256];
@@ -606,7 +686,9 @@ static void test_case(const char * root, const char * name, nf_backend * be, con
     f.steps = (int64_t) jnum(f.js, "steps", 0);
     snprintf(dir, sizeof(dir), "test-finetune-parity.tmp/%s", name);
     struct data d = {0};
-    if (load_data(&f, &d) == 0) {
+    if (strcmp(name, "ensemble") == 0) {
+        if (!g_step1_only) ensemble(&f, be, dev, dir);
+    } else if (load_data(&f, &d) == 0) {
         step1(&f, be, dev, &d, dir);
         if (g_step1_only) goto free;
         run(&f, be, dev, &d, dir, 1);
