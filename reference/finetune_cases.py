@@ -43,6 +43,10 @@ CASES = {
     # upstream's CPU alias returns the last step's weights anyway
     "cls_lr": dict(task="classification", labels="cls", data_seed=101, n_train=200, n_val=60, n_test=40, steps=4,
                    weights=W_CLS, full=False, hyper=dict(lr=1e-1, warmup_steps=3)),
+    # AutoGluon's default run: fine_tune_steps 50 (lr 1e-4 with its 1000-step warmup, patience 40: early stopping
+    # can fire from epoch 41)
+    "cls_50": dict(task="classification", labels="cls", data_seed=104, n_train=200, n_val=60, n_test=40, steps=50,
+                   weights=W_CLS, full=False),
 }
 SEED = 0  # Mitra's `seed` hyperparameter (AutoGluon's default)
 
