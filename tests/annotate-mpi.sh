@@ -20,7 +20,7 @@ ok()  { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # one thread a process, in every run: the forwards of the plain run and of
-# the ranks then have the same GEMM splits (README "Determinism")
+# the ranks then have the same GEMM splits (docs/numerics.md "Determinism")
 export OMP_NUM_THREADS=1
 # localhost, more ranks than cores allowed; no CMA single-copy (containers
 # without ptrace between processes)

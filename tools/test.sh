@@ -5,7 +5,7 @@
 #            label "quick" (unit tests, the op conformance suite, one small
 #            run per model and backend, the hostile corpus); not a substitute
 #            for the full command before a stop.
-# Budget (README "Tests"): the whole command in 25 minutes on 2 cores. Each
+# Budget (docs/development.md "Tests"): the whole command in 25 minutes on 2 cores. Each
 # stage prints its duration; the end prints the ten slowest tests and the
 # total. A stage over its share (STAGE_BUDGET below) prints a warning naming
 # the tests that grew most against tests/test-times.tsv, the times measured
@@ -86,12 +86,12 @@ JOBS=$(nproc)
 stage release
 # the code style (.clang-format) over src/ include/ tests/ python/src/: a drift fails here
 bash tools/format.sh --check
-# the front ends are clients of include/ (README "Architecture"): a stray internal include fails here
+# the front ends are clients of include/ (docs/architecture.md "Architecture"): a stray internal include fails here
 bash tools/check-includes.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DNOFALL_TEST_HOOKS=ON
 cmake --build build -j "$JOBS"
 # which machine this log comes from: results are bitwise only per machine
-# (README "Determinism"), so a failure report must say where it ran
+# (docs/numerics.md "Determinism"), so a failure report must say where it ran
 echo "test.sh: CPU: $CPU_NAME ($(nproc) cores)"
 build/nofall devices | sed -n 's/^  cpu  /test.sh: cpu backend: /p'
 if [ "$QUICK" = 1 ]; then
