@@ -196,7 +196,7 @@ if command -v valgrind >/dev/null 2>&1; then
 else
   echo "test.sh: valgrind not found: memcheck stage skipped"
 fi
-# 6. the Python package (python/, README "Python"): a fresh venv, pip install
+# 6. the Python package (python/, docs/python.md): a fresh venv, pip install
 #    ./python (scikit-build-core from PyPI builds the _nofall extension with
 #    this repository's CMake; OpenCL when found; CUDA off here, as the Python
 #    tests run on cpu) with the test extras, then pytest: parity against the
