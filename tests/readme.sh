@@ -31,7 +31,7 @@ fi
 # what the examples promise
 has() { [ -s "$T/$1" ] && ok "$1 written" || bad "$1 missing"; }
 has out/iris/predictions.csv; has out/iris/probabilities.csv; has out/iris-ft/predictions.csv
-has models/mitra-iris/model.safetensors; has out/tabstar/predictions.csv
+has models/mitra-small-iris/model.safetensors; has out/tabstar/predictions.csv
 has out/region/probabilities.npy; has out/annotated.vcf.gz; has out/annotated.vcf.gz.report.json
 [ "$(wc -l < "$T/out/iris/predictions.csv")" = "$(wc -l < "$T/tests/fixtures/predict/iris/test.csv")" ] &&
   ok "one prediction per test row" || bad "predictions.csv: not one line per test row"
