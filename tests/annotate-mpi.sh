@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# annotate-mpi.sh BIN TMP [MPIRUN] -- `mpirun -np N nofall annotate` (README
+# annotate-mpi.sh BIN TMP [MPIRUN] -- `mpirun -np N nofall annotate` (docs/cli.md
 # "Running on a cluster with mpirun"): on the annotate fixture
 # (tests/fixtures/annotate) with a small gen-weights model (context 100:
 # windows of 401), the .tsv and the --raw-score .vcf of a 2-rank job are

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh [--quick] -- set up, build (release + sanitizers) and run the whole test suite.
-# This is the README's test command and what CI (.ci/run) runs.
+# This is the README's test command ("The two commands") and what CI (.ci/run) runs.
 #   --quick: the inner loop (a few minutes): the release build and the ctest
 #            label "quick" (unit tests, the op conformance suite, one small
 #            run per model and backend, the hostile corpus); not a substitute
