@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # annotate-scaling.sh -- variants/s of `mpirun -np N nofall annotate` for
 # several N on the same VCF, and the ratio to -np 1 (a benchmark, not a
-# test; README "Running on a cluster with mpirun"). Each rank gets one core
+# test; docs/cli.md "Running on a cluster with mpirun"). Each rank gets one core
 # and one OpenMP thread (--bind-to core, OMP_NUM_THREADS=1), so the ratio is
 # the scaling over ranks; the plain run (no mpirun, every core's threads) is
 # printed beside it. Every job's output is checked byte-identical to -np 1's.

@@ -475,6 +475,16 @@ NF_API int nf_finetune(nf_model * m, const struct nf_finetune_data * d, const st
  * later nf_model_load (and upstream's from_pretrained) reads strictly. */
 NF_API int nf_model_save(nf_model * m, const char * dir, nf_err * err);
 
+/* ---- version and build (issue #29: install) --------------------------------- */
+/* This build's version: the CMake project version plus the git commit it was
+ * built from, "0.1.0+g<12 hex>" (".dirty" appended for uncommitted changes;
+ * NF_VERSION, the API's version, is the part before the "+"). Static string. */
+NF_API const char * nf_version(void);
+/* "nofall VERSION\nbackends: cpu, opencl, cuda\ngemm: cpu: oneDNN ...\n...":
+ * the backends compiled in and the GEMM library each calls, malloc'ed
+ * (release with nf_free); NULL and err set on failure. */
+NF_API char * nf_build_info(nf_err * err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# annotate-mpi.sh BIN TMP [MPIRUN] -- `mpirun -np N nofall annotate` (README
+# annotate-mpi.sh BIN TMP [MPIRUN] -- `mpirun -np N nofall annotate` (docs/cli.md
 # "Running on a cluster with mpirun"): on the annotate fixture
 # (tests/fixtures/annotate) with a small gen-weights model (context 100:
 # windows of 401), the .tsv and the --raw-score .vcf of a 2-rank job are
@@ -20,7 +20,7 @@ ok()  { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # one thread a process, in every run: the forwards of the plain run and of
-# the ranks then have the same GEMM splits (README "Determinism")
+# the ranks then have the same GEMM splits (docs/numerics.md "Determinism")
 export OMP_NUM_THREADS=1
 # localhost, more ranks than cores allowed; no CMA single-copy (containers
 # without ptrace between processes)

@@ -59,7 +59,7 @@ done
 
 # bounded memory: processing the stream 3 rows at a time is another code path
 # (other GEMM shapes, so the BLAS may pick other kernels): the same logits
-# within fp32 rounding (README "Determinism"), not necessarily the same bytes
+# within fp32 rounding (docs/numerics.md "Determinism"), not necessarily the same bytes
 if "$BIN" run --model "$T/full" --out "$T/run4" --chunk-rows 3 > /dev/null 2>&1 &&
    python3 "$(dirname "$0")/npy-close.py" "$T/run4/logits.npy" "$T/run/logits.npy" > "$T/chunk.cmp"; then
   ok "--chunk-rows 3: $(cat "$T/chunk.cmp")"
@@ -71,7 +71,7 @@ fi
   && ok "--chunk-rows 3 twice: identical bytes" || bad "--chunk-rows 3 is not repeatable"
 
 # many queries: --query-chunk 3 streams the 8 queries 3 at a time against the
-# support computed once (README "Many test rows"): within rounding of the
+# support computed once (docs/architecture.md "Many test rows"): within rounding of the
 # all-at-once forward, and report.json says so
 if "$BIN" run --model "$T/full" --out "$T/run6" --query-chunk 3 > /dev/null 2>&1 &&
    python3 "$(dirname "$0")/npy-close.py" "$T/run6/logits.npy" "$T/run/logits.npy" > "$T/qchunk.cmp"; then
@@ -130,7 +130,7 @@ expect_fail extra-keys "unexpected 'layers.2." "$BIN" run --model "$T/wrongcfg" 
 expect_fail unknown-device "unknown device 'tpu:0'" "$BIN" run --model "$T/small" --device tpu:0 --out "$T/o-dev"
 no_artifacts "$T/o-dev" unknown-device
 # a failed run over a previous result set leaves it exactly as it was (the
-# set is replaced only by a complete, verified new one: README "Output sets")
+# set is replaced only by a complete, verified new one: docs/outputs.md "Output sets")
 cp -r "$T/tr" "$T/o-stale"
 expect_fail stale "unknown device" "$BIN" run --model "$T/small" --device tpu:0 --out "$T/o-stale"
 if diff -r "$T/tr" "$T/o-stale" > /dev/null && ! ls -a "$T" | grep -q '^\.o-stale\.nofall'; then

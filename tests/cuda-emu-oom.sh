@@ -33,7 +33,7 @@ oom() { # name, memory cap in bytes, text the message must hold
         printf '%s' "$msg" | grep -q -- "$w" || fail "$name: the message lacks '$w'"
     done
     printf '%s' "$msg" | grep -q "RESULT\|PREDICTED_CLASS" && fail "$name: it printed results"
-    # a failed run keeps what --out held (README "Output sets")
+    # a failed run keeps what --out held (docs/outputs.md "Output sets")
     for f in logits.npy report.json; do
         [ "$(cat "$out/$f" 2>/dev/null)" = stale ] || fail "$name: $out/$f changed: a failed run must keep the previous results"
     done

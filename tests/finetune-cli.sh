@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# finetune-cli.sh BIN TMP -- `nofall finetune` (README "Fine-tuning") on tiny
+# finetune-cli.sh BIN TMP -- `nofall finetune` (docs/mitra.md "Fine-tuning") on tiny
 # gen-weights Mitra models: the output set (weights, logs, report.json), the
 # markers; the written checkpoint has the input's keys and loads with `run`
 # and `predict`; the weights moved; --steps = --fine-tune-steps; every bad

@@ -31,7 +31,7 @@ static int nf_test_fails = 0, nf_test_checks = 0;
     CHECK(strstr((err)->msg, (needle)) != NULL, "message \"%s\" lacks \"%s\"", (err)->msg, (needle))
 
 /* Two results of the same computation along different code paths (another
- * chunking, another GEMM kernel) agree within fp32 rounding: the README's
+ * chunking, another GEMM kernel) agree within fp32 rounding: docs/numerics.md's
  * "Determinism" bound, max |a-b| <= max_abs * s and mean |a-b| <= mean_abs * s,
  * s = max(1, max |b|), finite exactly where the other is. Prints the figures. */
 static inline int nf_test_close(const char * what, const float * a, const float * b, size_t n, double max_abs,

@@ -7,7 +7,7 @@ kernel) agree within fp32 rounding: same shape, both finite where the other
 is, max |a - b| <= MAX_ABS * max(1, max |b|) and mean |a - b| <= MEAN_ABS *
 max(1, max |b|). The defaults are the bounds the fixtures hold a backend to
 against upstream PyTorch, i.e. what a different summation order may cost
-(see README, "Determinism"). Prints the figures; exit 1 if not within.
+(see docs/numerics.md, "Determinism"). Prints the figures; exit 1 if not within.
 Standard library only (CI has no numpy)."""
 import ast
 import math

@@ -1,9 +1,9 @@
 #!/bin/bash
-# options.sh NOFALL README.md -- the option table (src/cli/options.def) as users see it: for every
+# options.sh NOFALL docs/cli.md -- the option table (src/cli/options.def) as users see it: for every
 # command, `nofall CMD --help` (exit 0) lists each of its options and equals `nofall help CMD`, the
 # man page lists them too, an unknown option is refused (exit 2, named, with the command's --help),
 # no option name has two rows in one command; the bash completion completes from the table; and the
-# README's command reference ("The command line") names exactly the table's options per command.
+# docs/cli.md's command reference ("The command line") names exactly the table's options per command.
 set -u
 NF=$1
 README=$2
@@ -75,12 +75,12 @@ compl() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
   [ "$(compl nofall gen-weights sp)" = sptransformer ] && ok "bash completion: commands, options, choices" ||
   bad "bash completion: '$(compl nofall run --prec)' '$(compl nofall run --precision '')' '$(compl nofall predict --ta)'"
 
-# the README's command reference against the table
+# the command reference (docs/cli.md) against the table
 if python3 - "$README" "$T" $cmds << 'PY'; then
 import re, sys
 readme, tmp, cmds = sys.argv[1], sys.argv[2], sys.argv[3:]
 text = open(readme, encoding="utf-8").read()
-sec = text.split("\n## The command line\n", 1)[1]
+sec = text.split("\n## Commands\n", 1)[1]
 block = sec.split("```", 2)[1]
 doc, cur = {}, None
 for line in block.splitlines():
@@ -102,22 +102,22 @@ for c in cmds:
     table = set(open(f"{tmp}/{c}.opts").read().split())
     mine = doc.get(c, set()) - {"--help"}
     if table - mine:
-        print(f"  README lacks for {c}: {' '.join(sorted(table - mine))}")
+        print(f"  docs/cli.md lacks for {c}: {' '.join(sorted(table - mine))}")
         good = False
     if mine - table:
-        print(f"  README has for {c}, the table not: {' '.join(sorted(mine - table))}")
+        print(f"  docs/cli.md has for {c}, the table not: {' '.join(sorted(mine - table))}")
         good = False
     if c not in doc and c != "devices":
-        print(f"  README has no line for {c}")
+        print(f"  docs/cli.md has no line for {c}")
         good = False
 if set(doc) - set(cmds):
-    print(f"  README names commands nofall lacks: {sorted(set(doc) - set(cmds))}")
+    print(f"  docs/cli.md names commands nofall lacks: {sorted(set(doc) - set(cmds))}")
     good = False
 sys.exit(0 if good else 1)
 PY
-  ok "README's command reference = the option table"
+  ok "docs/cli.md's command reference = the option table"
 else
-  bad "README's command reference differs from the option table"
+  bad "docs/cli.md's command reference differs from the option table"
 fi
 
 [ $fails = 0 ] && echo "options: all passed" || echo "options: $fails failed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # predict-mpi.sh BIN TMP FIXTURES [MPIRUN] [quick] -- `mpirun -np N nofall predict`
-# (README "Running on a cluster with mpirun"): the test rows sharded over the
+# (docs/cli.md "Running on a cluster with mpirun"): the test rows sharded over the
 # ranks, rank 0 writing. With a small gen-weights model: predictions.csv,
 # probabilities.csv and logits.npy of 1-, 2- and 3-rank jobs are
 # byte-identical to the plain run (no mpirun) of the same build --
@@ -25,7 +25,7 @@ ok()  { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # one thread a process, in every run: the plain run's GEMMs and the ranks'
-# then have the same splits (README "Determinism")
+# then have the same splits (docs/numerics.md "Determinism")
 export OMP_NUM_THREADS=1
 # localhost, more ranks than cores allowed; no CMA single-copy; under
 # AddressSanitizer the ranks without leak checking (Open MPI's own

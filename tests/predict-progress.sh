@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # predict-progress.sh NOFALL TMPDIR FIXTURES -- `nofall predict`'s progress
-# bar (src/cli/progress.c, README "Progress") with a small Mitra model on the
+# bar (src/cli/progress.c, docs/cli.md "Progress") with a small Mitra model on the
 # iris fixture, 3 members: in a pipe nothing on stderr (the same with
 # --quiet); on a pseudo-terminal (script(1), else a Python pty) the bar,
 # 0/3 .. 3/3 forwards; --quiet there: none; --progress in a pipe: the bar;

@@ -125,7 +125,7 @@ q = r["queries"]
 check("support computed once per estimator", q["support_passes"] == 1, str(q))
 n_train = sum(1 for _ in open(f"{d}/train.csv")) - 1
 if n_train > 8192:
-    # a random 8,192-row subset per 1,024 test rows and member (README "More than 8,192 training rows")
+    # a random 8,192-row subset per 1,024 test rows and member (docs/mitra.md "More than 8,192 training rows")
     n_test = len(pred)
     check("support subsets", q["support_subsets"] is True and q["support_rows"] == 8192 and
           q["forwards"] == c["n_estimators"] * -(-n_test // 1024), str(q))

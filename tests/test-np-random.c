@@ -5,7 +5,7 @@
  * choice(n, min(k, n), replace=False) calls in sequence, each compared on its
  * first and last 8 indices and a checksum of the whole draw; plus the
  * MT19937 reference outputs of init_genrand(5489) and that every draw is a
- * permutation. Then the subsets in use (README "More than 8,192 training
+ * permutation. Then the subsets in use (docs/mitra.md "More than 8,192 training
  * rows"): a predictor on 8,200 training rows, 1,030 test rows (two chunks),
  * two members -- each chunk's logits equal, bit for bit, a direct forward on
  * that chunk with the support the replayed RandomState picks (the fit's 2 x 9

@@ -1,4 +1,4 @@
-/* test-stream.c -- Mitra's queries in passes (README "Many test rows"):
+/* test-stream.c -- Mitra's queries in passes (docs/architecture.md "Many test rows"):
  *   1. STREAM (query_chunk 7 < n_query): the support computed once
  *      ("support_passes" 1), the same FLOPs as the all-at-once (JOINT)
  *      forward, logits within fp32 rounding of it; twice: identical bytes;

@@ -113,7 +113,7 @@ int main(int argc, char ** argv) {
     const int64_t chunked = forward(be, m, &a, a4, &err);
     CHECK(chunked == 0, "chunked forward over the kept workspace allocates nothing (%lld)", (long long) chunked);
     /* another chunking is another code path (other GEMM shapes): equal within
-     * fp32 rounding, not necessarily bytes (README "Determinism") */
+     * fp32 rounding, not necessarily bytes (docs/numerics.md "Determinism") */
     CHECK(nf_test_close("chunked vs unchunked", a4, a1, na, 1e-5, 1e-6), "chunked forward: logits within rounding");
     nf_model_set_option(m, "chunk_rows", 0, &err);
 

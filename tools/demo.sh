@@ -11,7 +11,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$(nproc)"
 [ -f models/mitra-synthetic/model.safetensors ] || build/nofall gen-weights mitra --out models/mitra-synthetic --seed 0
 build/nofall run --model models/mitra-synthetic --device "$DEVICE" --out out/seed42 --seed 42
-# fine-tuning (README "Fine-tuning"): a small model, a small table, 3 steps
+# fine-tuning (docs/mitra.md "Fine-tuning"): a small model, a small table, 3 steps
 [ -f models/mitra-small/model.safetensors ] ||
   build/nofall gen-weights mitra --out models/mitra-small --seed 0 --dim 32 --layers 2 --heads 4
 mkdir -p out

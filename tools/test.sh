@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # test.sh [--quick] -- set up, build (release + sanitizers) and run the whole test suite.
-# This is the README's test command and what CI (.ci/run) runs.
+# This is the README's test command ("The two commands") and what CI (.ci/run) runs.
 #   --quick: the inner loop (a few minutes): the release build and the ctest
 #            label "quick" (unit tests, the op conformance suite, one small
 #            run per model and backend, the hostile corpus); not a substitute
 #            for the full command before a stop.
-# Budget (README "Tests"): the whole command in 25 minutes on 2 cores. Each
+# Budget (docs/development.md "Tests"): the whole command in 25 minutes on 2 cores. Each
 # stage prints its duration; the end prints the ten slowest tests and the
 # total. A stage over its share (STAGE_BUDGET below) prints a warning naming
 # the tests that grew most against tests/test-times.tsv, the times measured
@@ -86,12 +86,12 @@ JOBS=$(nproc)
 stage release
 # the code style (.clang-format) over src/ include/ tests/ python/src/: a drift fails here
 bash tools/format.sh --check
-# the front ends are clients of include/ (README "Architecture"): a stray internal include fails here
+# the front ends are clients of include/ (docs/architecture.md "Architecture"): a stray internal include fails here
 bash tools/check-includes.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DNOFALL_TEST_HOOKS=ON
 cmake --build build -j "$JOBS"
 # which machine this log comes from: results are bitwise only per machine
-# (README "Determinism"), so a failure report must say where it ran
+# (docs/numerics.md "Determinism"), so a failure report must say where it ran
 echo "test.sh: CPU: $CPU_NAME ($(nproc) cores)"
 build/nofall devices | sed -n 's/^  cpu  /test.sh: cpu backend: /p'
 if [ "$QUICK" = 1 ]; then
@@ -196,7 +196,7 @@ if command -v valgrind >/dev/null 2>&1; then
 else
   echo "test.sh: valgrind not found: memcheck stage skipped"
 fi
-# 6. the Python package (python/, README "Python"): a fresh venv, pip install
+# 6. the Python package (python/, docs/python.md): a fresh venv, pip install
 #    ./python (scikit-build-core from PyPI builds the _nofall extension with
 #    this repository's CMake; OpenCL when found; CUDA off here, as the Python
 #    tests run on cpu) with the test extras, then pytest: parity against the

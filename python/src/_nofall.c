@@ -889,7 +889,7 @@ PyMODINIT_FUNC PyInit__nofall(void) {
     Py_INCREF(NfInputError);
     PyModule_AddObject(m, "NofallError", NfError);
     PyModule_AddObject(m, "NofallInputError", NfInputError);
-    PyModule_AddStringConstant(m, "__version__", NF_VERSION);
+    PyModule_AddStringConstant(m, "__version__", nf_version()); /* as `nofall --version` */
     if (PyModule_AddFunctions(m, nf_py_genomics_methods) != 0) return NULL;
     return m;
 }

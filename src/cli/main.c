@@ -114,7 +114,19 @@ static int nf_main(int argc, char ** argv) {
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("nofall %s\n", NF_VERSION);
+        /* the version with its git commit, the backends built in, their GEMM libraries */
+        nf_err err = {0};
+        char * text = nf_build_info(&err);
+        if (!text) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return 1;
+        }
+        const int ok = fputs(text, stdout) >= 0 && fflush(stdout) == 0;
+        nf_free(text);
+        if (!ok) {
+            fprintf(stderr, "error: writing to stdout failed\n");
+            return 1;
+        }
         return 0;
     }
     char e[256];

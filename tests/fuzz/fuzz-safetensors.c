@@ -2,7 +2,7 @@
  * the checks behind nf__st_open) on arbitrary bytes. Any result code is
  * fine; a crash, a hang or a sanitizer report is a bug. Accepted files must
  * describe tensors inside the buffer: every byte of every tensor is read.
- * Built with -DNOFALL_FUZZ=ON (tools/test.sh stage 4; README "Fuzzing"). */
+ * Built with -DNOFALL_FUZZ=ON (tools/test.sh stage 4; docs/hostile-input.md "Fuzzing"). */
 #include "io/nf-io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size);

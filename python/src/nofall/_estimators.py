@@ -30,11 +30,31 @@ _models = {}
 _models_lock = threading.Lock()
 
 
-def _load_model(model_dir, device, variant=None):
+# where an estimator's weights come from, for the message when no model_dir was given (README "Getting
+# the official weights")
+_WEIGHTS_HELP = {
+    "MitraClassifier": "a Mitra classifier directory (config.json + model.safetensors), e.g. "
+                       "`huggingface-cli download autogluon/mitra-classifier --local-dir models/mitra-classifier`",
+    "MitraRegressor": "a Mitra regressor directory (config.json + model.safetensors), e.g. "
+                      "`huggingface-cli download autogluon/mitra-regressor --local-dir models/mitra-regressor`",
+    "TabSTAR": "a TabSTAR directory (config.json + model.safetensors from Hugging Face alana89/TabSTAR, and "
+               "vocab.txt from intfloat/e5-small-v2), e.g. `huggingface-cli download alana89/TabSTAR config.json "
+               "model.safetensors --local-dir models/tabstar` and `huggingface-cli download intfloat/e5-small-v2 "
+               "vocab.txt --local-dir models/tabstar`",
+}
+
+
+def _load_model(model_dir, device, variant=None, estimator="MitraClassifier"):
     """one loaded model per (directory, device, variant) in the process: estimators and their clones share
     it (variant: e.g. the TabSTAR adapter merged into it)"""
     if model_dir is None:
-        raise ValueError("model_dir is None: the Mitra checkpoint directory (config.json, model.safetensors) is needed")
+        kind = "TabSTAR" if estimator.startswith("TabSTAR") else estimator
+        raise ValueError(f"{estimator}: no model directory given (model_dir=None). nofall ships no weights: pass "
+                         f"{_WEIGHTS_HELP.get(kind, _WEIGHTS_HELP['MitraClassifier'])}, as "
+                         f"{estimator}(\"models/...\"); `nofall verify --model DIR --device cpu --against cpu` "
+                         f"checks a download. For a try-out without downloading, nofall.gen_weights(...) writes "
+                         f"random synthetic weights in the official layout (see the README, \"Getting the "
+                         f"official weights\").")
     key = (os.path.realpath(os.fspath(model_dir)), device, variant)
     with _models_lock:
         m = _models.get(key)
@@ -208,7 +228,7 @@ class _MitraBase(BaseEstimator):
             raise ValueError("X_val and y_val go together")
         if X_val is not None and not self.fine_tune:
             raise ValueError("X_val / y_val are the fine-tuning's validation data: they need fine_tune=True")
-        model = _load_model(self.model_dir, self.device)
+        model = _load_model(self.model_dir, self.device, estimator=type(self).__name__)
         _check_model_type(model, self.model_dir, "mitra", self._task == _TASK_CLASSIFICATION, type(self).__name__)
         cols, n = self._columns(X, reset=True)
         if n == 0 or not cols:
@@ -286,7 +306,8 @@ class _MitraBase(BaseEstimator):
         check_is_fitted(self, "_state_")
         cols, n = self._columns(X, reset=False)
         pred = self._predictor()
-        model = self._cache_.get("model") or _load_model(self.model_dir, self.device)
+        model = self._cache_.get("model") or _load_model(self.model_dir, self.device,
+                                                         estimator=type(self).__name__)
         k = self.report_["n_outputs"]
         out = np.empty((n, k) if self._task == _TASK_CLASSIFICATION else (n,), dtype=np.float64)
         lg = np.empty((self.report_["n_estimators"], n, k), dtype=np.float32) if logits else None

@@ -60,7 +60,7 @@ class _TabSTARBase(BaseEstimator):
 
     def _model(self):
         adapter = None if self.adapter is None else os.path.realpath(os.fspath(self.adapter))
-        return _load_model(self.model_dir, self.device, adapter)
+        return _load_model(self.model_dir, self.device, adapter, estimator=type(self).__name__)
 
     def _fit(self, X, y):
         classifier = self._task == _TASK_CLASSIFICATION
