@@ -61,6 +61,12 @@ NF_API int64_t nf_genes_count(const nf_genes * gs);
 /* strands of the genes overlapping pos (1-based): bit 1 '+', bit 2 '-';
  * protein_coding: only genes of that type */
 NF_API int nf_genes_strands(const nf_genes * gs, const char * contig, int64_t pos, int protein_coding);
+/* the genes overlapping pos (1-based; protein_coding: only genes of that
+ * type), ordered by start then name: up to max of them into names (gene_name,
+ * else gene_id; owned by gs) and strands ('+' / '-'); returns how many there
+ * are in all */
+NF_API int nf_genes_at(const nf_genes * gs, const char * contig, int64_t pos, int protein_coding, const char ** names,
+                       char * strands, int max);
 
 /* ---- annotate ------------------------------------------------------------------ */
 #define NF_ANNOTATE_TISSUES 15
@@ -87,7 +93,13 @@ typedef struct nf_annotate_opts {
     int protein_coding; /* only protein-coding genes give strands         */
     int no_reuse;       /* every window in full (the model's batch_reuse 0) */
     int64_t batch;      /* windows per forward, 2..4096 (16)              */
+    int format;         /* a VCF / BCF's INFO: NF_ANNOTATE_FORMAT_* (0: SpliceAI's) */
 } nf_annotate_opts;
+enum {
+    NF_ANNOTATE_FORMAT_SPLICEAI = 0,     /* INFO/SpliceAI ALLELE|SYMBOL|DS_AG|DS_AL|DS_DG|DS_DL|DP_AG|DP_AL|DP_DG|DP_DL
+                                            per ALT and overlapping gene; INFO/SPT_DS, SPT_TISSUES per ALT */
+    NF_ANNOTATE_FORMAT_SPTRANSFORMER = 1 /* upstream's: INFO/SPT ALT|DELTA_SPLICE|<15 tissues> per scored ALT */
+};
 NF_API void nf_annotate_opts_init(nf_annotate_opts * o); /* zeros, device "cpu", batch 16 */
 
 /* the counts (summed over the ranks of a sharded run) */

@@ -74,7 +74,7 @@ done
 for f in np1.vcf np2.vcf; do
   cmp -s plain.vcf "$f" && ok "$f = plain.vcf (--raw-score, $(grep -vc '^#' plain.vcf) records, byte for byte)" || { bad "$f differs from plain.vcf"; diff plain.vcf "$f" | head; }
 done
-grep -q '^##INFO=<ID=SPT,' np2.vcf && [ "$(grep -c '^#CHROM' np2.vcf)" = 1 ] && ok "np2.vcf: one header, with INFO/SPT" || bad "np2.vcf header"
+grep -q '^##INFO=<ID=SpliceAI,' np2.vcf && [ "$(grep -c '^#CHROM' np2.vcf)" = 1 ] && ok "np2.vcf: one header, with INFO/SpliceAI" || bad "np2.vcf header"
 grep -q 'on 2 ranks' np2-tsv.err && ok "np2: the summary says 2 ranks" || bad "np2: no '2 ranks' summary"
 [ "$(grep -c '^EXIT_CODE=0' np2-tsv.out)" = 1 ] && [ "$(grep -c '^RECORDS=' np2-tsv.out)" = 1 ] && ok "np2: markers printed once (rank 0)" || { bad "np2 markers"; cat np2-tsv.out; }
 python3 - plain.tsv.report.json np2.tsv.report.json <<'EOF' && ok "np2 report: the totals of the plain run, ranks 2" || bad "np2 report"

@@ -70,7 +70,7 @@ EOF
 # 2. --raw-score as a .vcf on a subset: both strands, a window cut by the contig
 # end, a deletion (skipped, kept in the VCF), no gene (score 0)
 { grep '^#' input.vcf; awk -F'\t' '!/^#/ && (($1=="chr1" && ($2==13000 || $2==9000 || $2==25000)) || ($1=="chr3" && $2==8050))' input.vcf; } > sub.vcf
-if "$BIN" annotate --model m --vcf sub.vcf --fasta genome.fa --genes genes.gtf --out sub.vcf.out.vcf --raw-score --batch 2 --device "$DEVICE" > sub.out 2> sub.err; then
+if "$BIN" annotate --model m --vcf sub.vcf --fasta genome.fa --genes genes.gtf --out sub.vcf.out.vcf --raw-score --batch 2 --format sptransformer --device "$DEVICE" > sub.out 2> sub.err; then
   ok "annotate --raw-score --batch 2 -> .vcf: exit 0"
 else
   bad "annotate --raw-score .vcf: exit $?"; cat sub.err
@@ -176,7 +176,71 @@ for plain, gz in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
     if gzip.decompress(raw) != open(plain, "rb").read():
         sys.exit(f"{gz} decompressed differs from {plain}")
 EOF
-grep -q '^##INFO=<ID=SPT,' s.vcf && [ "$(grep -vc '^#' s.vcf)" = 19 ] && ok "s.vcf: INFO/SPT header, 19 records" || bad "s.vcf"
+# the default VCF layout is SpliceAI's (+ SPT_DS / SPT_TISSUES per ALT); --format sptransformer: upstream's INFO/SPT
+small s-spt --vcf input.vcf --out s-spt.vcf --format sptransformer
+grep -q '^##INFO=<ID=SPT,' s-spt.vcf && ! grep -q 'SpliceAI' s-spt.vcf && [ "$(grep -vc '^#' s-spt.vcf)" = 19 ] &&
+  ok "s-spt.vcf (--format sptransformer): INFO/SPT header, 19 records" || bad "s-spt.vcf"
+python3 - s.vcf s-spt.vcf ms <<'EOF' && ok "s.vcf: SpliceAI header and entries (one per scored ALT and gene), SPT_DS = INFO/SPT's DELTA_SPLICE per ALT, '.' for the unscored, provenance line with the weights' SHA-256" || bad "s.vcf (SpliceAI layout)"
+import hashlib, re, sys
+vcf, spt, model = sys.argv[1:4]
+lines = open(vcf).read().splitlines()
+hdr = [l for l in lines if l.startswith("##")]
+prov = [l for l in hdr if l.startswith("##nofall_annotate=<")]
+sha = hashlib.sha256(open(model + "/model.safetensors", "rb").read()).hexdigest()
+assert len(prov) == 1 and "model.safetensors:sha256:" + sha in prov[0], prov
+sai = [l for l in hdr if l.startswith("##INFO=<ID=SpliceAI,Number=.,Type=String")]
+assert len(sai) == 1 and "Format: ALLELE|SYMBOL|DS_AG|DS_AL|DS_DG|DS_DL|DP_AG|DP_AL|DP_DG|DP_DL|Consequence\">" in sai[0]
+assert any(l.startswith("##INFO=<ID=SPT_DS,Number=A,Type=Float") for l in hdr)
+assert any(l.startswith("##INFO=<ID=SPT_TISSUES,Number=A,Type=String") for l in hdr)
+genes = {}
+for l in open("genes.gtf"):
+    f = l.split("\t")
+    if len(f) > 8 and f[2] == "gene":
+        genes[re.search(r'gene_name "([^"]+)"', f[8]).group(1)] = f[6]
+def info(l):
+    return dict(kv.split("=", 1) for kv in l.split("\t")[7].split(";") if "=" in kv)
+old = {tuple(l.split("\t")[:5]): info(l) for l in open(spt) if not l.startswith("#")}
+n_entries = 0
+for l in lines:
+    if l.startswith("#"):
+        continue
+    f = l.split("\t")
+    i, o = info(l), old[tuple(f[:5])]
+    alts = f[4].split(",")
+    spt_ds = {v.split("|")[0]: v.split("|")[1] for v in o.get("SPT", "").split(",") if v}
+    if not spt_ds:
+        assert "SPT_DS" not in i and "SpliceAI" not in i, l
+        continue
+    ds = i["SPT_DS"].split(",")
+    assert len(ds) == len(alts), l
+    for a, d in zip(alts, ds):
+        assert (d == ".") == (a not in spt_ds), (l, a)
+        if a in spt_ds:
+            assert abs(float(d) - float(spt_ds[a])) < 1e-6, (l, a, d, spt_ds[a])
+    for e in i.get("SpliceAI", "").split(","):
+        if not e:
+            continue
+        v = e.split("|")
+        assert len(v) == 11 and v[0] in spt_ds and v[1] in genes and v[10] == ".", e
+        assert all(re.fullmatch(r"-?\d\.\d\d", x) for x in v[2:6]) and all(-100 <= int(x) <= 100 for x in v[6:10]), e
+        n_entries += 1
+assert n_entries >= 10, n_entries
+EOF
+# bcftools (Debian's): +split-vep splits the SpliceAI entries by their Format, norm -m-any the Number=A tags per ALT
+if command -v bcftools > /dev/null; then
+  bcftools +split-vep -a SpliceAI -d -f '%POS\t%ALT\t%SYMBOL\t%DS_DG\t%DP_DG\n' s.vcf > sv.txt 2> sv.err &&
+    [ "$(wc -l < sv.txt)" = "$(grep -v '^#' s.vcf | grep -o 'SpliceAI=[^;]*' | tr ',' '\n' | wc -l)" ] &&
+    grep -qP '^14000\t[TA,]+\tGB\t' sv.txt && ok "bcftools +split-vep -a SpliceAI: one line per entry ($(wc -l < sv.txt))" ||
+    { bad "bcftools +split-vep"; cat sv.err; head -3 sv.txt; }
+  bcftools norm -m-any s.vcf 2> norm.err | grep -v '^#' > norm.txt &&
+    [ "$(grep -cP '^chr1\t7000\t' norm.txt)" = 2 ] &&
+    grep -P '^chr1\t7000\t.*\tGT\t' norm.txt | grep -q 'SPT_DS=\.;SPT_TISSUES=\.' &&
+    grep -P '^chr1\t14000\t.*\tA\t' norm.txt | grep -q 'SPT_DS=0' &&
+    ok "bcftools norm -m-any: each split record keeps its own ALT's SPT_DS / SPT_TISSUES ('.' for the unscored GT)" ||
+    { bad "bcftools norm -m-any"; cat norm.err; grep -P '\t(7000|14000)\t' norm.txt | cut -c1-200; }
+else
+  echo "skip bcftools checks (no bcftools: apt-get install bcftools)"
+fi
 # stdout full or closed: the markers cannot be written, so the run fails before its
 # output and report replace the previous ones (issue #27: they were replaced first)
 cp s.tsv keep-full.tsv && echo previous > keep-full.tsv.report.json && cp keep-full.tsv keep-full.before

@@ -122,17 +122,25 @@ static PyObject * nf_py_stats(const nf_annotate_stats * s) {
 }
 
 /* annotate_file(model, device, vcf, fasta, genes, out, report, raw_score,
- * protein_coding, no_reuse, batch) -> the counts (dict); report: a path or None */
+ * protein_coding, no_reuse, batch, format) -> the counts (dict); report: a
+ * path or None; format: "spliceai" or "sptransformer" */
 static PyObject * nf_py_annotate_file(PyObject * mod, PyObject * args, PyObject * kw) {
-    static char * kwl[] = {"model",     "device",         "vcf",      "fasta", "genes", "out", "report",
-                           "raw_score", "protein_coding", "no_reuse", "batch", NULL};
+    static char * kwl[] = {"model",     "device",         "vcf",      "fasta", "genes",  "out", "report",
+                           "raw_score", "protein_coding", "no_reuse", "batch", "format", NULL};
     nf_annotate_opts o;
     nf_annotate_opts_init(&o);
     const char * report = NULL;
     long long batch = o.batch;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssssssz|pppL", kwl, &o.model, &o.device, &o.vcf, &o.fasta, &o.genes,
-                                     &o.out, &report, &o.raw_score, &o.protein_coding, &o.no_reuse, &batch))
+    const char * format = "spliceai";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssssssz|pppLs", kwl, &o.model, &o.device, &o.vcf, &o.fasta, &o.genes,
+                                     &o.out, &report, &o.raw_score, &o.protein_coding, &o.no_reuse, &batch, &format))
         return NULL;
+    if (strcmp(format, "spliceai") == 0)
+        o.format = NF_ANNOTATE_FORMAT_SPLICEAI;
+    else if (strcmp(format, "sptransformer") == 0)
+        o.format = NF_ANNOTATE_FORMAT_SPTRANSFORMER;
+    else
+        return PyErr_Format(PyExc_ValueError, "format: 'spliceai' or 'sptransformer', not '%s'", format);
     o.batch = (int64_t) batch;
     nf_annotate_stats st;
     memset(&st, 0, sizeof(st));

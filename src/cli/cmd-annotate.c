@@ -16,7 +16,7 @@
 
 struct nf_ann_opts {
     const char *model, *vcf, *fasta, *genes, *out, *device;
-    int raw, protein_coding;
+    int raw, protein_coding, format;
     int no_reuse; /* --no-reuse: every window in full (the model's batch_reuse 0) */
     int progress; /* NF_PROGRESS_AUTO / _QUIET (--quiet) / _FORCE (--progress) */
     int64_t batch;
@@ -46,6 +46,9 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
     o->batch = v.set[NF_O_ANN_BATCH] ? v.i[NF_O_ANN_BATCH] : 16;
     o->raw = v.set[NF_O_RAW_SCORE];
     o->protein_coding = v.set[NF_O_PROTEIN_CODING];
+    o->format = strcmp(nf_cli_opt_str(&v, NF_O_ANN_FORMAT, "spliceai"), "sptransformer") == 0
+                    ? NF_ANNOTATE_FORMAT_SPTRANSFORMER
+                    : NF_ANNOTATE_FORMAT_SPLICEAI;
     o->no_reuse = v.set[NF_O_NO_REUSE];
     o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
     if (!o->model || !o->vcf || !o->fasta || !o->genes || !o->out) {
@@ -145,6 +148,7 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     ao.out = o->out;
     ao.raw_score = o->raw;
     ao.protein_coding = o->protein_coding;
+    ao.format = o->format;
     ao.no_reuse = o->no_reuse;
     ao.batch = o->batch;
     struct nf_cli_outfile of, rf; /* the output, its report */

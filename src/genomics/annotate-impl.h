@@ -26,6 +26,10 @@ struct nf_ann_alt {
     int pending;   /* jobs not yet run */
     float dsplice; /* max over strands */
     float dtissue[NF_ANNOTATE_TISSUES];
+    /* SpliceAI's layout (annotate-score.c), per strand (0 '+', 1 '-'): the
+     * deltas DS_AG, DS_AL, DS_DG, DS_DL and their positions relative to POS */
+    float sai_ds[2][4];
+    int32_t sai_dp[2][4];
     char base;
 };
 
@@ -44,6 +48,9 @@ struct nf_ann_job {
     int64_t L;
     int8_t * ref; /* L ids each */
     int8_t * alt_ids;
+    int strand;  /* 0 '+', 1 '-' (reverse-complemented) */
+    int64_t beg; /* the window's first position (1-based) */
+    int64_t pos; /* the variant's */
 };
 
 struct nf_annotator {
@@ -81,6 +88,9 @@ double nf__ann_now_ms(void);
 int nf__ann_grow(void ** p, int64_t * cap, int64_t need, size_t elem);
 const char * nf__ann_where(const nf_annotator * a, const struct nf_ann_rec * r, char * buf, size_t n);
 /* annotate-score.c */
+/* the GTF's name of chrom (upstream looks genes up under the "chr" name; the
+ * name as written when the GTF has no contig of that name); cn: n bytes */
+const char * nf__ann_gene_contig(const nf_annotator * a, const char * chrom, char * cn, size_t n);
 int nf__ann_record(nf_annotator * a, bcf1_t * b, int64_t index, nf_err * err);
 int nf__ann_run_jobs(nf_annotator * a, nf_err * err);
 /* the 15 tissue values of one ALT (Y/N flags, or raw) */

@@ -60,6 +60,11 @@ static void nf_ann_chr_name(const char * c, char * out, size_t n) {
         snprintf(out, n, "chr%s", c);
 }
 
+const char * nf__ann_gene_contig(const nf_annotator * a, const char * chrom, char * cn, size_t n) {
+    nf_ann_chr_name(chrom, cn, n);
+    return nf_genes_has_contig(a->genes, cn) ? cn : chrom;
+}
+
 static int nf_ann_id(int c) {
     switch (c) {
         case 'A':
@@ -85,6 +90,29 @@ static void nf_ann_probs(const float * lg, float * pr, int64_t rows) {
         for (int c = 0; c < 3; c++) sum += (e[c] = exp((double) x[c] - mx));
         for (int c = 0; c < 3; c++) p[c] = (float) (e[c] / sum);
         for (int c = 3; c < 18; c++) p[c] = (float) (1.0 / (1.0 + exp(-(double) x[c])));
+    }
+}
+
+/* SpliceAI's deltas of one strand (its definitions, spec sptransformer.md;
+ * SpliceAI's spliceai/utils.py get_delta_scores): over the output positions
+ * in genomic order, DS_AG = max(alt - ref) of the acceptor probability,
+ * DS_AL = max(ref - alt), DS_DG / DS_DL the same of the donor's, each DP the
+ * position of its maximum relative to POS (the first one in genomic order on
+ * a tie, numpy's argmax). Row i of a '+' window is position beg + C + i; of a
+ * '-' window (reverse-complemented) beg + L - 1 - C - i. */
+static void nf_ann_score_sai(const float * pr, const float * pa, int64_t rows, int64_t context,
+                             const struct nf_ann_job * jb, struct nf_ann_alt * out) {
+    float * ds = out->sai_ds[jb->strand];
+    int32_t * dp = out->sai_dp[jb->strand];
+    for (int k = 0; k < 4; k++) ds[k] = -INFINITY, dp[k] = 0;
+    for (int64_t n = 0; n < rows; n++) {
+        const int64_t i = jb->strand ? rows - 1 - n : n; /* genomic order */
+        const int64_t gpos = jb->strand ? jb->beg + jb->L - 1 - context - i : jb->beg + context + i;
+        const float * r = pr + i * 18;
+        const float * x = pa + i * 18;
+        const float d[4] = {x[1] - r[1], r[1] - x[1], x[2] - r[2], r[2] - x[2]};
+        for (int k = 0; k < 4; k++)
+            if (d[k] > ds[k]) ds[k] = d[k], dp[k] = (int32_t) (gpos - jb->pos);
     }
 }
 
@@ -162,6 +190,7 @@ int nf__ann_run_jobs(nf_annotator * a, nf_err * err) {
             struct nf_ann_alt * al = &a->recs[jb->rec].alt[jb->alt];
             const float * pr = a->probs + (2 * (j - j0)) * rows * 18;
             nf_ann_score(pr, pr + rows * 18, rows, al);
+            nf_ann_score_sai(pr, pr + rows * 18, rows, a->context, jb, al);
             al->pending--;
             free(jb->ref);
             free(jb->alt_ids);
@@ -231,8 +260,7 @@ int nf__ann_record(nf_annotator * a, bcf1_t * b, int64_t index, nf_err * err) {
         /* the strands: upstream looks the genes up under the "chr" name; the
          * name as written when the GTF has no contig of that name */
         char cn[1024];
-        nf_ann_chr_name(chrom, cn, sizeof(cn));
-        const char * gname = nf_genes_has_contig(a->genes, cn) ? cn : chrom;
+        const char * gname = nf__ann_gene_contig(a, chrom, cn, sizeof(cn));
         al->strands = nf_genes_strands(a->genes, gname, pos, a->o.protein_coding);
         if (!al->strands) {
             a->st.scored_no_gene++;
@@ -316,6 +344,9 @@ int nf__ann_record(nf_annotator * a, bcf1_t * b, int64_t index, nf_err * err) {
             jb->rec = ri;
             jb->alt = i;
             jb->L = L;
+            jb->strand = s - 1;
+            jb->beg = pos - a->flank;
+            jb->pos = pos;
             jb->ref = malloc((size_t) L);
             jb->alt_ids = malloc((size_t) L);
             if (!jb->ref || !jb->alt_ids) {

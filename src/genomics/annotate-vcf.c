@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,6 +56,69 @@ static int nf_ann_put(nf_annotator * a, nf_err * err) {
     return NF_OK;
 }
 
+/* SpliceAI's layout (NF_ANNOTATE_FORMAT_SPLICEAI): INFO/SpliceAI, one
+ * ALLELE|SYMBOL|DS_AG|DS_AL|DS_DG|DS_DL|DP_AG|DP_AL|DP_DG|DP_DL|Consequence
+ * entry per scored ALT and overlapping gene (the gene's strand's deltas,
+ * '%.2f' as SpliceAI writes them; SpliceAI's ten fields first, in its order,
+ * then Consequence, always '.', which bcftools +split-vep before 1.17
+ * requires); INFO/SPT_DS and SPT_TISSUES per ALT (Number=A: '.'
+ * for an ALT not scored; SPT_TISSUES '.' too for one in no gene). Nothing
+ * when no ALT is scored. */
+static int nf_ann_info_spliceai(nf_annotator * a, const struct nf_ann_rec * rc, bcf1_t * b, nf_err * err) {
+    char e[1024];
+    int any = 0;
+    for (int i = 0; i < rc->n_alt; i++) any |= rc->alt[i].skip < 0;
+    if (!any) return NF_OK;
+    kstring_t sai = {0, 0, NULL}, tis = {0, 0, NULL};
+    float * ds = malloc((size_t) rc->n_alt * sizeof(float));
+    if (!ds) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    char cn[1024];
+    const char * gcontig = nf__ann_gene_contig(a, bcf_seqname(a->hdr, b), cn, sizeof(cn));
+    for (int i = 0; i < rc->n_alt; i++) {
+        const struct nf_ann_alt * al = &rc->alt[i];
+        if (i) kputc(',', &tis);
+        if (al->skip >= 0) {
+            bcf_float_set_missing(ds[i]);
+            kputc('.', &tis);
+            continue;
+        }
+        ds[i] = a->o.raw_score ? al->dsplice : roundf(al->dsplice * 100.0f) / 100.0f;
+        if (!al->strands) {
+            kputc('.', &tis);
+            continue;
+        }
+        char vals[NF_ANNOTATE_TISSUES][40];
+        nf__ann_tissue_values(a, al, vals);
+        for (int t = 0; t < NF_ANNOTATE_TISSUES; t++) {
+            if (t) kputc('|', &tis);
+            if (a->o.raw_score)
+                ksprintf(&tis, "%.6g", (double) al->dtissue[t]);
+            else
+                kputs(vals[t], &tis);
+        }
+        const char * names[64];
+        char strands[64];
+        const int ng = nf_genes_at(a->genes, gcontig, b->pos + 1, a->o.protein_coding, names, strands, 64);
+        for (int k = 0; k < ng && k < 64; k++) {
+            const int s = strands[k] == '-';
+            if (!(al->strands & (1 << s))) continue;
+            if (sai.l) kputc(',', &sai);
+            ksprintf(&sai, "%s|%s", b->d.allele[i + 1], names[k]);
+            for (int d = 0; d < 4; d++) ksprintf(&sai, "|%.2f", (double) al->sai_ds[s][d] + 0.0);
+            for (int d = 0; d < 4; d++) ksprintf(&sai, "|%d", (int) al->sai_dp[s][d]);
+            kputs("|.", &sai); /* Consequence: none predicted */
+        }
+    }
+    int bad = bcf_update_info_float(a->hdr, b, "SPT_DS", ds, rc->n_alt) < 0 ||
+              bcf_update_info_string(a->hdr, b, "SPT_TISSUES", tis.s) < 0 ||
+              (sai.l && bcf_update_info_string(a->hdr, b, "SpliceAI", sai.s) < 0);
+    free(ds);
+    free(sai.s);
+    free(tis.s);
+    if (bad) return nf__err_set(err, NF_ERR_IO, "%s: cannot set its INFO", nf__ann_where(a, rc, e, sizeof(e)));
+    return NF_OK;
+}
+
 /* write the pending records (all their jobs done), in input order */
 int nf__ann_flush(nf_annotator * a, nf_err * err) {
     char e[1024];
@@ -65,7 +129,8 @@ int nf__ann_flush(nf_annotator * a, nf_err * err) {
         char vals[NF_ANNOTATE_TISSUES][40], score[32];
         if (a->fmt == NF_ANN_VCF) {
             kstring_t info = {0, 0, NULL};
-            for (int i = 0; i < rc->n_alt; i++) {
+            if (a->o.format == NF_ANNOTATE_FORMAT_SPLICEAI) NF_TRY(nf_ann_info_spliceai(a, rc, b, err));
+            for (int i = 0; a->o.format == NF_ANNOTATE_FORMAT_SPTRANSFORMER && i < rc->n_alt; i++) {
                 const struct nf_ann_alt * al = &rc->alt[i];
                 if (al->skip >= 0) continue;
                 nf__ann_tissue_values(a, al, vals);
@@ -146,10 +211,68 @@ int nf__ann_flush(nf_annotator * a, nf_err * err) {
     return NF_OK;
 }
 
+/* SpliceAI's header lines, and one saying what made the file: nofall's
+ * version, the options that change values, the model and its files' SHA-256 */
+static int nf_ann_header_spliceai(nf_annotator * a, nf_err * err) {
+    char e[1024];
+    static const char * const ids[3] = {"SpliceAI", "SPT_DS", "SPT_TISSUES"};
+    for (int i = 0; i < 3; i++)
+        if (bcf_hdr_get_hrec(a->hdr, BCF_HL_INFO, "ID", ids[i], NULL))
+            return nf__err_set(err, NF_ERR_ARG,
+                               "--vcf %s: already has an INFO/%s field; annotate writes it (or use --format "
+                               "sptransformer)",
+                               nf__esc(e, sizeof(e), a->o.vcf), ids[i]);
+    kstring_t l[4] = {{0, 0, NULL}, {0, 0, NULL}, {0, 0, NULL}, {0, 0, NULL}};
+    ksprintf(&l[0], "##nofall_annotate=<Version=\"%s\",Format=\"spliceai\",Options=\"%s%s\",Model=\"%s\",Files=\"",
+             nf_version(), a->o.raw_score ? " --raw-score" : "", a->o.protein_coding ? " --protein-coding" : "",
+             a->o.model);
+    for (int i = 0; i < nf_model_file_count(a->m); i++) {
+        char hex[65];
+        NF_TRY(nf_model_file_sha256(a->m, i, hex, err));
+        const char *path = nf_model_file_path(a->m, i), *base = strrchr(path, '/');
+        ksprintf(&l[0], "%s%s:sha256:%s", i ? " " : "", base ? base + 1 : path, hex);
+    }
+    kputs("\">", &l[0]);
+    ksprintf(&l[1],
+             "##INFO=<ID=SpliceAI,Number=.,Type=String,Description=\"SpliceAI-layout annotation by nofall from "
+             "SpTransformer's acceptor and donor probabilities: delta scores (DS) and delta positions (DP) for "
+             "acceptor gain (AG), acceptor loss (AL), donor gain (DG) and donor loss (DL), one entry per ALT and "
+             "overlapping gene, over the %lld positions around the variant; Consequence is always . (for "
+             "bcftools +split-vep before 1.17, which needs the field). Format: "
+             "ALLELE|SYMBOL|DS_AG|DS_AL|DS_DG|DS_DL|DP_AG|DP_AL|DP_DG|DP_DL|Consequence\">",
+             (long long) (2 * (a->flank - a->context) + 1));
+    ksprintf(&l[2],
+             "##INFO=<ID=SPT_DS,Number=A,Type=Float,Description=\"SpTransformer's DELTA_SPLICE per ALT (%s): max "
+             "|a_alt - a_ref| over the central positions, a = max(acceptor, donor), both strands of the overlapping "
+             "genes; . for an ALT not scored\">",
+             a->o.raw_score ? "unrounded" : "rounded to 2 decimals, as upstream");
+    ksprintf(&l[3],
+             "##INFO=<ID=SPT_TISSUES,Number=A,Type=String,Description=\"SpTransformer's tissue usage per ALT, %s in "
+             "the order ",
+             a->o.raw_score ? "the raw deltas (%.6g)" : "Y/N: the tissue z-score over its 95% threshold");
+    for (int t = 0; t < NF_ANNOTATE_TISSUES; t++) ksprintf(&l[3], "%s%s", t ? "|" : "", nf__ann_tissues[t]);
+    kputs("; . for an ALT not scored or in no gene\">", &l[3]);
+    int r = 0;
+    for (int i = 0; i < 4; i++) {
+        r |= bcf_hdr_append(a->hdr, l[i].s) < 0;
+        free(l[i].s);
+    }
+    if (r || bcf_hdr_sync(a->hdr) < 0) return nf__err_set(err, NF_ERR_IO, "cannot add the annotation's header lines");
+    return NF_OK;
+}
+
 int nf__ann_write_header(nf_annotator * a, nf_err * err) {
     char e[1024];
     a->ks.l = 0;
-    if (a->fmt == NF_ANN_VCF) {
+    if (a->fmt == NF_ANN_VCF && a->o.format == NF_ANNOTATE_FORMAT_SPLICEAI) {
+        NF_TRY(nf_ann_header_spliceai(a, err));
+        if (a->enc == NF_ANN_BCF) {
+            if (bcf_hdr_write(a->hout, a->hdr) < 0)
+                return nf__err_set(err, NF_ERR_IO, "--out %s: write failed", nf__esc(e, sizeof(e), a->o.out));
+            return NF_OK;
+        }
+        if (bcf_hdr_format(a->hdr, 0, &a->ks) < 0) return nf__err_set(err, NF_ERR_IO, "cannot format the header");
+    } else if (a->fmt == NF_ANN_VCF) {
         if (bcf_hdr_get_hrec(a->hdr, BCF_HL_INFO, "ID", "SPT", NULL))
             return nf__err_set(err, NF_ERR_ARG, "--vcf %s: already has an INFO/SPT field; annotate writes it",
                                nf__esc(e, sizeof(e), a->o.vcf));

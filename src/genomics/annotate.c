@@ -129,9 +129,10 @@ static void nf_ann_discard(nf_annotator * a) {
 }
 
 /* on the wire, per record: int64 index, int32 n_alt; per ALT: int32 skip,
- * float dsplice, float dtissue[15] (one machine type across the job) */
+ * float dsplice, float dtissue[15], float sai_ds[2][4], int32 sai_dp[2][4]
+ * (one machine type across the job) */
 #define NF_ANN_WIRE_REC (8 + 4)
-#define NF_ANN_WIRE_ALT (4 + 4 + 4 * NF_ANNOTATE_TISSUES)
+#define NF_ANN_WIRE_ALT (4 + 4 + 4 * NF_ANNOTATE_TISSUES + 64)
 
 /* this rank's scores of the chunk to rank 0, into its remote records */
 static int nf_ann_exchange(nf_annotator * a, nf_err * err) {
@@ -154,6 +155,8 @@ static int nf_ann_exchange(nf_annotator * a, nf_err * err) {
                 memcpy(p, &sk, 4);
                 memcpy(p + 4, &r->alt[k].dsplice, 4);
                 memcpy(p + 8, r->alt[k].dtissue, 4 * NF_ANNOTATE_TISSUES);
+                memcpy(p + 8 + 4 * NF_ANNOTATE_TISSUES, r->alt[k].sai_ds, 32);
+                memcpy(p + 8 + 4 * NF_ANNOTATE_TISSUES + 32, r->alt[k].sai_dp, 32);
                 p += NF_ANN_WIRE_ALT;
             }
         }
@@ -197,6 +200,8 @@ static int nf_ann_exchange(nf_annotator * a, nf_err * err) {
                 r->alt[k].skip = sk;
                 memcpy(&r->alt[k].dsplice, p + 4, 4);
                 memcpy(r->alt[k].dtissue, p + 8, 4 * NF_ANNOTATE_TISSUES);
+                memcpy(r->alt[k].sai_ds, p + 8 + 4 * NF_ANNOTATE_TISSUES, 32);
+                memcpy(r->alt[k].sai_dp, p + 8 + 4 * NF_ANNOTATE_TISSUES + 32, 32);
             }
             off[w] += NF_ANN_WIRE_REC + (int64_t) na * NF_ANN_WIRE_ALT;
         }

@@ -20,6 +20,7 @@ struct nf_gene {
     int64_t start, end; /* 1-based, inclusive */
     char strand;        /* '+' or '-' */
     char coding;        /* gene_type / gene_biotype "protein_coding" */
+    char * name;        /* gene_name, else gene_id, else "." */
 };
 
 struct nf_gene_contig {
@@ -38,6 +39,7 @@ void nf_genes_free(struct nf_genes * gs) {
     if (!gs) return;
     for (int64_t i = 0; i < gs->n; i++) {
         free(gs->c[i].name);
+        for (int64_t j = 0; j < gs->c[i].n; j++) free(gs->c[i].g[j].name);
         free(gs->c[i].g);
         free(gs->c[i].maxend);
     }
@@ -71,6 +73,29 @@ static int nf_gtf_attr_is(const char * attrs, const char * key, const char * val
         return strncmp(q, value, vl) == 0 && (q[vl] == '"' || q[vl] == ';' || q[vl] == '\0' || q[vl] == ' ');
     }
     return 0;
+}
+
+/* the value of attribute key (a fresh string, quotes removed), or NULL */
+static char * nf_gtf_attr(const char * attrs, const char * key) {
+    const size_t kl = strlen(key);
+    for (const char * p = attrs; (p = strstr(p, key)) != NULL; p += kl) {
+        if (p != attrs && p[-1] != ' ' && p[-1] != ';' && p[-1] != '\t') continue;
+        const char * q = p + kl;
+        if (*q != ' ') continue;
+        while (*q == ' ') q++;
+        const int quoted = *q == '"';
+        q += quoted;
+        size_t n = 0;
+        while (q[n] && (quoted ? q[n] != '"' : q[n] != ';' && q[n] != ' ')) n++;
+        if (n == 0) return NULL;
+        char * v = malloc(n + 1);
+        if (v) {
+            memcpy(v, q, n);
+            v[n] = '\0';
+        }
+        return v;
+    }
+    return NULL;
 }
 
 #ifdef NF_HAVE_HTSLIB
@@ -121,7 +146,11 @@ static int nf_gtf_line(struct nf_genes * gs, char * line, int * is_gene) {
     g->strand = f[6][0];
     g->coding = (char) (nf_gtf_attr_is(f[8], "gene_type", "protein_coding") ||
                         nf_gtf_attr_is(f[8], "gene_biotype", "protein_coding"));
+    g->name = nf_gtf_attr(f[8], "gene_name");
+    if (!g->name) g->name = nf_gtf_attr(f[8], "gene_id");
+    if (!g->name) g->name = strdup(".");
     gs->total++;
+    if (!g->name) return -2;
     return 0;
 }
 #endif
@@ -223,4 +252,42 @@ int nf_genes_strands(const struct nf_genes * gs, const char * contig, int64_t po
         if (mask == 3) break;
     }
     return mask;
+}
+
+/* The genes on contig overlapping pos (1-based), protein_coding: only genes of
+ * that type; up to max of them into names / strands ('+' / '-'), ordered by
+ * start, then name; the count of all of them is returned. */
+int nf_genes_at(const struct nf_genes * gs, const char * contig, int64_t pos, int protein_coding, const char ** names,
+                char * strands, int max) {
+    const struct nf_gene_contig * c = nf_genes_contig(gs, contig);
+    if (!c || c->n == 0) return 0;
+    int64_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (c->g[mid].start <= pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int n = 0;
+    for (int64_t j = lo - 1; j >= 0 && c->maxend[j] >= pos; j--) {
+        const struct nf_gene * g = &c->g[j];
+        if (g->end < pos || (protein_coding && !g->coding)) continue;
+        if (n < max) { /* insertion in (start, name) order: the scan runs by descending start */
+            int k = n < max ? n : max - 1;
+            while (k > 0) {
+                const struct nf_gene * p = NULL;
+                for (int64_t t = 0; t < c->n && !p; t++)
+                    if (c->g[t].name == names[k - 1]) p = &c->g[t];
+                if (p && (p->start < g->start || (p->start == g->start && strcmp(p->name, g->name) <= 0))) break;
+                names[k] = names[k - 1];
+                strands[k] = strands[k - 1];
+                k--;
+            }
+            names[k] = g->name;
+            strands[k] = g->strand;
+        }
+        n++;
+    }
+    return n;
 }

@@ -175,7 +175,7 @@ def _model_arg(model):
 
 
 def annotate(vcf, fasta, genes, model, out, device="cpu", raw_score=False, protein_coding=False, reuse=True,
-             batch=16, report=None):
+             batch=16, report=None, format="spliceai"):
     """Score the SNVs of a VCF/BCF with a SpTransformer model and write them to ``out``: what
     ``nofall annotate --vcf VCF --fasta FASTA --genes GTF --model M --out OUT`` writes, byte for
     byte (``nf_annotate_file``, one call, the GIL released).
@@ -184,9 +184,12 @@ def annotate(vcf, fasta, genes, model, out, device="cpu", raw_score=False, prote
       it when missing); ``genes``: a GTF (plain, gzip or bgzip) whose ``gene`` rows give the strands.
     - ``model``: a SpTransformer model directory or .ckpt (or a :class:`SpTransformer`, for its
       path); another model type's directory is a ValueError naming it.
-    - ``out``: the format is its name's: ``.vcf``, ``.vcf.gz``, ``.bcf`` (every record, INFO/SPT per
-      scored ALT), ``.tsv[.gz]``, ``.csv[.gz]`` (upstream's table, one row per scored ALT; see
-      :func:`annotate_frame`). Written in place.
+    - ``out``: the format is its name's: ``.vcf``, ``.vcf.gz``, ``.bcf`` (every record; INFO in
+      ``format``'s layout), ``.tsv[.gz]``, ``.csv[.gz]`` (upstream's table, one row per scored ALT;
+      see :func:`annotate_frame`). Written in place.
+    - ``format`` (VCF/BCF): ``"spliceai"`` (INFO/SpliceAI
+      ALLELE|SYMBOL|DS_AG|DS_AL|DS_DG|DS_DL|DP_AG|DP_AL|DP_DG|DP_DL|Consequence per ALT and gene,
+      INFO/SPT_DS and SPT_TISSUES per ALT) or ``"sptransformer"`` (upstream's INFO/SPT).
     - ``raw_score``: the raw tissue deltas, not the Y/N flags; ``protein_coding``: only protein-coding
       genes give strands; ``reuse=False``: every window computed in full (the same scores);
       ``batch``: windows per forward (2..4096).
@@ -205,7 +208,7 @@ def annotate(vcf, fasta, genes, model, out, device="cpu", raw_score=False, prote
     else:
         report = None
     return _nofall.annotate_file(_model_arg(model), device, os.fspath(vcf), os.fspath(fasta), os.fspath(genes), out,
-                                 report, bool(raw_score), bool(protein_coding), not reuse, int(batch))
+                                 report, bool(raw_score), bool(protein_coding), not reuse, int(batch), str(format))
 
 
 def annotate_frame(vcf, fasta, genes, model, device="cpu", raw_score=False, protein_coding=False, reuse=True,
