@@ -62,6 +62,13 @@
  * backend's gradients (its results, in the op's line) through the double
  * forward formula: |g - fd| <= 1e-4 (|fd| + max |fd| / 10) + 1e-6 (h = 1e-4,
  * central differences).
+ * The training ops of set C (SCATTER_ADD_ROWS, CLIP_GRAD_NORM, SCALE;
+ * TabSTAR; backend-ops/cases-train-c.c), through op_desc.refb likewise, each
+ * bound counting the comparison with the reference rounded to float:
+ *   SCATTER_ADD_ROWS: eps (|sum| + |ref|) + (eps/2 + 1e-13) sum |scale dy|,
+ *     and fd_dev: the gradient of GATHER_ROWS' double forward;
+ *   CLIP_GRAD_NORM: norm eps |ref|, gradients 4 eps |ref|;
+ *   SCALE: eps/2 (|a x| (accumulating) + 2 |ref|).
  * A NaN/Inf where the reference has none (or the reverse) always fails.
  * One line per (backend, op, shape): OK / FAIL with the error figures.
  * Exit status 1 on any FAIL.

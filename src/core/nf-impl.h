@@ -92,6 +92,11 @@ union nf_op_params {
 #define NF_OP_MAX_SRC 5
 #define NF_OP_MAX_DST 4 /* ATTENTION_BACKWARD: dq, dk, dv, stats */
 
+/* CLIP_GRAD_NORM's blocks (nf-ops.def): every backend sums the squares of
+ * NF_CLIP_BLOCK consecutive elements in order, in double, then the block
+ * sums in block order (kernels-train-c.cl repeats the value) */
+#define NF_CLIP_BLOCK 1024
+
 typedef struct nf_op {
     enum nf_op_type type;
     const char * label; /* e.g. "layers.3.attention1" for traces */

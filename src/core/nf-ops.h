@@ -181,6 +181,48 @@ int nf_cross_entropy(nf_graph * g, const char * label, nf_tensor logits, int64_t
 int nf_mse_loss(nf_graph * g, const char * label, nf_tensor pred, int64_t n, int64_t ldp, nf_tensor target,
                 nf_tensor loss, nf_tensor dpred, float grad_scale);
 
+/* ---- training ops, set C (nf-ops.def; TabSTAR's LoRA fine-tuning) -------------------- */
+
+/* the backward of nf_gather_rows with the same shape s (rows = m, k,
+ * n_table, ldw, ldy, scale, accumulate): dW[i] (+)= sum of scale * dy[r]
+ * over the rows r with idx[r] == i, in row order, summed in double; order
+ * and start are the plan nf_scatter_plan makes from idx (i32 tensors) */
+int nf_scatter_add_rows(nf_graph * g, const char * label, const struct nf_gather * s, nf_tensor order, nf_tensor start,
+                        nf_tensor dy, nf_tensor dW);
+/* the plan of SCATTER_ADD_ROWS from idx (m entries): order (m) = the rows r
+ * with 0 <= idx[r] < n_table sorted by (idx[r], r) (a stable counting sort;
+ * the rest of order is -1), start (n_table + 1): start[i]..start[i+1] the
+ * part of order holding the rows of i. NF_ERR_ARG (err may be NULL) when
+ * m or n_table is negative or over INT32_MAX. */
+int nf_scatter_plan(const int32_t * idx, int64_t m, int64_t n_table, int32_t * order, int32_t * start, nf_err * err);
+/* torch.nn.utils.clip_grad_norm_(max_norm) over the n contiguous gradients
+ * g (in place); norm (1 float) gets the total norm before clipping */
+int nf_clip_grad_norm(nf_graph * g, const char * label, nf_tensor grad, int64_t n, float max_norm, nf_tensor norm);
+/* y (+)= a * x over n contiguous floats (y may be x when not accumulating) */
+int nf_scale(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n, float a, int accumulate);
+
+/* torch.optim.lr_scheduler.OneCycleLR (two phases, not three_phase) on one
+ * param group of Adam/AdamW: the lr and beta1 after s scheduler steps, with
+ * PyTorch's double arithmetic (bit for bit: tests/test-train-c.c) */
+struct nf_onecycle {
+    double max_lr;
+    int64_t total_steps;
+    double pct_start;        /* torch's default 0.3 */
+    int anneal_linear;       /* 0: "cos" (the default), 1: "linear" */
+    double div_factor;       /* 25 */
+    double final_div_factor; /* 1e4 */
+    int cycle_momentum;      /* 1: beta1 cycles between max_momentum and base_momentum */
+    double base_momentum;    /* 0.85 */
+    double max_momentum;     /* 0.95 */
+    double beta1;            /* the optimizer's beta1, kept when !cycle_momentum */
+};
+/* torch's defaults for max_lr and total_steps (beta1 0.9) */
+void nf_onecycle_defaults(struct nf_onecycle * oc, double max_lr, int64_t total_steps);
+/* lr and beta1 (either may be NULL) after s steps, 0 <= s <= total_steps
+ * (torch raises past it); NF_ERR_ARG (err may be NULL) for s out of range, a
+ * bad setting, or a zero-length first phase torch divides by */
+int nf_onecycle_at(const struct nf_onecycle * oc, int64_t s, double * lr, double * beta1, nf_err * err);
+
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
 /* Pre-norm MLP with a residual add (Mitra, BERT's and SpTransformer's

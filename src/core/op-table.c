@@ -515,3 +515,42 @@ double nf__flops_layer_norm_backward(const nf_op * op) {
 }
 
 double nf__flops_adamw(const nf_op * op) { return 12.0 * (double) op->p.adamw.n; }
+
+/* ---- training ops, set C (TabSTAR) ----------------------------------------------------- */
+
+int nf__validate_scatter_add_rows(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_scatter_add_rows_params * p = &op->p.scatter_add_rows;
+    const nf_tensor *s = op->src, *d = op->dst;
+    if (p->m < 0 || p->k < 1 || p->n_table < 0 || p->ldw < p->k || p->ldy < p->k || p->m > INT32_MAX)
+        return NF__OPERR(NF_ERR_ARG, "bad m/k/n_table/ldw/ldy");
+    NF_TRY(nf__check_extent(err, op, be, &s[0], "order", p->m));
+    NF_TRY(nf__check_extent(err, op, be, &s[1], "start", p->n_table + 1));
+    NF_TRY(nf__check_extent(err, op, be, &s[2], "dy", nf__extent(p->m, p->ldy, p->k)));
+    NF_TRY(nf__check_extent(err, op, be, &d[0], "dW", nf__extent(p->n_table, p->ldw, p->k)));
+    return NF_OK;
+}
+
+int nf__validate_clip_grad_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_clip_grad_norm_params * p = &op->p.clip_grad_norm;
+    if (p->n < 0) return NF__OPERR(NF_ERR_ARG, "bad n %lld", (long long) p->n);
+    if (!(p->max_norm >= 0.0f)) return NF__OPERR(NF_ERR_ARG, "bad max_norm %g", (double) p->max_norm);
+    NF_TRY(nf__check_extent(err, op, be, &op->dst[0], "g", p->n));
+    NF_TRY(nf__check_extent(err, op, be, &op->dst[1], "norm", 1));
+    return NF_OK;
+}
+
+int nf__validate_scale(nf_backend * be, const nf_op * op, nf_err * err) {
+    const int64_t n = op->p.scale.n;
+    if (n < 0) return NF__OPERR(NF_ERR_ARG, "bad n %lld", (long long) n);
+    NF_TRY(nf__check_extent(err, op, be, &op->src[0], "x", n));
+    NF_TRY(nf__check_extent(err, op, be, &op->dst[0], "y", n));
+    return NF_OK;
+}
+
+double nf__flops_scatter_add_rows(const nf_op * op) {
+    return 2.0 * (double) op->p.scatter_add_rows.m * (double) op->p.scatter_add_rows.k;
+}
+
+double nf__flops_clip_grad_norm(const nf_op * op) { return 3.0 * (double) op->p.clip_grad_norm.n; }
+
+double nf__flops_scale(const nf_op * op) { return 2.0 * (double) op->p.scale.n; }

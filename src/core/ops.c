@@ -464,6 +464,41 @@ int nf_mse_loss(nf_graph * g, const char * label, nf_tensor pred, int64_t n, int
     return nf__op_run(g->be, &op, g->err);
 }
 
+/* ---- training ops, set C (host helpers: train-host.c) ------------------------------------ */
+
+int nf_scatter_add_rows(nf_graph * g, const char * label, const struct nf_gather * s, nf_tensor order, nf_tensor start,
+                        nf_tensor dy, nf_tensor dW) {
+    nf_op op = nf__op(NF_OP_SCATTER_ADD_ROWS, label, 3, 1);
+    op.src[0] = order;
+    op.src[1] = start;
+    op.src[2] = dy;
+    op.dst[0] = dW;
+    op.p.scatter_add_rows = (struct nf_scatter_add_rows_params){.m = s->rows,
+                                                                .k = s->k,
+                                                                .n_table = s->n_table,
+                                                                .ldw = s->ldw,
+                                                                .ldy = s->ldy,
+                                                                .scale = s->scale != 0.0f ? s->scale : 1.0f,
+                                                                .accumulate = s->accumulate};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_clip_grad_norm(nf_graph * g, const char * label, nf_tensor grad, int64_t n, float max_norm, nf_tensor norm) {
+    nf_op op = nf__op(NF_OP_CLIP_GRAD_NORM, label, 0, 2);
+    op.dst[0] = grad;
+    op.dst[1] = norm;
+    op.p.clip_grad_norm = (struct nf_clip_grad_norm_params){.n = n, .max_norm = max_norm};
+    return nf__op_run(g->be, &op, g->err);
+}
+
+int nf_scale(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n, float a, int accumulate) {
+    nf_op op = nf__op(NF_OP_SCALE, label, 1, 1);
+    op.src[0] = x;
+    op.dst[0] = y;
+    op.p.scale = (struct nf_scale_params){.n = n, .a = a, .accumulate = accumulate};
+    return nf__op_run(g->be, &op, g->err);
+}
+
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
 int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx, nf_tensor xn,

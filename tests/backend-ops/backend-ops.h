@@ -193,6 +193,17 @@ int64_t fd_cross_entropy(const struct tcase * tc, const float * const * dst, dou
 void case_mse_loss(struct tcase * tc, int variant);
 void ref_mse_loss(const struct tcase * tc, double * const * ref, double * const * tol);
 int64_t fd_mse_loss(const struct tcase * tc, const float * const * dst, double * worst);
+/* backend-ops/cases-train-c.c: the training ops, set C (TabSTAR) */
+#define N_SCATTER_CASES 8
+#define N_CLIP_CASES    8
+#define N_SCALE_CASES   5
+void case_scatter_add_rows(struct tcase * tc, int variant);
+void ref_scatter_add_rows(const struct tcase * tc, double * const * ref, double * const * tol);
+int64_t fd_scatter_add_rows(const struct tcase * tc, const float * const * dst, double * worst);
+void case_clip_grad_norm(struct tcase * tc, int variant);
+void ref_clip_grad_norm(const struct tcase * tc, double * const * ref, double * const * tol);
+void case_scale(struct tcase * tc, int variant);
+void ref_scale(const struct tcase * tc, double * const * ref, double * const * tol);
 extern const struct op_desc g_ops[];
 extern const int g_n_ops;
 #define N_OPS g_n_ops

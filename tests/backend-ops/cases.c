@@ -729,5 +729,10 @@ const struct op_desc g_ops[] = {
      fd_label_backward},
     {NF_OP_CROSS_ENTROPY, case_cross_entropy, N_XENT_CASES, NULL, NULL, NULL, ref_cross_entropy, fd_cross_entropy},
     {NF_OP_MSE_LOSS, case_mse_loss, N_MSE_CASES, NULL, NULL, NULL, ref_mse_loss, fd_mse_loss},
+    /* the training ops, set C (cases-train-c.c; TabSTAR): against float64 references */
+    {NF_OP_SCATTER_ADD_ROWS, case_scatter_add_rows, N_SCATTER_CASES, NULL, NULL, NULL, ref_scatter_add_rows,
+     fd_scatter_add_rows},
+    {NF_OP_CLIP_GRAD_NORM, case_clip_grad_norm, N_CLIP_CASES, NULL, NULL, NULL, ref_clip_grad_norm, NULL},
+    {NF_OP_SCALE, case_scale, N_SCALE_CASES, NULL, NULL, NULL, ref_scale, NULL},
 };
 const int g_n_ops = (int) (sizeof(g_ops) / sizeof(g_ops[0]));

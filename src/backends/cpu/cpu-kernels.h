@@ -61,4 +61,9 @@ int nf__cpu_label_tokens_backward(nf_backend * be, const nf_op * op, nf_err * er
 int nf__cpu_cross_entropy(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_mse_loss(nf_backend * be, const nf_op * op, nf_err * err);
 
+/* cpu-train-c.c: the training ops, set C (TabSTAR) */
+int nf__cpu_scatter_add_rows(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_clip_grad_norm(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_scale(nf_backend * be, const nf_op * op, nf_err * err);
+
 #endif

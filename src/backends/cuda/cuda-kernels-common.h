@@ -16,6 +16,7 @@
  *                                cuBLAS in cuda-ops.c)
  *   cuda-kernels-train-b.cu      ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
  *                                LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS
+ *   cuda-kernels-train-c.cu      SCATTER_ADD_ROWS, CLIP_GRAD_NORM, SCALE
  *
  * Exactness rules (see src/core/nf-impl.h for each op's definition):
  *  - built WITHOUT -use_fast_math and WITH --fmad=false: nvcc contracts no

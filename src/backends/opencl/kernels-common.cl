@@ -13,6 +13,7 @@
  *                         ADAMW, COPY (the training ops, set A)
  *   kernels-train-b.cl    ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
  *                         LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS
+ *   kernels-train-c.cl    SCATTER_ADD_ROWS, CLIP_GRAD_NORM, SCALE
  *
  * Exact fp32:
  *  - the program is built WITHOUT -cl-fast-relaxed-math, -cl-mad-enable,

@@ -9,6 +9,7 @@
  *   opencl-gemm.c     LINEAR, CONV1D and GEMM: the GEMM choice, CLBlast or the built-in kernel
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
  *   opencl-train-b.c  the training ops, set B (attention backward, embeddings, losses)
+ *   opencl-train-c.c  the training ops, set C (scatter-add, gradient clipping, scaling)
  */
 #ifndef NF_OPENCL_IMPL_H
 #define NF_OPENCL_IMPL_H
@@ -86,7 +87,9 @@ static inline int cl_rc_code(cl_int e) {
     X(K_ATTN_BWD_Q, "nf_attn_bwd_q") X(K_ATTN_BWD_KV, "nf_attn_bwd_kv")             \
     X(K_EMBED_BWD_PART, "nf_embed_bwd_part") X(K_LABEL_BWD_PART, "nf_label_bwd_part") \
     X(K_COLSUM_FINALIZE, "nf_colsum_finalize") X(K_LABEL_BWD_CLASS, "nf_label_bwd_class") \
-    X(K_CROSS_ENTROPY, "nf_cross_entropy") X(K_MSE_LOSS, "nf_mse_loss")
+    X(K_CROSS_ENTROPY, "nf_cross_entropy") X(K_MSE_LOSS, "nf_mse_loss")            \
+    X(K_SCATTER_ADD_ROWS, "nf_scatter_add_rows") X(K_CLIP_PART, "nf_clip_part")      \
+    X(K_CLIP_TOTAL, "nf_clip_total") X(K_CLIP_APPLY, "nf_clip_apply") X(K_SCALE, "nf_scale")
 /* clang-format on */
 
 enum {
@@ -169,6 +172,9 @@ int nf__cl_gemm(nf_backend * be, const nf_op * op, nf_err * err);
     bool nf__cl_##name##_supports(nf_backend * be, const nf_op * op); \
     int nf__cl_##name(nf_backend * be, const nf_op * op, nf_err * err);
 NF_CL_TRAIN_B(NF_CL_DECL)
+/* opencl-train-c.c: the training ops, set C (TabSTAR) */
+#define NF_CL_TRAIN_C(X) X(scatter_add_rows) X(clip_grad_norm) X(scale)
+NF_CL_TRAIN_C(NF_CL_DECL)
 #undef NF_CL_DECL
 
 /* opencl-ops.c */
