@@ -234,14 +234,16 @@ int nf_cmd_annotate(int argc, char ** argv) {
     if (parsed) {
         nf_cli_signals_install();
         int failed_rank = -1;
-        int rc = nf_ann_main(&o, &mp, &failed_rank, &err);
-        if (rc == NF_OK && o.plot && mp.rank == 0) { /* the picture: after the output is in place */
+        int rc = NF_OK;
+        if (o.plot) { /* the picture first: a bad --plot-variant fails before any scoring (docs/plots.md) */
             nf_annotate_opts po;
             nf_annotate_opts_init(&po);
             po.model = o.model, po.device = o.device, po.fasta = o.fasta, po.genes = o.genes;
             po.protein_coding = o.protein_coding;
-            rc = nf_annotate_plot_variant(&po, o.plot_variant, o.plot, &err);
+            rc = mp.size > 1 ? nf__err_set(&err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)")
+                             : nf_annotate_plot_variant(&po, o.plot_variant, o.plot, &err);
         }
+        if (rc == NF_OK) rc = nf_ann_main(&o, &mp, &failed_rank, &err);
         ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);
     }
     nf_cli_mpi_finalize(&mp);
