@@ -39,7 +39,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
     json = nf_cli_opt_str(&v, NF_O_JSON, NULL);
     trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
-    const int chrome = strcmp(nf_cli_opt_str(&v, NF_O_TRACE_FORMAT, "nofall"), "chrome") == 0;
+    const int chrome = strcmp(nf_cli_opt_str(&v, NF_O_TRACE_FORMAT, "json"), "chrome") == 0;
     adapter = nf_cli_opt_str(&v, NF_O_ADAPTER, NULL);
     if (v.set[NF_O_WARMUP]) warmup = (int) v.i[NF_O_WARMUP];
     if (v.set[NF_O_RUNS]) runs = (int) v.i[NF_O_RUNS];
