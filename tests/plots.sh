@@ -37,6 +37,10 @@ for f in position_logits.npy probabilities.npy tokens.npy; do
   cmp -s o1/$f o3/$f || bad "run --plot changed $f"
 done
 ok "run --plot: the output set is the one without it"
+"$BIN" "${RUN[@]}" --out o2 --plot run2.svg > /dev/null 2>&1 && cmp -s run.svg run2.svg && ok "run --plot: an existing picture replaced" || bad "run --plot over an existing picture"
+cp genome.fa g2.fa
+"$BIN" run --model spt --fasta g2.fa --region chr1:5001-5201 --context pad --out o5 --plot g2.fa > x.out 2>&1 && bad "run --plot INPUT accepted" || {
+  cmp -s g2.fa genome.fa && grep -q 'a file this command reads' x.out && ok "run --plot on an input: refused, the input intact" || bad "run --plot INPUT: $(cat x.out)"; }
 "$BIN" run --model mm --out o4 --plot x.svg > x.out 2>&1 && bad "run --plot on Mitra: accepted" || ok "run --plot on Mitra: refused ($(head -1 x.out))"
 
 # 2. annotate --plot-variant: one record, ref vs alt around it

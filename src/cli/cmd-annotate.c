@@ -61,6 +61,10 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
         fprintf(stderr, "error: annotate: --plot FILE.svg and --plot-variant CHR:POS:REF:ALT go together\n");
         return 0;
     }
+    if (o->plot && (strcmp(o->plot, o->out) == 0 || nf_cli_same_file(o->plot, o->out))) {
+        fprintf(stderr, "error: annotate: --plot and --out name the same file\n");
+        return 0;
+    }
     return 1;
 }
 
@@ -241,7 +245,8 @@ int nf_cmd_annotate(int argc, char ** argv) {
             po.model = o.model, po.device = o.device, po.fasta = o.fasta, po.genes = o.genes;
             po.protein_coding = o.protein_coding;
             rc = mp.size > 1 ? nf__err_set(&err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)")
-                             : nf_annotate_plot_variant(&po, o.plot_variant, o.plot, &err);
+                             : nf_cli_output_check(o.plot, "--plot", &err);
+            if (rc == NF_OK) rc = nf_annotate_plot_variant(&po, o.plot_variant, o.plot, &err);
         }
         if (rc == NF_OK) rc = nf_ann_main(&o, &mp, &failed_rank, &err);
         ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);

@@ -231,6 +231,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
                                  sizeof(trace_in_out), err)) != NF_OK)
         goto done;
     if (trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, trace, "--trace", err)) != NF_OK) goto done;
+    if (nf_run_opt(o, "plot") && (rc = nf_cli_output_check(nf_run_opt(o, "plot"), "--plot", err)) != NF_OK) goto done;
     /* the device first: an absent device fails before any work */
     if ((rc = nf_cli_backend_init(device ? device : "cpu", o->precision, &be, err)) != NF_OK) goto done;
     nf_trace_reset(be, trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);

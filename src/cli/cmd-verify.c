@@ -35,6 +35,7 @@ static int nf_verify_main(const struct nf_verify_opts * o, const char * json, co
             rc = nf_cli_outfile_open(k ? &tf : &jf, out, flag, err);
     }
     if (rc == NF_OK && plot) rc = nf_verify_check_output(v, "--plot", plot, err);
+    if (rc == NF_OK && plot) rc = nf_cli_output_check(plot, "--plot", err);
     if (rc == NF_OK) rc = nf_verify_run(v, stdout, err);
     if (rc == NF_OK) *n_failed = nf_verify_failed(v);
     if (rc == NF_OK && json) {
@@ -102,6 +103,11 @@ int nf_cmd_verify(int argc, char ** argv) {
     nf_err err = {0};
     if (nf_verify_check_opts(&o, &err) != NF_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
+        return 2;
+    }
+    if (plot && ((json && (strcmp(json, plot) == 0 || nf_cli_same_file(json, plot))) ||
+                 (trace && (strcmp(trace, plot) == 0 || nf_cli_same_file(trace, plot))))) {
+        fprintf(stderr, "error: --plot names the file of --json or --trace\n");
         return 2;
     }
     if (json && trace && (strcmp(json, trace) == 0 || nf_cli_same_file(json, trace))) {
