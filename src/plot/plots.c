@@ -300,7 +300,8 @@ int nf_plot_write(const char * path, const char * flag, const char * text, nf_er
     if (!text) return nf__err_set(err, NF_ERR_ARG, "%s %s: nothing to write", flag ? flag : "--plot", path);
     char tmp[4200];
     int fd = -1;
-    NF_TRY(nf__tmp_create(path, tmp, sizeof(tmp), &fd, err));
+    if (nf__tmp_create(path, tmp, sizeof(tmp), &fd, err) != NF_OK)
+        return nf__err_prefix(err, "%s", flag ? flag : "--plot");
     const size_t n = strlen(text);
     size_t off = 0;
     while (off < n) {
