@@ -382,6 +382,9 @@ struct nf_verify_opts {
     const char *adapter, *cells;         /* TabSTAR: a LoRA adapter; the rows (CELLS.json) */
     /* makes each backend; NULL: nf_backend_init */
     int (*backend_init)(const char * device, int precision, nf_backend ** out, nf_err * err);
+    /* 1: each bisected case's error after every stage, as "stages" in the
+     * JSON (verify --plot, nofall-plot.h nf_plot_verify_svg) */
+    int stage_errors;
 };
 typedef struct nf_verify nf_verify;
 /* the options as the type takes them (NF_ERR_ARG: a usage error; nothing read) */

@@ -1,6 +1,7 @@
 /* cli-common.c -- argument helpers, errors, backends, traces, statistics. */
 #include "cli.h"
 #include "io/nf-io.h"
+#include "nofall-plot.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -141,7 +142,12 @@ void nf_cli_stats(double * v, int n, struct nf_cli_stats * s) {
 
 /* the trace JSON to f (the caller's output file) */
 int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_err * err) {
-    char * json = nf_trace_json(be, err);
+    return nf_cli_write_trace_as(be, 0, f, what, err);
+}
+
+/* chrome: Chrome trace events (nofall-plot.h), else nofall's JSON */
+int nf_cli_write_trace_as(const nf_backend * be, int chrome, FILE * f, const char * what, nf_err * err) {
+    char * json = chrome ? nf_trace_chrome_json(be, err) : nf_trace_json(be, err);
     if (!json) return NF_ERR_NOMEM;
     int rc = fputs(json, f) < 0 ? NF_ERR_IO : NF_OK;
     nf_free(json);

@@ -99,6 +99,8 @@ int nf_cli_backend_init(const char * device, int precision, nf_backend ** out, n
 int nf_cli_model_load(nf_backend * be, const char * model, nf_model ** out, nf_err * err);
 /* Write be's trace as JSON to f */
 int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_err * err);
+/* chrome 1: as Chrome trace events (bench --trace-format chrome) */
+int nf_cli_write_trace_as(const nf_backend * be, int chrome, FILE * f, const char * what, nf_err * err);
 
 /* statistics of n timings (sorted in place) */
 struct nf_cli_stats {

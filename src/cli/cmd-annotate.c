@@ -10,6 +10,7 @@
 #include "opts.h"
 #include "io/nf-io.h"
 #include "nofall-genomics.h"
+#include "nofall-plot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ struct nf_ann_opts {
     int no_reuse; /* --no-reuse: every window in full (the model's batch_reuse 0) */
     int progress; /* NF_PROGRESS_AUTO / _QUIET (--quiet) / _FORCE (--progress) */
     int64_t batch;
+    const char *plot, *plot_variant; /* --plot FILE.svg --plot-variant CHR:POS:REF:ALT (docs/plots.md) */
 };
 
 int nf_cmd_annotate(int argc, char ** argv);
@@ -54,6 +56,16 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
     if (!o->model || !o->vcf || !o->fasta || !o->genes || !o->out) {
         fprintf(stderr, "error: annotate needs --model M --vcf IN --fasta REF --genes GTF --out "
                         "OUT.vcf|.vcf.gz|.bcf|.tsv[.gz]|.csv[.gz]\n");
+        return 0;
+    }
+    o->plot = nf_cli_opt_str(&v, NF_O_PLOT, NULL);
+    o->plot_variant = nf_cli_opt_str(&v, NF_O_PLOT_VARIANT, NULL);
+    if (!o->plot != !o->plot_variant) {
+        fprintf(stderr, "error: annotate: --plot FILE.svg and --plot-variant CHR:POS:REF:ALT go together\n");
+        return 0;
+    }
+    if (o->plot && (strcmp(o->plot, o->out) == 0 || nf_cli_same_file(o->plot, o->out))) {
+        fprintf(stderr, "error: annotate: --plot and --out name the same file\n");
         return 0;
     }
     return 1;
@@ -230,7 +242,17 @@ int nf_cmd_annotate(int argc, char ** argv) {
     if (parsed) {
         nf_cli_signals_install();
         int failed_rank = -1;
-        const int rc = nf_ann_main(&o, &mp, &failed_rank, &err);
+        int rc = NF_OK;
+        if (o.plot) { /* the picture first: a bad --plot-variant fails before any scoring (docs/plots.md) */
+            nf_annotate_opts po;
+            nf_annotate_opts_init(&po);
+            po.model = o.model, po.device = o.device, po.fasta = o.fasta, po.genes = o.genes;
+            po.protein_coding = o.protein_coding;
+            rc = mp.size > 1 ? nf__err_set(&err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)")
+                             : nf_cli_output_check(o.plot, "--plot", &err);
+            if (rc == NF_OK) rc = nf_annotate_plot_variant(&po, o.plot_variant, o.plot, &err);
+        }
+        if (rc == NF_OK) rc = nf_ann_main(&o, &mp, &failed_rank, &err);
         ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);
     }
     nf_cli_mpi_finalize(&mp);

@@ -39,6 +39,7 @@ int nf_cmd_bench(int argc, char ** argv) {
     device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
     json = nf_cli_opt_str(&v, NF_O_JSON, NULL);
     trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
+    const int chrome = strcmp(nf_cli_opt_str(&v, NF_O_TRACE_FORMAT, "json"), "chrome") == 0;
     adapter = nf_cli_opt_str(&v, NF_O_ADAPTER, NULL);
     if (v.set[NF_O_WARMUP]) warmup = (int) v.i[NF_O_WARMUP];
     if (v.set[NF_O_RUNS]) runs = (int) v.i[NF_O_RUNS];
@@ -145,7 +146,7 @@ int nf_cmd_bench(int argc, char ** argv) {
         rc = nf_model_forward(m, in, n_in, logits, &err);
         FILE * f = nf_cli_outfile_fp(&tf);
         if (rc == NF_OK && !f) rc = nf__err_set(&err, NF_ERR_IO, "%s: write failed", trace);
-        if (rc == NF_OK) rc = nf_cli_write_trace(be, f, trace, &err);
+        if (rc == NF_OK) rc = nf_cli_write_trace_as(be, chrome, f, trace, &err);
     }
     if (rc != NF_OK) {
         nf_cli_print_error(&err, rc);

@@ -19,6 +19,7 @@
  * the artifacts, and writable) runs before it. */
 #include "cli.h"
 #include "nofall-genomics.h"
+#include "nofall-plot.h"
 #include "opts.h"
 #include "io/nf-io.h"
 
@@ -48,6 +49,7 @@ static const struct nf_run_flag nf_run_flags[] = {
     {"--device", "device", NF_RF_CLI, 0},
     {"--out", "out", NF_RF_CLI, 0},
     {"--trace", "trace", NF_RF_CLI, 0},
+    {"--plot", "plot", NF_RF_CLI, 0},
     {"--precision", "precision", NF_RF_CLI, 0},
     {"--seed", "seed", NF_RF_INPUT, 0},
     {"--support-x", "support_x", NF_RF_INPUT, 1},
@@ -229,6 +231,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
                                  sizeof(trace_in_out), err)) != NF_OK)
         goto done;
     if (trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, trace, "--trace", err)) != NF_OK) goto done;
+    if (nf_run_opt(o, "plot") && (rc = nf_cli_output_check(nf_run_opt(o, "plot"), "--plot", err)) != NF_OK) goto done;
     /* the device first: an absent device fails before any work */
     if ((rc = nf_cli_backend_init(device ? device : "cpu", o->precision, &be, err)) != NF_OK) goto done;
     nf_trace_reset(be, trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
@@ -286,6 +289,12 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     }
     const int assets_verified = rc == NF_OK; /* the set read back and checked */
     if (!assets_verified) goto done;
+    if (nf_run_opt(o, "plot")) { /* --plot FILE.svg (docs/plots.md) */
+        char * svg = nf_plot_run_svg(m, in, logits, nf_run_opt(o, "region"), err);
+        rc = svg ? nf_plot_write(nf_run_opt(o, "plot"), "--plot", svg, err) : err->code;
+        nf_free(svg);
+        if (rc != NF_OK) goto done;
+    }
     if ((rc = nf_run_finish(be, trace, trace_in_out, &tr, &os, err)) != NF_OK) goto done;
     nf_run_markers_print(&meas, be, res.shape, res.classes, 1, wall_ms, assets_verified);
     rc = nf_run_commit(&os, trace, trace_in_out, &tr, err);

@@ -7,6 +7,7 @@
  * error, 2 on a usage error. */
 #include "cli.h"
 #include "opts.h"
+#include "nofall-plot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,8 @@ static int nf_verify_write(struct nf_cli_outfile * of, const char * text, const 
     return NF_OK;
 }
 
-static int nf_verify_main(const struct nf_verify_opts * o, const char * json, const char * trace, int * n_failed,
-                          nf_err * err) {
+static int nf_verify_main(const struct nf_verify_opts * o, const char * json, const char * trace, const char * plot,
+                          int * n_failed, nf_err * err) {
     nf_verify * v = NULL;
     struct nf_cli_outfile jf, tf;
     memset(&jf, 0, sizeof(jf));
@@ -33,6 +34,8 @@ static int nf_verify_main(const struct nf_verify_opts * o, const char * json, co
         if ((rc = nf_verify_check_output(v, flag, out, err)) == NF_OK)
             rc = nf_cli_outfile_open(k ? &tf : &jf, out, flag, err);
     }
+    if (rc == NF_OK && plot) rc = nf_verify_check_output(v, "--plot", plot, err);
+    if (rc == NF_OK && plot) rc = nf_cli_output_check(plot, "--plot", err);
     if (rc == NF_OK) rc = nf_verify_run(v, stdout, err);
     if (rc == NF_OK) *n_failed = nf_verify_failed(v);
     if (rc == NF_OK && json) {
@@ -50,6 +53,13 @@ static int nf_verify_main(const struct nf_verify_opts * o, const char * json, co
         rc = nf__err_set(err, NF_ERR_IO, "standard output: the report could not be written");
     if (rc == NF_OK && json) rc = nf_cli_outfile_commit(&jf, err);
     if (rc == NF_OK && trace) rc = nf_cli_outfile_commit(&tf, err);
+    if (rc == NF_OK && plot) { /* --plot FILE.svg: from the results' JSON (docs/plots.md) */
+        char * text = nf_verify_json(v, err);
+        char * svg = text ? nf_plot_verify_svg(text, err) : NULL;
+        rc = svg ? nf_plot_write(plot, "--plot", svg, err) : err->code;
+        nf_free(svg);
+        nf_free(text);
+    }
     nf_cli_outfile_abort(&jf);
     nf_cli_outfile_abort(&tf);
     nf_verify_free(v);
@@ -86,11 +96,18 @@ int nf_cmd_verify(int argc, char ** argv) {
         .backend_init = nf_cli_backend_init,
     };
     const char *json = nf_cli_opt_str(&v, NF_O_JSON, NULL), *trace = nf_cli_opt_str(&v, NF_O_TRACE, NULL);
+    const char * plot = nf_cli_opt_str(&v, NF_O_PLOT, NULL);
+    o.stage_errors = plot != NULL;
     o.trace = trace != NULL;
     nf_cli_parse_precision(nf_cli_opt_str(&v, NF_O_PRECISION, "exact"), &o.precision);
     nf_err err = {0};
     if (nf_verify_check_opts(&o, &err) != NF_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
+        return 2;
+    }
+    if (plot && ((json && (strcmp(json, plot) == 0 || nf_cli_same_file(json, plot))) ||
+                 (trace && (strcmp(trace, plot) == 0 || nf_cli_same_file(trace, plot))))) {
+        fprintf(stderr, "error: --plot names the file of --json or --trace\n");
         return 2;
     }
     if (json && trace && (strcmp(json, trace) == 0 || nf_cli_same_file(json, trace))) {
@@ -99,7 +116,7 @@ int nf_cmd_verify(int argc, char ** argv) {
     }
     nf_cli_signals_install();
     int failed = 0;
-    const int rc = nf_verify_main(&o, json, trace, &failed, &err);
+    const int rc = nf_verify_main(&o, json, trace, plot, &failed, &err);
     if (rc != NF_OK) {
         nf_cli_print_error(&err, rc);
         return 1;

@@ -140,7 +140,8 @@ static void nf_opt_unknown(uint32_t mask, const char * gen_type, const char * a)
 
 /* the path options a command writes; every other path option is read */
 static int nf_opt_is_output(int k) {
-    return k == NF_O_OUT || k == NF_O_OUT_DIR || k == NF_O_OUT_FILE || k == NF_O_TRACE || k == NF_O_JSON;
+    return k == NF_O_OUT || k == NF_O_OUT_DIR || k == NF_O_OUT_FILE || k == NF_O_TRACE || k == NF_O_JSON ||
+           k == NF_O_PLOT;
 }
 
 int nf_cli_opts_parse(uint32_t mask, int argc, char ** argv, int first, const char * gen_type, struct nf_cli_opts * v) {

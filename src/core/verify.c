@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,7 +69,50 @@ int nf_verify_check_output(const nf_verify * v, const char * flag, const char * 
     return v->vi->check_output ? v->vi->check_output(v, flag, path, err) : NF_OK;
 }
 
-int nf_verify_run(nf_verify * v, FILE * report, nf_err * err) { return v->vi->run(v, report, err); }
+void nf__verify_stages_add(struct nf_verify * v, int k, const nf_model * m, const struct nf_stage_log * dev,
+                           const struct nf_stage_log * ref) {
+    if (!v->stages && !(v->stages = cJSON_CreateArray())) return;
+    cJSON * e = cJSON_CreateObject();
+    cJSON * arr = e ? cJSON_AddArrayToObject(e, "stages") : NULL;
+    if (!arr) {
+        cJSON_Delete(e);
+        return;
+    }
+    cJSON_AddNumberToObject(e, "case", k);
+    char name[64];
+    for (int i = 0; nf_model_stage_name(m, i, name, sizeof(name)); i++) {
+        if (strncmp(name, "inputs.", 7) == 0) continue;
+        const struct nf_stage_rec *a = nf__stage_log_find(dev, name), *b = nf__stage_log_find(ref, name);
+        if (!a || !b || a->n != b->n || a->n < 1) continue;
+        double mx = 0, sum = 0;
+        for (int64_t j = 0; j < a->n; j++) {
+            const double d = fabs((double) a->data[j] - (double) b->data[j]);
+            mx = d > mx || isnan(d) ? d : mx;
+            sum += d;
+        }
+        cJSON * s = cJSON_CreateObject();
+        if (!s) break;
+        cJSON_AddStringToObject(s, "stage", name);
+        cJSON_AddNumberToObject(s, "max_abs_error", isfinite(mx) ? mx : -1);
+        cJSON_AddNumberToObject(s, "mean_abs_error", isfinite(sum) ? sum / (double) a->n : -1);
+        cJSON_AddItemToArray(arr, s);
+    }
+    cJSON_AddItemToArray(v->stages, e);
+}
+
+int nf_verify_run(nf_verify * v, FILE * report, nf_err * err) {
+    const int rc = v->vi->run(v, report, err);
+    /* the stages each bisected case recorded, into its entry of "cases" */
+    cJSON * cases = v->json ? cJSON_GetObjectItemCaseSensitive(v->json, "cases") : NULL;
+    const cJSON * e;
+    cJSON_ArrayForEach(e, v->stages) {
+        const cJSON * k = cJSON_GetObjectItemCaseSensitive(e, "case");
+        cJSON * c = cJSON_IsNumber(k) ? cJSON_GetArrayItem(cases, k->valueint) : NULL;
+        cJSON * st = cJSON_GetObjectItemCaseSensitive(e, "stages");
+        if (c && st) cJSON_AddItemToObject(c, "stages", cJSON_Duplicate(st, 1));
+    }
+    return rc;
+}
 
 int nf_verify_failed(const nf_verify * v) { return v->failed; }
 
@@ -99,6 +143,7 @@ void nf_verify_free(nf_verify * v) {
     free(v->dirs);
     free(v->seeds);
     cJSON_Delete(v->json);
+    cJSON_Delete(v->stages);
     nf_model_free(v->m);
     nf_model_free(v->rm);
     nf_backend_free(v->be);

@@ -44,6 +44,9 @@ struct nf_verify {
     nf_backend *be, *rbe; /* the device, and the cpu reference (against cpu) */
     nf_model *m, *rm;
     struct cJSON * json; /* the results (run) */
+    /* o.stage_errors: {"case": index, "stages": [...]} per bisected case,
+     * added to json's cases after run (nf__verify_stages_add) */
+    struct cJSON * stages;
     int failed;
 };
 
@@ -78,5 +81,9 @@ int nf__stage_log_fn(void * user, const char * stage, const float * data, int nd
 void nf__stage_log_clear(struct nf_stage_log * log);
 void nf__stage_log_free(struct nf_stage_log * log);
 const struct nf_stage_rec * nf__stage_log_find(const struct nf_stage_log * log, const char * name);
+/* o.stage_errors: case k's max / mean |dev - ref| after every stage (but
+ * the inputs), in the model's stage order, for the JSON's "stages" */
+void nf__verify_stages_add(struct nf_verify * v, int k, const nf_model * m, const struct nf_stage_log * dev,
+                           const struct nf_stage_log * ref);
 
 #endif

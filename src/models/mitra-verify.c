@@ -404,7 +404,10 @@ static int nf__mv_run(struct nf_verify * v, FILE * f, nf_err * err) {
         }
         c->pass = c->d.finite && c->d.max_abs <= o->max_abs && c->d.mean_abs <= o->mean_abs &&
                   c->d.class_disagree == 0 && c->inputs_identical;
-        if (o->bisect == 2 || (o->bisect == 1 && !c->pass)) nf__mv_bisect(m, &dlog, &rlog, o, c);
+        if (o->bisect == 2 || (o->bisect == 1 && !c->pass)) {
+            nf__mv_bisect(m, &dlog, &rlog, o, c);
+            if (o->stage_errors) nf__verify_stages_add(v, n_cases, m, &dlog, &rlog);
+        }
         nf__mv_print_case(f, c, width);
         n_cases++;
     }

@@ -383,7 +383,10 @@ static int nf__vspt_run(struct nf_verify * v, FILE * f, nf_err * err) {
         c->pass = c->finite && c->max_abs <= o->max_abs && c->mean_abs <= o->mean_abs &&
                   c->splice_agree == c->positions && c->flips == 0 && c->inputs_identical;
         c->bisect[0] = '\0';
-        if (rm && (o->bisect == 2 || (o->bisect == 1 && !c->pass))) nf__vspt_bisect(m, &dlog, &rlog, o, c);
+        if (rm && (o->bisect == 2 || (o->bisect == 1 && !c->pass))) {
+            nf__vspt_bisect(m, &dlog, &rlog, o, c);
+            if (o->stage_errors) nf__verify_stages_add(v, n_cases, m, &dlog, &rlog);
+        }
         nf__vspt_print_case(f, c);
         n_cases++;
     }
