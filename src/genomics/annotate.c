@@ -131,8 +131,8 @@ static void nf_ann_discard(nf_annotator * a) {
 /* on the wire, per record: int64 index, int32 n_alt; per ALT: int32 skip,
  * float dsplice, float dtissue[15], float sai_ds[2][4], int32 sai_dp[2][4]
  * (one machine type across the job) */
-#define NF_ANN_WIRE_REC (8 + 4)
-#define NF_ANN_WIRE_ALT (4 + 4 + 4 * NF_ANNOTATE_TISSUES + 64)
+#define NF_ANN_WIRE_REC  (8 + 4)
+#define NF_ANN_WIRE_ALT  (4 + 4 + 4 * NF_ANNOTATE_TISSUES + 64)
 
 /* this rank's scores of the chunk to rank 0, into its remote records */
 static int nf_ann_exchange(nf_annotator * a, nf_err * err) {
@@ -442,11 +442,42 @@ int nf_annotate_load(nf_annotator * a, nf_err * err) {
     return NF_OK;
 }
 
+/* a warning (the hooks', rank 0) for each skip reason that covers more than
+ * NF_ANN_SKIP_WARN of the ALTs: the reason and the way out; the run still
+ * succeeds (exit 0), as upstream's does */
+#define NF_ANN_SKIP_WARN 0.10
+static void nf_ann_skip_warnings(const nf_annotator * a) {
+    static const char * const why[NF_ANNOTATE_SKIP_N] = {
+        [NF_ANNOTATE_SKIP_CONTIG_NAME] = "their contig name is over 6 characters (upstream SpTransformer's rule, kept "
+                                         "for parity: NCBI names such as NC_000001.11 hit it); rename the contigs to "
+                                         "chr1..chrY (bcftools annotate --rename-chrs, with the FASTA and GTF "
+                                         "renamed alike) to score them",
+        [NF_ANNOTATE_SKIP_NOT_SNV] = "they are not SNVs (SpTransformer's annotate scores single-base substitutions "
+                                     "only, as upstream)",
+        [NF_ANNOTATE_SKIP_NO_ALT] = "the record has no ALT",
+        [NF_ANNOTATE_SKIP_STAR] = "the ALT is '*' or '.' (a deletion elsewhere / no ALT)",
+    };
+    const nf_annotate_stats * s = &a->st;
+    if (!a->h.warning || a->h.rank != 0 || s->alts <= 0) return;
+    for (int i = 0; i < NF_ANNOTATE_SKIP_N; i++)
+        if ((double) s->skipped[i] > NF_ANN_SKIP_WARN * (double) s->alts) {
+            char w[1024];
+            snprintf(w, sizeof(w), "%lld of %lld ALTs (%.0f%%) not scored (%s): %s", (long long) s->skipped[i],
+                     (long long) s->alts, 100.0 * (double) s->skipped[i] / (double) s->alts, nf_annotate_skip_name(i),
+                     why[i]);
+            a->h.warning(a->h.ctx, w);
+        }
+}
+
 int nf_annotate_run(nf_annotator * a, nf_err * err) {
     if (!a->m || !a->hdr) return nf__err_set(err, NF_ERR_ARG, "annotate: nf_annotate_run before nf_annotate_load");
     if (a->h.rank == 0 && !a->out && !a->bgz && !a->hout)
         return nf__err_set(err, NF_ERR_ARG, "annotate: rank 0 writes: nf_annotate_open needs its output path");
-    if (a->h.size == 1) return nf_ann_loop_one(a, err);
+    if (a->h.size == 1) {
+        NF_TRY(nf_ann_loop_one(a, err));
+        nf_ann_skip_warnings(a);
+        return NF_OK;
+    }
     NF_TRY(nf_ann_loop_shard(a, err));
     /* the totals (every rank past its last agree: all take part) */
     nf_annotate_stats * s = &a->st;
@@ -460,6 +491,7 @@ int nf_annotate_run(nf_annotator * a, nf_err * err) {
     s->scored_ref_mismatch = c[4], s->window_cut = c[5], s->forwards = c[6], s->windows = c[7];
     s->windows_computed = c[8], s->windows_reused = c[9];
     for (int i = 0; i < NF_ANNOTATE_SKIP_N; i++) s->skipped[i] = c[10 + i];
+    nf_ann_skip_warnings(a);
     return NF_OK;
 }
 
