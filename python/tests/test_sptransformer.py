@@ -2,6 +2,7 @@
 on a small model (gen-weights sptransformer: dim 16, depth 1, context 100, as tests/test-genomics.c):
 scores byte-identical to the .npy files `nofall run` writes for the same sequence / FASTA region,
 `annotate` byte-identical to `nofall annotate` on the annotate fixtures (tests/fixtures/annotate),
+its SpliceAI-layout deltas and positions recomputed in NumPy from the model's per-position probabilities,
 the DataFrame's rows the records and ALTs of upstream's table, and wrong model directories refused
 naming the type found.
 
@@ -162,3 +163,56 @@ def test_wrong_model():
         nofall.SpTransformer(tabstar)
     with pytest.raises(ValueError, match=r"a TabSTAR model .*not a SpTransformer model"):
         nofall.annotate("x.vcf", "x.fa", "x.gtf", tabstar, out=str(_DIR / "never.vcf"))
+
+
+@needs_htslib
+def test_spliceai_deltas_numpy(spt, spt_model, fx_dir, tmp_path):
+    """annotate's SpliceAI entries recomputed in NumPy from the per-position probabilities of the same
+    model (nofall.SpTransformer on the ref and alt windows, minus-strand genes reverse-complemented and
+    flipped back to genomic order): DS_AG = max(alt - ref) of the acceptor, DS_AL = max(ref - alt),
+    DS_DG / DS_DL the donor's, each DP the offset of the first maximum in genomic order from POS."""
+    nofall.annotate(fx_dir / "input.vcf", fx_dir / "genome.fa", fx_dir / "genes.gtf", spt_model,
+                    out=tmp_path / "s.vcf")
+    seqs, name = {}, None
+    for line in open(fx_dir / "genome.fa"):
+        if line.startswith(">"):
+            name = line[1:].split()[0]
+            seqs[name] = []
+        else:
+            seqs[name].append(line.strip())
+    seqs = {k: "".join(v) for k, v in seqs.items()}
+    strand = {}
+    for line in open(fx_dir / "genes.gtf"):
+        f = line.rstrip("\n").split("\t")
+        if len(f) > 8 and f[2] == "gene":
+            strand[f[8].split('gene_name "')[1].split('"')[0]] = f[6]
+    flank = spt.context + 100
+    cases, windows = [], []  # every entry's ref and alt windows, scored in one forward
+    for line in open(tmp_path / "s.vcf"):
+        if line.startswith("#"):
+            continue
+        f = line.rstrip("\n").split("\t")
+        info = dict(kv.split("=", 1) for kv in f[7].split(";") if "=" in kv)
+        pos, seq = int(f[1]), seqs.get(f[0]) or seqs.get("chr" + f[0], "")  # upstream's "chr" name
+        if "SpliceAI" not in info or pos + flank > len(seq):
+            continue
+        ref = seq[pos - 1 - flank:pos + flank]
+        for e in info["SpliceAI"].split(","):
+            v = e.split("|")
+            ids = spt.tokens([ref, ref[:flank] + v[0] + ref[flank + 1:]], context="given").astype(np.int64)
+            minus = strand[v[1]] == "-"
+            windows.append(np.where(ids == 4, 4, 3 - ids)[:, ::-1] if minus else ids)
+            cases.append((e, v, minus))
+    probs = spt.score_tokens(np.concatenate(windows)).probabilities
+    checked = 0
+    for c, (e, v, minus) in enumerate(cases):
+        p = probs[2 * c:2 * c + 2]
+        if minus:
+            p = p[:, ::-1]
+        d = [p[1, :, 1] - p[0, :, 1], p[0, :, 1] - p[1, :, 1], p[1, :, 2] - p[0, :, 2], p[0, :, 2] - p[1, :, 2]]
+        for k in range(4):
+            ds, dp = float(v[2 + k]), int(v[6 + k])
+            assert abs(ds - float(d[k].max())) <= 0.005 + 1e-6, (e, k, float(d[k].max()))
+            assert dp == int(d[k].argmax()) - 100 or d[k][dp + 100] >= d[k].max() - 1e-6, (e, k, dp)
+        checked += 1
+    assert checked >= 10, checked
