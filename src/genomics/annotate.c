@@ -129,10 +129,10 @@ static void nf_ann_discard(nf_annotator * a) {
 }
 
 /* on the wire, per record: int64 index, int32 n_alt; per ALT: int32 skip,
- * float dsplice, float dtissue[15], float sai_ds[2][4], int32 sai_dp[2][4]
- * (one machine type across the job) */
+ * float dsplice, float dtissue[15], float sai_ds[2][4], int32 sai_dp[2][4],
+ * int32 strands (one machine type across the job) */
 #define NF_ANN_WIRE_REC  (8 + 4)
-#define NF_ANN_WIRE_ALT  (4 + 4 + 4 * NF_ANNOTATE_TISSUES + 64)
+#define NF_ANN_WIRE_ALT  (4 + 4 + 4 * NF_ANNOTATE_TISSUES + 64 + 4)
 
 /* this rank's scores of the chunk to rank 0, into its remote records */
 static int nf_ann_exchange(nf_annotator * a, nf_err * err) {
@@ -157,6 +157,8 @@ static int nf_ann_exchange(nf_annotator * a, nf_err * err) {
                 memcpy(p + 8, r->alt[k].dtissue, 4 * NF_ANNOTATE_TISSUES);
                 memcpy(p + 8 + 4 * NF_ANNOTATE_TISSUES, r->alt[k].sai_ds, 32);
                 memcpy(p + 8 + 4 * NF_ANNOTATE_TISSUES + 32, r->alt[k].sai_dp, 32);
+                const int32_t st = r->alt[k].strands;
+                memcpy(p + 8 + 4 * NF_ANNOTATE_TISSUES + 64, &st, 4);
                 p += NF_ANN_WIRE_ALT;
             }
         }
@@ -202,6 +204,9 @@ static int nf_ann_exchange(nf_annotator * a, nf_err * err) {
                 memcpy(r->alt[k].dtissue, p + 8, 4 * NF_ANNOTATE_TISSUES);
                 memcpy(r->alt[k].sai_ds, p + 8 + 4 * NF_ANNOTATE_TISSUES, 32);
                 memcpy(r->alt[k].sai_dp, p + 8 + 4 * NF_ANNOTATE_TISSUES + 32, 32);
+                int32_t st;
+                memcpy(&st, p + 8 + 4 * NF_ANNOTATE_TISSUES + 64, 4);
+                r->alt[k].strands = st;
             }
             off[w] += NF_ANN_WIRE_REC + (int64_t) na * NF_ANN_WIRE_ALT;
         }
