@@ -40,6 +40,11 @@ typedef struct nf_seq {
     int pad;       /* 1: the flanks were added (pad mode)             */
     int64_t flank; /* N added on each side (0 when the input has them) */
     char source[32];
+    /* where the B x L ids come from (a FASTA file): record b's name
+     * (names[b], NULL without names) and the 1-based position of its ids[0]
+     * (starts[b]; a --region's start, flanks included in mode given) */
+    char ** names;
+    int64_t * starts;
 } nf_seq;
 NF_API void nf_seq_free(nf_seq * s);
 NF_API int nf_seq_id(int c); /* a nucleotide letter's id (any case, T = U), -1 if none */
@@ -177,10 +182,13 @@ NF_API const char * nf_seq_track_channel(const nf_seq_track * t, int64_t c);
  * 1-based position of ids[left]. */
 NF_API int nf_seq_track_score(nf_model * m, const int8_t * ids, int64_t n, int64_t left, int64_t right, char strand,
                               const char * contig, int64_t start, int64_t tile, nf_seq_track * out, nf_err * err);
-/* TSV: header contig pos strand acceptor donor <tissues>, 1-based positions */
-NF_API int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, nf_err * err);
-/* bedGraph of one channel: a track line, then contig, 0-based start, end (half-open), value */
-NF_API int nf_seq_track_write_bedgraph(const nf_seq_track * t, int64_t channel, const char * path, nf_err * err);
+/* TSV: header contig pos strand acceptor donor <tissues>, 1-based positions;
+ * append: add the rows to path (no header), e.g. the next record */
+NF_API int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, int append, nf_err * err);
+/* bedGraph of one channel: a track line, then contig, 0-based start, end
+ * (half-open), value; append: the rows only */
+NF_API int nf_seq_track_write_bedgraph(const nf_seq_track * t, int64_t channel, const char * path, int append,
+                                       nf_err * err);
 
 #ifdef __cplusplus
 }

@@ -120,8 +120,8 @@ int main(void) {
     nf_seq_track_free(&plus);
 
     /* 4. writers: TSV 1-based, bedGraph 0-based half-open */
-    CHECK(nf_seq_track_write_tsv(&minus, "test-seq-track.tmp/t.tsv", &err) == NF_OK, "%s", err.msg);
-    CHECK(nf_seq_track_write_bedgraph(&minus, 2, "test-seq-track.tmp/d.bedGraph", &err) == NF_OK, "%s", err.msg);
+    CHECK(nf_seq_track_write_tsv(&minus, "test-seq-track.tmp/t.tsv", 0, &err) == NF_OK, "%s", err.msg);
+    CHECK(nf_seq_track_write_bedgraph(&minus, 2, "test-seq-track.tmp/d.bedGraph", 0, &err) == NF_OK, "%s", err.msg);
     char line[1024];
     FILE * f = fopen("test-seq-track.tmp/t.tsv", "r");
     CHECK(f && fgets(line, sizeof(line), f) &&

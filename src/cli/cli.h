@@ -136,6 +136,11 @@ struct nf_run_meas {
     int fallback;
 };
 int nf_run_measure(const nf_model * m, const nf_backend * be, struct nf_run_meas * r, nf_err * err);
+/* run-tracks.c: --region / --strand's tracks.tsv, acceptor.bedGraph, donor.bedGraph
+ * (docs/sequences.md) of every record of seq into dir; strand NULL: '+' */
+struct nf_seq;
+extern const char * const nf_run_track_files[];
+int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const char * strand, const char * dir, nf_err * err);
 /* report.json's common members (version, model, config, device, precision) */
 struct cJSON;
 void nf_cli_report_passes(struct cJSON * rep, const nf_model * m);

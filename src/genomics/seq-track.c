@@ -123,17 +123,16 @@ static void nf__track_name(const nf_seq_track * t, int64_t c, char * b, size_t n
         snprintf(b, n, "%s", s);
 }
 
-int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, nf_err * err) {
-    FILE * f = fopen(path, "w");
+int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, int append, nf_err * err) {
+    FILE * f = fopen(path, append ? "a" : "w");
     if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     char nm[64];
-    fputs("contig\tpos\tstrand", f);
     /* acceptor, donor, then the tissues; no_splice (1 - acceptor - donor) left out */
-    for (int64_t c = 1; c < t->channels; c++) {
+    for (int64_t c = 1; !append && c < t->channels; c++) {
         nf__track_name(t, c, nm, sizeof(nm));
-        fprintf(f, "\t%s", nm);
+        fprintf(f, "%s\t%s", c == 1 ? "contig\tpos\tstrand" : "", nm);
     }
-    fputc('\n', f);
+    if (!append) fputc('\n', f);
     for (int64_t i = 0; i < t->n; i++) {
         fprintf(f, "%s\t%lld\t%c", t->contig, (long long) (t->start + i), t->strand);
         for (int64_t c = 1; c < t->channels; c++) fprintf(f, "\t%.6g", (double) t->probs[i * t->channels + c]);
@@ -142,16 +141,17 @@ int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, nf_err * e
     return nf__track_close(f, path, err);
 }
 
-int nf_seq_track_write_bedgraph(const nf_seq_track * t, int64_t channel, const char * path, nf_err * err) {
+int nf_seq_track_write_bedgraph(const nf_seq_track * t, int64_t channel, const char * path, int append, nf_err * err) {
     if (channel < 0 || channel >= t->channels)
         return nf__err_set(err, NF_ERR_INPUT, "%s: no channel %lld (the model has %lld)", path, (long long) channel,
                            (long long) t->channels);
-    FILE * f = fopen(path, "w");
+    FILE * f = fopen(path, append ? "a" : "w");
     if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     char nm[64];
     nf__track_name(t, channel, nm, sizeof(nm));
-    fprintf(f, "track type=bedGraph name=\"%s %c\" description=\"SpTransformer %s probability, strand %c\"\n", nm,
-            t->strand, nm, t->strand);
+    if (!append)
+        fprintf(f, "track type=bedGraph name=\"%s %c\" description=\"SpTransformer %s probability, strand %c\"\n", nm,
+                t->strand, nm, t->strand);
     for (int64_t i = 0; i < t->n; i++)
         fprintf(f, "%s\t%lld\t%lld\t%.6g\n", t->contig, (long long) (t->start + i - 1), (long long) (t->start + i),
                 (double) t->probs[i * t->channels + channel]);
