@@ -73,6 +73,19 @@ for i, row in enumerate(m):
     assert row[0] == 'chrT' and int(row[1]) == 111 + i and row[2] == '-', row
     assert row[3:] == rc[29 - i][3:], (i, row[3:6], rc[29 - i][3:6])
 PY
+# longer than the window (64): chrT:1-300 in mode given scores 11..290 in 5 tiles; a tile's rows are those of
+# one run on that tile's span with its flanks (chrT:65-148: 75..138), and the last, short tile's too
+run long --fasta "$T/tiny.fa" --region chrT:1-300
+run tile1 --fasta "$T/tiny.fa" --region chrT:65-148
+run tile4 --fasta "$T/tiny.fa" --region chrT:257-300
+[ ! -e "$T/long/probabilities.npy" ] && grep -q '"tiles_each":[[:space:]]*5' "$T/long/report.json" \
+  && ok "tiled: 5 tiles, no .npy" || bad "tiled: report or .npy"
+[ "$(wc -l < "$T/long/tracks.tsv")" -eq 281 ] && ok "tiled: 280 rows" || bad "tiled: $(wc -l < "$T/long/tracks.tsv") lines"
+cmp -s <(sed -n '66,129p' "$T/long/tracks.tsv") <(tail -n +2 "$T/tile1/tracks.tsv") && ok "tile 2 == one run on its span" \
+  || bad "tile 2 differs from one run on chrT:65-148"
+cmp -s <(tail -n 24 "$T/long/tracks.tsv") <(tail -n +2 "$T/tile4/tracks.tsv") && ok "last tile == one run on its span" \
+  || bad "last tile differs from one run on chrT:257-300"
+head -2 "$T/long/tracks.tsv" | tail -1 | grep -q "^chrT	11	+	" && ok "tiled: first row chrT 11" || bad "tiled: first row"
 for f in tokens.npy position_logits.npy class_ids.npy probabilities.npy encoding_metadata.json; do
   cmp -s "$T/plus/$f" "$T/minus/$f" && ok "$f: --strand changes nothing in the .npy set" || bad "$f differs with --strand"
 done

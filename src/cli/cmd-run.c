@@ -153,6 +153,10 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
         rc = nf_seq_fasta(&s, fasta, nf_run_opt(o, "region"), pad, context, err);
     else
         rc = nf_seq_string(&s, nf_run_opt(o, "sequence"), pad, context, err);
+    if (rc == NF_OK && keep && nf_run_tiled_needed(m, &s)) { /* longer than a window: tiles, no .npy (run-tracks.c) */
+        *keep = s;
+        return NF_OK;
+    }
     int64_t * ids = rc == NF_OK ? malloc((size_t) (s.B * s.L > 0 ? s.B * s.L : 1) * sizeof(int64_t)) : NULL;
     if (rc == NF_OK && !ids) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     if (rc == NF_OK) {
@@ -258,6 +262,10 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         rc = nf_model_inputs(m, n, keys, values, &in, err);
     }
     if (rc != NF_OK) goto done;
+    if (seq.ids && nf_run_tiled_needed(m, &seq)) { /* longer than one window: tiles (run-tracks.c) */
+        rc = nf_run_tiled(m, be, &seq, nf_run_opt(o, "strand"), model, trace, trace_in_out, &tr, &os, err);
+        goto done;
+    }
     int out_ndim = 0;
     int64_t out_shape[NF_ARRAY_MAX_DIMS], n_out = 1;
     if ((rc = nf_model_output_shape(m, nf_inputs_arrays(in), nf_inputs_count(in), &out_ndim, out_shape, err)) != NF_OK)
