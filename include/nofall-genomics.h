@@ -182,6 +182,10 @@ NF_API const char * nf_seq_track_channel(const nf_seq_track * t, int64_t c);
  * 1-based position of ids[left]. */
 NF_API int nf_seq_track_score(nf_model * m, const int8_t * ids, int64_t n, int64_t left, int64_t right, char strand,
                               const char * contig, int64_t start, int64_t tile, nf_seq_track * out, nf_err * err);
+/* the track of one forward's position_logits (n x channels, strand '+'), no
+ * forward made: e.g. `run`'s own forward when it fits one window */
+NF_API int nf_seq_track_from_logits(const float * logits, int64_t n, int64_t channels, const char * contig,
+                                    int64_t start, nf_seq_track * out, nf_err * err);
 /* TSV: header contig pos strand acceptor donor <tissues>, 1-based positions;
  * append: add the rows to path (no header), e.g. the next record */
 NF_API int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, int append, nf_err * err);

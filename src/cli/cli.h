@@ -137,10 +137,12 @@ struct nf_run_meas {
 };
 int nf_run_measure(const nf_model * m, const nf_backend * be, struct nf_run_meas * r, nf_err * err);
 /* run-tracks.c: --region / --strand's tracks.tsv, acceptor.bedGraph, donor.bedGraph
- * (docs/sequences.md) of every record of seq into dir; strand NULL: '+' */
+ * (docs/sequences.md) of every record of seq into dir; strand NULL: '+'; logits: the
+ * run's own forward (B x positions x channels), used on '+' (NULL: forwards made here) */
 struct nf_seq;
 extern const char * const nf_run_track_files[];
-int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const char * strand, const char * dir, nf_err * err);
+int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits, const char * strand, const char * dir,
+                  nf_err * err);
 /* a sequence longer than the model's window (positions > max_seq_len): the
  * whole run as tiles, the set being the tracks and report.json (no .npy) */
 int nf_run_tiled_needed(const nf_model * m, const struct nf_seq * seq);

@@ -291,7 +291,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         goto done;
     /* --region / --strand: the per-position tracks beside them (run-tracks.c) */
     if ((nf_run_opt(o, "region") || nf_run_opt(o, "strand")) &&
-        (rc = nf_run_tracks(m, &seq, nf_run_opt(o, "strand"), os.staging, err)) != NF_OK)
+        (rc = nf_run_tracks(m, &seq, logits, nf_run_opt(o, "strand"), os.staging, err)) != NF_OK)
         goto done;
     nf_cli_test_delay("write");
     struct nf_run_meas meas; /* placement, measured */

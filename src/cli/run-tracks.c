@@ -18,11 +18,14 @@
 
 const char * const nf_run_track_files[] = {"tracks.tsv", "acceptor.bedGraph", "donor.bedGraph", NULL};
 
-int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const char * strand, const char * dir, nf_err * err) {
-    int64_t ctx = 0;
+int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits, const char * strand, const char * dir,
+                  nf_err * err) {
+    int64_t ctx = 0, C = 3;
     struct nf_config_item ci;
-    for (int i = 0; nf_model_config_item(m, i, &ci); i++)
+    for (int i = 0; nf_model_config_item(m, i, &ci); i++) {
         if (strcmp(ci.key, "context_len") == 0) ctx = ci.num;
+        if (strcmp(ci.key, "tissue_num") == 0) C = 3 + ci.num;
+    }
     const int64_t n = seq->L - 2 * ctx;
     char tsv[4096], acc[4096], don[4096];
     nf__path_join(tsv, sizeof(tsv), dir, nf_run_track_files[0]);
@@ -36,8 +39,11 @@ int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const char * strand, 
         const char * contig = seq->names && seq->names[b] ? seq->names[b] : seq->B > 1 ? name : NULL;
         /* ids[0] is at starts[b] in mode given; pad's flanks are not the file's */
         const int64_t first = (seq->starts ? seq->starts[b] : 1) + (seq->pad ? 0 : ctx);
-        rc = nf_seq_track_score(m, seq->ids + b * seq->L, n, ctx, ctx, strand ? strand[0] : '+', contig, first, 0, &t,
-                                err);
+        if (logits && !(strand && strand[0] == '-')) /* the run's own forward: no second one */
+            rc = nf_seq_track_from_logits(logits + b * n * C, n, C, contig, first, &t, err);
+        else
+            rc = nf_seq_track_score(m, seq->ids + b * seq->L, n, ctx, ctx, strand ? strand[0] : '+', contig, first, 0,
+                                    &t, err);
         if (rc == NF_OK) rc = nf_seq_track_write_tsv(&t, tsv, b > 0, err);
         if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 1, acc, b > 0, err);
         if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 2, don, b > 0, err);
@@ -63,7 +69,7 @@ int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq,
                  struct nf_outset * os, nf_err * err) {
     const int64_t ctx = nf_run_cfg(m, "context_len"), win = nf_run_cfg(m, "max_seq_len");
     const double t0 = nf_cli_now_ms();
-    NF_TRY(nf_run_tracks(m, seq, strand, os->staging, err));
+    NF_TRY(nf_run_tracks(m, seq, NULL, strand, os->staging, err));
     const double wall_ms = nf_cli_now_ms() - t0;
     struct nf_run_meas meas;
     NF_TRY(nf_run_measure(m, be, &meas, err));

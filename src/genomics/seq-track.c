@@ -39,6 +39,33 @@ static int64_t nf__track_cfg(const nf_model * m, const char * key) {
     return -1;
 }
 
+/* upstream's driver: softmax over channels 0..2, sigmoid on the others */
+static void nf__track_probs(const float * x, int64_t C, float * p) {
+    const double mx = fmax(fmax(x[0], x[1]), x[2]);
+    double e[3], sum = 0.0;
+    for (int c = 0; c < 3; c++) sum += (e[c] = exp((double) x[c] - mx));
+    for (int c = 0; c < 3; c++) p[c] = (float) (e[c] / sum);
+    for (int64_t c = 3; c < C; c++) p[c] = (float) (1.0 / (1.0 + exp(-(double) x[c])));
+}
+
+int nf_seq_track_from_logits(const float * logits, int64_t n, int64_t channels, const char * contig, int64_t start,
+                             nf_seq_track * out, nf_err * err) {
+    memset(out, 0, sizeof(*out));
+    if (n <= 0 || channels < 3)
+        return nf__err_set(err, NF_ERR_ARG, "tracks: %lld rows of %lld channels", (long long) n, (long long) channels);
+    if (!(out->probs = malloc((size_t) (n * channels) * sizeof(float))))
+        return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    for (int64_t r = 0; r < n; r++) nf__track_probs(logits + r * channels, channels, out->probs + r * channels);
+    snprintf(out->contig, sizeof(out->contig), "%s", contig && contig[0] ? contig : "sequence");
+    out->start = start > 0 ? start : 1;
+    out->n = n;
+    out->strand = '+';
+    out->channels = channels;
+    out->tile = n;
+    out->tiles = 1;
+    return NF_OK;
+}
+
 /* the complement of an id (A<->T, C<->G, N) */
 static int8_t nf__comp(int8_t id) { return id == 4 ? 4 : (int8_t) (3 - id); }
 
@@ -80,17 +107,8 @@ int nf_seq_track_score(nf_model * m, const int8_t * ids, int64_t n, int64_t left
         }
         const struct nf_array a = {"tokens", NF_ARRAY_I64, 2, {1, L}, tok};
         rc = nf_model_forward(m, &a, 1, logits, err);
-        for (int64_t r = 0; rc == NF_OK && r < len; r++) {
-            const float * x = logits + r * C;
-            /* row in forward-strand order */
-            const int64_t fr = strand == '+' ? t0 + r : n - 1 - (t0 + r);
-            float * p = out->probs + fr * C;
-            const double mx = fmax(fmax(x[0], x[1]), x[2]);
-            double e[3], sum = 0.0;
-            for (int c = 0; c < 3; c++) sum += (e[c] = exp((double) x[c] - mx));
-            for (int c = 0; c < 3; c++) p[c] = (float) (e[c] / sum);
-            for (int64_t c = 3; c < C; c++) p[c] = (float) (1.0 / (1.0 + exp(-(double) x[c])));
-        }
+        for (int64_t r = 0; rc == NF_OK && r < len; r++) /* rows in forward-strand order */
+            nf__track_probs(logits + r * C, C, out->probs + (strand == '+' ? t0 + r : n - 1 - (t0 + r)) * C);
         out->tiles++;
     }
     free(seq);
