@@ -40,6 +40,11 @@ typedef struct nf_seq {
     int pad;       /* 1: the flanks were added (pad mode)             */
     int64_t flank; /* N added on each side (0 when the input has them) */
     char source[32];
+    /* where the B x L ids come from (a FASTA file): record b's name
+     * (names[b], NULL without names) and the 1-based position of its ids[0]
+     * (starts[b]; a --region's start, flanks included in mode given) */
+    char ** names;
+    int64_t * starts;
 } nf_seq;
 NF_API void nf_seq_free(nf_seq * s);
 NF_API int nf_seq_id(int c); /* a nucleotide letter's id (any case, T = U), -1 if none */
@@ -164,6 +169,42 @@ NF_API long long nf_annotate_count_records(const char * vcf);
 /* All of it on one process: o->out written in place (no temporary name),
  * report_path (may be NULL) the report; s (may be NULL) the counts. */
 NF_API int nf_annotate_file(const nf_annotate_opts * o, const char * report_path, nf_annotate_stats * s, nf_err * err);
+
+/* ---- per-position tracks with coordinates (seq-track.c; docs/sequences.md) ---- */
+typedef struct nf_seq_track {
+    char contig[256]; /* the contig ("sequence" when none was given)                   */
+    int64_t start;    /* 1-based forward-strand position of row 0                     */
+    int64_t n;        /* positions (rows), forward-strand order on either strand       */
+    char strand;      /* '+' or '-' (on '-' the reverse complement was scored)          */
+    int64_t channels; /* 3 + tissues: no_splice, acceptor, donor, tissue usage          */
+    int64_t tile;     /* positions per forward                                        */
+    int64_t tiles;    /* forwards made                                                */
+    float * probs;    /* n x channels probabilities (softmax over 0..2, sigmoid after) */
+} nf_seq_track;
+NF_API void nf_seq_track_free(nf_seq_track * t);
+/* a channel's column name: "no_splice", "acceptor", "donor", "adipose_tissue", ... */
+NF_API const char * nf_seq_track_channel(const nf_seq_track * t, int64_t c);
+/* SpTransformer model m on the bases ids[left .. left+n) (forward strand,
+ * ids as nf_seq's), ids[0 .. left) and ids[left+n .. left+n+right) the
+ * reference around them (0 when none): tiles of `tile` positions (0: the
+ * model's max_seq_len), each one forward of the tile with context_len bases of
+ * flank taken from ids and N beyond, exactly as one forward on that span
+ * pads; on strand '-' the reverse complement of the whole span is tiled from
+ * its 5' end and the rows mapped back to forward positions. start: the
+ * 1-based position of ids[left]. */
+NF_API int nf_seq_track_score(nf_model * m, const int8_t * ids, int64_t n, int64_t left, int64_t right, char strand,
+                              const char * contig, int64_t start, int64_t tile, nf_seq_track * out, nf_err * err);
+/* the track of one forward's position_logits (n x channels, strand '+'), no
+ * forward made: e.g. `run`'s own forward when it fits one window */
+NF_API int nf_seq_track_from_logits(const float * logits, int64_t n, int64_t channels, const char * contig,
+                                    int64_t start, nf_seq_track * out, nf_err * err);
+/* TSV: header contig pos strand acceptor donor <tissues>, 1-based positions;
+ * append: add the rows to path (no header), e.g. the next record */
+NF_API int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, int append, nf_err * err);
+/* bedGraph of one channel: a track line, then contig, 0-based start, end
+ * (half-open), value; append: the rows only */
+NF_API int nf_seq_track_write_bedgraph(const nf_seq_track * t, int64_t channel, const char * path, int append,
+                                       nf_err * err);
 
 #ifdef __cplusplus
 }

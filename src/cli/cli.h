@@ -138,6 +138,21 @@ struct nf_run_meas {
     int fallback;
 };
 int nf_run_measure(const nf_model * m, const nf_backend * be, struct nf_run_meas * r, nf_err * err);
+/* run-tracks.c: --region / --strand's tracks.tsv, acceptor.bedGraph, donor.bedGraph
+ * (docs/sequences.md) of every record of seq into dir; strand NULL: '+'; logits: the
+ * run's own forward (B x positions x channels), used on '+' (NULL: forwards made here) */
+struct nf_seq;
+extern const char * const nf_run_track_files[];
+int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits, const char * strand, const char * dir,
+                  nf_err * err);
+/* a sequence longer than the model's window (positions > max_seq_len): the
+ * whole run as tiles, the set being the tracks and report.json (no .npy) */
+int nf_run_tiled_needed(const nf_model * m, const struct nf_seq * seq);
+struct nf_outset;
+struct nf_cli_outfile;
+int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * strand,
+                 const char * model_path, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+                 struct nf_outset * os, nf_err * err);
 /* report.json's common members (version, model, config, device, precision) */
 struct cJSON;
 void nf_cli_report_passes(struct cJSON * rep, const nf_model * m);

@@ -62,6 +62,7 @@ static const struct nf_run_flag nf_run_flags[] = {
     {"--fasta", "fasta", NF_RF_SEQ, 1},
     {"--region", "region", NF_RF_SEQ, 0},
     {"--context", "context", NF_RF_SEQ, 0},
+    {"--strand", "strand", NF_RF_CLI, 0},
     {"--chunk-rows", "chunk_rows", NF_RF_SET, 0},
     {"--query-chunk", "query_chunk", NF_RF_SET, 0},
     {"--adapter", "adapter", NF_RF_ADAPTER, 0},
@@ -138,7 +139,8 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
 /* SpTransformer's sequence inputs (--tokens, --sequence, --fasta [--region],
  * --context): read by nofall-genomics.h's nf_seq_* and handed to the model
  * as its "tokens" array. */
-static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inputs ** out, nf_err * err) {
+static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inputs ** out, nf_seq * keep,
+                             nf_err * err) {
     const char *tokens = nf_run_opt(o, "tokens"), *fasta = nf_run_opt(o, "fasta"), *ctx = nf_run_opt(o, "context");
     const int pad = ctx ? strcmp(ctx, "pad") == 0 : !(tokens || fasta);
     int64_t context = 0;
@@ -153,6 +155,10 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
         rc = nf_seq_fasta(&s, fasta, nf_run_opt(o, "region"), pad, context, err);
     else
         rc = nf_seq_string(&s, nf_run_opt(o, "sequence"), pad, context, err);
+    if (rc == NF_OK && keep && nf_run_tiled_needed(m, &s)) { /* longer than a window: tiles, no .npy (run-tracks.c) */
+        *keep = s;
+        return NF_OK;
+    }
     int64_t * ids = rc == NF_OK ? malloc((size_t) (s.B * s.L > 0 ? s.B * s.L : 1) * sizeof(int64_t)) : NULL;
     if (rc == NF_OK && !ids) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     if (rc == NF_OK) {
@@ -165,7 +171,10 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
         rc = nf_model_inputs_given(m, &t, 1, 3, keys, values, out, err);
     }
     free(ids);
-    nf_seq_free(&s);
+    if (rc == NF_OK && keep)
+        *keep = s; /* the tracks' input (run-tracks.c) */
+    else
+        nf_seq_free(&s);
     return rc;
 }
 
@@ -197,6 +206,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     nf_backend * be = NULL;
     nf_model * m = NULL;
     nf_inputs * in = NULL;
+    nf_seq seq = {0};
     float * logits = NULL;
     struct nf_run_outputs res = {0};
     struct nf_outset os;
@@ -206,9 +216,13 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     char trace_in_out[4096] = "", p[4096];
     const char *model = nf_run_opt(o, "model"), *trace = nf_run_opt(o, "trace");
     const char *device = nf_run_opt(o, "device"), *adapter = nf_run_opt(o, "adapter");
-    const char * const * artifacts = nf_model_type_artifacts(o->type);
+    const char * const * base = nf_model_type_artifacts(o->type);
+    const char * artifacts[48];
     int n_artifacts = 0, rc;
-    while (artifacts[n_artifacts]) n_artifacts++;
+    while (base[n_artifacts] && n_artifacts < 40) artifacts[n_artifacts] = base[n_artifacts], n_artifacts++;
+    for (int i = 0; strcmp(o->type, "sptransformer") == 0 && nf_run_track_files[i]; i++)
+        artifacts[n_artifacts++] = nf_run_track_files[i]; /* run-tracks.c: a stale track is not carried over */
+    artifacts[n_artifacts] = NULL;
     /* --out locked and staged, --trace checked and created: before any work */
     struct stat msb; /* --model X.ckpt: a regular file, named when it is not (a FIFO would block) */
     if (stat(model, &msb) == 0 && !S_ISDIR(msb.st_mode)) {
@@ -244,13 +258,17 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
             goto done;
     }
     if (nf_run_opt(o, "tokens") || nf_run_opt(o, "sequence") || nf_run_opt(o, "fasta")) {
-        rc = nf_run_seq_inputs(o, m, &in, err);
+        rc = nf_run_seq_inputs(o, m, &in, &seq, err);
     } else {
         const char *keys[NF_RUN_N_FLAGS], *values[NF_RUN_N_FLAGS];
         const int n = nf_run_input_opts(o, 0, keys, values);
         rc = nf_model_inputs(m, n, keys, values, &in, err);
     }
     if (rc != NF_OK) goto done;
+    if (seq.ids && nf_run_tiled_needed(m, &seq)) { /* longer than one window: tiles (run-tracks.c) */
+        rc = nf_run_tiled(m, be, &seq, nf_run_opt(o, "strand"), model, trace, trace_in_out, &tr, &os, err);
+        goto done;
+    }
     int out_ndim = 0;
     int64_t out_shape[NF_ARRAY_MAX_DIMS], n_out = 1;
     if ((rc = nf_model_output_shape(m, nf_inputs_arrays(in), nf_inputs_count(in), &out_ndim, out_shape, err)) != NF_OK)
@@ -273,6 +291,10 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     }
     /* artifacts: into the staging directory; read back once all are there */
     if ((rc = nf_model_write_outputs(m, in, logits, adapter ? summary : NULL, os.staging, &res, err)) != NF_OK)
+        goto done;
+    /* --region / --strand: the per-position tracks beside them (run-tracks.c) */
+    if ((nf_run_opt(o, "region") || nf_run_opt(o, "strand")) &&
+        (rc = nf_run_tracks(m, &seq, logits, nf_run_opt(o, "strand"), os.staging, err)) != NF_OK)
         goto done;
     nf_cli_test_delay("write");
     struct nf_run_meas meas; /* placement, measured */
@@ -304,6 +326,7 @@ done:
     free(logits);
     nf_free(res.report);
     nf_inputs_free(in);
+    nf_seq_free(&seq);
     nf_model_free(m);
     nf_backend_free(be);
     return rc;

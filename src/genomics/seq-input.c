@@ -23,6 +23,9 @@
 
 void nf_seq_free(nf_seq * s) {
     free(s->ids);
+    for (int64_t b = 0; s->names && b < s->B; b++) free(s->names[b]);
+    free(s->names);
+    free(s->starts);
     memset(s, 0, sizeof(*s));
 }
 
@@ -161,7 +164,8 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
     }
     int rc = NF_OK;
     int8_t * core = NULL;
-    int64_t B = 0, n = 0;
+    int64_t B = 0, n = 0, region_beg = 0;
+    int region_tid = 0;
     if (region) {
         hts_pos_t len = 0, rbeg = 0, rend = 0;
         int tid = -1;
@@ -171,6 +175,8 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
         if (fai_parse_region(fai, region, &tid, &rbeg, &rend, 0) && tid >= 0 &&
             faidx_seq_len(fai, faidx_iseq(fai, tid)) > 0 && (seq = fai_fetch64(fai, region, &len)) && len > 0)
             rc = nf__fasta_raw_check(&raw, faidx_iseq(fai, tid), rbeg, rbeg + len, err);
+        region_tid = tid;
+        region_beg = rbeg;
         if (rc != NF_OK) {
         } else if (!seq || len <= 0) {
             rc = nf__err_set(err, NF_ERR_INPUT,
@@ -214,9 +220,25 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
         }
         if (rc == NF_OK && B == 0) rc = nf__err_set(err, NF_ERR_INPUT, "%s: no FASTA records", path);
     }
+    char ** names = rc == NF_OK ? calloc((size_t) (B > 0 ? B : 1), sizeof(char *)) : NULL;
+    int64_t * starts = rc == NF_OK ? calloc((size_t) (B > 0 ? B : 1), sizeof(int64_t)) : NULL;
+    if (rc == NF_OK && (!names || !starts)) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    for (int64_t r = 0; rc == NF_OK && r < B; r++) {
+        const char * nm = region ? faidx_iseq(fai, region_tid) : faidx_iseq(fai, (int) r);
+        starts[r] = region ? region_beg + 1 : 1;
+        if (!(names[r] = strdup(nm))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    }
     fai_destroy(fai);
     nf__fasta_raw_close(&raw);
     if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, pad, context, "--fasta", path, err);
+    if (rc == NF_OK) {
+        s->names = names;
+        s->starts = starts;
+    } else {
+        for (int64_t r = 0; names && r < B; r++) free(names[r]);
+        free(names);
+        free(starts);
+    }
     free(core);
     snprintf(s->source, sizeof(s->source), "fasta");
     return rc;
