@@ -230,37 +230,8 @@ int nf_genes_load(const char * path, struct nf_genes ** out, nf_err * err) {
 #endif
 }
 
-/* The strands of the genes on contig overlapping pos (1-based): bit 1 '+',
- * bit 2 '-'; protein_coding: only genes of that type. */
-int nf_genes_strands(const struct nf_genes * gs, const char * contig, int64_t pos, int protein_coding) {
-    const struct nf_gene_contig * c = nf_genes_contig(gs, contig);
-    if (!c || c->n == 0) return 0;
-    /* the last gene with start <= pos */
-    int64_t lo = 0, hi = c->n; /* first index with start > pos */
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (c->g[mid].start <= pos)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    int mask = 0;
-    for (int64_t j = lo - 1; j >= 0 && c->maxend[j] >= pos; j--) {
-        const struct nf_gene * g = &c->g[j];
-        if (g->end < pos || (protein_coding && !g->coding)) continue;
-        mask |= g->strand == '+' ? 1 : 2;
-        if (mask == 3) break;
-    }
-    return mask;
-}
-
-/* The genes on contig overlapping pos (1-based), protein_coding: only genes of
- * that type; up to max of them into names / strands ('+' / '-'), ordered by
- * start, then name; the count of all of them is returned. */
-int nf_genes_at(const struct nf_genes * gs, const char * contig, int64_t pos, int protein_coding, const char ** names,
-                char * strands, int max) {
-    const struct nf_gene_contig * c = nf_genes_contig(gs, contig);
-    if (!c || c->n == 0) return 0;
+/* the first gene of c with start > pos (genes are sorted by start) */
+static int64_t nf_genes_after(const struct nf_gene_contig * c, int64_t pos) {
     int64_t lo = 0, hi = c->n;
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
@@ -269,25 +240,52 @@ int nf_genes_at(const struct nf_genes * gs, const char * contig, int64_t pos, in
         else
             hi = mid;
     }
-    int n = 0;
-    for (int64_t j = lo - 1; j >= 0 && c->maxend[j] >= pos; j--) {
+    return lo;
+}
+
+/* The strands of the genes on contig overlapping pos (1-based): bit 1 '+',
+ * bit 2 '-'; protein_coding: only genes of that type. */
+int nf_genes_strands(const struct nf_genes * gs, const char * contig, int64_t pos, int protein_coding) {
+    const struct nf_gene_contig * c = nf_genes_contig(gs, contig);
+    if (!c || c->n == 0) return 0;
+    int mask = 0;
+    for (int64_t j = nf_genes_after(c, pos) - 1; j >= 0 && c->maxend[j] >= pos; j--) {
         const struct nf_gene * g = &c->g[j];
         if (g->end < pos || (protein_coding && !g->coding)) continue;
-        if (n < max) { /* insertion in (start, name) order: the scan runs by descending start */
-            int k = n < max ? n : max - 1;
-            while (k > 0) {
-                const struct nf_gene * p = NULL;
-                for (int64_t t = 0; t < c->n && !p; t++)
-                    if (c->g[t].name == names[k - 1]) p = &c->g[t];
-                if (p && (p->start < g->start || (p->start == g->start && strcmp(p->name, g->name) <= 0))) break;
-                names[k] = names[k - 1];
-                strands[k] = strands[k - 1];
-                k--;
-            }
-            names[k] = g->name;
-            strands[k] = g->strand;
-        }
+        mask |= g->strand == '+' ? 1 : 2;
+        if (mask == 3) break;
+    }
+    return mask;
+}
+
+static int nf_gene_before(const struct nf_gene * a, const struct nf_gene * b) {
+    return a->start < b->start || (a->start == b->start && strcmp(a->name, b->name) < 0);
+}
+
+/* The genes on contig overlapping pos (1-based), protein_coding: only genes of
+ * that type; the first max of them by (start, name) into names / strands ('+' /
+ * '-'); the count of all of them is returned. */
+int nf_genes_at(const struct nf_genes * gs, const char * contig, int64_t pos, int protein_coding, const char ** names,
+                char * strands, int max) {
+    const struct nf_gene_contig * c = nf_genes_contig(gs, contig);
+    if (!c || c->n == 0 || max <= 0) return 0;
+    const struct nf_gene * kept[64];
+    const int cap = max < 64 ? max : 64;
+    int n = 0, k = 0;
+    for (int64_t j = nf_genes_after(c, pos) - 1; j >= 0 && c->maxend[j] >= pos; j--) {
+        const struct nf_gene * g = &c->g[j];
+        if (g->end < pos || (protein_coding && !g->coding)) continue;
         n++;
+        int i = k < cap ? k++ : cap; /* insertion by (start, name); past cap: only when it sorts earlier */
+        while (i > 0 && nf_gene_before(g, kept[i - 1])) {
+            if (i < cap) kept[i] = kept[i - 1];
+            i--;
+        }
+        if (i < cap) kept[i] = g;
+    }
+    for (int i = 0; i < k; i++) {
+        names[i] = kept[i]->name;
+        strands[i] = kept[i]->strand;
     }
     return n;
 }

@@ -322,8 +322,7 @@ int nf__mitra_predict_part(struct nf_mitra * p, nf_model * m, const nf_table * t
     fw_total *= p->n_est;
     for (int64_t e = 0; rc == NF_OK && e < p->n_est; e++) {
         /* a fine-tuned ensemble: this member's weights (mitra-tune.c) */
-        if (p->ft_weights && (rc = nf__finetune_weights_set(m, p->ft_weights[e], p->ft_n_weights, err)) != NF_OK)
-            break;
+        if (p->ft_weights && (rc = nf__finetune_weights_set(m, p->ft_weights[e], p->ft_n_weights, err)) != NF_OK) break;
         const int * sign = p->signs + e * F;
         const int regm = p->regmirror[e];
         nf_pred_matrix(p, NULL, 0, sign, xs);
