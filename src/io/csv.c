@@ -527,7 +527,7 @@ int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err) {
     char * data = NULL;
     size_t len = 0;
     memset(t, 0, sizeof(*t));
-    NF_TRY(nf__file_read_all(path, &data, &len, NF_CSV_MAX_BYTES, err));
+    NF_TRY(nf__file_read_decompressed(path, &data, &len, NF_CSV_MAX_BYTES, err));
     int rc = nf__csv_parse(data, len, path, t, err);
     free(data);
     return rc;

@@ -53,6 +53,14 @@ int nf__fasta_raw_check(struct nf_fasta_raw * r, const char * contig, int64_t be
 void nf__fasta_raw_close(struct nf_fasta_raw * r);
 /* The whole regular file (nf__open_regular), NUL-terminated, at most max_len bytes. */
 int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err);
+/* The same, undoing the compression the name says as pandas infers it
+ * (decompress.c): .gz, .bz2, .xz (any case); other names read as they are.
+ * max_len caps the compressed and the decompressed size. A corrupt or
+ * truncated stream: NF_ERR_FORMAT naming the file. */
+int nf__file_read_decompressed(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err);
+/* "gzip" / "bz2" / "xz" for such a name, else NULL; the extension's length (0 if none). */
+const char * nf__compression_of(const char * path);
+size_t nf__compression_ext_len(const char * path);
 void nf__path_join(char * out, size_t n, const char * dir, const char * file);
 /* mkdir -p */
 int nf__mkdir_p(const char * dir, nf_err * err);
