@@ -59,5 +59,51 @@ for z in gz bz2 xz; do
         ok "truncated .$z: $(grep error "$T/cut-$z.log")"
     fi
 done
+
+# --sep and .tsv: the same table tab / ';' separated gives the same outputs
+tr , '\t' <"$T/train.csv" >"$T/train.tsv"
+tr , '\t' <"$T/test.csv" >"$T/test.tsv"
+gzip -k "$T/train.tsv"
+tr , ';' <"$T/train.csv" >"$T/train.txt"
+tr , ';' <"$T/test.csv" >"$T/test.txt"
+tr , '\t' <"$T/train.csv" >"$T/train-tab.txt"
+run tsv "$T/train.tsv.gz" "$T/test.tsv" && same tsv && ok ".tsv / .tsv.gz: tab-separated by the name" ||
+    bad ".tsv: $(tail -1 "$T/tsv.log")"
+run semi "$T/train.txt" "$T/test.txt" --sep ';' && same semi && ok "--sep ';'" || bad "--sep ';': $(tail -1 "$T/semi.log")"
+run tab "$T/train-tab.txt" "$T/test.tsv" --sep tab && same tab && ok "--sep tab" || bad "--sep tab: $(tail -1 "$T/tab.log")"
+run tab2 "$T/train-tab.txt" "$T/test.tsv" --sep '\t' && same tab2 && ok "--sep \\t" || bad "--sep \\t: $(tail -1 "$T/tab2.log")"
+expect() { # name want-substring train test [args...]: fails, says want, --out not created
+    local name=$1 want=$2
+    shift 2
+    if run "$name" "$@"; then
+        bad "$name: exit 0"
+    elif ! grep -qF -- "$want" "$T/$name.log" || [ -e "$T/$name" ]; then
+        bad "$name: wanted '$want': $(tail -1 "$T/$name.log")"
+    else
+        ok "$name: $(grep error "$T/$name.log")"
+    fi
+}
+expect hint-semi "no column 'y' (--target); the header is one column holding ';': a ';'-separated table? --sep ';'" \
+    "$T/train.txt" "$T/test.txt"
+expect hint-tab "no column 'y' (--target); the header is one column holding tabs: a tab-separated table? --sep tab" \
+    "$T/train-tab.txt" "$T/test.txt"
+expect sep-bad "--sep 'ab': one ASCII character" "$T/train.csv" "$T/test.csv" --sep ab
+
+# --drop: the same outputs as tables without those columns; an unknown column is an error naming it
+python3 - "$T" <<'EOF2'
+import csv, sys
+t = sys.argv[1]
+for n in ("train", "test"):
+    rows = list(csv.reader(open(f"{t}/{n}.csv")))
+    keep = [i for i, c in enumerate(rows[0]) if c not in ("b", "colour")]
+    csv.writer(open(f"{t}/{n}-dropped.csv", "w"), lineterminator="\n").writerows([[r[i] for i in keep] for r in rows])
+EOF2
+run dropped-plain "$T/train-dropped.csv" "$T/test-dropped.csv" &&
+    run dropped "$T/train.csv" "$T/test.csv" --drop b,colour &&
+    cmp -s "$T/dropped/predictions.csv" "$T/dropped-plain/predictions.csv" &&
+    cmp -s "$T/dropped/probabilities.csv" "$T/dropped-plain/probabilities.csv" &&
+    ok "--drop b,colour: outputs identical to the tables without them" || bad "--drop: $(tail -1 "$T/dropped.log")"
+expect drop-unknown "train.csv: no column 'nosuch' to drop (--drop)" "$T/train.csv" "$T/test.csv" --drop b,nosuch
+
 [ $fail -eq 0 ] && echo "tables-cli.sh: all passed" || echo "tables-cli.sh: failures"
 exit $fail

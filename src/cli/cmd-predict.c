@@ -55,6 +55,7 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
             return 0;
         }
     if (!nf_cli_finetune_opts(&v, &o->fo)) return 0;
+    if (!nf_cli_table_opts(&v, &o->tables)) return 0;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,
                 "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
@@ -198,19 +199,22 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     rc = o->fine_tune && mp->size > 1
              ? nf__err_set(err, NF_ERR_UNSUPPORTED, "predict --fine-tune runs as one process, not as %d MPI ranks",
                            mp->size)
-             : nf_table_read_csv(o->train, &tr, err);
-    if (rc == NF_OK) rc = nf_table_read_csv(o->test, &te, err);
-    if (rc == NF_OK && o->val) rc = nf_table_read_csv(o->val, &va, err);
+             : nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
+    if (rc == NF_OK) rc = nf_cli_table_read(&o->tables, o->test, 0, &te, err);
+    if (rc == NF_OK && o->val) rc = nf_cli_table_read(&o->tables, o->val, 0, &va, err);
+    char hint[160];
     if (rc == NF_OK && va && nf_table_find(va, o->target) < 0) {
         char e1[512], e2[256];
-        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)",
-                         nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target));
+        nf_table_sep_hint(va, hint, sizeof(hint));
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)%s",
+                         nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target), hint);
     }
     if (rc == NF_OK) {
         char e1[512], e2[256];
+        nf_table_sep_hint(tr, hint, sizeof(hint));
         if (nf_table_find(tr, o->target) < 0)
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)", nf__esc(e1, sizeof(e1), o->train),
-                             nf__esc(e2, sizeof(e2), o->target));
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->train),
+                             nf__esc(e2, sizeof(e2), o->target), hint);
         else if (nf_table_n_rows(tr) < 2)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2",
                              nf__esc(e1, sizeof(e1), o->train), (long long) nf_table_n_rows(tr));

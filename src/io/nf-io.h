@@ -306,6 +306,11 @@ struct nf_csv_table {
  * messages count data rows from 1 (the header is row 0). */
 int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err);
 int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv_table * t, nf_err * err);
+/* The same with a field separator (sep 0: by the name, nf__csv_sep_of). */
+int nf__csv_read_sep(const char * path, int sep, struct nf_csv_table * t, nf_err * err);
+int nf__csv_parse_sep(const char * buf, size_t len, const char * name, int sep, struct nf_csv_table * t, nf_err * err);
+/* '\t' for a name ending .tsv (before a compression extension: .tsv.gz), else ',' */
+int nf__csv_sep_of(const char * path);
 void nf__csv_free(struct nf_csv_table * t);
 int nf__csv_find(const struct nf_csv_table * t, const char * name); /* column index or -1 */
 void nf__csv_index_add(struct nf_csv_table * t, int col);           /* after cols[col] is complete; OOM: scans */
