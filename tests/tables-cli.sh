@@ -105,5 +105,17 @@ run dropped-plain "$T/train-dropped.csv" "$T/test-dropped.csv" &&
     ok "--drop b,colour: outputs identical to the tables without them" || bad "--drop: $(tail -1 "$T/dropped.log")"
 expect drop-unknown "train.csv: no column 'nosuch' to drop (--drop)" "$T/train.csv" "$T/test.csv" --drop b,nosuch
 
+# category labels and ids pandas gives NaT are no dates: predicted, not refused
+python3 - "$T" <<'EOF2'
+import sys
+t = sys.argv[1]
+with open(f"{t}/rooms.csv", "w") as f:
+    f.write("a,room,id,y\n")
+    for i in range(12):
+        f.write(f"{i},room {i % 3 + 1},A-{i:05d},{'xy'[i % 2]}\n")
+EOF2
+run rooms "$T/rooms.csv" "$T/rooms.csv" && ok "'room 2' / 'A-00017' columns: no dates (pandas: NaT)" ||
+    bad "rooms: $(tail -1 "$T/rooms.log")"
+
 [ $fail -eq 0 ] && echo "tables-cli.sh: all passed" || echo "tables-cli.sh: failures"
 exit $fail
