@@ -282,6 +282,9 @@ NF_API int nf_table_sep_hint(const nf_table * t, char * buf, size_t n);
 /* Drop the columns of a comma-separated list of names. must_exist: a name
  * the table lacks is NF_ERR_INPUT naming it (else skipped). */
 NF_API int nf_table_drop(nf_table * t, const char * names, int must_exist, nf_err * err);
+/* 1 when the first column looks like the row index df.to_csv() writes: no
+ * header name (pandas' "Unnamed: 0") and the integers 0..n-1 in order */
+NF_API int nf_table_index_like(const nf_table * t);
 
 #ifdef __cplusplus
 }

@@ -117,5 +117,13 @@ EOF2
 run rooms "$T/rooms.csv" "$T/rooms.csv" && ok "'room 2' / 'A-00017' columns: no dates (pandas: NaT)" ||
     bad "rooms: $(tail -1 "$T/rooms.log")"
 
+# a row index as df.to_csv() writes it: a warning naming --drop; none once dropped
+awk -F, 'NR == 1 { print "," $0; next } { print NR - 2 "," $0 }' "$T/train.csv" >"$T/indexed.csv"
+run indexed "$T/indexed.csv" "$T/test.csv" # fails: the test table lacks the column
+grep -qF "indexed.csv: the first column, unnamed, holds 0..29 like the row index df.to_csv() writes; it is used as a feature: --drop 'Unnamed: 0'" "$T/indexed.log" &&
+    ! grep -q "test.csv.*row index" "$T/indexed.log" && run indexed2 "$T/indexed.csv" "$T/test.csv" --drop 'Unnamed: 0' &&
+    ! grep -q warning "$T/indexed2.log" && same indexed2 && ok "row index column: warned, --drop 'Unnamed: 0' silences it" ||
+    bad "row index warning: $(grep -h warning "$T/indexed.log" "$T/indexed2.log")"
+
 [ $fail -eq 0 ] && echo "tables-cli.sh: all passed" || echo "tables-cli.sh: failures"
 exit $fail

@@ -30,6 +30,11 @@ int nf_cli_table_read(const struct nf_cli_tables * t, const char * path, int is_
     const struct nf_table_read_opts ro = {.sep = t ? t->sep : 0};
     int rc = nf_table_read(path, &ro, out, err);
     if (rc == NF_OK && t && t->drop) rc = nf_table_drop(*out, t->drop, is_train, err);
+    if (rc == NF_OK && nf_table_index_like(*out))
+        fprintf(stderr,
+                "warning: %s: the first column, unnamed, holds 0..%lld like the row index df.to_csv() writes; it is "
+                "used as a feature: --drop 'Unnamed: 0' leaves it out (or write with index=False)\n",
+                path, (long long) nf_table_n_rows(*out) - 1);
     if (rc != NF_OK) {
         nf_table_free(*out);
         *out = NULL;

@@ -300,3 +300,12 @@ int nf_table_drop(nf_table * t, const char * names, int must_exist, nf_err * err
     free(list);
     return rc;
 }
+
+int nf_table_index_like(const nf_table * t) {
+    if (!t || t->csv.n_cols < 1 || t->csv.n_rows < 1) return 0;
+    const struct nf_csv_column * c = &t->csv.cols[0];
+    if (strcmp(c->name, "Unnamed: 0") != 0 || c->type != NF_CSV_INT) return 0;
+    for (int64_t r = 0; r < t->csv.n_rows; r++)
+        if (c->num[r] != (double) r) return 0;
+    return 1;
+}
