@@ -125,5 +125,17 @@ grep -qF "indexed.csv: the first column, unnamed, holds 0..29 like the row index
     ! grep -q warning "$T/indexed2.log" && same indexed2 && ok "row index column: warned, --drop 'Unnamed: 0' silences it" ||
     bad "row index warning: $(grep -h warning "$T/indexed.log" "$T/indexed2.log")"
 
+# predict's report.json: the command line, the UTC time, the version, the weights' SHA-256
+python3 - "$T/plain/report.json" "$T" <<'EOF2' && ok "report.json: command_line, time_utc, nofall_version" || bad "report.json lacks the command line / time"
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+t = sys.argv[2]
+want = ["nofall", "predict", "--model", f"{t}/m", "--train", f"{t}/train.csv", "--test", f"{t}/test.csv", "--target", "y",
+        "--n-estimators", "1", "--out", f"{t}/plain"]
+assert r["command_line"] == want, r["command_line"]
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["time_utc"]), r["time_utc"]
+assert r["nofall_version"]
+EOF2
+
 [ $fail -eq 0 ] && echo "tables-cli.sh: all passed" || echo "tables-cli.sh: failures"
 exit $fail

@@ -57,6 +57,8 @@ int nf_cmd_predict_tabstar(int argc, char ** argv) {
                                    .task = t.task,
                                    .model_type = "tabstar",
                                    .tables = t.tables,
+                                   .argc = argc,
+                                   .argv = argv,
                                    .mirror = 1};
     return nf_predict_run(&o, NULL);
 }

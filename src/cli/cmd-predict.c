@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
@@ -56,6 +57,8 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
         }
     if (!nf_cli_finetune_opts(&v, &o->fo)) return 0;
     if (!nf_cli_table_opts(&v, &o->tables)) return 0;
+    o->argc = argc;
+    o->argv = argv;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,
                 "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
@@ -146,15 +149,26 @@ static void nf_pred_progress(void * user, int64_t done, int64_t total) {
 /* report.json: the common items, the predictor's (nofall-tabular.h: under
  * MPI its "queries" get every rank's forwards and rows, then "ranks"), the
  * markers */
-static int nf_pred_report(const struct nf_cli_mpi * mp, const char * model, const nf_model * m, const nf_backend * be,
-                          const nf_predictor * pr, const nf_table * te, const int64_t tot[2], const int64_t * rows,
-                          cJSON ** out, nf_err * err) {
+static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, const char * model,
+                          const nf_model * m, const nf_backend * be, const nf_predictor * pr, const nf_table * te,
+                          const int64_t tot[2], const int64_t * rows, cJSON ** out, nf_err * err) {
     char * js = nf_predictor_report_json(pr, m, te, err);
     if (!js) return err->code ? err->code : NF_ERR_NOMEM;
     cJSON * items = cJSON_Parse(js);
     nf_free(js);
     if (!items) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     cJSON * rep = cJSON_CreateObject();
+    /* the command line and when it ran (UTC), then the common items (version, weights' SHA-256) */
+    cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
+    cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
+    for (int i = 0; i < o->argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->argv[i]));
+    {
+        char when[32];
+        const time_t now = time(NULL);
+        struct tm tm;
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+        cJSON_AddStringToObject(rep, "time_utc", when);
+    }
     nf_run_report_common(rep, model, m, be);
     while (items->child) {
         cJSON * it = cJSON_DetachItemViaPointer(items, items->child);
@@ -344,7 +358,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto write_end;
     {
         cJSON * rep = NULL;
-        if ((rc = nf_pred_report(mp, o->model, m, be, pr, te, tot, rows, &rep, err)) != NF_OK) goto write_end;
+        if ((rc = nf_pred_report(o, mp, o->model, m, be, pr, te, tot, rows, &rep, err)) != NF_OK) goto write_end;
         nf_run_markers_json(rep, &meas, shape, classes_marker, 1, wall_ms);
         nf_outset_path(&os, "report.json", path, sizeof(path));
         rc = nf__json_write_file(path, rep, err);

@@ -19,6 +19,8 @@ struct nf_pred_opts {
     const char * val;            /* --val: its validation table, or NULL (upstream's split) */
     struct nf_finetune_opts fo;  /* the training options (nf_cli_finetune_opts)          */
     struct nf_cli_tables tables; /* --sep, --drop (tables-opts.c)                    */
+    int argc;                    /* the command line, for report.json                 */
+    char ** argv;
 };
 
 /* the pipeline on parsed options: one process (mp NULL) or one MPI rank;
