@@ -267,6 +267,25 @@ NF_API int nf_predictor_kept(const nf_predictor * p, int j);
 NF_API const int * nf_predictor_mirror_signs(const nf_predictor * p, int64_t e);
 NF_API int nf_predictor_regression_mirror(const nf_predictor * p, int64_t e);
 
+/* ---- tables as pandas reads them (docs/tables.md) ----------------------------------
+ * nf_table_read: a table file; its name's compression extension (.gz, .bz2,
+ * .xz) is undone as pandas infers it, a .tsv name (.tsv.gz, ...) is
+ * tab-separated. nf_table_read_csv(path) is nf_table_read(path, NULL). */
+struct nf_table_read_opts {
+    int sep; /* the field separator (an ASCII byte, not '"' or a line end); 0: by the name */
+};
+NF_API int nf_table_read(const char * path, const struct nf_table_read_opts * o, nf_table ** out, nf_err * err);
+/* A hint for a table read with the wrong separator: its header is one column
+ * whose name holds a tab, ';', '|' or ','. 1 and "; the header is one column
+ * holding ...: --sep X" in buf; else 0 and "". */
+NF_API int nf_table_sep_hint(const nf_table * t, char * buf, size_t n);
+/* Drop the columns of a comma-separated list of names. must_exist: a name
+ * the table lacks is NF_ERR_INPUT naming it (else skipped). */
+NF_API int nf_table_drop(nf_table * t, const char * names, int must_exist, nf_err * err);
+/* 1 when the first column looks like the row index df.to_csv() writes: no
+ * header name (pandas' "Unnamed: 0") and the integers 0..n-1 in order */
+NF_API int nf_table_index_like(const nf_table * t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -191,6 +191,14 @@ int nf_cmd_annotate(int argc, char ** argv);
 int nf_cmd_finetune(int argc, char ** argv);
 struct nf_cli_opts;
 struct nf_finetune_opts;
+/* the table options (tables-opts.c, docs/tables.md): --sep, --drop */
+struct nf_cli_tables {
+    int sep;           /* 0: by the file name */
+    const char * drop; /* COL[,COL...] or NULL */
+};
+typedef struct nf_table nf_table;
+int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t); /* 0 after a message */
+int nf_cli_table_read(const struct nf_cli_tables * t, const char * path, int is_train, nf_table ** out, nf_err * err);
 int nf_cli_finetune_opts(const struct nf_cli_opts * v, struct nf_finetune_opts * fo);
 void nf_cli_finetune_report(struct cJSON * rep, const struct nf_finetune_opts * fo);
 

@@ -51,6 +51,7 @@ struct nf_ft_cli {
     const char *model, *train, *val, *target, *out, *device, *mirror_signs;
     int task, mirror, progress;
     struct nf_finetune_opts fo;
+    struct nf_cli_tables tables;
     int argc;
     char ** argv;
 };
@@ -98,6 +99,7 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
               : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
                                                   : NF_PREDICT_AUTO;
     o->mirror = !v.set[NF_O_NO_MIRROR];
+    if (!nf_cli_table_opts(&v, &o->tables)) return 0;
     o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
     o->argc = argc;
     o->argv = argv;
@@ -161,12 +163,14 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     memset(&os, 0, sizeof(os));
     os.lock_fd = -1;
     char e1[512], e2[256];
-    int rc = nf_table_read_csv(o->train, &tr, err);
-    if (rc == NF_OK && o->val) rc = nf_table_read_csv(o->val, &va, err);
+    char hint[160];
+    int rc = nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
+    if (rc == NF_OK && o->val) rc = nf_cli_table_read(&o->tables, o->val, 0, &va, err);
     if (rc == NF_OK) {
+        nf_table_sep_hint(tr, hint, sizeof(hint));
         if (nf_table_find(tr, o->target) < 0)
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)", nf__esc(e1, sizeof(e1), o->train),
-                             nf__esc(e2, sizeof(e2), o->target));
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->train),
+                             nf__esc(e2, sizeof(e2), o->target), hint);
         else if (va && nf_table_find(va, o->target) < 0)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)",
                              nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target));

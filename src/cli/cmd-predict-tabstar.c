@@ -16,6 +16,7 @@ struct nf_tp_opts {
     const char *model, *adapter, *train, *test, *target, *device, *out;
     int task;
     int progress; /* --quiet / --progress, parsed as Mitra's predict does; no bar is drawn yet */
+    struct nf_cli_tables tables;
 };
 
 static int nf_tp_parse(int argc, char ** argv, struct nf_tp_opts * o) {
@@ -34,6 +35,7 @@ static int nf_tp_parse(int argc, char ** argv, struct nf_tp_opts * o) {
               : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
                                                   : NF_PREDICT_AUTO;
     o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
+    if (!nf_cli_table_opts(&v, &o->tables)) return 0;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,
                 "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
@@ -54,6 +56,9 @@ int nf_cmd_predict_tabstar(int argc, char ** argv) {
                                    .out = t.out,
                                    .task = t.task,
                                    .model_type = "tabstar",
+                                   .tables = t.tables,
+                                   .argc = argc,
+                                   .argv = argv,
                                    .mirror = 1};
     return nf_predict_run(&o, NULL);
 }

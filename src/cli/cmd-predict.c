@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
@@ -55,6 +56,9 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
             return 0;
         }
     if (!nf_cli_finetune_opts(&v, &o->fo)) return 0;
+    if (!nf_cli_table_opts(&v, &o->tables)) return 0;
+    o->argc = argc;
+    o->argv = argv;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,
                 "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
@@ -145,15 +149,26 @@ static void nf_pred_progress(void * user, int64_t done, int64_t total) {
 /* report.json: the common items, the predictor's (nofall-tabular.h: under
  * MPI its "queries" get every rank's forwards and rows, then "ranks"), the
  * markers */
-static int nf_pred_report(const struct nf_cli_mpi * mp, const char * model, const nf_model * m, const nf_backend * be,
-                          const nf_predictor * pr, const nf_table * te, const int64_t tot[2], const int64_t * rows,
-                          cJSON ** out, nf_err * err) {
+static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, const char * model,
+                          const nf_model * m, const nf_backend * be, const nf_predictor * pr, const nf_table * te,
+                          const int64_t tot[2], const int64_t * rows, cJSON ** out, nf_err * err) {
     char * js = nf_predictor_report_json(pr, m, te, err);
     if (!js) return err->code ? err->code : NF_ERR_NOMEM;
     cJSON * items = cJSON_Parse(js);
     nf_free(js);
     if (!items) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     cJSON * rep = cJSON_CreateObject();
+    /* the command line and when it ran (UTC), then the common items (version, weights' SHA-256) */
+    cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
+    cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
+    for (int i = 0; i < o->argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->argv[i]));
+    {
+        char when[32];
+        const time_t now = time(NULL);
+        struct tm tm;
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+        cJSON_AddStringToObject(rep, "time_utc", when);
+    }
     nf_run_report_common(rep, model, m, be);
     while (items->child) {
         cJSON * it = cJSON_DetachItemViaPointer(items, items->child);
@@ -198,19 +213,22 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     rc = o->fine_tune && mp->size > 1
              ? nf__err_set(err, NF_ERR_UNSUPPORTED, "predict --fine-tune runs as one process, not as %d MPI ranks",
                            mp->size)
-             : nf_table_read_csv(o->train, &tr, err);
-    if (rc == NF_OK) rc = nf_table_read_csv(o->test, &te, err);
-    if (rc == NF_OK && o->val) rc = nf_table_read_csv(o->val, &va, err);
+             : nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
+    if (rc == NF_OK) rc = nf_cli_table_read(&o->tables, o->test, 0, &te, err);
+    if (rc == NF_OK && o->val) rc = nf_cli_table_read(&o->tables, o->val, 0, &va, err);
+    char hint[160];
     if (rc == NF_OK && va && nf_table_find(va, o->target) < 0) {
         char e1[512], e2[256];
-        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)",
-                         nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target));
+        nf_table_sep_hint(va, hint, sizeof(hint));
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)%s",
+                         nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target), hint);
     }
     if (rc == NF_OK) {
         char e1[512], e2[256];
+        nf_table_sep_hint(tr, hint, sizeof(hint));
         if (nf_table_find(tr, o->target) < 0)
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)", nf__esc(e1, sizeof(e1), o->train),
-                             nf__esc(e2, sizeof(e2), o->target));
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->train),
+                             nf__esc(e2, sizeof(e2), o->target), hint);
         else if (nf_table_n_rows(tr) < 2)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2",
                              nf__esc(e1, sizeof(e1), o->train), (long long) nf_table_n_rows(tr));
@@ -340,7 +358,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto write_end;
     {
         cJSON * rep = NULL;
-        if ((rc = nf_pred_report(mp, o->model, m, be, pr, te, tot, rows, &rep, err)) != NF_OK) goto write_end;
+        if ((rc = nf_pred_report(o, mp, o->model, m, be, pr, te, tot, rows, &rep, err)) != NF_OK) goto write_end;
         nf_run_markers_json(rep, &meas, shape, classes_marker, 1, wall_ms);
         nf_outset_path(&os, "report.json", path, sizeof(path));
         rc = nf__json_write_file(path, rep, err);

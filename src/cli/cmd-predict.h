@@ -15,9 +15,12 @@ struct nf_pred_opts {
     int64_t n_est;              /* 0: not given (1, or the --mirror-signs file's members) */
     int64_t query_chunk;
     uint64_t seed;
-    int fine_tune;              /* --fine-tune: AutoGluon's fit with fine-tuning first */
-    const char * val;           /* --val: its validation table, or NULL (upstream's split) */
-    struct nf_finetune_opts fo; /* the training options (nf_cli_finetune_opts)          */
+    int fine_tune;               /* --fine-tune: AutoGluon's fit with fine-tuning first */
+    const char * val;            /* --val: its validation table, or NULL (upstream's split) */
+    struct nf_finetune_opts fo;  /* the training options (nf_cli_finetune_opts)          */
+    struct nf_cli_tables tables; /* --sep, --drop (tables-opts.c)                    */
+    int argc;                    /* the command line, for report.json                 */
+    char ** argv;
 };
 
 /* the pipeline on parsed options: one process (mp NULL) or one MPI rank;

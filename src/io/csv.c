@@ -481,6 +481,15 @@ static int nf_csv_type_columns(struct nf_csv_table * t, const char * name, nf_er
 }
 
 int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv_table * t, nf_err * err) {
+    return nf__csv_parse_sep(buf, len, name, ',', t, err);
+}
+
+int nf__csv_sep_of(const char * path) {
+    const size_t n = strlen(path) - nf__compression_ext_len(path);
+    return n > 4 && strncasecmp(path + n - 4, ".tsv", 4) == 0 ? '\t' : ',';
+}
+
+int nf__csv_parse_sep(const char * buf, size_t len, const char * name, int sep, struct nf_csv_table * t, nf_err * err) {
     memset(t, 0, sizeof(*t));
     snprintf(t->path, sizeof(t->path), "%s", name);
     if (len >= 3 && (unsigned char) buf[0] == 0xEF && (unsigned char) buf[1] == 0xBB &&
@@ -497,6 +506,7 @@ int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
         return nf__err_set(err, NF_ERR_NOMEM, "csv_init failed");
     csv_set_space_func(&p, nf_csv_no_space); /* blanks are part of a field, as pandas keeps them */
+    csv_set_delim(&p, (unsigned char) sep);
     struct nf_csv_state st = {.name = en, .t = t, .err = err};
     size_t done = csv_parse(&p, buf, len, nf_csv_field, nf_csv_record, &st);
     int perr = done != len ? csv_error(&p) : 0;
@@ -523,12 +533,14 @@ int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv
     return NF_OK;
 }
 
-int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err) {
+int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err) { return nf__csv_read_sep(path, 0, t, err); }
+
+int nf__csv_read_sep(const char * path, int sep, struct nf_csv_table * t, nf_err * err) {
     char * data = NULL;
     size_t len = 0;
     memset(t, 0, sizeof(*t));
-    NF_TRY(nf__file_read_all(path, &data, &len, NF_CSV_MAX_BYTES, err));
-    int rc = nf__csv_parse(data, len, path, t, err);
+    NF_TRY(nf__file_read_decompressed(path, &data, &len, NF_CSV_MAX_BYTES, err));
+    int rc = nf__csv_parse_sep(data, len, path, sep ? sep : nf__csv_sep_of(path), t, err);
     free(data);
     return rc;
 }

@@ -53,6 +53,14 @@ int nf__fasta_raw_check(struct nf_fasta_raw * r, const char * contig, int64_t be
 void nf__fasta_raw_close(struct nf_fasta_raw * r);
 /* The whole regular file (nf__open_regular), NUL-terminated, at most max_len bytes. */
 int nf__file_read_all(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err);
+/* The same, undoing the compression the name says as pandas infers it
+ * (decompress.c): .gz, .bz2, .xz (any case); other names read as they are.
+ * max_len caps the compressed and the decompressed size. A corrupt or
+ * truncated stream: NF_ERR_FORMAT naming the file. */
+int nf__file_read_decompressed(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err);
+/* "gzip" / "bz2" / "xz" for such a name, else NULL; the extension's length (0 if none). */
+const char * nf__compression_of(const char * path);
+size_t nf__compression_ext_len(const char * path);
 void nf__path_join(char * out, size_t n, const char * dir, const char * file);
 /* mkdir -p */
 int nf__mkdir_p(const char * dir, nf_err * err);
@@ -298,6 +306,11 @@ struct nf_csv_table {
  * messages count data rows from 1 (the header is row 0). */
 int nf__csv_read(const char * path, struct nf_csv_table * t, nf_err * err);
 int nf__csv_parse(const char * buf, size_t len, const char * name, struct nf_csv_table * t, nf_err * err);
+/* The same with a field separator (sep 0: by the name, nf__csv_sep_of). */
+int nf__csv_read_sep(const char * path, int sep, struct nf_csv_table * t, nf_err * err);
+int nf__csv_parse_sep(const char * buf, size_t len, const char * name, int sep, struct nf_csv_table * t, nf_err * err);
+/* '\t' for a name ending .tsv (before a compression extension: .tsv.gz), else ',' */
+int nf__csv_sep_of(const char * path);
 void nf__csv_free(struct nf_csv_table * t);
 int nf__csv_find(const struct nf_csv_table * t, const char * name); /* column index or -1 */
 void nf__csv_index_add(struct nf_csv_table * t, int col);           /* after cols[col] is complete; OOM: scans */

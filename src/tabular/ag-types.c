@@ -131,6 +131,58 @@ static int nf_never_date(const char * s) {
     return *s == 0 && (exp || (!point && digits > 14));
 }
 
+/* dateutil's parser (pandas.to_datetime's for what is not ISO 8601) reads
+ * only words of its parserinfo; any other word makes it raise, and pandas
+ * gives NaT (checked on pandas 2.3.3, tests/fixtures/tables/dates.tsv made by
+ * reference/date_forms_fixture.py). Its words, lower case: */
+static const char * const nf_du_words[] = {
+    "at",    "on",        "and",     "ad",      "m",      "t",         "of",      "st",       "nd",     "rd",
+    "th", /* jump */
+    "mon",   "monday",    "tue",     "tuesday", "wed",    "wednesday", "thu",     "thursday", "fri",    "friday",
+    "sat",   "saturday",  "sun",     "sunday",  "jan",    "january",   "feb",     "february", "mar",    "march",
+    "apr",   "april",     "may",     "jun",     "june",   "jul",       "july",    "aug",      "august", "sep",
+    "sept",  "september", "oct",     "october", "nov",    "november",  "dec",     "december", "h",      "hour",
+    "hours", "minute",    "minutes", "s",       "second", "seconds", /* hms ("m": jump) */
+    "utc",   "gmt",       "z",       "now",     "today",  "yesterday", "tomorrow"};
+/* words valid only after an hour was read (so after a digit): AM / PM, a time
+ * zone name (dateutil: up to 5 upper-case ASCII letters), pandas' quarters
+ * ("2020q1", "4Q2005") */
+static const char * const nf_du_after_digit[] = {"a", "am", "p", "pm", "q"};
+
+static int nf_in(const char * w, size_t n, const char * const * list, size_t k) {
+    for (size_t i = 0; i < k; i++)
+        if (strlen(list[i]) == n && strncasecmp(w, list[i], n) == 0) return 1;
+    return 0;
+}
+
+/* 1: some ASCII word of s makes dateutil raise (no date: NaT to pandas);
+ * -1: none does and one is an AM/PM, zone or quarter word after a digit
+ * (might be a date); 0: neither */
+static int nf_unknown_word(const char * s) {
+    int digit = 0, after_digit = 0;
+    for (size_t i = 0; s[i];) {
+        const unsigned char ch = (unsigned char) s[i];
+        if (isdigit(ch)) digit = 1;
+        if (!(ch < 128 && isalpha(ch))) {
+            i++;
+            continue;
+        }
+        size_t j = i, upper = 1;
+        while (s[j] && (unsigned char) s[j] < 128 && isalpha((unsigned char) s[j]))
+            upper &= isupper((unsigned char) s[j]) != 0, j++;
+        const size_t n = j - i;
+        if (!nf_in(s + i, n, nf_du_words, sizeof(nf_du_words) / sizeof(nf_du_words[0]))) {
+            const int late = nf_in(s + i, n, nf_du_after_digit,
+                                   sizeof(nf_du_after_digit) / sizeof(nf_du_after_digit[0])) ||
+                             (upper && n <= 5);
+            if (!late || !digit) return 1;
+            after_digit = 1; /* "5 pm", "12:00 EST", "2020Q1": might be read */
+        }
+        i = j;
+    }
+    return after_digit ? -1 : 0;
+}
+
 int nf__date_maybe(const char * s) {
     static const char * const names[] = {"jan", "feb", "mar", "apr", "may",   "jun",       "jul",     "aug",
                                          "sep", "oct", "nov", "dec", "mon",   "tue",       "wed",     "thu",
@@ -141,6 +193,8 @@ int nf__date_maybe(const char * s) {
     int ii;
     if (nf_never_date(s)) return 0;
     if (nf__csv_parse_number(s, &v, &ii)) return s[0] == '0' || v >= 1000; /* pandas' pre-check */
+    const int w = nf_unknown_word(s);
+    if (w) return w < 0;
     int digit = 0, sep = 0;
     for (size_t i = 0; i < n; i++) {
         if (!isdigit((unsigned char) s[i])) continue;

@@ -13,12 +13,18 @@ const char * nf_column_type_name(int type) {
     return type == NF_COLUMN_INT64 ? "int64" : type == NF_COLUMN_FLOAT64 ? "float64" : "object";
 }
 
-int nf_table_read_csv(const char * path, nf_table ** out, nf_err * err) {
+int nf_table_read_csv(const char * path, nf_table ** out, nf_err * err) { return nf_table_read(path, NULL, out, err); }
+
+int nf_table_read(const char * path, const struct nf_table_read_opts * o, nf_table ** out, nf_err * err) {
     *out = NULL;
-    if (!path) return nf__err_set(err, NF_ERR_ARG, "nf_table_read_csv: no path");
+    if (!path) return nf__err_set(err, NF_ERR_ARG, "nf_table_read: no path");
+    const int sep = o ? o->sep : 0;
+    if (sep < 0 || sep > 127 || sep == '"' || sep == '\n' || sep == '\r')
+        return nf__err_set(err, NF_ERR_ARG, "%s: the separator must be one ASCII character, not a quote or a line end",
+                           path);
     nf_table * t = calloc(1, sizeof(*t));
     if (!t) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-    int rc = nf__csv_read(path, &t->csv, err);
+    int rc = nf__csv_read_sep(path, sep, &t->csv, err);
     if (rc != NF_OK) {
         free(t);
         return rc;
@@ -250,4 +256,56 @@ int nf__csv_clone(const struct nf_csv_table * src, struct nf_csv_table * dst, nf
 nomem:
     nf__csv_free(dst);
     return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+}
+
+/* ---- tables as pandas reads them (docs/tables.md) ---------------------------------- */
+
+int nf_table_sep_hint(const nf_table * t, char * buf, size_t n) {
+    if (n) buf[0] = '\0';
+    if (!t || t->csv.n_cols != 1 || n == 0) return 0;
+    static const char seps[] = "\t;|,";
+    for (const char * s = seps; *s; s++) {
+        if (!strchr(t->csv.cols[0].name, *s)) continue;
+        if (*s == '\t')
+            snprintf(buf, n, "; the header is one column holding tabs: a tab-separated table? --sep tab");
+        else
+            snprintf(buf, n, "; the header is one column holding '%c': a '%c'-separated table? --sep '%c'", *s, *s, *s);
+        return 1;
+    }
+    return 0;
+}
+
+int nf_table_drop(nf_table * t, const char * names, int must_exist, nf_err * err) {
+    if (!t || !names) return NF_OK;
+    char et[512], en[256];
+    nf__esc(et, sizeof(et), t->csv.path);
+    char * list = strdup(names);
+    if (!list) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int rc = NF_OK;
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); name && rc == NF_OK;
+         name = strtok_r(NULL, ",", &save)) {
+        const int c = nf__csv_find(&t->csv, name);
+        if (c < 0) {
+            if (must_exist)
+                rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' to drop (--drop)", et,
+                                 nf__esc(en, sizeof(en), name));
+            continue;
+        }
+        nf_col_release(&t->csv.cols[c], t->csv.n_rows);
+        memmove(&t->csv.cols[c], &t->csv.cols[c + 1], (size_t) (t->csv.n_cols - c - 1) * sizeof(t->csv.cols[0]));
+        t->csv.n_cols--;
+        nf__smap_free(&t->csv.index); /* rebuilt below: the indices moved */
+        for (int k = 0; k < t->csv.n_cols; k++) nf__csv_index_add(&t->csv, k);
+    }
+    free(list);
+    return rc;
+}
+
+int nf_table_index_like(const nf_table * t) {
+    if (!t || t->csv.n_cols < 1 || t->csv.n_rows < 1) return 0;
+    const struct nf_csv_column * c = &t->csv.cols[0];
+    if (strcmp(c->name, "Unnamed: 0") != 0 || c->type != NF_CSV_INT) return 0;
+    for (int64_t r = 0; r < t->csv.n_rows; r++)
+        if (c->num[r] != (double) r) return 0;
+    return 1;
 }

@@ -1,0 +1,43 @@
+/* tables-opts.c -- the table options predict and finetune share (docs/tables.md):
+ * --sep CHAR (tab: "tab" or "\t"), --drop COL[,COL...]; reading a table
+ * with them (nf_table_read, nf_table_drop: the training table must have
+ * every dropped column, the others drop those they have). */
+#include "cli.h"
+#include "opts.h"
+#include "nofall-tabular.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t) {
+    memset(t, 0, sizeof(*t));
+    const char * sep = nf_cli_opt_str(v, NF_O_SEP, NULL);
+    if (sep) {
+        if (strcmp(sep, "tab") == 0 || strcmp(sep, "\\t") == 0 || strcmp(sep, "\t") == 0)
+            t->sep = '\t';
+        else if (strlen(sep) == 1 && (unsigned char) sep[0] < 128 && sep[0] != '"' && sep[0] != '\n' && sep[0] != '\r')
+            t->sep = sep[0];
+        else {
+            fprintf(stderr, "error: --sep '%s': one ASCII character (not a quote or a line end), or tab / \\t\n", sep);
+            return 0;
+        }
+    }
+    t->drop = nf_cli_opt_str(v, NF_O_DROP, NULL);
+    return 1;
+}
+
+int nf_cli_table_read(const struct nf_cli_tables * t, const char * path, int is_train, nf_table ** out, nf_err * err) {
+    const struct nf_table_read_opts ro = {.sep = t ? t->sep : 0};
+    int rc = nf_table_read(path, &ro, out, err);
+    if (rc == NF_OK && t && t->drop) rc = nf_table_drop(*out, t->drop, is_train, err);
+    if (rc == NF_OK && nf_table_index_like(*out))
+        fprintf(stderr,
+                "warning: %s: the first column, unnamed, holds 0..%lld like the row index df.to_csv() writes; it is "
+                "used as a feature: --drop 'Unnamed: 0' leaves it out (or write with index=False)\n",
+                path, (long long) nf_table_n_rows(*out) - 1);
+    if (rc != NF_OK) {
+        nf_table_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}

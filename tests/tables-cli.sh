@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# tables-cli.sh NOFALL TMPDIR -- tables as pandas reads them, through `nofall predict`
+# (docs/tables.md): the same table gzip / bzip2 / xz compressed (by the system's tools)
+# gives byte-identical outputs to the plain one, for --train and --test; a truncated
+# stream is an error naming the file, and --out is not created.
+set -u
+NF=$1
+T=$2
+rm -rf "$T"
+mkdir -p "$T"
+fail=0
+ok() { echo "ok   $*"; }
+bad() {
+    echo "FAIL $*"
+    fail=1
+}
+"$NF" gen-weights mitra --out "$T/m" --seed 0 --dim 16 --layers 1 --heads 2 >/dev/null || exit 1
+python3 - "$T" <<'EOF'
+import sys
+t = sys.argv[1]
+with open(f"{t}/train.csv", "w") as f:
+    f.write("a,b,colour,y\n")
+    for i in range(30):
+        f.write(f"{i * 0.5},{(i * 7) % 5},{'red green blue'.split()[i % 3]},{'xyz'[i % 3 == 0]}\n")
+with open(f"{t}/test.csv", "w") as f:
+    f.write("a,b,colour\n")
+    for i in range(7):
+        f.write(f"{i * 1.5},{(i * 3) % 5},{'red green blue'.split()[i % 2]}\n")
+EOF
+run() { # name train test [args...]
+    local name=$1 train=$2 test=$3
+    shift 3
+    "$NF" predict --model "$T/m" --train "$train" --test "$test" --target y --n-estimators 1 --out "$T/$name" "$@" \
+        >"$T/$name.log" 2>&1
+}
+same() { # name: outputs identical to the plain run's
+    local f
+    for f in predictions.csv probabilities.csv logits.npy; do
+        [ -e "$T/plain/$f" ] || continue
+        cmp -s "$T/plain/$f" "$T/$1/$f" || return 1
+    done
+}
+run plain "$T/train.csv" "$T/test.csv" || { bad "plain predict: $(tail -1 "$T/plain.log")"; exit 1; }
+gzip -k "$T/train.csv" "$T/test.csv"
+bzip2 -k "$T/train.csv" "$T/test.csv"
+xz -k "$T/train.csv" "$T/test.csv"
+for z in gz bz2 xz; do
+    if run "$z" "$T/train.csv.$z" "$T/test.csv.$z" && same "$z"; then
+        ok "--train/--test .csv.$z: outputs identical to the plain table's"
+    else
+        bad ".csv.$z: $(tail -1 "$T/$z.log")"
+    fi
+    head -c 40 "$T/train.csv.$z" >"$T/cut.csv.$z"
+    if run "cut-$z" "$T/cut.csv.$z" "$T/test.csv"; then
+        bad "truncated .$z: exit 0"
+    elif ! grep -q "cut.csv.$z: .*truncated\|cut.csv.$z: corrupt" "$T/cut-$z.log" || [ -e "$T/cut-$z" ]; then
+        bad "truncated .$z: $(tail -1 "$T/cut-$z.log")"
+    else
+        ok "truncated .$z: $(grep error "$T/cut-$z.log")"
+    fi
+done
+
+# --sep and .tsv: the same table tab / ';' separated gives the same outputs
+tr , '\t' <"$T/train.csv" >"$T/train.tsv"
+tr , '\t' <"$T/test.csv" >"$T/test.tsv"
+gzip -k "$T/train.tsv"
+tr , ';' <"$T/train.csv" >"$T/train.txt"
+tr , ';' <"$T/test.csv" >"$T/test.txt"
+tr , '\t' <"$T/train.csv" >"$T/train-tab.txt"
+run tsv "$T/train.tsv.gz" "$T/test.tsv" && same tsv && ok ".tsv / .tsv.gz: tab-separated by the name" ||
+    bad ".tsv: $(tail -1 "$T/tsv.log")"
+run semi "$T/train.txt" "$T/test.txt" --sep ';' && same semi && ok "--sep ';'" || bad "--sep ';': $(tail -1 "$T/semi.log")"
+run tab "$T/train-tab.txt" "$T/test.tsv" --sep tab && same tab && ok "--sep tab" || bad "--sep tab: $(tail -1 "$T/tab.log")"
+run tab2 "$T/train-tab.txt" "$T/test.tsv" --sep '\t' && same tab2 && ok "--sep \\t" || bad "--sep \\t: $(tail -1 "$T/tab2.log")"
+expect() { # name want-substring train test [args...]: fails, says want, --out not created
+    local name=$1 want=$2
+    shift 2
+    if run "$name" "$@"; then
+        bad "$name: exit 0"
+    elif ! grep -qF -- "$want" "$T/$name.log" || [ -e "$T/$name" ]; then
+        bad "$name: wanted '$want': $(tail -1 "$T/$name.log")"
+    else
+        ok "$name: $(grep error "$T/$name.log")"
+    fi
+}
+expect hint-semi "no column 'y' (--target); the header is one column holding ';': a ';'-separated table? --sep ';'" \
+    "$T/train.txt" "$T/test.txt"
+expect hint-tab "no column 'y' (--target); the header is one column holding tabs: a tab-separated table? --sep tab" \
+    "$T/train-tab.txt" "$T/test.txt"
+expect sep-bad "--sep 'ab': one ASCII character" "$T/train.csv" "$T/test.csv" --sep ab
+
+# --drop: the same outputs as tables without those columns; an unknown column is an error naming it
+python3 - "$T" <<'EOF2'
+import csv, sys
+t = sys.argv[1]
+for n in ("train", "test"):
+    rows = list(csv.reader(open(f"{t}/{n}.csv")))
+    keep = [i for i, c in enumerate(rows[0]) if c not in ("b", "colour")]
+    csv.writer(open(f"{t}/{n}-dropped.csv", "w"), lineterminator="\n").writerows([[r[i] for i in keep] for r in rows])
+EOF2
+run dropped-plain "$T/train-dropped.csv" "$T/test-dropped.csv" &&
+    run dropped "$T/train.csv" "$T/test.csv" --drop b,colour &&
+    cmp -s "$T/dropped/predictions.csv" "$T/dropped-plain/predictions.csv" &&
+    cmp -s "$T/dropped/probabilities.csv" "$T/dropped-plain/probabilities.csv" &&
+    ok "--drop b,colour: outputs identical to the tables without them" || bad "--drop: $(tail -1 "$T/dropped.log")"
+expect drop-unknown "train.csv: no column 'nosuch' to drop (--drop)" "$T/train.csv" "$T/test.csv" --drop b,nosuch
+
+# category labels and ids pandas gives NaT are no dates: predicted, not refused
+python3 - "$T" <<'EOF2'
+import sys
+t = sys.argv[1]
+with open(f"{t}/rooms.csv", "w") as f:
+    f.write("a,room,id,y\n")
+    for i in range(12):
+        f.write(f"{i},room {i % 3 + 1},A-{i:05d},{'xy'[i % 2]}\n")
+EOF2
+run rooms "$T/rooms.csv" "$T/rooms.csv" && ok "'room 2' / 'A-00017' columns: no dates (pandas: NaT)" ||
+    bad "rooms: $(tail -1 "$T/rooms.log")"
+
+# a row index as df.to_csv() writes it: a warning naming --drop; none once dropped
+awk -F, 'NR == 1 { print "," $0; next } { print NR - 2 "," $0 }' "$T/train.csv" >"$T/indexed.csv"
+run indexed "$T/indexed.csv" "$T/test.csv" # fails: the test table lacks the column
+grep -qF "indexed.csv: the first column, unnamed, holds 0..29 like the row index df.to_csv() writes; it is used as a feature: --drop 'Unnamed: 0'" "$T/indexed.log" &&
+    ! grep -q "test.csv.*row index" "$T/indexed.log" && run indexed2 "$T/indexed.csv" "$T/test.csv" --drop 'Unnamed: 0' &&
+    ! grep -q warning "$T/indexed2.log" && same indexed2 && ok "row index column: warned, --drop 'Unnamed: 0' silences it" ||
+    bad "row index warning: $(grep -h warning "$T/indexed.log" "$T/indexed2.log")"
+
+# predict's report.json: the command line, the UTC time, the version, the weights' SHA-256
+python3 - "$T/plain/report.json" "$T" <<'EOF2' && ok "report.json: command_line, time_utc, nofall_version" || bad "report.json lacks the command line / time"
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+t = sys.argv[2]
+want = ["nofall", "predict", "--model", f"{t}/m", "--train", f"{t}/train.csv", "--test", f"{t}/test.csv", "--target", "y",
+        "--n-estimators", "1", "--out", f"{t}/plain"]
+assert r["command_line"] == want, r["command_line"]
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["time_utc"]), r["time_utc"]
+assert r["nofall_version"]
+EOF2
+
+[ $fail -eq 0 ] && echo "tables-cli.sh: all passed" || echo "tables-cli.sh: failures"
+exit $fail
