@@ -77,6 +77,21 @@ static int nf_cmd_gen_weights(int argc, char ** argv) {
     return 0;
 }
 
+/* a library text (text NULL: err's failure) to stdout; the exit status */
+static int nf_main_print(char * text, const nf_err * err) {
+    if (!text) {
+        fprintf(stderr, "error: %s\n", err->msg);
+        return 1;
+    }
+    const int ok = fputs(text, stdout) >= 0 && fflush(stdout) == 0;
+    nf_free(text);
+    if (!ok) {
+        fprintf(stderr, "error: writing to stdout failed\n");
+        return 1;
+    }
+    return 0;
+}
+
 static int nf_main(int argc, char ** argv) {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         nf_cli_usage(argc < 2 ? stderr : stdout);
@@ -100,34 +115,12 @@ static int nf_main(int argc, char ** argv) {
         struct nf_cli_opts v;
         if (!nf_cli_opts_parse(NF_M(DEVICES), argc - 1, argv + 1, 1, NULL, &v)) return 2;
         nf_err err = {0};
-        char * text = nf_devices_describe(&err);
-        if (!text) {
-            fprintf(stderr, "error: %s\n", err.msg);
-            return 1;
-        }
-        const int ok = fputs(text, stdout) >= 0 && fflush(stdout) == 0;
-        nf_free(text);
-        if (!ok) {
-            fprintf(stderr, "error: writing to stdout failed\n");
-            return 1;
-        }
-        return 0;
+        return nf_main_print(nf_devices_describe(&err), &err);
     }
     if (strcmp(cmd, "--version") == 0) {
         /* the version with its git commit, the backends built in, their GEMM libraries */
         nf_err err = {0};
-        char * text = nf_build_info(&err);
-        if (!text) {
-            fprintf(stderr, "error: %s\n", err.msg);
-            return 1;
-        }
-        const int ok = fputs(text, stdout) >= 0 && fflush(stdout) == 0;
-        nf_free(text);
-        if (!ok) {
-            fprintf(stderr, "error: writing to stdout failed\n");
-            return 1;
-        }
-        return 0;
+        return nf_main_print(nf_build_info(&err), &err);
     }
     char e[256];
     fprintf(stderr, "error: unknown command '%s'\n\n", nf__esc(e, sizeof(e), cmd));

@@ -241,6 +241,10 @@ void nf__trace_op(nf_backend * be, const nf_op * op, double ms);
 /* Start a new set of op locations / write it as "a,b" (see op_where). */
 void nf__trace_where_reset(nf_backend * be);
 void nf__trace_where(const nf_backend * be, char * out, size_t n);
+struct cJSON;
+/* a trace document as the text nf_trace_json hands out (malloc'ed, newline-ended; nf_free);
+ * root consumed (NULL: out of memory) */
+char * nf__trace_text(struct cJSON * root, int pretty, const nf_backend * be, nf_err * err);
 /* Record a transfer (called by nf__tensor_upload/download). */
 void nf__trace_xfer(nf_backend * be, int h2d, int64_t bytes, const char * what);
 /* Count one device allocation (a tensor buffer, or a backend's own scratch). */

@@ -104,21 +104,9 @@ char * nf_trace_chrome_json(const nf_backend * be, nf_err * err) {
         cJSON_AddNumberToObject(meta, "records_dropped", (double) tt->records_dropped);
     }
     if (root) cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
-    char * txt = meta ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    if (!txt) {
-        nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory writing the trace", be->name);
-        return NULL;
+    if (!meta) { /* out of memory: the document is incomplete */
+        cJSON_Delete(root);
+        root = NULL;
     }
-    const size_t n = strlen(txt);
-    char * out = malloc(n + 2);
-    if (out) {
-        memcpy(out, txt, n);
-        out[n] = '\n';
-        out[n + 1] = '\0';
-    } else {
-        nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory writing the trace", be->name);
-    }
-    cJSON_free(txt);
-    return out;
+    return nf__trace_text(root, 0, be, err);
 }

@@ -182,9 +182,10 @@ static cJSON * nf__trace_doc(const nf_backend * be) {
     return root;
 }
 
-char * nf_trace_json(const nf_backend * be, nf_err * err) {
-    cJSON * root = nf__trace_doc(be);
-    char * txt = root ? cJSON_Print(root) : NULL;
+char * nf_trace_json(const nf_backend * be, nf_err * err) { return nf__trace_text(nf__trace_doc(be), 1, be, err); }
+
+char * nf__trace_text(struct cJSON * root, int pretty, const nf_backend * be, nf_err * err) {
+    char * txt = root ? (pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root)) : NULL;
     cJSON_Delete(root);
     if (!txt) {
         nf__err_set(err, NF_ERR_NOMEM, "%s: out of memory writing the trace", be->name);
