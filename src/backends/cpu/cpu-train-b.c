@@ -6,6 +6,7 @@
  * exp nf__exp_f32 of the forward's softmax); the sums over rows in double.
  * Each output element is computed by one thread in a fixed order, so the
  * results do not depend on the thread count. */
+#include "cpu-gemm.h"
 #include "cpu-kernels.h"
 
 #include <math.h>
@@ -86,10 +87,119 @@ static void nf__attn_bwd_head(const struct nf_attention_backward_params * p, con
     }
 }
 
+/* The blocked kernel (lk >= NF__ABW_MINK: Mitra's row attention, where
+ * the scalar loops above took three quarters of a fine-tuning step): per
+ * (group, head), blocks of NF__ABW_BQ query rows, each block's scores
+ * S = scale Q Kᵀ and dP = dO Vᵀ by sgemm (nb x lk, never lq x lk), the
+ * softmax of each row as above (stats), dS = P (dP - delta), then
+ * dQ = scale dS K (overwritten), and dK += dSᵀ Q, dV += Pᵀ dO into the
+ * task's lk x E sums (the first block writes them, the next ones add, in
+ * block order). The sgemm calls run single-threaded inside the parallel
+ * region (oneDNN's OpenMP build), so the result does not depend on the
+ * thread count. */
+#define NF__ABW_MINK 16
+#define NF__ABW_BQ   64
+
+struct nf__abw_task {
+    float *S, *D, *dk, *dv;
+};
+
+static int nf__attn_bwd_blocked(const struct nf_attention_backward_params * p, const float * q, const float * k,
+                                const float * v, const float * o, const float * dout, float * dq, float * dk,
+                                float * dv, float * stats, const struct nf__abw_task * b, nf_err * err) {
+    const int64_t lq = p->lq, lk = p->lk, E = p->head_dim;
+    const float scale = p->scale;
+    for (int64_t i0 = 0; i0 < lq; i0 += NF__ABW_BQ) {
+        const int64_t nb = lq - i0 < NF__ABW_BQ ? lq - i0 : NF__ABW_BQ;
+        const float * qb = q + i0 * p->q_ss;
+        const float * db = dout + i0 * p->o_ss;
+        NF_TRY(nf__cpu_sgemm(1, nb, lk, E, scale, qb, p->q_ss, k, p->kv_ss, b->S, lk, err));
+        NF_TRY(nf__cpu_sgemm(1, nb, lk, E, 1.0f, db, p->o_ss, v, p->kv_ss, b->D, lk, err));
+        for (int64_t r = 0; r < nb; r++) {
+            float * P = b->S + r * lk;
+            float * dS = b->D + r * lk;
+            float mx = P[0];
+            for (int64_t j = 1; j < lk; j++) mx = P[j] > mx ? P[j] : mx;
+            float sum = 0.0f;
+            for (int64_t j = 0; j < lk; j++) {
+                P[j] = nf__exp_f32(P[j] - mx);
+                sum = sum + P[j];
+            }
+            const float inv = 1.0f / sum;
+            for (int64_t j = 0; j < lk; j++) P[j] = P[j] * inv;
+            stats[2 * (i0 + r)] = mx;
+            stats[2 * (i0 + r) + 1] = sum;
+            const float delta = nf__dot(db + r * p->o_ss, o + (i0 + r) * p->o_ss, E);
+            for (int64_t j = 0; j < lk; j++) dS[j] = P[j] * (dS[j] - delta);
+        }
+        NF_TRY(nf__cpu_sgemm(0, nb, E, lk, scale, b->D, lk, k, p->kv_ss, dq + i0 * p->q_ss, p->q_ss, err));
+        const float beta = i0 == 0 ? 0.0f : 1.0f;
+        NF_TRY(nf__cpu_sgemm_tt(1, 0, lk, E, nb, b->D, lk, qb, p->q_ss, beta, b->dk, E, err));
+        NF_TRY(nf__cpu_sgemm_tt(1, 0, lk, E, nb, b->S, lk, db, p->o_ss, beta, b->dv, E, err));
+    }
+    const int acc = p->accumulate_kv != 0;
+    for (int64_t j = 0; j < lk; j++) {
+        float * dkj = dk + j * p->kv_ss;
+        float * dvj = dv + j * p->kv_ss;
+        for (int64_t e = 0; e < E; e++) {
+            const float tk = scale * b->dk[j * E + e], tv = b->dv[j * E + e];
+            dkj[e] = acc ? dkj[e] + tk : tk;
+            dvj[e] = acc ? dvj[e] + tv : tv;
+        }
+    }
+    return NF_OK;
+}
+
+static int nf__cpu_attention_backward_blocked(const nf_op * op, nf_err * err) {
+    const struct nf_attention_backward_params * p = &op->p.attention_backward;
+    const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
+    const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
+    const float *o = NF__PTR(&op->src[3]), *dout = NF__PTR(&op->src[4]);
+    float *dq = NF__PTR(&op->dst[0]), *dk = NF__PTR(&op->dst[1]), *dv = NF__PTR(&op->dst[2]);
+    float * stats = NF__PTR(&op->dst[3]);
+    const int64_t bq = lq < NF__ABW_BQ ? lq : NF__ABW_BQ;
+    const size_t nfl = (size_t) (2 * bq * lk + 2 * lk * E);
+    int failed = 0, gemm_failed = 0;
+#pragma omp parallel
+    {
+        float * buf = malloc(nfl * sizeof(float));
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+        }
+        const struct nf__abw_task b = {buf, buf + bq * lk, buf + 2 * bq * lk, buf + 2 * bq * lk + lk * E};
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t gh = 0; gh < G * H; gh++) {
+            if (!buf) continue;
+            const int64_t g = gh / H, h = gh % H;
+            const int64_t qo = g * p->q_gs + h * E, ko = g * p->kv_gs + h * E, oo = g * p->o_gs + h * E;
+            nf_err terr;
+            terr.code = NF_OK;
+            terr.msg[0] = '\0';
+            const int rc = nf__attn_bwd_blocked(p, q + qo, k + ko, v + ko, o + oo, dout + oo, dq + qo, dk + ko, dv + ko,
+                                                stats + gh * lq * 2, &b, &terr);
+            if (rc != NF_OK) {
+#pragma omp critical(nf__attention_backward_err)
+                if (!gemm_failed) {
+                    gemm_failed = rc;
+                    if (err) *err = terr;
+                }
+            }
+        }
+        free(buf);
+    }
+    if (failed)
+        return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION_BACKWARD: out of memory (%lld x %lld scores)", (long long) bq,
+                           (long long) lk);
+    if (gemm_failed) return nf__err_prefix(err, "ATTENTION_BACKWARD %s", op->label ? op->label : "");
+    return NF_OK;
+}
+
 int nf__cpu_attention_backward(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_attention_backward_params * p = &op->p.attention_backward;
     const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
     if (G == 0 || lq == 0) return NF_OK;
+    if (lk >= NF__ABW_MINK) return nf__cpu_attention_backward_blocked(op, err);
     const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
     const float *o = NF__PTR(&op->src[3]), *dout = NF__PTR(&op->src[4]);
     float *dq = NF__PTR(&op->dst[0]), *dk = NF__PTR(&op->dst[1]), *dv = NF__PTR(&op->dst[2]);
