@@ -52,7 +52,7 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
                     ? NF_ANNOTATE_FORMAT_SPTRANSFORMER
                     : NF_ANNOTATE_FORMAT_SPLICEAI;
     o->no_reuse = v.set[NF_O_NO_REUSE];
-    o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
+    o->progress = nf_cli_opt_progress(&v);
     if (!o->model || !o->vcf || !o->fasta || !o->genes || !o->out) {
         fprintf(stderr, "error: annotate needs --model M --vcf IN --fasta REF --genes GTF --out "
                         "OUT.vcf|.vcf.gz|.bcf|.tsv[.gz]|.csv[.gz]\n");

@@ -94,13 +94,10 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
     o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
     o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
     o->mirror_signs = nf_cli_opt_str(&v, NF_O_MIRROR_SIGNS, NULL);
-    const char * task = nf_cli_opt_str(&v, NF_O_TASK, "auto");
-    o->task = strcmp(task, "classification") == 0 ? NF_PREDICT_CLASSIFICATION
-              : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
-                                                  : NF_PREDICT_AUTO;
+    o->task = nf_cli_opt_task(&v);
     o->mirror = !v.set[NF_O_NO_MIRROR];
     if (!nf_cli_table_opts(&v, &o->tables)) return 0;
-    o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
+    o->progress = nf_cli_opt_progress(&v);
     o->argc = argc;
     o->argv = argv;
     if (o->mirror_signs && !o->mirror) {

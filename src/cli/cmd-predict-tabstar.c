@@ -30,11 +30,8 @@ static int nf_tp_parse(int argc, char ** argv, struct nf_tp_opts * o) {
     o->target = nf_cli_opt_str(&v, NF_O_TARGET, NULL);
     o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
     o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
-    const char * task = nf_cli_opt_str(&v, NF_O_TASK, "auto");
-    o->task = strcmp(task, "classification") == 0 ? NF_PREDICT_CLASSIFICATION
-              : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
-                                                  : NF_PREDICT_AUTO;
-    o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
+    o->task = nf_cli_opt_task(&v);
+    o->progress = nf_cli_opt_progress(&v);
     if (!nf_cli_table_opts(&v, &o->tables)) return 0;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,

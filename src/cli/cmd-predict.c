@@ -32,12 +32,9 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
     o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
     o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
     o->mirror_signs = nf_cli_opt_str(&v, NF_O_MIRROR_SIGNS, NULL);
-    const char * task = nf_cli_opt_str(&v, NF_O_TASK, "auto");
-    o->task = strcmp(task, "classification") == 0 ? NF_PREDICT_CLASSIFICATION
-              : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
-                                                  : NF_PREDICT_AUTO;
+    o->task = nf_cli_opt_task(&v);
     o->mirror = !v.set[NF_O_NO_MIRROR];
-    o->progress = v.set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v.set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
+    o->progress = nf_cli_opt_progress(&v);
     o->n_est = v.set[NF_O_N_ESTIMATORS] ? v.i[NF_O_N_ESTIMATORS] : 0;
     o->query_chunk = v.set[NF_O_QUERY_CHUNK] ? v.i[NF_O_QUERY_CHUNK] : 0;
     o->seed = (uint64_t) v.i[NF_O_PREDICT_SEED];

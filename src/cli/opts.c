@@ -5,6 +5,7 @@
 #include "opts.h"
 #include "io/nf-io.h"
 #include "weights.h"
+#include "nofall-tabular.h"
 
 #include <string.h>
 
@@ -210,6 +211,17 @@ int nf_cli_opts_parse(uint32_t mask, int argc, char ** argv, int first, const ch
 
 const char * nf_cli_opt_str(const struct nf_cli_opts * v, enum nf_cli_opt_id id, const char * dflt) {
     return v->set[id] ? v->s[id] : dflt;
+}
+
+int nf_cli_opt_task(const struct nf_cli_opts * v) {
+    const char * task = nf_cli_opt_str(v, NF_O_TASK, "auto");
+    return strcmp(task, "classification") == 0 ? NF_PREDICT_CLASSIFICATION
+           : strcmp(task, "regression") == 0   ? NF_PREDICT_REGRESSION
+                                               : NF_PREDICT_AUTO;
+}
+
+int nf_cli_opt_progress(const struct nf_cli_opts * v) {
+    return v->set[NF_O_QUIET] ? NF_PROGRESS_QUIET : v->set[NF_O_PROGRESS] ? NF_PROGRESS_FORCE : NF_PROGRESS_AUTO;
 }
 
 int nf_cli_opts_wants_help(const char * cmd, int argc, char ** argv) {

@@ -106,6 +106,10 @@ int nf_cli_opt_id_of(const char * name, uint32_t mask);
 uint32_t nf_cli_variant_of_type(const char * type, uint32_t mitra, uint32_t spt, uint32_t tab);
 /* v->s[id] if given, else dflt */
 const char * nf_cli_opt_str(const struct nf_cli_opts * v, enum nf_cli_opt_id id, const char * dflt);
+/* --task as enum nf_predict_task (nofall-tabular.h; absent: auto) */
+int nf_cli_opt_task(const struct nf_cli_opts * v);
+/* --quiet / --progress as the bar mode NF_PROGRESS_* (cli.h; neither: auto) */
+int nf_cli_opt_progress(const struct nf_cli_opts * v);
 
 /* Does argv (a command's, argv[0] the command) ask for help: --help or -h
  * where an option may stand? */
