@@ -1,0 +1,95 @@
+/* tabstar-train.h -- one training step of TabSTAR's LoRA fine-tuning on the
+ * run's device (spec shared/specs/finetune.md §3.2, §3.3, §3.5): the LoRA
+ * arena, the training forward keeping what the backward needs, the loss, the
+ * backward of every op into the LoRA gradients, clipping + AdamW, and the
+ * merge into the 295-key weights. The fit loop (src/tabular/tabstar-fit.c)
+ * drives it; this file is the contract between the two.
+ *
+ * Dropout is off (eval-mode numerics) in this implementation: upstream trains
+ * with dropout on, which no other engine can reproduce bit for bit; the
+ * deviation is documented in docs/finetune.md.
+ *
+ * The adapters (r = 32, alpha 64, scaling 2): q/k/v of the BERT layers whose
+ * index is >= NF_TAB_TRAIN_BERT (upstream excludes layers 0..5 by name: 6..11
+ * of the released 12; a synthetic checkpoint needs >= 7 text layers to train
+ * any), linear1/linear2 of the 7 TransformerEncoderLayers
+ * (fusion + 6 interaction), the first linear of the head for the task. The 7
+ * out_proj adapters never receive a gradient upstream (their B stays 0): they
+ * are not in the arena. */
+#ifndef NF_TABSTAR_TRAIN_H
+#define NF_TABSTAR_TRAIN_H
+
+#include "tabstar-impl.h"
+
+#define NF_TAB_LORA_R     32
+#define NF_TAB_LORA_SCALE 2.0f /* lora_alpha / r = 64 / 32 */
+#define NF_TAB_TRAIN_BERT 6    /* text layers 0..5 run forward only */
+
+struct nf_tab_train;
+
+/* One batch, already verbalized and tokenized, exactly the inputs of
+ * nf__tab_forward_tokens (tabstar-impl.h): n_str distinct strings (ids/lens),
+ * cell (B, S) string index per cell, x_num (B, S), C target tokens. */
+struct nf_tab_batch {
+    const int32_t * ids;
+    const int32_t * lens;
+    int64_t n_str;
+    const int32_t * cell;
+    const float * x_num;
+    int64_t B, S, C;
+};
+
+/* One adapted module of the arena, in the arena's order. A is (r, in) and
+ * B is (out, r), row-major, at float offsets off_a / off_b of the arena. */
+struct nf_tab_lora_module {
+    char name[96]; /* upstream's module name, e.g. "text_encoder.encoder.layer.6.attention.self.query" */
+    int64_t in, out;
+    int64_t off_a, off_b;
+};
+
+/* The arenas (LoRA parameters, gradients, Adam m and v) on the model's
+ * device; A and B start at 0 (write the initial A with ..._write). C is the
+ * task's target count (> 1 classification: cls head; 1 regression). */
+int nf__tab_train_new(nf_tab * m, int64_t C, struct nf_tab_train ** out, nf_err * err);
+void nf__tab_train_free(struct nf_tab_train * t);
+
+int nf__tab_train_modules(const struct nf_tab_train * t);
+const struct nf_tab_lora_module * nf__tab_train_module(const struct nf_tab_train * t, int i);
+int64_t nf__tab_train_floats(const struct nf_tab_train * t);
+
+/* Read / write an arena (host, nf__tab_train_floats floats): what 0 the
+ * LoRA parameters, 1 the gradient, 2 Adam m, 3 Adam v. */
+int nf__tab_train_read(const struct nf_tab_train * t, int what, float * out, nf_err * err);
+int nf__tab_train_write(struct nf_tab_train * t, int what, const float * in, nf_err * err);
+
+/* Forward + loss + backward of one batch, ADDING loss_scale * d(loss) to
+ * the gradient arena (upstream backpropagates loss / 2). y_class (B) for
+ * classification, y_value (B) the (clipped, standardised) target for
+ * regression. *loss gets the batch's mean loss (unscaled); logits (B x C,
+ * may be NULL) the training forward's logits. */
+int nf__tab_train_grad(struct nf_tab_train * t, const struct nf_tab_batch * b, const int64_t * y_class,
+                       const float * y_value, float loss_scale, float * loss, float * logits, nf_err * err);
+
+/* The forward with the current (unmerged) adapters, no gradient: logits
+ * (B x C); *loss (may be NULL) the mean loss when y_class / y_value given. */
+int nf__tab_train_eval(struct nf_tab_train * t, const struct nf_tab_batch * b, const int64_t * y_class,
+                       const float * y_value, float * logits, float * loss, nf_err * err);
+
+/* One optimizer update, as upstream's (finetune.md §3.3): clip_grad_norm_
+ * (max_norm) over the whole gradient arena (*norm gets the total before
+ * clipping, may be NULL), AdamW (lr, beta1 of the OneCycle schedule, beta2,
+ * eps, weight decay; the step count is kept here and starts at 1), then the
+ * gradient is zeroed. */
+int nf__tab_train_update(struct nf_tab_train * t, double lr, double beta1, double beta2, double eps, double wd,
+                         float max_norm, float * norm, nf_err * err);
+int64_t nf__tab_train_steps(const struct nf_tab_train * t);
+
+/* W <- W + scaling * B A for every module of the arena, in the model's
+ * loaded weights (then the model predicts as the fine-tuned one). */
+int nf__tab_train_merge(struct nf_tab_train * t, nf_err * err);
+
+/* Every op a training step runs, checked against the device's kernel table
+ * before anything runs: a device lacking one fails at once, naming it. */
+int nf__tab_train_check_device(nf_tab * m, nf_err * err);
+
+#endif
