@@ -60,8 +60,11 @@ NF_API const char * nf_result_name(int code); /* "NF_ERR_IO", ... */
 typedef struct nf_backend nf_backend; /* opaque: one device, one run */
 
 enum nf_precision {
-    NF_PRECISION_EXACT = 0, /* exact fp32 everywhere (default)                */
-    NF_PRECISION_TF32 = 1,  /* opt-in: TF32 tensor-op GEMM where the device has it */
+    NF_PRECISION_EXACT = 0,         /* exact fp32 everywhere (default)                */
+    NF_PRECISION_TF32 = 1,          /* opt-in: TF32 tensor-op GEMM where the device has it */
+    NF_PRECISION_BF16_AUTOCAST = 2, /* opt-in: upstream's torch.autocast(bfloat16) numerics:
+                                       bf16 inputs / fp32 accumulation where autocast runs an op
+                                       in bf16 (linear, attention), fp32 elsewhere (docs/precision.md) */
 };
 NF_API const char * nf_precision_name(int precision);
 

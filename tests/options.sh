@@ -59,7 +59,7 @@ chk() { # name exit needle cmd...
 }
 chk missing-value 2 "error: --model needs a value" convert --model
 chk range 2 "error: --runs takes an integer in [1, 1000000], got '0'" bench --runs 0
-chk choice 2 "error: --precision must be exact or tf32, got 'fp16'" run --precision fp16
+chk choice 2 "error: --precision must be exact, tf32 or bf16-autocast, got 'fp16'" run --precision fp16
 chk quiet-progress-tabstar 2 "error: --quiet and --progress exclude each other" predict --quiet --progress
 chk tabstar-only 2 "unknown option --adapter for \`nofall predict\` on a Mitra model" predict --adapter x
 chk unknown-command 2 "error: unknown command 'frobnicate'" frobnicate
@@ -71,7 +71,7 @@ chk help-unknown 2 "error: unknown command 'frobnicate'" help frobnicate
 "$NF" completion bash > "$T/comp.bash" || bad "completion bash"
 compl() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _nofall; echo "${COMPREPLY[*]}"' _ "$T/comp.bash" "$@"; }
 [ "$(compl nofall ann)" = annotate ] && [ "$(compl nofall run --prec)" = --precision ] &&
-  [ "$(compl nofall run --precision '')" = "exact tf32" ] && [ "$(compl nofall predict --ta)" = "--target --task" ] &&
+  [ "$(compl nofall run --precision '')" = "exact tf32 bf16-autocast" ] && [ "$(compl nofall predict --ta)" = "--target --task" ] &&
   [ "$(compl nofall gen-weights sp)" = sptransformer ] && ok "bash completion: commands, options, choices" ||
   bad "bash completion: '$(compl nofall run --prec)' '$(compl nofall run --precision '')' '$(compl nofall predict --ta)'"
 

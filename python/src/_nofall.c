@@ -87,8 +87,10 @@ static int NfModel_init(NfModel * self, PyObject * args, PyObject * kw) {
         prec = NF_PRECISION_EXACT;
     else if (strcmp(precision, "tf32") == 0)
         prec = NF_PRECISION_TF32;
+    else if (strcmp(precision, "bf16-autocast") == 0)
+        prec = NF_PRECISION_BF16_AUTOCAST;
     else {
-        PyErr_Format(PyExc_ValueError, "precision: 'exact' or 'tf32', not '%s'", precision);
+        PyErr_Format(PyExc_ValueError, "precision: 'exact', 'tf32' or 'bf16-autocast', not '%s'", precision);
         return -1;
     }
     nf_err err = {0};

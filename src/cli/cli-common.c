@@ -109,6 +109,10 @@ int nf_cli_parse_precision(const char * s, int * out) {
         *out = NF_PRECISION_TF32;
         return 1;
     }
+    if (strcmp(s, "bf16-autocast") == 0) {
+        *out = NF_PRECISION_BF16_AUTOCAST;
+        return 1;
+    }
     return 0;
 }
 

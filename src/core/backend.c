@@ -45,7 +45,8 @@ int nf_backend_init_opts(const char * device, const struct nf_backend_opts * opt
     if (!device) return nf__err_set(err, NF_ERR_ARG, "no device given");
     const struct nf_backend_opts none = {0};
     if (!opts) opts = &none;
-    if (opts->precision != NF_PRECISION_EXACT && opts->precision != NF_PRECISION_TF32) {
+    if (opts->precision != NF_PRECISION_EXACT && opts->precision != NF_PRECISION_TF32 &&
+        opts->precision != NF_PRECISION_BF16_AUTOCAST) {
         return nf__err_set(err, NF_ERR_ARG, "unknown precision mode %d", opts->precision);
     }
     int idx = 0;
@@ -109,6 +110,13 @@ char * nf_devices_describe(nf_err * err) {
         fprintf(f, "cpu: compiled in\n  cpu  %s\n", cpu->desc);
         if (cpu->warning[0]) fprintf(f, "  cpu  warning: %s\n", cpu->warning);
         nf_backend_free(cpu);
+        nf_backend * b16 = NULL;
+        const struct nf_backend_opts o16 = {.precision = NF_PRECISION_BF16_AUTOCAST};
+        if (nf__backend_cpu_init(&o16, &b16, &cerr) == NF_OK)
+            fprintf(f, "  cpu  precision modes: exact, bf16-autocast\n");
+        else
+            fprintf(f, "  cpu  precision modes: exact (%s)\n", cerr.msg);
+        nf_backend_free(b16);
     } else {
         fprintf(f, "cpu: compiled in, failed: %s\n", cerr.msg);
     }

@@ -30,6 +30,7 @@ const char * nf_precision_name(int precision) {
     switch (precision) {
         case NF_PRECISION_EXACT: return "exact-fp32";
         case NF_PRECISION_TF32: return "tf32";
+        case NF_PRECISION_BF16_AUTOCAST: return "bf16-autocast";
         default: return "unknown";
     }
 }

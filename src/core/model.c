@@ -154,6 +154,13 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
                          nf__esc(e, sizeof(e), type->valuestring), known);
         goto done;
     }
+    if (nf_backend_precision(be) == NF_PRECISION_BF16_AUTOCAST && iface != &nf__mitra_model) {
+        rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
+                         "%s: precision bf16-autocast is implemented for Mitra only, not for model_type \"%s\" "
+                         "(docs/precision.md); run with --precision exact",
+                         path, iface->type);
+        goto done;
+    }
     nf_model * m = calloc(1, sizeof(*m));
     if (!m) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");

@@ -31,6 +31,9 @@ typedef struct nf_graph {
     char prefix[NF_GRAPH_LABEL_SZ];
     char labels[NF_GRAPH_LABELS][NF_GRAPH_LABEL_SZ];
     int next;
+    /* copied into every LINEAR's p.bias_after_round (bf16-autocast's
+     * rounding of torch's matmul + add path; 0 by nf_graph_init) */
+    int linear_bias_after_round;
 } nf_graph;
 
 void nf_graph_init(nf_graph * g, nf_backend * be, nf_err * err);

@@ -131,6 +131,7 @@ int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64
     p->ldy = ldy;
     p->act = act;
     p->accumulate = accumulate;
+    p->bias_after_round = g->linear_bias_after_round;
     return nf__op_run(g->be, &op, g->err);
 }
 

@@ -41,6 +41,7 @@ int nf_verify_new(const struct nf_verify_opts * o, nf_verify ** out, nf_err * er
     if (rc == NF_OK) rc = v->vi->check_opts(o, err);
     if (rc == NF_OK) {
         const struct nf_verify_i * vi = v->vi;
+        v->bf16_default = o->precision == NF_PRECISION_BF16_AUTOCAST && o->max_abs < 0 && o->mean_abs < 0;
         if (v->o.max_abs < 0) v->o.max_abs = vi->max_abs;
         if (v->o.mean_abs < 0) v->o.mean_abs = vi->mean_abs;
         if (!v->o.device) v->o.device = vi->device;

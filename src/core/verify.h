@@ -48,6 +48,9 @@ struct nf_verify {
      * added to json's cases after run (nf__verify_stages_add) */
     struct cJSON * stages;
     int failed;
+    /* --precision bf16-autocast without --max-abs / --mean-abs: the type
+     * scales its thresholds per case (mitra-verify.c, docs/precision.md) */
+    int bf16_default;
 };
 
 /* a backend through o.backend_init (or nf_backend_init) */

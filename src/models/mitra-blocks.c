@@ -154,8 +154,13 @@ int nf__mitra_row_kv(nf_graph * g, struct nf__ws * w, const struct nf_mitra_laye
         const int64_t r1 = r0 + crows < w->ns ? r0 + crows : w->ns, tok = (r1 - r0) * T;
         NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), nf__mitra_rows(w, &w->X, r0, r1), tok, D, &L->ln_w[0],
                              &L->ln_b[0], w->Xn, D, NF_MITRA_LN_EPS));
-        NF_TRY(nf_linear(g, nf_label(g, "attention1.kv"), w->Xn, tok, D, &L->kv_w[0], &L->kv_b[0],
-                         nf_view1(&kv, r0 * T * 2 * D, tok * 2 * D), 2 * D, NF_ACT_NONE, 0));
+        /* upstream projects the row attention's rearranged (non-contiguous)
+         * input with matmul + add: under bf16 autocast, two roundings */
+        g->linear_bias_after_round = 1;
+        const int rc = nf_linear(g, nf_label(g, "attention1.kv"), w->Xn, tok, D, &L->kv_w[0], &L->kv_b[0],
+                                 nf_view1(&kv, r0 * T * 2 * D, tok * 2 * D), 2 * D, NF_ACT_NONE, 0);
+        g->linear_bias_after_round = 0;
+        NF_TRY(rc);
     }
     return NF_OK;
 }
@@ -194,8 +199,11 @@ int nf__mitra_row_attend(nf_graph * g, struct nf__ws * w, const nf_mitra * m, co
         nf_tensor x = nf__mitra_rows(w, &w->X, r0, r1), q = nf_view1(&w->Pqkv, 0, tok * D);
         NF_TRY(nf_layer_norm(g, nf_label(g, "layer_norm1"), x, tok, D, &L->ln_w[0], &L->ln_b[0], w->Xn, D,
                              NF_MITRA_LN_EPS));
-        NF_TRY(
-            nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D, NF_ACT_NONE, 0));
+        g->linear_bias_after_round = 1; /* as attention1.kv (nf__mitra_row_kv) */
+        const int rc = nf_linear(g, nf_label(g, "attention1.q"), w->Xn, tok, D, &L->aw[0][0], &L->ab[0][0], q, D,
+                                 NF_ACT_NONE, 0);
+        g->linear_bias_after_round = 0;
+        NF_TRY(rc);
         const struct nf_attn_layout lay = nf__mitra_row_layout(w, m, c);
         NF_TRY(nf_attention(g, nf_label(g, "attention1"), &lay, q, nf_view1(&kv, 0, nkv), nf_view1(&kv, D, nkv - D),
                             w->A));

@@ -21,6 +21,21 @@
 
 static const uint64_t nf__mv_seeds[] = {42, 100, 101, 102, 105, 110, 111};
 
+/* --precision bf16-autocast: a fixture's upstream logits under its own
+ * autocast (reference/mitra_bf16_fixtures.py), and the default thresholds,
+ * in units of bf16's unit roundoff u = 2^-8 times the case's logit scale
+ * S = max(1, max |reference logit|) (docs/precision.md "Bounds"): against
+ * upstream's autocast max 4 u S (2 ulps at S), mean u S; against the exact
+ * fp32 cpu backend (the whole bf16 error) max 8 u S, mean 2 u S. */
+#define NF_MV_BF16_U         (1.0 / 256.0)
+#define NF_MV_BF16_UP_MAX    4.0
+#define NF_MV_BF16_UP_MEAN   1.0
+#define NF_MV_BF16_FP32_MAX  8.0
+#define NF_MV_BF16_FP32_MEAN 2.0
+static const char * nf__mv_expected_file(const struct nf_verify_opts * o) {
+    return o->precision == NF_PRECISION_BF16_AUTOCAST ? "expected_logits_bf16.npy" : "expected_logits.npy";
+}
+
 struct nf__mv_diff {
     double max_abs, mean_abs;
     int64_t n, n_rows, class_disagree;
@@ -28,7 +43,7 @@ struct nf__mv_diff {
 };
 
 /* two (rows, width) arrays; class agreement by argmax when width > 1 */
-static void nf__mv_diff(const float * a, const float * b, int64_t rows, int width, struct nf__mv_diff * d) {
+static void nf__mv_diff(const float * a, const float * b, int64_t rows, int width, double tie, struct nf__mv_diff * d) {
     memset(d, 0, sizeof(*d));
     d->finite = true;
     d->n_rows = rows;
@@ -45,15 +60,20 @@ static void nf__mv_diff(const float * a, const float * b, int64_t rows, int widt
     }
     if (!d->finite) d->max_abs = INFINITY;
     d->mean_abs = d->n ? sum / (double) d->n : 0.0;
+    /* a class disagreement counts unless b (the reference) has the two
+     * classes within tie of each other (0 in exact modes: every one counts) */
     if (width > 1)
-        for (int64_t r = 0; r < rows; r++)
-            d->class_disagree += nf__verify_argmax(a + r * width, width) != nf__verify_argmax(b + r * width, width);
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t ka = nf__verify_argmax(a + r * width, width), kb = nf__verify_argmax(b + r * width, width);
+            d->class_disagree += ka != kb && !((double) b[r * width + kb] - (double) b[r * width + ka] <= tie);
+        }
 }
 
 struct nf__mv_case {
     char name[256];
     int64_t ns, nq, nf;
     struct nf__mv_diff d;
+    double thr_max, thr_mean; /* this case's thresholds */
     int pass, inputs_identical;
     char bisect_stage[64];
     double bisect_max, bisect_mean;
@@ -80,14 +100,14 @@ static int nf__mv_check_opts(const struct nf_verify_opts * o, nf_err * err) {
 
 static int nf__mv_prepare(struct nf_verify * v, nf_err * err) {
     if (v->against_cpu) return NF_OK;
-    return nf__verify_case_dirs(v, (const char * const[]){"expected_logits.npy"}, 1, err);
+    return nf__verify_case_dirs(v, (const char * const[]){nf__mv_expected_file(&v->o)}, 1, err);
 }
 
 /* An output file of verify must not be a file the run reads: the models'
  * config.json / model.safetensors, a fixture's files. */
 static int nf__mv_check_output(const struct nf_verify * v, const char * flag, const char * out, nf_err * err) {
     static const char * const model_files[] = {"config.json", "model.safetensors"};
-    static const char * const case_files[] = {"support_x.npy", "support_y.npy", "query_x.npy", "expected_logits.npy"};
+    const char * const case_files[] = {"support_x.npy", "support_y.npy", "query_x.npy", nf__mv_expected_file(&v->o)};
     char p[4096], e[1024];
     nf__esc(e, sizeof(e), out);
     const char * models[2] = {v->o.model, v->o.reference_model};
@@ -139,7 +159,7 @@ static void nf__mv_bisect(const nf_model * m, const struct nf_stage_log * dev, c
         const struct nf_stage_rec *a = nf__stage_log_find(dev, name), *b = nf__stage_log_find(ref, name);
         if (!a || !b || b->n != a->n) continue;
         struct nf__mv_diff d;
-        nf__mv_diff(a->data, b->data, a->n, 1, &d);
+        nf__mv_diff(a->data, b->data, a->n, 1, 0.0, &d);
         if (!(d.max_abs <= o->max_abs) || !(d.mean_abs <= o->mean_abs)) {
             snprintf(c->bisect_stage, sizeof(c->bisect_stage), "%s", a->name);
             c->bisect_max = d.max_abs;
@@ -190,13 +210,14 @@ static int nf__mv_inputs_of(const nf_model * m, const struct nf_stage_log * log,
     return 1;
 }
 
-static void nf__mv_print_case(FILE * f, const struct nf__mv_case * c, int width) {
+static void nf__mv_print_case(FILE * f, const struct nf__mv_case * c, int width, int bf16) {
     fprintf(
         f,
         "case %-28s n_s=%-5lld n_q=%-5lld F=%-4lld max_abs=%.3e mean_abs=%.3e classes_agree=%lld/%lld inputs_identical=%s %s\n",
         c->name, (long long) c->ns, (long long) c->nq, (long long) c->nf, c->d.max_abs, c->d.mean_abs,
         (long long) (width > 1 ? c->d.n_rows - c->d.class_disagree : c->d.n_rows), (long long) c->d.n_rows,
         c->inputs_identical ? "true" : "false", c->pass ? "PASS" : "FAIL");
+    if (bf16) fprintf(f, "  bf16 bounds for this case: max_abs<=%.3e mean_abs<=%.3e\n", c->thr_max, c->thr_mean);
     if (c->bisect_ran) {
         if (strcmp(c->bisect_stage, "none") == 0)
             fprintf(f, "  bisect: no stage exceeds the thresholds\n");
@@ -236,7 +257,7 @@ static int nf__mv_case_inputs(struct nf_verify * v, int ci, int cls, struct nf__
         nf__path_join(a, sizeof(a), dir, "support_x.npy");
         nf__path_join(b, sizeof(b), dir, "support_y.npy");
         nf__path_join(q, sizeof(q), dir, "query_x.npy");
-        nf__path_join(e, sizeof(e), dir, "expected_logits.npy");
+        nf__path_join(e, sizeof(e), dir, nf__mv_expected_file(o));
         const char * base = strrchr(dir, '/');
         snprintf(c->name, sizeof(c->name), "%s", base ? base + 1 : dir);
         NF_TRY(nf__mitra_files(a, b, q, cls, in, err));
@@ -283,6 +304,10 @@ static cJSON * nf__mv_json(const struct nf_verify * v, const struct nf__mv_case 
         cJSON_AddNumberToObject(j, "n_features", (double) c->nf);
         cJSON_AddNumberToObject(j, "max_abs_error", isfinite(c->d.max_abs) ? c->d.max_abs : -1);
         cJSON_AddNumberToObject(j, "mean_abs_error", c->d.mean_abs);
+        if (v->bf16_default) {
+            cJSON_AddNumberToObject(j, "max_abs_threshold", c->thr_max);
+            cJSON_AddNumberToObject(j, "mean_abs_threshold", c->thr_mean);
+        }
         cJSON_AddNumberToObject(j, "class_disagreements", (double) c->d.class_disagree);
         cJSON_AddBoolToObject(j, "inputs_identical", c->inputs_identical);
         cJSON_AddBoolToObject(j, "pass", c->pass);
@@ -352,7 +377,18 @@ static int nf__mv_run(struct nf_verify * v, FILE * f, nf_err * err) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    fprintf(f, "verify: %s (%s) against %s; thresholds max_abs<=%.1e mean_abs<=%.1e, identical classes; precision %s\n",
+    if (v->bf16_default)
+        fprintf(f,
+                "verify: %s (%s) against %s; precision %s: thresholds per case, max_abs<=%g u S, mean_abs<=%g u S "
+                "(u = 2^-8, S = max(1, max |reference logit|)), identical classes except near-ties (reference "
+                "margin <= 2 max_abs)\n",
+                nf_backend_name(v->be), nf_backend_description(v->be),
+                v->against_cpu ? "cpu (fp32 reference backend)" : o->against, nf_precision_name(o->precision),
+                v->against_cpu ? NF_MV_BF16_FP32_MAX : NF_MV_BF16_UP_MAX,
+                v->against_cpu ? NF_MV_BF16_FP32_MEAN : NF_MV_BF16_UP_MEAN);
+    else
+        fprintf(
+            f, "verify: %s (%s) against %s; thresholds max_abs<=%.1e mean_abs<=%.1e, identical classes; precision %s\n",
             nf_backend_name(v->be), nf_backend_description(v->be),
             v->against_cpu ? "cpu (fp32 reference backend)" : o->against, o->max_abs, o->mean_abs,
             nf_precision_name(o->precision));
@@ -391,7 +427,20 @@ static int nf__mv_run(struct nf_verify * v, FILE * f, nf_err * err) {
             nf__err_prefix(err, "case %s", c->name);
             goto done;
         }
-        nf__mv_diff(l_dev, l_ref, c->nq, width, &c->d);
+        c->thr_max = o->max_abs;
+        c->thr_mean = o->mean_abs;
+        double tie = 0.0;
+        if (v->bf16_default) {
+            double s = 1.0;
+            for (int64_t i = 0; i < c->nq * width; i++)
+                if (fabs((double) l_ref[i]) > s) s = fabs((double) l_ref[i]);
+            const double kmax = v->against_cpu ? NF_MV_BF16_FP32_MAX : NF_MV_BF16_UP_MAX;
+            const double kmean = v->against_cpu ? NF_MV_BF16_FP32_MEAN : NF_MV_BF16_UP_MEAN;
+            c->thr_max = kmax * NF_MV_BF16_U * s;
+            c->thr_mean = kmean * NF_MV_BF16_U * s;
+            tie = 2.0 * c->thr_max;
+        }
+        nf__mv_diff(l_dev, l_ref, c->nq, width, tie, &c->d);
         /* byte-identical inputs: each side's device copy, read back, against
          * the other side's (cpu reference) or against the fixture's file */
         if (rm) {
@@ -402,13 +451,13 @@ static int nf__mv_run(struct nf_verify * v, FILE * f, nf_err * err) {
         } else {
             c->inputs_identical = nf__mv_inputs_identical(m, &dlog, in->a, in->n);
         }
-        c->pass = c->d.finite && c->d.max_abs <= o->max_abs && c->d.mean_abs <= o->mean_abs &&
+        c->pass = c->d.finite && c->d.max_abs <= c->thr_max && c->d.mean_abs <= c->thr_mean &&
                   c->d.class_disagree == 0 && c->inputs_identical;
         if (o->bisect == 2 || (o->bisect == 1 && !c->pass)) {
             nf__mv_bisect(m, &dlog, &rlog, o, c);
             if (o->stage_errors) nf__verify_stages_add(v, n_cases, m, &dlog, &rlog);
         }
-        nf__mv_print_case(f, c, width);
+        nf__mv_print_case(f, c, width, v->bf16_default);
         n_cases++;
     }
     for (int i = 0; i < n_cases; i++) v->failed += !cases[i].pass;

@@ -1,12 +1,14 @@
 /* cpu.c -- the cpu backend: host memory, the reference kernels in cpu-kernels.c,
  * the GEMM in cpu-gemm.c. */
+#include "cpu-bf16.h"
 #include "cpu-gemm.h"
 
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void nf__cpu_free(nf_backend * be) { (void) be; }
+static void nf__cpu_free(nf_backend * be) { nf__cpu_bf16_free(be->ctx); }
 
 static int nf__cpu_buffer_alloc(nf_backend * be, size_t size, void ** handle, nf_err * err) {
     size_t rounded = (size + 63) & ~(size_t) 63;
@@ -46,24 +48,59 @@ static const struct nf_backend_i nf__cpu_iface = {
     .sync = NULL,
 };
 
+/* --precision bf16-autocast: the same backend, every op through cpu-bf16.c's launch */
+static const struct nf_backend_i nf__cpu_bf16_iface = {
+    .kind = "cpu",
+    .free = nf__cpu_free,
+    .buffer_alloc = nf__cpu_buffer_alloc,
+    .buffer_free = nf__cpu_buffer_free,
+    .upload = nf__cpu_upload,
+    .download = nf__cpu_download,
+    .buffer_where = nf__cpu_buffer_where,
+    .kernels = nf__cpu_kernels,
+    .launch = nf__cpu_bf16_launch,
+    .sync = NULL,
+};
+
 int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out, nf_err * err) {
     *out = NULL;
     const int precision = opts ? opts->precision : NF_PRECISION_EXACT;
-    if (precision != NF_PRECISION_EXACT) {
-        return nf__err_set(err, NF_ERR_ARG, "cpu: precision '%s' is not available (the cpu backend is exact fp32 only)",
+    const int bf16 = precision == NF_PRECISION_BF16_AUTOCAST;
+    if (precision != NF_PRECISION_EXACT && !bf16) {
+        return nf__err_set(err, NF_ERR_ARG,
+                           "cpu: precision '%s' is not available (the cpu backend runs exact fp32 or bf16-autocast)",
                            nf_precision_name(precision));
     }
-    nf_backend * be = nf__backend_new(&nf__cpu_iface, NULL, "cpu");
-    if (!be) return nf__err_set(err, NF_ERR_NOMEM, "cpu: out of memory");
+    struct nf_cpu_bf16 * ctx = NULL;
+    if (bf16) {
+        char why[256];
+        if (!nf__cpu_bf16_check(why, sizeof(why)))
+            return nf__err_set(err, NF_ERR_DEVICE, "cpu: --precision bf16-autocast is not available: %s", why);
+        NF_TRY(nf__cpu_bf16_new(&ctx, err));
+    }
+    nf_backend * be = nf__backend_new(bf16 ? &nf__cpu_bf16_iface : &nf__cpu_iface, ctx, "cpu");
+    if (!be) {
+        nf__cpu_bf16_free(ctx);
+        return nf__err_set(err, NF_ERR_NOMEM, "cpu: out of memory");
+    }
     be->precision = precision;
     struct nf_cpu_gemm_info gi;
     nf__cpu_gemm_info(&gi);
     snprintf(be->desc, sizeof(be->desc), "host CPU %s (%s), %d OpenMP threads; GEMM: %s",
              gi.cpu_model[0] ? gi.cpu_model : "(unknown model)", gi.cpu_simd, omp_get_max_threads(), gi.library);
-    snprintf(
-        be->precision_detail, sizeof(be->precision_detail),
-        "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); softmax exp correctly rounded (double-precision Taylor series); %s",
-        gi.library);
+    if (bf16) {
+        snprintf(be->precision_detail, sizeof(be->precision_detail),
+                 "bf16-autocast (upstream's torch.autocast(\"cpu\", bfloat16)): linear and attention on "
+                 "bf16-rounded inputs with fp32 accumulation and bf16-rounded outputs (linear: oneDNN %d.%d bf16 "
+                 "matmul, bf16 x bf16 -> f32; attention: fp32 sums of bf16 products, softmax numerators rounded to "
+                 "bf16), every other op exact fp32 (layer norm, quantiles, residual adds); %s",
+                 dnnl_version()->major, dnnl_version()->minor, gi.library);
+    } else {
+        snprintf(
+            be->precision_detail, sizeof(be->precision_detail),
+            "exact fp32; compiled with -ffp-contract=off -fno-fast-math; erf GELU (correctly rounded erf: double-precision Chebyshev series); softmax exp correctly rounded (double-precision Taylor series); %s",
+            gi.library);
+    }
     snprintf(be->warning, sizeof(be->warning), "%s", gi.warning);
     *out = be;
     return NF_OK;

@@ -216,6 +216,12 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     const int precision = opts->precision;
     char name[32];
     snprintf(name, sizeof(name), "cuda:%d", index);
+    if (precision == NF_PRECISION_BF16_AUTOCAST) {
+        return nf__err_set(err, NF_ERR_UNSUPPORTED,
+                           "%s: precision bf16-autocast is not implemented on the cuda backend yet "
+                           "(it runs on cpu; docs/precision.md)",
+                           name);
+    }
     if (precision != NF_PRECISION_EXACT && precision != NF_PRECISION_TF32) {
         return nf__err_set(err, NF_ERR_ARG, "%s: unknown precision mode %d", name, precision);
     }

@@ -351,6 +351,12 @@ int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_b
                            "(the OpenCL backend is exact fp32 only)",
                            index);
     }
+    if (precision == NF_PRECISION_BF16_AUTOCAST) {
+        return nf__err_set(err, NF_ERR_UNSUPPORTED,
+                           "opencl:%d: precision bf16-autocast is not implemented on the opencl backend yet "
+                           "(it runs on cpu; docs/precision.md)",
+                           index);
+    }
     if (precision != NF_PRECISION_EXACT) {
         return nf__err_set(err, NF_ERR_ARG, "opencl:%d: unknown precision %d", index, precision);
     }

@@ -1,0 +1,374 @@
+/* cpu-bf16.c -- the cpu backend's --precision bf16-autocast: upstream's
+ * torch.autocast("cpu", dtype=torch.bfloat16) numerics for Mitra's forward
+ * (docs/precision.md has the dtype trace this follows).
+ *
+ * Under CPU autocast, torch runs linear (addmm/mm) and
+ * scaled_dot_product_attention on bf16 operands with fp32 accumulation and
+ * bf16 results; every other op Mitra uses (quantile, bucketize, layer_norm,
+ * embedding, the fp32 + bf16 residual add) runs in fp32. Here:
+ *  - LINEAR: x, W and bias rounded to bf16 (round to nearest even), x·Wᵀ by
+ *    oneDNN's bf16 matmul (bf16 x bf16 -> f32, fp32 accumulation), + bias in
+ *    fp32, rounded to bf16; GELU (torch's gelu on a bf16 tensor: computed in
+ *    fp32, rounded to bf16) on that; the residual add in fp32.
+ *  - ATTENTION: q, k, v rounded to bf16; scores in fp32 (exact products of
+ *    bf16 values, fp32 sums), softmax numerators exp(s - max) in fp32 with
+ *    their fp32 sum, the numerators rounded to bf16 before P·V (as torch's
+ *    CPU flash-attention kernel does), P·V in fp32, times 1/sum, rounded to
+ *    bf16.
+ *  - EMBED_FEATURES and the regressor's LABEL_TOKENS (Linear(1, D)):
+ *    bf16(bf16(z) * bf16(w) + bf16(b)); the classifier's label and mask
+ *    embeddings (nn.Embedding) stay fp32.
+ *  - the fp32 ops (QUANTILE, BUCKETIZE_NORM, LAYER_NORM, ...) run the exact
+ *    kernels; an op with no autocast rule here (CONV1D, the training ops) is
+ *    refused, never run in fp32 silently.
+ * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
+ * nf__backend_cpu_init refuses it, naming the missing feature. */
+#include "cpu-bf16.h"
+
+#include "cpu-gemm.h"
+#include "cpu-kernels.h"
+
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF__PTR(t)  ((float *) ((char *) (t)->buf->handle + (t)->offs))
+#define NF__IPTR(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
+
+/* ---- bf16 rounding ------------------------------------------------------------------ */
+
+uint16_t nf__bf16_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t) ((u >> 16) | 0x0040u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);                                              /* nearest, ties to even */
+    return (uint16_t) (u >> 16);
+}
+
+float nf__bf16_round(float f) {
+    const uint32_t u = (uint32_t) nf__bf16_bits(f) << 16;
+    float r;
+    memcpy(&r, &u, sizeof(r));
+    return r;
+}
+
+/* ---- availability ------------------------------------------------------------------- */
+
+int nf__cpu_bf16_check(char * why, size_t n) {
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    const unsigned v = (unsigned) isa, need = (unsigned) dnnl_cpu_isa_avx512_core_bf16;
+    if ((v & need) == need) return 1;
+    int cpu_has = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    cpu_has = __builtin_cpu_supports("avx512bf16");
+#endif
+    if (cpu_has) {
+        snprintf(why, n,
+                 "the CPU has AVX512_BF16 but oneDNN's kernels are capped below avx512_core_bf16 (effective ISA "
+                 "0x%x; is ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA set?)",
+                 v);
+    } else {
+        snprintf(why, n, "this CPU has neither AVX512_BF16 nor AMX-BF16 (oneDNN's bf16 GEMM kernels need one)");
+    }
+    return 0;
+}
+
+/* ---- oneDNN bf16 matmul, primitives cached by shape ---------------------------------- */
+
+#define NF__MM_CACHE 24
+
+struct nf__mm {
+    int64_t m, n, k;
+    dnnl_primitive_t prim;
+    unsigned long long used;
+};
+
+struct nf_cpu_bf16 {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    struct nf__mm mm[NF__MM_CACHE];
+    unsigned long long tick;
+    uint16_t *xa, *wa; /* bf16 copies of x and W */
+    size_t xa_n, wa_n;
+    char impl[96]; /* the kernel oneDNN picked last */
+};
+
+static int nf__dnnl_err(nf_err * err, const char * what, dnnl_status_t st) {
+    return nf__err_set(err, st == dnnl_out_of_memory ? NF_ERR_NOMEM : NF_ERR_GENERIC,
+                       "cpu: bf16-autocast: %s failed with oneDNN status %d", what, (int) st);
+}
+
+int nf__cpu_bf16_new(struct nf_cpu_bf16 ** out, nf_err * err) {
+    struct nf_cpu_bf16 * c = calloc(1, sizeof(*c));
+    if (!c) return nf__err_set(err, NF_ERR_NOMEM, "cpu: out of memory");
+    dnnl_status_t st = dnnl_engine_create(&c->eng, dnnl_cpu, 0);
+    if (st == dnnl_success) st = dnnl_stream_create(&c->stream, c->eng, dnnl_stream_default_flags);
+    if (st != dnnl_success) {
+        nf__cpu_bf16_free(c);
+        return nf__dnnl_err(err, "creating the oneDNN cpu engine", st);
+    }
+    *out = c;
+    return NF_OK;
+}
+
+void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
+    if (!c) return;
+    for (int i = 0; i < NF__MM_CACHE; i++)
+        if (c->mm[i].prim) dnnl_primitive_destroy(c->mm[i].prim);
+    if (c->stream) dnnl_stream_destroy(c->stream);
+    if (c->eng) dnnl_engine_destroy(c->eng);
+    free(c->xa);
+    free(c->wa);
+    free(c);
+}
+
+const char * nf__cpu_bf16_impl(const struct nf_cpu_bf16 * c) { return c->impl; }
+
+/* the matmul (m, k) bf16 x (k, n) bf16 [stored (n, k) row-major] -> (m, n) f32 */
+static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, dnnl_primitive_t * out, nf_err * err) {
+    int lru = 0;
+    for (int i = 0; i < NF__MM_CACHE; i++) {
+        struct nf__mm * e = &c->mm[i];
+        if (e->prim && e->m == m && e->n == n && e->k == k) {
+            e->used = ++c->tick;
+            *out = e->prim;
+            return NF_OK;
+        }
+        if (!e->prim || e->used < c->mm[lru].used) lru = i;
+        if (!e->prim) break;
+    }
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n};
+    dnnl_status_t st = dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_ba);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&c_md, 2, cd, dnnl_f32, dnnl_ab);
+    dnnl_matmul_desc_t md;
+    if (st == dnnl_success) st = dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &md, NULL, c->eng, NULL);
+    dnnl_primitive_t prim = NULL;
+    if (st == dnnl_success) {
+        const char * impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+            snprintf(c->impl, sizeof(c->impl), "%s", impl);
+        st = dnnl_primitive_create(&prim, pd);
+    }
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success) return nf__dnnl_err(err, "creating a bf16 matmul", st);
+    struct nf__mm * e = &c->mm[lru];
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    *e = (struct nf__mm){m, n, k, prim, ++c->tick};
+    *out = prim;
+    return NF_OK;
+}
+
+/* t (m, n) f32 = xa (m, k) bf16 · wa (n, k) bf16 ᵀ */
+static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
+                      float * t, nf_err * err) {
+    dnnl_primitive_t prim = NULL;
+    NF_TRY(nf__mm_get(c, m, n, k, &prim, err));
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n};
+    dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_ba);
+    dnnl_memory_desc_init_by_tag(&c_md, 2, cd, dnnl_f32, dnnl_ab);
+    dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
+    dnnl_status_t st = dnnl_memory_create(&am, &a_md, c->eng, (void *) xa);
+    if (st == dnnl_success) st = dnnl_memory_create(&bm, &b_md, c->eng, (void *) wa);
+    if (st == dnnl_success) st = dnnl_memory_create(&cm, &c_md, c->eng, t);
+    if (st == dnnl_success) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+        st = dnnl_primitive_execute(prim, c->stream, 3, args);
+        if (st == dnnl_success) st = dnnl_stream_wait(c->stream);
+    }
+    if (am) dnnl_memory_destroy(am);
+    if (bm) dnnl_memory_destroy(bm);
+    if (cm) dnnl_memory_destroy(cm);
+    if (st != dnnl_success) return nf__dnnl_err(err, "a bf16 matmul", st);
+    return NF_OK;
+}
+
+static uint16_t * nf__grow(uint16_t ** p, size_t * have, size_t n) {
+    if (n > *have) {
+        free(*p);
+        *p = malloc(n * sizeof(uint16_t));
+        *have = *p ? n : 0;
+    }
+    return *p;
+}
+
+/* ---- the kernels ------------------------------------------------------------------ */
+
+static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cpu_bf16 * c = be->ctx;
+    const struct nf_linear_params * p = &op->p.linear;
+    if (p->m == 0) return NF_OK;
+    const int64_t m = p->m, n = p->n, k = p->k;
+    const float * x = NF__PTR(&op->src[0]);
+    const float * W = NF__PTR(&op->src[1]);
+    const float * bias = op->n_src == 3 ? NF__PTR(&op->src[2]) : NULL;
+    float * y = NF__PTR(&op->dst[0]);
+    uint16_t * xa = nf__grow(&c->xa, &c->xa_n, (size_t) (m * k));
+    uint16_t * wa = nf__grow(&c->wa, &c->wa_n, (size_t) (n * k));
+    float * t = nf__backend_host_scratch(be, (size_t) (m * n) * sizeof(float));
+    if (!xa || !wa || !t) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * k))
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t i = 0; i < k; i++) xa[r * k + i] = nf__bf16_bits(x[r * p->ldx + i]);
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
+    for (int64_t i = 0; i < n * k; i++) wa[i] = nf__bf16_bits(W[i]);
+    NF_TRY(nf__mm_run(c, m, n, k, xa, wa, t, err));
+    const int act = p->act, acc = p->accumulate, twice = p->bias_after_round;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * n))
+    for (int64_t r = 0; r < m; r++) {
+        float * tr = t + r * n;
+        if (twice)
+            for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o]);
+        for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o] + (bias ? nf__bf16_round(bias[o]) : 0.0f));
+        if (act != NF_ACT_NONE) {
+            nf__cpu_act_row(tr, tr, n, act);
+            for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o]);
+        }
+        float * yr = y + r * p->ldy;
+        if (acc)
+            for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
+        else
+            memcpy(yr, tr, (size_t) n * sizeof(float));
+    }
+    return NF_OK;
+}
+
+/* one (group, head, block of query rows): see the file comment */
+struct nf__bf16_attn {
+    const struct nf_attention_params * p;
+    const float *q, *k, *v;
+    float * o;
+};
+
+static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t h, int64_t i0, int64_t nb, float * buf,
+                              nf_err * err) {
+    const struct nf_attention_params * p = a->p;
+    const int64_t E = p->head_dim, lk = p->lk;
+    float *qb = buf, *kb = qb + nb * E, *vb = kb + lk * E, *S = vb + lk * E, *ob = S + nb * lk, *sum = ob + nb * E;
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t e = 0; e < E; e++)
+            qb[i * E + e] = nf__bf16_round(a->q[g * p->q_gs + (i0 + i) * p->q_ss + h * E + e]);
+    for (int64_t j = 0; j < lk; j++)
+        for (int64_t e = 0; e < E; e++) {
+            kb[j * E + e] = nf__bf16_round(a->k[g * p->kv_gs + j * p->kv_ss + h * E + e]);
+            vb[j * E + e] = nf__bf16_round(a->v[g * p->kv_gs + j * p->kv_ss + h * E + e]);
+        }
+    NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qb, E, kb, E, S, lk, err));
+    for (int64_t i = 0; i < nb; i++) {
+        float * s = S + i * lk;
+        float mx = s[0];
+        for (int64_t j = 1; j < lk; j++) mx = s[j] > mx ? s[j] : mx;
+        float l = 0.0f;
+        for (int64_t j = 0; j < lk; j++) {
+            const float e = expf(s[j] - mx);
+            l += e;
+            s[j] = nf__bf16_round(e);
+        }
+        sum[i] = 1.0f / l;
+    }
+    NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vb, E, ob, E, err));
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t e = 0; e < E; e++)
+            a->o[g * p->o_gs + (i0 + i) * p->o_ss + h * E + e] = nf__bf16_round(ob[i * E + e] * sum[i]);
+    return NF_OK;
+}
+
+static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_attention_params * p = &op->p.attention;
+    const struct nf__bf16_attn a = {p, NF__PTR(&op->src[0]), NF__PTR(&op->src[1]), NF__PTR(&op->src[2]),
+                                    NF__PTR(&op->dst[0])};
+    const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
+    if (G == 0 || lq == 0) return NF_OK;
+    const int64_t bq = lq < 128 ? lq : 128, nblk = (lq + bq - 1) / bq;
+    const size_t nfl = (size_t) (bq * E + 2 * lk * E + bq * lk + bq * E + bq);
+    int failed = 0;
+#pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
+    {
+        float * buf = malloc(nfl * sizeof(float));
+        nf_err terr = {0};
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t task = 0; task < G * H * nblk; task++) {
+            if (!buf) {
+#pragma omp atomic write
+                failed = NF_ERR_NOMEM;
+                continue;
+            }
+            const int64_t g = task / (H * nblk), h = (task / nblk) % H, i0 = (task % nblk) * bq;
+            const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
+            const int rc = nf__bf16_attn_task(&a, g, h, i0, nb, buf, &terr);
+            if (rc != NF_OK) {
+#pragma omp critical(nf__bf16_attention_err)
+                if (!failed) {
+                    failed = rc;
+                    if (err) *err = terr;
+                }
+            }
+        }
+        free(buf);
+    }
+    if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
+        return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
+    if (failed) return nf__err_prefix(err, "ATTENTION %s", op->label ? op->label : "");
+    return NF_OK;
+}
+
+static int nf__bf16_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
+    const float * z = NF__PTR(&op->src[0]);
+    const float * w = NF__PTR(&op->src[1]);
+    const float * b = NF__PTR(&op->src[2]);
+    float * tok = NF__PTR(&op->dst[0]);
+    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1], D = op->dst[0].ne[2];
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * F * D))
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t j = 0; j < F; j++) {
+            const float zz = nf__bf16_round(z[r * F + j]);
+            float * t = tok + (r * (F + 1) + 1 + j) * D;
+            for (int64_t c = 0; c < D; c++) t[c] = nf__bf16_round(zz * nf__bf16_round(w[c]) + nf__bf16_round(b[c]));
+        }
+    }
+    return NF_OK;
+}
+
+static int nf__bf16_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
+    if (op->p.label_tokens.mode != NF_LABEL_VALUE) return nf__cpu_kernels[NF_OP_LABEL_TOKENS].run(be, op, err);
+    float * tok = NF__PTR(&op->dst[0]);
+    const int64_t n = op->dst[0].ne[0], T = op->dst[0].ne[1], D = op->dst[0].ne[2];
+    const float * w = NF__PTR(&op->src[1]);
+    const float * b = NF__PTR(&op->src[2]);
+    for (int64_t r = 0; r < n; r++) {
+        const float y = nf__bf16_round(NF__PTR(&op->src[0])[r]);
+        float * t = tok + r * T * D;
+        for (int64_t c = 0; c < D; c++) t[c] = nf__bf16_round(y * nf__bf16_round(w[c]) + nf__bf16_round(b[c]));
+    }
+    return NF_OK;
+}
+
+/* ---- dispatch --------------------------------------------------------------------- */
+
+int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
+    switch (op->type) {
+        case NF_OP_LINEAR: return nf__bf16_linear(be, op, err);
+        case NF_OP_ATTENTION: return nf__bf16_attention(be, op, err);
+        case NF_OP_EMBED_FEATURES: return nf__bf16_embed_features(be, op, err);
+        case NF_OP_LABEL_TOKENS: return nf__bf16_label_tokens(be, op, err);
+        /* fp32 under autocast (not on its bf16 list, or fp32-listed): the exact kernels */
+        case NF_OP_QUANTILE:
+        case NF_OP_BUCKETIZE_NORM:
+        case NF_OP_LAYER_NORM:
+        case NF_OP_FILL:
+        case NF_OP_COPY:
+        case NF_OP_GATHER_ROWS: return k->run(be, op, err);
+        default:
+            return nf__err_set(err, NF_ERR_UNSUPPORTED,
+                               "op %s (%s): no bf16-autocast rule for it on cpu (the mode covers Mitra's forward, "
+                               "docs/precision.md); run with --precision exact",
+                               nf__op_name(op->type), op->label ? op->label : "");
+    }
+}

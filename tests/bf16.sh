@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# bf16.sh BIN FIXTURE_DIR TMP -- --precision bf16-autocast on cpu (docs/precision.md):
+#   1. refused, naming the missing CPU feature, when oneDNN's bf16 kernels are
+#      capped away (ONEDNN_MAX_CPU_ISA=AVX512_CORE) -- never a silent fp32 run;
+#   2. where the CPU has them: Mitra's logits against upstream's own
+#      torch.autocast("cpu", bfloat16) logits (expected_logits_bf16.npy, made by
+#      reference/mitra_bf16_fixtures.py) within the mode's default bounds, the
+#      logits bf16 values (the mode does run), report.json naming the mode;
+#   3. a non-Mitra model and the opencl backend refuse the mode.
+set -u
+BIN=$1; FIX=$2; TMP=$3
+rm -rf "$TMP"; mkdir -p "$TMP"
+fail=0
+ok() { echo "PASS $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+cmd=$(sed -n 's/.*"gen_weights_command": "nofall \(.*\)".*/\1/p' "$FIX/seed42/case.json")
+# shellcheck disable=SC2086
+"$BIN" ${cmd/--out DIR/--out $TMP/m-seed42} >/dev/null || { echo "FAIL gen-weights"; exit 1; }
+run_in() { "$BIN" run --model "$TMP/m-seed42" --support-x "$FIX/seed42/support_x.npy" --support-y "$FIX/seed42/support_y.npy" \
+             --query-x "$FIX/seed42/query_x.npy" --out "$@"; }
+
+# 1. the refusal (on any CPU: capped here, or lacking the feature)
+if ONEDNN_MAX_CPU_ISA=AVX512_CORE run_in "$TMP/capped" --precision bf16-autocast > "$TMP/capped.txt" 2>&1; then
+  bad "capped ISA: the run succeeded"; cat "$TMP/capped.txt"
+elif grep -q "bf16-autocast is not available: .*AVX512_BF16" "$TMP/capped.txt" && [ ! -e "$TMP/capped/logits.npy" ]; then
+  ok "capped ISA refused: $(grep -o 'not available: .*' "$TMP/capped.txt" | cut -c1-90)..."
+else
+  bad "capped ISA: wrong refusal"; cat "$TMP/capped.txt"
+fi
+
+# 2. parity with upstream's autocast, where the CPU runs bf16
+if "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
+  for name in seed42 regressor wide; do
+    cmd=$(sed -n 's/.*"gen_weights_command": "nofall \(.*\)".*/\1/p' "$FIX/$name/case.json")
+    # shellcheck disable=SC2086
+    [ "$name" = seed42 ] || "$BIN" ${cmd/--out DIR/--out $TMP/m-$name} >/dev/null
+    if "$BIN" verify --model "$TMP/m-$name" --device cpu --against "$FIX/$name" --precision bf16-autocast \
+         > "$TMP/v-$name.txt" 2>&1 && grep -q "^PRECISION=bf16-autocast$" "$TMP/v-$name.txt"; then
+      ok "$name vs upstream autocast: $(grep -E '^case ' "$TMP/v-$name.txt" | grep -o 'max_abs=[^ ]* mean_abs=[^ ]*'); $(grep -o 'max_abs<=[^ ]* mean_abs<=[^ ]*' "$TMP/v-$name.txt" | tail -1)"
+    else
+      bad "$name vs upstream autocast"; cat "$TMP/v-$name.txt"
+    fi
+  done
+  if run_in "$TMP/b" --precision bf16-autocast > "$TMP/b.txt" 2>&1 &&
+     grep -q '"precision":[[:space:]]*"bf16-autocast"' "$TMP/b/report.json" &&
+     python3 - "$TMP/b/logits.npy" <<'PY'
+import ast, struct, sys
+d = open(sys.argv[1], "rb").read()
+hl = struct.unpack("<H", d[8:10])[0]
+h = ast.literal_eval(d[10:10 + hl].decode())
+assert h["descr"] == "<f4", h
+v = struct.unpack("<%dI" % ((len(d) - 10 - hl) // 4), d[10 + hl:])
+assert v and all(x & 0xFFFF == 0 for x in v), "logits are not bf16 values"
+assert any(x != 0 for x in v)
+PY
+  then ok "run --precision bf16-autocast: bf16 logits, report.json names the mode"
+  else bad "run --precision bf16-autocast"; cat "$TMP/b.txt"; fi
+else
+  echo "SKIP parity: $("$BIN" devices | grep '^  cpu  precision modes')"
+fi
+
+# 3. refusals: another model, another backend
+"$BIN" gen-weights tabstar --out "$TMP/tab" --seed 1 --layers 1 --vocab 2000 >/dev/null 2>&1 || true
+if [ -f "$TMP/tab/config.json" ]; then
+  if "$BIN" run --model "$TMP/tab" --precision bf16-autocast --out "$TMP/tabo" > "$TMP/tab.txt" 2>&1; then
+    bad "tabstar ran in bf16-autocast"
+  elif grep -q "bf16-autocast is implemented for Mitra only" "$TMP/tab.txt"; then ok "tabstar refused"
+  else bad "tabstar: wrong refusal"; cat "$TMP/tab.txt"; fi
+fi
+if "$BIN" devices | grep -q "^  opencl:0 "; then
+  if run_in "$TMP/ocl" --device opencl:0 --precision bf16-autocast > "$TMP/ocl.txt" 2>&1; then bad "opencl ran bf16-autocast"
+  elif grep -q "bf16-autocast is not implemented on the opencl backend" "$TMP/ocl.txt"; then ok "opencl:0 refused"
+  else bad "opencl: wrong refusal"; cat "$TMP/ocl.txt"; fi
+fi
+exit $fail
