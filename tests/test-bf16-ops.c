@@ -1,0 +1,184 @@
+/* test-bf16-ops.c -- the cpu backend's --precision bf16-autocast kernels
+ * (src/backends/cpu/cpu-bf16.c, docs/precision.md) against the arithmetic
+ * written out here: inputs rounded to bf16, sums in double, outputs rounded to
+ * bf16 where torch's autocast rounds. The kernels sum in fp32, so a result may
+ * land one bf16 ulp away where the exact value sits at a rounding boundary:
+ * allowed in a small share of the elements, never more than one ulp. Without
+ * the input rounding (or with the wrong number of roundings) about a third of
+ * the elements move. Exit 77 (skip) where the CPU has no bf16 kernels. */
+#include "nf-test.h"
+#include "nf-impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static uint64_t rs = 777;
+static float frand(void) {
+    rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+    return (float) ((rs >> 40) & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
+}
+
+/* round to bf16, nearest even (written here, not the library's) */
+static float bf(double v) {
+    float f = (float) v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    const uint32_t lsb = (u >> 16) & 1u;
+    u = (u + 0x7fffu + lsb) & 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+/* |a - b| in bf16 ulps of b (b a bf16 value) */
+static double ulps(float a, float b) {
+    if (a == b) return 0.0;
+    const double e = b == 0.0f ? -133.0 : floor(log2(fabs((double) b)));
+    return fabs((double) a - (double) b) / ldexp(1.0, (int) e - 7);
+}
+
+static nf_backend * be;
+
+static nf_tensor mk(int64_t n, const float * data) {
+    nf_tensor t;
+    nf_err err = {0};
+    int64_t ne[1] = {n};
+    nf__tensor_alloc(be, &t, NF_F32, 1, ne, "t", &err);
+    if (data) nf__tensor_upload(&t, data, &err);
+    return t;
+}
+static float * host(const nf_tensor * t) { return (float *) ((char *) t->buf->handle + t->offs); }
+
+/* the share of elements off by one ulp; fails on any off by more */
+static double tally(const char * what, const float * got, const float * want, int64_t n) {
+    int64_t off = 0;
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = ulps(got[i], want[i]);
+        off += d > 0.0;
+        worst = d > worst ? d : worst;
+    }
+    CHECK(worst <= 1.0, "%s: an element %.2f bf16 ulps away", what, worst);
+    printf("%-44s %lld of %lld elements one ulp off\n", what, (long long) off, (long long) n);
+    return (double) off / (double) n;
+}
+
+static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int twice) {
+    const int64_t ldx = k + 2, ldy = n + 1;
+    float *x = malloc((size_t) (m * ldx) * 4), *W = malloc((size_t) (n * k) * 4), *b = malloc((size_t) n * 4),
+          *y0 = malloc((size_t) (m * ldy) * 4), *want = malloc((size_t) (m * n) * 4),
+          *got = malloc((size_t) (m * n) * 4);
+    for (int64_t i = 0; i < m * ldx; i++) x[i] = frand();
+    for (int64_t i = 0; i < n * k; i++) W[i] = frand() * 0.3f;
+    for (int64_t i = 0; i < n; i++) b[i] = frand();
+    /* y0 in {-1, 0, 1}: y0 + t is exact in fp32 for a bf16 t of magnitude >= 2^-16, so y - y0 recovers t */
+    for (int64_t i = 0; i < m * ldy; i++) y0[i] = roundf(frand());
+    nf_tensor tx = mk(m * ldx, x), tW = mk(n * k, W), tb = mk(n, b), ty = mk(m * ldy, y0);
+    int64_t wne[2] = {n, k};
+    nf_tensor vW = nf__tensor_view(&tW, 0, 2, wne);
+    nf_op op = {.type = NF_OP_LINEAR, .label = "bf16", .n_src = 3, .n_dst = 1};
+    op.src[0] = tx;
+    op.src[1] = vW;
+    op.src[2] = tb;
+    op.dst[0] = ty;
+    op.p.linear = (struct nf_linear_params){
+        .m = m, .k = k, .n = n, .ldx = ldx, .ldy = ldy, .act = act, .accumulate = acc, .bias_after_round = twice};
+    nf_err err = {0};
+    CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t o = 0; o < n; o++) {
+            double s = 0.0;
+            for (int64_t c = 0; c < k; c++) s += (double) bf(x[r * ldx + c]) * (double) bf(W[o * k + c]);
+            float t = twice ? bf((double) bf(s) + (double) bf(b[o])) : bf(s + (double) bf(b[o]));
+            if (act == NF_ACT_GELU) t = bf(0.5 * t * (1.0 + erf(t / sqrt(2.0))));
+            want[r * n + o] = t;
+            got[r * n + o] = acc ? host(&ty)[r * ldy + o] - y0[r * ldy + o] : host(&ty)[r * ldy + o];
+        }
+    char what[96];
+    snprintf(what, sizeof(what), "LINEAR %lldx%lldx%lld act=%d acc=%d twice=%d", (long long) m, (long long) k,
+             (long long) n, act, acc, twice);
+    CHECK(tally(what, got, want, m * n) < 0.02, "%s: over 2%% of the elements one ulp off", what);
+    for (int64_t r = 0; r + 1 < m; r++) CHECK(host(&ty)[r * ldy + n] == y0[r * ldy + n], "LINEAR wrote into padding");
+    nf__tensor_free(&tx);
+    nf__tensor_free(&tW);
+    nf__tensor_free(&tb);
+    nf__tensor_free(&ty);
+    free(x), free(W), free(b), free(y0), free(want), free(got);
+}
+
+static void test_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t lk) {
+    const int64_t D = H * E, nq = G * lq * D, nk = G * lk * D;
+    float *q = malloc((size_t) nq * 4), *k = malloc((size_t) nk * 4), *v = malloc((size_t) nk * 4),
+          *want = malloc((size_t) nq * 4);
+    for (int64_t i = 0; i < nq; i++) q[i] = frand() * 2.0f;
+    for (int64_t i = 0; i < nk; i++) k[i] = frand() * 2.0f, v[i] = frand();
+    nf_tensor tq = mk(nq, q), tk = mk(nk, k), tv = mk(nk, v), to = mk(nq, NULL);
+    nf_op op = {.type = NF_OP_ATTENTION, .label = "bf16", .n_src = 3, .n_dst = 1};
+    op.src[0] = tq, op.src[1] = tk, op.src[2] = tv, op.dst[0] = to;
+    const float scale = 1.0f / sqrtf((float) E);
+    op.p.attention = (struct nf_attention_params){.n_groups = G,
+                                                  .lq = lq,
+                                                  .lk = lk,
+                                                  .n_heads = H,
+                                                  .head_dim = E,
+                                                  .q_gs = lq * D,
+                                                  .q_ss = D,
+                                                  .kv_gs = lk * D,
+                                                  .kv_ss = D,
+                                                  .o_gs = lq * D,
+                                                  .o_ss = D,
+                                                  .scale = scale};
+    nf_err err = {0};
+    CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    double * p = malloc((size_t) lk * sizeof(double));
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < lq; i++) {
+                const float * qi = q + g * lq * D + i * D + h * E;
+                double mx = -INFINITY, l = 0.0;
+                for (int64_t j = 0; j < lk; j++) {
+                    double s = 0.0;
+                    for (int64_t e = 0; e < E; e++) s += (double) bf(qi[e]) * bf(k[g * lk * D + j * D + h * E + e]);
+                    p[j] = (double) (float) ((float) s * scale); /* scores in fp32 */
+                    mx = p[j] > mx ? p[j] : mx;
+                }
+                for (int64_t j = 0; j < lk; j++) {
+                    p[j] = exp(p[j] - mx);
+                    l += p[j];
+                    p[j] = bf(p[j]); /* the numerators in bf16 */
+                }
+                for (int64_t e = 0; e < E; e++) {
+                    double o = 0.0;
+                    for (int64_t j = 0; j < lk; j++) o += p[j] * bf(v[g * lk * D + j * D + h * E + e]);
+                    want[g * lq * D + i * D + h * E + e] = bf(o / l);
+                }
+            }
+    char what[96];
+    snprintf(what, sizeof(what), "ATTENTION G=%lld H=%lld E=%lld lq=%lld lk=%lld", (long long) G, (long long) H,
+             (long long) E, (long long) lq, (long long) lk);
+    CHECK(tally(what, host(&to), want, nq) < 0.05, "%s: over 5%% of the elements one ulp off", what);
+    nf__tensor_free(&tq);
+    nf__tensor_free(&tk);
+    nf__tensor_free(&tv);
+    nf__tensor_free(&to);
+    free(q), free(k), free(v), free(want), free(p);
+}
+
+int main(void) {
+    nf_err err = {0};
+    const int rc = nf_backend_init("cpu", NF_PRECISION_BF16_AUTOCAST, &be, &err);
+    if (rc == NF_ERR_DEVICE && strstr(err.msg, "AVX512_BF16")) {
+        printf("skipped: %s\n", err.msg);
+        return 77;
+    }
+    CHECK_RC(rc, NF_OK, &err);
+    if (rc != NF_OK) return 1;
+    CHECK(nf_backend_precision(be) == NF_PRECISION_BF16_AUTOCAST, "precision not recorded");
+    CHECK(strstr(nf_backend_precision_detail(be), "bf16-autocast") != NULL, "precision detail does not name the mode");
+    test_linear(37, 70, 45, NF_ACT_NONE, 0, 0);
+    test_linear(37, 70, 45, NF_ACT_NONE, 0, 1);
+    test_linear(64, 128, 96, NF_ACT_GELU, 0, 0);
+    test_linear(20, 96, 33, NF_ACT_NONE, 1, 0);
+    test_attention(3, 2, 16, 20, 33);
+    test_attention(2, 4, 32, 130, 40); /* two blocks of query rows */
+    nf_backend_free(be);
+    return nf_test_done("bf16-ops");
+}
