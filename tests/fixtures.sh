@@ -8,7 +8,9 @@
 # backend over the seeds' seed list (7 table shapes) -- on opencl for the
 # small models only: on the full-size model that is 2 minutes of PoCL for
 # what the small models and the op conformance suite's shapes already
-# prove. Exit 77 (skip) when DEVICE is absent.
+# prove. On cpu, a case with expected_logits_bf16.npy (upstream under its bf16
+# autocast) is also verified with --precision bf16-autocast, where the CPU runs it.
+# Exit 77 (skip) when DEVICE is absent.
 set -u
 BIN=$1; FIX=$2; TMP=$3; DEV=$4
 shift 4
@@ -44,6 +46,15 @@ for case in "${CASES[@]}"; do
       echo "FAIL $name vs upstream at max_abs<=$1 mean_abs<=$2:"; cat "$TMP/$name-$1.txt"; fail=1
     fi
   done
+  # --precision bf16-autocast against upstream's own autocast logits (docs/precision.md), on cpu where it runs
+  if [ "$DEV" = cpu ] && [ -f "$case/expected_logits_bf16.npy" ] &&
+     "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
+    if "$BIN" verify --model "$model" --device cpu --against "$case" --precision bf16-autocast > "$TMP/$name-bf16.txt" 2>&1; then
+      echo "PASS $name bf16-autocast vs upstream autocast ($(grep -E '^case ' "$TMP/$name-bf16.txt" | grep -o 'max_abs=[^ ]* mean_abs=[^ ]*'))"
+    else
+      echo "FAIL $name bf16-autocast vs upstream autocast:"; cat "$TMP/$name-bf16.txt"; fail=1
+    fi
+  fi
   if [ "$DEV" != cpu ] && { [ "${DEV%%:*}" != opencl ] || ! grep -q -- '--dim 512 ' "$case/case.json"; }; then
     if "$BIN" verify --model "$model" --device "$DEV" --against cpu --max-abs 1e-5 --mean-abs 1e-6 \
          --seeds 42,100,101,102,105,110,111 --samples 1 > "$TMP/$name-cpu.txt" 2>&1; then

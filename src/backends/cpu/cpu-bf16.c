@@ -214,11 +214,13 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     uint16_t * wa = nf__grow(&c->wa, &c->wa_n, (size_t) (n * k));
     float * t = nf__backend_host_scratch(be, (size_t) (m * n) * sizeof(float));
     if (!xa || !wa || !t) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * k))
-    for (int64_t r = 0; r < m; r++)
-        for (int64_t i = 0; i < k; i++) xa[r * k + i] = nf__bf16_bits(x[r * p->ldx + i]);
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
-    for (int64_t i = 0; i < n * k; i++) wa[i] = nf__bf16_bits(W[i]);
+        /* x and W to bf16 in one pass over both (one team wake-up, not two) */
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR((m + n) * k))
+    for (int64_t r = 0; r < m + n; r++) {
+        const float * src = r < m ? x + r * p->ldx : W + (r - m) * k;
+        uint16_t * dst = r < m ? xa + r * k : wa + (r - m) * k;
+        for (int64_t i = 0; i < k; i++) dst[i] = nf__bf16_bits(src[i]);
+    }
     NF_TRY(nf__mm_run(c, m, n, k, xa, wa, t, err));
     const int act = p->act, acc = p->accumulate, twice = p->bias_after_round;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * n))
