@@ -5,7 +5,8 @@
 #   2. where the CPU has them: Mitra's logits against upstream's own
 #      torch.autocast("cpu", bfloat16) logits (expected_logits_bf16.npy, made by
 #      reference/mitra_bf16_fixtures.py) within the mode's default bounds, the
-#      logits bf16 values (the mode does run), report.json naming the mode;
+#      logits bf16 values (the mode does run), report.json naming the mode, and
+#      against the exact fp32 cpu backend within the mode's bounds for that;
 #   3. a non-Mitra model and the opencl backend refuse the mode.
 set -u
 BIN=$1; FIX=$2; TMP=$3
@@ -41,6 +42,13 @@ if "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; the
       bad "$name vs upstream autocast"; cat "$TMP/v-$name.txt"
     fi
   done
+  # against the exact fp32 cpu backend: the whole bf16 error, within the mode's fp32 bounds
+  if "$BIN" verify --model "$TMP/m-seed42" --device cpu --against cpu --precision bf16-autocast --seeds 42,111 \
+       > "$TMP/v-cpu.txt" 2>&1; then
+    ok "seed42 vs exact fp32 cpu: $(grep WORST_MAX_ABS "$TMP/v-cpu.txt")"
+  else
+    bad "seed42 vs exact fp32 cpu"; cat "$TMP/v-cpu.txt"
+  fi
   if run_in "$TMP/b" --precision bf16-autocast > "$TMP/b.txt" 2>&1 &&
      grep -q '"precision":[[:space:]]*"bf16-autocast"' "$TMP/b/report.json" &&
      python3 - "$TMP/b/logits.npy" <<'PY'
