@@ -9,7 +9,7 @@ This script IMPORTS the upstream model through reference/mitra_fixtures.py
 Modes
 -----
 make  [--nofall build/nofall] [--fixtures tests/fixtures/mitra] [--only a,b]
-    For each committed Mitra fixture case (default: seed42 regressor wide):
+    For each committed Mitra fixture case (default: seed42 regressor wide full-seed0):
     regenerate the weights from case.json, run the upstream forward as
     AutoGluon runs it -- torch.no_grad(), torch.autocast("cpu",
     dtype=torch.bfloat16), default SDPA dispatch (the CPU flash-attention
@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mitra_fixtures as mf  # noqa: E402
 
-DEFAULT_CASES = ["seed42", "regressor", "wide"]
+DEFAULT_CASES = ["seed42", "regressor", "wide", "full-seed0"]
 
 
 def forward_bf16(model, sx, sy, qx):
