@@ -186,6 +186,7 @@ def run_case(name, args):
                     tr = pm(xt, xn, C).double().numpy().reshape(-1)
                 # eval() takes the TELs' fast path, which drops the linear1/linear2 adapters
                 r["eval_vs_train"] = float(np.abs(ev - tr).max())
+                assert r["eval_vs_train"] > 1e-4, "eval() did not drop the linear1/linear2 adapters: check the fast path"
                 assert np.abs(tr - np.array(r["logits"])).max() == 0, "train-mode forward not deterministic"
                 opt = get_optimizer(pm, lr=1e-3, wd=0.0)
                 sch = get_scheduler(opt, max_lr=1e-3, epochs=50)

@@ -152,6 +152,29 @@ static void run_case(const char * cdir, const char * name, const char * device) 
 
     /* every gradient */
     CHECK_RC(nf__tab_train_read(t, 1, gc, &err), NF_OK, &err);
+    {
+        /* the step adds to the gradient, bitwise the same run to run: a second call gives 2 g exactly */
+        float l_again = NAN;
+        CHECK_RC(nf__tab_train_grad(t, &batch, yc, yv, (float) num(cj, "loss_scale"), &l_again, NULL, &err), NF_OK,
+                 &err);
+        CHECK_RC(nf__tab_train_read(t, 1, pc, &err), NF_OK, &err);
+        int64_t differ = 0;
+        for (int64_t i = 0; i < n; i++) differ += pc[i] != 2 * gc[i];
+        CHECK(differ == 0 && memcmp(&l_again, &loss, 4) == 0,
+              "%s: a second step: %lld gradients not 2 g, loss %.9g %.9g", name, (long long) differ, l_again, loss);
+        CHECK_RC(nf__tab_train_write(t, 1, gc, &err), NF_OK, &err);
+        /* refusals */
+        int64_t bad[64];
+        for (int64_t r = 0; r < B && r < 64; r++) bad[r] = C > 1 ? C : 0;
+        if (C > 1) {
+            CHECK_RC(nf__tab_train_grad(t, &batch, bad, NULL, 1.0f, &l_again, NULL, &err), NF_ERR_INPUT, &err);
+            CHECK_MSG(&err, "out of range");
+        }
+        struct nf_tab_batch other = batch;
+        other.C = C > 1 ? 1 : 2;
+        CHECK_RC(nf__tab_train_eval(t, &other, NULL, NULL, pc, NULL, &err), NF_ERR_ARG, &err);
+        CHECK_RC(nf__tab_train_read(t, 4, pc, &err), NF_ERR_ARG, &err);
+    }
     double worst = 0, worst_ratio = 0, worst_norm = 0;
     int worst_i = 0;
     for (int i = 0, k = 0; i < nm; i++) {
