@@ -28,6 +28,7 @@ struct nf_tab_train {
     int64_t Tcur; /* the current batch's text tokens */
     int have_ws;
     struct nf_workspace mem;
+    nf_tensor work; /* the one f32 buffer the tensors below (but idx, y) are views of */
     nf_tensor idx, z, sh, y, loss, dlogits, lnj;
     nf_tensor hs;                                   /* (max(n_text + 1, 2), T, D): text layer boundaries */
     nf_tensor bqkv, bxa, batt, bs1, ba1, bffp, bs2; /* per trainable text layer */

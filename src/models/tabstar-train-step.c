@@ -81,19 +81,18 @@ static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, i
     NF_TRY(nf__workspace_tensor(&t->mem, be, &t->idx, NF_I32, 1, &ne_, "train.indices", err));
     ne_ = B;
     NF_TRY(nf__workspace_tensor(&t->mem, be, &t->y, t->C > 1 ? NF_I32 : NF_F32, 1, &ne_, "train.y", err));
-    nf_tensor big = {0};
     int64_t used = 0;
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) NF_TRY(nf__workspace_tensor(&t->mem, be, &big, NF_F32, 1, &used, "train.work", err));
+        if (pass == 1) NF_TRY(nf__workspace_tensor(&t->mem, be, &t->work, NF_F32, 1, &used, "train.work", err));
         used = 0;
-#define NF__ALLOC(f, type, nm_, n)            \
-    do {                                      \
-        const int64_t n_ = (n) > 0 ? (n) : 1; \
-        if (pass == 1) {                      \
-            (f) = nf_view1(&big, used, n_);   \
-            (f).name = nm_;                   \
-        }                                     \
-        used += (n_ + 15) / 16 * 16;          \
+#define NF__ALLOC(f, type, nm_, n)              \
+    do {                                        \
+        const int64_t n_ = (n) > 0 ? (n) : 1;   \
+        if (pass == 1) {                        \
+            (f) = nf_view1(&t->work, used, n_); \
+            (f).name = nm_;                     \
+        }                                       \
+        used += (n_ + 15) / 16 * 16;            \
     } while (0)
         NF__ALLOC(t->z, NF_F32, "train.x_num", BS);
         NF__ALLOC(t->sh, NF_F32, "train.scalar_hidden", BS * NF_TAB_SCALAR_HIDDEN);
