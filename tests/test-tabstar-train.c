@@ -28,7 +28,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static const char * g_tmp = "tabstar-train-test.tmp";
+/* per device: the cpu and opencl tests may run at once, each generating its checkpoints */
+static char g_tmp[128] = "tabstar-train-test.tmp";
 
 /* the fixture's initial A / B: 24-bit splitmix64 values * 2^-23 * scale (as the python script) */
 static float hash_init(uint64_t seed, uint64_t mi, uint64_t w, uint64_t i, double scale) {
@@ -378,6 +379,7 @@ int main(int argc, char ** argv) {
         return 77;
     }
     nf_backend_free(be);
+    snprintf(g_tmp, sizeof(g_tmp), "tabstar-train-test-%.*s.tmp", (int) strcspn(argv[2], ":"), argv[2]);
     nf__mkdir_p(g_tmp, NULL);
     static const char * const all[] = {"cls3", "reg"};
     const int n = argc > 3 ? argc - 3 : 2;
