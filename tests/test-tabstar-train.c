@@ -198,6 +198,11 @@ static void run_case(const char * cdir, const char * name, const char * device) 
     clock_t c0 = clock();
     CHECK_RC(nf__tab_train_grad(t, &batch, yc, yv, (float) num(cj, "loss_scale"), &loss, logits, &err), NF_OK, &err);
     const double t_grad = (double) (clock() - c0) / CLOCKS_PER_SEC;
+    /* every op of the step ran where the model is (no host fallback) */
+    printf("%s on %s: the step's ops ran on %s\n", name, device, m->placement.ops);
+    CHECK(m->placement.ops[0] && !strchr(m->placement.ops, ',') &&
+              strncmp(m->placement.ops, device, strcspn(device, ":")) == 0,
+          "%s: ops ran on \"%s\"", name, m->placement.ops);
     const double L64 = num(cj, "loss64");
     double lmax = 0, lref = 0;
     for (int64_t i = 0; i < B * C; i++) {
