@@ -79,7 +79,14 @@ static void small_model(const char * device, const struct nf_tab_batch * batch, 
     CHECK_RC(nf__tab_train_write(t, 0, p, &err), NF_OK, &err);
     struct nf_tab_batch half = *batch;
     half.B = batch->B / 2;
+    /* a text cache too small for the batch: nothing cached, the step runs the text layers */
+    int64_t T = 0;
+    for (int64_t u = 0; u < batch->n_str; u++) T += batch->lens[u];
+    CHECK_RC(nf__tab_train_text_cache(t, (T - 1) * NF_TAB_D * 4, &err), NF_OK, &err);
     CHECK_RC(nf__tab_train_grad(t, &half, yc, NULL, 0.5f, &loss, NULL, &err), NF_OK, &err);
+    CHECK(nf__tab_train_text_cached(t) == 0, "small model: %lld cached", (long long) nf__tab_train_text_cached(t));
+    /* one large enough (all text layers frozen here: it holds their output): the eval below reads it */
+    CHECK_RC(nf__tab_train_text_cache(t, T * NF_TAB_D * 4, &err), NF_OK, &err);
     CHECK_RC(nf__tab_train_read(t, 1, p, &err), NF_OK, &err);
     double g2 = 0;
     int finite = 1;
@@ -90,6 +97,10 @@ static void small_model(const char * device, const struct nf_tab_batch * batch, 
     CHECK(finite && g2 > 0 && isfinite(loss), "small model: gradient finite %d, |g|^2 %g, loss %g", finite, g2, loss);
     CHECK_RC(nf__tab_train_update(t, 1e-3, 0.9, 0.999, 1e-8, 0.01, 1.0f, NULL, &err), NF_OK, &err);
     CHECK_RC(nf__tab_train_eval(t, batch, NULL, NULL, le, NULL, &err), NF_OK, &err);
+    CHECK(nf__tab_train_text_cached(t) == batch->n_str, "small model: %lld cached",
+          (long long) nf__tab_train_text_cached(t));
+    CHECK_RC(nf__tab_train_eval(t, batch, NULL, NULL, lm, NULL, &err), NF_OK, &err);
+    CHECK(memcmp(le, lm, (size_t) BC * 4) == 0, "small model: the eval from the cache differs from the first");
     CHECK_RC(nf__tab_train_merge(t, &err), NF_OK, &err);
     CHECK_RC(nf__tab_forward_tokens(model->impl, batch->ids, batch->lens, batch->n_str, batch->cell, batch->x_num,
                                     batch->B, batch->S, batch->C, lm, &err),
@@ -171,6 +182,9 @@ static void run_case(const char * cdir, const char * name, const char * device) 
 
     struct nf_tab_train * t = NULL;
     CHECK_RC(nf__tab_train_new(m, C, &t, &err), NF_OK, &err);
+    /* the classification case runs with the text cache (layers 0..5 once per string), the regression one
+     * without */
+    if (t && C > 1) CHECK_RC(nf__tab_train_text_cache(t, 64 << 20, &err), NF_OK, &err);
     const cJSON * jm = cJSON_GetObjectItem(cj, "modules");
     const int nm = t ? nf__tab_train_modules(t) : 0;
     CHECK(nm == cJSON_GetArraySize(jm), "%s: %d modules, fixture %d", name, nm, cJSON_GetArraySize(jm));
@@ -198,6 +212,8 @@ static void run_case(const char * cdir, const char * name, const char * device) 
     clock_t c0 = clock();
     CHECK_RC(nf__tab_train_grad(t, &batch, yc, yv, (float) num(cj, "loss_scale"), &loss, logits, &err), NF_OK, &err);
     const double t_grad = (double) (clock() - c0) / CLOCKS_PER_SEC;
+    CHECK(nf__tab_train_text_cached(t) == (C > 1 ? U : 0), "%s: %lld strings cached", name,
+          (long long) nf__tab_train_text_cached(t));
     /* every op of the step ran where the model is (no host fallback) */
     printf("%s on %s: the step's ops ran on %s\n", name, device, m->placement.ops);
     CHECK(m->placement.ops[0] && !strchr(m->placement.ops, ',') &&

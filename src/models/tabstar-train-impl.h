@@ -14,6 +14,14 @@ struct nf__tt_tel {
     nf_tensor xn1, qkv, att, xmid, xn2, hp, h, xa1, xa2;
 };
 
+/* one cached string: its token ids and its first row in the cache buffer */
+struct nf__tt_cent {
+    uint64_t h;
+    int64_t row;
+    int32_t len;
+    int32_t * ids; /* NULL: an empty slot */
+};
+
 struct nf_tab_train {
     nf_tab * m;
     int64_t C;
@@ -37,6 +45,12 @@ struct nf_tab_train {
     struct nf__tt_tel tel[1 + NF_TAB_LAYERS];
     nf_tensor Tt, Hp, Hh, xah, logits; /* head */
     nf_tensor ff;                      /* (2BS, D) linear2's output before the residual */
+    /* the text cache: layer NF_TAB_TRAIN_BERT - 1's output per distinct string (tabstar-train-cache.c) */
+    struct nf_workspace cache_mem;
+    nf_tensor cache;                /* (cache_rows, D) */
+    int64_t cache_rows, cache_used; /* capacity, rows in use */
+    struct nf__tt_cent * cent;      /* open addressing, n_cent slots (a power of 2) */
+    int64_t n_cent, n_cached;
     /* backward scratch */
     nf_tensor dX, dX2, dE, dh, ds, da, dqkv, dH, dxa, dxn, datt, stats;
 };
@@ -44,5 +58,11 @@ struct nf_tab_train {
 /* the module's A / B / gradient views in arena a */
 nf_tensor nf__tt_a(const struct nf_tab_train * t, int a, int i);
 nf_tensor nf__tt_b(const struct nf_tab_train * t, int a, int i);
+
+/* tabstar-train-cache.c: the row of a cached string or -1; add one (NF_ERR_NOMEM); forget everything */
+int64_t nf__tt_cache_find(const struct nf_tab_train * t, const int32_t * ids, int32_t len);
+int nf__tt_cache_add(struct nf_tab_train * t, const int32_t * ids, int32_t len, int64_t row, nf_err * err);
+void nf__tt_cache_clear(struct nf_tab_train * t);
+void nf__tt_cache_free(struct nf_tab_train * t);
 
 #endif

@@ -28,7 +28,8 @@
 /* the index lists, one i32 buffer (positions in elements) */
 struct nf__tt_ix {
     int64_t ids, pos, zero, cls, cell, even, odd, tgt;
-    int64_t cls_o, cls_s, cell_o, cell_s, even_o, even_s, odd_o, odd_s, tgt_o, tgt_s, n;
+    int64_t cls_o, cls_s, cell_o, cell_s, even_o, even_s, odd_o, odd_s, tgt_o, tgt_s;
+    int64_t mids, mpos, mzero, crow, n; /* the text cache: uncached strings' tokens, every token's cache row */
 };
 
 static struct nf__tt_ix nf__tt_layout(int64_t T, int64_t U, int64_t BS, int64_t BC) {
@@ -51,7 +52,11 @@ static struct nf__tt_ix nf__tt_layout(int64_t T, int64_t U, int64_t BS, int64_t 
     x.odd_s = x.odd_o + BS;
     x.tgt_o = x.odd_s + 2 * BS + 1;
     x.tgt_s = x.tgt_o + BC;
-    x.n = x.tgt_s + BS + 1;
+    x.mids = x.tgt_s + BS + 1;
+    x.mpos = x.mids + T;
+    x.mzero = x.mpos + T;
+    x.crow = x.mzero + T;
+    x.n = x.crow + T;
     return x;
 }
 
@@ -371,17 +376,94 @@ static int nf__bert_bwd(nf_graph * g, struct nf_tab_train * t, int j, const stru
     return NF_OK;
 }
 
+/* embeddings + the frozen text layers over `rows` tokens (ids / pos / zero index views, strings in groups)
+ * into stream 0 */
+static int nf__text_frozen(nf_graph * g, struct nf_tab_train * t, nf_tensor ids, nf_tensor pos, nf_tensor zero,
+                           int64_t rows, const struct nf__tt_grp * grp, int ng) {
+    nf_tab * m = t->m;
+    const int64_t D = NF_TAB_D, TD = rows * D;
+    const int nfz = m->cfg.text_layers - t->n_text;
+    t->Tcur = rows;
+    nf_graph_prefix(g, "text_encoder.embeddings.");
+    struct nf_gather gs = {.rows = rows, .k = D, .n_table = m->cfg.vocab, .ldw = D, .ldy = D};
+    nf_tensor e2 = nf_view1(&t->ds, 0, TD);
+    NF_TRY(nf_gather_rows(g, nf_label(g, "word_embeddings"), &gs, ids, m->word, e2));
+    gs.n_table = m->cfg.type_vocab;
+    gs.accumulate = 1;
+    NF_TRY(nf_gather_rows(g, nf_label(g, "token_type_embeddings"), &gs, zero, m->type, e2));
+    gs.n_table = m->cfg.max_pos;
+    NF_TRY(nf_gather_rows(g, nf_label(g, "position_embeddings"), &gs, pos, m->pos, e2));
+    /* ping-pong between streams 0 and 1, ending in 0 */
+    NF_TRY(nf_layer_norm(g, nf_label(g, "LayerNorm"), e2, rows, D, &m->eln_w, &m->eln_b, nf__sl(&t->hs, nfz % 2, TD), D,
+                         NF_TAB_BERT_EPS));
+    for (int l = 0; l < nfz; l++) {
+        nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", l);
+        NF_TRY(nf__bert_fwd(g, t, l, -1, grp, ng, nf__sl(&t->hs, (l + nfz) % 2, TD),
+                            nf__sl(&t->hs, (l + 1 + nfz) % 2, TD)));
+    }
+    return NF_OK;
+}
+
 /* ---- the step --------------------------------------------------------------------------------- */
 
 struct nf__tt_host {
     int32_t * hx;
-    struct nf__tt_grp * grp;
-    int ng;
+    struct nf__tt_grp *grp, *mgrp; /* all strings; the uncached ones (text cache) */
+    int ng, nmg;
+    int64_t Tm; /* tokens of the uncached strings; -1: no cache this step */
 };
 
 static void nf__tt_host_free(struct nf__tt_host * h) {
     free(h->hx);
     free(h->grp);
+    free(h->mgrp);
+}
+
+/* the text cache's plan for a batch: the uncached strings (sorted by length, as the batch) get the next
+ * rows of the cache; mids/mpos/mzero list their tokens, crow every token's cache row. h->Tm = -1 when the
+ * cache is off or full. */
+static int nf__tt_cache_plan(struct nf_tab_train * t, const struct nf__tt_ix * ix, int64_t U, struct nf__tt_host * h,
+                             nf_err * err) {
+    h->Tm = -1;
+    if (t->cache_rows < 1) return NF_OK;
+    int32_t * hx = h->hx;
+    h->mgrp = malloc((size_t) (h->ng + 1) * sizeof(*h->mgrp));
+    if (!h->mgrp) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    /* pass 1: the rows the uncached strings need */
+    int64_t need = 0, p = 0;
+    for (int k = 0; k < h->ng; k++) {
+        for (int64_t q = 0; q < h->grp[k].n; q++, p++) {
+            const int32_t len = (int32_t) h->grp[k].len;
+            if (nf__tt_cache_find(t, hx + ix->ids + hx[ix->cls + p], len) < 0) need += len;
+        }
+    }
+    if (t->cache_used + need > t->cache_rows) return NF_OK; /* full: this batch runs uncached */
+    (void) U;
+    int64_t tm = 0;
+    h->nmg = 0;
+    p = 0;
+    for (int k = 0; k < h->ng; k++) {
+        const int32_t len = (int32_t) h->grp[k].len;
+        for (int64_t q = 0; q < h->grp[k].n; q++, p++) {
+            const int32_t * ids = hx + ix->ids + hx[ix->cls + p];
+            int64_t row = nf__tt_cache_find(t, ids, len);
+            if (row < 0) {
+                /* a string twice in the batch is one string (np.unique): found on its second visit */
+                row = t->cache_used + tm;
+                if (h->nmg == 0 || h->mgrp[h->nmg - 1].len != len) h->mgrp[h->nmg++] = (struct nf__tt_grp){0, len, tm};
+                h->mgrp[h->nmg - 1].n++;
+                for (int32_t j = 0; j < len; j++, tm++) {
+                    hx[ix->mids + tm] = ids[j];
+                    hx[ix->mpos + tm] = j;
+                    hx[ix->mzero + tm] = 0;
+                }
+                NF_TRY(nf__tt_cache_add(t, ids, len, row, err));
+            }
+            for (int32_t j = 0; j < len; j++) hx[ix->crow + hx[ix->cls + p] + j] = (int32_t) (row + j);
+        }
+    }
+    h->Tm = tm;
+    return NF_OK;
 }
 
 /* the index lists and plans of a batch (strings sorted by length, as the forward) */
@@ -485,6 +567,7 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     int64_t T = 0;
     int rc = nf__tt_indices(b, &ix, &T, &h, err);
     if (rc == NF_OK) rc = nf__tt_ws(t, T, U, B, BS, BC, ix.n, err);
+    if (rc == NF_OK) rc = nf__tt_cache_plan(t, &ix, U, &h, err);
     if (rc == NF_OK) {
         nf_tensor iv = nf_view1(&t->idx, 0, ix.n), zv = nf_view1(&t->z, 0, BS);
         rc = nf__tensor_upload(&iv, h.hx, err);
@@ -503,6 +586,7 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
         }
     }
     if (rc != NF_OK) {
+        if (h.Tm > 0) nf__tt_cache_clear(t);
         nf__tt_host_free(&h);
         return rc;
     }
@@ -517,35 +601,29 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     } while (0)
     const int nt = t->n_text, nfz = m->cfg.text_layers - nt;
     const int64_t TD = T * D;
-    nf_tensor h0 = nf__sl(&t->hs, nfz % 2 == 0 ? 0 : 1, TD);
     if (grad) RUN(nf_fill(g, "train.frozen_ln_grad", t->lnj, 1, 2 * D, 2 * D, 0.0f));
-    /* §4 BERT */
-    nf_graph_prefix(g, "text_encoder.embeddings.");
-    struct nf_gather gs = {.rows = T, .k = D, .n_table = m->cfg.vocab, .ldw = D, .ldy = D};
-    nf_tensor e2 = nf_view1(&t->ds, 0, T * D);
-    RUN(nf_gather_rows(g, nf_label(g, "word_embeddings"), &gs, IDX(ids, T), m->word, e2));
-    gs.n_table = m->cfg.type_vocab;
-    gs.accumulate = 1;
-    RUN(nf_gather_rows(g, nf_label(g, "token_type_embeddings"), &gs, IDX(zero, T), m->type, e2));
-    gs.n_table = m->cfg.max_pos;
-    RUN(nf_gather_rows(g, nf_label(g, "position_embeddings"), &gs, IDX(pos, T), m->pos, e2));
-    RUN(nf_layer_norm(g, nf_label(g, "LayerNorm"), e2, T, D, &m->eln_w, &m->eln_b, h0, D, NF_TAB_BERT_EPS));
-    for (int l = 0; l < m->cfg.text_layers; l++) {
-        nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", l);
-        const int j = l - nfz;
-        nf_tensor hin, hout;
-        if (j < 0) {
-            hin = nf__sl(&t->hs, (l + (nfz % 2)) % 2, TD);
-            hout = nf__sl(&t->hs, (l + 1 + (nfz % 2)) % 2, TD);
-        } else {
-            hin = nf__sl(&t->hs, j, TD);
-            hout = nf__sl(&t->hs, j + 1, TD);
+    /* §4 BERT: the frozen layers into stream 0 (from the text cache when it is on) */
+    if (h.Tm < 0) {
+        RUN(nf__text_frozen(g, t, IDX(ids, T), IDX(pos, T), IDX(zero, T), T, h.grp, h.ng));
+    } else {
+        if (h.Tm > 0) {
+            RUN(nf__text_frozen(g, t, IDX(mids, h.Tm), IDX(mpos, h.Tm), IDX(mzero, h.Tm), h.Tm, h.mgrp, h.nmg));
+            RUN(nf_copy(g, "text_encoder.cache.store", t->hs, nf_view1(&t->cache, t->cache_used * D, h.Tm * D),
+                        h.Tm * D));
+            t->cache_used += h.Tm;
+            t->Tcur = T;
         }
-        RUN(nf__bert_fwd(g, t, l, j, h.grp, h.ng, hin, hout));
+        nf_graph_prefix(g, "text_encoder.");
+        const struct nf_gather gc = {.rows = T, .k = D, .n_table = t->cache_rows, .ldw = D, .ldy = D};
+        RUN(nf_gather_rows(g, nf_label(g, "cache.load"), &gc, IDX(crow, T), t->cache, nf__sl(&t->hs, 0, TD)));
+    }
+    for (int j = 0; j < nt; j++) {
+        nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", nfz + j);
+        RUN(nf__bert_fwd(g, t, nfz + j, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), nf__sl(&t->hs, j + 1, TD)));
     }
     const nf_tensor hlast = nf__sl(&t->hs, nt, TD);
     nf_graph_prefix(g, "text_encoder.");
-    gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
+    struct nf_gather gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
     RUN(nf_gather_rows(g, nf_label(g, "cls"), &gs, IDX(cls, U), hlast, t->E));
     /* §5 fusion */
     nf_graph_prefix(g, "numerical_fusion.");
@@ -648,6 +726,7 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
 #undef RUN
 #undef IDX
 done:
+    if (rc != NF_OK && h.Tm > 0) nf__tt_cache_clear(t); /* rows promised to strings may not hold them */
     nf__tt_host_free(&h);
     return rc;
 }

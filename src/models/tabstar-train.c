@@ -36,6 +36,7 @@ static void nf__tt_add(struct nf_tab_train * t, const char * name, int64_t in, i
 
 void nf__tab_train_free(struct nf_tab_train * t) {
     if (!t) return;
+    nf__tt_cache_free(t);
     nf__workspace_release(&t->mem);
     nf__workspace_release(&t->arenas);
     free(t->mod);
