@@ -92,4 +92,14 @@ int nf__tab_train_merge(struct nf_tab_train * t, nf_err * err);
  * before anything runs: a device lacking one fails at once, naming it. */
 int nf__tab_train_check_device(nf_tab * m, nf_err * err);
 
+/* The text cache (additive): with dropout off, text layers
+ * 0..NF_TAB_TRAIN_BERT-1 are a fixed function of a string's tokens, so their
+ * output for every token of every distinct string is computed once and kept
+ * on the device (max_bytes of it; 0, the default, keeps nothing) for every
+ * later _grad / _eval. Forgets what it held. Weights of those layers must
+ * not change while it is on (the merge does not touch them). */
+int nf__tab_train_text_cache(struct nf_tab_train * t, int64_t max_bytes, nf_err * err);
+/* distinct strings the cache holds */
+int64_t nf__tab_train_text_cached(const struct nf_tab_train * t);
+
 #endif
