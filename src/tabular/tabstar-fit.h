@@ -122,4 +122,29 @@ void nf__tsf_result_free(struct nf_tsf_result * r);
 int nf__tsf_run(const struct nf_tsf_step * s, int64_t n_train, int64_t n_val, const int64_t * y_val_class,
                 const double * y_val_value, const struct nf_tsf_opts * o, struct nf_tsf_result * res, nf_err * err);
 
+/* ---- the fit on a table (tabstar-fit-run.c) -------------------------------------- */
+
+struct nf_tab_verbalizer;
+/* rows of t (borrowed strings; free with nf__tsf_subset_free) */
+int nf__tsf_subset(const nf_table * t, const int64_t * rows, int64_t n, nf_table * out, nf_err * err);
+void nf__tsf_subset_free(nf_table * t);
+/* upstream's transform_target on the table's target column: y_class the
+ * LabelEncoder ids (classification), y_value the clipped z-scores
+ * (regression); NF_ERR_INPUT for a missing value or an unknown class */
+int nf__tsf_targets(const struct nf_tab_verbalizer * v, const nf_table * table, int64_t * y_class, double * y_value,
+                    nf_err * err);
+
+struct nf_tsf_fit_opts {
+    struct nf_tsf_opts loop;
+    int task;             /* enum nf_predict_task (AUTO: the README "TabSTAR" rule) */
+    const char * out_dir; /* the output directory, or NULL */
+    const float * init;   /* the initial LoRA arena (replay), or NULL: A ~ U(+-1/sqrt(in)) from RandomState(seed) */
+};
+void nf__tsf_fit_opts_default(struct nf_tsf_fit_opts * o);
+/* fit model (loaded from model_dir) on table's target; the merged weights
+ * stay in the model; v_out (may be NULL) gets the train part's verbalizer */
+int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table, const char * target,
+                const struct nf_tsf_fit_opts * o, struct nf_tab_verbalizer * v_out, struct nf_tsf_result * res,
+                nf_err * err);
+
 #endif
