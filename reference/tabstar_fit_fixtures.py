@@ -16,7 +16,31 @@ space separated, floats as repr():
   avgf32 k m | x ... | mean ...                                  (k x m float32 stacked; torch.stack().mean(0))
   valloss n | losses ... | sizes ... | value                     (upstream _evaluate_epoch's float32 accumulation)
   thresh best | value                                             (adam_smooth_minmax)
-usage: tabstar_fit_fixtures.py [OUT]
+  inita MODULE r in seed | values                                 (nofall's initial lora_A, tabstar_fit_upstream.init_a)
+usage: tabstar_fit_fixtures.py [OUT]                    (the pieces)
+       tabstar_fit_fixtures.py fit --nofall build/nofall [--out DIR]   (upstream's fit, below)
+
+`fit` runs UPSTREAM TabSTARClassifier / TabSTARRegressor.fit (tabstar 1.1.16, CPU,
+fp32) on a tiny TabSTAR-shaped checkpoint (`nofall gen-weights tabstar`, 7 text
+layers so that layer 6 trains, vocab 2000; upstream's model built on it as in
+reference/tabstar_fixtures.py) with every dropout at p = 0 (lora_dropout=0.0
+through upstream's own knob, nn.Dropout / MultiheadAttention / BERT attention
+probabilities patched to 0), max_epochs and patience through upstream's knobs,
+and writes per case (tests/fixtures/tabstar-fit/CASE/):
+  train.csv, test.csv          the tables;
+  fit.safetensors              split.train / split.val (I64 row ids, upstream's
+                               order), perm.E (I64, epoch E's RandomSampler
+                               order, row positions in the train part),
+                               final.<module>.norms (F64 |A|, |B|) and .BAv
+                               (F64 B (A v), v = 1/sqrt(in)) of the adapter
+                               upstream ends with, pred (F32, its predict_proba
+                               / predict on test.csv); the initial A of every
+                               module is nofall's own (numpy RandomState(
+                               fnv1a32(module) ^ seed), U(+-1/sqrt(in)))
+                               written into upstream's model, so not stored;
+  case.json                    target, task, max_epochs, patience, per epoch the
+                               train loss, validation loss and metric, the final
+                               averaged evaluation, versions.
 """
 import sys
 from pathlib import Path
@@ -31,6 +55,11 @@ from tabstar.training.checkpoint_averaging import CheckpointManager
 from tabstar.training.metrics import calculate_metric
 
 REPO = Path(__file__).resolve().parent.parent
+if len(sys.argv) > 1 and sys.argv[1] == "fit":
+    sys.path.insert(0, str(REPO / "reference"))
+    import tabstar_fit_upstream
+    tabstar_fit_upstream.main(sys.argv[2:])
+    sys.exit(0)
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "tests/fixtures/tabstar-fit/pieces.txt"
 lines = [f"# tabstar split_to_val, sklearn metrics, torch {torch.__version__} (reference/tabstar_fit_fixtures.py)"]
 
@@ -103,7 +132,7 @@ for n in (5, 130, 1001):
     assert v == r2_score(y, p)
     lines.append(f"r2 {n} | {j(y)} | {j(p.reshape(-1))} | {repr(float(v))}")
 
-for k, m in ((1, 5), (3, 64), (7, 100), (50, 33), (20, 70), (300, 41)):  # both of torch's sum paths, its cascade levels
+for k, m in ((1, 5), (3, 64), (7, 100), (50, 33), (20, 70), (260, 33)):  # both of torch's sum paths, its cascade levels
     x = torch.tensor((rs.randn(k, m) * 10 ** rs.uniform(-3, 1, (k, m))).astype(np.float32))
     mean = torch.stack([x[i] for i in range(k)]).mean(dim=0)
     lines.append(f"avgf32 {k} {m} | {j(x.numpy().reshape(-1))} | {j(mean.numpy())}")
@@ -119,6 +148,13 @@ for sizes in ([128, 128, 7], [5], [128] * 9 + [100]):
 
 for b in (0.0, 0.1234567, 0.6931471824645996, 1.0986123, 3.5):
     lines.append(f"thresh {repr(b)} | {repr(float(CheckpointManager.adam_smooth_minmax(b)))}")
+
+sys.path.insert(0, str(REPO / "reference"))
+from tabstar_fit_upstream import init_a  # noqa: E402
+
+for mod, r, n_in, seed in (("text_encoder.encoder.layer.6.attention.self.query", 2, 384, 21),
+                           ("tabular_encoder.layers.0.linear2", 1, 1536, 2**32 + 5), ("cls_head.layers.0", 3, 7, 0)):
+    lines.append(f"inita {mod} {r} {n_in} {seed} | {j(init_a(mod, r, n_in, seed & 0xFFFFFFFF).reshape(-1))}")
 
 out.parent.mkdir(parents=True, exist_ok=True)
 out.write_text("\n".join(lines) + "\n")

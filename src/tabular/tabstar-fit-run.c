@@ -7,10 +7,12 @@
  *      validation part verbalized into cells (tabstar-cells.c) and their
  *      targets transformed (LabelEncoder ids / clipped z-scores);
  *   3. the LoRA arena of the training step (src/models/tabstar-train.h), A
- *      initialised (replayed, or kaiming_uniform(a=sqrt(5)) = U(-1/sqrt(in),
- *      1/sqrt(in)) from numpy's legacy RandomState(seed) -- not torch's
- *      generator, which upstream's dropout and init share and no other engine
- *      reproduces), B = 0;
+ *      initialised with kaiming_uniform_(a=sqrt(5))'s distribution, U(-1/sqrt(in),
+ *      1/sqrt(in)), from nofall's own generator (nf__tsf_init_a: numpy's legacy
+ *      RandomState(fnv1a32(module name) ^ seed).random_sample) -- not torch's
+ *      global generator, which upstream's init, batches and dropout share and
+ *      no other engine reproduces; the parity fixtures write these A into
+ *      upstream's model), B = 0;
  *   4. the loop (tabstar-fit.c), the final adapter merged into the weights;
  *   5. DIR: model.safetensors (the 295 keys, merged) + config.json +
  *      vocab.txt (a model directory predict loads), verbalizer.json (the
@@ -34,6 +36,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void nf__tsf_init_a(const char * module, int64_t r, int64_t in, uint64_t seed, float * a) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char * p = (const unsigned char *) module; *p; p++) h = (h ^ *p) * 16777619u;
+    struct nf_np_rng g;
+    nf__np_rng_seed(&g, h ^ (uint32_t) seed);
+    const double bound = 1.0 / sqrt((double) in);
+    for (int64_t k = 0; k < r * in; k++) { /* random_sample: 53 bits of two outputs */
+        const uint32_t x = nf__np_rng_u32(&g) >> 5, y = nf__np_rng_u32(&g) >> 6;
+        const double u = ((double) x * 67108864.0 + (double) y) / 9007199254740992.0;
+        a[k] = (float) ((2.0 * u - 1.0) * bound);
+    }
+}
 
 /* ---- the tables --------------------------------------------------------------------- */
 
@@ -420,19 +435,11 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
         if (!w) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         if (w && o->init)
             memcpy(w, o->init, (size_t) P * sizeof(float));
-        else if (w) { /* kaiming_uniform_(a=sqrt(5)): U(-1/sqrt(in), 1/sqrt(in)), numpy's RandomState(seed) */
-            struct nf_np_rng g;
-            nf__np_rng_seed(&g, nf__np_seed(o->loop.seed));
+        else if (w) /* kaiming_uniform_(a=sqrt(5))'s bound, nofall's generator (nf__tsf_init_a) */
             for (int i = 0; i < nf__tab_train_modules(r.t); i++) {
                 const struct nf_tab_lora_module * md = nf__tab_train_module(r.t, i);
-                const double bound = 1.0 / sqrt((double) md->in);
-                for (int64_t k = 0; k < NF_TAB_LORA_R * md->in; k++) {
-                    const uint32_t a = nf__np_rng_u32(&g) >> 5, b = nf__np_rng_u32(&g) >> 6;
-                    const double u = ((double) a * 67108864.0 + (double) b) / 9007199254740992.0;
-                    w[md->off_a + k] = (float) ((2.0 * u - 1.0) * bound);
-                }
+                nf__tsf_init_a(md->name, NF_TAB_LORA_R, md->in, o->loop.seed, w + md->off_a);
             }
-        }
         if (rc == NF_OK) rc = nf__tab_train_write(r.t, 0, w, err);
     }
     if (rc == NF_OK) {
@@ -460,4 +467,47 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
     if (rc != NF_OK) nf__tsf_result_free(res);
     return rc;
 #endif
+}
+
+#if NF_HAVE_TAB_TRAIN
+int nf__tsf_have_step(void) { return 1; }
+#else
+int nf__tsf_have_step(void) { return 0; }
+#endif
+
+/* ---- the public entry (nofall-tabular.h) ------------------------------------------- */
+
+void nf_tabstar_fit_opts_default(struct nf_tabstar_fit_opts * o) {
+    memset(o, 0, sizeof(*o));
+    o->task = NF_PREDICT_AUTO;
+    o->max_epochs = 50;
+    o->patience = 5;
+}
+
+int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table * train, const char * target,
+                   const struct nf_tabstar_fit_opts * o, const char * out_dir, struct nf_tabstar_fit_result * res,
+                   nf_err * err) {
+    if (!m || !model_dir || !train || !target)
+        return nf__err_set(err, NF_ERR_ARG, "nf_tabstar_fit: no model, model directory, table or target");
+    struct nf_tsf_fit_opts fo;
+    nf__tsf_fit_opts_default(&fo);
+    if (o) {
+        fo.task = o->task;
+        fo.loop.max_epochs = o->max_epochs;
+        fo.loop.patience = o->patience;
+        fo.loop.average = !o->no_average;
+        fo.loop.seed = o->seed;
+    }
+    fo.out_dir = out_dir;
+    struct nf_tsf_result r;
+    const int rc = nf__tsf_fit(m, model_dir, train, target, &fo, NULL, &r, err);
+    if (rc == NF_OK && res) {
+        res->epochs = r.n_epochs;
+        res->best_epoch = r.best_epoch;
+        res->epochs_averaged = r.n_averaged;
+        res->val_loss = r.final_val_loss;
+        res->metric = r.final_metric;
+    }
+    if (rc == NF_OK) nf__tsf_result_free(&r);
+    return rc;
 }

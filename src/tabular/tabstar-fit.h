@@ -134,6 +134,12 @@ void nf__tsf_subset_free(nf_table * t);
 int nf__tsf_targets(const struct nf_tab_verbalizer * v, const nf_table * table, int64_t * y_class, double * y_value,
                     nf_err * err);
 
+/* the initial lora_A (r x in, row-major) of a module: U(-1/sqrt(in), 1/sqrt(in))
+ * (kaiming_uniform_(a=sqrt(5))'s distribution) from numpy's legacy
+ * RandomState(fnv1a32(module) ^ seed).random_sample -- nofall's generator,
+ * also what reference/tabstar_fit_upstream.py writes into upstream's model */
+void nf__tsf_init_a(const char * module, int64_t r, int64_t in, uint64_t seed, float * a);
+
 struct nf_tsf_fit_opts {
     struct nf_tsf_opts loop;
     int task;             /* enum nf_predict_task (AUTO: the README "TabSTAR" rule) */
@@ -141,6 +147,8 @@ struct nf_tsf_fit_opts {
     const float * init;   /* the initial LoRA arena (replay), or NULL: A ~ U(+-1/sqrt(in)) from RandomState(seed) */
 };
 void nf__tsf_fit_opts_default(struct nf_tsf_fit_opts * o);
+/* 1 when this build has the training step (src/models/tabstar-train*.c) */
+int nf__tsf_have_step(void);
 /* fit model (loaded from model_dir) on table's target; the merged weights
  * stay in the model; v_out (may be NULL) gets the train part's verbalizer */
 int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table, const char * target,
