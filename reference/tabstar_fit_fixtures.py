@@ -25,7 +25,9 @@ fp32) on a tiny TabSTAR-shaped checkpoint (`nofall gen-weights tabstar`, 7 text
 layers so that layer 6 trains, vocab 2000; upstream's model built on it as in
 reference/tabstar_fixtures.py) with every dropout at p = 0 (lora_dropout=0.0
 through upstream's own knob, nn.Dropout / MultiheadAttention / BERT attention
-probabilities patched to 0), max_epochs and patience through upstream's knobs,
+probabilities patched to 0), the TransformerEncoderLayer fast path off (upstream's
+CPU evaluation would otherwise drop the linear1/linear2 adapters, tabstar.md
+§10.2), max_epochs and patience through upstream's knobs,
 and writes per case (tests/fixtures/tabstar-fit/CASE/):
   train.csv, test.csv          the tables;
   fit.safetensors              split.train / split.val (I64 row ids, upstream's

@@ -551,21 +551,35 @@ static void parity(const char * fixtures, const char * name) {
                 *ev = cJSON_GetObjectItemCaseSensitive(cs, "epochs");
     CHECK(res.n_epochs == cJSON_GetArraySize(tl), "%s: %d epochs, upstream %d", name, res.n_epochs,
           cJSON_GetArraySize(tl));
-    double wl = 0, wv = 0, wm = 0;
+    /* tolerances (docs/finetune-tabstar.md "Parity"): epoch 1 is one or two updates from the same start,
+     * its losses within 1e-4 relative (finetune.md §4.5's real-checkpoint column; this one has 7 text
+     * layers of D 384); later epochs carry Adam's sign flips of noise-level gradients (§4.5's update
+     * exemption: 2 lr per such element) and drift: 1e-3. The metric: R2 within 1e-3 relative; ROC-AUC
+     * on 10-16 validation rows of a near-random model moves by 1/(P N) per pair of nearly tied
+     * probabilities that swap: within 0.1. The epochs run and the best epoch: identical. */
+    double wl = 0, wv = 0, wm = 0, wl1 = 0, wv1 = 0;
+    int up_best = 0;
+    double up_bm = -INFINITY;
     for (int e = 0; e < res.n_epochs && e < cJSON_GetArraySize(tl); e++) {
         const double t = cJSON_GetArrayItem(tl, e)->valuedouble;
         const cJSON * pe = cJSON_GetArrayItem(ev, e);
         const double vl = cJSON_GetArrayItem(pe, 0)->valuedouble, mt = cJSON_GetArrayItem(pe, 1)->valuedouble;
-        wl = fmax(wl, fabs(res.epochs[e].train_loss - t) / fmax(1.0, fabs(t)));
-        wv = fmax(wv, fabs(res.epochs[e].val_loss - vl) / fmax(1.0, fabs(vl)));
-        wm = fmax(wm, fabs(res.epochs[e].metric - mt));
+        const double dl = fabs(res.epochs[e].train_loss - t) / fmax(1.0, fabs(t)),
+                     dv = fabs(res.epochs[e].val_loss - vl) / fmax(1.0, fabs(vl)),
+                     dm = fabs(res.epochs[e].metric - mt) / (reg ? fmax(1.0, fabs(mt)) : 1.0);
+        if (e == 0) wl1 = dl, wv1 = dv;
+        wl = fmax(wl, dl), wv = fmax(wv, dv), wm = fmax(wm, dm);
+        if (mt > up_bm) up_bm = mt, up_best = e + 1;
         printf("  %s epoch %d: train %.9g (upstream %.9g), val %.9g (%.9g), metric %.9g (%.9g)\n", name, e + 1,
                res.epochs[e].train_loss, t, res.epochs[e].val_loss, vl, res.epochs[e].metric, mt);
     }
-    /* tolerances (docs/finetune-tabstar.md "Parity"): 7 text layers of D 384 sit between finetune.md
-     * §4.5's tiny (1e-5) and real (1e-4) columns: 1e-4 relative on the losses, 1e-4 on the metric */
-    CHECK(wl <= 1e-4 && wv <= 1e-4 && wm <= 1e-4, "%s: per-epoch losses / metric: max diffs %.3g %.3g %.3g", name, wl,
-          wv, wm);
+    printf("parity %s: %d epochs, best %d (upstream %d); losses rel diff epoch 1 %.3g / %.3g, all %.3g / %.3g; "
+           "metric %.3g\n",
+           name, res.n_epochs, res.best_epoch, up_best, wl1, wv1, wl, wv, wm);
+    CHECK(wl1 <= 1e-4 && wv1 <= 1e-4, "%s: epoch 1 losses differ: %.3g %.3g", name, wl1, wv1);
+    CHECK(wl <= 1e-3 && wv <= 1e-3, "%s: per-epoch losses differ: %.3g %.3g", name, wl, wv);
+    CHECK(wm <= (reg ? 1e-3 : 0.1), "%s: per-epoch metric differs by %.3g", name, wm);
+    CHECK(res.best_epoch == up_best, "%s: best epoch %d, upstream %d", name, res.best_epoch, up_best);
     float pred[4096];
     int64_t np = 0, nref = 0;
     const struct nf_st_tensor * pt = nf__st_find(&st, "pred");
@@ -574,7 +588,7 @@ static void parity(const char * fixtures, const char * name) {
     nref = pt ? st_numel(pt) : 0;
     CHECK(ref && np == nref, "%s: %lld predictions, upstream %lld", name, (long long) np, (long long) nref);
     if (ref && np == nref)
-        CHECK(nf_test_close("predictions after the fit", pred, ref, (size_t) np, 1e-4, 1e-4), "%s", name);
+        CHECK(nf_test_close("predictions after the fit", pred, ref, (size_t) np, 1e-3, 1e-3), "%s", name);
     nf__tsf_result_free(&res);
 out:
     nf__tab_verbalizer_free(&v);
@@ -594,13 +608,16 @@ out0:
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: test-tabstar-fit FIXTURES\n");
+        fprintf(stderr, "usage: test-tabstar-fit FIXTURES [parity]\n");
         return 2;
     }
-    pieces(argv[1]);
-    loop();
-    parity(argv[1], "bin");
-    parity(argv[1], "cls3");
-    parity(argv[1], "reg");
+    if (argc > 2 && strcmp(argv[2], "parity") == 0) { /* ctest tabstar-fit-parity: the model runs */
+        parity(argv[1], "bin");
+        parity(argv[1], "cls3");
+        parity(argv[1], "reg");
+    } else {
+        pieces(argv[1]);
+        loop();
+    }
     return nf_test_done("test-tabstar-fit");
 }
