@@ -312,6 +312,13 @@ struct nf_tabstar_fit_result {
 NF_API int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table * train, const char * target,
                           const struct nf_tabstar_fit_opts * o, const char * out_dir,
                           struct nf_tabstar_fit_result * res, nf_err * err);
+/* The same fit inside a TabSTAR predictor made by nf_predictor_fit on train:
+ * m's weights become the fitted ones and the predictor's verbalizer the
+ * train part's, so the next nf_predictor_predict is upstream's predict after
+ * its fit (predict --fine-tune). */
+NF_API int nf_predictor_tabstar_fit(nf_predictor * p, nf_model * m, const char * model_dir, const nf_table * train,
+                                    const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res,
+                                    nf_err * err);
 
 #ifdef __cplusplus
 }

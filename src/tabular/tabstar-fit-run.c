@@ -23,6 +23,7 @@
  * (NF_HAVE_TAB_TRAIN) nf__tsf_fit returns NF_ERR_UNSUPPORTED. */
 #include "tabstar-fit.h"
 #include "tabstar-verbalize.h"
+#include "tabstar-predict.h"
 #include "io/nf-io.h"
 #include "models/tabstar-cells.h"
 #include "core/model.h"
@@ -510,4 +511,36 @@ int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table * train,
     }
     if (rc == NF_OK) nf__tsf_result_free(&r);
     return rc;
+}
+
+int nf__tsp_tabstar_fit(struct nf_tabstar * p, nf_model * m, const char * model_dir, const nf_table * train,
+                        const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res, nf_err * err) {
+    struct nf_tsf_fit_opts fo;
+    nf__tsf_fit_opts_default(&fo);
+    if (o) {
+        fo.loop.max_epochs = o->max_epochs;
+        fo.loop.patience = o->patience;
+        fo.loop.average = !o->no_average;
+        fo.loop.seed = o->seed;
+    }
+    /* the predictor's task, as it resolved it on the whole table */
+    fo.task = p->v.regression ? NF_PREDICT_REGRESSION : NF_PREDICT_CLASSIFICATION;
+    struct nf_tab_verbalizer v;
+    struct nf_tsf_result r;
+    memset(&v, 0, sizeof(v));
+    NF_TRY(nf__tsf_fit(m, model_dir, train, p->v.target, &fo, &v, &r, err));
+    if (res) {
+        res->epochs = r.n_epochs;
+        res->best_epoch = r.best_epoch;
+        res->epochs_averaged = r.n_averaged;
+        res->val_loss = r.final_val_loss;
+        res->metric = r.final_metric;
+    }
+    snprintf(p->adapter, sizeof(p->adapter),
+             "fine-tuned (upstream's fit): %d epochs, best %d, %d averaged; the train part's verbalizer", r.n_epochs,
+             r.best_epoch, r.n_averaged);
+    nf__tsf_result_free(&r);
+    nf__tab_verbalizer_free(&p->v); /* upstream predicts with the train part's verbalizer */
+    p->v = v;
+    return NF_OK;
 }
