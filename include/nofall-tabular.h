@@ -286,6 +286,40 @@ NF_API int nf_table_drop(nf_table * t, const char * names, int must_exist, nf_er
  * header name (pandas' "Unnamed: 0") and the integers 0..n-1 in order */
 NF_API int nf_table_index_like(const nf_table * t);
 
+/* ---- TabSTAR's fit (docs/finetune-tabstar.md; issue #30) ----------------------------
+ * Upstream's TabSTARClassifier / TabSTARRegressor.fit (tabstar 1.1.16): the
+ * validation split (split_to_val), the verbalizer fitted on the train part,
+ * LoRA (r 32) fine-tuning of text layers >= 6 and the tabular transformer,
+ * batches of 64, updates every 2 batches, AdamW + OneCycle per epoch, early
+ * stopping on the validation metric (patience 5), the averaged adapter,
+ * merged into m's weights. Dropout off (upstream trains with 0.1). out_dir
+ * (may be NULL): model.safetensors + config.json + vocab.txt (a TabSTAR
+ * model directory), verbalizer.json, split.json, training-log.jsonl.
+ * model_dir: the directory m was loaded from (its config.json and vocab.txt
+ * are copied). NF_ERR_UNSUPPORTED in a build without the training step. */
+struct nf_tabstar_fit_opts {
+    int task;       /* enum nf_predict_task                                  */
+    int max_epochs; /* 50 (upstream's MAX_EPOCHS; also OneCycle's length)     */
+    int patience;   /* 5                                                     */
+    int no_average; /* 1: the best epoch's adapter (upstream's paper version) */
+    uint64_t seed;  /* the batches' permutations and the initial LoRA A       */
+};
+NF_API void nf_tabstar_fit_opts_default(struct nf_tabstar_fit_opts * o);
+struct nf_tabstar_fit_result {
+    int epochs, best_epoch, epochs_averaged;
+    double val_loss, metric; /* the final adapter's, on the validation part */
+};
+NF_API int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table * train, const char * target,
+                          const struct nf_tabstar_fit_opts * o, const char * out_dir,
+                          struct nf_tabstar_fit_result * res, nf_err * err);
+/* The same fit inside a TabSTAR predictor made by nf_predictor_fit on train:
+ * m's weights become the fitted ones and the predictor's verbalizer the
+ * train part's, so the next nf_predictor_predict is upstream's predict after
+ * its fit (predict --fine-tune). */
+NF_API int nf_predictor_tabstar_fit(nf_predictor * p, nf_model * m, const char * model_dir, const nf_table * train,
+                                    const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res,
+                                    nf_err * err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,7 +6,10 @@
  * (nf_model_save: config.json, model.safetensors), training-log.json and
  * training-log.csv (one row per step, step 0 the pretrained validation),
  * report.json; the markers on stdout. The training options' parsing is
- * shared with `predict --fine-tune` (nf_cli_finetune_opts). */
+ * shared with `predict --fine-tune` (nf_cli_finetune_opts). A TabSTAR model
+ * directory takes upstream's fit instead (nf_tabstar_fit): --out gets the
+ * merged model directory, the verbalizer's state, the split and the
+ * training log. */
 #include "cli.h"
 #include "opts.h"
 #include "io/nf-io.h"
@@ -50,6 +53,8 @@ void nf_cli_finetune_report(cJSON * rep, const struct nf_finetune_opts * fo) {
 struct nf_ft_cli {
     const char *model, *train, *val, *target, *out, *device, *mirror_signs;
     int task, mirror, progress;
+    int max_epochs, patience, no_average; /* TabSTAR */
+    const char * mitra_only;              /* a Mitra option given (refused for TabSTAR) */
     struct nf_finetune_opts fo;
     struct nf_cli_tables tables;
     int argc;
@@ -98,6 +103,23 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
     o->mirror = !v.set[NF_O_NO_MIRROR];
     if (!nf_cli_table_opts(&v, &o->tables)) return 0;
     o->progress = nf_cli_opt_progress(&v);
+    o->max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
+    o->patience = v.set[NF_O_PATIENCE] ? (int) v.i[NF_O_PATIENCE] : 5;
+    o->no_average = v.set[NF_O_NO_AVERAGE];
+    static const struct {
+        int id;
+        const char * name;
+    } mitra[] = {{NF_O_VAL, "--val"},
+                 {NF_O_STEPS, "--steps"},
+                 {NF_O_FT_STEPS, "--fine-tune-steps"},
+                 {NF_O_LR, "--lr"},
+                 {NF_O_WEIGHT_DECAY, "--weight-decay"},
+                 {NF_O_WARMUP_STEPS, "--warmup-steps"},
+                 {NF_O_KEEP_LAST, "--keep-last"},
+                 {NF_O_NO_MIRROR, "--no-mirror"},
+                 {NF_O_MIRROR_SIGNS, "--mirror-signs"}};
+    for (size_t k = 0; k < sizeof(mitra) / sizeof(mitra[0]) && !o->mitra_only; k++)
+        if (v.set[mitra[k].id]) o->mitra_only = mitra[k].name;
     o->argc = argc;
     o->argv = argv;
     if (o->mirror_signs && !o->mirror) {
@@ -273,11 +295,65 @@ out:
     return rc;
 }
 
+/* a TabSTAR model: upstream's fit (nf_tabstar_fit; docs/finetune-tabstar.md) */
+static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
+    nf_table * tr = NULL;
+    nf_backend * be = NULL;
+    nf_model * m = NULL;
+    struct nf_outset os;
+    memset(&os, 0, sizeof(os));
+    os.lock_fd = -1;
+    char e1[512], e2[256], hint[160];
+    if (o->mitra_only)
+        return nf__err_set(err, NF_ERR_ARG,
+                           "%s is a Mitra fine-tuning option; a TabSTAR model (--model %s) takes "
+                           "--max-epochs, --patience, --no-average, --seed",
+                           o->mitra_only, nf__esc(e1, sizeof(e1), o->model));
+    int rc = nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
+    if (rc == NF_OK && nf_table_find(tr, o->target) < 0) {
+        nf_table_sep_hint(tr, hint, sizeof(hint));
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->train),
+                         nf__esc(e2, sizeof(e2), o->target), hint);
+    }
+    static const char * const names[] = {"config.json",     "model.safetensors", "vocab.txt",
+                                         "verbalizer.json", "split.json",        "training-log.jsonl"};
+    if (rc == NF_OK) rc = nf_outset_begin(&os, o->out, names, 6, err);
+    if (rc == NF_OK) rc = nf_cli_backend_init(o->device, 0, &be, err);
+    if (rc == NF_OK) rc = nf_model_load(be, o->model, &m, err);
+    struct nf_tabstar_fit_opts fo;
+    nf_tabstar_fit_opts_default(&fo);
+    fo.task = o->task;
+    fo.max_epochs = o->max_epochs;
+    fo.patience = o->patience;
+    fo.no_average = o->no_average;
+    fo.seed = o->fo.seed;
+    struct nf_tabstar_fit_result res;
+    const double t0 = nf_cli_now_ms();
+    if (rc == NF_OK) rc = nf_tabstar_fit(m, o->model, tr, o->target, &fo, os.staging, &res, err);
+    if (rc == NF_OK) {
+        printf("EPOCHS=%d\n", res.epochs);
+        printf("BEST_EPOCH=%d\n", res.best_epoch);
+        printf("EPOCHS_AVERAGED=%d\n", res.epochs_averaged);
+        printf("VAL_LOSS=%.17g\n", res.val_loss);
+        printf("VAL_METRIC=%.17g\n", res.metric);
+        printf("DEVICE=%s\n", nf_backend_name(be));
+        printf("FINETUNE_WALL_MS=%.3f\n", nf_cli_now_ms() - t0);
+        rc = nf_run_commit(&os, NULL, "", NULL, err);
+    }
+    nf_outset_end(&os);
+    nf_model_free(m);
+    nf_backend_free(be);
+    nf_table_free(tr);
+    return rc;
+}
+
 int nf_cmd_finetune(int argc, char ** argv) {
     struct nf_ft_cli o;
     if (!nf_ft_parse(argc, argv, &o)) return 2;
     nf_err err = {0};
     nf_cli_signals_install();
-    const int rc = nf_ft_main(&o, &err);
+    char type[64];
+    nf_model_type_of(o.model, type, sizeof(type));
+    const int rc = strcmp(type, "tabstar") == 0 ? nf_ft_tabstar(&o, &err) : nf_ft_main(&o, &err);
     return nf_cli_command_exit(rc, &err);
 }

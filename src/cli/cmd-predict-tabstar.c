@@ -3,7 +3,8 @@
  * (cmd-predict.c, nf_predict_run) over the library's table predictor, whose
  * TabSTAR part (src/tabular/tabstar-predict.c) fits the verbalizer on the
  * whole --train table, verbalizes the --test table into cells and runs one
- * forward (optionally with a PEFT LoRA adapter merged). */
+ * forward (optionally with a PEFT LoRA adapter merged, or after upstream's
+ * fit with --fine-tune: nf_predictor_tabstar_fit, docs/finetune-tabstar.md). */
 #include "cmd-predict.h"
 #include "opts.h"
 #include "io/nf-io.h"
@@ -14,7 +15,7 @@
 
 struct nf_tp_opts {
     const char *model, *adapter, *train, *test, *target, *device, *out;
-    int task;
+    int task, fine_tune, max_epochs;
     int progress; /* --quiet / --progress, parsed as Mitra's predict does; no bar is drawn yet */
     struct nf_cli_tables tables;
 };
@@ -32,6 +33,12 @@ static int nf_tp_parse(int argc, char ** argv, struct nf_tp_opts * o) {
     o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
     o->task = nf_cli_opt_task(&v);
     o->progress = nf_cli_opt_progress(&v);
+    o->fine_tune = v.set[NF_O_FINE_TUNE];
+    o->max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
+    if (v.set[NF_O_MAX_EPOCHS] && !o->fine_tune) {
+        fprintf(stderr, "error: --max-epochs is a fine-tuning option: it needs --fine-tune\n");
+        return 0;
+    }
     if (!nf_cli_table_opts(&v, &o->tables)) return 0;
     if (!o->model || !o->train || !o->test || !o->target || !o->out) {
         fprintf(stderr,
@@ -52,6 +59,8 @@ int nf_cmd_predict_tabstar(int argc, char ** argv) {
                                    .device = t.device,
                                    .out = t.out,
                                    .task = t.task,
+                                   .fine_tune = t.fine_tune,
+                                   .ts_max_epochs = t.max_epochs,
                                    .model_type = "tabstar",
                                    .tables = t.tables,
                                    .argc = argc,

@@ -264,7 +264,15 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         snprintf(name, sizeof(name), "--model %s", o->model);
         if ((rc = nf_predictor_check_model(pr, m, name, err)) != NF_OK) goto done_agree;
     }
-    if (o->fine_tune) { /* AutoGluon's fit with fine-tuning (one process) */
+    if (o->fine_tune && o->model_type && strcmp(o->model_type, "tabstar") == 0) { /* upstream TabSTAR's fit */
+        struct nf_tabstar_fit_opts tfo;
+        struct nf_tabstar_fit_result tres;
+        nf_tabstar_fit_opts_default(&tfo);
+        tfo.task = o->task;
+        tfo.seed = o->seed;
+        if (o->ts_max_epochs > 0) tfo.max_epochs = o->ts_max_epochs;
+        if ((rc = nf_predictor_tabstar_fit(pr, m, o->model, tr, &tfo, &tres, err)) != NF_OK) goto done_agree;
+    } else if (o->fine_tune) { /* AutoGluon's fit with fine-tuning (one process) */
         struct nf_finetune_opts fo = o->fo;
         struct nf_finetune_result res;
         fo.seed = o->seed;

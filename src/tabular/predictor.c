@@ -103,6 +103,14 @@ int nf_predictor_finetune(nf_predictor * p, nf_model * m, const nf_table * val, 
     return nf__mitra_finetune(p->mi, m, val, o, res, err);
 }
 
+int nf_predictor_tabstar_fit(nf_predictor * p, nf_model * m, const char * model_dir, const nf_table * train,
+                             const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res, nf_err * err) {
+    if (!p || !m || !model_dir || !train)
+        return nf__err_set(err, NF_ERR_ARG, "nf_predictor_tabstar_fit: a NULL argument");
+    if (!p->ts) return nf__err_set(err, NF_ERR_UNSUPPORTED, "a Mitra predictor: TabSTAR's fit takes a TabSTAR one");
+    return nf__tsp_tabstar_fit(p->ts, m, model_dir, train, o, res, err);
+}
+
 int nf_predictor_merge_adapter(nf_predictor * p, nf_model * m, const char * dir, nf_err * err) {
     if (!p || !m || !dir) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_merge_adapter: a NULL argument");
     if (!p->ts) return nf__err_set(err, NF_ERR_UNSUPPORTED, "a Mitra model takes no adapter (TabSTAR's LoRA)");

@@ -30,6 +30,8 @@ int nf__tsp_fit(const nf_table * train, const char * target, const struct nf_pre
 void nf__tsp_free(struct nf_tabstar * p);
 int nf__tsp_check_table(const struct nf_tabstar * p, const nf_table * test, nf_err * err);
 int nf__tsp_check_model(const nf_model * m, const char * model_name, nf_err * err);
+int nf__tsp_tabstar_fit(struct nf_tabstar * p, nf_model * m, const char * model_dir, const nf_table * train,
+                        const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res, nf_err * err);
 int nf__tsp_merge_adapter(struct nf_tabstar * p, nf_model * m, const char * dir, nf_err * err);
 int nf__tsp_predict(struct nf_tabstar * p, nf_model * m, const nf_table * test, double * out, float * logits_out,
                     nf_err * err);
