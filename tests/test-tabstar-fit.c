@@ -496,17 +496,6 @@ static void parity(const char * fixtures, const char * name) {
     nf__tsf_split_free(&sp);
     nf__tab_verbalizer_free(&va);
     free(y);
-    if (!nf__tsf_have_step()) { /* nf__tsf_fit refuses at once: no model needed to see it */
-        struct nf_tsf_result r0;
-        nf_model fake = {0};
-        static const struct nf_model_i tab = {.type = "tabstar"};
-        fake.iface = &tab;
-        struct nf_tsf_fit_opts f0;
-        nf__tsf_fit_opts_default(&f0);
-        CHECK_RC(nf__tsf_fit(&fake, "none", tr, target, &f0, NULL, &r0, &err), NF_ERR_UNSUPPORTED, &err);
-        printf("parity %s: the split identical; the fit not run: no training step in this build\n", name);
-        goto out0;
-    }
     /* the fit, upstream's permutations replayed */
     const char * keys[2] = {"layers", "vocab"};
     char l[16], vv[16];

@@ -7,7 +7,7 @@
  *
  * Dropout is off (eval-mode numerics) in this implementation: upstream trains
  * with dropout on, which no other engine can reproduce bit for bit; the
- * deviation is documented in docs/finetune.md.
+ * deviation is documented in docs/train-tabstar-step.md.
  *
  * The adapters (r = 32, alpha 64, scaling 2): q/k/v of the BERT layers whose
  * index is >= NF_TAB_TRAIN_BERT (upstream excludes layers 0..5 by name: 6..11

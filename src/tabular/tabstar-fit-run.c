@@ -19,8 +19,7 @@
  *      fitted state), split.json (the row ids of both parts),
  *      training-log.jsonl (one JSON object per epoch, then the final one).
  *
- * The training step is tsgrad's (tabstar-train.h); until it is in the build
- * (NF_HAVE_TAB_TRAIN) nf__tsf_fit returns NF_ERR_UNSUPPORTED. */
+ * The training step is tabstar-train.h's. */
 #include "tabstar-fit.h"
 #include "tabstar-verbalize.h"
 #include "tabstar-predict.h"
@@ -28,9 +27,7 @@
 #include "models/tabstar-cells.h"
 #include "core/model.h"
 #include "core/weights.h"
-#if NF_HAVE_TAB_TRAIN
 #include "models/tabstar-train.h"
-#endif
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -168,7 +165,6 @@ static int nf_tsf_bb_alloc(struct nf_tsf_bb * bb, const struct nf_tab_cells * c,
     return bb->lens && bb->cell && bb->x_num && bb->map && bb->ids;
 }
 
-#if NF_HAVE_TAB_TRAIN
 static void nf_tsf_bb_fill(struct nf_tsf_bb * bb, const struct nf_tab_cells * c, const int64_t * rows, int64_t nb,
                            struct nf_tab_batch * b) {
     const int64_t S = c->n_cells;
@@ -236,7 +232,6 @@ static int nf_real_read(void * u, float * w, nf_err * err) {
 static int nf_real_write(void * u, const float * w, nf_err * err) {
     return nf__tab_train_write(((struct nf_tsf_real *) u)->t, 0, w, err);
 }
-#endif
 
 /* ---- the output directory ------------------------------------------------------------ */
 
@@ -384,12 +379,6 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
     memset(res, 0, sizeof(*res));
     if (!model || strcmp(model->iface->type, "tabstar") != 0)
         return nf__err_set(err, NF_ERR_ARG, "TabSTAR fit: not a TabSTAR model");
-#if !NF_HAVE_TAB_TRAIN
-    (void) model_dir, (void) table, (void) target, (void) o, (void) v_out, (void) nf_tsf_outputs,
-        (void) nf_tsf_bb_alloc, (void) nf_tsf_bb_free;
-    return nf__err_set(err, NF_ERR_UNSUPPORTED,
-                       "TabSTAR fit: this build has no TabSTAR training step (src/models/tabstar-train.c)");
-#else
     const int64_t n = table->csv.n_rows;
     struct nf_tab_verbalizer v_all, v;
     struct nf_tsf_split sp;
@@ -467,14 +456,7 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
     nf__tsf_split_free(&sp);
     if (rc != NF_OK) nf__tsf_result_free(res);
     return rc;
-#endif
 }
-
-#if NF_HAVE_TAB_TRAIN
-int nf__tsf_have_step(void) { return 1; }
-#else
-int nf__tsf_have_step(void) { return 0; }
-#endif
 
 /* ---- the public entry (nofall-tabular.h) ------------------------------------------- */
 

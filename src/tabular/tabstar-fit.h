@@ -147,8 +147,6 @@ struct nf_tsf_fit_opts {
     const float * init;   /* the initial LoRA arena (replay), or NULL: A ~ U(+-1/sqrt(in)) from RandomState(seed) */
 };
 void nf__tsf_fit_opts_default(struct nf_tsf_fit_opts * o);
-/* 1 when this build has the training step (src/models/tabstar-train*.c) */
-int nf__tsf_have_step(void);
 /* fit model (loaded from model_dir) on table's target; the merged weights
  * stay in the model; v_out (may be NULL) gets the train part's verbalizer */
 int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table, const char * target,
