@@ -286,6 +286,37 @@ NF_API int nf_table_drop(nf_table * t, const char * names, int must_exist, nf_er
  * header name (pandas' "Unnamed: 0") and the integers 0..n-1 in order */
 NF_API int nf_table_index_like(const nf_table * t);
 
+/* ---- column types given by the user (docs/tables.md "Column types") -------------
+ * As AutoGluon's feature types (pandas' read_csv(dtype=...) / astype):
+ *   "category"  the values as written, a pandas category: AutoGluon makes it
+ *               a category without its date / free-text inference, missing
+ *               values stay missing (not ''); TabSTAR verbalizes it as text
+ *   "numeric"   ("float") float64: every value a number (True / False 1 / 0)
+ *   "text"      free text: TabSTAR verbalizes it as text; Mitra refuses it
+ *               (AutoGluon's n-gram features are not computed)
+ *   "datetime"  dates: every value ISO 8601 (Mitra's date features);
+ *               TabSTAR refuses it (its date encoder is not implemented)
+ * origin names the option in messages ("--column-type", "column_types"). */
+enum nf_user_type {
+    NF_USER_TYPE_NONE = 0,
+    NF_USER_TYPE_CATEGORY = 1,
+    NF_USER_TYPE_NUMERIC = 2,
+    NF_USER_TYPE_TEXT = 3,
+    NF_USER_TYPE_DATETIME = 4,
+};
+/* the type of a name ("category", "numeric", "float", "text", "datetime"); -1 if none */
+NF_API int nf_user_type_of(const char * name);
+NF_API const char * nf_user_type_name(int type); /* "category", ... ("" for none) */
+/* Give column col of t a type (a name as nf_user_type_of reads it). An
+ * unknown type, a missing column (NF_ERR_INPUT naming origin, the column and
+ * the table) or a value that cannot be of the type (naming the row, column
+ * and value) is an error; t is then unchanged. */
+NF_API int nf_table_set_type(nf_table * t, const char * col, const char * type, const char * origin, nf_err * err);
+/* The same for a "COL=TYPE" item (split at the last '='). must_exist: a
+ * column t lacks is an error (else the item is skipped). */
+NF_API int nf_table_set_type_spec(nf_table * t, const char * spec, int must_exist, const char * origin, nf_err * err);
+NF_API int nf_table_col_user_type(const nf_table * t, int i); /* enum nf_user_type */
+
 #ifdef __cplusplus
 }
 #endif
