@@ -1,5 +1,5 @@
 /* test-tables.c -- tables as pandas reads them (docs/tables.md): a CSV
- * compressed as .gz / .bz2 / .xz (and two streams concatenated, an upper-case
+ * compressed as .gz / .bz2 / .xz / .zst (libzstd builds; and two streams concatenated, an upper-case
  * extension) reads into the same table as the plain file; a truncated, a
  * corrupt and an empty stream are NF_ERR_FORMAT naming the file (no crash);
  * a plain file whose name says nothing is read as it is. Written here with
@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <zlib.h>
+#ifdef NF_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
 static const char nf_csv_text[] = "a,b,label\n1,x,yes\n2,\"y, z\",no\n3.5,,yes\n-4,w,no\n";
 
@@ -48,6 +51,18 @@ static size_t nf_xz(const char * s, size_t n, unsigned char * out, size_t cap) {
     return lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, (const uint8_t *) s, n, out, &pos, cap) == LZMA_OK ? pos
                                                                                                                  : 0;
 }
+
+#ifdef NF_HAVE_ZSTD
+/* a zstd frame with its checksum (as the zstd tool writes it) */
+static size_t nf_zst(const char * s, size_t n, unsigned char * out, size_t cap) {
+    ZSTD_CCtx * z = ZSTD_createCCtx();
+    if (!z) return 0;
+    ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
+    const size_t r = ZSTD_compress2(z, out, cap, s, n);
+    ZSTD_freeCCtx(z);
+    return ZSTD_isError(r) ? 0 : r;
+}
+#endif
 
 /* the table read from path equals the plain one (names, types, raw fields) */
 static void nf_same_table(const char * path, const struct nf_csv_table * want) {
@@ -122,7 +137,14 @@ int main(int argc, char ** argv) {
         const char * ext;
         size_t (*pack)(const char *, size_t, unsigned char *, size_t);
         const char * corrupt; /* what the message says of a flipped byte */
-    } kinds[] = {{"gz", nf_gz, "gzip"}, {"bz2", nf_bz, "bzip2"}, {"xz", nf_xz, "xz"}};
+        const char * name;    /* nf__compression_of */
+    } kinds[] = {{"gz", nf_gz, "gzip", "gzip"},
+                 {"bz2", nf_bz, "bzip2", "bz2"},
+                 {"xz", nf_xz, "xz", "xz"},
+#ifdef NF_HAVE_ZSTD
+                 {"zst", nf_zst, "zstd", "zstd"}
+#endif
+    };
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
         char path[256];
         const size_t m = kinds[k].pack(nf_csv_text, n, buf, sizeof(buf));
@@ -131,7 +153,7 @@ int main(int argc, char ** argv) {
         snprintf(path, sizeof(path), "tables.csv.%s", kinds[k].ext);
         CHECK(nf_write(path, buf, m) == 0, "write");
         nf_same_table(path, &plain);
-        CHECK(strcmp(nf__compression_of(path), kinds[k].ext[0] == 'g' ? "gzip" : kinds[k].ext) == 0, "%s", path);
+        CHECK(strcmp(nf__compression_of(path), kinds[k].name) == 0, "%s", path);
 
         /* the extension in any case, as pandas lower-cases it */
         snprintf(path, sizeof(path), "tables-upper.CSV.%c%s", kinds[k].ext[0] - 32, kinds[k].ext + 1);
