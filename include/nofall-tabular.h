@@ -317,6 +317,32 @@ NF_API int nf_table_set_type(nf_table * t, const char * col, const char * type, 
 NF_API int nf_table_set_type_spec(nf_table * t, const char * spec, int must_exist, const char * origin, nf_err * err);
 NF_API int nf_table_col_user_type(const nf_table * t, int i); /* enum nf_user_type */
 
+/* ---- a prediction scored against the test table's target (docs/tables.md) --------
+ * When the test table has the target column: classification accuracy,
+ * log-loss and ROC-AUC (binary; multiclass: one-vs-rest, macro), regression
+ * R2, RMSE and MAE, as scikit-learn computes them from the written outputs
+ * (the probabilities / predictions in out, as nf_predictor_predict filled
+ * it). Rows without a target value are not scored; n_rows 0: nothing scored
+ * (no target column). A value sklearn leaves undefined is NaN (ROC-AUC with
+ * a class absent from the test labels; log-loss and ROC-AUC when a test label
+ * is no training class, n_unknown of them; R2 of one row). */
+struct nf_predict_metrics {
+    int task;          /* NF_PREDICT_CLASSIFICATION or _REGRESSION */
+    int64_t n_rows;    /* test rows scored                         */
+    int64_t n_unknown; /* classification: labels no training class */
+    double accuracy, log_loss, roc_auc;
+    double r2, rmse, mae;
+};
+NF_API int nf_predictor_score(const nf_predictor * p, const nf_table * test, const double * out,
+                              struct nf_predict_metrics * m, nf_err * err);
+/* report.json's "metrics": a JSON object (NaN as null); release with nf_free */
+NF_API char * nf_predict_metrics_json(const struct nf_predict_metrics * m);
+/* The one-line summary `predict` prints: rows, task, classes (with
+ * class_counts, NULL: without), the output directory and the files in it, and the
+ * metrics (m NULL or n_rows 0: none). 1 when written into buf. */
+NF_API int nf_predictor_summary(const nf_predictor * p, int64_t n_test, const int64_t * class_counts,
+                                const struct nf_predict_metrics * m, const char * dir, char * buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -169,6 +169,27 @@ expect ct-date "ct-train.csv: row 1, column 'when': '03/04/2021' is not a date n
 expect ct-text "column 'note' is given the type text: AutoGluon derives" "$T/ct-train.csv" "$T/ct-test.csv" \
     --column-type when=category --column-type note=text
 
+# the summary line on stderr (none with --quiet); with the target in the test table, the metrics
+# (accuracy recomputed here from predictions.csv; the values against scikit-learn: test-tables)
+grep -qE "^predict: predicted 7 rows \(binary: x [0-9]+, y [0-9]+\) into $T/plain \(predictions.csv, probabilities.csv, logits.npy, report.json\)\$" "$T/plain.log" &&
+    ! grep -q '"metrics"' "$T/plain/report.json" && ok "summary line: $(grep '^predict:' "$T/plain.log")" ||
+    bad "summary line: $(grep -v '=' "$T/plain.log")"
+run quiet "$T/train.csv" "$T/test.csv" --quiet && ! grep -q "^predict:" "$T/quiet.log" && ok "--quiet: no summary line" ||
+    bad "--quiet: $(grep '^predict:' "$T/quiet.log")"
+run scored "$T/train.csv" "$T/train.csv" &&
+    python3 - "$T" <<'EOF2' && ok "metrics: $(grep '^predict:' "$T/scored.log" | sed 's/.*; on/on/')" || bad "metrics: $(tail -1 "$T/scored.log")"
+import csv, json, sys
+t = sys.argv[1]
+m = json.load(open(f"{t}/scored/report.json"))["metrics"]
+y = [r["y"] for r in csv.DictReader(open(f"{t}/train.csv"))]
+pred = [r[0] for r in list(csv.reader(open(f"{t}/scored/predictions.csv")))[1:]]
+acc = sum(a == b for a, b in zip(y, pred)) / len(y)
+assert m["rows"] == 30 and m["unknown_labels"] == 0 and abs(m["accuracy"] - acc) < 1e-15, (m, acc)
+assert 0 < m["log_loss"] and 0 <= m["roc_auc"] <= 1, m
+line = [l for l in open(f"{t}/scored.log") if l.startswith("predict:")][0]
+assert f"on the 30 rows with y: accuracy {acc:.4f}, log-loss " in line, line
+EOF2
+
 # predict's report.json: the command line, the UTC time, the version, the weights' SHA-256
 python3 - "$T/plain/report.json" "$T" <<'EOF2' && ok "report.json: command_line, time_utc, nofall_version" || bad "report.json lacks the command line / time"
 import json, re, sys

@@ -3,12 +3,14 @@
  * extension) reads into the same table as the plain file; a truncated, a
  * corrupt and an empty stream are NF_ERR_FORMAT naming the file (no crash);
  * a plain file whose name says nothing is read as it is. Written here with
- * zlib / libbz2 / liblzma, read back through nf__csv_read. */
+ * zlib / libbz2 / liblzma, read back through nf__csv_read. The metrics of
+ * nf_predictor_score against scikit-learn's (fixtures/tables/metrics.txt). */
 #include "io/nf-io.h"
 #include "nf-test.h"
 #include "tabular/tabular-impl.h"
 
 #include <bzlib.h>
+#include <math.h>
 #include <lzma.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -122,8 +124,68 @@ static void nf_dates(const char * dir) {
     CHECK(n >= 50, "%d forms in %s", n, path);
 }
 
+/* the metrics against scikit-learn's (fixtures/tables/metrics.txt, made by
+ * reference/metrics_fixture.py): within 1e-12 relative, NaN where sklearn's is */
+static int nf_close(double a, double b) {
+    if (isnan(b)) return isnan(a);
+    return fabs(a - b) <= 1e-12 * (fabs(b) > 1 ? fabs(b) : 1);
+}
+static void nf_metrics(const char * dir) {
+    char path[1024], kind[8], name[64];
+    snprintf(path, sizeof(path), "%s/metrics.txt", dir);
+    FILE * f = fopen(path, "r");
+    CHECK(f != NULL, "%s: cannot open", path);
+    if (!f) return;
+    int cases = 0;
+    char line[256];
+    while (fscanf(f, "%7s", kind) == 1) {
+        if (kind[0] == '#') {
+            if (!fgets(line, sizeof(line), f)) break;
+            continue;
+        }
+        long long n = 0;
+        int K = 1;
+        if (fscanf(f, "%63s %lld", name, &n) != 2 || n < 1 || n > 100000 ||
+            (strcmp(kind, "cls") == 0 && (fscanf(f, "%d", &K) != 1 || K < 2 || K > 10))) {
+            CHECK(0, "%s: bad case header", path);
+            break;
+        }
+        int64_t * y = malloc((size_t) n * sizeof(int64_t));
+        double *yv = malloc((size_t) n * sizeof(double)), *P = malloc((size_t) n * (size_t) K * sizeof(double));
+        double want[3], got[3];
+        nf_err err = {0};
+        int ok = y && yv && P;
+        for (long long i = 0; ok && i < n; i++) {
+            if (kind[0] == 'c') {
+                long long v;
+                ok = fscanf(f, "%lld", &v) == 1;
+                y[i] = v;
+            } else
+                ok = fscanf(f, "%lf", &yv[i]) == 1;
+        }
+        for (long long i = 0; ok && i < n * K; i++) ok = fscanf(f, "%lf", &P[i]) == 1;
+        for (int i = 0; ok && i < 3; i++) ok = fscanf(f, "%lf", &want[i]) == 1;
+        CHECK(ok, "%s: case %s unreadable", path, name);
+        if (ok) {
+            const int rc = kind[0] == 'c' ? nf__metrics_classification(y, P, n, K, &got[0], &got[1], &got[2], &err)
+                                          : nf__metrics_regression(yv, P, n, &got[0], &got[1], &got[2], &err);
+            CHECK_RC(rc, NF_OK, &err);
+            static const char * const what[2][3] = {{"accuracy", "log_loss", "roc_auc"}, {"r2", "rmse", "mae"}};
+            for (int i = 0; i < 3; i++)
+                CHECK(nf_close(got[i], want[i]), "%s %s: %.17g, sklearn %.17g", name, what[kind[0] != 'c'][i], got[i],
+                      want[i]);
+            cases++;
+        }
+        free(y), free(yv), free(P);
+        if (!ok) break;
+    }
+    fclose(f);
+    CHECK(cases >= 10, "%s: %d cases", path, cases);
+}
+
 int main(int argc, char ** argv) {
     if (argc > 1) nf_dates(argv[1]);
+    if (argc > 1) nf_metrics(argv[1]);
     const size_t n = strlen(nf_csv_text);
     unsigned char buf[4096], two[8192];
     struct nf_csv_table plain;
