@@ -45,11 +45,12 @@ class _TabSTARBase(BaseEstimator):
     _columns = _MitraBase._columns
     __getstate__ = _MitraBase.__getstate__
 
-    def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target"):
+    def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target", column_types=None):
         self.model_dir = model_dir
         self.device = device
         self.adapter = adapter
         self.target_name = target_name
+        self.column_types = column_types
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
