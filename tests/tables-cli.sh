@@ -169,6 +169,29 @@ expect ct-date "ct-train.csv: row 1, column 'when': '03/04/2021' is not a date n
 expect ct-text "column 'note' is given the type text: AutoGluon derives" "$T/ct-train.csv" "$T/ct-test.csv" \
     --column-type when=category --column-type note=text
 
+# TabSTAR (a small model): --column-type code=category verbalizes the int column as text; --quiet
+# leaves out the summary line; datetime is refused (no date encoder)
+"$NF" gen-weights tabstar --out "$T/ts" --seed 21 --layers 1 --vocab 1000 >/dev/null || bad "gen-weights tabstar"
+ts() { # name args...
+    local name=$1
+    shift
+    "$NF" predict --model "$T/ts" --train "$T/ct-train.csv" --test "$T/ct-test.csv" --target y --out "$T/$name" \
+        --column-type when=category "$@" >"$T/$name.log" 2>&1
+}
+ts ts-num && ts ts-cat --column-type code=category --quiet && python3 - "$T" <<'EOF2' &&
+import json, sys
+t = sys.argv[1]
+kind = lambda d: [k for k, cs in json.load(open(f"{t}/{d}/report.json"))["columns"].items()
+                  if any(c["name"] == "code" for c in cs)]
+assert kind("ts-num") == ["numerical"] and kind("ts-cat") == ["text"], (kind("ts-num"), kind("ts-cat"))
+EOF2
+    grep -q "^predict: predicted 6 rows (binary: x [0-9]*, y [0-9]*) into $T/ts-num (logits.npy, " "$T/ts-num.log" &&
+    ! grep -q "^predict:" "$T/ts-cat.log" && ok "TabSTAR --column-type code=category: text; the summary line, none with --quiet" ||
+    bad "TabSTAR --column-type: $(tail -1 "$T/ts-num.log") / $(tail -1 "$T/ts-cat.log")"
+ts ts-date --column-type a=datetime && bad "TabSTAR datetime: exit 0" ||
+    { grep -qF "is not a date nofall reads (--column-type a=datetime)" "$T/ts-date.log" && ok "TabSTAR a=datetime of numbers: refused" ||
+        bad "TabSTAR datetime: $(tail -1 "$T/ts-date.log")"; }
+
 # the summary line on stderr (none with --quiet); with the target in the test table, the metrics
 # (accuracy recomputed here from predictions.csv; the values against scikit-learn: test-tables)
 grep -qE "^predict: predicted 7 rows \(binary: x [0-9]+, y [0-9]+\) into $T/plain \(predictions.csv, probabilities.csv, logits.npy, report.json\)\$" "$T/plain.log" &&

@@ -52,6 +52,7 @@ int nf_cmd_predict_tabstar(int argc, char ** argv) {
                                    .device = t.device,
                                    .out = t.out,
                                    .task = t.task,
+                                   .progress = t.progress, /* --quiet: no summary line */
                                    .model_type = "tabstar",
                                    .tables = t.tables,
                                    .argc = argc,
