@@ -296,7 +296,7 @@ NF_API int nf_table_index_like(const nf_table * t);
  * (may be NULL): model.safetensors + config.json + vocab.txt (a TabSTAR
  * model directory), verbalizer.json, split.json, training-log.jsonl.
  * model_dir: the directory m was loaded from (its config.json and vocab.txt
- * are copied). NF_ERR_UNSUPPORTED in a build without the training step. */
+ * are copied). */
 struct nf_tabstar_fit_opts {
     int task;       /* enum nf_predict_task                                  */
     int max_epochs; /* 50 (upstream's MAX_EPOCHS; also OneCycle's length)     */
@@ -319,6 +319,62 @@ NF_API int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table *
 NF_API int nf_predictor_tabstar_fit(nf_predictor * p, nf_model * m, const char * model_dir, const nf_table * train,
                                     const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res,
                                     nf_err * err);
+/* ---- column types given by the user (docs/tables.md "Column types") -------------
+ * As AutoGluon's feature types (pandas' read_csv(dtype=...) / astype):
+ *   "category"  the values as written, a pandas category: AutoGluon makes it
+ *               a category without its date / free-text inference, missing
+ *               values stay missing (not ''); TabSTAR verbalizes it as text
+ *   "numeric"   ("float") float64: every value a number (True / False 1 / 0)
+ *   "text"      free text: TabSTAR verbalizes it as text; Mitra refuses it
+ *               (AutoGluon's n-gram features are not computed)
+ *   "datetime"  dates: every value ISO 8601 (Mitra's date features);
+ *               TabSTAR refuses it (its date encoder is not implemented)
+ * origin names the option in messages ("--column-type", "column_types"). */
+enum nf_user_type {
+    NF_USER_TYPE_NONE = 0,
+    NF_USER_TYPE_CATEGORY = 1,
+    NF_USER_TYPE_NUMERIC = 2,
+    NF_USER_TYPE_TEXT = 3,
+    NF_USER_TYPE_DATETIME = 4,
+};
+/* the type of a name ("category", "numeric", "float", "text", "datetime"); -1 if none */
+NF_API int nf_user_type_of(const char * name);
+NF_API const char * nf_user_type_name(int type); /* "category", ... ("" for none) */
+/* Give column col of t a type (a name as nf_user_type_of reads it). An
+ * unknown type, a missing column (NF_ERR_INPUT naming origin, the column and
+ * the table) or a value that cannot be of the type (naming the row, column
+ * and value) is an error; t is then unchanged. */
+NF_API int nf_table_set_type(nf_table * t, const char * col, const char * type, const char * origin, nf_err * err);
+/* The same for a "COL=TYPE" item (split at the last '='). must_exist: a
+ * column t lacks is an error (else the item is skipped). */
+NF_API int nf_table_set_type_spec(nf_table * t, const char * spec, int must_exist, const char * origin, nf_err * err);
+NF_API int nf_table_col_user_type(const nf_table * t, int i); /* enum nf_user_type */
+
+/* ---- a prediction scored against the test table's target (docs/tables.md) --------
+ * When the test table has the target column: classification accuracy,
+ * log-loss and ROC-AUC (binary; multiclass: one-vs-rest, macro), regression
+ * R2, RMSE and MAE, as scikit-learn computes them from the written outputs
+ * (the probabilities / predictions in out, as nf_predictor_predict filled
+ * it). Rows without a target value are not scored; n_rows 0: nothing scored
+ * (no target column). A value sklearn leaves undefined is NaN (ROC-AUC with
+ * a class absent from the test labels; log-loss and ROC-AUC when a test label
+ * is no training class, n_unknown of them; R2 of one row). */
+struct nf_predict_metrics {
+    int task;          /* NF_PREDICT_CLASSIFICATION or _REGRESSION */
+    int64_t n_rows;    /* test rows scored                         */
+    int64_t n_unknown; /* classification: labels no training class */
+    double accuracy, log_loss, roc_auc;
+    double r2, rmse, mae;
+};
+NF_API int nf_predictor_score(const nf_predictor * p, const nf_table * test, const double * out,
+                              struct nf_predict_metrics * m, nf_err * err);
+/* report.json's "metrics": a JSON object (NaN as null); release with nf_free */
+NF_API char * nf_predict_metrics_json(const struct nf_predict_metrics * m);
+/* The one-line summary `predict` prints: rows, task, classes (with
+ * class_counts, NULL: without), the output directory and the files in it, and the
+ * metrics (m NULL or n_rows 0: none). 1 when written into buf. */
+NF_API int nf_predictor_summary(const nf_predictor * p, int64_t n_test, const int64_t * class_counts,
+                                const struct nf_predict_metrics * m, const char * dir, char * buf, size_t n);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,11 @@ FORMS = [
     "2021-03-04", "03/04/2021", "4 May 2021", "March 4 2021", "4 March 2021 at 5pm", "Jan 2021", "2021 Jan",
     "Sept 2021", "2021/05/04", "5th of May 2021", "May 5th 2021", "2021 AD", "1999", "10:30", "12:00 EST",
     "12:00 XYZ", "1.2.3", "2020Q1", "2020q1", "1q2020", "2020-q1", "4q2005", "2021-05-04T10:00",
+    # no year (one number of 1-2 digits, <= 31, ASCII, not H:MM first): dateutil's default year 1 is out
+    # of pandas' range -> NaT
+    "Jan 5", "5 pm", "05", "sept 5th", "Mon 5", "Z5", "at 31", "on the 5th", "5 Jan", "Jan 05",
+    # ... but a year from another number, a number above 31, or a time first: dates
+    "Jan 5 2021", "Jan 5 21", "Jan 45", "5 Jan 1999", "10:30 pm",
 ]
 
 

@@ -77,7 +77,7 @@ class MirrorDraw:
 
 
 def run_autogluon(model_dir: Path, train: Path, test: Path, target: str, task: str, n_est: int, seed: int,
-                  mirror: bool, mitra_seed: int | None = None):
+                  mirror: bool, mitra_seed: int | None = None, column_types: dict | None = None):
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from autogluon.core.data import LabelCleaner
@@ -102,8 +102,15 @@ def run_autogluon(model_dir: Path, train: Path, test: Path, target: str, task: s
 
     pp.Preprocessor.determine_which_features_are_singular = sing
 
-    df = pd.read_csv(train)
-    dt = pd.read_csv(test)
+    # --column-type COL=TYPE as pandas reads it: read_csv(dtype=...) (category: the values as written;
+    # numeric: float64), datetime: parse_dates
+    ct = column_types or {}
+    dtype = {c: ("category" if t == "category" else "float64") for c, t in ct.items() if t != "datetime"}
+    parse_dates = [c for c, t in ct.items() if t == "datetime"]
+    df = pd.read_csv(train, dtype=dtype or None, parse_dates=parse_dates or None)
+    dt = pd.read_csv(test, dtype=dtype or None, parse_dates=parse_dates or None)
+    for c in parse_dates:  # a column of dates and blanks: datetime64 (read_csv leaves it so)
+        assert str(df[c].dtype).startswith("datetime64"), (c, df[c].dtype)
     y = df[target]
     X = df.drop(columns=[target])
     Xt = dt.drop(columns=[target]) if target in dt.columns else dt
@@ -122,6 +129,7 @@ def run_autogluon(model_dir: Path, train: Path, test: Path, target: str, task: s
     date_features = set(fmeta.get_features(required_special_types=["datetime_as_int"]))
     # what each input column generates (a date column: DatetimeFeatureGenerator's five)
     date_in = set(fg.feature_metadata_in.get_features(required_special_types=["datetime_as_object"]))
+    date_in |= set(fg.feature_metadata_in.get_features(valid_raw_types=["datetime"]))
     generated = []
     for c in X.columns:
         generated += [c] + ([c + p for p in (".year", ".month", ".day", ".dayofweek")] if c in date_in else [])
@@ -343,6 +351,46 @@ def pandas_types_edit(te):
     return te
 
 
+def column_types_table():
+    """--column-type (docs/tables.md "Column types"), numpy default_rng(31): `room` a category with
+    missing values (they stay NaN: no '' category); `zip` integers read as category strings (code
+    point order: "1001" < "20" < "95"); `when` dates pandas reads but nofall does not (refused as
+    object, a category as given); `notes` free text (refused as object, a category as given);
+    `count` int64 -> float64 (a missing test value is then the mean, not 0); `seen` ISO dates in 15 %
+    of the rows (an object column of too few dates: a category) given as datetime (date features)."""
+    rng = np.random.default_rng(31)
+    n = 100
+    x = np.round(rng.normal(size=n), 3)
+    room = rng.choice(["room 1", "room 2", "room 3", "Ward 9"], size=n).astype(object)
+    room[rng.random(n) < 0.15] = np.nan
+    zipc = rng.choice([95, 1001, 20, 7], size=n)
+    when = rng.choice(["03/04/2021", "2020/12/01", "Jan 5 2019", "5.6.2022"], size=n)
+    notes = rng.choice(["very quiet corner room", "next to the lift shaft", "big window facing north",
+                        "small and dark but cheap", "shared bath on the floor"], size=n)
+    count = rng.integers(0, 12, size=n)
+    seen = np.array([np.nan] * n, dtype=object)
+    k = rng.choice(n, size=15, replace=False)
+    seen[k] = [f"2021-{m:02d}-{d:02d}" for m, d in zip(rng.integers(1, 13, size=15), rng.integers(1, 29, size=15))]
+    s = x + 0.5 * (zipc > 50) - 0.08 * count + 0.4 * (room == "room 2")
+    label = np.where(s > 0.2, "yes", "no")
+    return pd.DataFrame({"x": x, "room": room, "zip": zipc, "when": when, "notes": notes, "count": count,
+                         "seen": seen, "label": label})
+
+
+def column_types_edit(te):
+    te = te.copy()
+    te["count"] = te["count"].astype(float)
+    te.loc[0, "count"] = np.nan         # float64 as given: the training mean
+    te.loc[1, "room"] = np.nan          # a missing category: code -1
+    te.loc[2, "zip"] = 555              # an unseen category
+    te.loc[3, "seen"] = "2030-01-02"    # a date training never saw
+    return te
+
+
+COLUMN_TYPES = {"room": "category", "zip": "category", "when": "category", "notes": "category",
+                "count": "numeric", "seen": "datetime"}
+
+
 def write_split(df, d: Path, n_train, n_test, seed, edit_test=None, ordered=False):
     idx = np.arange(len(df)) if ordered else np.random.default_rng(seed).permutation(len(df))
     tr = df.iloc[idx[:n_train]].reset_index(drop=True)
@@ -387,6 +435,10 @@ CASES = {
     "int_labels": dict(table=int_labels_table, target="target", task="auto", n_train=120, n_test=30, n_est=1),
     "two_valued": dict(table=two_valued_table, target="target", task="auto", n_train=120, n_test=30, n_est=1,
                        edit=two_valued_edit),
+    # --column-type (small model: the point is the columns)
+    "column_types": dict(table=column_types_table, target="label", task="auto", n_train=80, n_test=20, n_est=1,
+                         edit=column_types_edit, column_types=COLUMN_TYPES,
+                         weights=["--dim", "16", "--layers", "1", "--heads", "2"]),
     # > 8,192 training rows: two 1,024-row test chunks, two members sharing one RandomState; a small
     # model (the full-size one would take minutes a forward on a CPU)
     "big": dict(table=big_table, target="y", task="auto", n_train=9900, n_test=1100, n_est=2, mitra_seed=True,
@@ -428,11 +480,11 @@ def make(args):
         mkey = f"{name}-{mtask}" if c.get("weights") else mtask
         info, proba, pred, labels = run_autogluon(models[mkey], d / "train.csv", d / "test.csv", c["target"],
                                                   c["task"], c["n_est"], seed, c.get("mirror", True),
-                                                  seed if c.get("mitra_seed") else None)
+                                                  seed if c.get("mitra_seed") else None, c.get("column_types"))
         case = {"target": c["target"], "task": c["task"], "n_estimators": c["n_est"], "seed": seed,
                 "mirror_enabled": c.get("mirror", True),
                 "weights": {"seed": 0, "task": mtask, **({"args": c["weights"]} if c.get("weights") else {})},
-                **info}
+                **({"column_types": c["column_types"]} if c.get("column_types") else {}), **info}
         if proba is not None:
             np.save(d / "expected_probabilities.npy", proba.astype(np.float64))
             with open(d / "expected_probabilities.csv", "w") as f:  # for the test, which has no numpy

@@ -72,8 +72,13 @@ print(c['target'], c['task'], c['n_estimators'], c['seed'], c['weights']['task']
         [ -d "$m" ] || { [ "$wtask" = regression ] && extra=(--task regression --outputs 1) || extra=();
             "$NF" gen-weights mitra --out "$m" --seed 0 "${extra[@]}" $wargs >/dev/null || exit 1; }
     fi
+    # --column-type COL=TYPE: case.json column_types (read_csv's dtype / parse_dates upstream)
+    ctypes=()
+    while read -r ct; do [ -n "$ct" ] && ctypes+=(--column-type "$ct"); done < <(python3 -c "
+import json; [print(f'{k}={v}') for k, v in json.load(open('$d/case.json')).get('column_types', {}).items()]")
     if ! "$NF" predict --model "$m" --train "$d/train.csv" --test "$d/test.csv" --target "$target" --task "$task" \
-        --n-estimators "$nest" --seed "$seed" $nomirror --device "$DEV" "${qc[@]}" --out "$T/out-$c" >"$T/$c.log" 2>&1; then
+        --n-estimators "$nest" --seed "$seed" $nomirror --device "$DEV" "${qc[@]}" "${ctypes[@]}" \
+        --out "$T/out-$c" >"$T/$c.log" 2>&1; then
         bad "$c: predict failed: $(tail -1 "$T/$c.log")"
         continue
     fi

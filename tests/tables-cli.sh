@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tables-cli.sh NOFALL TMPDIR -- tables as pandas reads them, through `nofall predict`
 # (docs/tables.md): the same table gzip / bzip2 / xz compressed (by the system's tools)
-# gives byte-identical outputs to the plain one, for --train and --test; a truncated
+# (and zstd where the build has libzstd) gives byte-identical outputs to the plain one, for --train and --test; a truncated
 # stream is an error naming the file, and --out is not created.
 set -u
 NF=$1
@@ -44,7 +44,18 @@ run plain "$T/train.csv" "$T/test.csv" || { bad "plain predict: $(tail -1 "$T/pl
 gzip -k "$T/train.csv" "$T/test.csv"
 bzip2 -k "$T/train.csv" "$T/test.csv"
 xz -k "$T/train.csv" "$T/test.csv"
-for z in gz bz2 xz; do
+zs=""
+if command -v zstd >/dev/null; then # .zst: when the build has libzstd (else the refusal says so)
+    zstd -q -k "$T/train.csv" "$T/test.csv"
+    if run zst-probe "$T/train.csv.zst" "$T/test.csv"; then
+        zs=zst
+    elif grep -q "built without libzstd" "$T/zst-probe.log" && [ ! -e "$T/zst-probe" ]; then
+        ok ".csv.zst: this build has no libzstd; refused, saying so"
+    else
+        bad ".csv.zst: $(tail -1 "$T/zst-probe.log")"
+    fi
+fi
+for z in gz bz2 xz $zs; do
     if run "$z" "$T/train.csv.$z" "$T/test.csv.$z" && same "$z"; then
         ok "--train/--test .csv.$z: outputs identical to the plain table's"
     else
@@ -124,6 +135,83 @@ grep -qF "indexed.csv: the first column, unnamed, holds 0..29 like the row index
     ! grep -q "test.csv.*row index" "$T/indexed.log" && run indexed2 "$T/indexed.csv" "$T/test.csv" --drop 'Unnamed: 0' &&
     ! grep -q warning "$T/indexed2.log" && same indexed2 && ok "row index column: warned, --drop 'Unnamed: 0' silences it" ||
     bad "row index warning: $(grep -h warning "$T/indexed.log" "$T/indexed2.log")"
+
+# --column-type COL=TYPE (the parity with AutoGluon: tests/predict.sh, case column_types): a column
+# refused as object (dates pandas reads, nofall does not) is predicted as a category; an unknown
+# column or type, a value that cannot be the type: errors naming the flag and the column
+python3 - "$T" <<'EOF2'
+import sys
+t = sys.argv[1]
+for n, k in (("ct-train", 30), ("ct-test", 6)):
+    with open(f"{t}/{n}.csv", "w") as f:
+        f.write("a,when,code,note,y\n")
+        for i in range(k):
+            f.write(f"{i * 0.5},{['03/04/2021', '2020/12/01', 'Jan 5 2019'][i % 3]},{i % 4},w{i % 5},{'xy'[i % 3 == 0]}\n")
+EOF2
+expect ct-refused "'03/04/2021' might be a date" "$T/ct-train.csv" "$T/ct-test.csv"
+run ct-cat "$T/ct-train.csv" "$T/ct-test.csv" --column-type when=category --column-type code=category &&
+    python3 - "$T/ct-cat/report.json" <<'EOF2' && ok "--column-type when=category code=category: predicted, both categories" ||
+import json, sys
+cols = {c["name"]: c for c in json.load(open(sys.argv[1]))["columns_kept"]}
+assert cols["when"]["type"] == "category" and cols["when"]["csv_type"] == "category", cols["when"]
+assert cols["code"]["type"] == "category" and cols["code"]["categories"] == ["0", "1", "2", "3"], cols["code"]
+EOF2
+    bad "column-type category: $(tail -1 "$T/ct-cat.log")"
+expect ct-nocol "ct-train.csv: no column 'whenn' (--column-type whenn=category)" "$T/ct-train.csv" "$T/ct-test.csv" \
+    --column-type whenn=category
+expect ct-type "--column-type when=categorical: unknown type 'categorical' (category, numeric (or float), text, datetime)" \
+    "$T/ct-train.csv" "$T/ct-test.csv" --column-type when=categorical
+expect ct-form "--column-type 'when': expected COLUMN=TYPE" "$T/ct-train.csv" "$T/ct-test.csv" --column-type when
+expect ct-num "ct-train.csv: row 1, column 'note': 'w0' is not a number (--column-type note=numeric)" \
+    "$T/ct-train.csv" "$T/ct-test.csv" --column-type note=numeric
+expect ct-date "ct-train.csv: row 1, column 'when': '03/04/2021' is not a date nofall reads (--column-type when=datetime)" \
+    "$T/ct-train.csv" "$T/ct-test.csv" --column-type when=datetime
+expect ct-text "column 'note' is given the type text: AutoGluon derives" "$T/ct-train.csv" "$T/ct-test.csv" \
+    --column-type when=category --column-type note=text
+
+# TabSTAR (a small model): --column-type code=category verbalizes the int column as text; --quiet
+# leaves out the summary line; datetime is refused (no date encoder)
+"$NF" gen-weights tabstar --out "$T/ts" --seed 21 --layers 1 --vocab 1000 >/dev/null || bad "gen-weights tabstar"
+ts() { # name args...
+    local name=$1
+    shift
+    "$NF" predict --model "$T/ts" --train "$T/ct-train.csv" --test "$T/ct-test.csv" --target y --out "$T/$name" \
+        --column-type when=category "$@" >"$T/$name.log" 2>&1
+}
+ts ts-num && ts ts-cat --column-type code=category --quiet && python3 - "$T" <<'EOF2' &&
+import json, sys
+t = sys.argv[1]
+kind = lambda d: [k for k, cs in json.load(open(f"{t}/{d}/report.json"))["columns"].items()
+                  if any(c["name"] == "code" for c in cs)]
+assert kind("ts-num") == ["numerical"] and kind("ts-cat") == ["text"], (kind("ts-num"), kind("ts-cat"))
+EOF2
+    grep -q "^predict: predicted 6 rows (binary: x [0-9]*, y [0-9]*) into $T/ts-num (logits.npy, " "$T/ts-num.log" &&
+    ! grep -q "^predict:" "$T/ts-cat.log" && ok "TabSTAR --column-type code=category: text; the summary line, none with --quiet" ||
+    bad "TabSTAR --column-type: $(tail -1 "$T/ts-num.log") / $(tail -1 "$T/ts-cat.log")"
+ts ts-date --column-type a=datetime && bad "TabSTAR datetime: exit 0" ||
+    { grep -qF "is not a date nofall reads (--column-type a=datetime)" "$T/ts-date.log" && ok "TabSTAR a=datetime of numbers: refused" ||
+        bad "TabSTAR datetime: $(tail -1 "$T/ts-date.log")"; }
+
+# the summary line on stderr (none with --quiet); with the target in the test table, the metrics
+# (accuracy recomputed here from predictions.csv; the values against scikit-learn: test-tables)
+grep -qE "^predict: predicted 7 rows \(binary: x [0-9]+, y [0-9]+\) into $T/plain \(predictions.csv, probabilities.csv, logits.npy, report.json\)\$" "$T/plain.log" &&
+    ! grep -q '"metrics"' "$T/plain/report.json" && ok "summary line: $(grep '^predict:' "$T/plain.log")" ||
+    bad "summary line: $(grep -v '=' "$T/plain.log")"
+run quiet "$T/train.csv" "$T/test.csv" --quiet && ! grep -q "^predict:" "$T/quiet.log" && ok "--quiet: no summary line" ||
+    bad "--quiet: $(grep '^predict:' "$T/quiet.log")"
+run scored "$T/train.csv" "$T/train.csv" &&
+    python3 - "$T" <<'EOF2' && ok "metrics: $(grep '^predict:' "$T/scored.log" | sed 's/.*; on/on/')" || bad "metrics: $(tail -1 "$T/scored.log")"
+import csv, json, sys
+t = sys.argv[1]
+m = json.load(open(f"{t}/scored/report.json"))["metrics"]
+y = [r["y"] for r in csv.DictReader(open(f"{t}/train.csv"))]
+pred = [r[0] for r in list(csv.reader(open(f"{t}/scored/predictions.csv")))[1:]]
+acc = sum(a == b for a, b in zip(y, pred)) / len(y)
+assert m["rows"] == 30 and m["unknown_labels"] == 0 and abs(m["accuracy"] - acc) < 1e-15, (m, acc)
+assert 0 < m["log_loss"] and 0 <= m["roc_auc"] <= 1, m
+line = [l for l in open(f"{t}/scored.log") if l.startswith("predict:")][0]
+assert f"on the 30 rows with y: accuracy {acc:.4f}, log-loss " in line, line
+EOF2
 
 # predict's report.json: the command line, the UTC time, the version, the weights' SHA-256
 python3 - "$T/plain/report.json" "$T" <<'EOF2' && ok "report.json: command_line, time_utc, nofall_version" || bad "report.json lacks the command line / time"

@@ -9,10 +9,11 @@
 #include <string.h>
 
 /* ---- tables ------------------------------------------------------------------ */
-/* columns: a list of (name, kind, data[, missing]): kind "int64" / "float64"
+/* columns: a list of (name, kind, data[, type]): kind "int64" / "float64"
  * (data: a float64 buffer, NaN = missing), "int64" / "uint64" (data: an int64 /
  * uint64 buffer: exact integers), "text" (data: a list of str or
- * None) or "bool" (data: a list of bool or None) */
+ * None) or "bool" (data: a list of bool or None); type (None or absent: none)
+ * a column type (nf_table_set_type: "category", "numeric", "text", "datetime") */
 /* a column given as a list of n_rows items (what: their type, for the
  * message): a buffer of n_rows elements of elem bytes, or NULL with the
  * exception set */
@@ -38,9 +39,9 @@ static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * col
         return NULL;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cols); i++) {
-        const char *name, *kind;
+        const char *name, *kind, *type = NULL;
         PyObject * data;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(cols, i), "ssO", &name, &kind, &data)) goto fail;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(cols, i), "ssO|z", &name, &kind, &data, &type)) goto fail;
         int rc;
         if (strcmp(kind, "text") == 0) {
             const char ** v = nf_py_list_buffer(data, n_rows, name, "str", sizeof(char *));
@@ -101,6 +102,8 @@ static nf_table * nf_py_table(const char * tname, int64_t n_rows, PyObject * col
             PyErr_Format(PyExc_ValueError, "column '%s': kind '%s' (int64, float64, bool or text)", name, kind);
             goto fail;
         }
+        /* a type the user gave (column_types, a pandas category): nofall-tabular.h nf_table_set_type */
+        if (rc == NF_OK && type) rc = nf_table_set_type(t, name, type, "column_types", &err);
         if (rc != NF_OK) {
             nf_py_raise(&err);
             goto fail;

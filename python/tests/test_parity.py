@@ -23,8 +23,13 @@ CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").exists())
 def _load(name):
     d = FIXTURES / name
     c = json.loads((d / "case.json").read_text())
-    train = pd.read_csv(d / "train.csv")
-    test = pd.read_csv(d / "test.csv")
+    # case.json column_types (the case column_types) as upstream read the tables: pandas category and
+    # float64 dtypes, datetime64 columns -- what the estimators take as such (docs/tables.md)
+    ct = c.get("column_types", {})
+    kw = dict(dtype={k: ("category" if t == "category" else "float64") for k, t in ct.items() if t != "datetime"},
+              parse_dates=[k for k, t in ct.items() if t == "datetime"]) if ct else {}
+    train = pd.read_csv(d / "train.csv", **kw)
+    test = pd.read_csv(d / "test.csv", **kw)
     y = train[c["target"]]
     X = train.drop(columns=[c["target"]])
     Xt = test.drop(columns=[c["target"]], errors="ignore")

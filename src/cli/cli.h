@@ -195,6 +195,8 @@ struct nf_finetune_opts;
 struct nf_cli_tables {
     int sep;           /* 0: by the file name */
     const char * drop; /* COL[,COL...] or NULL */
+    int n_types;       /* --column-type COL=TYPE, each given */
+    const char * types[32];
 };
 typedef struct nf_table nf_table;
 int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t); /* 0 after a message */

@@ -61,6 +61,7 @@ int nf_cmd_predict_tabstar(int argc, char ** argv) {
                                    .task = t.task,
                                    .fine_tune = t.fine_tune,
                                    .ts_max_epochs = t.max_epochs,
+                                   .progress = t.progress, /* --quiet: no summary line */
                                    .model_type = "tabstar",
                                    .tables = t.tables,
                                    .argc = argc,

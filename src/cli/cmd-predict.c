@@ -361,9 +361,15 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     }
     struct nf_run_meas meas;
     if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto write_end;
+    /* the test table's target, when it has it: the metrics (library: nf_predictor_score) */
+    struct nf_predict_metrics met;
+    if ((rc = nf_predictor_score(pr, te, acc, &met, err)) != NF_OK) goto write_end;
     {
         cJSON * rep = NULL;
         if ((rc = nf_pred_report(o, mp, o->model, m, be, pr, te, tot, rows, &rep, err)) != NF_OK) goto write_end;
+        char * mj = met.n_rows > 0 ? nf_predict_metrics_json(&met) : NULL;
+        if (mj) cJSON_AddItemToObject(rep, "metrics", cJSON_Parse(mj));
+        nf_free(mj);
         nf_run_markers_json(rep, &meas, shape, classes_marker, 1, wall_ms);
         nf_outset_path(&os, "report.json", path, sizeof(path));
         rc = nf__json_write_file(path, rep, err);
@@ -385,6 +391,11 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     }
     nf_run_markers_print(&meas, be, shape, classes_marker, 1, wall_ms, 1);
     rc = nf_run_commit(&os, NULL, "", NULL, err);
+    if (rc == NF_OK && o->progress != NF_PROGRESS_QUIET) { /* one line of what was written */
+        char line[2048];
+        nf_predictor_summary(pr, nq, is_cls ? counts : NULL, &met, o->out, line, sizeof(line));
+        fprintf(stderr, "predict: %s\n", line);
+    }
 write_end:
     /* rank 0's writing failed: every rank fails */
     if (mp->size > 1) rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);

@@ -195,6 +195,14 @@ int nf_cli_opts_parse(uint32_t mask, int argc, char ** argv, int first, const ch
                     return 0;
                 }
                 break;
+            case NF_OPT_STRING:
+                if (v->n_all == NF_CLI_MAX_EXTRA) {
+                    fprintf(stderr, "error: too many options\n");
+                    return 0;
+                }
+                v->all_id[v->n_all] = k;
+                v->all_val[v->n_all++] = val;
+                break;
             default: break;
         }
         v->set[k] = 1;

@@ -91,6 +91,10 @@ struct nf_cli_opts {
     int n_extra;
     const char * extra_key[NF_CLI_MAX_EXTRA]; /* without the leading "--" */
     const char * extra_val[NF_CLI_MAX_EXTRA];
+    /* every value of a text option in order (a repeatable one, --column-type) */
+    int n_all;
+    int all_id[NF_CLI_MAX_EXTRA];
+    const char * all_val[NF_CLI_MAX_EXTRA];
 };
 
 /* Parse argv[first..argc) for the command variant(s) in mask (one command's):

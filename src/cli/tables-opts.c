@@ -1,6 +1,6 @@
 /* tables-opts.c -- the table options predict and finetune share (docs/tables.md):
- * --sep CHAR (tab: "tab" or "\t"), --drop COL[,COL...]; reading a table
- * with them (nf_table_read, nf_table_drop: the training table must have
+ * --sep CHAR (tab: "tab" or "\t"), --drop COL[,COL...], --column-type COL=TYPE
+ * (repeatable); reading a table with them (nf_table_read, nf_table_drop: the training table must have
  * every dropped column, the others drop those they have). */
 #include "cli.h"
 #include "opts.h"
@@ -23,6 +23,14 @@ int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t) {
         }
     }
     t->drop = nf_cli_opt_str(v, NF_O_DROP, NULL);
+    for (int i = 0; i < v->n_all; i++)
+        if (v->all_id[i] == NF_O_COLUMN_TYPE) {
+            if (t->n_types == (int) (sizeof(t->types) / sizeof(t->types[0]))) {
+                fprintf(stderr, "error: --column-type: at most %d\n", t->n_types);
+                return 0;
+            }
+            t->types[t->n_types++] = v->all_val[i];
+        }
     return 1;
 }
 
@@ -30,6 +38,8 @@ int nf_cli_table_read(const struct nf_cli_tables * t, const char * path, int is_
     const struct nf_table_read_opts ro = {.sep = t ? t->sep : 0};
     int rc = nf_table_read(path, &ro, out, err);
     if (rc == NF_OK && t && t->drop) rc = nf_table_drop(*out, t->drop, is_train, err);
+    for (int i = 0; rc == NF_OK && t && i < t->n_types; i++)
+        rc = nf_table_set_type_spec(*out, t->types[i], is_train, "--column-type", err);
     if (rc == NF_OK && nf_table_index_like(*out))
         fprintf(stderr,
                 "warning: %s: the first column, unnamed, holds 0..%lld like the row index df.to_csv() writes; it is "

@@ -1,6 +1,7 @@
 /* decompress.c -- whole-file reads that undo the compression a file's name
  * says, as pandas.read_csv(compression="infer") does: .gz (gzip; zlib),
- * .bz2 (bzip2), .xz (xz / lzma); any other name is read as it is. The
+ * .bz2 (bzip2), .xz (xz / lzma), .zst (Zstandard; libzstd, optional at
+ * build time: NF_HAVE_ZSTD); any other name is read as it is. The
  * extension is matched ignoring case (pandas lower-cases the path first).
  * Concatenated streams (`cat a.gz b.gz`) read as one, like gzip/bz2/lzma in
  * Python. A corrupt or truncated stream is an NF_ERR_FORMAT naming the file;
@@ -13,8 +14,11 @@
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
+#ifdef NF_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
-enum nf_comp { NF_COMP_NONE, NF_COMP_GZ, NF_COMP_BZ2, NF_COMP_XZ };
+enum nf_comp { NF_COMP_NONE, NF_COMP_GZ, NF_COMP_BZ2, NF_COMP_XZ, NF_COMP_ZST };
 
 static int nf_ends_with(const char * s, const char * suf) {
     const size_t n = strlen(s), m = strlen(suf);
@@ -25,16 +29,17 @@ static enum nf_comp nf_comp_of(const char * path) {
     if (nf_ends_with(path, ".gz")) return NF_COMP_GZ;
     if (nf_ends_with(path, ".bz2")) return NF_COMP_BZ2;
     if (nf_ends_with(path, ".xz")) return NF_COMP_XZ;
+    if (nf_ends_with(path, ".zst")) return NF_COMP_ZST;
     return NF_COMP_NONE;
 }
 
 const char * nf__compression_of(const char * path) {
-    static const char * const names[] = {NULL, "gzip", "bz2", "xz"};
+    static const char * const names[] = {NULL, "gzip", "bz2", "xz", "zstd"};
     return names[nf_comp_of(path)];
 }
 
 size_t nf__compression_ext_len(const char * path) {
-    static const size_t lens[] = {0, 3, 4, 3};
+    static const size_t lens[] = {0, 3, 4, 3, 4};
     return lens[nf_comp_of(path)];
 }
 
@@ -211,6 +216,73 @@ static int nf_unxz(const unsigned char * in, size_t len, struct nf_obuf * o, con
     return NF_OK;
 }
 
+/* Zstandard: every frame in a row (ZSTD_decompressStream starts the next
+ * one after a frame's end, skippable frames skipped), as Python's zstandard
+ * reads a file; input that ends inside a frame is truncated */
+static int nf_unzstd(const unsigned char * in, size_t len, struct nf_obuf * o, const char * path, nf_err * err) {
+    char e[1024];
+#ifdef NF_HAVE_ZSTD
+    if (len == 0)
+        return nf__err_set(err, NF_ERR_FORMAT, "%s: empty file, not a zstd stream", nf__esc(e, sizeof(e), path));
+    ZSTD_DStream * z = ZSTD_createDStream();
+    if (!z) return nf_oom(path, e, sizeof(e), err);
+    ZSTD_inBuffer ib = {in, len, 0};
+    size_t r = 1;
+    while (ib.pos < ib.size) {
+        if (nf_obuf_room(o) != 0) {
+            ZSTD_freeDStream(z);
+            return o->cap > o->max ? nf_too_big(o, path, e, sizeof(e), err) : nf_oom(path, e, sizeof(e), err);
+        }
+        ZSTD_outBuffer ob = {o->p + o->n, o->cap - o->n, 0};
+        r = ZSTD_decompressStream(z, &ob, &ib);
+        if (ZSTD_isError(r)) {
+            char mm[256];
+            snprintf(mm, sizeof(mm), "%s", ZSTD_getErrorName(r));
+            ZSTD_freeDStream(z);
+            return nf__err_set(err, NF_ERR_FORMAT, "%s: corrupt zstd stream at compressed byte %zu: %s",
+                               nf__esc(e, sizeof(e), path), ib.pos, mm);
+        }
+        o->n += ob.pos;
+        if (o->n > o->max) {
+            ZSTD_freeDStream(z);
+            return nf_too_big(o, path, e, sizeof(e), err);
+        }
+    }
+    /* all input taken: a frame's end (r == 0), or output still held inside */
+    while (r != 0) {
+        if (nf_obuf_room(o) != 0) {
+            ZSTD_freeDStream(z);
+            return o->cap > o->max ? nf_too_big(o, path, e, sizeof(e), err) : nf_oom(path, e, sizeof(e), err);
+        }
+        ZSTD_outBuffer ob = {o->p + o->n, o->cap - o->n, 0};
+        r = ZSTD_decompressStream(z, &ob, &ib);
+        if (ZSTD_isError(r) || ob.pos == 0) {
+            ZSTD_freeDStream(z);
+            if (ZSTD_isError(r))
+                return nf__err_set(err, NF_ERR_FORMAT, "%s: corrupt zstd stream: %s", nf__esc(e, sizeof(e), path),
+                                   ZSTD_getErrorName(r));
+            return nf__err_set(err, NF_ERR_FORMAT, "%s: truncated zstd stream (ends inside a frame)",
+                               nf__esc(e, sizeof(e), path));
+        }
+        o->n += ob.pos;
+        if (o->n > o->max) {
+            ZSTD_freeDStream(z);
+            return nf_too_big(o, path, e, sizeof(e), err);
+        }
+    }
+    ZSTD_freeDStream(z);
+    return NF_OK;
+#else
+    (void) in;
+    (void) len;
+    (void) o;
+    return nf__err_set(err, NF_ERR_UNSUPPORTED,
+                       "%s: a .zst table, and this nofall was built without libzstd (apt-get install libzstd-dev, "
+                       "then rebuild; or decompress it: zstd -d)",
+                       nf__esc(e, sizeof(e), path));
+#endif
+}
+
 int nf__file_read_decompressed(const char * path, char ** data, size_t * len, size_t max_len, nf_err * err) {
     const enum nf_comp c = nf_comp_of(path);
     if (c == NF_COMP_NONE) return nf__file_read_all(path, data, len, max_len, err);
@@ -223,6 +295,7 @@ int nf__file_read_decompressed(const char * path, char ** data, size_t * len, si
     const unsigned char * in = (const unsigned char *) raw;
     const int rc = c == NF_COMP_GZ    ? nf_gunzip(in, rlen, &o, path, err)
                    : c == NF_COMP_BZ2 ? nf_bunzip2(in, rlen, &o, path, err)
+                   : c == NF_COMP_ZST ? nf_unzstd(in, rlen, &o, path, err)
                                       : nf_unxz(in, rlen, &o, path, err);
     free(raw);
     if (rc != NF_OK) {

@@ -288,6 +288,7 @@ struct nf_csv_column {
     double * num;   /* numeric columns: the values, NaN where missing        */
     char * missing; /* 1 where the field is one of pandas' default NA strings */
     int64_t n_missing;
+    int user_type; /* enum nf_user_type (nofall-tabular.h): a type the user gave, or 0 */
 };
 struct nf_csv_table {
     char path[1024];

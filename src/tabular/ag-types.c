@@ -183,6 +183,24 @@ static int nf_unknown_word(const char * s) {
     return after_digit ? -1 : 0;
 }
 
+/* 1: a value dateutil can read only without a year: ASCII, one run of digits, of
+ * 1-2 digits and at most 31 (never a year to dateutil), not a time first
+ * (pandas reads "H:MM..." with today's date). pandas parses the rest with
+ * dateutil's default year 1, out of its range: NaT ("sept 5", "T5", "Z 5",
+ * "5 pm", "05"; 23,328 such forms of words, numbers and separators checked
+ * on pandas 2.3.3, all NaT) */
+static int nf_no_year(const char * s) {
+    int runs = 0, len = 0, v = 0;
+    for (const unsigned char * p = (const unsigned char *) s; *p; p++) {
+        if (*p >= 128 || *p == ':') return 0;
+        if (!isdigit(*p)) continue;
+        if (p == (const unsigned char *) s || !isdigit(p[-1])) runs++, len = 0, v = 0;
+        len++;
+        v = v * 10 + (*p - '0');
+    }
+    return runs == 1 && len <= 2 && v <= 31;
+}
+
 int nf__date_maybe(const char * s) {
     static const char * const names[] = {"jan", "feb", "mar", "apr", "may",   "jun",       "jul",     "aug",
                                          "sep", "oct", "nov", "dec", "mon",   "tue",       "wed",     "thu",
@@ -191,7 +209,7 @@ int nf__date_maybe(const char * s) {
     if (n == 0) return 0;
     double v;
     int ii;
-    if (nf_never_date(s)) return 0;
+    if (nf_never_date(s) || nf_no_year(s)) return 0;
     if (nf__csv_parse_number(s, &v, &ii)) return s[0] == '0' || v >= 1000; /* pandas' pre-check */
     const int w = nf_unknown_word(s);
     if (w) return w < 0;

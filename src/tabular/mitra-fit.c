@@ -304,11 +304,21 @@ static int nf_pred_special(struct nf_mitra * p, int c, double * tmp, nf_err * er
         }
         if (nd == 2) return NF_OK;
     }
-    const int t = nf__ag_special_type(tc, ns, &bad, err);
-    if (t < 0) return t;
     char ef[512], ec[256], ev[256];
     nf__esc(ef, sizeof(ef), p->tr.path);
     nf__esc(ec, sizeof(ec), tc->name);
+    /* a type the user gave (docs/tables.md "Column types"): AutoGluon infers
+     * dates and free text only for object columns */
+    if (tc->user_type == NF_USER_TYPE_CATEGORY) return NF_OK;
+    if (tc->user_type == NF_USER_TYPE_TEXT)
+        return nf__err_set(err, NF_ERR_INPUT,
+                           "%s: column '%s' is given the type text: AutoGluon derives binned text statistics and "
+                           "n-gram counts from a text column, which nofall does not compute for Mitra; give it the "
+                           "type category, or drop it",
+                           ef, ec);
+    bad = -1;
+    const int t = tc->user_type == NF_USER_TYPE_DATETIME ? NF_AG_DATETIME : nf__ag_special_type(tc, ns, &bad, err);
+    if (t < 0) return t;
     if (t == NF_AG_TEXT)
         return nf__err_set(err, NF_ERR_INPUT,
                            "%s: column '%s' is free text by AutoGluon's rule (unique values average 3 or more words): "
@@ -403,21 +413,26 @@ static int nf_pred_features(struct nf_mitra * p, nf_err * err) {
                 rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
                 break;
             }
-            for (int64_t r = 0; r < ns; r++) strs[r] = (char *) nf_text(tc, r);
-            qsort(strs, (size_t) ns, sizeof(char *), nf_cmp_str);
-            nd = 0;
-            for (int64_t i = 0; i < ns; i++)
+            /* a category the user gave (pandas' category dtype): no FillNa,
+             * missing values stay NaN (code -1), counted as one value */
+            f->nan_cat = tc->user_type == NF_USER_TYPE_CATEGORY;
+            int64_t nv = 0;
+            for (int64_t r = 0; r < ns; r++)
+                if (!f->nan_cat || !tc->missing[r]) strs[nv++] = (char *) nf_text(tc, r);
+            qsort(strs, (size_t) nv, sizeof(char *), nf_cmp_str);
+            nd = f->nan_cat && nv < ns;
+            for (int64_t i = 0; i < nv; i++)
                 if (i == 0 || strcmp(strs[i], strs[i - 1]) != 0) nd++;
             if (nd == 2) {
                 f->kind = NF_FEAT_BOOL;
-                f->true_str = strs[ns - 1]; /* the larger in code point order ('' = missing is smallest) */
+                f->true_str = strs[nv - 1]; /* the larger in code point order ('' = missing is smallest) */
             } else {
                 f->kind = NF_FEAT_CAT;
                 /* categories: values seen at least twice, sorted */
                 int64_t k = 0;
-                for (int64_t i = 0; i < ns;) {
+                for (int64_t i = 0; i < nv;) {
                     int64_t j = i;
-                    while (j < ns && strcmp(strs[j], strs[i]) == 0) j++;
+                    while (j < nv && strcmp(strs[j], strs[i]) == 0) j++;
                     if (j - i >= 2) strs[k++] = strs[i];
                     i = j;
                 }
@@ -437,7 +452,8 @@ static int nf_pred_features(struct nf_mitra * p, nf_err * err) {
             if (f->kind == NF_FEAT_BOOL)
                 f->xs[r] = numeric ? nf__mitra_is_true_num(f, tc, r) : (strcmp(nf_text(tc, r), f->true_str) == 0);
             else if (f->kind == NF_FEAT_CAT)
-                f->xs[r] = (double) nf__mitra_find_cat(f->cats, f->n_cats, f->bools, nf_text(tc, r));
+                f->xs[r] = (double) nf__mitra_find_cat(f->cats, f->n_cats, f->bools,
+                                                       f->nan_cat && tc->missing[r] ? NULL : nf_text(tc, r));
             else
                 f->xs[r] = tc->num[r];
         }

@@ -19,6 +19,7 @@ struct nf_feat {
     const char * true_str;
     char ** cats; /* category: sorted categories (count >= 2); bools: False, True, then '' */
     int bools;    /* the training column holds Python bools (and missing values) */
+    int nan_cat;  /* a category column given by the user: missing stays NaN (code -1), not '' */
     int64_t n_cats;
     double * xs;          /* generated values (NaN missing; codes -1 for a missing category) */
     const char * dropped; /* why it was dropped, or NULL */

@@ -37,6 +37,8 @@ int nf__mitra_train_matrix(const struct nf_mitra * p, int64_t e, float * out, nf
 }
 
 static const char * nf_col_type_name(const struct nf_csv_column * c) {
+    if (c->user_type == NF_USER_TYPE_CATEGORY) return "category";
+    if (c->user_type == NF_USER_TYPE_DATETIME) return "datetime64[ns]";
     return c->type == NF_CSV_INT     ? "int64"
            : c->type == NF_CSV_FLOAT ? "float64"
            : c->type == NF_CSV_BOOL  ? "bool"
@@ -120,7 +122,9 @@ static void nf_pred_transform(const struct nf_feat * f, int numeric, const struc
              * or a bool against strings, a string against bools) matches no
              * category, as in pandas; missing is '' whatever the kind */
         double v = NAN;
-        const char * s = qc->missing[r] ? "" : nf_value_kind(qc) == (f->bools ? 2 : 1) ? qc->raw[r] : NULL;
+        const char * s = qc->missing[r]                            ? (f->nan_cat ? NULL : "")
+                         : nf_value_kind(qc) == (f->bools ? 2 : 1) ? qc->raw[r]
+                                                                   : NULL;
         if (numeric) {
             if (!qc->missing[r]) {
                 int ii;

@@ -241,6 +241,7 @@ int nf__csv_clone(const struct nf_csv_table * src, struct nf_csv_table * dst, nf
         d->type = s->type;
         d->bools = s->bools;
         d->n_missing = s->n_missing;
+        d->user_type = s->user_type;
         d->name = strdup(s->name);
         d->raw = calloc(n, sizeof(char *));
         d->num = malloc(n * sizeof(double));

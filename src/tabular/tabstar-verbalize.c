@@ -172,6 +172,7 @@ static int nf_boundaries(const double * x, int64_t n, double b[11], int64_t * nq
 /* the dtype pandas.read_csv gives a column of the CSV reader's table (csv.c
  * types it; a table built from columns may hold True / False text) */
 static int nf_col_dtype(const struct nf_csv_column * c, int64_t n) {
+    if (c->user_type == NF_USER_TYPE_CATEGORY || c->user_type == NF_USER_TYPE_TEXT) return NF_TAB_DT_OBJECT;
     if (c->type == NF_CSV_INT) return NF_TAB_DT_INT;
     if (c->type == NF_CSV_FLOAT) return NF_TAB_DT_FLOAT;
     if (c->type == NF_CSV_BOOL) return NF_TAB_DT_BOOL;
@@ -444,6 +445,12 @@ static int nf_fit_column(const struct nf_csv_table * t, struct nf_tab_vcol * vc,
     char e1[512], e2[256];
     nf__esc(e1, sizeof(e1), t->path);
     nf__esc(e2, sizeof(e2), c->name);
+    if (c->user_type == NF_USER_TYPE_DATETIME)
+        return nf__err_set(err, NF_ERR_INPUT,
+                           "%s: column '%s' is given the type datetime: TabSTAR encodes dates with skrub's "
+                           "DatetimeEncoder, which nofall does not implement; give it the type category or text, or "
+                           "drop it",
+                           e1, e2);
     vc->dtype = nf_col_dtype(c, n);
     /* valid values: not NaN / None, finite */
     int64_t n_valid = 0;

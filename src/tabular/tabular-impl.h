@@ -109,4 +109,11 @@ int nf__tab_file_close(FILE * f, int ok);
 int nf__tab_write_probabilities(const char * dir, const char * const * classes, int K, int64_t n, const double * p,
                                 nf_err * err);
 
+/* the metrics of nf_predictor_score on n scored rows (metrics.c): y the class
+ * ids (-1: no training class), P n x K probabilities; y, yhat the values */
+int nf__metrics_classification(const int64_t * y, const double * P, int64_t n, int K, double * acc, double * ll,
+                               double * auc, nf_err * err);
+int nf__metrics_regression(const double * y, const double * yhat, int64_t n, double * r2, double * rmse, double * mae,
+                           nf_err * err);
+
 #endif /* NF_TABULAR_IMPL_H */

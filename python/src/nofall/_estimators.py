@@ -97,6 +97,43 @@ def _all_bools(s, miss):
     return all(isinstance(v, (bool, np.bool_)) for v, m in zip(s.tolist(), miss) if not m)
 
 
+_COLUMN_TYPES = ("category", "numeric", "float", "text", "datetime")
+
+
+def _category_column(key, s, miss):
+    """a pandas category column: its values as text, typed "category" (AutoGluon: no date / free-text
+    inference, missing values stay missing); categories of another type than str only where their
+    order as text is their order (AutoGluon sorts the categories themselves)"""
+    cats = list(s.cat.categories)
+    if not all(isinstance(c, str) for c in cats):
+        try:
+            same = sorted(cats) == sorted(cats, key=str)
+        except TypeError:
+            same = False
+        if not same:
+            raise ValueError(
+                f"column {key!r}: a category dtype of {type(cats[0]).__name__} values whose order as text differs "
+                f"from their own order (AutoGluon's category codes follow theirs); give the categories as "
+                f"strings (X[{key!r}].astype(str).astype('category')) or the column as numbers")
+    return (key, "text", _text(s.astype(object).tolist(), miss), "category")
+
+
+def _with_types(cols, column_types, where="column_types"):
+    """apply column_types={name: type} (docs/tables.md "Column types") to (name, kind, data[, type]) columns"""
+    if not column_types:
+        return cols
+    if not isinstance(column_types, dict):
+        raise TypeError(f"{where}: a dict {{column: type}}, not {type(column_types).__name__}")
+    names = [c[0] for c in cols]
+    for k, t in column_types.items():
+        if str(k) not in names:
+            raise ValueError(f"{where}: no column {k!r} in X (columns: {names[:8]}{' ...' if len(names) > 8 else ''})")
+        if not isinstance(t, str) or t.lower() not in _COLUMN_TYPES:
+            raise ValueError(f"{where}[{k!r}] = {t!r}: not a type (category, numeric (or float), text, datetime)")
+    ct = {str(k): t.lower() for k, t in column_types.items()}
+    return [c[:3] + (ct[c[0]],) if c[0] in ct else c for c in cols]
+
+
 def _frame_columns(X):
     import pandas as pd
 
@@ -106,7 +143,11 @@ def _frame_columns(X):
         dt = s.dtype
         key = str(name)
         miss = s.isna().to_numpy()
-        if pd.api.types.is_bool_dtype(dt) or _all_bools(s, miss):
+        if isinstance(dt, pd.CategoricalDtype):
+            cols.append(_category_column(key, s, miss))
+        elif pd.api.types.is_datetime64_any_dtype(dt):  # AutoGluon's raw type datetime: date features
+            cols.append((key, "text", [None if m else v.isoformat() for v, m in zip(s.tolist(), miss)], "datetime"))
+        elif pd.api.types.is_bool_dtype(dt) or _all_bools(s, miss):
             # bool dtype, or an object column of bools and NaN (read_csv's True / False with blanks)
             cols.append((key, "bool", [None if m else bool(v) for v, m in zip(s.astype(object).tolist(), miss)]))
         elif pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
@@ -175,7 +216,7 @@ class _MitraBase(BaseEstimator):
 
     def __init__(self, model_dir=None, device="cpu", n_estimators=1, random_state=0, mirror=True, mirror_signs=None,
                  fine_tune=True, fine_tune_steps=50, lr=1e-4, weight_decay=0.1, warmup_steps=1000, patience=40,
-                 keep_last=False):
+                 keep_last=False, column_types=None):
         self.model_dir = model_dir
         self.device = device
         self.n_estimators = n_estimators
@@ -189,6 +230,7 @@ class _MitraBase(BaseEstimator):
         self.warmup_steps = warmup_steps
         self.patience = patience
         self.keep_last = keep_last
+        self.column_types = column_types
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -206,11 +248,11 @@ class _MitraBase(BaseEstimator):
             if n < (2 if reset else 1):
                 raise ValueError(f"Found array with {n} sample(s) (shape={X.shape}) while a minimum of "
                                  f"{2 if reset else 1} is required.")
-            return _frame_columns(X), n
+            return _with_types(_frame_columns(X), self.column_types), n
         X = check_array(X, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=2 if reset else 1)
         _check_feature_names(self, X, reset=reset)
         _check_n_features(self, X, reset=reset)
-        return _array_columns(X, 2 if reset else 1), X.shape[0]
+        return _with_types(_array_columns(X, 2 if reset else 1), self.column_types), X.shape[0]
 
     def _seed(self):
         rs = self.random_state
@@ -335,7 +377,10 @@ class MitraClassifier(ClassifierMixin, _MitraBase):
     fine_tune_steps, lr, weight_decay, warmup_steps, patience (AutoGluon's
     names and defaults), keep_last (upstream's CPU behaviour: the last step's
     weights); fine_tune_result_ (steps_run, best_step, stopped_at,
-    best_val_loss) after a fine-tuning fit.
+    best_val_loss) after a fine-tuning fit. column_types ({column: "category"
+    | "numeric" | "text" | "datetime"}: nofall predict's --column-type, as
+    AutoGluon's feature types; a pandas category column is "category").
+    score(X, y): scikit-learn's accuracy (the classifier) or R2 (the regressor).
 
     Fitted: classes_, n_features_in_, feature_names_in_ (DataFrames with
     string column names), columns_kept_, columns_dropped_, mirror_signs_,

@@ -45,11 +45,12 @@ class _TabSTARBase(BaseEstimator):
     _columns = _MitraBase._columns
     __getstate__ = _MitraBase.__getstate__
 
-    def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target"):
+    def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target", column_types=None):
         self.model_dir = model_dir
         self.device = device
         self.adapter = adapter
         self.target_name = target_name
+        self.column_types = column_types
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -123,7 +124,9 @@ class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
     model.safetensors, the tokenizer's vocab), device ("cpu", "opencl[:N]",
     "cuda[:N]"), adapter (None, or a PEFT LoRA adapter directory merged into
     the loaded model once), target_name (the target's name in the cells when
-    y has none, e.g. a numpy array).
+    y has none, e.g. a numpy array), column_types ({column: "category" |
+    "numeric" | "text"}: nofall predict's --column-type; a pandas category
+    column is "category"; "datetime" is refused: no date encoder).
 
     Fitted: classes_ (the sorted labels; predict_proba's columns),
     n_features_in_, feature_names_in_, columns_kept_, columns_dropped_,
