@@ -357,6 +357,32 @@ static inline float nf__exp_inline(float x) {
 }
 float nf__exp_f32(float x) { return nf__exp_inline(x); }
 
+/* p[j] = exp(p[j] - mx) over a row: nf__exp_f32's values, vectorised (the
+ * softmax recomputations of ATTENTION_BACKWARD) */
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) void nf__cpu_exp_sub_row(float * restrict p,
+                                                                                                int64_t n, float mx) {
+    for (int64_t j = 0; j < n; j++) p[j] = nf__exp_inline(p[j] - mx);
+}
+
+/* dx = dy * GELU'(x) in ACT_BACKWARD's float order (cpu-train.c), vectorised;
+ * dx may be dy (each chunk is read whole before it is written) */
+__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) void nf__cpu_gelu_backward_row(float * dx,
+                                                                                                      const float * x,
+                                                                                                      const float * dy,
+                                                                                                      int64_t n) {
+    float t[64];
+    for (int64_t i0 = 0; i0 < n; i0 += 64) {
+        const int64_t nb = n - i0 < 64 ? n - i0 : 64;
+        for (int64_t i = 0; i < nb; i++) {
+            const float xv = x[i0 + i];
+            const float cdf = 0.5f * (1.0f + nf__erf_inline(xv * 0.70710678f));
+            const float pdf = nf__exp_inline(-0.5f * xv * xv) * 0.3989422804f;
+            t[i] = dy[i0 + i] * (cdf + xv * pdf);
+        }
+        memcpy(dx + i0, t, (size_t) nb * sizeof(float));
+    }
+}
+
 #define NF__LANES 16
 
 /* softmax over a row, in place: the max, exp(s - max), their sum in 16

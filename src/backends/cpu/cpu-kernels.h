@@ -35,6 +35,10 @@ static inline void nf__cpu_ln_stats(const float * xr, int64_t k, float eps, floa
 /* cpu-kernels.c: y = act(x) over n (NF_ACT_GELU / NF_ACT_RELU) with LINEAR's
  * epilogue code; y may be x */
 void nf__cpu_act_row(float * y, const float * x, int64_t n, int act);
+/* p[j] = exp(p[j] - mx), nf__exp_f32's values (vectorised) */
+void nf__cpu_exp_sub_row(float * p, int64_t n, float mx);
+/* dx[i] = dy[i] * GELU'(x[i]), ACT_BACKWARD's formula (vectorised) */
+void nf__cpu_gelu_backward_row(float * dx, const float * x, const float * dy, int64_t n);
 
 /* cpu-train.c: the training ops, set A */
 int nf__cpu_gemm(nf_backend * be, const nf_op * op, nf_err * err);

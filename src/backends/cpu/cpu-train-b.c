@@ -49,11 +49,9 @@ static void nf__attn_bwd_head(const struct nf_attention_backward_params * p, con
         for (int64_t j = 0; j < lk; j++) b->P[j] = scale * nf__dot(qi, k + j * p->kv_ss, E);
         float mx = b->P[0];
         for (int64_t j = 1; j < lk; j++) mx = b->P[j] > mx ? b->P[j] : mx;
+        nf__cpu_exp_sub_row(b->P, lk, mx);
         float sum = 0.0f;
-        for (int64_t j = 0; j < lk; j++) {
-            b->P[j] = nf__exp_f32(b->P[j] - mx);
-            sum = sum + b->P[j];
-        }
+        for (int64_t j = 0; j < lk; j++) sum = sum + b->P[j];
         const float inv = 1.0f / sum;
         for (int64_t j = 0; j < lk; j++) b->P[j] = b->P[j] * inv;
         stats[2 * i] = mx;
@@ -120,11 +118,9 @@ static int nf__attn_bwd_blocked(const struct nf_attention_backward_params * p, c
             float * dS = b->D + r * lk;
             float mx = P[0];
             for (int64_t j = 1; j < lk; j++) mx = P[j] > mx ? P[j] : mx;
+            nf__cpu_exp_sub_row(P, lk, mx);
             float sum = 0.0f;
-            for (int64_t j = 0; j < lk; j++) {
-                P[j] = nf__exp_f32(P[j] - mx);
-                sum = sum + P[j];
-            }
+            for (int64_t j = 0; j < lk; j++) sum = sum + P[j];
             const float inv = 1.0f / sum;
             for (int64_t j = 0; j < lk; j++) P[j] = P[j] * inv;
             stats[2 * (i0 + r)] = mx;
