@@ -383,8 +383,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) void nf__
     }
 }
 
-#define NF__LANES 16
-
 /* softmax over a row, in place: the max, exp(s - max), their sum in 16
  * interleaved partial sums (element j into lane j % 16, the lanes then added
  * pairwise: a fixed order, whatever the vector width), times 1/sum. A NaN
@@ -418,30 +416,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static vo
  * output the plain sum over j in order, so the result does not depend on
  * the vector width, the blocking or the machine. */
 #define NF__TILE_MAXK 256
-#define NF__TILE_ROWS 4
-typedef float nf__v16 __attribute__((vector_size(NF__LANES * sizeof(float))));
-
-/* acc[r] = sum over i < n, in order, of a[r lda + i] * b[i ldb .. + 16], for
- * the four rows r: the scores (a = queries, b = transposed keys) and the
- * outputs (a = probabilities, b = values) alike. Inlined into its callers,
- * so it takes their vector width and acc stays in registers. */
-static inline __attribute__((always_inline)) void nf__tile4(const float * a, int64_t lda, const float * b, int64_t ldb,
-                                                            int64_t n, nf__v16 * acc) {
-    nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    for (int64_t i = 0; i < n; i++) {
-        nf__v16 bv;
-        memcpy(&bv, b + i * ldb, sizeof(bv));
-        a0 = a0 + a[i] * bv;
-        a1 = a1 + a[lda + i] * bv;
-        a2 = a2 + a[2 * lda + i] * bv;
-        a3 = a3 + a[3 * lda + i] * bv;
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-}
-
 struct nf__attn_tile {
     int64_t lq, lk, E, lk16, E16;
     float scale;

@@ -6,6 +6,7 @@
 #include "nf-impl.h"
 
 #include <math.h>
+#include <string.h>
 
 /* an OpenMP loop goes parallel only from this much work (elements touched):
  * below it, waking the team costs more than the loop (microseconds on an
@@ -30,6 +31,33 @@ static inline void nf__cpu_ln_stats(const float * xr, int64_t k, float eps, floa
     const float var = (float) (s2 / (double) k);
     *mu_out = mu;
     *rstd_out = 1.0f / sqrtf(var + eps);
+}
+
+/* the attention kernels' register tiles: NF__TILE_ROWS rows of NF__LANES
+ * floats (cpu-kernels.c, cpu-train-b.c) */
+#define NF__LANES     16
+#define NF__TILE_ROWS 4
+typedef float nf__v16 __attribute__((vector_size(NF__LANES * sizeof(float))));
+
+/* acc[r] = sum over i < n, in order, of a[r lda + i] * b[i ldb .. + 16], for
+ * the four rows r: the scores (a = queries, b = transposed keys) and the
+ * outputs (a = probabilities, b = values) alike. Inlined into its callers,
+ * so it takes their vector width and acc stays in registers. */
+static inline __attribute__((always_inline)) void nf__tile4(const float * a, int64_t lda, const float * b, int64_t ldb,
+                                                            int64_t n, nf__v16 * acc) {
+    nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (int64_t i = 0; i < n; i++) {
+        nf__v16 bv;
+        memcpy(&bv, b + i * ldb, sizeof(bv));
+        a0 = a0 + a[i] * bv;
+        a1 = a1 + a[lda + i] * bv;
+        a2 = a2 + a[2 * lda + i] * bv;
+        a3 = a3 + a[3 * lda + i] * bv;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
 }
 
 /* cpu-kernels.c: y = act(x) over n (NF_ACT_GELU / NF_ACT_RELU) with LINEAR's
