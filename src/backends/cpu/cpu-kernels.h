@@ -17,21 +17,45 @@
 #define NF_CPU_PAR(work) ((int64_t) (work) >= NF_CPU_PAR_MIN)
 
 /* LAYER_NORM's row statistics, shared with LAYER_NORM_BACKWARD: sums in
- * double, two passes; mu = (float)(sum x / k), var = (float)(sum (x-mu)^2 / k),
+ * double, two passes, each in 8 interleaved partial sums (element c into
+ * lane c % 8, the lanes then added pairwise: a fixed order, whatever the
+ * vector width, and no chain of k dependent additions);
+ * mu = (float)(sum x / k), var = (float)(sum (x-mu)^2 / k),
  * rstd = 1.0f / sqrtf(var + eps) */
+#define NF__LN_LANES 8
 static inline void nf__cpu_ln_stats(const float * xr, int64_t k, float eps, float * mu_out, float * rstd_out) {
-    double s = 0.0;
-    for (int64_t c = 0; c < k; c++) s += xr[c];
-    const float mu = (float) (s / (double) k);
-    double s2 = 0.0;
-    for (int64_t c = 0; c < k; c++) {
-        double d = (double) xr[c] - (double) mu;
-        s2 += d * d;
+    double s[NF__LN_LANES] = {0}, s2[NF__LN_LANES] = {0};
+    int64_t c = 0;
+    for (; c + NF__LN_LANES <= k; c += NF__LN_LANES)
+        for (int l = 0; l < NF__LN_LANES; l++) s[l] += (double) xr[c + l];
+    for (int l = 0; c + l < k; l++) s[l] += (double) xr[c + l];
+    for (int w = NF__LN_LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) s[l] = s[l] + s[l + w];
+    const float mu = (float) (s[0] / (double) k);
+    const double mud = (double) mu;
+    for (c = 0; c + NF__LN_LANES <= k; c += NF__LN_LANES)
+        for (int l = 0; l < NF__LN_LANES; l++) {
+            const double d = (double) xr[c + l] - mud;
+            s2[l] += d * d;
+        }
+    for (int l = 0; c + l < k; l++) {
+        const double d = (double) xr[c + l] - mud;
+        s2[l] += d * d;
     }
-    const float var = (float) (s2 / (double) k);
+    for (int w = NF__LN_LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) s2[l] = s2[l] + s2[l + w];
+    const float var = (float) (s2[0] / (double) k);
     *mu_out = mu;
     *rstd_out = 1.0f / sqrtf(var + eps);
 }
+
+/* the ISAs the vectorised row kernels are compiled for, picked at load time
+ * (target_clones): AVX-512 (GCC's avx512f implies FMA), AVX2 + FMA
+ * (x86-64-v3), and the baseline. The same IEEE operations in each -- no FMA
+ * contraction (-ffp-contract=off); the exp's and erf's explicit fma() calls
+ * are libm's correctly rounded fma in the baseline clone -- so only the
+ * speed differs. */
+#define NF__CPU_CLONES "avx512f", "arch=x86-64-v3", "default"
 
 /* the attention kernels' register tiles: NF__TILE_ROWS rows of NF__LANES
  * floats (cpu-kernels.c, cpu-train-b.c) */

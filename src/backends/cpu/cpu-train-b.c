@@ -63,7 +63,7 @@ static size_t nf__abw_tile_init(struct nf__abw_tile * t, int64_t lq, int64_t lk,
     return off;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static void nf__attn_bwd_tile(
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_bwd_tile(
     const struct nf_attention_backward_params * p, const float * q, const float * k, const float * v, const float * o,
     const float * dout, float * dq, float * dk, float * dv, float * stats, const struct nf__abw_tile * t) {
     const int64_t lq = p->lq, lk = p->lk, E = p->head_dim, lq4 = t->lq4, lk4 = t->lk4, lk16 = t->lk16, E16 = t->E16;
