@@ -157,6 +157,16 @@ static int nf__cpu_label_tokens(nf_backend * be, const nf_op * op, nf_err * err)
 
 /* ---- LAYER_NORM ------------------------------------------------------------------ */
 
+/* one row: the statistics, then y = (x - mu) * rstd * g + b, vectorised */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__layer_norm_row(float * yr, const float * xr,
+                                                                                        const float * restrict g,
+                                                                                        const float * restrict b,
+                                                                                        int64_t k, float eps) {
+    float mu, rstd;
+    nf__cpu_ln_stats(xr, k, eps, &mu, &rstd);
+    for (int64_t c = 0; c < k; c++) yr[c] = (xr[c] - mu) * rstd * g[c] + b[c];
+}
+
 static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_layer_norm_params * p = &op->p.layer_norm;
     const float * x = NF__PTR(&op->src[0]);
@@ -165,11 +175,7 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     float * y = NF__PTR(&op->dst[0]);
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * p->k))
     for (int64_t r = 0; r < p->m; r++) {
-        const float * xr = x + r * p->ldx;
-        float * yr = y + r * p->ldy;
-        float mu, rstd;
-        nf__cpu_ln_stats(xr, p->k, p->eps, &mu, &rstd);
-        for (int64_t c = 0; c < p->k; c++) yr[c] = (xr[c] - mu) * rstd * g[c] + b[c];
+        nf__layer_norm_row(y + r * p->ldy, x + r * p->ldx, g, b, p->k, p->eps);
     }
     return NF_OK;
 }
@@ -186,7 +192,10 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
  * is the correctly rounded erf except within ~1e-11 of a rounding tie -- at
  * least as exact as libm's erff -- and bitwise the Clenshaw evaluation's on
  * every float (tools/erf-coefficients.py --check compiles both and compares
- * all 2^32 inputs), branch-free so the GELU loop vectorises. |z| >= 4: +-1
+ * all 2^32 inputs), branch-free so the GELU loop vectorises. Each a + b*t
+ * is one fma() (a vector FMA where the ISA has one): on all 2^32 floats the
+ * result is bitwise that of the separate multiply and add (checked
+ * 2026-12-04 by compiling both; the exp below likewise). |z| >= 4: +-1
  * (erf(4) = 1 - 1.5e-8 rounds to 1.0f). */
 static const double nf__erf_mono[21] = {0.3535309956434054,      -0.17657623321423782,    0.13167511686624997,
                                         -0.1077104489097085,     0.090208996192394197,    -0.074727728371029631,
@@ -211,15 +220,16 @@ static inline float nf__erf_inline(float x) {
     float xc;
     memcpy(&xc, &cbits, sizeof(xc));
     const double z = (double) xc, u = z * z; /* u in [0, 16] */
-    const double t = u * 0.125 - 1.0;
+    const double t = fma(u, 0.125, -1.0);
     const double t2 = t * t, t4 = t2 * t2, t8 = t4 * t4, t16 = t8 * t8;
     const double * a = nf__erf_mono;
-    const double q0 = a[0] + a[1] * t, q1 = a[2] + a[3] * t, q2 = a[4] + a[5] * t, q3 = a[6] + a[7] * t,
-                 q4 = a[8] + a[9] * t, q5 = a[10] + a[11] * t, q6 = a[12] + a[13] * t, q7 = a[14] + a[15] * t,
-                 q8 = a[16] + a[17] * t, q9 = a[18] + a[19] * t;
-    const double r0 = q0 + q1 * t2, r1 = q2 + q3 * t2, r2 = q4 + q5 * t2, r3 = q6 + q7 * t2, r4 = q8 + q9 * t2;
-    const double s0 = r0 + r1 * t4, s1 = r2 + r3 * t4, s2 = r4 + a[20] * t4;
-    const float r = (float) (z * ((s0 + s1 * t8) + s2 * t16));
+    const double q0 = fma(a[1], t, a[0]), q1 = fma(a[3], t, a[2]), q2 = fma(a[5], t, a[4]), q3 = fma(a[7], t, a[6]),
+                 q4 = fma(a[9], t, a[8]), q5 = fma(a[11], t, a[10]), q6 = fma(a[13], t, a[12]),
+                 q7 = fma(a[15], t, a[14]), q8 = fma(a[17], t, a[16]), q9 = fma(a[19], t, a[18]);
+    const double r0 = fma(q1, t2, q0), r1 = fma(q3, t2, q2), r2 = fma(q5, t2, q4), r3 = fma(q7, t2, q6),
+                 r4 = fma(q9, t2, q8);
+    const double s0 = fma(r1, t4, r0), s1 = fma(r3, t4, r2), s2 = fma(a[20], t4, r4);
+    const float r = (float) (z * fma(s2, t16, fma(s1, t8, s0)));
     uint32_t rbits;
     memcpy(&rbits, &r, sizeof(rbits));
     rbits = (rbits & ~big) | ((sign | 0x3f800000u) & big); /* +-1.0f */
@@ -236,8 +246,9 @@ static inline float nf__gelu(float t) { return 0.5f * t * (1.0f + nf__erf_inline
 /* t[o] = GELU(t[o] + bias[o]) over a row (bias may be NULL), compiled for
  * several ISAs and picked at load time: the same IEEE operations in each (no
  * FMA contraction), only the vector width differs. */
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static void nf__gelu_row(
-    float * restrict t, const float * restrict bias, int64_t n) {
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_row(float * restrict t,
+                                                                                  const float * restrict bias,
+                                                                                  int64_t n) {
     if (bias)
         for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o] + bias[o]);
     else
@@ -316,7 +327,8 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
  * 4e-18 relative) in Estrin's scheme, times 2^n built from the exponent
  * bits, rounded to float once: the correctly rounded exp except within
  * ~1e-15 relative of a rounding tie (tests/test-ops-cpu.c compares it with
- * the long double expl and with libm's expf), subnormal results and the
+ * the long double expl and with libm's expf; the reduction and the series
+ * in fma(), bitwise the unfused form's on all 2^32 floats), subnormal results and the
  * overflow to Inf included, as the conversion of the double rounds them.
  * Branch-free with integer range tests, like the erf, so the softmax loop
  * vectorises: libm's expf is one call per element. */
@@ -335,13 +347,13 @@ static inline float nf__exp_inline(float x) {
     const double shifter = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
     const double tn = xd * 1.4426950408889634074 + shifter;
     const double n = tn - shifter;
-    const double r = (xd - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
+    const double r = fma(-n, 1.90821492927058770002e-10, fma(-n, 6.93147180369123816490e-01, xd));
     const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-    const double q0 = 1.0 + r, q1 = 1.0 / 2 + r * (1.0 / 6), q2 = 1.0 / 24 + r * (1.0 / 120),
-                 q3 = 1.0 / 720 + r * (1.0 / 5040), q4 = 1.0 / 40320 + r * (1.0 / 362880),
-                 q5 = 1.0 / 3628800 + r * (1.0 / 39916800), q6 = 1.0 / 479001600 + r * (1.0 / 6227020800);
-    const double e0 = q0 + q1 * r2, e1 = q2 + q3 * r2, e2 = q4 + q5 * r2;
-    const double er = (e0 + e1 * r4) + (e2 + q6 * r4) * r8;
+    const double q0 = 1.0 + r, q1 = fma(r, 1.0 / 6, 1.0 / 2), q2 = fma(r, 1.0 / 120, 1.0 / 24),
+                 q3 = fma(r, 1.0 / 5040, 1.0 / 720), q4 = fma(r, 1.0 / 362880, 1.0 / 40320),
+                 q5 = fma(r, 1.0 / 39916800, 1.0 / 3628800), q6 = fma(r, 1.0 / 6227020800, 1.0 / 479001600);
+    const double e0 = fma(q1, r2, q0), e1 = fma(q3, r2, q2), e2 = fma(q5, r2, q4);
+    const double er = fma(fma(q6, r4, e2), r8, fma(e1, r4, e0));
     uint64_t tbits, sbits;
     memcpy(&tbits, &tn, sizeof(tbits));
     sbits = (tbits - 0x4338000000000000ull + 1023u) << 52; /* n + 1023 in the exponent field */
@@ -357,14 +369,35 @@ static inline float nf__exp_inline(float x) {
 }
 float nf__exp_f32(float x) { return nf__exp_inline(x); }
 
-#define NF__LANES 16
+/* p[j] = exp(p[j] - mx) over a row: nf__exp_f32's values, vectorised (the
+ * softmax recomputations of ATTENTION_BACKWARD) */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__cpu_exp_sub_row(float * restrict p, int64_t n,
+                                                                                  float mx) {
+    for (int64_t j = 0; j < n; j++) p[j] = nf__exp_inline(p[j] - mx);
+}
+
+/* dx = dy * GELU'(x) in ACT_BACKWARD's float order (cpu-train.c), vectorised;
+ * dx may be dy (each chunk is read whole before it is written) */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__cpu_gelu_backward_row(float * dx, const float * x,
+                                                                                        const float * dy, int64_t n) {
+    float t[64];
+    for (int64_t i0 = 0; i0 < n; i0 += 64) {
+        const int64_t nb = n - i0 < 64 ? n - i0 : 64;
+        for (int64_t i = 0; i < nb; i++) {
+            const float xv = x[i0 + i];
+            const float cdf = 0.5f * (1.0f + nf__erf_inline(xv * 0.70710678f));
+            const float pdf = nf__exp_inline(-0.5f * xv * xv) * 0.3989422804f;
+            t[i] = dy[i0 + i] * (cdf + xv * pdf);
+        }
+        memcpy(dx + i0, t, (size_t) nb * sizeof(float));
+    }
+}
 
 /* softmax over a row, in place: the max, exp(s - max), their sum in 16
  * interleaved partial sums (element j into lane j % 16, the lanes then added
  * pairwise: a fixed order, whatever the vector width), times 1/sum. A NaN
  * anywhere makes the whole row NaN. */
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static void nf__softmax_row(float * s,
-                                                                                                   int64_t n) {
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__softmax_row(float * s, int64_t n) {
     float lm[NF__LANES], ls[NF__LANES];
     for (int l = 0; l < NF__LANES; l++) lm[l] = s[0];
     int64_t j = 0;
@@ -392,39 +425,17 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static vo
  * output the plain sum over j in order, so the result does not depend on
  * the vector width, the blocking or the machine. */
 #define NF__TILE_MAXK 256
-#define NF__TILE_ROWS 4
-typedef float nf__v16 __attribute__((vector_size(NF__LANES * sizeof(float))));
-
-/* acc[r] = sum over i < n, in order, of a[r lda + i] * b[i ldb .. + 16], for
- * the four rows r: the scores (a = queries, b = transposed keys) and the
- * outputs (a = probabilities, b = values) alike. Inlined into its callers,
- * so it takes their vector width and acc stays in registers. */
-static inline __attribute__((always_inline)) void nf__tile4(const float * a, int64_t lda, const float * b, int64_t ldb,
-                                                            int64_t n, nf__v16 * acc) {
-    nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    for (int64_t i = 0; i < n; i++) {
-        nf__v16 bv;
-        memcpy(&bv, b + i * ldb, sizeof(bv));
-        a0 = a0 + a[i] * bv;
-        a1 = a1 + a[lda + i] * bv;
-        a2 = a2 + a[2 * lda + i] * bv;
-        a3 = a3 + a[3 * lda + i] * bv;
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-}
-
 struct nf__attn_tile {
     int64_t lq, lk, E, lk16, E16;
     float scale;
     float *kt, *vp, *s, *qb; /* E x lk16 keys transposed; lk x E16 padded values; 4 x lk16 scores; 4 x E queries */
 };
 
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) static void nf__attn_tile_run(
-    const struct nf__attn_tile * t, const float * q, int64_t q_ss, const float * k, const float * v, int64_t kv_ss,
-    float * o, int64_t o_ss) {
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_tile_run(const struct nf__attn_tile * t,
+                                                                                       const float * q, int64_t q_ss,
+                                                                                       const float * k, const float * v,
+                                                                                       int64_t kv_ss, float * o,
+                                                                                       int64_t o_ss) {
     const int64_t lq = t->lq, lk = t->lk, E = t->E, lk16 = t->lk16, E16 = t->E16;
     float *kt = t->kt, *vp = t->vp, *s = t->s, *qb = t->qb;
     for (int64_t j = 0; j < lk16; j++)

@@ -6,6 +6,7 @@
 #include "nf-impl.h"
 
 #include <math.h>
+#include <string.h>
 
 /* an OpenMP loop goes parallel only from this much work (elements touched):
  * below it, waking the team costs more than the loop (microseconds on an
@@ -16,25 +17,80 @@
 #define NF_CPU_PAR(work) ((int64_t) (work) >= NF_CPU_PAR_MIN)
 
 /* LAYER_NORM's row statistics, shared with LAYER_NORM_BACKWARD: sums in
- * double, two passes; mu = (float)(sum x / k), var = (float)(sum (x-mu)^2 / k),
+ * double, two passes, each in 8 interleaved partial sums (element c into
+ * lane c % 8, the lanes then added pairwise: a fixed order, whatever the
+ * vector width, and no chain of k dependent additions);
+ * mu = (float)(sum x / k), var = (float)(sum (x-mu)^2 / k),
  * rstd = 1.0f / sqrtf(var + eps) */
+#define NF__LN_LANES 8
 static inline void nf__cpu_ln_stats(const float * xr, int64_t k, float eps, float * mu_out, float * rstd_out) {
-    double s = 0.0;
-    for (int64_t c = 0; c < k; c++) s += xr[c];
-    const float mu = (float) (s / (double) k);
-    double s2 = 0.0;
-    for (int64_t c = 0; c < k; c++) {
-        double d = (double) xr[c] - (double) mu;
-        s2 += d * d;
+    double s[NF__LN_LANES] = {0}, s2[NF__LN_LANES] = {0};
+    int64_t c = 0;
+    for (; c + NF__LN_LANES <= k; c += NF__LN_LANES)
+        for (int l = 0; l < NF__LN_LANES; l++) s[l] += (double) xr[c + l];
+    for (int l = 0; c + l < k; l++) s[l] += (double) xr[c + l];
+    for (int w = NF__LN_LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) s[l] = s[l] + s[l + w];
+    const float mu = (float) (s[0] / (double) k);
+    const double mud = (double) mu;
+    for (c = 0; c + NF__LN_LANES <= k; c += NF__LN_LANES)
+        for (int l = 0; l < NF__LN_LANES; l++) {
+            const double d = (double) xr[c + l] - mud;
+            s2[l] += d * d;
+        }
+    for (int l = 0; c + l < k; l++) {
+        const double d = (double) xr[c + l] - mud;
+        s2[l] += d * d;
     }
-    const float var = (float) (s2 / (double) k);
+    for (int w = NF__LN_LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) s2[l] = s2[l] + s2[l + w];
+    const float var = (float) (s2[0] / (double) k);
     *mu_out = mu;
     *rstd_out = 1.0f / sqrtf(var + eps);
+}
+
+/* the ISAs the vectorised row kernels are compiled for, picked at load time
+ * (target_clones): AVX-512 (GCC's avx512f implies FMA), AVX2 + FMA
+ * (x86-64-v3), and the baseline. The same IEEE operations in each -- no FMA
+ * contraction (-ffp-contract=off); the exp's and erf's explicit fma() calls
+ * are libm's correctly rounded fma in the baseline clone -- so only the
+ * speed differs. */
+#define NF__CPU_CLONES "avx512f", "arch=x86-64-v3", "default"
+
+/* the attention kernels' register tiles: NF__TILE_ROWS rows of NF__LANES
+ * floats (cpu-kernels.c, cpu-train-b.c) */
+#define NF__LANES     16
+#define NF__TILE_ROWS 4
+typedef float nf__v16 __attribute__((vector_size(NF__LANES * sizeof(float))));
+
+/* acc[r] = sum over i < n, in order, of a[r lda + i] * b[i ldb .. + 16], for
+ * the four rows r: the scores (a = queries, b = transposed keys) and the
+ * outputs (a = probabilities, b = values) alike. Inlined into its callers,
+ * so it takes their vector width and acc stays in registers. */
+static inline __attribute__((always_inline)) void nf__tile4(const float * a, int64_t lda, const float * b, int64_t ldb,
+                                                            int64_t n, nf__v16 * acc) {
+    nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (int64_t i = 0; i < n; i++) {
+        nf__v16 bv;
+        memcpy(&bv, b + i * ldb, sizeof(bv));
+        a0 = a0 + a[i] * bv;
+        a1 = a1 + a[lda + i] * bv;
+        a2 = a2 + a[2 * lda + i] * bv;
+        a3 = a3 + a[3 * lda + i] * bv;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
 }
 
 /* cpu-kernels.c: y = act(x) over n (NF_ACT_GELU / NF_ACT_RELU) with LINEAR's
  * epilogue code; y may be x */
 void nf__cpu_act_row(float * y, const float * x, int64_t n, int act);
+/* p[j] = exp(p[j] - mx), nf__exp_f32's values (vectorised) */
+void nf__cpu_exp_sub_row(float * p, int64_t n, float mx);
+/* dx[i] = dy[i] * GELU'(x[i]), ACT_BACKWARD's formula (vectorised) */
+void nf__cpu_gelu_backward_row(float * dx, const float * x, const float * dy, int64_t n);
 
 /* cpu-train.c: the training ops, set A */
 int nf__cpu_gemm(nf_backend * be, const nf_op * op, nf_err * err);

@@ -25,69 +25,141 @@ static inline float nf__dot(const float * a, const float * b, int64_t n) {
     return acc;
 }
 
-/* Buffers of one (group, head) task: the scores / probabilities, dS (lk
- * each), dq's sum (E), and dk's and dv's sums (lk x E each). */
-struct nf__attn_bwd_buf {
-    float *P, *dS, *dq, *dk, *dv;
+/* The tiled kernel for small problems (lk <= NF__ABW_TILE_K, lq <=
+ * NF__ABW_TILE_Q: Mitra's feature attention, 17 x 17 keys at 20 features,
+ * where the blocked kernel's five sgemm calls per (group, head) cost more
+ * than their arithmetic). One (group, head) per task, all five products in
+ * the forward's register tiles (nf__tile4: four rows by sixteen columns,
+ * each element the plain sum in order of its index): S = scale Q Kᵀ and
+ * dP = dO Vᵀ (sums over e), the softmax of each row as the blocked kernel's
+ * (max, exp, their sum in order, times 1/sum), dS = P (dP - delta), then
+ * dQ = scale dS K (sums over j), dK = scale dSᵀ Q and dV = Pᵀ dO (sums over
+ * i). Every sum's order is fixed, so the result does not depend on the
+ * vector width, the thread count or the machine. Buffers, rows padded to 4
+ * and columns to 16 with zeros: qp, dop (lq4 x E16), kp (lk x E16),
+ * kt, vt (E x lk16), S, D (lq4 x lk16), St, Dt (lk4 x lq). */
+#define NF__ABW_TILE_K 64
+#define NF__ABW_TILE_Q 256
+
+struct nf__abw_tile {
+    int64_t lq4, lk4, lk16, E16;
+    float *qp, *dop, *kp, *kt, *vt, *S, *D, *St, *Dt;
 };
 
-/* One (group, head), the queries in order: the softmax row recomputed as
- * the forward's (max, exp(s - max), their sum in order, times 1/sum), then
- * dq of the row, and each key's dk, dv sums taking query i's term in order
- * of i. stats gets (max, sum) of each row. */
-static void nf__attn_bwd_head(const struct nf_attention_backward_params * p, const float * q, const float * k,
-                              const float * v, const float * o, const float * dout, float * dq, float * dk, float * dv,
-                              float * stats, const struct nf__attn_bwd_buf * b) {
-    const int64_t lq = p->lq, lk = p->lk, E = p->head_dim;
+static size_t nf__abw_tile_init(struct nf__abw_tile * t, int64_t lq, int64_t lk, int64_t E, float * buf) {
+    t->lq4 = (lq + NF__TILE_ROWS - 1) / NF__TILE_ROWS * NF__TILE_ROWS;
+    t->lk4 = (lk + NF__TILE_ROWS - 1) / NF__TILE_ROWS * NF__TILE_ROWS;
+    t->lk16 = (lk + NF__LANES - 1) / NF__LANES * NF__LANES;
+    t->E16 = (E + NF__LANES - 1) / NF__LANES * NF__LANES;
+    const size_t sizes[9] = {(size_t) (t->lq4 * t->E16),  (size_t) (t->lq4 * t->E16), (size_t) (lk * t->E16),
+                             (size_t) (E * t->lk16),      (size_t) (E * t->lk16),     (size_t) (t->lq4 * t->lk16),
+                             (size_t) (t->lq4 * t->lk16), (size_t) (t->lk4 * lq),     (size_t) (t->lk4 * lq)};
+    float ** ptrs[9] = {&t->qp, &t->dop, &t->kp, &t->kt, &t->vt, &t->S, &t->D, &t->St, &t->Dt};
+    size_t off = 0;
+    for (int i = 0; i < 9; i++) {
+        *ptrs[i] = buf ? buf + off : NULL;
+        off += sizes[i];
+    }
+    return off;
+}
+
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_bwd_tile(
+    const struct nf_attention_backward_params * p, const float * q, const float * k, const float * v, const float * o,
+    const float * dout, float * dq, float * dk, float * dv, float * stats, const struct nf__abw_tile * t) {
+    const int64_t lq = p->lq, lk = p->lk, E = p->head_dim, lq4 = t->lq4, lk4 = t->lk4, lk16 = t->lk16, E16 = t->E16;
     const float scale = p->scale;
-    memset(b->dk, 0, (size_t) (lk * E) * sizeof(float));
-    memset(b->dv, 0, (size_t) (lk * E) * sizeof(float));
-    for (int64_t i = 0; i < lq; i++) {
-        const float * qi = q + i * p->q_ss;
-        const float * oi = o + i * p->o_ss;
-        const float * di = dout + i * p->o_ss;
-        for (int64_t j = 0; j < lk; j++) b->P[j] = scale * nf__dot(qi, k + j * p->kv_ss, E);
-        float mx = b->P[0];
-        for (int64_t j = 1; j < lk; j++) mx = b->P[j] > mx ? b->P[j] : mx;
-        float sum = 0.0f;
-        for (int64_t j = 0; j < lk; j++) {
-            b->P[j] = nf__exp_f32(b->P[j] - mx);
-            sum = sum + b->P[j];
+    for (int64_t i = 0; i < lq4; i++)
+        for (int64_t e = 0; e < E16; e++) {
+            const int in = i < lq && e < E;
+            t->qp[i * E16 + e] = in ? q[i * p->q_ss + e] : 0.0f;
+            t->dop[i * E16 + e] = in ? dout[i * p->o_ss + e] : 0.0f;
         }
+    for (int64_t j = 0; j < lk; j++)
+        for (int64_t e = 0; e < E16; e++) t->kp[j * E16 + e] = e < E ? k[j * p->kv_ss + e] : 0.0f;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t j = 0; j < lk16; j++) {
+            t->kt[e * lk16 + j] = j < lk ? k[j * p->kv_ss + e] : 0.0f;
+            t->vt[e * lk16 + j] = j < lk ? v[j * p->kv_ss + e] : 0.0f;
+        }
+    /* S = scale Q Kᵀ, dP = dO Vᵀ */
+    for (int64_t i0 = 0; i0 < lq4; i0 += NF__TILE_ROWS)
+        for (int64_t jb = 0; jb < lk16; jb += NF__LANES) {
+            nf__v16 acc[NF__TILE_ROWS];
+            nf__tile4(t->qp + i0 * E16, E16, t->kt + jb, lk16, E, acc);
+            for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
+                const nf__v16 sc = scale * acc[r];
+                memcpy(t->S + (i0 + r) * lk16 + jb, &sc, sizeof(sc));
+            }
+            nf__tile4(t->dop + i0 * E16, E16, t->vt + jb, lk16, E, acc);
+            for (int64_t r = 0; r < NF__TILE_ROWS; r++) memcpy(t->D + (i0 + r) * lk16 + jb, &acc[r], sizeof(acc[r]));
+        }
+    /* P, dS, and their transposes */
+    for (int64_t i = 0; i < lq4; i++) {
+        float * P = t->S + i * lk16;
+        float * dS = t->D + i * lk16;
+        if (i >= lq) {
+            memset(P, 0, (size_t) lk16 * sizeof(float));
+            memset(dS, 0, (size_t) lk16 * sizeof(float));
+            continue;
+        }
+        float mx = P[0];
+        for (int64_t j = 1; j < lk; j++) mx = P[j] > mx ? P[j] : mx;
+        nf__cpu_exp_sub_row(P, lk, mx);
+        float sum = 0.0f;
+        for (int64_t j = 0; j < lk; j++) sum = sum + P[j];
         const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < lk; j++) b->P[j] = b->P[j] * inv;
+        for (int64_t j = 0; j < lk; j++) P[j] = P[j] * inv;
         stats[2 * i] = mx;
         stats[2 * i + 1] = sum;
-        const float delta = nf__dot(di, oi, E);
-        for (int64_t j = 0; j < lk; j++) b->dS[j] = b->P[j] * (nf__dot(di, v + j * p->kv_ss, E) - delta);
-        memset(b->dq, 0, (size_t) E * sizeof(float));
-        for (int64_t j = 0; j < lk; j++) {
-            const float * kj = k + j * p->kv_ss;
-            const float ds = b->dS[j], pj = b->P[j];
-            float * dkj = b->dk + j * E;
-            float * dvj = b->dv + j * E;
-            for (int64_t e = 0; e < E; e++) {
-                b->dq[e] = b->dq[e] + ds * kj[e];
-                dkj[e] = dkj[e] + ds * qi[e];
-                dvj[e] = dvj[e] + pj * di[e];
+        float delta = 0.0f;
+        for (int64_t e = 0; e < E; e++) delta = delta + dout[i * p->o_ss + e] * o[i * p->o_ss + e];
+        for (int64_t j = 0; j < lk; j++) dS[j] = P[j] * (dS[j] - delta);
+        for (int64_t j = lk; j < lk16; j++) P[j] = dS[j] = 0.0f;
+    }
+    for (int64_t j = 0; j < lk4; j++)
+        for (int64_t i = 0; i < lq; i++) {
+            t->St[j * lq + i] = j < lk ? t->S[i * lk16 + j] : 0.0f;
+            t->Dt[j * lq + i] = j < lk ? t->D[i * lk16 + j] : 0.0f;
+        }
+    /* dQ = scale dS K */
+    for (int64_t i0 = 0; i0 < lq4; i0 += NF__TILE_ROWS) {
+        const int64_t nr = lq - i0 < NF__TILE_ROWS ? lq - i0 : NF__TILE_ROWS;
+        for (int64_t eb = 0; eb < E16; eb += NF__LANES) {
+            nf__v16 acc[NF__TILE_ROWS];
+            nf__tile4(t->D + i0 * lk16, lk16, t->kp + eb, E16, lk, acc);
+            const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
+            for (int64_t r = 0; r < nr; r++) {
+                const nf__v16 g = scale * acc[r];
+                memcpy(dq + (i0 + r) * p->q_ss + eb, &g, (size_t) ne * sizeof(float));
             }
         }
-        float * dqi = dq + i * p->q_ss;
-        for (int64_t e = 0; e < E; e++) dqi[e] = scale * b->dq[e];
     }
-    const int acc = p->accumulate_kv != 0;
-    for (int64_t j = 0; j < lk; j++) {
-        float * dkj = dk + j * p->kv_ss;
-        float * dvj = dv + j * p->kv_ss;
-        for (int64_t e = 0; e < E; e++) {
-            const float tk = scale * b->dk[j * E + e], tv = b->dv[j * E + e];
-            dkj[e] = acc ? dkj[e] + tk : tk;
-            dvj[e] = acc ? dvj[e] + tv : tv;
+    /* dK (+)= scale dSᵀ Q, dV (+)= Pᵀ dO */
+    const int accum = p->accumulate_kv != 0;
+    for (int64_t j0 = 0; j0 < lk4; j0 += NF__TILE_ROWS) {
+        const int64_t nr = lk - j0 < NF__TILE_ROWS ? lk - j0 : NF__TILE_ROWS;
+        for (int64_t eb = 0; eb < E16; eb += NF__LANES) {
+            nf__v16 gk[NF__TILE_ROWS], gv[NF__TILE_ROWS];
+            nf__tile4(t->Dt + j0 * lq, lq, t->qp + eb, E16, lq, gk);
+            nf__tile4(t->St + j0 * lq, lq, t->dop + eb, E16, lq, gv);
+            const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
+            for (int64_t r = 0; r < nr; r++) {
+                float tk[NF__LANES], tv[NF__LANES];
+                const nf__v16 sk = scale * gk[r];
+                memcpy(tk, &sk, sizeof(tk));
+                memcpy(tv, &gv[r], sizeof(tv));
+                float * dkj = dk + (j0 + r) * p->kv_ss + eb;
+                float * dvj = dv + (j0 + r) * p->kv_ss + eb;
+                for (int64_t e = 0; e < ne; e++) {
+                    dkj[e] = accum ? dkj[e] + tk[e] : tk[e];
+                    dvj[e] = accum ? dvj[e] + tv[e] : tv[e];
+                }
+            }
         }
     }
 }
 
-/* The blocked kernel (lk >= NF__ABW_MINK: Mitra's row attention, where
+/* The blocked kernel (larger problems: Mitra's row attention, where
  * the scalar loops above took three quarters of a fine-tuning step): per
  * (group, head), blocks of NF__ABW_BQ query rows, each block's scores
  * S = scale Q Kᵀ and dP = dO Vᵀ by sgemm (nb x lk, never lq x lk), the
@@ -97,8 +169,7 @@ static void nf__attn_bwd_head(const struct nf_attention_backward_params * p, con
  * block order). The sgemm calls run single-threaded inside the parallel
  * region (oneDNN's OpenMP build), so the result does not depend on the
  * thread count. */
-#define NF__ABW_MINK 16
-#define NF__ABW_BQ   64
+#define NF__ABW_BQ 64
 
 struct nf__abw_task {
     float *S, *D, *dk, *dv;
@@ -120,11 +191,9 @@ static int nf__attn_bwd_blocked(const struct nf_attention_backward_params * p, c
             float * dS = b->D + r * lk;
             float mx = P[0];
             for (int64_t j = 1; j < lk; j++) mx = P[j] > mx ? P[j] : mx;
+            nf__cpu_exp_sub_row(P, lk, mx);
             float sum = 0.0f;
-            for (int64_t j = 0; j < lk; j++) {
-                P[j] = nf__exp_f32(P[j] - mx);
-                sum = sum + P[j];
-            }
+            for (int64_t j = 0; j < lk; j++) sum = sum + P[j];
             const float inv = 1.0f / sum;
             for (int64_t j = 0; j < lk; j++) P[j] = P[j] * inv;
             stats[2 * (i0 + r)] = mx;
@@ -199,12 +268,13 @@ int nf__cpu_attention_backward(nf_backend * be, const nf_op * op, nf_err * err) 
     const struct nf_attention_backward_params * p = &op->p.attention_backward;
     const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
     if (G == 0 || lq == 0) return NF_OK;
-    if (lk >= NF__ABW_MINK) return nf__cpu_attention_backward_blocked(op, err);
+    if (lk > NF__ABW_TILE_K || lq > NF__ABW_TILE_Q) return nf__cpu_attention_backward_blocked(op, err);
     const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
     const float *o = NF__PTR(&op->src[3]), *dout = NF__PTR(&op->src[4]);
     float *dq = NF__PTR(&op->dst[0]), *dk = NF__PTR(&op->dst[1]), *dv = NF__PTR(&op->dst[2]);
     float * stats = NF__PTR(&op->dst[3]);
-    const size_t nfl = (size_t) (2 * lk + E + 2 * lk * E);
+    struct nf__abw_tile t0;
+    const size_t nfl = nf__abw_tile_init(&t0, lq, lk, E, NULL);
     int failed = 0;
 #pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
     {
@@ -213,14 +283,15 @@ int nf__cpu_attention_backward(nf_backend * be, const nf_op * op, nf_err * err) 
 #pragma omp atomic write
             failed = 1;
         }
-        const struct nf__attn_bwd_buf b = {buf, buf + lk, buf + 2 * lk, buf + 2 * lk + E, buf + 2 * lk + E + lk * E};
+        struct nf__abw_tile t;
+        nf__abw_tile_init(&t, lq, lk, E, buf);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t gh = 0; gh < G * H; gh++) {
             if (!buf) continue;
             const int64_t g = gh / H, h = gh % H;
             const int64_t qo = g * p->q_gs + h * E, ko = g * p->kv_gs + h * E, oo = g * p->o_gs + h * E;
-            nf__attn_bwd_head(p, q + qo, k + ko, v + ko, o + oo, dout + oo, dq + qo, dk + ko, dv + ko,
-                              stats + gh * lq * 2, &b);
+            nf__attn_bwd_tile(p, q + qo, k + ko, v + ko, o + oo, dout + oo, dq + qo, dk + ko, dv + ko,
+                              stats + gh * lq * 2, &t);
         }
         free(buf);
     }

@@ -81,23 +81,27 @@ int nf__cpu_act(nf_backend * be, const nf_op * op, nf_err * err) {
 }
 
 /* GELU: PyTorch's GeluBackward (approximate='none') in float, erf and exp
- * correctly rounded (cpu-kernels.c's nf__erf_f32 / nf__exp_f32) */
+ * correctly rounded (cpu-kernels.c: nf__cpu_gelu_backward_row, nf__erf_f32 /
+ * nf__exp_f32 vectorised) */
 int nf__cpu_act_backward(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_act_backward_params * p = &op->p.act_backward;
     const float * x = NF__PTR(&op->src[0]);
     const float * dy = NF__PTR(&op->src[1]);
     float * dx = NF__PTR(&op->dst[0]);
-    const int gelu = p->act == NF_ACT_GELU;
+    if (p->act == NF_ACT_GELU) {
+        /* blocks of 4096 elements, each one call of the vectorised row */
+        const int64_t nblk = (p->n + 4095) / 4096;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->n))
+        for (int64_t blk = 0; blk < nblk; blk++) {
+            const int64_t i0 = blk * 4096, nb = p->n - i0 < 4096 ? p->n - i0 : 4096;
+            nf__cpu_gelu_backward_row(dx + i0, x + i0, dy + i0, nb);
+        }
+        return NF_OK;
+    }
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->n))
     for (int64_t i = 0; i < p->n; i++) {
         const float xv = x[i], g = dy[i];
-        if (gelu) {
-            const float cdf = 0.5f * (1.0f + nf__erf_f32(xv * 0.70710678f));
-            const float pdf = nf__exp_f32(-0.5f * xv * xv) * 0.3989422804f;
-            dx[i] = g * (cdf + xv * pdf);
-        } else {
-            dx[i] = xv > 0.0f ? g : 0.0f;
-        }
+        dx[i] = xv > 0.0f ? g : 0.0f;
     }
     return NF_OK;
 }
