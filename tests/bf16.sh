@@ -7,7 +7,8 @@
 #      reference/mitra_bf16_fixtures.py) within the mode's default bounds, the
 #      logits bf16 values (the mode does run), report.json naming the mode, and
 #      against the exact fp32 cpu backend within the mode's bounds for that;
-#   3. a non-Mitra model and the opencl backend refuse the mode.
+#   3. a non-Mitra model refuses the mode;
+#   4. opencl:0 (fp32 kernels with bf16 rounding): against upstream's autocast as in 2.
 set -u
 BIN=$1; FIX=$2; TMP=$3
 rm -rf "$TMP"; mkdir -p "$TMP"
@@ -67,7 +68,7 @@ else
   echo "SKIP parity: $("$BIN" devices | grep '^  cpu  precision modes')"
 fi
 
-# 3. refusals: another model, another backend
+# 3. refusal: another model
 "$BIN" gen-weights tabstar --out "$TMP/tab" --seed 1 --layers 1 --vocab 2000 >/dev/null 2>&1 || true
 if [ -f "$TMP/tab/config.json" ]; then
   if "$BIN" run --model "$TMP/tab" --precision bf16-autocast --out "$TMP/tabo" > "$TMP/tab.txt" 2>&1; then
@@ -75,9 +76,34 @@ if [ -f "$TMP/tab/config.json" ]; then
   elif grep -q "bf16-autocast is implemented for Mitra only" "$TMP/tab.txt"; then ok "tabstar refused"
   else bad "tabstar: wrong refusal"; cat "$TMP/tab.txt"; fi
 fi
+# 4. opencl: the mode as fp32 kernels with bf16 rounding (kernels-bf16.cl), against upstream's
+#    autocast within the same bounds (seed42: classifier; regressor: the Linear(1, D) label
+#    embedding), and bf16 logits
 if "$BIN" devices | grep -q "^  opencl:0 "; then
-  if run_in "$TMP/ocl" --device opencl:0 --precision bf16-autocast > "$TMP/ocl.txt" 2>&1; then bad "opencl ran bf16-autocast"
-  elif grep -q "bf16-autocast is not implemented on the opencl backend" "$TMP/ocl.txt"; then ok "opencl:0 refused"
-  else bad "opencl: wrong refusal"; cat "$TMP/ocl.txt"; fi
+  for name in seed42 regressor; do
+    cmd=$(sed -n 's/.*"gen_weights_command": "nofall \(.*\)".*/\1/p' "$FIX/$name/case.json")
+    # shellcheck disable=SC2086
+    [ -d "$TMP/m-$name" ] || "$BIN" ${cmd/--out DIR/--out $TMP/m-$name} >/dev/null
+    if "$BIN" verify --model "$TMP/m-$name" --device opencl:0 --against "$FIX/$name" --precision bf16-autocast \
+         > "$TMP/vo-$name.txt" 2>&1 && grep -q "^PRECISION=bf16-autocast$" "$TMP/vo-$name.txt"; then
+      ok "opencl:0 $name vs upstream autocast: $(grep -E '^case ' "$TMP/vo-$name.txt" | grep -o 'max_abs=[^ ]* mean_abs=[^ ]*'); $(grep -o 'max_abs<=[^ ]* mean_abs<=[^ ]*' "$TMP/vo-$name.txt" | tail -1)"
+    else
+      bad "opencl:0 $name vs upstream autocast"; cat "$TMP/vo-$name.txt"
+    fi
+  done
+  if run_in "$TMP/ocl" --device opencl:0 --precision bf16-autocast > "$TMP/ocl.txt" 2>&1 &&
+     grep -q '"precision":[[:space:]]*"bf16-autocast"' "$TMP/ocl/report.json" &&
+     python3 - "$TMP/ocl/logits.npy" <<'PY'
+import ast, struct, sys
+d = open(sys.argv[1], "rb").read()
+hl = struct.unpack("<H", d[8:10])[0]
+h = ast.literal_eval(d[10:10 + hl].decode())
+assert h["descr"] == "<f4", h
+v = struct.unpack("<%dI" % ((len(d) - 10 - hl) // 4), d[10 + hl:])
+assert v and all(x & 0xFFFF == 0 for x in v), "logits are not bf16 values"
+assert any(x != 0 for x in v)
+PY
+  then ok "opencl:0 run --precision bf16-autocast: bf16 logits, report.json names the mode"
+  else bad "opencl:0 run --precision bf16-autocast"; cat "$TMP/ocl.txt"; fi
 fi
 exit $fail
