@@ -6,6 +6,7 @@
  *   cuda-ops.c   the cuBLAS GEMM, LINEAR, ATTENTION and CONV1D host code, the
  *                per-op limits and the kernel table (the other ops' kernels
  *                and launchers are in cuda-kernels-*.cu)
+ *   cuda-bf16.c  --precision bf16-autocast (bf16 cuBLAS GEMM, cuda-kernels-bf16.cu)
  */
 #ifndef NF_CUDA_IMPL_H
 #define NF_CUDA_IMPL_H

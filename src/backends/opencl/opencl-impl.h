@@ -10,6 +10,7 @@
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
  *   opencl-train-b.c  the training ops, set B (attention backward, embeddings, losses)
  *   opencl-train-c.c  the training ops, set C (scatter-add, gradient clipping, scaling)
+ *   opencl-bf16.c     --precision bf16-autocast (kernels-bf16.cl)
  */
 #ifndef NF_OPENCL_IMPL_H
 #define NF_OPENCL_IMPL_H

@@ -358,7 +358,7 @@ int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_b
     if (precision == NF_PRECISION_TF32) {
         return nf__err_set(err, NF_ERR_ARG,
                            "opencl:%d: precision tf32 is a CUDA-only mode "
-                           "(the OpenCL backend is exact fp32 only)",
+                           "(the OpenCL backend runs exact fp32 or bf16-autocast)",
                            index);
     }
     if (precision != NF_PRECISION_EXACT && precision != NF_PRECISION_BF16_AUTOCAST) {
