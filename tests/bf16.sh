@@ -7,9 +7,11 @@
 #      reference/mitra_bf16_fixtures.py) within the mode's default bounds, the
 #      logits bf16 values (the mode does run), report.json naming the mode, and
 #      against the exact fp32 cpu backend within the mode's bounds for that;
-#   3. a non-Mitra model and the opencl backend refuse the mode.
+#   3. a non-Mitra model refuses the mode;
+#   4. opencl:0 (fp32 kernels with bf16 rounding): against upstream's autocast as in 2.
+# With a 4th argument DEVICE (cuda:0 in the emulator build): step 4 on that device only.
 set -u
-BIN=$1; FIX=$2; TMP=$3
+BIN=$1; FIX=$2; TMP=$3; ONLY=${4:-}
 rm -rf "$TMP"; mkdir -p "$TMP"
 fail=0
 ok() { echo "PASS $1"; }
@@ -21,7 +23,8 @@ run_in() { "$BIN" run --model "$TMP/m-seed42" --support-x "$FIX/seed42/support_x
              --query-x "$FIX/seed42/query_x.npy" --out "$@"; }
 
 # 1. the refusal (on any CPU: capped here, or lacking the feature)
-if ONEDNN_MAX_CPU_ISA=AVX512_CORE run_in "$TMP/capped" --precision bf16-autocast > "$TMP/capped.txt" 2>&1; then
+if [ -n "$ONLY" ]; then :
+elif ONEDNN_MAX_CPU_ISA=AVX512_CORE run_in "$TMP/capped" --precision bf16-autocast > "$TMP/capped.txt" 2>&1; then
   bad "capped ISA: the run succeeded"; cat "$TMP/capped.txt"
 elif grep -q "bf16-autocast is not available: .*AVX512_BF16" "$TMP/capped.txt" && [ ! -e "$TMP/capped/logits.npy" ]; then
   ok "capped ISA refused: $(grep -o 'not available: .*' "$TMP/capped.txt" | cut -c1-90)..."
@@ -30,7 +33,8 @@ else
 fi
 
 # 2. parity with upstream's autocast, where the CPU runs bf16
-if "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
+if [ -n "$ONLY" ]; then :
+elif "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
   for name in seed42 regressor wide; do
     cmd=$(sed -n 's/.*"gen_weights_command": "nofall \(.*\)".*/\1/p' "$FIX/$name/case.json")
     # shellcheck disable=SC2086
@@ -67,17 +71,46 @@ else
   echo "SKIP parity: $("$BIN" devices | grep '^  cpu  precision modes')"
 fi
 
-# 3. refusals: another model, another backend
-"$BIN" gen-weights tabstar --out "$TMP/tab" --seed 1 --layers 1 --vocab 2000 >/dev/null 2>&1 || true
+# 3. refusal: another model
+[ -n "$ONLY" ] || "$BIN" gen-weights tabstar --out "$TMP/tab" --seed 1 --layers 1 --vocab 2000 >/dev/null 2>&1 || true
 if [ -f "$TMP/tab/config.json" ]; then
   if "$BIN" run --model "$TMP/tab" --precision bf16-autocast --out "$TMP/tabo" > "$TMP/tab.txt" 2>&1; then
     bad "tabstar ran in bf16-autocast"
   elif grep -q "bf16-autocast is implemented for Mitra only" "$TMP/tab.txt"; then ok "tabstar refused"
   else bad "tabstar: wrong refusal"; cat "$TMP/tab.txt"; fi
 fi
-if "$BIN" devices | grep -q "^  opencl:0 "; then
-  if run_in "$TMP/ocl" --device opencl:0 --precision bf16-autocast > "$TMP/ocl.txt" 2>&1; then bad "opencl ran bf16-autocast"
-  elif grep -q "bf16-autocast is not implemented on the opencl backend" "$TMP/ocl.txt"; then ok "opencl:0 refused"
-  else bad "opencl: wrong refusal"; cat "$TMP/ocl.txt"; fi
+# 4. opencl:0 (or DEVICE): the mode (fp32 kernels with bf16 rounding on opencl), against upstream's
+#    autocast within the same bounds (seed42: classifier; regressor: the Linear(1, D) label
+#    embedding), and bf16 logits
+for DEV in ${ONLY:-opencl:0}; do
+if "$BIN" devices | grep -q "^  $DEV "; then
+  for name in seed42 regressor; do
+    cmd=$(sed -n 's/.*"gen_weights_command": "nofall \(.*\)".*/\1/p' "$FIX/$name/case.json")
+    # shellcheck disable=SC2086
+    [ -d "$TMP/m-$name" ] || "$BIN" ${cmd/--out DIR/--out $TMP/m-$name} >/dev/null
+    if "$BIN" verify --model "$TMP/m-$name" --device $DEV --against "$FIX/$name" --precision bf16-autocast \
+         > "$TMP/vo-${DEV%:*}-$name.txt" 2>&1 && grep -q "^PRECISION=bf16-autocast$" "$TMP/vo-${DEV%:*}-$name.txt"; then
+      ok "$DEV $name vs upstream autocast: $(grep -E '^case ' "$TMP/vo-${DEV%:*}-$name.txt" | grep -o 'max_abs=[^ ]* mean_abs=[^ ]*'); $(grep -o 'max_abs<=[^ ]* mean_abs<=[^ ]*' "$TMP/vo-${DEV%:*}-$name.txt" | tail -1)"
+    else
+      bad "$DEV $name vs upstream autocast"; cat "$TMP/vo-${DEV%:*}-$name.txt"
+    fi
+  done
+  if run_in "$TMP/ocl-${DEV%:*}" --device $DEV --precision bf16-autocast > "$TMP/ocl-${DEV%:*}.txt" 2>&1 &&
+     grep -q '"precision":[[:space:]]*"bf16-autocast"' "$TMP/ocl-${DEV%:*}/report.json" &&
+     python3 - "$TMP/ocl-${DEV%:*}/logits.npy" <<'PY'
+import ast, struct, sys
+d = open(sys.argv[1], "rb").read()
+hl = struct.unpack("<H", d[8:10])[0]
+h = ast.literal_eval(d[10:10 + hl].decode())
+assert h["descr"] == "<f4", h
+v = struct.unpack("<%dI" % ((len(d) - 10 - hl) // 4), d[10 + hl:])
+assert v and all(x & 0xFFFF == 0 for x in v), "logits are not bf16 values"
+assert any(x != 0 for x in v)
+PY
+  then ok "$DEV run --precision bf16-autocast: bf16 logits, report.json names the mode"
+  else bad "$DEV run --precision bf16-autocast"; cat "$TMP/ocl-${DEV%:*}.txt"; fi
+elif [ -n "$ONLY" ]; then
+  bad "$DEV is not listed by nofall devices"
 fi
+done
 exit $fail

@@ -1,5 +1,6 @@
-/* test-bf16-ops.c -- the cpu backend's --precision bf16-autocast kernels
- * (src/backends/cpu/cpu-bf16.c, docs/precision.md) against the arithmetic
+/* test-bf16-ops.c [DEVICE] -- a backend's --precision bf16-autocast kernels
+ * (cpu: src/backends/cpu/cpu-bf16.c; opencl: opencl-bf16.c; cuda: cuda-bf16.c;
+ * docs/precision.md; default cpu) against the arithmetic
  * written out here: inputs rounded to bf16, sums in double, outputs rounded to
  * bf16 where torch's autocast rounds. The kernels sum in fp32, so a result may
  * land one bf16 ulp away where the exact value sits at a rounding boundary:
@@ -45,7 +46,13 @@ static nf_tensor mk(int64_t n, const float * data) {
     if (data) nf__tensor_upload(&t, data, &err);
     return t;
 }
-static float * host(const nf_tensor * t) { return (float *) ((char *) t->buf->handle + t->offs); }
+/* the tensor's n floats, downloaded (malloc'ed) */
+static float * fetch(const nf_tensor * t, int64_t n) {
+    float * h = malloc((size_t) n * 4);
+    nf_err err = {0};
+    CHECK_RC(nf__tensor_download(t, h, &err), NF_OK, &err);
+    return h;
+}
 
 /* the share of elements off by one ulp; fails on any off by more */
 static double tally(const char * what, const float * got, const float * want, int64_t n) {
@@ -83,6 +90,7 @@ static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int t
         .m = m, .k = k, .n = n, .ldx = ldx, .ldy = ldy, .act = act, .accumulate = acc, .bias_after_round = twice};
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    float * yh = fetch(&ty, m * ldy);
     for (int64_t r = 0; r < m; r++)
         for (int64_t o = 0; o < n; o++) {
             double s = 0.0;
@@ -90,13 +98,14 @@ static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int t
             float t = twice ? bf((double) bf(s) + (double) bf(b[o])) : bf(s + (double) bf(b[o]));
             if (act == NF_ACT_GELU) t = bf(0.5 * t * (1.0 + erf(t / sqrt(2.0))));
             want[r * n + o] = t;
-            got[r * n + o] = acc ? host(&ty)[r * ldy + o] - y0[r * ldy + o] : host(&ty)[r * ldy + o];
+            got[r * n + o] = acc ? yh[r * ldy + o] - y0[r * ldy + o] : yh[r * ldy + o];
         }
     char what[96];
     snprintf(what, sizeof(what), "LINEAR %lldx%lldx%lld act=%d acc=%d twice=%d", (long long) m, (long long) k,
              (long long) n, act, acc, twice);
     CHECK(tally(what, got, want, m * n) < 0.02, "%s: over 2%% of the elements one ulp off", what);
-    for (int64_t r = 0; r + 1 < m; r++) CHECK(host(&ty)[r * ldy + n] == y0[r * ldy + n], "LINEAR wrote into padding");
+    for (int64_t r = 0; r + 1 < m; r++) CHECK(yh[r * ldy + n] == y0[r * ldy + n], "LINEAR wrote into padding");
+    free(yh);
     nf__tensor_free(&tx);
     nf__tensor_free(&tW);
     nf__tensor_free(&tb);
@@ -154,7 +163,9 @@ static void test_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t 
     char what[96];
     snprintf(what, sizeof(what), "ATTENTION G=%lld H=%lld E=%lld lq=%lld lk=%lld", (long long) G, (long long) H,
              (long long) E, (long long) lq, (long long) lk);
-    CHECK(tally(what, host(&to), want, nq) < 0.05, "%s: over 5%% of the elements one ulp off", what);
+    float * oh = fetch(&to, nq);
+    CHECK(tally(what, oh, want, nq) < 0.05, "%s: over 5%% of the elements one ulp off", what);
+    free(oh);
     nf__tensor_free(&tq);
     nf__tensor_free(&tk);
     nf__tensor_free(&tv);
@@ -162,9 +173,10 @@ static void test_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t 
     free(q), free(k), free(v), free(want), free(p);
 }
 
-int main(void) {
+int main(int argc, char ** argv) {
     nf_err err = {0};
-    const int rc = nf_backend_init("cpu", NF_PRECISION_BF16_AUTOCAST, &be, &err);
+    const char * dev = argc > 1 ? argv[1] : "cpu";
+    const int rc = nf_backend_init(dev, NF_PRECISION_BF16_AUTOCAST, &be, &err);
     if (rc == NF_ERR_DEVICE && strstr(err.msg, "AVX512_BF16")) {
         printf("skipped: %s\n", err.msg);
         return 77;
@@ -180,5 +192,7 @@ int main(void) {
     test_attention(3, 2, 16, 20, 33);
     test_attention(2, 4, 32, 130, 40); /* two blocks of query rows */
     nf_backend_free(be);
-    return nf_test_done("bf16-ops");
+    char name[64];
+    snprintf(name, sizeof(name), "bf16-ops %s", dev);
+    return nf_test_done(name);
 }

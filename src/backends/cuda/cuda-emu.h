@@ -120,7 +120,7 @@ typedef enum {
     CUBLAS_COMPUTE_32F_PEDANTIC = 69,
     CUBLAS_COMPUTE_32F_FAST_TF32 = 77
 } cublasComputeType_t;
-typedef enum { CUDA_R_32F = 0 } cudaDataType;
+typedef enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 } cudaDataType; /* CUDA's values */
 typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
 
 cublasStatus_t cublasCreate(cublasHandle_t * h);
@@ -701,11 +701,64 @@ static cublasStatus_t nf_emu_gemm(cublasHandle_t h, cublasOperation_t ta, cublas
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* a host buffer registered as device memory for the duration of one GEMM */
+struct nf_emu_host_operand {
+    uintptr_t a;
+    explicit nf_emu_host_operand(const std::vector<float> & v) : a((uintptr_t) v.data()) {
+        std::lock_guard<std::mutex> l(nf_emu::g_mem_mutex);
+        nf_emu::g_allocs[a] = v.size() * 4;
+    }
+    ~nf_emu_host_operand() {
+        std::lock_guard<std::mutex> l(nf_emu::g_mem_mutex);
+        nf_emu::g_allocs.erase(a);
+    }
+};
+
+/* a bf16 operand (cols columns of rows bf16 values, ld apart) widened to fp32 (exact), same layout */
+static bool nf_emu_widen_bf16(const void * P, int rows, int cols, int ld, std::vector<float> & out) {
+    if (rows <= 0 || cols <= 0) return true;
+    const size_t n = (size_t) (cols - 1) * (size_t) ld + (size_t) rows;
+    if (!nf_emu::in_alloc(P, n * 2)) return false;
+    const uint16_t * h = (const uint16_t *) P;
+    out.assign(n, 0.0f);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t) h[i] << 16;
+        memcpy(&out[i], &u, 4);
+    }
+    return true;
+}
+
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                             const void * alpha, const void * A, cudaDataType At, int lda, const void * B,
                             cudaDataType Bt, int ldb, const void * beta, void * C, cudaDataType Ct, int ldc,
                             cublasComputeType_t ct, cublasGemmAlgo_t algo) {
     (void) algo;
+    if (At == CUDA_R_16BF || Bt == CUDA_R_16BF) {
+        /* cuBLAS's bf16 x bf16 -> f32 with CUBLAS_COMPUTE_32F: the operands
+         * widened to fp32 (exact), then the fp32 GEMM (products of bf16 values
+         * are exact in fp32; only the order of the fp32 sums is the emulator's) */
+        if (At != CUDA_R_16BF || Bt != CUDA_R_16BF || Ct != CUDA_R_32F || ct != CUBLAS_COMPUTE_32F)
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
+        std::vector<float> Aw, Bw;
+        const int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
+        const int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
+        if (!nf_emu_widen_bf16(A, ar, ac, lda, Aw) || !nf_emu_widen_bf16(B, br, bc, ldb, Bw)) {
+            fprintf(stderr, "nofall cuda emulator: bf16 GEMM operand outside device memory (m=%d n=%d k=%d)\n", m, n,
+                    k);
+            return CUBLAS_STATUS_EXECUTION_FAILED;
+        }
+        if (Aw.empty() || Bw.empty()) { /* k == 0 (or m, n == 0): C = beta C through the fp32 path */
+            static float dummy[1];
+            return nf_emu_gemm(h, ta, tb, m, n, k, (const float *) alpha, dummy, lda, 0, dummy, ldb, 0,
+                               (const float *) beta, (float *) C, ldc, 0, 1, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                               CUBLAS_COMPUTE_32F);
+        }
+        nf_emu_host_operand wa(Aw), wb(Bw);
+        return nf_emu_gemm(h, ta, tb, m, n, k, (const float *) alpha, Aw.data(), lda, 0, Bw.data(), ldb, 0,
+                           (const float *) beta, (float *) C, ldc, 0, 1, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                           CUBLAS_COMPUTE_32F);
+    }
     return nf_emu_gemm(h, ta, tb, m, n, k, (const float *) alpha, (const float *) A, lda, 0, (const float *) B, ldb, 0,
                        (const float *) beta, (float *) C, ldc, 0, 1, At, Bt, Ct, ct);
 }

@@ -6,6 +6,7 @@
  *   cuda-ops.c   the cuBLAS GEMM, LINEAR, ATTENTION and CONV1D host code, the
  *                per-op limits and the kernel table (the other ops' kernels
  *                and launchers are in cuda-kernels-*.cu)
+ *   cuda-bf16.c  --precision bf16-autocast (bf16 cuBLAS GEMM, cuda-kernels-bf16.cu)
  */
 #ifndef NF_CUDA_IMPL_H
 #define NF_CUDA_IMPL_H
@@ -40,6 +41,7 @@ typedef struct nf_cuda_ctx {
     size_t scratch_size;
     int64_t chunk_floats;
     int attention_small; /* 0: cuda.attention=cublas (every ATTENTION through cuBLAS) */
+    int bf16;            /* --precision bf16-autocast: ops through cuda-bf16.c */
 } nf_cuda_ctx;
 
 static inline nf_cuda_ctx * nf__cuda(nf_backend * be) { return (nf_cuda_ctx *) be->ctx; }
@@ -51,6 +53,9 @@ static inline const char * nf__op_label(const nf_op * op) { return op->label ? o
 
 /* cuda.c: scratch device memory, grown on demand (never shrunk) */
 int nf__cuda_scratch(nf_backend * be, size_t bytes, void ** out, nf_err * err);
+
+/* cuda-bf16.c: the launch of --precision bf16-autocast */
+int nf__cuda_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err);
 
 /* cuda-ops.c: the kernel table */
 extern const struct nf_kernel nf__cuda_kernels[NF_OP_COUNT];

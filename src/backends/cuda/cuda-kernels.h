@@ -99,6 +99,25 @@ cudaError_t nf__cuda_conv_epilogue(cudaStream_t st, const float * s, int64_t lds
                                    int accumulate, float * y, int64_t ldy, int64_t y_gs, int64_t nr, int64_t gc,
                                    int64_t cout, const char ** kernel);
 
+/* ---- --precision bf16-autocast (cuda-kernels-bf16.cu, cuda-bf16.c) -------- */
+/* dst[r*cols + c] = the bf16 bits (nearest, ties to even) of src[r*lds + c] */
+cudaError_t nf__cuda_bf16_pack(cudaStream_t st, const float * src, int64_t lds, int64_t rows, int64_t cols,
+                               uint16_t * dst, const char ** kernel);
+/* LINEAR epilogue on the fp32 sums s (m x n, ld n) of bf16 operands:
+ * twice: t = bf16(t); t = bf16(t + bf16(bias)); act in fp32, rounded; y = acc ? y + t : t */
+cudaError_t nf__cuda_bf16_linear_epilogue(cudaStream_t st, const float * s, const float * bias, int act, int accumulate,
+                                          int twice, float * y, int64_t ldy, int64_t m, int64_t n,
+                                          const char ** kernel);
+/* ATTENTION with bf16 rounding (q, k, v, the softmax numerators, o), head_dim <= NF_CUDA_BF16_AHD */
+#define NF_CUDA_BF16_AHD 256
+cudaError_t nf__cuda_bf16_attention(cudaStream_t st, const float * q, const float * k, const float * v, float * o,
+                                    int64_t G, int64_t H, int64_t lq, int64_t lk, int64_t hd, int64_t q_gs,
+                                    int64_t q_ss, int64_t kv_gs, int64_t kv_ss, int64_t o_gs, int64_t o_ss, float scale,
+                                    const char ** kernel);
+/* Linear(1, D) embeddings: label 0: EMBED_FEATURES (z n x F, tok[r][1+j]); 1: LABEL_TOKENS value (z = y, tok[r][0]) */
+cudaError_t nf__cuda_bf16_embed(cudaStream_t st, int label, const float * z, int64_t n, int64_t F, const float * w,
+                                const float * b, float * tok, int64_t T, int64_t D, const char ** kernel);
+
 /* Row softmax in place: rows of length lk, contiguous (row stride lk). */
 cudaError_t nf__cuda_softmax_rows(cudaStream_t st, float * S, int64_t rows, int64_t lk, const char ** kernel);
 

@@ -109,7 +109,7 @@ static int nf__cuda_launch(nf_backend * be, const struct nf_kernel * k, const nf
                            nf__op_name(op->type), nf__op_label(op), be->name, cudaGetErrorName(e),
                            cudaGetErrorString(e));
     }
-    return k->run(be, op, err);
+    return nf__cuda(be)->bf16 ? nf__cuda_bf16_launch(be, k, op, err) : k->run(be, op, err);
 }
 
 static int nf__cuda_buffer_alloc(nf_backend * be, size_t size, void ** handle, nf_err * err) {
@@ -216,13 +216,7 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     const int precision = opts->precision;
     char name[32];
     snprintf(name, sizeof(name), "cuda:%d", index);
-    if (precision == NF_PRECISION_BF16_AUTOCAST) {
-        return nf__err_set(err, NF_ERR_UNSUPPORTED,
-                           "%s: precision bf16-autocast is not implemented on the cuda backend yet "
-                           "(it runs on cpu; docs/precision.md)",
-                           name);
-    }
-    if (precision != NF_PRECISION_EXACT && precision != NF_PRECISION_TF32) {
+    if (precision != NF_PRECISION_EXACT && precision != NF_PRECISION_TF32 && precision != NF_PRECISION_BF16_AUTOCAST) {
         return nf__err_set(err, NF_ERR_ARG, "%s: unknown precision mode %d", name, precision);
     }
     int count = 0;
@@ -302,9 +296,15 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
         s = cublasSetStream(c->blas, c->stream);
     }
     const int tf32 = precision == NF_PRECISION_TF32;
+    c->bf16 = precision == NF_PRECISION_BF16_AUTOCAST;
     if (s == CUBLAS_STATUS_SUCCESS) {
-        what = tf32 ? "cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH)" : "cublasSetMathMode(CUBLAS_PEDANTIC_MATH)";
-        s = cublasSetMathMode(c->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH);
+        /* bf16-autocast: the default math mode (bf16 tensor cores, fp32 accumulation) */
+        what = tf32      ? "cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH)"
+               : c->bf16 ? "cublasSetMathMode(CUBLAS_DEFAULT_MATH)"
+                         : "cublasSetMathMode(CUBLAS_PEDANTIC_MATH)";
+        s = cublasSetMathMode(c->blas, tf32      ? CUBLAS_TF32_TENSOR_OP_MATH
+                                       : c->bf16 ? CUBLAS_DEFAULT_MATH
+                                                 : CUBLAS_PEDANTIC_MATH);
     }
     if (s == CUBLAS_STATUS_SUCCESS) {
         what = "cublasSetAtomicsMode(CUBLAS_ATOMICS_NOT_ALLOWED)";
@@ -318,6 +318,7 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
     }
     c->compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
     c->compute_name = tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F_PEDANTIC";
+    if (c->bf16) c->compute_name = "CUBLAS_COMPUTE_32F on CUDA_R_16BF operands (LINEAR)";
 
     nf_backend * be = nf__backend_new(&nf__cuda_iface, c, name);
     if (!be) {
@@ -341,6 +342,17 @@ int nf__backend_cuda_init(int index, const struct nf_backend_opts * opts, nf_bac
                  NF_CUDA_ATT_MAX_HD);
     } else {
         snprintf(att, sizeof(att), "cuBLAS for every op (cuda.attention=cublas)");
+    }
+    if (c->bf16) {
+        snprintf(be->precision_detail, sizeof(be->precision_detail),
+                 "bf16-autocast (upstream's torch.autocast(\"cpu\", bfloat16)): linear by cublasGemmEx on bf16 "
+                 "operands (x and W rounded to bf16, nearest even) with CUBLAS_COMPUTE_32F and fp32 output, its "
+                 "bias, activation and output rounded to bf16 as torch does; attention and the Linear(1, D) "
+                 "embeddings as fp32 kernels with bf16 rounding (q/k/v, softmax numerators, outputs); every other "
+                 "op exact fp32; cuBLAS %d math mode CUBLAS_DEFAULT_MATH; kernels nvcc %s; CUDA %s",
+                 blas_ver, NF_CUDA_BUILD_FLAGS, vers);
+        *out = be;
+        return NF_OK;
     }
     snprintf(be->precision_detail, sizeof(be->precision_detail),
              "%s; cuBLAS %d math mode %s, GEMM compute type %s; NVIDIA_TF32_OVERRIDE=%s%s; "

@@ -14,6 +14,8 @@
  *   kernels-train-b.cl    ATTENTION_BACKWARD, EMBED_FEATURES_BACKWARD,
  *                         LABEL_TOKENS_BACKWARD, CROSS_ENTROPY, MSE_LOSS
  *   kernels-train-c.cl    SCATTER_ADD_ROWS, CLIP_GRAD_NORM, SCALE
+ *   kernels-bf16.cl       --precision bf16-autocast: LINEAR epilogue, ATTENTION,
+ *                         EMBED_FEATURES, LABEL_TOKENS with bf16 rounding
  *
  * Exact fp32:
  *  - the program is built WITHOUT -cl-fast-relaxed-math, -cl-mad-enable,

@@ -223,7 +223,7 @@ int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err) {
 /* The raw sums of one row block, C[c_off + r*N + o] = sum_k A[a_off + r*lda + k] *
  * B[b_off + o*K + k]: the GEMM LINEAR uses (CLBlast, or nf_linear without bias,
  * activation or accumulation, so that t = sum exactly). */
-static int gemm_raw(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,
+int nf__cl_gemm_raw(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,
                     size_t c_off, size_t M, size_t N, size_t K, nf_err * err) {
 #ifdef NF_HAVE_CLBLAST
     if (c->use_clblast) {
@@ -296,7 +296,7 @@ int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
         NF_TRY(LAUNCH(c, K_CONV1D_IM2COL, 2, gi, li, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KLONG(p->x_gs),
                       KMEM(c->scratch), KLONG(col_off), KINT(r0), KINT(nr), KINT(p->len), KINT(cin), KINT(KC),
                       KLONG(p->dilation), KLONG(p->pad)));
-        NF_TRY(gemm_raw(c, c->scratch, col_off, KC, c->scratch, 0, c->scratch, tmp_off, nr, cout, KC, err));
+        NF_TRY(nf__cl_gemm_raw(c, c->scratch, col_off, KC, c->scratch, 0, c->scratch, tmp_off, nr, cout, KC, err));
         const size_t ge[2] = {cout, nr};
         NF_TRY(LAUNCH(c, K_CONV1D_EPILOGUE, 2, ge, le, err, KMEM(c->scratch), KLONG(tmp_off), KMEM(tmem(bias)),
                       KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->y_gs),

@@ -10,6 +10,7 @@
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
  *   opencl-train-b.c  the training ops, set B (attention backward, embeddings, losses)
  *   opencl-train-c.c  the training ops, set C (scatter-add, gradient clipping, scaling)
+ *   opencl-bf16.c     --precision bf16-autocast (kernels-bf16.cl)
  */
 #ifndef NF_OPENCL_IMPL_H
 #define NF_OPENCL_IMPL_H
@@ -89,7 +90,12 @@ static inline int cl_rc_code(cl_int e) {
     X(K_COLSUM_FINALIZE, "nf_colsum_finalize") X(K_LABEL_BWD_CLASS, "nf_label_bwd_class") \
     X(K_CROSS_ENTROPY, "nf_cross_entropy") X(K_MSE_LOSS, "nf_mse_loss")            \
     X(K_SCATTER_ADD_ROWS, "nf_scatter_add_rows") X(K_CLIP_PART, "nf_clip_part")      \
-    X(K_CLIP_TOTAL, "nf_clip_total") X(K_CLIP_APPLY, "nf_clip_apply") X(K_SCALE, "nf_scale")
+    X(K_CLIP_TOTAL, "nf_clip_total") X(K_CLIP_APPLY, "nf_clip_apply") X(K_SCALE, "nf_scale") \
+    X(K_BF16_ROUND_ROWS, "nf_bf16_round_rows")                                      \
+    X(K_BF16_LINEAR_EPILOGUE, "nf_bf16_linear_epilogue")                            \
+    X(K_BF16_ATTENTION, "nf_bf16_attention")                                        \
+    X(K_BF16_EMBED_FEATURES, "nf_bf16_embed_features")                              \
+    X(K_BF16_LABEL_VALUE, "nf_bf16_label_value")
 /* clang-format on */
 
 enum {
@@ -129,6 +135,7 @@ struct nf_cl {
     char opt_gemm[16];     /* opencl.gemm: "", "own", "clblast" */
     char opt_geometry[64]; /* opencl.gemm_geometry */
     int opt_break_build;   /* opencl.test_break_build=1 */
+    int bf16;              /* --precision bf16-autocast: ops through opencl-bf16.c */
 };
 
 /* ---- shared between the files (see the file comment) -------------------------- */
@@ -163,6 +170,13 @@ int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err);
 bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
 int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 bool nf__cl_gemm_supports(nf_backend * be, const nf_op * op);
+/* C[c_off + r*N + o] = sum_k A[a_off + r*lda + k] * B[b_off + o*K + k] (fp32; LINEAR's GEMM, no epilogue) */
+int nf__cl_gemm_raw(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,
+                    size_t c_off, size_t M, size_t N, size_t K, nf_err * err);
+
+/* opencl-bf16.c: --precision bf16-autocast (kernels-bf16.cl) */
+#define NF_CL_BF16_AHD 256 /* ATTENTION head_dim limit (NF_BF16_AHD in kernels-bf16.cl) */
+int nf__cl_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err);
 int nf__cl_gemm(nf_backend * be, const nf_op * op, nf_err * err);
 
 /* opencl-train-b.c: the training ops, set B */

@@ -327,8 +327,18 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
         return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
     }
     c->be = be;
-    be->precision = NF_PRECISION_EXACT;
+    be->precision = c->bf16 ? NF_PRECISION_BF16_AUTOCAST : NF_PRECISION_EXACT;
     snprintf(be->desc, sizeof(be->desc), "%s (%s, %s)", dev_name, plat_name, drv);
+    if (c->bf16) {
+        snprintf(be->precision_detail, sizeof(be->precision_detail),
+                 "bf16-autocast (upstream's torch.autocast(\"cpu\", bfloat16)) as fp32 arithmetic with bf16 "
+                 "rounding: linear and attention inputs and outputs rounded to bf16 (nearest, ties to even) where "
+                 "torch holds bf16 tensors, fp32 sums of the exact bf16 products, softmax numerators rounded to "
+                 "bf16; every other op exact fp32; opencl build options: %s; %s",
+                 opts[0] ? opts : "(none)", c->gemm_desc);
+        *out = be;
+        return NF_OK;
+    }
     snprintf(be->precision_detail, sizeof(be->precision_detail),
              "opencl build options: %s; precision exact (no relaxed/fast math, FP_CONTRACT OFF, "
              "div/sqrt correctly rounded%s, exp/erf %s); %s",
@@ -348,16 +358,10 @@ int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_b
     if (precision == NF_PRECISION_TF32) {
         return nf__err_set(err, NF_ERR_ARG,
                            "opencl:%d: precision tf32 is a CUDA-only mode "
-                           "(the OpenCL backend is exact fp32 only)",
+                           "(the OpenCL backend runs exact fp32 or bf16-autocast)",
                            index);
     }
-    if (precision == NF_PRECISION_BF16_AUTOCAST) {
-        return nf__err_set(err, NF_ERR_UNSUPPORTED,
-                           "opencl:%d: precision bf16-autocast is not implemented on the opencl backend yet "
-                           "(it runs on cpu; docs/precision.md)",
-                           index);
-    }
-    if (precision != NF_PRECISION_EXACT) {
+    if (precision != NF_PRECISION_EXACT && precision != NF_PRECISION_BF16_AUTOCAST) {
         return nf__err_set(err, NF_ERR_ARG, "opencl:%d: unknown precision %d", index, precision);
     }
     struct nf_cl * c = calloc(1, sizeof(*c));
@@ -365,6 +369,7 @@ int nf__backend_opencl_init(int index, const struct nf_backend_opts * opts, nf_b
         return nf__err_set(err, NF_ERR_NOMEM, "out of host memory");
     }
     c->index = index;
+    c->bf16 = precision == NF_PRECISION_BF16_AUTOCAST;
     snprintf(c->name, sizeof(c->name), "opencl:%d", index);
     const char * v;
     if (opts->cache_dir &&
@@ -436,7 +441,8 @@ static int be_sync(nf_backend * be, nf_err * err) {
 
 /* every kernel's errors name the op */
 static int be_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
-    int rc = k->run(be, op, err);
+    struct nf_cl * c = be->ctx;
+    int rc = c->bf16 ? nf__cl_bf16_launch(be, k, op, err) : k->run(be, op, err);
     if (rc != NF_OK) {
         nf__err_prefix(err, "op %s (%s)", nf__op_name(op->type), op->label ? op->label : "-");
     }
