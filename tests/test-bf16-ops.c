@@ -221,6 +221,34 @@ static void test_conv1d(int64_t S, int64_t L, int64_t cin, int64_t cout, int64_t
     free(x), free(W), free(b), free(y0), free(want);
 }
 
+/* BATCH_NORM (eval, fused ReLU): bf16(relu(bf16(x) a + (b - mean a))), a = w / sqrt(var + eps) in fp32 */
+static void test_batch_norm(int64_t m, int64_t C, int relu) {
+    float *x = malloc((size_t) (m * C) * 4), *prm = malloc((size_t) (4 * C) * 4), *want = malloc((size_t) (m * C) * 4);
+    for (int64_t i = 0; i < m * C; i++) x[i] = frand() * 3.0f;
+    for (int64_t i = 0; i < 4 * C; i++) prm[i] = frand();
+    for (int64_t c = 0; c < C; c++) prm[3 * C + c] = 0.5f + prm[3 * C + c] * prm[3 * C + c]; /* var > 0 */
+    nf_tensor tx = mk(m * C, x), tw = mk(C, prm), tb = mk(C, prm + C), tm = mk(C, prm + 2 * C), tv = mk(C, prm + 3 * C),
+              ty = mk(m * C, NULL);
+    nf_op op = {.type = NF_OP_BATCH_NORM, .label = "bf16", .n_src = 5, .n_dst = 1};
+    op.src[0] = tx, op.src[1] = tw, op.src[2] = tb, op.src[3] = tm, op.src[4] = tv;
+    op.dst[0] = ty;
+    op.p.batch_norm = (struct nf_batch_norm_params){.m = m, .c = C, .ldx = C, .ldy = C, .eps = 1e-5f, .relu = relu};
+    nf_err err = {0};
+    CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < C; c++) {
+            const double a = (double) prm[c] / sqrt((double) prm[3 * C + c] + 1e-5);
+            const double v = (double) bf(x[r * C + c]) * a + ((double) prm[C + c] - (double) prm[2 * C + c] * a);
+            want[r * C + c] = relu && v < 0.0 ? 0.0f : bf(v);
+        }
+    char what[96];
+    snprintf(what, sizeof(what), "BATCH_NORM %lldx%lld relu=%d", (long long) m, (long long) C, relu);
+    CHECK(tally(what, host(&ty), want, m * C) < 0.02, "%s: over 2%% of the elements one ulp off", what);
+    nf__tensor_free(&tx), nf__tensor_free(&tw), nf__tensor_free(&tb), nf__tensor_free(&tm), nf__tensor_free(&tv);
+    nf__tensor_free(&ty);
+    free(x), free(prm), free(want);
+}
+
 int main(void) {
     nf_err err = {0};
     const int rc = nf_backend_init("cpu", NF_PRECISION_BF16_AUTOCAST, &be, &err);
@@ -240,6 +268,8 @@ int main(void) {
     test_attention(2, 4, 32, 130, 40);         /* two blocks of query rows */
     test_conv1d(2, 150, 24, 20, 11, 4, 20, 1); /* a resblock's conv2: same padding, into the residual */
     test_conv1d(1, 90, 16, 12, 3, 1, 1, 0);
+    test_batch_norm(300, 40, 1);
+    test_batch_norm(64, 24, 0);
     nf_backend_free(be);
     return nf_test_done("bf16-ops");
 }

@@ -19,10 +19,10 @@
  *    bf16(bf16(z) * bf16(w) + bf16(b)); the classifier's label and mask
  *    embeddings (nn.Embedding) stay fp32.
  *  - the fp32 ops (QUANTILE, BUCKETIZE_NORM, LAYER_NORM, ...) run the exact
- *    kernels; an op with no autocast rule here (BATCH_NORM, the bucket ops,
- *    the training ops) is refused, never run in fp32 silently.
- *  - CONV1D (SpTransformer's; the model itself is still refused at load):
- *    torch's bf16 convolution, see nf__bf16_conv1d.
+ *    kernels; an op with no autocast rule here (the bucket ops, the training
+ *    ops) is refused, never run in fp32 silently.
+ *  - CONV1D, BATCH_NORM (SpTransformer's; the model itself is still refused
+ *    at load): nf__bf16_conv1d, nf__bf16_batch_norm.
  * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
  * nf__backend_cpu_init refuses it, naming the missing feature. */
 #include "cpu-bf16.h"
@@ -408,6 +408,39 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
+/* BATCH_NORM (eval; SpTransformer's): torch's batch_norm on a bf16 x with
+ * fp32 parameters -- the exact kernel's fp32 arithmetic (a = w / sqrt(var +
+ * eps), y = x a + (b - mean a)) on bf16(x), the output rounded to bf16; the
+ * fused ReLU commutes with the rounding. */
+static int nf__bf16_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    const float * x = NF__PTR(&op->src[0]);
+    const float *w = NF__PTR(&op->src[1]), *b = NF__PTR(&op->src[2]);
+    const float *mean = NF__PTR(&op->src[3]), *var = NF__PTR(&op->src[4]);
+    float * y = NF__PTR(&op->dst[0]);
+    const int64_t C = p->c;
+    float * a = malloc((size_t) C * 2 * sizeof(float));
+    if (!a) return nf__err_set(err, NF_ERR_NOMEM, "BATCH_NORM %s: out of memory", op->label ? op->label : "");
+    float * sh = a + C;
+    for (int64_t c = 0; c < C; c++) {
+        a[c] = (1.0f / sqrtf(var[c] + p->eps)) * w[c];
+        sh[c] = b[c] - mean[c] * a[c];
+    }
+    const int relu = p->relu;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * C))
+    for (int64_t r = 0; r < p->m; r++) {
+        const float * xr = x + r * p->ldx;
+        float * yr = y + r * p->ldy;
+        for (int64_t c = 0; c < C; c++) {
+            const float v = nf__bf16_round(nf__bf16_round(xr[c]) * a[c] + sh[c]);
+            yr[c] = relu && v < 0.0f ? 0.0f : v;
+        }
+    }
+    free(a);
+    return NF_OK;
+}
+
 /* ---- dispatch --------------------------------------------------------------------- */
 
 int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
@@ -417,6 +450,7 @@ int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op
         case NF_OP_EMBED_FEATURES: return nf__bf16_embed_features(be, op, err);
         case NF_OP_LABEL_TOKENS: return nf__bf16_label_tokens(be, op, err);
         case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);
+        case NF_OP_BATCH_NORM: return nf__bf16_batch_norm(be, op, err);
         /* fp32 under autocast (not on its bf16 list, or fp32-listed): the exact kernels */
         case NF_OP_QUANTILE:
         case NF_OP_BUCKETIZE_NORM:
