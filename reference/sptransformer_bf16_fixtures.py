@@ -61,14 +61,21 @@ def load(upstream: str, nofall: str, cdir: Path, tmp: Path):
     return meta, model, (t.reshape(1, -1) if t.ndim == 1 else t)
 
 
-def forward_bf16(model, tokens):
+def forward_bf16(model, tokens, record=False):
+    """the logits; with record=True also the top-1 bucket choices (sf.BucketRecorder)"""
     import torch
     x = torch.from_numpy(sf.one_hot(tokens))
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        y = model(x)
+    rec = sf.BucketRecorder(model) if record else None
+    try:
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            y = model(x)
+    finally:
+        for h in rec.handles if rec else []:
+            h.remove()
     if y.dtype != torch.bfloat16:
         raise RuntimeError(f"autocast forward produced {y.dtype}, expected bfloat16")
-    return y.float().permute(0, 2, 1).contiguous().numpy().astype(np.float32)  # (B, L - 8000, 18)
+    out = y.float().permute(0, 2, 1).contiguous().numpy().astype(np.float32)  # (B, L - 8000, 18)
+    return (out, rec.arrays()[0]) if record else out
 
 
 def make(args) -> int:
@@ -80,7 +87,7 @@ def make(args) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="spt_bf16_"))
         try:
             meta, model, tokens = load(args.upstream, args.nofall, cdir, tmp)
-            out = forward_bf16(model, tokens)
+            out, buckets = forward_bf16(model, tokens, record=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         if not np.all(np.isfinite(out)):
@@ -95,6 +102,9 @@ def make(args) -> int:
             "upstream_bf16_vs_fp32_max_abs": float(d.max()), "upstream_bf16_vs_fp32_mean_abs": float(d.mean()),
             "max_abs_logit": float(np.abs(ref).max()),
             "argmax_agree": float((out.argmax(-1) == ref.argmax(-1)).mean()),
+            "bucket_choices_differing_from_fp32": int((buckets != np.load(cdir / "expected_buckets.npy")).sum()),
+            "bucket_choices_differing_per_layer": [int(v) for v in
+                                                   (buckets != np.load(cdir / "expected_buckets.npy")).sum(axis=(0, 2, 3))],
         }
         (cdir / "case.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(json.dumps({"case": name, **{k: v for k, v in meta["reference_bf16"].items() if k != "versions"}}))
