@@ -173,6 +173,93 @@ static void test_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t 
     free(q), free(k), free(v), free(want), free(p);
 }
 
+/* CONV1D: y (+)= bf16(sum over taps of bf16(x) · bf16(W) + bf16(b)), zeros past
+ * the ends; accumulating rounds the bf16 + bf16 sum again (SpTransformer's
+ * stream is bf16 under autocast). Two sequences, dilation and "same" padding
+ * as a resblock's, and an unpadded one. */
+static void test_conv1d(int64_t S, int64_t L, int64_t cin, int64_t cout, int64_t K, int64_t dil, int64_t pad, int acc) {
+    float *x = malloc((size_t) (S * L * cin) * 4), *W = malloc((size_t) (cout * cin * K) * 4),
+          *b = malloc((size_t) cout * 4), *y0 = malloc((size_t) (S * L * cout) * 4),
+          *want = malloc((size_t) (S * L * cout) * 4);
+    for (int64_t i = 0; i < S * L * cin; i++) x[i] = frand();
+    for (int64_t i = 0; i < cout * cin * K; i++) W[i] = frand() * 0.2f;
+    for (int64_t i = 0; i < cout; i++) b[i] = frand();
+    for (int64_t i = 0; i < S * L * cout; i++) y0[i] = bf(frand() * 2.0f);
+    nf_tensor tx = mk(S * L * cin, x), tW = mk(cout * cin * K, W), tb = mk(cout, b), ty = mk(S * L * cout, y0);
+    int64_t wne[3] = {cout, cin, K};
+    nf_tensor vW = nf__tensor_view(&tW, 0, 3, wne);
+    nf_op op = {.type = NF_OP_CONV1D, .label = "bf16", .n_src = 3, .n_dst = 1};
+    op.src[0] = tx;
+    op.src[1] = vW;
+    op.src[2] = tb;
+    op.dst[0] = ty;
+    op.p.conv1d = (struct nf_conv1d_params){.n_seq = S,
+                                            .len = L,
+                                            .cout = cout,
+                                            .cin = cin,
+                                            .ksize = K,
+                                            .dilation = dil,
+                                            .pad = pad,
+                                            .ldx = cin,
+                                            .ldy = cout,
+                                            .x_gs = L * cin,
+                                            .y_gs = L * cout,
+                                            .accumulate = acc};
+    nf_err err = {0};
+    CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t r = 0; r < L; r++)
+            for (int64_t o = 0; o < cout; o++) {
+                double sum = 0.0;
+                for (int64_t k = 0; k < K; k++) {
+                    const int64_t ri = r + k * dil - pad;
+                    if (ri < 0 || ri >= L) continue;
+                    for (int64_t c = 0; c < cin; c++)
+                        sum += (double) bf(x[(s * L + ri) * cin + c]) * (double) bf(W[(o * cin + c) * K + k]);
+                }
+                const float t = bf(sum + (double) bf(b[o]));
+                const int64_t i = (s * L + r) * cout + o;
+                want[i] = acc ? bf((double) y0[i] + (double) t) : t;
+            }
+    char what[96];
+    snprintf(what, sizeof(what), "CONV1D %lldx%lld %lld->%lld k=%lld dil=%lld pad=%lld acc=%d", (long long) S,
+             (long long) L, (long long) cin, (long long) cout, (long long) K, (long long) dil, (long long) pad, acc);
+    CHECK(tally(what, host(&ty), want, S * L * cout) < 0.02, "%s: over 2%% of the elements one ulp off", what);
+    nf__tensor_free(&tx);
+    nf__tensor_free(&tW);
+    nf__tensor_free(&tb);
+    nf__tensor_free(&ty);
+    free(x), free(W), free(b), free(y0), free(want);
+}
+
+/* BATCH_NORM (eval, fused ReLU): bf16(relu(bf16(x) a + (b - mean a))), a = w / sqrt(var + eps) in fp32 */
+static void test_batch_norm(int64_t m, int64_t C, int relu) {
+    float *x = malloc((size_t) (m * C) * 4), *prm = malloc((size_t) (4 * C) * 4), *want = malloc((size_t) (m * C) * 4);
+    for (int64_t i = 0; i < m * C; i++) x[i] = frand() * 3.0f;
+    for (int64_t i = 0; i < 4 * C; i++) prm[i] = frand();
+    for (int64_t c = 0; c < C; c++) prm[3 * C + c] = 0.5f + prm[3 * C + c] * prm[3 * C + c]; /* var > 0 */
+    nf_tensor tx = mk(m * C, x), tw = mk(C, prm), tb = mk(C, prm + C), tm = mk(C, prm + 2 * C), tv = mk(C, prm + 3 * C),
+              ty = mk(m * C, NULL);
+    nf_op op = {.type = NF_OP_BATCH_NORM, .label = "bf16", .n_src = 5, .n_dst = 1};
+    op.src[0] = tx, op.src[1] = tw, op.src[2] = tb, op.src[3] = tm, op.src[4] = tv;
+    op.dst[0] = ty;
+    op.p.batch_norm = (struct nf_batch_norm_params){.m = m, .c = C, .ldx = C, .ldy = C, .eps = 1e-5f, .relu = relu};
+    nf_err err = {0};
+    CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < C; c++) {
+            const double a = (double) prm[c] / sqrt((double) prm[3 * C + c] + 1e-5);
+            const double v = (double) bf(x[r * C + c]) * a + ((double) prm[C + c] - (double) prm[2 * C + c] * a);
+            want[r * C + c] = relu && v < 0.0 ? 0.0f : bf(v);
+        }
+    char what[96];
+    snprintf(what, sizeof(what), "BATCH_NORM %lldx%lld relu=%d", (long long) m, (long long) C, relu);
+    CHECK(tally(what, host(&ty), want, m * C) < 0.02, "%s: over 2%% of the elements one ulp off", what);
+    nf__tensor_free(&tx), nf__tensor_free(&tw), nf__tensor_free(&tb), nf__tensor_free(&tm), nf__tensor_free(&tv);
+    nf__tensor_free(&ty);
+    free(x), free(prm), free(want);
+}
+
 int main(int argc, char ** argv) {
     nf_err err = {0};
     const char * dev = argc > 1 ? argv[1] : "cpu";
@@ -190,7 +277,13 @@ int main(int argc, char ** argv) {
     test_linear(64, 128, 96, NF_ACT_GELU, 0, 0);
     test_linear(20, 96, 33, NF_ACT_NONE, 1, 0);
     test_attention(3, 2, 16, 20, 33);
-    test_attention(2, 4, 32, 130, 40); /* two blocks of query rows */
+    test_attention(2, 4, 32, 130, 40);         /* two blocks of query rows */
+    if (strcmp(dev, "cpu") == 0) { /* SpTransformer's ops: the cpu mode only so far (docs/precision.md) */
+        test_conv1d(2, 150, 24, 20, 11, 4, 20, 1); /* a resblock's conv2: same padding, into the residual */
+        test_conv1d(1, 90, 16, 12, 3, 1, 1, 0);
+        test_batch_norm(300, 40, 1);
+        test_batch_norm(64, 24, 0);
+    }
     nf_backend_free(be);
     char name[64];
     snprintf(name, sizeof(name), "bf16-ops %s", dev);

@@ -19,8 +19,10 @@
  *    bf16(bf16(z) * bf16(w) + bf16(b)); the classifier's label and mask
  *    embeddings (nn.Embedding) stay fp32.
  *  - the fp32 ops (QUANTILE, BUCKETIZE_NORM, LAYER_NORM, ...) run the exact
- *    kernels; an op with no autocast rule here (CONV1D, the training ops) is
- *    refused, never run in fp32 silently.
+ *    kernels; an op with no autocast rule here (the bucket ops, the training
+ *    ops) is refused, never run in fp32 silently.
+ *  - CONV1D, BATCH_NORM (SpTransformer's; the model itself is still refused
+ *    at load): nf__bf16_conv1d, nf__bf16_batch_norm.
  * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
  * nf__backend_cpu_init refuses it, naming the missing feature. */
 #include "cpu-bf16.h"
@@ -352,6 +354,93 @@ static int nf__bf16_label_tokens(nf_backend * be, const nf_op * op, nf_err * err
     return NF_OK;
 }
 
+/* CONV1D (SpTransformer's dilated convs, docs/precision.md "SpTransformer
+ * under CPU autocast"): torch's bf16 convolution -- x, W and the bias rounded
+ * to bf16, fp32 sums, one rounding after the bias; accumulating into y (the
+ * resblock residual, whose stream is bf16 under autocast) rounds the sum
+ * again. Per tap one bf16 matmul over every output row, reading x's bf16
+ * copy with zero rows before and after it (rows past the ends add zeros), the
+ * taps summed in fp32. */
+static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cpu_bf16 * c = be->ctx;
+    const struct nf_conv1d_params * p = &op->p.conv1d;
+    if (p->n_seq == 0 || p->len == 0) return NF_OK;
+    const float * x = NF__PTR(&op->src[0]);
+    const float * W = NF__PTR(&op->src[1]);
+    const float * bias = op->n_src == 3 ? NF__PTR(&op->src[2]) : NULL;
+    float * y = NF__PTR(&op->dst[0]);
+    const int64_t cin = p->cin, cout = p->cout, K = p->ksize, L = p->len;
+    const int64_t p0 = p->pad > 0 ? p->pad : 0, p1e = (K - 1) * p->dilation - p->pad, p1 = p1e > 0 ? p1e : 0;
+    const int64_t rows = p0 + L + p1;
+    uint16_t * xa = nf__grow(&c->xa, &c->xa_n, (size_t) (rows * cin));
+    uint16_t * wa = nf__grow(&c->wa, &c->wa_n, (size_t) (K * cout * cin));
+    float * t = nf__backend_host_scratch(be, (size_t) (2 * L * cout) * sizeof(float));
+    if (!xa || !wa || !t) return nf__err_set(err, NF_ERR_NOMEM, "CONV1D %s: out of memory", op->label ? op->label : "");
+    float * u = t + L * cout;
+    for (int64_t o = 0; o < cout; o++) /* tap-major (K, cout, cin) */
+        for (int64_t ci = 0; ci < cin; ci++)
+            for (int64_t k = 0; k < K; k++) wa[(k * cout + o) * cin + ci] = nf__bf16_bits(W[(o * cin + ci) * K + k]);
+    memset(xa, 0, (size_t) (p0 * cin) * sizeof(uint16_t));
+    memset(xa + (p0 + L) * cin, 0, (size_t) (p1 * cin) * sizeof(uint16_t));
+    for (int64_t s = 0; s < p->n_seq; s++) {
+        const float * xs = x + s * p->x_gs;
+        float * ys = y + s * p->y_gs;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cin))
+        for (int64_t r = 0; r < L; r++)
+            for (int64_t i = 0; i < cin; i++) xa[(p0 + r) * cin + i] = nf__bf16_bits(xs[r * p->ldx + i]);
+        for (int64_t k = 0; k < K; k++) {
+            const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
+            NF_TRY(nf__mm_run(c, L, cout, cin, xa + (p0 + sh) * cin, wa + k * cout * cin, k ? u : t, err));
+            if (k)
+                for (int64_t i = 0; i < L * cout; i++) t[i] += u[i];
+        }
+        const int acc = p->accumulate;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cout))
+        for (int64_t r = 0; r < L; r++) {
+            float * yr = ys + r * p->ldy;
+            const float * tr = t + r * cout;
+            for (int64_t o = 0; o < cout; o++) {
+                const float v = nf__bf16_round(tr[o] + (bias ? nf__bf16_round(bias[o]) : 0.0f));
+                yr[o] = acc ? nf__bf16_round(yr[o] + v) : v;
+            }
+        }
+    }
+    return NF_OK;
+}
+
+/* BATCH_NORM (eval; SpTransformer's): torch's batch_norm on a bf16 x with
+ * fp32 parameters -- the exact kernel's fp32 arithmetic (a = w / sqrt(var +
+ * eps), y = x a + (b - mean a)) on bf16(x), the output rounded to bf16; the
+ * fused ReLU commutes with the rounding. */
+static int nf__bf16_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    const float * x = NF__PTR(&op->src[0]);
+    const float *w = NF__PTR(&op->src[1]), *b = NF__PTR(&op->src[2]);
+    const float *mean = NF__PTR(&op->src[3]), *var = NF__PTR(&op->src[4]);
+    float * y = NF__PTR(&op->dst[0]);
+    const int64_t C = p->c;
+    float * a = malloc((size_t) C * 2 * sizeof(float));
+    if (!a) return nf__err_set(err, NF_ERR_NOMEM, "BATCH_NORM %s: out of memory", op->label ? op->label : "");
+    float * sh = a + C;
+    for (int64_t c = 0; c < C; c++) {
+        a[c] = (1.0f / sqrtf(var[c] + p->eps)) * w[c];
+        sh[c] = b[c] - mean[c] * a[c];
+    }
+    const int relu = p->relu;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * C))
+    for (int64_t r = 0; r < p->m; r++) {
+        const float * xr = x + r * p->ldx;
+        float * yr = y + r * p->ldy;
+        for (int64_t c = 0; c < C; c++) {
+            const float v = nf__bf16_round(nf__bf16_round(xr[c]) * a[c] + sh[c]);
+            yr[c] = relu && v < 0.0f ? 0.0f : v;
+        }
+    }
+    free(a);
+    return NF_OK;
+}
+
 /* ---- dispatch --------------------------------------------------------------------- */
 
 int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
@@ -360,6 +449,8 @@ int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op
         case NF_OP_ATTENTION: return nf__bf16_attention(be, op, err);
         case NF_OP_EMBED_FEATURES: return nf__bf16_embed_features(be, op, err);
         case NF_OP_LABEL_TOKENS: return nf__bf16_label_tokens(be, op, err);
+        case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);
+        case NF_OP_BATCH_NORM: return nf__bf16_batch_norm(be, op, err);
         /* fp32 under autocast (not on its bf16 list, or fp32-listed): the exact kernels */
         case NF_OP_QUANTILE:
         case NF_OP_BUCKETIZE_NORM:
