@@ -244,9 +244,23 @@ if command -v bcftools > /dev/null; then
     grep -P '^chr1\t14000\t.*\tA\t' norm.txt | grep -q 'SPT_DS=0' &&
     ok "bcftools norm -m-any: each split record keeps its own ALT's SPT_DS / SPT_TISSUES ('.' for the unscored GT)" ||
     { bad "bcftools norm -m-any"; cat norm.err; grep -P '\t(7000|14000)\t' norm.txt | cut -c1-200; }
+  # --out - (standard output: the VCF and nothing else; no report, no file) and -O v|z|b|u as bcftools
+  # means them (-O b is the .bcf above), each read back by bcftools
+  ls -A > before.ls
+  "$BIN" annotate "${S[@]}" --vcf input.vcf --out - > so.vcf 2> so.err && cmp -s so.vcf s.vcf &&
+    grep -q '^annotate: .* rows to standard output$' so.err && ls -A | grep -v '^so\.' | cmp -s - before.ls &&
+    ok "--out -: stdout = the .vcf's bytes, the summary on stderr, no report, no file" ||
+    { bad "--out -"; head -3 so.vcf; cat so.err; ls -A | diff - before.ls; }
+  "$BIN" annotate "${S[@]}" --vcf input.vcf --out - -Oz --quiet 2> soz.err | bcftools view 2> soz.bv | grep -v '^##bcftools_' > soz.vcf
+  cmp -s soz.vcf s.vcf && ! grep -qv '^warning: ' soz.err && ok "--out - -Oz --quiet: BGZF on stdout, bcftools view = the .vcf, only warnings on stderr" ||
+    { bad "--out - -Oz"; cat soz.err soz.bv; }
+  small s-u --vcf input.vcf --out s-u.out -O u && bcftools view s-u.out 2> su.bv | grep -v '^##bcftools_' | cmp -s - s.vcf &&
+    [ "$(head -c 5 s-u.out | od -An -c | tr -d ' ')" = 'BCF002002' ] &&
+    ok "-O u --out s-u.out: uncompressed BCF whatever the name, bcftools view = the .vcf" || { bad "-O u"; cat su.bv; }
 else
   echo "skip bcftools checks (no bcftools: apt-get install bcftools)"
 fi
+expect_fail otype-tsv "--output-type writes a VCF or BCF" o11.tsv --vcf input.vcf --genes genes.gtf -O b
 # stdout full or closed: the markers cannot be written, so the run fails before its
 # output and report replace the previous ones (issue #27: they were replaced first)
 cp s.tsv keep-full.tsv && echo previous > keep-full.tsv.report.json && cp keep-full.tsv keep-full.before
