@@ -99,6 +99,10 @@ typedef struct nf_annotate_opts {
     int no_reuse;       /* every window in full (the model's batch_reuse 0) */
     int64_t batch;      /* windows per forward, 2..4096 (16)              */
     int format;         /* a VCF / BCF's INFO: NF_ANNOTATE_FORMAT_* (0: SpliceAI's) */
+    /* out_type: bcftools' -O: 'v' VCF, 'z' bgzipped VCF, 'b' compressed BCF, 'u'
+     * uncompressed BCF, whatever out's name (not a .tsv / .csv name); 0: by out's
+     * name. out "-": standard output (nf_annotate_open given "-"), 'v' unless set */
+    char out_type;
 } nf_annotate_opts;
 enum {
     NF_ANNOTATE_FORMAT_SPLICEAI = 0,     /* INFO/SpliceAI ALLELE|SYMBOL|DS_AG|DS_AL|DS_DG|DS_DL|DP_AG|DP_AL|DP_DG|DP_DL
@@ -198,6 +202,16 @@ NF_API int nf_seq_track_score(nf_model * m, const int8_t * ids, int64_t n, int64
  * forward made: e.g. `run`'s own forward when it fits one window */
 NF_API int nf_seq_track_from_logits(const float * logits, int64_t n, int64_t channels, const char * contig,
                                     int64_t start, nf_seq_track * out, nf_err * err);
+/* record b of seq (nf_seq_fasta / nf_seq_string's B x L ids, flanks included)
+ * as `nofall run --fasta F [--region R] [--strand S]` writes its tracks: the
+ * rows are the L - 2 * context_len positions the run's outputs are, named by
+ * the record's contig (seq->names[b]; "sequence<b+1>" when B > 1 and none;
+ * "sequence" when B = 1 and none) at their 1-based positions (seq->starts,
+ * flanks included in mode given); logits: the run's own forward of this
+ * record ((L - 2 * context) x channels, strand '+' only), or NULL: scored
+ * here by nf_seq_track_score (tiled when longer than the window) */
+NF_API int nf_seq_track_record(nf_model * m, const nf_seq * seq, int64_t b, const float * logits, char strand,
+                               nf_seq_track * out, nf_err * err);
 /* TSV: header contig pos strand acceptor donor <tissues>, 1-based positions;
  * append: add the rows to path (no header), e.g. the next record */
 NF_API int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, int append, nf_err * err);

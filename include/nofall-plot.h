@@ -89,6 +89,10 @@ NF_API char * nf_plot_verify_svg(const char * verify_json, nf_err * err);
 /* text (an SVG or JSON document) to path, replaced whole: written under a
  * temporary name beside it and renamed. flag names the option in errors. */
 NF_API int nf_plot_write(const char * path, const char * flag, const char * text, nf_err * err);
+/* before any work: path's folder takes the file (a temporary file created
+ * beside path and removed), and path is not a directory; else an error
+ * naming flag and path */
+NF_API int nf_plot_check_writable(const char * path, const char * flag, nf_err * err);
 
 /* The backend's op records (a timed trace: nf_trace_reset NF_TRACE_TIMED)
  * as Chrome trace-event JSON (Perfetto, chrome://tracing): one complete

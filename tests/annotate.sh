@@ -151,9 +151,9 @@ echo "previous" > keep.csv
 [ "$(cat keep.csv)" = "previous" ] && ok "a failed run leaves the previous --out as it was" || bad "previous --out changed"
 
 # 4. the encodings of --out and --vcf, the progress bar: a small model
-# (context 100) and one thread, so the runs are short and alike
+# (context 10: windows of 221) and one thread, so the runs are short and alike
 export OMP_NUM_THREADS=1
-"$BIN" gen-weights sptransformer --out ms --seed 0 --dim 16 --depth 1 --context 100 --window 512 > gen-small.out 2>&1 ||
+"$BIN" gen-weights sptransformer --out ms --seed 0 --dim 16 --depth 1 --context 10 --window 512 > gen-small.out 2>&1 ||
   { bad "gen-weights (small)"; cat gen-small.out; }
 S=(--model ms --fasta genome.fa --genes genes.gtf)
 small() { # name args... (exit 0 expected)
@@ -244,15 +244,31 @@ if command -v bcftools > /dev/null; then
     grep -P '^chr1\t14000\t.*\tA\t' norm.txt | grep -q 'SPT_DS=0' &&
     ok "bcftools norm -m-any: each split record keeps its own ALT's SPT_DS / SPT_TISSUES ('.' for the unscored GT)" ||
     { bad "bcftools norm -m-any"; cat norm.err; grep -P '\t(7000|14000)\t' norm.txt | cut -c1-200; }
+  # --out - (standard output: the VCF and nothing else; no report, no file) and -O v|z|b|u as bcftools
+  # means them (-O b is the .bcf above), each read back by bcftools
+  ls -A > before.ls
+  "$BIN" annotate "${S[@]}" --vcf input.vcf --out - > so.vcf 2> so.err && cmp -s so.vcf s.vcf &&
+    grep -q '^annotate: .* rows to standard output$' so.err && ls -A | grep -v '^so\.' | cmp -s - before.ls &&
+    ok "--out -: stdout = the .vcf's bytes, the summary on stderr, no report, no file" ||
+    { bad "--out -"; head -3 so.vcf; cat so.err; ls -A | diff - before.ls; }
+  "$BIN" annotate "${S[@]}" --vcf input.vcf --out - -Oz --quiet 2> soz.err | bcftools view 2> soz.bv | grep -v '^##bcftools_' > soz.vcf
+  cmp -s soz.vcf s.vcf && ! grep -qv '^warning: ' soz.err && ok "--out - -Oz --quiet: BGZF on stdout, bcftools view = the .vcf, only warnings on stderr" ||
+    { bad "--out - -Oz"; cat soz.err soz.bv; }
+  small s-u --vcf input.vcf --out s-u.out -O u && bcftools view s-u.out 2> su.bv | grep -v '^##bcftools_' | cmp -s - s.vcf &&
+    [ "$(head -c 5 s-u.out | od -An -c | tr -d ' ')" = 'BCF002002' ] &&
+    ok "-O u --out s-u.out: uncompressed BCF whatever the name, bcftools view = the .vcf" || { bad "-O u"; cat su.bv; }
 else
   echo "skip bcftools checks (no bcftools: apt-get install bcftools)"
 fi
+expect_fail otype-tsv "--output-type writes a VCF or BCF" o11.tsv --vcf input.vcf --genes genes.gtf -O b
 # stdout full or closed: the markers cannot be written, so the run fails before its
-# output and report replace the previous ones (issue #27: they were replaced first)
+# output and report replace the previous ones (issue #27: they were replaced first);
+# two records are enough (the failure comes after all of them)
 cp s.tsv keep-full.tsv && echo previous > keep-full.tsv.report.json && cp keep-full.tsv keep-full.before
+{ grep '^#' input.vcf; grep -v '^#' input.vcf | head -2; } > two.vcf
 for how in full closed; do
-  if [ $how = full ]; then "$BIN" annotate "${S[@]}" --vcf input.vcf --out keep-full.tsv --quiet > /dev/full 2> full.err
-  else "$BIN" annotate "${S[@]}" --vcf input.vcf --out keep-full.tsv --quiet >&- 2> full.err; fi
+  if [ $how = full ]; then "$BIN" annotate "${S[@]}" --vcf two.vcf --out keep-full.tsv --quiet > /dev/full 2> full.err
+  else "$BIN" annotate "${S[@]}" --vcf two.vcf --out keep-full.tsv --quiet >&- 2> full.err; fi
   rc=$?
   if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "standard output" full.err && cmp -s keep-full.tsv keep-full.before &&
      [ "$(cat keep-full.tsv.report.json)" = previous ] && ! ls -A | grep -q '^\.keep-full'; then
@@ -290,10 +306,13 @@ if cmp -s s-quiet.vcf s.vcf && ! grep -q $'\r' s-vcf.err && ! grep -q '^annotate
 else
   bad "stderr in a pipe"; cat -A s-vcf.err s-quiet.err | head
 fi
+# the bar's runs on the first 3 records (their output: s.vcf's header and first 3 records)
+{ grep '^#' input.vcf; grep -v '^#' input.vcf | head -3; } > three.vcf
+{ grep '^#' s.vcf; grep -v '^#' s.vcf | head -3; } > s3.vcf
 # --progress: the bar in a pipe too; --quiet with --progress: a usage error
-small s-prog --vcf input.vcf --out s-prog.vcf --progress
-grep -q $'^\rannotate: 0/19 records (0.0%)' s-prog.err && grep -q 'annotate: 19/19 records (100.0%)' s-prog.err &&
-  cmp -s s-prog.vcf s.vcf && ok "--progress in a pipe: the bar" || { bad "--progress in a pipe"; cat -A s-prog.err | head; }
+small s-prog --vcf three.vcf --out s-prog.vcf --progress
+grep -q $'^\rannotate: 0/3 records (0.0%)' s-prog.err && grep -q 'annotate: 3/3 records (100.0%)' s-prog.err &&
+  cmp -s s-prog.vcf s3.vcf && ok "--progress in a pipe: the bar" || { bad "--progress in a pipe"; cat -A s-prog.err | head; }
 "$BIN" annotate "${S[@]}" --vcf input.vcf --out s-qp.vcf --quiet --progress > qp.out 2> qp.err; rc=$?
 [ $rc = 2 ] && grep -q 'error: --quiet and --progress exclude each other' qp.err && [ ! -e s-qp.vcf ] &&
   ok "--quiet --progress: exit 2, they exclude each other" || { bad "--quiet --progress: exit $rc"; cat qp.err; }
@@ -305,17 +324,17 @@ on_tty() { # command... : its stdout and stderr under a pseudo-terminal
     python3 -c 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)' "$@"
   fi
 }
-on_tty "$BIN" annotate "${S[@]}" --vcf input.vcf --out s-tty.vcf > tty.txt 2>&1
-on_tty "$BIN" annotate "${S[@]}" --vcf input.vcf --out s-ttyq.vcf --quiet > ttyq.txt 2>&1
-if grep -q $'\rannotate: 0/19 records (0.0%)' tty.txt &&
-   grep -q $'annotate: 19/19 records (100.0%), [0-9.e+]*/s, ETA 0:00:00\r*$' tty.txt &&
-   grep -q '^EXIT_CODE=0' tty.txt && cmp -s s-tty.vcf s.vcf; then
-  ok "on a terminal: the progress bar (0/19 .. 19/19 records, rate, ETA), the same output"
+on_tty "$BIN" annotate "${S[@]}" --vcf three.vcf --out s-tty.vcf > tty.txt 2>&1
+on_tty "$BIN" annotate "${S[@]}" --vcf three.vcf --out s-ttyq.vcf --quiet > ttyq.txt 2>&1
+if grep -q $'\rannotate: 0/3 records (0.0%)' tty.txt &&
+   grep -q $'annotate: 3/3 records (100.0%), [0-9.e+]*/s, ETA 0:00:00\r*$' tty.txt &&
+   grep -q '^EXIT_CODE=0' tty.txt && cmp -s s-tty.vcf s3.vcf; then
+  ok "on a terminal: the progress bar (0/3 .. 3/3 records, rate, ETA), the same output"
 else
   bad "no progress bar on a terminal"; cat -A tty.txt | head
 fi
 if ! grep -q 'records (' ttyq.txt && ! grep -q '^annotate:' ttyq.txt && grep -q '^EXIT_CODE=0' ttyq.txt &&
-   cmp -s s-ttyq.vcf s.vcf; then
+   cmp -s s-ttyq.vcf s3.vcf; then
   ok "on a terminal with --quiet: no bar, no summary"
 else
   bad "--quiet on a terminal"; cat -A ttyq.txt | head
@@ -336,10 +355,10 @@ EOF
     ok "--vcf .vcf.gz with a .tbi, on a terminal: the total (19)" || { bad "indexed --vcf on a terminal"; cat -A ttyi.txt | head; }
 fi
 # --vcf a pipe: not counted first (that would consume it): count and rate, no ETA
-small s-fifo --vcf <(cat input.vcf) --out s-fifo.vcf && cmp -s s-fifo.vcf s.vcf && ok "--vcf from a pipe: the same output" ||
+small s-fifo --vcf <(cat three.vcf) --out s-fifo.vcf && cmp -s s-fifo.vcf s3.vcf && ok "--vcf from a pipe: the same output" ||
   bad "--vcf from a pipe"
-on_tty bash -c "cat input.vcf | $(printf '%q ' "$BIN" annotate "${S[@]}") --vcf - --out s-ttyp.vcf" > ttyp.txt 2>&1
-if grep -q $'\rannotate: 19 records, [0-9.e+]*/s, 0:00:[0-9][0-9] elapsed' ttyp.txt && cmp -s s-ttyp.vcf s.vcf; then
+on_tty bash -c "cat three.vcf | $(printf '%q ' "$BIN" annotate "${S[@]}") --vcf - --out s-ttyp.vcf" > ttyp.txt 2>&1
+if grep -q $'\rannotate: 3 records, [0-9.e+]*/s, 0:00:[0-9][0-9] elapsed' ttyp.txt && cmp -s s-ttyp.vcf s3.vcf; then
   ok "--vcf on a pipe, on a terminal: count and rate, no ETA"
 else
   bad "piped --vcf on a terminal"; cat -A ttyp.txt | head

@@ -89,5 +89,25 @@ head -2 "$T/long/tracks.tsv" | tail -1 | grep -q "^chrT	11	+	" && ok "tiled: fir
 for f in tokens.npy position_logits.npy class_ids.npy probabilities.npy encoding_metadata.json; do
   cmp -s "$T/plus/$f" "$T/minus/$f" && ok "$f: --strand changes nothing in the .npy set" || bad "$f differs with --strand"
 done
+# report.json records the region, the strand and each record's contig and positions (those of tracks.tsv)
+python3 - "$T" <<'PY' && ok "report.json: region, strand, contig and the rows' positions" || bad "report.json region"
+import json, sys
+t = sys.argv[1]
+want = {"plus": ("chrT:101-150", "+", "chrT", 111, 140), "minus": ("chrT:101-150", "-", "chrT", 111, 140),
+        "pad": ("chrT:101-150", "+", "chrT", 101, 150), "long": ("chrT:1-300", "+", "chrT", 11, 290),
+        "rc": (None, "+", "rc", 11, 40)}
+for d, (spec, strand, contig, a, b) in want.items():
+    r = json.load(open(f"{t}/{d}/report.json"))["region"]
+    assert r.get("spec") == spec and r["strand"] == strand, (d, r)
+    assert r["records"] == [{"contig": contig, "start": a, "end": b}], (d, r)
+    rows = [l.split("\t") for l in open(f"{t}/{d}/tracks.tsv").read().splitlines()[1:]]
+    assert (rows[0][0], int(rows[0][1]), int(rows[-1][1])) == (contig, a, b), (d, rows[0][:3], rows[-1][:3])
+PY
+# --plot into a folder that cannot take it: refused before any work (no --out made)
+"$BIN" run --model "$T/m" --out "$T/noplot" --fasta "$T/tiny.fa" --region chrT:101-150 --plot "$T/nodir/p.svg" \
+  > "$T/noplot.log" 2>&1; rc=$?
+[ $rc -ne 0 ] && grep -q "error: --plot (its folder cannot be written)" "$T/noplot.log" && [ ! -e "$T/noplot" ] &&
+  ! grep -q '^FORWARD' "$T/noplot.log" && ok "--plot in a missing folder: exit $rc before any work, no --out" ||
+  { bad "--plot in a missing folder: exit $rc"; cat "$T/noplot.log"; }
 [ $fails -eq 0 ] && echo "seq-tracks: all ok" || echo "seq-tracks: $fails failed"
 exit $((fails > 0))

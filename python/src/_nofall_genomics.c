@@ -151,6 +151,67 @@ static PyObject * nf_py_annotate_file(PyObject * mod, PyObject * args, PyObject 
     return nf_py_stats(&st);
 }
 
+/* seq_track(model, kind, text, region, pad, strand): the per-position tracks
+ * of every record as `nofall run --fasta/--sequence ... --strand S` writes
+ * tracks.tsv (nf_seq_track_record, tiled when longer than the window) ->
+ * [(contig, start, strand, channels, probs: bytes of n x channels float32,
+ * the channels' names as tracks.tsv's header)] */
+static PyObject * nf_py_seq_track(PyObject * mod, PyObject * args) {
+    NfModel * mo;
+    const char *kind, *text, *region = NULL, *strand;
+    int pad;
+    if (!PyArg_ParseTuple(args, "O!sszps", &NfModelType, &mo, &kind, &text, &region, &pad, &strand)) return NULL;
+    if (!nf_py_ready(mo)) return NULL;
+    if (strcmp(strand, "+") != 0 && strcmp(strand, "-") != 0)
+        return PyErr_Format(PyExc_ValueError, "strand: '+' or '-', not '%s'", strand);
+    int64_t ctx = -1;
+    struct nf_config_item ci;
+    for (int i = 0; nf_model_config_item(mo->m, i, &ci); i++)
+        if (strcmp(ci.key, "context_len") == 0) ctx = ci.num;
+    if (ctx < 0) return PyErr_Format(PyExc_ValueError, "tracks: not a SpTransformer model");
+    nf_seq s = {0};
+    nf_err err = {0};
+    int rc;
+    mo->busy = 1;
+    Py_BEGIN_ALLOW_THREADS if (strcmp(kind, "fasta") == 0) rc = nf_seq_fasta(&s, text, region, pad, ctx, &err);
+    else rc = nf_seq_string(&s, text, pad, ctx, &err);
+    Py_END_ALLOW_THREADS mo->busy = 0;
+    if (rc != NF_OK) {
+        nf_seq_free(&s);
+        return nf_py_raise(&err);
+    }
+    PyObject * out = PyList_New(0);
+    for (int64_t b = 0; out && b < s.B; b++) {
+        nf_seq_track t;
+        mo->busy = 1;
+        Py_BEGIN_ALLOW_THREADS rc = nf_seq_track_record(mo->m, &s, b, NULL, strand[0], &t, &err);
+        Py_END_ALLOW_THREADS mo->busy = 0;
+        if (rc != NF_OK) {
+            Py_CLEAR(out);
+            nf_seq_free(&s);
+            return nf_py_raise(&err);
+        }
+        /* the channels' names as tracks.tsv's header has them */
+        PyObject * names = PyList_New(0);
+        for (int64_t c = 0; names && c < t.channels; c++) {
+            const char * nm = nf_seq_track_channel(&t, c);
+            PyObject * o = strcmp(nm, "tissue") == 0 ? PyUnicode_FromFormat("tissue_%lld", (long long) (c - 3))
+                                                     : PyUnicode_FromString(nm);
+            if (!o || PyList_Append(names, o) != 0) Py_CLEAR(names);
+            Py_XDECREF(o);
+        }
+        PyObject * item = names ? Py_BuildValue("(sLCLy#N)", t.contig, (long long) t.start, (int) t.strand,
+                                                (long long) t.channels, (const char *) t.probs,
+                                                (Py_ssize_t) (t.n * t.channels * (int64_t) sizeof(float)), names)
+                                : NULL;
+        nf_seq_track_free(&t);
+        if (!item || PyList_Append(out, item) != 0) Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    nf_seq_free(&s);
+    return out;
+}
+
 static PyObject * nf_py_has_htslib(PyObject * mod, PyObject * unused) {
     return PyBool_FromLong(nf_genomics_has_htslib());
 }
@@ -170,6 +231,9 @@ PyMethodDef nf_py_genomics_methods[] = {
     {"annotate_file", (PyCFunction) (void (*)(void)) nf_py_annotate_file, METH_VARARGS | METH_KEYWORDS,
      "annotate_file(model, device, vcf, fasta, genes, out, report, raw_score=0, protein_coding=0, no_reuse=0, "
      "batch=16): nf_annotate_file; the counts"},
+    {"seq_track", nf_py_seq_track, METH_VARARGS,
+     "seq_track(model, kind, text, region, pad, strand): run's tracks.tsv rows per record: "
+     "[(contig, start, strand, channels, float32 bytes, channel names)]"},
     {"genomics_has_htslib", nf_py_has_htslib, METH_NOARGS, "built with htslib (FASTA, GTF, VCF/BCF)"},
     {"annotate_tissues", nf_py_tissues, METH_NOARGS, "the 15 tissue names, in the output's order"},
     {NULL, NULL, 0, NULL}};

@@ -216,3 +216,22 @@ def test_spliceai_deltas_numpy(spt, spt_model, fx_dir, tmp_path):
             assert dp == int(d[k].argmax()) - 100 or d[k][dp + 100] >= d[k].max() - 1e-6, (e, k, dp)
         checked += 1
     assert checked >= 10, checked
+
+
+@needs_htslib
+@pytest.mark.parametrize("region,strand", [("chr1:5001-5400", "+"), ("chr1:5001-5900", "-")])
+def test_tracks_equal_run_tsv(spt, spt_model, nofall_bin, fx_dir, tmp_path, region, strand):
+    """SpTransformer.tracks = the tracks.tsv `nofall run --fasta --region --strand` writes: the same rows
+    and columns, every value printed as the TSV prints it ('%.6g' of the float32); '-' and a region longer
+    than the window (512: 700 positions, two tiles) included"""
+    out = tmp_path / "run"
+    _run(nofall_bin, "run", "--model", spt_model, "--out", str(out), "--fasta", str(fx_dir / "genome.fa"),
+         "--region", region, "--strand", strand)
+    want = (out / "tracks.tsv").read_text().splitlines()
+    df = spt.tracks(fx_dir / "genome.fa", region, strand=strand)
+    assert list(df.columns) == want[0].split("\t")
+    assert df["pos"].dtype == np.int64 and df["acceptor"].dtype == np.float32
+    got = ["\t".join([r[0], str(r[1]), r[2]] + ["%.6g" % v for v in r[3:]]) for r in df.itertuples(index=False)]
+    assert len(got) == len(want) - 1 and got == want[1:]
+    arrays = spt.tracks(fx_dir / "genome.fa", region, strand=strand, as_frame=False)
+    assert isinstance(arrays["donor"], np.ndarray) and arrays["donor"].tobytes() == df["donor"].to_numpy().tobytes()

@@ -148,11 +148,15 @@ int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits,
 /* a sequence longer than the model's window (positions > max_seq_len): the
  * whole run as tiles, the set being the tracks and report.json (no .npy) */
 int nf_run_tiled_needed(const nf_model * m, const struct nf_seq * seq);
+/* report.json's "region" (with --region or --strand): the spec, the strand, each record's contig and positions */
+struct cJSON;
+void nf_run_report_region(struct cJSON * rep, const nf_model * m, const struct nf_seq * seq, const char * region,
+                          const char * strand);
 struct nf_outset;
 struct nf_cli_outfile;
-int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * strand,
-                 const char * model_path, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
-                 struct nf_outset * os, nf_err * err);
+int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * region,
+                 const char * strand, const char * model_path, const char * trace, const char * trace_in_out,
+                 struct nf_cli_outfile * tr, struct nf_outset * os, nf_err * err);
 /* report.json's common members (version, model, config, device, precision) */
 struct cJSON;
 void nf_cli_report_passes(struct cJSON * rep, const nf_model * m);

@@ -21,6 +21,8 @@ struct nf_ann_opts {
     int no_reuse; /* --no-reuse: every window in full (the model's batch_reuse 0) */
     int progress; /* NF_PROGRESS_AUTO / _QUIET (--quiet) / _FORCE (--progress) */
     int64_t batch;
+    char out_type;                   /* -O / --output-type v|z|b|u, 0: by --out's name */
+    int to_stdout;                   /* --out -: the output on stdout, nothing else there (no markers, no report) */
     const char *plot, *plot_variant; /* --plot FILE.svg --plot-variant CHR:POS:REF:ALT (docs/plots.md) */
 };
 
@@ -35,10 +37,34 @@ int nf_cmd_annotate(int argc, char ** argv) {
 }
 #else
 
+/* bcftools' -O TYPE / -OTYPE: --output-type TYPE (argv's words are kept; av: argc + 1 slots) */
+static int nf_ann_short_o(int argc, char ** argv, char ** av, char * buf) {
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strncmp(argv[i], "-O", 2) == 0 && strlen(argv[i]) <= 3) {
+            av[n++] = "--output-type";
+            if (argv[i][2]) {
+                buf[0] = argv[i][2], buf[1] = 0;
+                av[n++] = buf;
+            }
+            continue;
+        }
+        av[n++] = argv[i];
+    }
+    av[n] = NULL;
+    return n;
+}
+
 static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
     struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    if (!nf_cli_opts_parse(NF_M(ANNOTATE), argc, argv, 1, NULL, &v)) return 0;
+    char ** av = calloc((size_t) argc + 2, sizeof(char *));
+    char one[2];
+    if (!av) return 0;
+    const int ok = nf_cli_opts_parse(NF_M(ANNOTATE), nf_ann_short_o(argc, argv, av, one), av, 1, NULL, &v);
+    free(av);
+    if (!ok) return 0;
+    o->out_type = v.set[NF_O_ANN_OUT_TYPE] ? nf_cli_opt_str(&v, NF_O_ANN_OUT_TYPE, "v")[0] : 0;
     o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
     o->vcf = nf_cli_opt_str(&v, NF_O_VCF, NULL);
     o->fasta = nf_cli_opt_str(&v, NF_O_ANN_FASTA, NULL);
@@ -58,6 +84,7 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
                         "OUT.vcf|.vcf.gz|.bcf|.tsv[.gz]|.csv[.gz]\n");
         return 0;
     }
+    o->to_stdout = strcmp(o->out, "-") == 0;
     o->plot = nf_cli_opt_str(&v, NF_O_PLOT, NULL);
     o->plot_variant = nf_cli_opt_str(&v, NF_O_PLOT_VARIANT, NULL);
     if (!o->plot != !o->plot_variant) {
@@ -163,6 +190,7 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     ao.format = o->format;
     ao.no_reuse = o->no_reuse;
     ao.batch = o->batch;
+    ao.out_type = o->out_type;
     struct nf_cli_outfile of, rf; /* the output, its report */
     memset(&of, 0, sizeof(of));
     memset(&rf, 0, sizeof(rf));
@@ -170,13 +198,14 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     nf_annotator * a = NULL;
     *failed_rank = -1;
     int rc = nf_annotate_new(&ao, &h, &a, err);
-    /* --out (rank 0: created now, so an unwritable place fails before any work) */
-    if (rc == NF_OK && mp->rank == 0) rc = nf_cli_outfile_open(&of, o->out, "--out", err);
+    /* --out (rank 0: created now, so an unwritable place fails before any work); --out -: stdout, no report */
+    const int file = mp->rank == 0 && !o->to_stdout;
+    if (rc == NF_OK && file) rc = nf_cli_outfile_open(&of, o->out, "--out", err);
     char rp[4200];
     snprintf(rp, sizeof(rp), "%s.report.json", o->out);
     /* the report, written at the end, must not be an input either: checked now (path-guard.c) */
-    if (rc == NF_OK && mp->rank == 0) rc = nf_cli_output_check(rp, "--out (its report OUT.report.json)", err);
-    if (rc == NF_OK) rc = nf_annotate_open(a, mp->rank == 0 ? of.tmp : NULL, err);
+    if (rc == NF_OK && file) rc = nf_cli_output_check(rp, "--out (its report OUT.report.json)", err);
+    if (rc == NF_OK) rc = nf_annotate_open(a, mp->rank == 0 ? (file ? of.tmp : "-") : NULL, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     rc = nf_annotate_load(a, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
@@ -192,7 +221,13 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
      * names, the summary and markers printed and stdout checked, and only
      * then both renamed into place: a failure up to there (stdout closed or
      * full included) leaves the previous output and report as they were */
-    if (mp->rank == 0) {
+    if (mp->rank == 0 && o->to_stdout) { /* stdout: the VCF only; the summary on stderr */
+        if ((rc = nf_annotate_close(a, err)) == NF_OK && o->progress != NF_PROGRESS_QUIET) {
+            nf_annotate_stats st;
+            nf_annotate_get_stats(a, &st);
+            nf_ann_summary(&st, "standard output");
+        }
+    } else if (mp->rank == 0) {
         if ((rc = nf_annotate_close(a, err)) == NF_OK && (rc = nf_cli_outfile_close(&of, err)) == NF_OK)
             rc = nf_ann_write_report(a, rp, &rf, err);
         nf_cli_test_delay("write");
@@ -250,10 +285,15 @@ int nf_cmd_annotate(int argc, char ** argv) {
             po.protein_coding = o.protein_coding;
             rc = mp.size > 1 ? nf__err_set(&err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)")
                              : nf_cli_output_check(o.plot, "--plot", &err);
+            if (rc == NF_OK) rc = nf_plot_check_writable(o.plot, "--plot", &err);
             if (rc == NF_OK) rc = nf_annotate_plot_variant(&po, o.plot_variant, o.plot, &err);
         }
         if (rc == NF_OK) rc = nf_ann_main(&o, &mp, &failed_rank, &err);
-        ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);
+        if (o.to_stdout && mp.rank == 0) { /* no markers: stdout is the VCF's */
+            if (rc != NF_OK) nf_cli_print_error(&err, rc);
+            ret = rc != NF_OK;
+        } else
+            ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);
     }
     nf_cli_mpi_finalize(&mp);
     return ret;

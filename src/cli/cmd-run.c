@@ -180,8 +180,8 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
 
 /* report.json: the common members, the model's, how the queries went, the markers */
 static int nf_run_report(const char * path, const struct nf_run_opts * o, const nf_model * m, const nf_backend * be,
-                         const struct nf_run_outputs * res, const struct nf_run_meas * meas, double wall_ms,
-                         nf_err * err) {
+                         const nf_seq * seq, const struct nf_run_outputs * res, const struct nf_run_meas * meas,
+                         double wall_ms, nf_err * err) {
     cJSON * rep = cJSON_CreateObject();
     cJSON * mine = cJSON_Parse(res->report);
     if (!rep || !mine) {
@@ -190,6 +190,7 @@ static int nf_run_report(const char * path, const struct nf_run_opts * o, const 
         return nf__err_set(err, NF_ERR_NOMEM, "report.json: out of memory");
     }
     nf_run_report_common(rep, nf_run_opt(o, "model"), m, be);
+    if (seq->ids) nf_run_report_region(rep, m, seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"));
     while (mine->child) {
         cJSON * c = cJSON_DetachItemViaPointer(mine, mine->child);
         cJSON_AddItemToObject(rep, c->string, c);
@@ -245,7 +246,9 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
                                  sizeof(trace_in_out), err)) != NF_OK)
         goto done;
     if (trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, trace, "--trace", err)) != NF_OK) goto done;
-    if (nf_run_opt(o, "plot") && (rc = nf_cli_output_check(nf_run_opt(o, "plot"), "--plot", err)) != NF_OK) goto done;
+    if (nf_run_opt(o, "plot") && ((rc = nf_cli_output_check(nf_run_opt(o, "plot"), "--plot", err)) != NF_OK ||
+                                  (rc = nf_plot_check_writable(nf_run_opt(o, "plot"), "--plot", err)) != NF_OK))
+        goto done;
     /* the device first: an absent device fails before any work */
     if ((rc = nf_cli_backend_init(device ? device : "cpu", o->precision, &be, err)) != NF_OK) goto done;
     nf_trace_reset(be, trace ? NF_TRACE_TIMED : NF_TRACE_TOTALS);
@@ -266,7 +269,8 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     }
     if (rc != NF_OK) goto done;
     if (seq.ids && nf_run_tiled_needed(m, &seq)) { /* longer than one window: tiles (run-tracks.c) */
-        rc = nf_run_tiled(m, be, &seq, nf_run_opt(o, "strand"), model, trace, trace_in_out, &tr, &os, err);
+        rc = nf_run_tiled(m, be, &seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"), model, trace, trace_in_out,
+                          &tr, &os, err);
         goto done;
     }
     int out_ndim = 0;
@@ -300,7 +304,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     struct nf_run_meas meas; /* placement, measured */
     if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto done;
     nf_outset_path(&os, "report.json", p, sizeof(p));
-    if ((rc = nf_run_report(p, o, m, be, &res, &meas, wall_ms, err)) != NF_OK) goto done;
+    if ((rc = nf_run_report(p, o, m, be, &seq, &res, &meas, wall_ms, err)) != NF_OK) goto done;
     rc = nf_model_check_outputs(m, in, logits, os.staging, err);
     if (rc == NF_OK) {
         cJSON * doc = NULL;

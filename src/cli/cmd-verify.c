@@ -36,6 +36,7 @@ static int nf_verify_main(const struct nf_verify_opts * o, const char * json, co
     }
     if (rc == NF_OK && plot) rc = nf_verify_check_output(v, "--plot", plot, err);
     if (rc == NF_OK && plot) rc = nf_cli_output_check(plot, "--plot", err);
+    if (rc == NF_OK && plot) rc = nf_plot_check_writable(plot, "--plot", err);
     if (rc == NF_OK) rc = nf_verify_run(v, stdout, err);
     if (rc == NF_OK) *n_failed = nf_verify_failed(v);
     if (rc == NF_OK && json) {

@@ -16,6 +16,33 @@
 #include <stdio.h>
 #include <string.h>
 
+static int64_t nf_run_cfg(const nf_model * m, const char * key) {
+    struct nf_config_item ci;
+    for (int i = 0; nf_model_config_item(m, i, &ci); i++)
+        if (strcmp(ci.key, key) == 0) return ci.num;
+    return -1;
+}
+
+void nf_run_report_region(cJSON * rep, const nf_model * m, const struct nf_seq * seq, const char * region,
+                          const char * strand) {
+    if (!region && !strand) return;
+    cJSON * r = cJSON_AddObjectToObject(rep, "region");
+    if (!r) return;
+    if (region) cJSON_AddStringToObject(r, "spec", region);
+    cJSON_AddStringToObject(r, "strand", strand ? strand : "+");
+    const int64_t ctx = nf_run_cfg(m, "context_len"), n = seq->L - 2 * (ctx > 0 ? ctx : 0);
+    cJSON * recs = cJSON_AddArrayToObject(r, "records"); /* the positions the rows are, as tracks.tsv's */
+    for (int64_t b = 0; recs && b < seq->B; b++) {
+        cJSON * x = cJSON_CreateObject();
+        if (!x) return;
+        const int64_t first = (seq->starts ? seq->starts[b] : 1) + (seq->pad || ctx < 0 ? 0 : ctx);
+        if (seq->names && seq->names[b]) cJSON_AddStringToObject(x, "contig", seq->names[b]);
+        cJSON_AddNumberToObject(x, "start", (double) first);
+        cJSON_AddNumberToObject(x, "end", (double) (first + n - 1));
+        cJSON_AddItemToArray(recs, x);
+    }
+}
+
 const char * const nf_run_track_files[] = {"tracks.tsv", "acceptor.bedGraph", "donor.bedGraph", NULL};
 
 int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits, const char * strand, const char * dir,
@@ -32,18 +59,9 @@ int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits,
     nf__path_join(acc, sizeof(acc), dir, nf_run_track_files[1]);
     nf__path_join(don, sizeof(don), dir, nf_run_track_files[2]);
     int rc = NF_OK;
-    for (int64_t b = 0; rc == NF_OK && b < seq->B; b++) {
+    for (int64_t b = 0; rc == NF_OK && b < seq->B; b++) { /* the run's own forward on '+': no second one */
         nf_seq_track t;
-        char name[64];
-        snprintf(name, sizeof(name), "sequence%lld", (long long) b + 1);
-        const char * contig = seq->names && seq->names[b] ? seq->names[b] : seq->B > 1 ? name : NULL;
-        /* ids[0] is at starts[b] in mode given; pad's flanks are not the file's */
-        const int64_t first = (seq->starts ? seq->starts[b] : 1) + (seq->pad ? 0 : ctx);
-        if (logits && !(strand && strand[0] == '-')) /* the run's own forward: no second one */
-            rc = nf_seq_track_from_logits(logits + b * n * C, n, C, contig, first, &t, err);
-        else
-            rc = nf_seq_track_score(m, seq->ids + b * seq->L, n, ctx, ctx, strand ? strand[0] : '+', contig, first, 0,
-                                    &t, err);
+        rc = nf_seq_track_record(m, seq, b, logits ? logits + b * n * C : NULL, strand ? strand[0] : '+', &t, err);
         if (rc == NF_OK) rc = nf_seq_track_write_tsv(&t, tsv, b > 0, err);
         if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 1, acc, b > 0, err);
         if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 2, don, b > 0, err);
@@ -52,21 +70,14 @@ int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits,
     return rc;
 }
 
-static int64_t nf_run_cfg(const nf_model * m, const char * key) {
-    struct nf_config_item ci;
-    for (int i = 0; nf_model_config_item(m, i, &ci); i++)
-        if (strcmp(ci.key, key) == 0) return ci.num;
-    return -1;
-}
-
 int nf_run_tiled_needed(const nf_model * m, const struct nf_seq * seq) {
     const int64_t ctx = nf_run_cfg(m, "context_len"), win = nf_run_cfg(m, "max_seq_len");
     return ctx >= 0 && win > 0 && seq->L - 2 * ctx > win;
 }
 
-int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * strand,
-                 const char * model_path, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
-                 struct nf_outset * os, nf_err * err) {
+int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * region,
+                 const char * strand, const char * model_path, const char * trace, const char * trace_in_out,
+                 struct nf_cli_outfile * tr, struct nf_outset * os, nf_err * err) {
     const int64_t ctx = nf_run_cfg(m, "context_len"), win = nf_run_cfg(m, "max_seq_len");
     const double t0 = nf_cli_now_ms();
     NF_TRY(nf_run_tracks(m, seq, NULL, strand, os->staging, err));
@@ -80,6 +91,7 @@ int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq,
     cJSON * rep = cJSON_CreateObject();
     if (!rep) return nf__err_set(err, NF_ERR_NOMEM, "report.json: out of memory");
     nf_run_report_common(rep, model_path, m, be);
+    nf_run_report_region(rep, m, seq, region, strand);
     cJSON * t = cJSON_AddObjectToObject(rep, "tracks");
     cJSON_AddNumberToObject(t, "records", (double) seq->B);
     cJSON_AddNumberToObject(t, "positions_each", (double) n);

@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 enum { NF_ANN_CSV, NF_ANN_TSV, NF_ANN_VCF };
-/* how the output is written: as is, BGZF-compressed (.gz), BCF (.bcf) */
+/* how the output is written: as is, BGZF-compressed (.gz), BCF (.bcf; bcf_u: uncompressed) */
 enum { NF_ANN_PLAIN, NF_ANN_BGZF, NF_ANN_BCF };
 
 /* one scored ALT */
@@ -71,6 +71,7 @@ struct nf_annotator {
     FILE * out;      /* NF_ANN_PLAIN */
     BGZF * bgz;      /* NF_ANN_BGZF  */
     htsFile * hout;  /* NF_ANN_BCF   */
+    int bcf_u;       /* NF_ANN_BCF uncompressed (-O u) */
     int64_t written; /* records written (the writer): the progress */
     kstring_t ks;
     struct nf_ann_rec * recs;

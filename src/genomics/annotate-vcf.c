@@ -15,19 +15,42 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <htslib/hfile.h>
 #include <htslib/tbx.h>
+#include <unistd.h>
 
 /* the writer on path (the format from the output's name, opened by name:
  * htslib writes the caller's file by its name, the same inode) */
 int nf__ann_open_writer(nf_annotator * a, const char * path, nf_err * err) {
     char e[1024];
     if (!(a->out_path = strdup(path))) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    const char * hmode = a->bcf_u ? "wbu" : "wb";
+    if (strcmp(path, "-") == 0) {
+        /* standard output, through a duplicate of fd 1: closing the writer
+         * leaves fd 1 open (no later file of this process can take it) */
+        const int fd = dup(STDOUT_FILENO);
+        if (fd < 0)
+            return nf__err_set(err, NF_ERR_IO, "--out -: standard output cannot be written: %s", strerror(errno));
+        if (a->enc == NF_ANN_PLAIN)
+            a->out = fdopen(fd, "wb");
+        else if (a->enc == NF_ANN_BGZF)
+            a->bgz = bgzf_dopen(fd, "w");
+        else {
+            hFILE * hf = hdopen(fd, "w");
+            if (hf && !(a->hout = hts_hopen(hf, "-", hmode))) hclose_abruptly(hf);
+        }
+        if (!a->out && !a->bgz && !a->hout) {
+            close(fd);
+            return nf__err_set(err, NF_ERR_IO, "--out -: standard output cannot be written");
+        }
+        return NF_OK;
+    }
     if (a->enc == NF_ANN_PLAIN)
         a->out = fopen(path, "wb");
     else if (a->enc == NF_ANN_BGZF)
         a->bgz = bgzf_open(path, "w");
     else
-        a->hout = hts_open(path, "wb");
+        a->hout = hts_open(path, hmode);
     if (!a->out && !a->bgz && !a->hout)
         return nf__err_set(err, NF_ERR_IO, "--out %s: cannot write", nf__esc(e, sizeof(e), a->o.out));
     return NF_OK;

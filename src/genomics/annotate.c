@@ -317,6 +317,8 @@ static int nf__ann_same_file(const char * a, const char * b) {
     return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+static int nf__ann_check_inputs(nf_annotator * a, nf_err * err);
+
 static int nf__ann_check(nf_annotator * a, nf_err * err) {
     const nf_annotate_opts * o = &a->o;
     char e[1024];
@@ -326,7 +328,21 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
         return nf__err_set(err, NF_ERR_ARG, "--batch %lld: not in 2..4096", (long long) o->batch);
     size_t ol = strlen(o->out);
     a->enc = NF_ANN_PLAIN;
-    if (ol > 4 && strcmp(o->out + ol - 4, ".bcf") == 0) {
+    if (o->out_type || strcmp(o->out, "-") == 0) { /* bcftools' -O, or stdout: a VCF / BCF whatever the name */
+        const char t = o->out_type ? o->out_type : 'v';
+        if (!strchr("vzbu", t)) return nf__err_set(err, NF_ERR_ARG, "--output-type %c: not v, z, b or u", t);
+        const size_t gz = ol > 3 && strcmp(o->out + ol - 3, ".gz") == 0 ? 3 : 0;
+        if (ol - gz > 4 &&
+            (strncmp(o->out + ol - gz - 4, ".tsv", 4) == 0 || strncmp(o->out + ol - gz - 4, ".csv", 4) == 0))
+            return nf__err_set(err, NF_ERR_ARG,
+                               "--out %s: --output-type writes a VCF or BCF; a .tsv / .csv output takes its format "
+                               "from its name",
+                               nf__esc(e, sizeof(e), o->out));
+        a->fmt = NF_ANN_VCF;
+        a->enc = t == 'v' ? NF_ANN_PLAIN : t == 'z' ? NF_ANN_BGZF : NF_ANN_BCF;
+        a->bcf_u = t == 'u';
+        return nf__ann_check_inputs(a, err);
+    } else if (ol > 4 && strcmp(o->out + ol - 4, ".bcf") == 0) {
         a->fmt = NF_ANN_VCF;
         a->enc = NF_ANN_BCF;
         ol = 0;
@@ -344,6 +360,13 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
         return nf__err_set(err, NF_ERR_ARG,
                            "--out %s: the name must end in .vcf, .vcf.gz, .bcf, .tsv, .tsv.gz, .csv or .csv.gz",
                            nf__esc(e, sizeof(e), o->out));
+    return nf__ann_check_inputs(a, err);
+}
+
+/* the inputs, the model, the shard hooks (after the output's format) */
+static int nf__ann_check_inputs(nf_annotator * a, nf_err * err) {
+    const nf_annotate_opts * o = &a->o;
+    char e[1024];
     /* a FASTA must be seekable (faidx), the GTF is read whole before any
      * work: a FIFO, a device or a directory is refused by name, never opened
      * by htslib (which would block on a FIFO with no writer) */
@@ -356,7 +379,7 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
     }
     const char * ins[3] = {o->vcf, o->fasta, o->genes};
     for (int i = 0; i < 3; i++)
-        if (nf__ann_same_file(o->out, ins[i]))
+        if (strcmp(o->out, "-") != 0 && nf__ann_same_file(o->out, ins[i]))
             return nf__err_set(err, NF_ERR_ARG, "--out %s is an input", nf__esc(e, sizeof(e), o->out));
     char type[64];
     nf__ann_model_type(o->model, type, sizeof(type));

@@ -127,6 +127,28 @@ int nf_seq_track_score(nf_model * m, const int8_t * ids, int64_t n, int64_t left
     return NF_OK;
 }
 
+int nf_seq_track_record(nf_model * m, const nf_seq * seq, int64_t b, const float * logits, char strand,
+                        nf_seq_track * out, nf_err * err) {
+    memset(out, 0, sizeof(*out));
+    if (!m || !seq || !seq->ids || b < 0 || b >= seq->B)
+        return nf__err_set(err, NF_ERR_ARG, "tracks: no record %lld", (long long) b);
+    if (strand != '+' && strand != '-') return nf__err_set(err, NF_ERR_ARG, "tracks: strand '+' or '-'");
+    const int64_t ctx = nf__track_cfg(m, "context_len"), tis = nf__track_cfg(m, "tissue_num");
+    if (ctx < 0 || tis < 0) return nf__err_set(err, NF_ERR_ARG, "tracks: not a SpTransformer model");
+    const int64_t n = seq->L - 2 * ctx, C = 3 + tis;
+    if (n <= 0)
+        return nf__err_set(err, NF_ERR_INPUT, "tracks: %lld tokens hold no position past 2 x %lld context",
+                           (long long) seq->L, (long long) ctx);
+    char name[64];
+    snprintf(name, sizeof(name), "sequence%lld", (long long) b + 1);
+    const char * contig = seq->names && seq->names[b] ? seq->names[b] : seq->B > 1 ? name : NULL;
+    /* ids[0] is at starts[b] in mode given; pad's flanks are not the file's */
+    const int64_t first = (seq->starts ? seq->starts[b] : 1) + (seq->pad ? 0 : ctx);
+    if (logits && strand == '+') /* the caller's own forward: no second one */
+        return nf_seq_track_from_logits(logits, n, C, contig, first, out, err);
+    return nf_seq_track_score(m, seq->ids + b * seq->L, n, ctx, ctx, strand, contig, first, 0, out, err);
+}
+
 static int nf__track_close(FILE * f, const char * path, nf_err * err) {
     const int bad = ferror(f);
     if (fclose(f) != 0 || bad) return nf__err_set(err, NF_ERR_IO, "%s: write failed: %s", path, strerror(errno));

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NF_PLOT_MAX_POINTS 1400 /* about two per horizontal pixel */
@@ -293,6 +294,20 @@ done:
     free(titles);
     cJSON_Delete(doc);
     return svg;
+}
+
+int nf_plot_check_writable(const char * path, const char * flag, nf_err * err) {
+    if (!path || !path[0]) return nf__err_set(err, NF_ERR_ARG, "%s needs a file name", flag ? flag : "--plot");
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return nf__err_set(err, NF_ERR_ARG, "%s %s: a directory, not a file", flag ? flag : "--plot", path);
+    char tmp[4200];
+    int fd = -1;
+    if (nf__tmp_create(path, tmp, sizeof(tmp), &fd, err) != NF_OK)
+        return nf__err_prefix(err, "%s (its folder cannot be written)", flag ? flag : "--plot");
+    close(fd);
+    unlink(tmp);
+    return NF_OK;
 }
 
 int nf_plot_write(const char * path, const char * flag, const char * text, nf_err * err) {

@@ -144,6 +144,44 @@ class SpTransformer:
         _nofall.spt_post(logits, probs, cls, int(shape[2]))
         return SpliceScores(ids.astype(np.int8), logits, probs, cls, self.context, self.channels)
 
+    def tracks(self, fasta, region=None, strand="+", context="given", as_frame=True):
+        """Per-position tracks with coordinates: the rows ``nofall run --model M --fasta F
+        [--region R] [--strand S] [--context given|pad]`` writes as ``tracks.tsv`` (same values:
+        the library's ``nf_seq_track_record``; a sequence longer than the window is tiled as the
+        CLI tiles it; ``strand="-"`` scores the reverse complement, rows in forward order).
+
+        Returns a pandas DataFrame with the TSV's columns ``contig``, ``pos`` (1-based),
+        ``strand``, ``acceptor``, ``donor`` and one per tissue (float32), every record of the
+        FASTA (or the region) one after another; ``as_frame=False`` (or no pandas): a dict of
+        those columns as numpy arrays."""
+        pad = _pad_flag(context)
+        if strand not in ("+", "-"):
+            raise ValueError(f"strand: '+' or '-', not {strand!r}")
+        m = self.model
+        with m._lock:
+            recs = _nofall.seq_track(m._m, "fasta", os.fspath(fasta), region, pad, strand)
+        names = None
+        cols = {"contig": [], "pos": [], "strand": [], "probs": []}
+        for contig, start, st, C, raw, chans in recs:
+            p = np.frombuffer(raw, dtype=np.float32).reshape(-1, C)
+            n = p.shape[0]
+            names = chans[1:]  # tracks.tsv's columns: no_splice left out
+            cols["contig"].append(np.full(n, contig, dtype=object))
+            cols["pos"].append(np.arange(start, start + n, dtype=np.int64))
+            cols["strand"].append(np.full(n, st, dtype=object))
+            cols["probs"].append(p[:, 1:])
+        probs = np.concatenate(cols["probs"]) if recs else np.empty((0, 2), np.float32)
+        out = {k: np.concatenate(cols[k]) for k in ("contig", "pos", "strand")}
+        for j, nm in enumerate(names or ["acceptor", "donor"]):
+            out[nm] = np.ascontiguousarray(probs[:, j])
+        if as_frame:
+            try:
+                import pandas as pd
+            except ImportError:
+                return out
+            return pd.DataFrame(out)
+        return out
+
     def __repr__(self):
         return f"nofall.SpTransformer({self.model_path!r}, device={self.device!r})"
 
