@@ -224,7 +224,9 @@ static void test_conv1d(int64_t S, int64_t L, int64_t cin, int64_t cout, int64_t
     char what[96];
     snprintf(what, sizeof(what), "CONV1D %lldx%lld %lld->%lld k=%lld dil=%lld pad=%lld acc=%d", (long long) S,
              (long long) L, (long long) cin, (long long) cout, (long long) K, (long long) dil, (long long) pad, acc);
-    CHECK(tally(what, host(&ty), want, S * L * cout) < 0.02, "%s: over 2%% of the elements one ulp off", what);
+    float * got = fetch(&ty, S * L * cout);
+    CHECK(tally(what, got, want, S * L * cout) < 0.02, "%s: over 2%% of the elements one ulp off", what);
+    free(got);
     nf__tensor_free(&tx);
     nf__tensor_free(&tW);
     nf__tensor_free(&tb);
@@ -254,7 +256,9 @@ static void test_batch_norm(int64_t m, int64_t C, int relu) {
         }
     char what[96];
     snprintf(what, sizeof(what), "BATCH_NORM %lldx%lld relu=%d", (long long) m, (long long) C, relu);
-    CHECK(tally(what, host(&ty), want, m * C) < 0.02, "%s: over 2%% of the elements one ulp off", what);
+    float * got = fetch(&ty, m * C);
+    CHECK(tally(what, got, want, m * C) < 0.02, "%s: over 2%% of the elements one ulp off", what);
+    free(got);
     nf__tensor_free(&tx), nf__tensor_free(&tw), nf__tensor_free(&tb), nf__tensor_free(&tm), nf__tensor_free(&tv);
     nf__tensor_free(&ty);
     free(x), free(prm), free(want);
@@ -277,8 +281,8 @@ int main(int argc, char ** argv) {
     test_linear(64, 128, 96, NF_ACT_GELU, 0, 0);
     test_linear(20, 96, 33, NF_ACT_NONE, 1, 0);
     test_attention(3, 2, 16, 20, 33);
-    test_attention(2, 4, 32, 130, 40);         /* two blocks of query rows */
-    if (strcmp(dev, "cpu") == 0) { /* SpTransformer's ops: the cpu mode only so far (docs/precision.md) */
+    test_attention(2, 4, 32, 130, 40); /* two blocks of query rows */
+    if (strcmp(dev, "cpu") == 0) {     /* SpTransformer's ops: the cpu mode only so far (docs/precision.md) */
         test_conv1d(2, 150, 24, 20, 11, 4, 20, 1); /* a resblock's conv2: same padding, into the residual */
         test_conv1d(1, 90, 16, 12, 3, 1, 1, 0);
         test_batch_norm(300, 40, 1);
