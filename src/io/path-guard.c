@@ -8,8 +8,8 @@
  * output set's lock and the artifact names it would replace -- is checked
  * against them before any work: by device and inode where the output exists,
  * by canonical name where it does not yet. */
-#include "cli.h"
-#include "io/nf-io.h"
+#include "nofall-outputs.h"
+#include "nf-io.h"
 
 #include <dirent.h>
 #include <string.h>
