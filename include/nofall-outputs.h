@@ -92,6 +92,35 @@ NF_API int nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra,
  * commit, remove the parents begin created (each only if empty). */
 NF_API void nf_outset_end(struct nf_outset * s);
 
+/* ---- a run's report.json (src/core/run-report.c) -------------------------------- */
+/* where things were measured to be, after a forward */
+struct nf_run_meas {
+    struct nf_placement pl;
+    char model_dev[32];
+    struct nf_trace_totals tot;
+    int fallback;
+};
+NF_API int nf_run_measure(const nf_model * m, const nf_backend * be, struct nf_run_meas * r, nf_err * err);
+/* report.json's common members (version, model, files with their SHA-256 --
+ * nf_model_file_sha256, hashed once a model --, config, device, precision) */
+struct cJSON;
+NF_API void nf_run_report_common(struct cJSON * rep, const char * model_path, nf_model * m, const nf_backend * be);
+/* how the last Mitra forward took its queries: "queries" (nothing for other models) */
+NF_API void nf_cli_report_passes(struct cJSON * rep, const nf_model * m);
+/* the markers into report.json's "markers" object */
+NF_API void nf_run_markers_json(struct cJSON * rep, const struct nf_run_meas * r, const char * shape,
+                                const char * classes, int finite, double wall_ms);
+/* --trace must not replace an input, the model, --out or an artifact;
+ * in_out: its name when it is inside --out (then part of the set) (path-guard.c) */
+NF_API int nf_run_check_trace(const char * trace, const char * model, const char * const * inputs,
+                              const char * const * input_flags, int n_inputs, const struct nf_outset * os,
+                              const char * const * artifacts, int n_artifacts, char * in_out, size_t n, nf_err * err);
+/* bench: statistics of n timings (v sorted in place) */
+struct nf_cli_stats {
+    double median, mean, p90, min, max;
+};
+NF_API void nf_cli_stats(double * v, int n, struct nf_cli_stats * s);
+
 #ifdef __cplusplus
 }
 #endif

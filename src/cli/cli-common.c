@@ -118,29 +118,6 @@ double nf_cli_now_ms(void) {
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
 }
 
-static int nf_cli_cmp_double(const void * a, const void * b) {
-    double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
-void nf_cli_stats(double * v, int n, struct nf_cli_stats * s) {
-    memset(s, 0, sizeof(*s));
-    if (n <= 0) return;
-    qsort(v, (size_t) n, sizeof(double), nf_cli_cmp_double);
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += v[i];
-    s->mean = sum / n;
-    s->min = v[0];
-    s->max = v[n - 1];
-    s->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    /* p90: linear interpolation between closest ranks (numpy's default) */
-    double pos = 0.9 * (n - 1);
-    int lo = (int) pos;
-    int hi = lo + 1 < n ? lo + 1 : lo;
-    s->p90 = v[lo] + (pos - lo) * (v[hi] - v[lo]);
-}
-
-/* the trace JSON to f (the caller's output file) */
 int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_err * err) {
     return nf_cli_write_trace_as(be, 0, f, what, err);
 }

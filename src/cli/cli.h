@@ -38,12 +38,6 @@ int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_er
 /* chrome 1: as Chrome trace events (bench --trace-format chrome) */
 int nf_cli_write_trace_as(const nf_backend * be, int chrome, FILE * f, const char * what, nf_err * err);
 
-/* statistics of n timings (sorted in place) */
-struct nf_cli_stats {
-    double median, mean, p90, min, max;
-};
-void nf_cli_stats(double * v, int n, struct nf_cli_stats * s);
-
 /* ---- a progress bar on stderr (progress.c; README "Progress") -------------------------- */
 /* One line "WHAT: DONE/TOTAL UNIT (P%), R/s, ETA H:MM:SS" redrawn in place
  * ('\r', at most 4 times a second); total <= 0: unknown (count, rate and the
@@ -66,43 +60,15 @@ void nf_progress_suspend(nf_progress * p);
 void nf_progress_end(nf_progress * p);
 
 /* ---- shared by `run` of every model (run-common.c) ------------------------------------ */
-/* where things were measured to be, after a forward */
-struct nf_run_meas {
-    struct nf_placement pl;
-    char model_dev[32];
-    struct nf_trace_totals tot;
-    int fallback;
-};
-int nf_run_measure(const nf_model * m, const nf_backend * be, struct nf_run_meas * r, nf_err * err);
-/* run-tracks.c: --region / --strand's tracks.tsv, acceptor.bedGraph, donor.bedGraph
- * (docs/sequences.md) of every record of seq into dir; strand NULL: '+'; logits: the
- * run's own forward (B x positions x channels), used on '+' (NULL: forwards made here) */
+/* run-tracks.c: a sequence longer than the model's window (nf_seq_tiled_needed)
+ * as tiles, the set being the tracks and report.json (no .npy) */
 struct nf_seq;
-extern const char * const nf_run_track_files[];
-int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits, const char * strand, const char * dir,
-                  nf_err * err);
-/* a sequence longer than the model's window (positions > max_seq_len): the
- * whole run as tiles, the set being the tracks and report.json (no .npy) */
-int nf_run_tiled_needed(const nf_model * m, const struct nf_seq * seq);
-struct nf_outset;
-struct nf_cli_outfile;
 int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * strand,
                  const char * model_path, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
                  struct nf_outset * os, nf_err * err);
-/* report.json's common members (version, model, config, device, precision) */
-struct cJSON;
-void nf_cli_report_passes(struct cJSON * rep, const nf_model * m);
-void nf_run_report_common(struct cJSON * rep, const char * model_path, const nf_model * m, const nf_backend * be);
-/* the markers: into report.json's "markers" object, and on stdout */
-void nf_run_markers_json(struct cJSON * rep, const struct nf_run_meas * r, const char * shape, const char * classes,
-                         int finite, double wall_ms);
+/* the markers on stdout (report.json's: nf_run_markers_json) */
 void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, const char * shape, const char * classes,
                           int finite, double wall_ms, int assets_verified);
-/* --trace must not replace an input, the model, --out or an artifact;
- * in_out: its name when it is inside --out (then part of the set) */
-int nf_run_check_trace(const char * trace, const char * model, const char * const * inputs,
-                       const char * const * input_flags, int n_inputs, const struct nf_outset * os,
-                       const char * const * artifacts, int n_artifacts, char * in_out, size_t n, nf_err * err);
 /* write the trace (into the set, or to its own file) */
 int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
                   struct nf_outset * os, nf_err * err);
@@ -112,8 +78,6 @@ int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_
 /* the end of a command that prints markers: the error (if any), then
  * EXIT_CODE=0|1; returns the process exit status (1 also when stdout failed) */
 int nf_cli_command_exit(int rc, const nf_err * err);
-/* `nofall predict` on a TabSTAR model (cmd-predict-tabstar.c); argv as nf_cmd_predict's */
-int nf_cmd_predict_tabstar(int argc, char ** argv);
 /* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-tokenize.c) */
 int nf_cmd_tokenize(int argc, char ** argv);
 /* does model type (nf_model_type_of; "" = the default) take the run / bench
