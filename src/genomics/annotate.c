@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <time.h>
 
 const char * const nf__ann_tissues[NF_ANNOTATE_TISSUES] = {
@@ -334,6 +335,8 @@ static int nf__ann_check(nf_annotator * a, nf_err * err) {
             return nf__err_set(err, NF_ERR_ARG, "--out %s is an input", nf__esc(e, sizeof(e), o->out));
     char type[64];
     nf_model_type_of(o->model, type, sizeof(type));
+    struct stat sb; /* a FIFO or device is no checkpoint here (core's sniff lets its load say so) */
+    if (stat(o->model, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode)) type[0] = '\0';
     if (strcmp(type, "sptransformer") != 0)
         return nf__err_set(err, NF_ERR_ARG, "--model %s: not a SpTransformer model", nf__esc(e, sizeof(e), o->model));
     if (a->h.size > 1) {
