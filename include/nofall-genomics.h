@@ -219,6 +219,17 @@ NF_API int nf_seq_track_write_tsv(const nf_seq_track * t, const char * path, int
  * (half-open), value; append: the rows only */
 NF_API int nf_seq_track_write_bedgraph(const nf_seq_track * t, int64_t channel, const char * path, int append,
                                        nf_err * err);
+/* `run --region`'s tracks: tracks.tsv, acceptor.bedGraph, donor.bedGraph
+ * (nf_seq_track_files, NULL-ended; docs/sequences.md) of every record of seq
+ * into dir, rows appended in record order; strand NULL: '+'; logits: a
+ * forward already made on seq (B x positions x channels), used on '+'
+ * (NULL: the forwards are made here) */
+NF_API extern const char * const nf_seq_track_files[];
+NF_API int nf_seq_tracks_write(nf_model * m, const nf_seq * seq, const float * logits, const char * strand,
+                               const char * dir, nf_err * err);
+/* is seq longer than one window of m (positions > max_seq_len)? `run` then
+ * scores it as tiles: the tracks and report.json, no .npy */
+NF_API int nf_seq_tiled_needed(const nf_model * m, const nf_seq * seq);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,7 @@
 # (a trace, annotate's report, an output set's artifact or lock) named as one
 # of the files a command reads -- a model's vocab.txt, an adapter's config, the
 # config.json beside a .ckpt, a FASTA's .fai, a GTF, an input stored inside
-# --out -- is refused before any work (src/cli/path-guard.c). Every case:
+# --out -- is refused before any work (src/io/path-guard.c). Every case:
 # exit non-zero (not a signal), a message naming both files, every input
 # byte for byte as it was, no new file or directory left anywhere under TMP.
 set -u

@@ -53,23 +53,35 @@ static nf_model * model(nf_backend * be, int cls) {
     return m;
 }
 
+/* the predictor fitted on tr (task, members, mirror) */
+static nf_predictor * fit(const nf_table * tr, int task, int n_est, int no_mirror) {
+    nf_err err = {0};
+    struct nf_predictor_opts po = {.task = task, .n_estimators = n_est, .no_mirror = no_mirror};
+    nf_predictor * p = NULL;
+    CHECK_RC(nf_predictor_fit(tr, "y", &po, &p, &err), NF_OK, &err);
+    return p;
+}
+
+/* the defaults, then steps, lr, warm-up and seed */
+static struct nf_finetune_opts ft_opts(int64_t steps, double lr, int64_t warmup, uint64_t seed) {
+    struct nf_finetune_opts o;
+    nf_finetune_opts_default(&o);
+    o.steps = steps;
+    o.lr = lr;
+    o.warmup_steps = warmup;
+    o.seed = seed;
+    return o;
+}
+
 static void case_task(nf_backend * be, int cls, int with_val) {
     nf_err err = {0};
     const char * what = cls ? "classification" : "regression";
     nf_table *tr = table("train", 0, N, cls, 1, 0), *va = with_val ? table("val", N, NV, cls, 1, 0) : NULL;
     nf_table * te = table("test", N + NV, NT, cls, 0, 0);
-    struct nf_predictor_opts po = {
-        .task = cls ? NF_PREDICT_CLASSIFICATION : NF_PREDICT_REGRESSION, .n_estimators = 1, .no_mirror = 1};
-    nf_predictor * p = NULL;
-    CHECK_RC(nf_predictor_fit(tr, "y", &po, &p, &err), NF_OK, &err);
+    nf_predictor * p = fit(tr, cls ? NF_PREDICT_CLASSIFICATION : NF_PREDICT_REGRESSION, 1, 1);
     nf_model *ma = model(be, cls), *mb = model(be, cls);
     if (!p || !ma || !mb) goto done;
-    struct nf_finetune_opts o;
-    nf_finetune_opts_default(&o);
-    o.steps = 3;
-    o.lr = 1e-3;
-    o.warmup_steps = 2;
-    o.seed = 3;
+    const struct nf_finetune_opts o = ft_opts(3, 1e-3, 2, 3);
     struct nf_finetune_result ra, rb;
     CHECK_RC(nf_predictor_finetune(p, ma, va, &o, &ra, &err), NF_OK, &err);
     /* by hand: the arrays (no mirror, no missing values: the values as float32) */
@@ -206,17 +218,10 @@ static void case_ensemble(nf_backend * be) {
     nf_err err = {0};
     nf_table *tr = table("train", 0, N, 1, 1, 0), *va = table("val", N, NV, 1, 1, 0),
              *te = table("test", N + NV, NT, 1, 0, 0);
-    struct nf_predictor_opts po = {.task = NF_PREDICT_CLASSIFICATION, .n_estimators = 2, .no_mirror = 1};
-    nf_predictor * p = NULL;
-    CHECK_RC(nf_predictor_fit(tr, "y", &po, &p, &err), NF_OK, &err);
+    nf_predictor * p = fit(tr, NF_PREDICT_CLASSIFICATION, 2, 1);
     nf_model *ma = model(be, 1), *mb = model(be, 1), *mc = model(be, 1);
     if (!p || !ma || !mb || !mc) goto done;
-    struct nf_finetune_opts o;
-    nf_finetune_opts_default(&o);
-    o.steps = 2;
-    o.lr = 1e-2;
-    o.warmup_steps = 1;
-    o.seed = 5;
+    const struct nf_finetune_opts o = ft_opts(2, 1e-2, 1, 5);
     struct nf_finetune_result ra, r0, r1;
     CHECK_RC(nf_predictor_finetune(p, ma, va, &o, &ra, &err), NF_OK, &err);
     float xtr[N * 2], xval[NV * 2], xq[NT * 2];

@@ -3,7 +3,7 @@
 # The CUDA backend is built when the CUDA toolkit (nvcc) is on PATH; it is
 # not installed here.
 set -eu
-PKGS="build-essential cmake bcftools libdnnl-dev libcjson-dev libzip-dev libcsv-dev libutf8proc-dev zlib1g-dev libbz2-dev liblzma-dev libzstd-dev libssl-dev libhts-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev python3 clang-14 libclang-rt-14-dev valgrind util-linux openmpi-bin libopenmpi-dev python3-venv python3-dev clang-format"
+PKGS="build-essential cmake bcftools libdnnl-dev libcjson-dev libzip-dev libcsv-dev libutf8proc-dev zlib1g-dev libbz2-dev liblzma-dev libzstd-dev libssl-dev libhts-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev python3 clang-14 libclang-rt-14-dev valgrind util-linux openmpi-bin libopenmpi-dev python3-venv python3-dev clang-format clang-tidy"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 missing=""

@@ -100,6 +100,9 @@ if [ "$QUICK" = 1 ]; then
   echo "test.sh: quick tier passed (the full command: bash tools/test.sh)"
   exit 0
 fi
+# bug-finding checks (.clang-tidy: bugprone-*, a few clang-analyzer) over src/, from
+# the build's compile_commands.json: a finding fails here
+bash tools/tidy.sh build
 ctest_run build
 # 2. the same suite (the hostile-input corpus included) under AddressSanitizer
 #    + UBSan with float-cast-overflow, no recovery (cpu backend); the

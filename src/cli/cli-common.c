@@ -122,29 +122,6 @@ double nf_cli_now_ms(void) {
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
 }
 
-static int nf_cli_cmp_double(const void * a, const void * b) {
-    double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
-void nf_cli_stats(double * v, int n, struct nf_cli_stats * s) {
-    memset(s, 0, sizeof(*s));
-    if (n <= 0) return;
-    qsort(v, (size_t) n, sizeof(double), nf_cli_cmp_double);
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += v[i];
-    s->mean = sum / n;
-    s->min = v[0];
-    s->max = v[n - 1];
-    s->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    /* p90: linear interpolation between closest ranks (numpy's default) */
-    double pos = 0.9 * (n - 1);
-    int lo = (int) pos;
-    int hi = lo + 1 < n ? lo + 1 : lo;
-    s->p90 = v[lo] + (pos - lo) * (v[hi] - v[lo]);
-}
-
-/* the trace JSON to f (the caller's output file) */
 int nf_cli_write_trace(const nf_backend * be, FILE * f, const char * what, nf_err * err) {
     return nf_cli_write_trace_as(be, 0, f, what, err);
 }
@@ -189,4 +166,12 @@ int nf_cli_model_load(nf_backend * be, const char * model, nf_model ** out, nf_e
 void nf_cli_backend_warn(const nf_backend * be) {
     const char * w = nf_backend_warning(be);
     if (w && w[0]) fprintf(stderr, "warning: %s: %s\n", nf_backend_name(be), w);
+}
+
+int nf_cli_mpi_command_exit(const struct nf_cli_mpi * m, int rc, const nf_err * err, int failed_rank) {
+    if (m->rank == 0) return nf_cli_command_exit(rc, err);
+    if (rc == NF_OK) return 0;
+    /* a failing rank prints its own message too; the others only exit != 0 */
+    if (failed_rank == m->rank) nf_cli_print_error(err, rc);
+    return 1;
 }

@@ -3,8 +3,8 @@
  * "predict", "TabSTAR"): read the two tables, fit the predictor on the
  * training one (Mitra: AutoGluon's preprocessing and ensembling; TabSTAR:
  * its verbalizer), predict the test one, write the predictor's outputs and
- * report.json as one set (outset.c). Mitra's options are parsed here,
- * TabSTAR's in cmd-predict-tabstar.c; both run nf_predict_run. Every bad
+ * report.json as one set (outset.c). Both models' options are parsed here
+ * (TabSTAR's: its subset); both run nf_predict_run. Every bad
  * table (and a bad --mirror-signs file) is an error naming file / row /
  * column, before --out is touched or the model is loaded. */
 #include "cmd-predict.h"
@@ -21,10 +21,14 @@
 #include <time.h>
 #include <unistd.h>
 
-static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
+/* tabstar: the options of predict on a TabSTAR model (those of Mitra's
+ * alone are refused by the parser, so they keep their defaults here) */
+static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opts * o) {
     struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
-    if (!nf_cli_opts_parse(NF_M(PREDICT_MITRA), argc, argv, 1, NULL, &v)) return 0;
+    if (!nf_cli_opts_parse(tabstar ? NF_M(PREDICT_TAB) : NF_M(PREDICT_MITRA), argc, argv, 1, NULL, &v)) return 0;
+    o->model_type = tabstar ? "tabstar" : NULL;
+    o->adapter = nf_cli_opt_str(&v, NF_O_ADAPTER, NULL);
     o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
     o->train = nf_cli_opt_str(&v, NF_O_TRAIN, NULL);
     o->test = nf_cli_opt_str(&v, NF_O_TEST, NULL);
@@ -43,6 +47,11 @@ static int nf_pred_parse(int argc, char ** argv, struct nf_pred_opts * o) {
         return 0;
     }
     o->fine_tune = v.set[NF_O_FINE_TUNE];
+    o->ts_max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50; /* TabSTAR's */
+    if (v.set[NF_O_MAX_EPOCHS] && !o->fine_tune) {
+        fprintf(stderr, "error: --max-epochs is a fine-tuning option: it needs --fine-tune\n");
+        return 0;
+    }
     o->val = nf_cli_opt_str(&v, NF_O_VAL, NULL);
     static const enum nf_cli_opt_id ft_only[] = {NF_O_VAL,          NF_O_FT_STEPS, NF_O_LR,       NF_O_WEIGHT_DECAY,
                                                  NF_O_WARMUP_STEPS, NF_O_PATIENCE, NF_O_KEEP_LAST};
@@ -146,9 +155,9 @@ static void nf_pred_progress(void * user, int64_t done, int64_t total) {
 /* report.json: the common items, the predictor's (nofall-tabular.h: under
  * MPI its "queries" get every rank's forwards and rows, then "ranks"), the
  * markers */
-static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, const char * model,
-                          const nf_model * m, const nf_backend * be, const nf_predictor * pr, const nf_table * te,
-                          const int64_t tot[2], const int64_t * rows, cJSON ** out, nf_err * err) {
+static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, const char * model, nf_model * m,
+                          const nf_backend * be, const nf_predictor * pr, const nf_table * te, const int64_t tot[2],
+                          const int64_t * rows, cJSON ** out, nf_err * err) {
     char * js = nf_predictor_report_json(pr, m, te, err);
     if (!js) return err->code ? err->code : NF_ERR_NOMEM;
     cJSON * items = cJSON_Parse(js);
@@ -437,14 +446,16 @@ int nf_cmd_predict(int argc, char ** argv) {
         nf_cli_print_error(&err, err.code);
         return 1;
     }
-    for (int i = 1; i + 1 < argc; i++) /* a TabSTAR model directory: its own predict, one process */
+    int tabstar = 0;
+    for (int i = 1; i + 1 < argc; i++) /* a TabSTAR model directory: its options, one process */
         if (strcmp(argv[i], "--model") == 0) {
             char type[64];
             nf_model_type_of(argv[i + 1], type, sizeof(type));
             if (strcmp(type, "tabstar") != 0) break;
             const int size = mp.size, rank = mp.rank;
+            tabstar = 1;
+            if (size == 1) break;
             nf_cli_mpi_finalize(&mp);
-            if (size == 1) return nf_cmd_predict_tabstar(argc, argv);
             if (rank == 0)
                 fprintf(stderr,
                         "error: predict of a TabSTAR model runs as one process, not as %d MPI ranks "
@@ -456,7 +467,7 @@ int nf_cmd_predict(int argc, char ** argv) {
     int ret = 2;
     /* a usage error is every rank's: rank 0 prints it */
     const int quiet = nf_cli_mpi_quiet_begin(&mp);
-    const int parsed = nf_pred_parse(argc, argv, &o);
+    const int parsed = nf_pred_parse(argc, argv, tabstar, &o);
     nf_cli_mpi_quiet_end(quiet);
     if (parsed) ret = nf_predict_run(&o, &mp);
     nf_cli_mpi_finalize(&mp);

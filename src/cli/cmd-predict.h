@@ -1,7 +1,6 @@
 /* cmd-predict.h -- `nofall predict`'s options and its one pipeline
  * (cmd-predict.c) over the library's table predictor (nofall-tabular.h),
- * whichever the model: Mitra's options parsed in cmd-predict.c, TabSTAR's in
- * cmd-predict-tabstar.c */
+ * whichever the model (Mitra, TabSTAR), its options parsed there too */
 #ifndef NF_CMD_PREDICT_H
 #define NF_CMD_PREDICT_H
 

@@ -155,7 +155,7 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
         rc = nf_seq_fasta(&s, fasta, nf_run_opt(o, "region"), pad, context, err);
     else
         rc = nf_seq_string(&s, nf_run_opt(o, "sequence"), pad, context, err);
-    if (rc == NF_OK && keep && nf_run_tiled_needed(m, &s)) { /* longer than a window: tiles, no .npy (run-tracks.c) */
+    if (rc == NF_OK && keep && nf_seq_tiled_needed(m, &s)) { /* longer than a window: tiles, no .npy (run-tracks.c) */
         *keep = s;
         return NF_OK;
     }
@@ -179,7 +179,7 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
 }
 
 /* report.json: the common members, the model's, how the queries went, the markers */
-static int nf_run_report(const char * path, const struct nf_run_opts * o, const nf_model * m, const nf_backend * be,
+static int nf_run_report(const char * path, const struct nf_run_opts * o, nf_model * m, const nf_backend * be,
                          const nf_seq * seq, const struct nf_run_outputs * res, const struct nf_run_meas * meas,
                          double wall_ms, nf_err * err) {
     cJSON * rep = cJSON_CreateObject();
@@ -221,8 +221,8 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     const char * artifacts[48];
     int n_artifacts = 0, rc;
     while (base[n_artifacts] && n_artifacts < 40) artifacts[n_artifacts] = base[n_artifacts], n_artifacts++;
-    for (int i = 0; strcmp(o->type, "sptransformer") == 0 && nf_run_track_files[i]; i++)
-        artifacts[n_artifacts++] = nf_run_track_files[i]; /* run-tracks.c: a stale track is not carried over */
+    for (int i = 0; strcmp(o->type, "sptransformer") == 0 && nf_seq_track_files[i]; i++)
+        artifacts[n_artifacts++] = nf_seq_track_files[i]; /* a stale track is not carried over */
     artifacts[n_artifacts] = NULL;
     /* --out locked and staged, --trace checked and created: before any work */
     struct stat msb; /* --model X.ckpt: a regular file, named when it is not (a FIFO would block) */
@@ -268,7 +268,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         rc = nf_model_inputs(m, n, keys, values, &in, err);
     }
     if (rc != NF_OK) goto done;
-    if (seq.ids && nf_run_tiled_needed(m, &seq)) { /* longer than one window: tiles (run-tracks.c) */
+    if (seq.ids && nf_seq_tiled_needed(m, &seq)) { /* longer than one window: tiles (run-tracks.c) */
         rc = nf_run_tiled(m, be, &seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"), model, trace, trace_in_out,
                           &tr, &os, err);
         goto done;
@@ -298,7 +298,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         goto done;
     /* --region / --strand: the per-position tracks beside them (run-tracks.c) */
     if ((nf_run_opt(o, "region") || nf_run_opt(o, "strand")) &&
-        (rc = nf_run_tracks(m, &seq, logits, nf_run_opt(o, "strand"), os.staging, err)) != NF_OK)
+        (rc = nf_seq_tracks_write(m, &seq, logits, nf_run_opt(o, "strand"), os.staging, err)) != NF_OK)
         goto done;
     nf_cli_test_delay("write");
     struct nf_run_meas meas; /* placement, measured */

@@ -1,6 +1,7 @@
 /* run-tracks.c -- `nofall run --fasta F --region chr:start-end [--strand +|-]`
  * on SpTransformer: beside the .npy set, the per-position tracks with
- * coordinates (docs/sequences.md), through nofall-genomics.h nf_seq_track_*:
+ * coordinates (docs/sequences.md), written by nofall-genomics.h's
+ * nf_seq_tracks_write; here the tiled run's report and markers:
  *   tracks.tsv         contig, 1-based pos, strand, acceptor, donor, tissues
  *   acceptor.bedGraph  0-based half-open, the acceptor probability
  *   donor.bedGraph     the same for donor
@@ -43,44 +44,12 @@ void nf_run_report_region(cJSON * rep, const nf_model * m, const struct nf_seq *
     }
 }
 
-const char * const nf_run_track_files[] = {"tracks.tsv", "acceptor.bedGraph", "donor.bedGraph", NULL};
-
-int nf_run_tracks(nf_model * m, const struct nf_seq * seq, const float * logits, const char * strand, const char * dir,
-                  nf_err * err) {
-    int64_t ctx = 0, C = 3;
-    struct nf_config_item ci;
-    for (int i = 0; nf_model_config_item(m, i, &ci); i++) {
-        if (strcmp(ci.key, "context_len") == 0) ctx = ci.num;
-        if (strcmp(ci.key, "tissue_num") == 0) C = 3 + ci.num;
-    }
-    const int64_t n = seq->L - 2 * ctx;
-    char tsv[4096], acc[4096], don[4096];
-    nf__path_join(tsv, sizeof(tsv), dir, nf_run_track_files[0]);
-    nf__path_join(acc, sizeof(acc), dir, nf_run_track_files[1]);
-    nf__path_join(don, sizeof(don), dir, nf_run_track_files[2]);
-    int rc = NF_OK;
-    for (int64_t b = 0; rc == NF_OK && b < seq->B; b++) { /* the run's own forward on '+': no second one */
-        nf_seq_track t;
-        rc = nf_seq_track_record(m, seq, b, logits ? logits + b * n * C : NULL, strand ? strand[0] : '+', &t, err);
-        if (rc == NF_OK) rc = nf_seq_track_write_tsv(&t, tsv, b > 0, err);
-        if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 1, acc, b > 0, err);
-        if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 2, don, b > 0, err);
-        nf_seq_track_free(&t);
-    }
-    return rc;
-}
-
-int nf_run_tiled_needed(const nf_model * m, const struct nf_seq * seq) {
-    const int64_t ctx = nf_run_cfg(m, "context_len"), win = nf_run_cfg(m, "max_seq_len");
-    return ctx >= 0 && win > 0 && seq->L - 2 * ctx > win;
-}
-
 int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * region,
                  const char * strand, const char * model_path, const char * trace, const char * trace_in_out,
                  struct nf_cli_outfile * tr, struct nf_outset * os, nf_err * err) {
     const int64_t ctx = nf_run_cfg(m, "context_len"), win = nf_run_cfg(m, "max_seq_len");
     const double t0 = nf_cli_now_ms();
-    NF_TRY(nf_run_tracks(m, seq, NULL, strand, os->staging, err));
+    NF_TRY(nf_seq_tracks_write(m, seq, NULL, strand, os->staging, err));
     const double wall_ms = nf_cli_now_ms() - t0;
     struct nf_run_meas meas;
     NF_TRY(nf_run_measure(m, be, &meas, err));
@@ -101,7 +70,7 @@ int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq,
     cJSON_AddStringToObject(t, "flank_mode", seq->pad ? "pad" : "given");
     cJSON_AddStringToObject(t, "strand", strand ? strand : "+");
     cJSON * files = cJSON_AddArrayToObject(t, "files");
-    for (int i = 0; nf_run_track_files[i]; i++) cJSON_AddItemToArray(files, cJSON_CreateString(nf_run_track_files[i]));
+    for (int i = 0; nf_seq_track_files[i]; i++) cJSON_AddItemToArray(files, cJSON_CreateString(nf_seq_track_files[i]));
     nf_cli_report_passes(rep, m);
     nf_run_markers_json(rep, &meas, shape, "", 1, wall_ms);
     nf_outset_path(os, "report.json", p, sizeof(p));
@@ -110,7 +79,7 @@ int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq,
     /* read back: the TSV holds a header and every position */
     int64_t lines = 0;
     if (rc == NF_OK) {
-        nf_outset_path(os, nf_run_track_files[0], p, sizeof(p));
+        nf_outset_path(os, nf_seq_track_files[0], p, sizeof(p));
         FILE * f = fopen(p, "r");
         for (int c; f && (c = fgetc(f)) != EOF;) lines += c == '\n';
         if (f) fclose(f);

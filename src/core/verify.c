@@ -320,3 +320,27 @@ const struct nf_stage_rec * nf__stage_log_find(const struct nf_stage_log * log, 
         if (strcmp(log->r[i].name, name) == 0) return &log->r[i];
     return NULL;
 }
+
+void nf__verify_json_head(cJSON * doc, const struct nf_verify * v, int detail) {
+    cJSON_AddStringToObject(doc, "device", nf_backend_name(v->be));
+    cJSON_AddStringToObject(doc, "device_description", nf_backend_description(v->be));
+    cJSON_AddStringToObject(doc, "against", v->o.against);
+    cJSON_AddStringToObject(doc, "precision", nf_precision_name(nf_backend_precision(v->be)));
+    if (detail) cJSON_AddStringToObject(doc, "precision_detail", nf_backend_precision_detail(v->be));
+    cJSON_AddNumberToObject(doc, "max_abs_threshold", v->o.max_abs);
+    cJSON_AddNumberToObject(doc, "mean_abs_threshold", v->o.mean_abs);
+}
+
+void nf__verify_summary_head(FILE * f, const struct nf_verify * v, int n_cases, int failed, const char * worst_case,
+                             double worst_max, double worst_mean) {
+    fprintf(f, "VERIFY_DEVICE=%s\nVERIFY_AGAINST=%s\nVERIFY_CASES=%d\nVERIFY_FAILED=%d\n", nf_backend_name(v->be),
+            v->o.against, n_cases, failed);
+    fprintf(f, "WORST_CASE=%s\nWORST_MAX_ABS=%.3e\nWORST_MEAN_ABS=%.3e\n", worst_case, worst_max, worst_mean);
+}
+
+void nf__verify_summary_tail(FILE * f, const struct nf_verify * v, int inputs_identical, int failed) {
+    fprintf(f, "INPUTS_IDENTICAL=%s\n", inputs_identical ? "true" : "false");
+    fprintf(f, "PRECISION=%s\nPRECISION_DETAIL=%s\n", nf_precision_name(nf_backend_precision(v->be)),
+            nf_backend_precision_detail(v->be));
+    fprintf(f, "RESULT=%s\n", failed ? "FAIL" : "PASS");
+}

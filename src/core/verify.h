@@ -66,6 +66,14 @@ int nf__verify_same_config(const nf_model * a, const nf_model * b);
 /* both exist and are one file (device + inode) */
 int nf__verify_same_file(const char * a, const char * b);
 int64_t nf__verify_argmax(const float * row, int width);
+/* --json's head, every model alike: device, device_description, against,
+ * precision, precision_detail (when detail), the two thresholds */
+void nf__verify_json_head(struct cJSON * doc, const struct nf_verify * v, int detail);
+/* the summary's lines: the head (VERIFY_DEVICE .. WORST_MEAN_ABS) and the
+ * tail (INPUTS_IDENTICAL, PRECISION, PRECISION_DETAIL, RESULT) */
+void nf__verify_summary_head(FILE * f, const struct nf_verify * v, int n_cases, int failed, const char * worst_case,
+                             double worst_max, double worst_mean);
+void nf__verify_summary_tail(FILE * f, const struct nf_verify * v, int inputs_identical, int failed);
 
 /* The stages one side's forward dumped (nf_model_set_stage_callback):
  * name, shape and a host copy; keep chooses which (all: every one). */

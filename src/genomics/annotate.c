@@ -6,6 +6,7 @@
  * through nf_annotate_hooks) goes chunk by chunk. Nothing is printed:
  * warnings and progress go to the hooks. */
 #include "nofall-genomics.h"
+#include "nofall-outputs.h"
 #include "nf-impl.h"
 #include "io/nf-io.h"
 
@@ -291,32 +292,6 @@ static int nf_ann_loop_shard(nf_annotator * a, nf_err * err) {
 
 /* ---- the stages ---------------------------------------------------------------------------- */
 
-/* the model type a model path names: a .ckpt file is SpTransformer's
- * official form; a directory says it in config.json ("" if unknown) */
-static void nf__ann_model_type(const char * model, char * out, size_t n) {
-    snprintf(out, n, "%s", "");
-    struct stat sb;
-    if (stat(model, &sb) == 0 && S_ISREG(sb.st_mode)) {
-        snprintf(out, n, "%s", "sptransformer");
-        return;
-    }
-    char p[4096];
-    nf__path_join(p, sizeof(p), model, "config.json");
-    cJSON * doc = NULL;
-    nf_err e = {0};
-    if (nf__json_read_file(p, &doc, &e) != NF_OK) return; /* the load says what is wrong */
-    const cJSON * t = cJSON_GetObjectItemCaseSensitive(doc, "model_type");
-    snprintf(out, n, "%s", cJSON_IsString(t) ? t->valuestring : t ? "" : "mitra");
-    cJSON_Delete(doc);
-}
-
-/* both exist and are the same file (device + inode) */
-static int nf__ann_same_file(const char * a, const char * b) {
-    struct stat x, y;
-    if (stat(a, &x) != 0 || stat(b, &y) != 0) return 0;
-    return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
 static int nf__ann_check_inputs(nf_annotator * a, nf_err * err);
 
 static int nf__ann_check(nf_annotator * a, nf_err * err) {
@@ -379,10 +354,12 @@ static int nf__ann_check_inputs(nf_annotator * a, nf_err * err) {
     }
     const char * ins[3] = {o->vcf, o->fasta, o->genes};
     for (int i = 0; i < 3; i++)
-        if (strcmp(o->out, "-") != 0 && nf__ann_same_file(o->out, ins[i]))
+        if (strcmp(o->out, "-") != 0 && nf_cli_same_file(o->out, ins[i]))
             return nf__err_set(err, NF_ERR_ARG, "--out %s is an input", nf__esc(e, sizeof(e), o->out));
     char type[64];
-    nf__ann_model_type(o->model, type, sizeof(type));
+    nf_model_type_of(o->model, type, sizeof(type));
+    struct stat sb; /* a FIFO or device is no checkpoint here (core's sniff lets its load say so) */
+    if (stat(o->model, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode)) type[0] = '\0';
     if (strcmp(type, "sptransformer") != 0)
         return nf__err_set(err, NF_ERR_ARG, "--model %s: not a SpTransformer model", nf__esc(e, sizeof(e), o->model));
     if (a->h.size > 1) {

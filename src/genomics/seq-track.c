@@ -8,6 +8,7 @@
  * Writers: TSV (1-based positions) and bedGraph (0-based, half-open). */
 #include "nofall-genomics.h"
 #include "nf-impl.h"
+#include "io/nf-io.h"
 
 #include <errno.h>
 #include <math.h>
@@ -196,4 +197,36 @@ int nf_seq_track_write_bedgraph(const nf_seq_track * t, int64_t channel, const c
         fprintf(f, "%s\t%lld\t%lld\t%.6g\n", t->contig, (long long) (t->start + i - 1), (long long) (t->start + i),
                 (double) t->probs[i * t->channels + channel]);
     return nf__track_close(f, path, err);
+}
+
+const char * const nf_seq_track_files[] = {"tracks.tsv", "acceptor.bedGraph", "donor.bedGraph", NULL};
+
+int nf_seq_tracks_write(nf_model * m, const nf_seq * seq, const float * logits, const char * strand, const char * dir,
+                        nf_err * err) {
+    const int64_t ctx = nf__track_cfg(m, "context_len"), tis = nf__track_cfg(m, "tissue_num");
+    const int64_t n = seq->L - 2 * (ctx > 0 ? ctx : 0), C = 3 + (tis > 0 ? tis : 0);
+    char tsv[4096], acc[4096], don[4096];
+    nf__path_join(tsv, sizeof(tsv), dir, nf_seq_track_files[0]);
+    nf__path_join(acc, sizeof(acc), dir, nf_seq_track_files[1]);
+    nf__path_join(don, sizeof(don), dir, nf_seq_track_files[2]);
+    int rc = NF_OK;
+    for (int64_t b = 0; rc == NF_OK && b < seq->B; b++) { /* the run's own forward on '+': no second one */
+        nf_seq_track t;
+        rc = nf_seq_track_record(m, seq, b, logits ? logits + b * n * C : NULL, strand ? strand[0] : '+', &t, err);
+        if (rc == NF_OK) rc = nf_seq_track_write_tsv(&t, tsv, b > 0, err);
+        if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 1, acc, b > 0, err);
+        if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 2, don, b > 0, err);
+        nf_seq_track_free(&t);
+    }
+    return rc;
+}
+
+int nf_seq_tiled_needed(const nf_model * m, const nf_seq * seq) {
+    int64_t ctx = -1, win = -1;
+    struct nf_config_item ci;
+    for (int i = 0; nf_model_config_item(m, i, &ci); i++) {
+        if (strcmp(ci.key, "context_len") == 0) ctx = ci.num;
+        if (strcmp(ci.key, "max_seq_len") == 0) win = ci.num;
+    }
+    return ctx >= 0 && win > 0 && seq->L - 2 * ctx > win;
 }

@@ -285,15 +285,8 @@ static int nf__mv_case_inputs(struct nf_verify * v, int ci, int cls, struct nf__
 }
 
 static cJSON * nf__mv_json(const struct nf_verify * v, const struct nf__mv_case * cases, int n_cases, int failed) {
-    const struct nf_verify_opts * o = &v->o;
     cJSON * doc = cJSON_CreateObject();
-    cJSON_AddStringToObject(doc, "device", nf_backend_name(v->be));
-    cJSON_AddStringToObject(doc, "device_description", nf_backend_description(v->be));
-    cJSON_AddStringToObject(doc, "against", o->against);
-    cJSON_AddStringToObject(doc, "precision", nf_precision_name(nf_backend_precision(v->be)));
-    cJSON_AddStringToObject(doc, "precision_detail", nf_backend_precision_detail(v->be));
-    cJSON_AddNumberToObject(doc, "max_abs_threshold", o->max_abs);
-    cJSON_AddNumberToObject(doc, "mean_abs_threshold", o->mean_abs);
+    nf__verify_json_head(doc, v, 1);
     cJSON * arr = cJSON_AddArrayToObject(doc, "cases");
     for (int i = 0; i < n_cases; i++) {
         const struct nf__mv_case * c = &cases[i];
@@ -328,17 +321,9 @@ static void nf__mv_summary(FILE * f, const struct nf_verify * v, const struct nf
         if (cases[i].d.max_abs > cases[worst].d.max_abs) worst = i;
         if (cases[i].d.mean_abs > worst_mean) worst_mean = cases[i].d.mean_abs;
     }
-    fprintf(f, "VERIFY_DEVICE=%s\n", nf_backend_name(v->be));
-    fprintf(f, "VERIFY_AGAINST=%s\n", v->o.against);
-    fprintf(f, "VERIFY_CASES=%d\n", n_cases);
-    fprintf(f, "VERIFY_FAILED=%d\n", failed);
-    fprintf(f, "WORST_CASE=%s\n", n_cases ? cases[worst].name : "none");
-    fprintf(f, "WORST_MAX_ABS=%.3e\n", n_cases ? cases[worst].d.max_abs : 0.0);
-    fprintf(f, "WORST_MEAN_ABS=%.3e\n", worst_mean);
-    fprintf(f, "INPUTS_IDENTICAL=%s\n", all_inputs ? "true" : "false");
-    fprintf(f, "PRECISION=%s\n", nf_precision_name(nf_backend_precision(v->be)));
-    fprintf(f, "PRECISION_DETAIL=%s\n", nf_backend_precision_detail(v->be));
-    fprintf(f, "RESULT=%s\n", failed ? "FAIL" : "PASS");
+    nf__verify_summary_head(f, v, n_cases, failed, n_cases ? cases[worst].name : "none",
+                            n_cases ? cases[worst].d.max_abs : 0.0, worst_mean);
+    nf__verify_summary_tail(f, v, all_inputs, failed);
 }
 
 static int nf__mv_run(struct nf_verify * v, FILE * f, nf_err * err) {

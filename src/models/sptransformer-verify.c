@@ -216,15 +216,9 @@ static void nf__vspt_print_case(FILE * f, const struct nf__vspt_case * c) {
 }
 
 static cJSON * nf__vspt_json(const struct nf_verify * v, const struct nf__vspt_case * cases, int n_cases, int failed) {
-    const struct nf_verify_opts * o = &v->o;
     cJSON * doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "model_type", "sptransformer");
-    cJSON_AddStringToObject(doc, "device", nf_backend_name(v->be));
-    cJSON_AddStringToObject(doc, "device_description", nf_backend_description(v->be));
-    cJSON_AddStringToObject(doc, "against", o->against);
-    cJSON_AddStringToObject(doc, "precision", nf_precision_name(nf_backend_precision(v->be)));
-    cJSON_AddNumberToObject(doc, "max_abs_threshold", o->max_abs);
-    cJSON_AddNumberToObject(doc, "mean_abs_threshold", o->mean_abs);
+    nf__verify_json_head(doc, v, 0);
     cJSON_AddNumberToObject(doc, "near_tie_margin", NF_VSPT_NEAR_TIE);
     cJSON * arr = cJSON_AddArrayToObject(doc, "cases");
     for (int i = 0; i < n_cases; i++) {
@@ -265,16 +259,11 @@ static void nf__vspt_summary(FILE * f, const struct nf_verify * v, const struct 
         ba += cases[i].buckets_agree;
         ties += cases[i].tie_flips;
     }
-    fprintf(f, "VERIFY_DEVICE=%s\nVERIFY_AGAINST=%s\nVERIFY_CASES=%d\nVERIFY_FAILED=%d\n", nf_backend_name(v->be),
-            v->o.against, n_cases, failed);
-    fprintf(f, "WORST_CASE=%s\nWORST_MAX_ABS=%.3e\nWORST_MEAN_ABS=%.3e\n", n_cases ? cases[worst].name : "none",
-            n_cases ? cases[worst].max_abs : 0.0, worst_mean);
+    nf__verify_summary_head(f, v, n_cases, failed, n_cases ? cases[worst].name : "none",
+                            n_cases ? cases[worst].max_abs : 0.0, worst_mean);
     fprintf(f, "BUCKETS_AGREE=%lld/%lld\nBUCKET_NEAR_TIE_FLIPS=%lld\n", (long long) ba, (long long) bt,
             (long long) ties);
-    fprintf(f, "INPUTS_IDENTICAL=%s\n", all_inputs ? "true" : "false");
-    fprintf(f, "PRECISION=%s\nPRECISION_DETAIL=%s\n", nf_precision_name(nf_backend_precision(v->be)),
-            nf_backend_precision_detail(v->be));
-    fprintf(f, "RESULT=%s\n", failed ? "FAIL" : "PASS");
+    nf__verify_summary_tail(f, v, all_inputs, failed);
 }
 
 /* the one-hot each side computed on, read back from its device: against

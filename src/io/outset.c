@@ -24,8 +24,8 @@
  * A failure or a signal before step 5 removes the staging directory and
  * leaves B as it was. */
 #define _GNU_SOURCE
-#include "cli.h"
-#include "io/nf-io.h"
+#include "nofall-outputs.h"
+#include "nf-io.h"
 
 #include <dirent.h>
 #include <errno.h>

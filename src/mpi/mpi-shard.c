@@ -1,4 +1,4 @@
-/* mpi-shard.c -- the CLI's MPI layer (README "Running on a cluster with
+/* mpi-shard.c -- the front ends' MPI layer (README "Running on a cluster with
  * mpirun"): a command started by mpirun (or another MPI launcher) runs as
  * one rank of a job; started plainly it is rank 0 of 1 and MPI is never
  * initialised, so a plain run is the same program as in a build without MPI.
@@ -10,10 +10,13 @@
  * MPI's default handler (MPI_ERRORS_ARE_FATAL: the launcher ends the whole
  * job), so every function here returns NF_OK or the rc it was given.
  *
- * Only the CLI links MPI; libnofall does not. */
-#include "cli.h"
+ * A library of its own (nofall-mpi): only it and the CLI link MPI;
+ * libnofall does not. */
+#include "nofall-mpi.h"
+#include "base/nf-base.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -229,12 +232,4 @@ void nf_cli_mpi_quiet_end(int saved) {
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-}
-
-int nf_cli_mpi_command_exit(const struct nf_cli_mpi * m, int rc, const nf_err * err, int failed_rank) {
-    if (m->rank == 0) return nf_cli_command_exit(rc, err);
-    if (rc == NF_OK) return 0;
-    /* a failing rank prints its own message too; the others only exit != 0 */
-    if (failed_rank == m->rank) nf_cli_print_error(err, rc);
-    return 1;
 }

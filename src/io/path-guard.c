@@ -8,8 +8,8 @@
  * output set's lock and the artifact names it would replace -- is checked
  * against them before any work: by device and inode where the output exists,
  * by canonical name where it does not yet. */
-#include "cli.h"
-#include "io/nf-io.h"
+#include "nofall-outputs.h"
+#include "nf-io.h"
 
 #include <dirent.h>
 #include <string.h>
@@ -92,4 +92,49 @@ int nf_cli_output_check_why(const char * path, const char * flag, const char * w
 
 int nf_cli_output_check(const char * path, const char * flag, nf_err * err) {
     return nf_cli_output_check_why(path, flag, "it would be replaced: choose another name", err);
+}
+
+int nf_run_check_trace(const char * trace, const char * model, const char * const * inputs,
+                       const char * const * input_flags, int n_inputs, const struct nf_outset * os,
+                       const char * const * artifacts, int n_artifacts, char * in_out, size_t n, nf_err * err) {
+    char e[1024], p[4096];
+    in_out[0] = '\0';
+    if (!trace) return NF_OK;
+    if (!trace[0]) return nf__err_set(err, NF_ERR_ARG, "--trace needs a file name, got ''");
+    nf__esc(e, sizeof(e), trace);
+    for (int i = 0; i < n_inputs; i++) {
+        if (inputs[i] && nf_cli_same_file(trace, inputs[i])) {
+            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the input %s: refused (it would be overwritten)", e,
+                               input_flags[i]);
+        }
+    }
+    if (nf_cli_same_file(trace, model))
+        return nf__err_set(err, NF_ERR_ARG, "--trace %s is the model: refused (it would be overwritten)", e);
+    static const char * const model_files[] = {"config.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        nf__path_join(p, sizeof(p), model, model_files[i]);
+        if (nf_cli_same_file(trace, p)) {
+            return nf__err_set(err, NF_ERR_ARG, "--trace %s is the model's %s: refused (it would be overwritten)", e,
+                               model_files[i]);
+        }
+    }
+    char c[4096];
+    if (nf_cli_canonical(trace, c, sizeof(c)) == 0 && (strcmp(c, os->out) == 0 || strcmp(c, os->lock) == 0)) {
+        return nf__err_set(err, NF_ERR_ARG, "--trace %s is --out or its lock: refused", e);
+    }
+    char name[4096];
+    if (nf_outset_inside(os, trace, name, sizeof(name))) {
+        for (int i = 0; i < n_artifacts; i++) {
+            if (strcmp(name, artifacts[i]) == 0) {
+                return nf__err_set(err, NF_ERR_ARG,
+                                   "--trace %s is the artifact %s of --out: refused (the trace would replace it)", e,
+                                   artifacts[i]);
+            }
+        }
+        if (strchr(name, '/'))
+            return nf__err_set(err, NF_ERR_ARG, "--trace %s: inside a subdirectory of --out, which holds only files",
+                               e);
+        snprintf(in_out, n, "%s", name); /* part of the new set */
+    }
+    return NF_OK;
 }
