@@ -115,8 +115,8 @@ def _fit_table(cls, n=40, seed=5):
 
 @pytest.mark.parametrize("cls", [True, False], ids=["classification", "regression"])
 def test_tabstar_fit_is_predict_fine_tune(cls, tmp_path):
-    """fit = upstream's fit (fine_tune=True): Python's predictions are `nofall predict --fine-tune`'s on the same
-    table and options, bit for bit; fine_tune=False is `nofall predict` with the weights as they are"""
+    """fit = upstream's fit (fine_tune=True): Python's predictions are `nofall predict`'s (which fine-tunes by
+    default) on the same table and options, bit for bit; fine_tune=False is `nofall predict --no-fine-tune`'s"""
     b = _cli()
     m = tabstar_dir(3)
     train, test = _fit_table(cls)
@@ -136,11 +136,11 @@ def test_tabstar_fit_is_predict_fine_tune(cls, tmp_path):
     ft = Est(m, max_epochs=2, seed=0).fit(X, y)
     assert ft.fine_tune_result_["epochs"] == 2 and 1 <= ft.fine_tune_result_["best_epoch"] <= 2
     got = ft.predict_logits(Xt)
-    np.testing.assert_array_equal(got, cli("--fine-tune", "--max-epochs", "2"))
+    np.testing.assert_array_equal(got, cli("--max-epochs", "2"))  # predict fine-tunes by default, as upstream
     base = Est(m, fine_tune=False).fit(X, y)
     assert base.fine_tune_result_ is None
     lb = base.predict_logits(Xt)
-    np.testing.assert_array_equal(lb, cli())
+    np.testing.assert_array_equal(lb, cli("--no-fine-tune"))
     assert np.abs(got - lb).max() > 1e-4  # the fit moved the weights (of a private copy: base's are unchanged)
     np.testing.assert_array_equal(Est(m, fine_tune=False).fit(X, y).predict_logits(Xt), lb)
     if cls:

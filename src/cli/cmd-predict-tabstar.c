@@ -3,8 +3,9 @@
  * (cmd-predict.c, nf_predict_run) over the library's table predictor, whose
  * TabSTAR part (src/tabular/tabstar-predict.c) fits the verbalizer on the
  * whole --train table, verbalizes the --test table into cells and runs one
- * forward (optionally with a PEFT LoRA adapter merged, or after upstream's
- * fit with --fine-tune: nf_predictor_tabstar_fit, docs/finetune-tabstar.md). */
+ * forward: by default after upstream's fit (nf_predictor_tabstar_fit,
+ * docs/finetune-tabstar.md), with --no-fine-tune with the weights as they are
+ * (optionally with a PEFT LoRA adapter merged). */
 #include "cmd-predict.h"
 #include "opts.h"
 #include "io/nf-io.h"
@@ -33,10 +34,11 @@ static int nf_tp_parse(int argc, char ** argv, struct nf_tp_opts * o) {
     o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
     o->task = nf_cli_opt_task(&v);
     o->progress = nf_cli_opt_progress(&v);
-    o->fine_tune = v.set[NF_O_FINE_TUNE];
+    /* upstream's fit first by default (upstream has no other mode); --fine-tune says so explicitly */
+    o->fine_tune = !v.set[NF_O_NO_FINE_TUNE];
     o->max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
-    if (v.set[NF_O_MAX_EPOCHS] && !o->fine_tune) {
-        fprintf(stderr, "error: --max-epochs is a fine-tuning option: it needs --fine-tune\n");
+    if (v.set[NF_O_NO_FINE_TUNE] && (v.set[NF_O_FINE_TUNE] || v.set[NF_O_MAX_EPOCHS])) {
+        fprintf(stderr, "error: --no-fine-tune excludes %s\n", v.set[NF_O_FINE_TUNE] ? "--fine-tune" : "--max-epochs");
         return 0;
     }
     if (!nf_cli_table_opts(&v, &o->tables)) return 0;
