@@ -35,8 +35,8 @@ for d in "$FX"/*/; do
         --vocab "$(field "$d/case.json" vocab)" >/dev/null || { bad "$c: gen-weights"; continue; }
     ad=()
     [ -n "$adapter" ] && ad=(--adapter "$d/$adapter")
-    if ! "$NF" predict --model "$m" "${ad[@]}" --train "$d/train.csv" --test "$d/test.csv" --target "$target" \
-        --device "$DEV" --out "$T/out-$c" >"$T/$c.log" 2>&1; then
+    if ! "$NF" predict --model "$m" "${ad[@]}" --no-fine-tune --train "$d/train.csv" --test "$d/test.csv" \
+        --target "$target" --device "$DEV" --out "$T/out-$c" >"$T/$c.log" 2>&1; then
         bad "$c: predict failed: $(tail -2 "$T/$c.log" | head -1)"
         continue
     fi
@@ -124,7 +124,8 @@ m=$T/m24
 [ -d "$m" ] || "$NF" gen-weights tabstar --out "$m" --seed 24 --layers 2 --vocab 2000 >/dev/null
 expect_fail() { # name needle train test target [task]
     local name=$1 needle=$2 tr=$3 te=$4 tg=$5 task=${6:-auto}
-    "$NF" predict --model "$m" --train "$tr" --test "$te" --target "$tg" --task "$task" --out "$T/bad-$name" \
+    "$NF" predict --model "$m" --no-fine-tune --train "$tr" --test "$te" --target "$tg" --task "$task" \
+        --out "$T/bad-$name" \
         >"$T/bad-$name.log" 2>&1
     local rc=$?
     if [ $rc -eq 0 ]; then

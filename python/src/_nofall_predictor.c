@@ -434,7 +434,47 @@ static PyObject * NfPredictor_merge_adapter(NfPredictor * self, PyObject * args)
     Py_RETURN_NONE;
 }
 
+/* tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average): upstream TabSTAR's
+ * fit on the training table (the predictor's own, as columns): nf_predictor_tabstar_fit, the model's weights in
+ * place and the predictor's verbalizer the train part's; {epochs, best_epoch, epochs_averaged, val_loss, metric} */
+static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
+    NfModel * m;
+    const char * dir;
+    PyObject * cols;
+    long long n_rows, max_epochs, patience;
+    unsigned long long seed;
+    int no_average;
+    if (!PyArg_ParseTuple(args, "O!sOLLLKp", &NfModelType, &m, &dir, &cols, &n_rows, &max_epochs, &patience, &seed,
+                          &no_average))
+        return NULL;
+    if (!nf_py_ready(m)) return NULL;
+    if (max_epochs < 1 || max_epochs > 1000000 || patience < 1 || patience > 1000000) {
+        PyErr_Format(PyExc_ValueError, "max_epochs %lld, patience %lld: each from 1 to 1000000", max_epochs, patience);
+        return NULL;
+    }
+    nf_table * t = nf_py_table("the training data", n_rows, cols);
+    if (!t) return NULL;
+    struct nf_tabstar_fit_opts o;
+    nf_tabstar_fit_opts_default(&o);
+    o.max_epochs = (int) max_epochs;
+    o.patience = (int) patience;
+    o.seed = seed;
+    o.no_average = no_average;
+    struct nf_tabstar_fit_result res;
+    nf_err err = {0};
+    int rc;
+    m->busy = 1;
+    Py_BEGIN_ALLOW_THREADS rc = nf_predictor_tabstar_fit(self->p, m->m, dir, t, &o, &res, &err);
+    Py_END_ALLOW_THREADS m->busy = 0;
+    nf_table_free(t);
+    if (rc != NF_OK) return nf_py_raise(&err);
+    return Py_BuildValue("{s:i,s:i,s:i,s:d,s:d}", "epochs", res.epochs, "best_epoch", res.best_epoch, "epochs_averaged",
+                         res.epochs_averaged, "val_loss", res.val_loss, "metric", res.metric);
+}
+
 static PyMethodDef NfPredictor_methods[] = {
+    {"tabstar_fit", (PyCFunction) NfPredictor_tabstar_fit, METH_VARARGS,
+     "tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average): upstream TabSTAR's fit"},
     {"merge_adapter", (PyCFunction) NfPredictor_merge_adapter, METH_VARARGS,
      "merge_adapter(model, dir): TabSTAR's LoRA adapter merged into the model (once per loaded model)"},
     {"finetune", (PyCFunction) NfPredictor_finetune, METH_VARARGS,

@@ -5,6 +5,7 @@ model directory of the other model."""
 import json
 import os
 import pathlib
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -47,7 +48,8 @@ def test_tabstar_parity(name):
     m = tabstar_dir(c["seed"], c["layers"], c["vocab"])
     adapter = str((d / c["adapter"]).resolve()) if c.get("adapter") else None
     cls = c["task"] == "classification"
-    est = (nofall.TabSTARClassifier if cls else nofall.TabSTARRegressor)(m, adapter=adapter).fit(X, y)
+    Est = nofall.TabSTARClassifier if cls else nofall.TabSTARRegressor
+    est = Est(m, adapter=adapter, fine_tune=False).fit(X, y)  # the fixtures' base weights
     lg = est.predict_logits(Xt)
     exp = np.load(d / "logits.npy")
     assert lg.shape == exp.shape
@@ -72,7 +74,7 @@ def test_tabstar_clone_and_classes():
 
     _, c, X, y, Xt = _case("e2e-multi")
     m = tabstar_dir(c["seed"], c["layers"], c["vocab"])
-    a = nofall.TabSTARClassifier(m).fit(X, y)
+    a = nofall.TabSTARClassifier(m, fine_tune=False).fit(X, y)
     b = clone(a).fit(X, y)
     p = a.predict_proba(Xt)
     np.testing.assert_array_equal(p, b.predict_proba(Xt))
@@ -92,3 +94,58 @@ def test_wrong_model_messages():
         nofall.TabSTARClassifier(model_dir("small_cls")).fit(X, y)
     with pytest.raises(ValueError, match=r"a Mitra regressor model .*not a TabSTAR model; use MitraRegressor"):
         nofall.TabSTARRegressor(model_dir("small_reg")).fit(X, y.astype(float))
+
+
+def _cli():
+    b = os.environ.get("NOFALL_BIN") or str(ROOT / "build" / "nofall")
+    if not os.access(b, os.X_OK):
+        pytest.skip(f"no nofall binary at {b} (build the CLI, or set NOFALL_BIN)")
+    return b
+
+
+def _fit_table(cls, n=40, seed=5):
+    """a small mixed table (numerical, text, a target of text labels or values) as CSV and DataFrames"""
+    r = np.random.RandomState(seed)
+    a = np.round(r.normal(size=n) * 3, 2)
+    b = np.array(["red", "green", "blue"], dtype=object)[r.randint(0, 3, n)]
+    y = np.where(a + (b == "red") > 0, "yes", "no").astype(object) if cls else np.round(a * 2 + r.normal(size=n), 3)
+    f = pd.DataFrame({"a": a, "b": b, "y": y})
+    return f.iloc[:30].reset_index(drop=True), f.iloc[30:].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("cls", [True, False], ids=["classification", "regression"])
+def test_tabstar_fit_is_predict_fine_tune(cls, tmp_path):
+    """fit = upstream's fit (fine_tune=True): Python's predictions are `nofall predict`'s (which fine-tunes by
+    default) on the same table and options, bit for bit; fine_tune=False is `nofall predict --no-fine-tune`'s"""
+    b = _cli()
+    m = tabstar_dir(3)
+    train, test = _fit_table(cls)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.to_csv(tmp_path / "test.csv", index=False)
+    Est = nofall.TabSTARClassifier if cls else nofall.TabSTARRegressor
+    X, y, Xt = train.drop(columns="y"), train["y"], test.drop(columns="y")
+
+    def cli(*extra):
+        out = tmp_path / ("out%d" % len(list(tmp_path.glob("out*"))))
+        task = "classification" if cls else "regression"
+        subprocess.run([b, "predict", "--model", m, "--train", str(tmp_path / "train.csv"), "--test",
+                        str(tmp_path / "test.csv"), "--target", "y", "--task", task, "--out", str(out), "--quiet",
+                        *extra], check=True, capture_output=True)
+        return np.load(out / "logits.npy").reshape(len(Xt), -1)  # (n, outputs)
+
+    ft = Est(m, max_epochs=2, seed=0).fit(X, y)
+    assert ft.fine_tune_result_["epochs"] == 2 and 1 <= ft.fine_tune_result_["best_epoch"] <= 2
+    got = ft.predict_logits(Xt)
+    np.testing.assert_array_equal(got, cli("--max-epochs", "2"))  # predict fine-tunes by default, as upstream
+    base = Est(m, fine_tune=False).fit(X, y)
+    assert base.fine_tune_result_ is None
+    lb = base.predict_logits(Xt)
+    np.testing.assert_array_equal(lb, cli("--no-fine-tune"))
+    assert np.abs(got - lb).max() > 1e-4  # the fit moved the weights (of a private copy: base's are unchanged)
+    np.testing.assert_array_equal(Est(m, fine_tune=False).fit(X, y).predict_logits(Xt), lb)
+    if cls:
+        assert list(ft.classes_) == ["no", "yes"] and ft.predict_proba(Xt).shape == (len(Xt), 2)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        import pickle
+
+        pickle.dumps(ft)

@@ -46,10 +46,11 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
         fprintf(stderr, "error: --mirror-signs and --no-mirror exclude each other\n");
         return 0;
     }
-    o->fine_tune = v.set[NF_O_FINE_TUNE];
-    o->ts_max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50; /* TabSTAR's */
-    if (v.set[NF_O_MAX_EPOCHS] && !o->fine_tune) {
-        fprintf(stderr, "error: --max-epochs is a fine-tuning option: it needs --fine-tune\n");
+    /* TabSTAR: upstream's fit first by default (upstream has no other mode); --fine-tune says so explicitly */
+    o->fine_tune = tabstar ? !v.set[NF_O_NO_FINE_TUNE] : v.set[NF_O_FINE_TUNE];
+    o->ts_max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
+    if (v.set[NF_O_NO_FINE_TUNE] && (v.set[NF_O_FINE_TUNE] || v.set[NF_O_MAX_EPOCHS])) {
+        fprintf(stderr, "error: --no-fine-tune excludes %s\n", v.set[NF_O_FINE_TUNE] ? "--fine-tune" : "--max-epochs");
         return 0;
     }
     o->val = nf_cli_opt_str(&v, NF_O_VAL, NULL);

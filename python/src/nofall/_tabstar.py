@@ -1,10 +1,15 @@
 """scikit-learn estimators on libnofall's TabSTAR predictor.
 
-``fit`` fits TabSTAR's verbalizer on the whole training table in the C
-library (the same code as ``nofall predict`` on a TabSTAR model directory:
-README "TabSTAR"): column names normalized, each column numerical (binned,
-z-scored) or text, the target's classes or scaler. ``predict_proba`` /
-``predict`` verbalize the rows into cells and run one forward.
+``fit`` is upstream's fit (fine_tune=True, the default; docs/finetune-tabstar.md):
+the validation split, the verbalizer fitted on the train part, LoRA
+fine-tuning with early stopping, the adapter merged into a private copy of
+the model (nf_predictor_tabstar_fit, as ``nofall predict --fine-tune``).
+With fine_tune=False it fits TabSTAR's verbalizer on the whole training
+table and keeps the weights as they are (``nofall predict`` on a TabSTAR
+model directory: README "TabSTAR"): column names normalized, each column
+numerical (binned, z-scored) or text, the target's classes or scaler.
+``predict_proba`` / ``predict`` verbalize the rows into cells and run one
+forward.
 
 Inputs as the Mitra estimators take them: pandas DataFrames (a column keeps
 its pandas dtype, which decides numerical or text as upstream's
@@ -22,6 +27,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 
 from . import _nofall
 from ._estimators import _MitraBase, _check_model_type, _frame_columns, _load_model
+from ._model import Model
 
 _TASK_CLASSIFICATION, _TASK_REGRESSION = 1, 2
 
@@ -45,12 +51,17 @@ class _TabSTARBase(BaseEstimator):
     _columns = _MitraBase._columns
     __getstate__ = _MitraBase.__getstate__
 
-    def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target", column_types=None):
+    def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target", column_types=None,
+                 fine_tune=True, max_epochs=50, patience=5, seed=0):
         self.model_dir = model_dir
         self.device = device
         self.adapter = adapter
         self.target_name = target_name
         self.column_types = column_types
+        self.fine_tune = fine_tune
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.seed = seed
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -80,7 +91,10 @@ class _TabSTARBase(BaseEstimator):
         self._cache_ = {}
         pred = self._predictor()
         pred.check_model(model._m, f"model_dir {self.model_dir}")
-        if self.adapter is not None and not getattr(model, "_adapter_merged", False):
+        self.fine_tune_result_ = None
+        if self.fine_tune:
+            self._fine_tune(pred)
+        elif self.adapter is not None and not getattr(model, "_adapter_merged", False):
             with model._lock:
                 pred.merge_adapter(model._m, str(self.adapter))
             model._adapter_merged = True
@@ -89,6 +103,19 @@ class _TabSTARBase(BaseEstimator):
         self.columns_kept_ = [c["name"] for c in self.report_["columns_kept"]]
         self.columns_dropped_ = {c["name"]: c["reason"] for c in self.report_["columns_dropped"]}
         return self
+
+    def _fine_tune(self, pred):
+        """upstream's fit: a private copy of the model (the adapter, if any, merged first), fine-tuned in place
+        (nf_predictor_tabstar_fit); the predictor then predicts with the train part's verbalizer"""
+        d = os.path.realpath(os.fspath(self.model_dir))
+        own = Model(d, self.device)
+        s = self._state_
+        with own._lock:
+            if self.adapter is not None:
+                pred.merge_adapter(own._m, os.path.realpath(os.fspath(self.adapter)))
+            self.fine_tune_result_ = pred.tabstar_fit(own._m, d, s["columns"], s["n"], int(self.max_epochs),
+                                                      int(self.patience), int(self.seed), False)
+        self._cache_["model"] = own
 
     def _predictor(self):
         p = self._cache_.get("predictor")
@@ -102,7 +129,7 @@ class _TabSTARBase(BaseEstimator):
         check_is_fitted(self, "_state_")
         cols, n = self._columns(X, reset=False)
         pred = self._predictor()
-        model = self._model()
+        model = self._cache_.get("model") or self._model()
         k = self.report_["n_outputs"]
         out = np.empty((n, k) if self._task == _TASK_CLASSIFICATION else (n,), dtype=np.float64)
         lg = np.empty((1, n, k), dtype=np.float32)
@@ -116,21 +143,27 @@ class _TabSTARBase(BaseEstimator):
 
 
 class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
-    """TabSTAR classification on tables, as upstream's TabSTARClassifier predicts
-    with a given model (no fine-tuning): the verbalizer fitted on the whole
-    training table, one forward per prediction.
+    """TabSTAR classification on tables, as upstream's TabSTARClassifier:
+    fit fine-tunes the model on the training table (upstream's fit,
+    docs/finetune-tabstar.md), then one forward per prediction.
 
     Parameters: model_dir (a TabSTAR checkpoint directory: config.json,
     model.safetensors, the tokenizer's vocab), device ("cpu", "opencl[:N]",
     "cuda[:N]"), adapter (None, or a PEFT LoRA adapter directory merged into
-    the loaded model once), target_name (the target's name in the cells when
-    y has none, e.g. a numpy array), column_types ({column: "category" |
-    "numeric" | "text"}: nofall predict's --column-type; a pandas category
-    column is "category"; "datetime" is refused: no date encoder).
+    the loaded model once; with fine_tune, into the copy fine-tuned),
+    target_name (the target's name in the cells when y has none, e.g. a
+    numpy array), column_types ({column: "category" | "numeric" | "text"}:
+    nofall predict's --column-type; a pandas category column is "category";
+    "datetime" is refused: no date encoder), fine_tune (True: upstream's fit, on a private copy of the
+    model; False: the weights as they are, the verbalizer fitted on the whole
+    training table), max_epochs (50), patience (5), seed (0: the batch
+    orders and the initial LoRA A), as `nofall finetune` / `nofall predict
+    --fine-tune` take them.
 
     Fitted: classes_ (the sorted labels; predict_proba's columns),
     n_features_in_, feature_names_in_, columns_kept_, columns_dropped_,
-    target_name_, report_ (what the fit decided).
+    target_name_, report_ (what the fit decided), fine_tune_result_ (epochs,
+    best_epoch, epochs_averaged, val_loss, metric; None without fine_tune).
     """
 
     _task = _TASK_CLASSIFICATION
@@ -165,9 +198,10 @@ class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
 
 
 class TabSTARRegressor(RegressorMixin, _TabSTARBase):
-    """TabSTAR regression on tables, as upstream's TabSTARRegressor predicts
-    with a given model: the target z-scored with a StandardScaler fitted on
-    the training table, the model's output scaled back (float32 values).
+    """TabSTAR regression on tables, as upstream's TabSTARRegressor: the
+    target z-scored with a StandardScaler fitted on the training table (the
+    train part's, with fine_tune), the model's output scaled back (float32
+    values).
 
     Parameters and fitted attributes as TabSTARClassifier's (no classes_).
     """
