@@ -3,7 +3,8 @@
  * functions that weights.c refers to for loading, which no target reaches
  * (they trap if one does), and for the models' registry entries, whose type name
  * is all the model-type lookup reads; and for the version and model-file
- * provenance that annotate's VCF header refers to. */
+ * provenance that annotate's VCF header refers to; and for the backend's
+ * precision that the model load asks. */
 #include "model.h"
 
 #include <stdlib.h>
@@ -58,5 +59,11 @@ int nf_model_file_sha256(nf_model * m, int i, char hex[65], nf_err * err) {
     (void) i;
     (void) hex;
     (void) err;
+    __builtin_trap();
+}
+/* nf_model_load asks the backend's precision (bf16-autocast is Mitra's
+ * only): no fuzz target loads a model (it traps if one does) */
+int nf_backend_precision(const nf_backend * be) {
+    (void) be;
     __builtin_trap();
 }
