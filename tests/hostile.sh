@@ -186,7 +186,9 @@ for c in "fai-zero-linebases:c1	40	4	0	41:LINEBASES is 0 for a sequence of 40 ba
          "fai-negative:c1	40	-4	40	41:OFFSET is not a non-negative integer" \
          "fai-fields:c1	40	4:3 fields, an index line has 5 or 6" \
          "fai-width:c1	40	4	40	39:LINEWIDTH 39 is less than LINEBASES 40" \
-         "fai-overflow:c1	9223372036854775807	4	1	2:the record's 9223372036854775807 bases overflow"; do
+         "fai-overflow:c1	9223372036854775807	4	1	2:the record's 9223372036854775807 bases overflow" \
+         "fai-name-space:c1 8	40	4	40	41:the sequence name has a white space (byte 3)" \
+         "fai-int:c1	40	4	4294967296	4294967297:LINEBASES 4294967296 / LINEWIDTH 4294967297: each at most"; do
   name=${c%%:*}; rest=${c#*:}; line=${rest%%:*}; needle=${rest#*:}
   mkdir -p "$T/$name"
   printf '>c1\nACGTACGTACGTACGTACGTACGTACGTACGTACGTACGT\n' > "$T/$name/in.fa"

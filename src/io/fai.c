@@ -4,8 +4,9 @@
  * of 0 bases makes it divide by zero, an offset past the end makes it seek
  * there). Each line is NAME, LENGTH, OFFSET, LINEBASES, LINEWIDTH and, for
  * FASTQ, QUALOFFSET, tab-separated (samtools faidx's format). Checked here:
- * 5 or 6 fields, each number a decimal integer in int64, LINEBASES > 0 for
- * a non-empty sequence, LINEWIDTH >= LINEBASES, and, for a plain
+ * 5 or 6 fields, a name without NUL or white space (htslib ends it
+ * there), each number a decimal integer in int64 (LINEBASES, LINEWIDTH in
+ * int), LINEBASES > 0 for a non-empty sequence, LINEWIDTH >= LINEBASES, and, for a plain
  * (uncompressed) FASTA, the bytes the record spans within the file. A
  * bgzip-compressed FASTA's offsets count uncompressed bytes: there the
  * fields are checked, the span is htslib's to check through its .gzi. */
@@ -89,11 +90,20 @@ int nf__fai_check_text(const char * txt, size_t len, uint64_t fasta_size, const 
         const char * fe[7];
         for (int i = 0; i < nf; i++) fe[i] = i + 1 < nf ? f[i + 1] - 1 : le;
         if (fe[0] == f[0]) FAI_BAD("an empty sequence name");
+        /* htslib's name ends at the first NUL or white space and it reads the
+         * numbers after it: "c 8<TAB>11<TAB>0..." would be name c, LINEBASES 0 */
+        for (const char * q = f[0]; q < fe[0]; q++)
+            if (*q == '\0' || *q == ' ' || (*q >= '\t' && *q <= '\r'))
+                FAI_BAD("the sequence name has a %s (byte %lld): htslib reads the fields after it",
+                        *q == '\0' ? "NUL byte" : "white space", (long long) (q - f[0]) + 1);
         static const char * const names[] = {"", "LENGTH", "OFFSET", "LINEBASES", "LINEWIDTH", "QUALOFFSET"};
         int64_t v[6] = {0};
         for (int i = 1; i < nf; i++)
             if (!fai_num(f[i], fe[i], &v[i])) FAI_BAD("%s is not a non-negative integer", names[i]);
         const int64_t length = v[1], offset = v[2], lbases = v[3], lwidth = v[4];
+        if (lbases > INT32_MAX || lwidth > INT32_MAX) /* htslib reads both as int */
+            FAI_BAD("LINEBASES %lld / LINEWIDTH %lld: each at most %d", (long long) lbases, (long long) lwidth,
+                    INT32_MAX);
         if (length > 0 && lbases == 0) FAI_BAD("LINEBASES is 0 for a sequence of %lld bases", (long long) length);
         if (lwidth < lbases)
             FAI_BAD("LINEWIDTH %lld is less than LINEBASES %lld", (long long) lwidth, (long long) lbases);
