@@ -24,12 +24,15 @@ def _load(name):
     d = FIXTURES / name
     c = json.loads((d / "case.json").read_text())
     # case.json column_types (the case column_types) as upstream read the tables: pandas category and
-    # float64 dtypes, datetime64 columns -- what the estimators take as such (docs/tables.md)
+    # float64 dtypes, datetime64 columns -- what the estimators take as such (docs/tables.md). A category
+    # column is read as text, then made a category: pandas 2 (upstream's, AutoGluon needs < 2.4) parses
+    # read_csv(dtype="category")'s categories as strings always, pandas 3 infers them (zip: int64)
     ct = c.get("column_types", {})
-    kw = dict(dtype={k: ("category" if t == "category" else "float64") for k, t in ct.items() if t != "datetime"},
+    cat = [k for k, t in ct.items() if t == "category"]
+    kw = dict(dtype={k: (str if t == "category" else "float64") for k, t in ct.items() if t != "datetime"},
               parse_dates=[k for k, t in ct.items() if t == "datetime"]) if ct else {}
-    train = pd.read_csv(d / "train.csv", **kw)
-    test = pd.read_csv(d / "test.csv", **kw)
+    train = pd.read_csv(d / "train.csv", **kw).astype({k: "category" for k in cat})
+    test = pd.read_csv(d / "test.csv", **kw).astype({k: "category" for k in cat})
     y = train[c["target"]]
     X = train.drop(columns=[c["target"]])
     Xt = test.drop(columns=[c["target"]], errors="ignore")
