@@ -686,7 +686,13 @@ int nf__tsp_use_fit(struct nf_tabstar * p, const char * model_dir, const nf_tabl
     if (rc == NF_OK)
         rc = nf__tab_verbalizer_fit(&sub, p->v.target,
                                     p->v.regression ? NF_PREDICT_REGRESSION : NF_PREDICT_CLASSIFICATION, &v, err);
-    if (rc == NF_OK && !(mine = nf_tsf_verbalizer_json(&v))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    if (rc == NF_OK) { /* as written and read back (a non-finite number reads back null) */
+        cJSON * d = nf_tsf_verbalizer_json(&v);
+        char * txt = d ? cJSON_Print(d) : NULL;
+        if (!txt || !(mine = cJSON_Parse(txt))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        free(txt);
+        cJSON_Delete(d);
+    }
     if (rc == NF_OK && !cJSON_Compare(mine, saved, 1))
         rc = nf__err_set(err, NF_ERR_INPUT,
                          "%s: the verbalizer the model was fine-tuned with differs from the one --train's rows of "
