@@ -297,17 +297,41 @@ NF_API int nf_table_index_like(const nf_table * t);
  * model directory), verbalizer.json, split.json, training-log.jsonl.
  * model_dir: the directory m was loaded from (its config.json and vocab.txt
  * are copied). */
+/* one epoch as it ends (on_epoch): upstream's per-epoch log */
+struct nf_tabstar_epoch {
+    int epoch, max_epochs; /* 1-based; the most                                  */
+    double lr, beta1;      /* OneCycle's, this epoch                             */
+    int updates;           /* optimizer updates this epoch                       */
+    double train_loss, val_loss, metric;
+    int best;    /* a new best metric                                             */
+    int failed;  /* early stopping's counter after it                            */
+    int stopped; /* early stopping ended the fit on it                           */
+};
+/* nonzero stops the fit (NF_ERR_GENERIC, "fine-tuning stopped by the caller at epoch E") */
+typedef int (*nf_tabstar_epoch_fn)(void * user, const struct nf_tabstar_epoch * e);
 struct nf_tabstar_fit_opts {
     int task;       /* enum nf_predict_task                                  */
     int max_epochs; /* 50 (upstream's MAX_EPOCHS; also OneCycle's length)     */
     int patience;   /* 5                                                     */
     int no_average; /* 1: the best epoch's adapter (upstream's paper version) */
     uint64_t seed;  /* the batches' permutations and the initial LoRA A       */
+    /* upstream's fit(X, y, x_val, y_val): a validation table (the training
+     * table's columns and its target) used as it is, split_to_val skipped and
+     * the verbalizer fitted on the whole training table; NULL: split_to_val */
+    const nf_table * val;
+    nf_tabstar_epoch_fn on_epoch; /* each epoch's log, or NULL */
+    void * user;
 };
 NF_API void nf_tabstar_fit_opts_default(struct nf_tabstar_fit_opts * o);
 struct nf_tabstar_fit_result {
     int epochs, best_epoch, epochs_averaged;
     double val_loss, metric; /* the final adapter's, on the validation part */
+    int stopped_at;          /* the epoch early stopping ended the fit on, or -1 */
+    int64_t n_train, n_val;  /* the rows of the two parts                   */
+    int val_table;           /* 1: o->val (upstream's x_val); 0: split_to_val */
+    double threshold;        /* the averaging's loss threshold (0: no average) */
+    double wall_ms;          /* the fit's wall time                         */
+    int task;                /* the fit's: NF_PREDICT_CLASSIFICATION / _REGRESSION */
 };
 NF_API int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table * train, const char * target,
                           const struct nf_tabstar_fit_opts * o, const char * out_dir,
@@ -319,6 +343,20 @@ NF_API int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table *
 NF_API int nf_predictor_tabstar_fit(nf_predictor * p, nf_model * m, const char * model_dir, const nf_table * train,
                                     const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res,
                                     nf_err * err);
+/* The fit's summary as JSON (report.json's "fine_tune"): the options, the
+ * validation ("internal split" / "table"), the rows, the epochs run, the best
+ * epoch, the stop epoch, the averaging, the final loss and metric, and the
+ * per-epoch log ep[0..n_ep). Free with nf_free; NULL out of memory. */
+NF_API char * nf_tabstar_fit_json(const struct nf_tabstar_fit_opts * o, const struct nf_tabstar_fit_result * r,
+                                  const struct nf_tabstar_epoch * ep, int n_ep);
+/* A TabSTAR predictor on a model directory nofall's fit wrote (its
+ * verbalizer.json and split.json): the verbalizer becomes the one the model
+ * was fine-tuned with -- refitted on train's rows of split.json's train part
+ * and checked equal to verbalizer.json (NF_ERR_INPUT naming it when train is
+ * another table) -- as upstream's predict after fit. *used: 1 when taken; 0
+ * (NF_OK) for a directory without verbalizer.json, or a Mitra predictor. */
+NF_API int nf_predictor_tabstar_use_fit(nf_predictor * p, const char * model_dir, const nf_table * train, int * used,
+                                        nf_err * err);
 /* ---- column types given by the user (docs/tables.md "Column types") -------------
  * As AutoGluon's feature types (pandas' read_csv(dtype=...) / astype):
  *   "category"  the values as written, a pandas category: AutoGluon makes it

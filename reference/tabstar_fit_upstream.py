@@ -12,11 +12,13 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tabstar_fixtures import build_e5, upstream_model, write_csv, read_for_upstream  # noqa: E402
 
-# name -> (gen-weights seed, task, target, rows, max_epochs, patience)
+# name -> (gen-weights seed, task, target, rows, max_epochs, patience[, validation rows])
+# a case with validation rows passes them to upstream's fit as x_val / y_val (val.csv): no split_to_val
 CASES = {
     "bin": (21, "classification", "label", 80, 2, 5),
     "cls3": (22, "classification", "grade", 80, 4, 1),
     "reg": (23, "regression", "price", 60, 2, 5),
+    "binval": (24, "classification", "label", 30, 2, 5, 12),
 }
 
 
@@ -25,18 +27,19 @@ def tables(name, rng):
         return repr(round(float(x), d))
     hdr = ["size", "rooms", "colour", "const", None]
     rows, test = [], []
-    for r in range(CASES[name][3] + 6):
+    n_val = CASES[name][6] if len(CASES[name]) > 6 else 0
+    for r in range(CASES[name][3] + n_val + 6):
         size, rooms = rng.uniform(10, 200), int(rng.integers(1, 6))
         colour = ["red", "green", "blue", "dark red"][int(rng.integers(4))]
         z = size / 50 + rooms + rng.normal(0, 1)
-        if name == "bin":
+        if name in ("bin", "binval"):
             y = ("no", "yes")[int(z > 4)]
         elif name == "cls3":
             y = ["low", "mid", "high"][0 if z < 3 else 1 if z < 5.5 else 2]
         else:
             y = f(1000 * z, 2)
         row = [f(size, 1), str(rooms), colour, "x", y]
-        (rows if r < CASES[name][3] else test).append(row)
+        (rows if r < CASES[name][3] + n_val else test).append(row)
     hdr[-1] = CASES[name][2]
     return hdr, rows, test
 
@@ -76,11 +79,14 @@ def run_case(name, nofall, out):
     import tabstar.training.trainer as trainer
     from tabstar.tabstar_model import TabSTARClassifier, TabSTARRegressor
 
-    seed, task, target, n, max_epochs, patience = CASES[name]
+    seed, task, target, n, max_epochs, patience = CASES[name][:6]
+    n_val = CASES[name][6] if len(CASES[name]) > 6 else 0
     cdir = os.path.join(out, name)
     os.makedirs(cdir, exist_ok=True)
     hdr, rows, test = tables(name, np.random.default_rng(seed))
-    write_csv(os.path.join(cdir, "train.csv"), hdr, rows)
+    write_csv(os.path.join(cdir, "train.csv"), hdr, rows[:n])
+    if n_val:
+        write_csv(os.path.join(cdir, "val.csv"), hdr, rows[n:])
     write_csv(os.path.join(cdir, "test.csv"), hdr, test)
     tr, te = read_for_upstream(os.path.join(cdir, "train.csv")), read_for_upstream(os.path.join(cdir, "test.csv"))
     rec = {"perm": [], "train_loss": [], "eval": []}
@@ -141,7 +147,11 @@ def run_case(name, nofall, out):
         est = cls(lora_dropout=0.0, max_epochs=max_epochs, patience=patience, device="cpu", random_state=0,
                   output_dir=os.path.join(tmp, "ckpt"), keep_model=False)
         X, y = tr.drop(columns=[target]), tr[target]
-        est.fit(X, y)
+        if n_val:  # upstream's fit(X, y, x_val, y_val): split_to_val skipped
+            va = read_for_upstream(os.path.join(cdir, "val.csv"))
+            est.fit(X, y, x_val=va.drop(columns=[target]), y_val=va[target])
+        else:
+            est.fit(X, y)
         params = dict(est.model_.named_parameters())
         for mod in modules:  # the final adapter, summarised: |A|, |B| and B (A v), v = 1 / sqrt(in)
             if "out_proj" in mod:
@@ -163,6 +173,7 @@ def run_case(name, nofall, out):
     import tabstar
     import peft
     case = {"target": target, "task": task, "rows": n, "max_epochs": max_epochs, "patience": patience,
+            **({"val": "val.csv", "val_rows": n_val} if n_val else {}),
             "gen_weights": {"seed": seed, "layers": 7, "vocab": 2000},
             "train_loss": rec["train_loss"], "epochs": rec["eval"][:len(rec["train_loss"])],
             "final_eval": rec["eval"][len(rec["train_loss"]):],

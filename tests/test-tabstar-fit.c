@@ -467,11 +467,18 @@ static void parity(const char * fixtures, const char * name) {
     memset(&st, 0, sizeof(st));
     snprintf(p, sizeof(p), "%s/fit.safetensors", dir);
     CHECK_RC(nf__st_open(p, &st, &err), NF_OK, &err);
-    nf_table *tr = NULL, *te = NULL;
+    nf_table *tr = NULL, *te = NULL, *tv = NULL;
     snprintf(p, sizeof(p), "%s/train.csv", dir);
     CHECK_RC(nf_table_read_csv(p, &tr, &err), NF_OK, &err);
     snprintf(p, sizeof(p), "%s/test.csv", dir);
     CHECK_RC(nf_table_read_csv(p, &te, &err), NF_OK, &err);
+    /* upstream's fit(X, y, x_val, y_val): the validation table as it is */
+    const cJSON * vname = cs ? cJSON_GetObjectItemCaseSensitive(cs, "val") : NULL;
+    if (cJSON_IsString(vname)) {
+        snprintf(p, sizeof(p), "%s/%s", dir, vname->valuestring);
+        CHECK_RC(nf_table_read_csv(p, &tv, &err), NF_OK, &err);
+        if (!tv) goto out0;
+    }
     if (!cs || !tr || !te || !st.tensors) goto out0;
     const cJSON * gw = cJSON_GetObjectItemCaseSensitive(cs, "gen_weights");
     const char * target = cJSON_GetObjectItemCaseSensitive(cs, "target")->valuestring;
@@ -485,15 +492,18 @@ static void parity(const char * fixtures, const char * name) {
     const int64_t n = nf_table_n_rows(tr);
     int64_t * y = calloc((size_t) n, sizeof(int64_t));
     if (!reg) CHECK_RC(nf__tsf_targets(&va, tr, y, NULL, &err), NF_OK, &err);
-    struct nf_tsf_split sp;
-    CHECK_RC(nf__tsf_split_to_val(reg ? NULL : y, n, &sp, &err), NF_OK, &err);
-    int64_t ntr, nva;
-    const int64_t *ftr = st_i64(&st, "split.train", &ntr), *fva = st_i64(&st, "split.val", &nva);
-    int same = ftr && fva && ntr == sp.n_train && nva == sp.n_val;
-    for (int64_t i = 0; same && i < ntr; i++) same = ftr[i] == sp.train[i];
-    for (int64_t i = 0; same && i < nva; i++) same = fva[i] == sp.val[i];
-    CHECK(same, "%s: the split differs from upstream's", name);
-    nf__tsf_split_free(&sp);
+    int64_t ntr = n, nva = 0;
+    if (!tv) {
+        struct nf_tsf_split sp;
+        CHECK_RC(nf__tsf_split_to_val(reg ? NULL : y, n, &sp, &err), NF_OK, &err);
+        const int64_t *ftr = st_i64(&st, "split.train", &ntr), *fva = st_i64(&st, "split.val", &nva);
+        int same = ftr && fva && ntr == sp.n_train && nva == sp.n_val;
+        for (int64_t i = 0; same && i < ntr; i++) same = ftr[i] == sp.train[i];
+        for (int64_t i = 0; same && i < nva; i++) same = fva[i] == sp.val[i];
+        CHECK(same, "%s: the split differs from upstream's", name);
+        nf__tsf_split_free(&sp);
+    } else /* no split: upstream never called split_to_val */
+        CHECK(!nf__st_find(&st, "split.train"), "%s: a split recorded with x_val given", name);
     nf__tab_verbalizer_free(&va);
     free(y);
     /* the fit, upstream's permutations replayed */
@@ -513,6 +523,7 @@ static void parity(const char * fixtures, const char * name) {
     fo.loop.max_epochs = (int) jnum(cs, "max_epochs");
     fo.loop.patience = (int) jnum(cs, "patience");
     fo.loop.seed = (uint64_t) jnum(cs, "init_seed");
+    fo.val = tv;
     const int64_t ** perms = calloc((size_t) fo.loop.max_epochs, sizeof(int64_t *));
     const int64_t * last = NULL;
     for (int e = 0; e < fo.loop.max_epochs; e++) {
@@ -593,6 +604,7 @@ out0:
     cJSON_Delete(cs);
     nf_table_free(tr);
     nf_table_free(te);
+    nf_table_free(tv);
 }
 
 int main(int argc, char ** argv) {
@@ -601,8 +613,8 @@ int main(int argc, char ** argv) {
         return 2;
     }
     if (argc > 2 && strcmp(argv[2], "parity") == 0) { /* ctest tabstar-fit-parity: the model runs */
-        static const char * const cases[] = {"bin", "cls3", "reg"};
-        for (int k = 0; k < 3; k++) /* argv[3]: one case only (the sanitizer stage) */
+        static const char * const cases[] = {"bin", "cls3", "reg", "binval"};
+        for (int k = 0; k < 4; k++) /* argv[3]: one case only (the sanitizer stage) */
             if (argc < 4 || strcmp(argv[3], cases[k]) == 0) parity(argv[1], cases[k]);
     } else {
         pieces(argv[1]);

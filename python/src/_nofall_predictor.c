@@ -434,32 +434,39 @@ static PyObject * NfPredictor_merge_adapter(NfPredictor * self, PyObject * args)
     Py_RETURN_NONE;
 }
 
-/* tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average): upstream TabSTAR's
- * fit on the training table (the predictor's own, as columns): nf_predictor_tabstar_fit, the model's weights in
- * place and the predictor's verbalizer the train part's; {epochs, best_epoch, epochs_averaged, val_loss, metric} */
+/* tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average[, val_columns,
+ * val_n_rows]): upstream TabSTAR's fit on the training table (the predictor's own, as columns), on the
+ * validation table when given (upstream's x_val / y_val): nf_predictor_tabstar_fit, the model's weights in
+ * place and the predictor's verbalizer the train part's; {epochs, best_epoch, epochs_averaged, val_loss,
+ * metric, stopped_at, n_train, n_val, validation} */
 static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
     NfModel * m;
     const char * dir;
-    PyObject * cols;
-    long long n_rows, max_epochs, patience;
+    PyObject *cols, *vcols = Py_None;
+    long long n_rows, max_epochs, patience, vn = 0;
     unsigned long long seed;
     int no_average;
-    if (!PyArg_ParseTuple(args, "O!sOLLLKp", &NfModelType, &m, &dir, &cols, &n_rows, &max_epochs, &patience, &seed,
-                          &no_average))
+    if (!PyArg_ParseTuple(args, "O!sOLLLKp|OL", &NfModelType, &m, &dir, &cols, &n_rows, &max_epochs, &patience, &seed,
+                          &no_average, &vcols, &vn))
         return NULL;
     if (!nf_py_ready(m)) return NULL;
     if (max_epochs < 1 || max_epochs > 1000000 || patience < 1 || patience > 1000000) {
         PyErr_Format(PyExc_ValueError, "max_epochs %lld, patience %lld: each from 1 to 1000000", max_epochs, patience);
         return NULL;
     }
-    nf_table * t = nf_py_table("the training data", n_rows, cols);
+    nf_table *t = nf_py_table("the training data", n_rows, cols), *v = NULL;
     if (!t) return NULL;
+    if (vcols != Py_None && !(v = nf_py_table("the validation data", vn, vcols))) {
+        nf_table_free(t);
+        return NULL;
+    }
     struct nf_tabstar_fit_opts o;
     nf_tabstar_fit_opts_default(&o);
     o.max_epochs = (int) max_epochs;
     o.patience = (int) patience;
     o.seed = seed;
     o.no_average = no_average;
+    o.val = v;
     struct nf_tabstar_fit_result res;
     nf_err err = {0};
     int rc;
@@ -467,14 +474,37 @@ static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
     Py_BEGIN_ALLOW_THREADS rc = nf_predictor_tabstar_fit(self->p, m->m, dir, t, &o, &res, &err);
     Py_END_ALLOW_THREADS m->busy = 0;
     nf_table_free(t);
+    nf_table_free(v);
     if (rc != NF_OK) return nf_py_raise(&err);
-    return Py_BuildValue("{s:i,s:i,s:i,s:d,s:d}", "epochs", res.epochs, "best_epoch", res.best_epoch, "epochs_averaged",
-                         res.epochs_averaged, "val_loss", res.val_loss, "metric", res.metric);
+    return Py_BuildValue("{s:i,s:i,s:i,s:d,s:d,s:i,s:L,s:L,s:s}", "epochs", res.epochs, "best_epoch", res.best_epoch,
+                         "epochs_averaged", res.epochs_averaged, "val_loss", res.val_loss, "metric", res.metric,
+                         "stopped_at", res.stopped_at, "n_train", (long long) res.n_train, "n_val",
+                         (long long) res.n_val, "validation", res.val_table ? "table" : "internal split");
+}
+
+/* tabstar_use_fit(model_dir, columns, n_rows): nf_predictor_tabstar_use_fit -- on a directory nofall's fit
+ * wrote, the verbalizer it was fine-tuned with (its verbalizer.json); True when taken */
+static PyObject * NfPredictor_tabstar_use_fit(NfPredictor * self, PyObject * args) {
+    const char * dir;
+    PyObject * cols;
+    long long n_rows;
+    if (!PyArg_ParseTuple(args, "sOL", &dir, &cols, &n_rows)) return NULL;
+    nf_table * t = nf_py_table("the training data", n_rows, cols);
+    if (!t) return NULL;
+    nf_err err = {0};
+    int used = 0;
+    const int rc = nf_predictor_tabstar_use_fit(self->p, dir, t, &used, &err);
+    nf_table_free(t);
+    if (rc != NF_OK) return nf_py_raise(&err);
+    return PyBool_FromLong(used);
 }
 
 static PyMethodDef NfPredictor_methods[] = {
     {"tabstar_fit", (PyCFunction) NfPredictor_tabstar_fit, METH_VARARGS,
-     "tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average): upstream TabSTAR's fit"},
+     "tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average[, val_columns, "
+     "val_n_rows]): upstream TabSTAR's fit"},
+    {"tabstar_use_fit", (PyCFunction) NfPredictor_tabstar_use_fit, METH_VARARGS,
+     "tabstar_use_fit(model_dir, columns, n_rows): a fine-tuned directory's verbalizer (verbalizer.json)"},
     {"merge_adapter", (PyCFunction) NfPredictor_merge_adapter, METH_VARARGS,
      "merge_adapter(model, dir): TabSTAR's LoRA adapter merged into the model (once per loaded model)"},
     {"finetune", (PyCFunction) NfPredictor_finetune, METH_VARARGS,

@@ -149,3 +149,44 @@ def test_tabstar_fit_is_predict_fine_tune(cls, tmp_path):
         import pickle
 
         pickle.dumps(ft)
+
+
+@pytest.mark.parametrize("cls", [True, False], ids=["classification", "regression"])
+def test_tabstar_fit_x_val(cls, tmp_path):
+    """fit(X, y, X_val, y_val) = upstream's fit with x_val / y_val = `nofall predict --val`, bit for bit; the
+    pairs go together and need fine_tune; fine_tune=False on a directory `nofall finetune` wrote takes its
+    verbalizer.json, as `nofall predict --no-fine-tune` on it"""
+    b = _cli()
+    m = tabstar_dir(3)
+    train, test = _fit_table(cls)
+    val, train = train.iloc[:8].reset_index(drop=True), train.iloc[8:].reset_index(drop=True)
+    for name, f in (("train", train), ("val", val), ("test", test)):
+        f.to_csv(tmp_path / (name + ".csv"), index=False)
+    Est = nofall.TabSTARClassifier if cls else nofall.TabSTARRegressor
+    X, y, Xv, yv, Xt = train.drop(columns="y"), train["y"], val.drop(columns="y"), val["y"], test.drop(columns="y")
+    task = "classification" if cls else "regression"
+
+    def cli(cmd, model, out, *extra):
+        subprocess.run([b, cmd, "--model", model, "--train", str(tmp_path / "train.csv"), "--target", "y", "--task",
+                        task, "--out", str(tmp_path / out), "--quiet", *extra], check=True, capture_output=True)
+        return tmp_path / out
+
+    def logits(d):
+        return np.load(d / "logits.npy").reshape(len(Xt), -1)
+
+    test_csv = str(tmp_path / "test.csv")
+    ft = Est(m, max_epochs=1).fit(X, y, Xv, yv)
+    r = ft.fine_tune_result_
+    assert r["validation"] == "table" and r["n_train"] == len(X) and r["n_val"] == len(Xv) and r["epochs"] == 1
+    want = logits(cli("predict", m, "pv", "--test", test_csv, "--val", str(tmp_path / "val.csv"), "--max-epochs", "1"))
+    np.testing.assert_array_equal(ft.predict_logits(Xt), want)
+    with pytest.raises(ValueError, match="go together"):
+        Est(m).fit(X, y, Xv)
+    with pytest.raises(ValueError, match="need fine_tune=True"):
+        Est(m, fine_tune=False).fit(X, y, Xv, yv)
+    if cls:  # a fine-tuned directory (split_to_val's fit): its verbalizer.json, as predict --no-fine-tune on it
+        d = str(cli("finetune", m, "ft", "--max-epochs", "1"))
+        got = Est(d, fine_tune=False).fit(X, y)
+        assert got.fine_tuned_verbalizer_ and not Est(m, fine_tune=False).fit(X, y).fine_tuned_verbalizer_
+        want = logits(cli("predict", d, "pno", "--test", test_csv, "--no-fine-tune"))
+        np.testing.assert_array_equal(got.predict_logits(Xt), want)

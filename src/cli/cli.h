@@ -107,6 +107,16 @@ int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t); /
 int nf_cli_table_read(const struct nf_cli_tables * t, const char * path, int is_train, nf_table ** out, nf_err * err);
 int nf_cli_finetune_opts(const struct nf_cli_opts * v, struct nf_finetune_opts * fo);
 void nf_cli_finetune_report(struct cJSON * rep, const struct nf_finetune_opts * fo);
+/* TabSTAR's fit: the epochs as they end and a bar of them (cmd-finetune.c; nf_tabstar_fit_opts.on_epoch) */
+struct nf_tabstar_epoch;
+struct nf_cli_ts_log {
+    struct nf_tabstar_epoch * e;
+    int n, cap;
+    struct nf_progress * bar;
+    int mode;
+    const char * what; /* the bar's name */
+};
+int nf_cli_ts_on_epoch(void * user, const struct nf_tabstar_epoch * e);
 
 /* MPI: one command sharded over the ranks of an mpirun job (src/mpi/mpi-shard.c) */
 #include "nofall-mpi.h"

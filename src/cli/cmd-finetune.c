@@ -7,9 +7,10 @@
  * training-log.csv (one row per step, step 0 the pretrained validation),
  * report.json; the markers on stdout. The training options' parsing is
  * shared with `predict --fine-tune` (nf_cli_finetune_opts). A TabSTAR model
- * directory takes upstream's fit instead (nf_tabstar_fit): --out gets the
- * merged model directory, the verbalizer's state, the split and the
- * training log. */
+ * directory takes upstream's fit instead (nf_tabstar_fit; --val its x_val):
+ * --out gets the merged model directory, the verbalizer's state, the split,
+ * the training log and report.json (Mitra's keys where they mean the same;
+ * the fit's summary under "fine_tune"), a bar of epochs with --progress. */
 #include "cli.h"
 #include "opts.h"
 #include "io/nf-io.h"
@@ -109,8 +110,7 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
     static const struct {
         int id;
         const char * name;
-    } mitra[] = {{NF_O_VAL, "--val"},
-                 {NF_O_STEPS, "--steps"},
+    } mitra[] = {{NF_O_STEPS, "--steps"},
                  {NF_O_FT_STEPS, "--fine-tune-steps"},
                  {NF_O_LR, "--lr"},
                  {NF_O_WEIGHT_DECAY, "--weight-decay"},
@@ -296,28 +296,55 @@ out:
 }
 
 /* a TabSTAR model: upstream's fit (nf_tabstar_fit; docs/finetune-tabstar.md) */
+
+/* the epochs as they end (report.json's log), the bar (epochs) */
+int nf_cli_ts_on_epoch(void * user, const struct nf_tabstar_epoch * e) {
+    struct nf_cli_ts_log * l = user;
+    if (l->n == l->cap) {
+        const int cap = l->cap ? 2 * l->cap : 16;
+        struct nf_tabstar_epoch * s = realloc(l->e, (size_t) cap * sizeof(*s));
+        if (!s) return 1; /* stops the fit: "stopped by the caller" */
+        l->e = s;
+        l->cap = cap;
+    }
+    l->e[l->n++] = *e;
+    if (!l->bar) l->bar = nf_progress_begin(l->what, "epochs", (long long) e->max_epochs, l->mode);
+    char note[96];
+    snprintf(note, sizeof(note), "val_loss %.6g, metric %.6g%s", e->val_loss, e->metric, e->best ? ", best" : "");
+    nf_progress_note(l->bar, note);
+    nf_progress_update(l->bar, (long long) e->epoch);
+    return 0;
+}
+
 static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
-    nf_table * tr = NULL;
+    nf_table *tr = NULL, *va = NULL;
     nf_backend * be = NULL;
     nf_model * m = NULL;
     struct nf_outset os;
+    struct nf_cli_ts_log log = {.mode = o->progress, .what = "finetune"};
     memset(&os, 0, sizeof(os));
     os.lock_fd = -1;
     char e1[512], e2[256], hint[160];
     if (o->mitra_only)
         return nf__err_set(err, NF_ERR_ARG,
                            "%s is a Mitra fine-tuning option; a TabSTAR model (--model %s) takes "
-                           "--max-epochs, --patience, --no-average, --seed",
+                           "--val, --max-epochs, --patience, --no-average, --seed",
                            o->mitra_only, nf__esc(e1, sizeof(e1), o->model));
     int rc = nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
+    if (rc == NF_OK && o->val) rc = nf_cli_table_read(&o->tables, o->val, 0, &va, err);
     if (rc == NF_OK && nf_table_find(tr, o->target) < 0) {
         nf_table_sep_hint(tr, hint, sizeof(hint));
         rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->train),
                          nf__esc(e2, sizeof(e2), o->target), hint);
-    }
-    static const char * const names[] = {"config.json",     "model.safetensors", "vocab.txt",
-                                         "verbalizer.json", "split.json",        "training-log.jsonl"};
-    if (rc == NF_OK) rc = nf_outset_begin(&os, o->out, names, 6, err);
+    } else if (rc == NF_OK && va && nf_table_find(va, o->target) < 0) {
+        nf_table_sep_hint(va, hint, sizeof(hint));
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)%s",
+                         nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target), hint);
+    } else if (rc == NF_OK && va && nf_table_n_rows(va) < 1)
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows (--val)", nf__esc(e1, sizeof(e1), o->val));
+    static const char * const names[] = {"config.json", "model.safetensors",  "vocab.txt",  "verbalizer.json",
+                                         "split.json",  "training-log.jsonl", "report.json"};
+    if (rc == NF_OK) rc = nf_outset_begin(&os, o->out, names, 7, err);
     if (rc == NF_OK) rc = nf_cli_backend_init(o->device, 0, &be, err);
     if (rc == NF_OK) rc = nf_model_load(be, o->model, &m, err);
     struct nf_tabstar_fit_opts fo;
@@ -327,23 +354,75 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
     fo.patience = o->patience;
     fo.no_average = o->no_average;
     fo.seed = o->fo.seed;
+    fo.val = va;
+    fo.on_epoch = nf_cli_ts_on_epoch;
+    fo.user = &log;
     struct nf_tabstar_fit_result res;
     const double t0 = nf_cli_now_ms();
-    if (rc == NF_OK) rc = nf_tabstar_fit(m, o->model, tr, o->target, &fo, os.staging, &res, err);
+    if (rc == NF_OK) {
+        nf_cli_test_delay("forward");
+        rc = nf_tabstar_fit(m, o->model, tr, o->target, &fo, os.staging, &res, err);
+    }
+    const double wall_ms = nf_cli_now_ms() - t0;
+    nf_progress_end(log.bar);
+    log.bar = NULL;
+    if (rc == NF_OK) {
+        /* report.json: as Mitra's (the command, the common items, the options, what the run did) */
+        cJSON * rep = cJSON_CreateObject();
+        cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
+        cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
+        for (int i = 0; i < o->argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->argv[i]));
+        nf_run_report_common(rep, o->model, m, be);
+        cJSON_AddStringToObject(rep, "train", o->train);
+        if (o->val)
+            cJSON_AddStringToObject(rep, "val", o->val);
+        else
+            cJSON_AddNullToObject(rep, "val");
+        cJSON * op = cJSON_AddObjectToObject(rep, "options");
+        cJSON_AddNumberToObject(op, "max_epochs", fo.max_epochs);
+        cJSON_AddNumberToObject(op, "patience", fo.patience);
+        cJSON_AddNumberToObject(op, "seed", (double) fo.seed);
+        cJSON_AddBoolToObject(op, "no_average", fo.no_average);
+        cJSON_AddStringToObject(rep, "target", o->target);
+        cJSON_AddStringToObject(rep, "task", res.task == NF_PREDICT_REGRESSION ? "regression" : "classification");
+        cJSON_AddNumberToObject(rep, "n_train", (double) nf_table_n_rows(tr));
+        char * js = nf_tabstar_fit_json(&fo, &res, log.e, log.n);
+        cJSON * ft = js ? cJSON_Parse(js) : NULL;
+        nf_free(js);
+        if (ft) cJSON_AddItemToObject(rep, "fine_tune", ft);
+        cJSON_AddNumberToObject(rep, "best_epoch", res.best_epoch);
+        cJSON_AddNumberToObject(rep, "epochs_run", res.epochs);
+        if (res.stopped_at >= 0)
+            cJSON_AddNumberToObject(rep, "stopped_at", res.stopped_at);
+        else
+            cJSON_AddNullToObject(rep, "stopped_at");
+        cJSON_AddNumberToObject(rep, "val_loss", res.val_loss);
+        cJSON_AddNumberToObject(rep, "wall_ms", wall_ms);
+        char path[4096];
+        nf_outset_path(&os, "report.json", path, sizeof(path));
+        rc = ft ? nf__json_write_file(path, rep, err) : nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        cJSON_Delete(rep);
+    }
     if (rc == NF_OK) {
         printf("EPOCHS=%d\n", res.epochs);
         printf("BEST_EPOCH=%d\n", res.best_epoch);
         printf("EPOCHS_AVERAGED=%d\n", res.epochs_averaged);
+        printf("STOPPED_AT=%d\n", res.stopped_at);
         printf("VAL_LOSS=%.17g\n", res.val_loss);
         printf("VAL_METRIC=%.17g\n", res.metric);
+        printf("VALIDATION=%s\n", va ? "table" : "internal-split");
         printf("DEVICE=%s\n", nf_backend_name(be));
-        printf("FINETUNE_WALL_MS=%.3f\n", nf_cli_now_ms() - t0);
+        printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
+        printf("FINETUNE_WALL_MS=%.3f\n", wall_ms);
         rc = nf_run_commit(&os, NULL, "", NULL, err);
     }
+    nf_progress_end(log.bar);
+    free(log.e);
     nf_outset_end(&os);
     nf_model_free(m);
     nf_backend_free(be);
     nf_table_free(tr);
+    nf_table_free(va);
     return rc;
 }
 

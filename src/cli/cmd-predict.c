@@ -49,8 +49,11 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
     /* TabSTAR: upstream's fit first by default (upstream has no other mode); --fine-tune says so explicitly */
     o->fine_tune = tabstar ? !v.set[NF_O_NO_FINE_TUNE] : v.set[NF_O_FINE_TUNE];
     o->ts_max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
-    if (v.set[NF_O_NO_FINE_TUNE] && (v.set[NF_O_FINE_TUNE] || v.set[NF_O_MAX_EPOCHS])) {
-        fprintf(stderr, "error: --no-fine-tune excludes %s\n", v.set[NF_O_FINE_TUNE] ? "--fine-tune" : "--max-epochs");
+    if (v.set[NF_O_NO_FINE_TUNE] && (v.set[NF_O_FINE_TUNE] || v.set[NF_O_MAX_EPOCHS] || v.set[NF_O_VAL])) {
+        fprintf(stderr, "error: --no-fine-tune excludes %s\n",
+                v.set[NF_O_FINE_TUNE]    ? "--fine-tune"
+                : v.set[NF_O_MAX_EPOCHS] ? "--max-epochs"
+                                         : "--val");
         return 0;
     }
     o->val = nf_cli_opt_str(&v, NF_O_VAL, NULL);
@@ -250,6 +253,9 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
                                    .mirror = spec,
                                    .model_type = o->model_type};
     if (rc == NF_OK) rc = nf_predictor_fit(tr, o->target, &po, &pr, err);
+    /* TabSTAR --no-fine-tune on a directory nofall's fit wrote: the verbalizer it was trained with */
+    const int tabstar = o->model_type && strcmp(o->model_type, "tabstar") == 0;
+    if (rc == NF_OK && tabstar && !o->fine_tune) rc = nf_predictor_tabstar_use_fit(pr, o->model, tr, NULL, err);
     if (rc == NF_OK) rc = nf_predictor_check_table(pr, te, err);
     if (rc == NF_OK && va) rc = nf_predictor_check_table(pr, va, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto out_nolock;
@@ -274,14 +280,20 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         snprintf(name, sizeof(name), "--model %s", o->model);
         if ((rc = nf_predictor_check_model(pr, m, name, err)) != NF_OK) goto done_agree;
     }
-    if (o->fine_tune && o->model_type && strcmp(o->model_type, "tabstar") == 0) { /* upstream TabSTAR's fit */
+    if (o->fine_tune && tabstar) { /* upstream TabSTAR's fit (report.json: its summary, "fine_tune") */
         struct nf_tabstar_fit_opts tfo;
         struct nf_tabstar_fit_result tres;
+        struct nf_cli_ts_log log = {.mode = o->progress, .what = "fit"};
         nf_tabstar_fit_opts_default(&tfo);
         tfo.task = o->task;
         tfo.seed = o->seed;
+        tfo.val = va;
         if (o->ts_max_epochs > 0) tfo.max_epochs = o->ts_max_epochs;
-        if ((rc = nf_predictor_tabstar_fit(pr, m, o->model, tr, &tfo, &tres, err)) != NF_OK) goto done_agree;
+        if (nf_progress_enabled(o->progress)) tfo.on_epoch = nf_cli_ts_on_epoch, tfo.user = &log;
+        rc = nf_predictor_tabstar_fit(pr, m, o->model, tr, &tfo, &tres, err);
+        nf_progress_end(log.bar);
+        free(log.e);
+        if (rc != NF_OK) goto done_agree;
     } else if (o->fine_tune) { /* AutoGluon's fit with fine-tuning (one process) */
         struct nf_finetune_opts fo = o->fo;
         struct nf_finetune_result res;

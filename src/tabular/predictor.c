@@ -111,6 +111,18 @@ int nf_predictor_tabstar_fit(nf_predictor * p, nf_model * m, const char * model_
     return nf__tsp_tabstar_fit(p->ts, m, model_dir, train, o, res, err);
 }
 
+int nf_predictor_tabstar_use_fit(nf_predictor * p, const char * model_dir, const nf_table * train, int * used,
+                                 nf_err * err) {
+    int u = 0;
+    if (used) *used = 0;
+    if (!p || !model_dir || !train)
+        return nf__err_set(err, NF_ERR_ARG, "nf_predictor_tabstar_use_fit: a NULL argument");
+    if (!p->ts) return NF_OK; /* Mitra: nothing to take */
+    NF_TRY(nf__tsp_use_fit(p->ts, model_dir, train, &u, err));
+    if (used) *used = u;
+    return NF_OK;
+}
+
 int nf_predictor_merge_adapter(nf_predictor * p, nf_model * m, const char * dir, nf_err * err) {
     if (!p || !m || !dir) return nf__err_set(err, NF_ERR_ARG, "nf_predictor_merge_adapter: a NULL argument");
     if (!p->ts) return nf__err_set(err, NF_ERR_UNSUPPORTED, "a Mitra model takes no adapter (TabSTAR's LoRA)");

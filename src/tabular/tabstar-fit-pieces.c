@@ -196,7 +196,9 @@ int nf__tsf_split_to_val(const int64_t * y, int64_t n, struct nf_tsf_split * out
     if (val <= 0 || val >= n)
         return nf__err_set(err, NF_ERR_INPUT,
                            "validation split: %lld training rows give a validation part of %lld rows "
-                           "(min(int(0.1 n), 1000)); upstream's train_test_split refuses it (at least 10 rows)",
+                           "(min(int(0.1 n), 1000)); upstream's train_test_split refuses it (at least 10 rows). "
+                           "Give a validation table (--val VAL.csv; Python: fit(X, y, X_val, y_val)), or predict "
+                           "with the weights as they are: --no-fine-tune (Python: fine_tune=False)",
                            (long long) n, (long long) val);
     int64_t * ids = nf_tsf_alloc(n, sizeof(int64_t));
     if (!ids) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");

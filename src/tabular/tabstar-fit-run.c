@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void nf__tsf_init_a(const char * module, int64_t r, int64_t in, uint64_t seed, float * a) {
     uint32_t h = 2166136261u; /* FNV-1a */
@@ -313,7 +314,7 @@ static cJSON * nf_tsf_ids(const int64_t * a, int64_t n) {
 }
 
 static int nf_tsf_outputs(nf_model * model, const char * model_dir, const char * dir,
-                          const struct nf_tab_verbalizer * v, const struct nf_tsf_split * sp,
+                          const struct nf_tab_verbalizer * v, const struct nf_tsf_split * sp, const char * val_path,
                           const struct nf_tsf_result * res, nf_err * err) {
     NF_TRY(nf__mkdir_p(dir, err));
     const nf_tab * m = model->impl;
@@ -333,6 +334,8 @@ static int nf_tsf_outputs(nf_model * model, const char * model_dir, const char *
     d = cJSON_CreateObject();
     cJSON_AddItemToObject(d, "train", nf_tsf_ids(sp->train, sp->n_train));
     cJSON_AddItemToObject(d, "val", nf_tsf_ids(sp->val, sp->n_val));
+    if (val_path) /* upstream's x_val: "val" are that table's rows */
+        cJSON_AddStringToObject(d, "val_table", val_path);
     if (rc == NF_OK) rc = nf_tsf_write_json(dir, "split.json", d, 0, err);
     cJSON_Delete(d);
     d = cJSON_CreateArray();
@@ -367,6 +370,21 @@ static int nf_tsf_outputs(nf_model * model, const char * model_dir, const char *
 
 /* ---- the fit ------------------------------------------------------------------------ */
 
+/* the "split" of a fit given its validation table: every row of each, in order */
+static int nf_tsf_whole(int64_t n, int64_t n_val, const char * val_path, struct nf_tsf_split * sp, nf_err * err) {
+    char e1[512];
+    if (n < 1 || n_val < 1)
+        return nf__err_set(err, NF_ERR_INPUT, "%s: %lld training rows, %lld validation rows; the fit needs both",
+                           nf__esc(e1, sizeof(e1), val_path), (long long) n, (long long) n_val);
+    sp->n_train = n, sp->n_val = n_val;
+    sp->train = malloc((size_t) n * sizeof(int64_t));
+    sp->val = malloc((size_t) n_val * sizeof(int64_t));
+    if (!sp->train || !sp->val) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) sp->train[i] = i;
+    for (int64_t i = 0; i < n_val; i++) sp->val[i] = i;
+    return NF_OK;
+}
+
 void nf__tsf_fit_opts_default(struct nf_tsf_fit_opts * o) {
     memset(o, 0, sizeof(*o));
     nf__tsf_opts_default(&o->loop);
@@ -393,10 +411,14 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
     int rc = y_all ? NF_OK : nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     if (rc == NF_OK) rc = nf__tab_verbalizer_fit(table, target, o->task, &v_all, err);
     const int reg = v_all.regression;
-    if (rc == NF_OK && !reg) rc = nf__tsf_targets(&v_all, table, y_all, NULL, err);
-    if (rc == NF_OK) rc = nf__tsf_split_to_val(reg ? NULL : y_all, n, &sp, err);
+    if (rc == NF_OK && o->val) /* upstream's x_val / y_val: both tables as they are */
+        rc = nf_tsf_whole(n, o->val->csv.n_rows, o->val->csv.path, &sp, err);
+    else if (rc == NF_OK) {
+        if (!reg) rc = nf__tsf_targets(&v_all, table, y_all, NULL, err);
+        if (rc == NF_OK) rc = nf__tsf_split_to_val(reg ? NULL : y_all, n, &sp, err);
+    }
     if (rc == NF_OK) rc = nf__tsf_subset(table, sp.train, sp.n_train, &ttr, err);
-    if (rc == NF_OK) rc = nf__tsf_subset(table, sp.val, sp.n_val, &tva, err);
+    if (rc == NF_OK) rc = nf__tsf_subset(o->val ? o->val : table, sp.val, sp.n_val, &tva, err);
     if (rc == NF_OK)
         rc = nf__tab_verbalizer_fit(&ttr, target, reg ? NF_PREDICT_REGRESSION : NF_PREDICT_CLASSIFICATION, &v, err);
     if (rc == NF_OK) rc = nf__tab_verbalize(&v, &ttr, &dtr, err);
@@ -439,9 +461,11 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
         const struct nf_tsf_step s = {
             &r, nf__tab_train_floats(r.t), C, nf_real_grad, nf_real_update, nf_real_eval, nf_real_read, nf_real_write};
         rc = nf__tsf_run(&s, sp.n_train, sp.n_val, r.yc_va, r.yv_va, &o->loop, res, err);
+        res->regression = reg;
     }
     if (rc == NF_OK) rc = nf__tab_train_merge(r.t, err);
-    if (rc == NF_OK && o->out_dir) rc = nf_tsf_outputs(model, model_dir, o->out_dir, &v, &sp, res, err);
+    if (rc == NF_OK && o->out_dir)
+        rc = nf_tsf_outputs(model, model_dir, o->out_dir, &v, &sp, o->val ? o->val->csv.path : NULL, res, err);
     if (rc == NF_OK && v_out) {
         *v_out = v;
         memset(&v, 0, sizeof(v));
@@ -467,62 +491,226 @@ void nf_tabstar_fit_opts_default(struct nf_tabstar_fit_opts * o) {
     o->patience = 5;
 }
 
+static void nf_tsf_epoch_public(const struct nf_tsf_epoch * ep, int max_epochs, struct nf_tabstar_epoch * e) {
+    memset(e, 0, sizeof(*e));
+    e->epoch = ep->epoch, e->max_epochs = max_epochs, e->lr = ep->lr, e->beta1 = ep->beta1;
+    e->updates = ep->updates, e->train_loss = ep->train_loss, e->val_loss = ep->val_loss, e->metric = ep->metric;
+    e->best = ep->best, e->failed = ep->failed, e->stopped = ep->stopped;
+}
+
+struct nf_tsf_tramp {
+    const struct nf_tabstar_fit_opts * o;
+};
+static int nf_tsf_tramp_fn(void * u, const struct nf_tsf_epoch * ep) {
+    const struct nf_tabstar_fit_opts * o = ((const struct nf_tsf_tramp *) u)->o;
+    struct nf_tabstar_epoch e;
+    nf_tsf_epoch_public(ep, o->max_epochs, &e);
+    return o->on_epoch(o->user, &e);
+}
+
+/* the public options into the fit's (task: the caller's) */
+static void nf_tsf_opts_public(const struct nf_tabstar_fit_opts * o, struct nf_tsf_tramp * t,
+                               struct nf_tsf_fit_opts * fo) {
+    nf__tsf_fit_opts_default(fo);
+    if (!o) return;
+    fo->task = o->task;
+    fo->loop.max_epochs = o->max_epochs;
+    fo->loop.patience = o->patience;
+    fo->loop.average = !o->no_average;
+    fo->loop.seed = o->seed;
+    fo->val = o->val;
+    t->o = o;
+    if (o->on_epoch) fo->loop.on_epoch = nf_tsf_tramp_fn, fo->loop.user = t;
+}
+
+static void nf_tsf_result_public(const struct nf_tsf_result * r, int val_table, struct nf_tabstar_fit_result * res) {
+    memset(res, 0, sizeof(*res));
+    res->epochs = r->n_epochs;
+    res->best_epoch = r->best_epoch;
+    res->epochs_averaged = r->n_averaged;
+    res->val_loss = r->final_val_loss;
+    res->metric = r->final_metric;
+    res->stopped_at = r->n_epochs > 0 && r->epochs[r->n_epochs - 1].stopped ? r->n_epochs : -1;
+    res->n_train = r->n_train;
+    res->n_val = r->n_val;
+    res->val_table = val_table;
+    res->threshold = r->n_averaged ? r->threshold : 0.0;
+    res->task = r->regression ? NF_PREDICT_REGRESSION : NF_PREDICT_CLASSIFICATION;
+}
+
+static double nf_tsf_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
+}
+
 int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table * train, const char * target,
                    const struct nf_tabstar_fit_opts * o, const char * out_dir, struct nf_tabstar_fit_result * res,
                    nf_err * err) {
     if (!m || !model_dir || !train || !target)
         return nf__err_set(err, NF_ERR_ARG, "nf_tabstar_fit: no model, model directory, table or target");
     struct nf_tsf_fit_opts fo;
-    nf__tsf_fit_opts_default(&fo);
-    if (o) {
-        fo.task = o->task;
-        fo.loop.max_epochs = o->max_epochs;
-        fo.loop.patience = o->patience;
-        fo.loop.average = !o->no_average;
-        fo.loop.seed = o->seed;
-    }
+    struct nf_tsf_tramp t;
+    nf_tsf_opts_public(o, &t, &fo);
     fo.out_dir = out_dir;
     struct nf_tsf_result r;
+    const double t0 = nf_tsf_now_ms();
     const int rc = nf__tsf_fit(m, model_dir, train, target, &fo, NULL, &r, err);
-    if (rc == NF_OK && res) {
-        res->epochs = r.n_epochs;
-        res->best_epoch = r.best_epoch;
-        res->epochs_averaged = r.n_averaged;
-        res->val_loss = r.final_val_loss;
-        res->metric = r.final_metric;
-    }
+    if (rc == NF_OK && res) nf_tsf_result_public(&r, fo.val != NULL, res);
+    if (rc == NF_OK && res) res->wall_ms = nf_tsf_now_ms() - t0;
     if (rc == NF_OK) nf__tsf_result_free(&r);
     return rc;
 }
 
+static double nf_tsf_finite(double x) { return isfinite(x) ? x : -1.0; }
+
+char * nf_tabstar_fit_json(const struct nf_tabstar_fit_opts * o, const struct nf_tabstar_fit_result * r,
+                           const struct nf_tabstar_epoch * ep, int n_ep) {
+    if (!o || !r) return NULL;
+    cJSON * f = cJSON_CreateObject();
+    if (!f) return NULL;
+    cJSON_AddStringToObject(f, "task", r->task == NF_PREDICT_REGRESSION ? "regression" : "classification");
+    cJSON_AddNumberToObject(f, "max_epochs", o->max_epochs);
+    cJSON_AddNumberToObject(f, "patience", o->patience);
+    cJSON_AddNumberToObject(f, "seed", (double) o->seed);
+    cJSON_AddBoolToObject(f, "average", !o->no_average);
+    cJSON_AddStringToObject(f, "validation", r->val_table ? "table" : "internal split");
+    cJSON_AddNumberToObject(f, "n_train_rows", (double) r->n_train);
+    cJSON_AddNumberToObject(f, "n_val_rows", (double) r->n_val);
+    cJSON_AddNumberToObject(f, "epochs_run", r->epochs);
+    cJSON_AddNumberToObject(f, "best_epoch", r->best_epoch);
+    if (r->stopped_at >= 0)
+        cJSON_AddNumberToObject(f, "stopped_at", r->stopped_at);
+    else
+        cJSON_AddNullToObject(f, "stopped_at");
+    cJSON_AddStringToObject(f, "final", r->epochs_averaged ? "averaged" : "best epoch");
+    cJSON_AddNumberToObject(f, "epochs_averaged", r->epochs_averaged);
+    cJSON_AddNumberToObject(f, "threshold", r->threshold);
+    cJSON_AddNumberToObject(f, "val_loss", r->val_loss);
+    cJSON_AddNumberToObject(f, "metric", nf_tsf_finite(r->metric));
+    cJSON_AddNumberToObject(f, "wall_ms", r->wall_ms);
+    cJSON * a = cJSON_AddArrayToObject(f, "epochs");
+    for (int i = 0; ep && i < n_ep; i++) {
+        cJSON * e = cJSON_CreateObject();
+        cJSON_AddItemToArray(a, e);
+        cJSON_AddNumberToObject(e, "epoch", ep[i].epoch);
+        cJSON_AddNumberToObject(e, "lr", ep[i].lr);
+        cJSON_AddNumberToObject(e, "train_loss", ep[i].train_loss);
+        cJSON_AddNumberToObject(e, "val_loss", ep[i].val_loss);
+        cJSON_AddNumberToObject(e, "metric", nf_tsf_finite(ep[i].metric));
+        cJSON_AddBoolToObject(e, "best", ep[i].best);
+        cJSON_AddBoolToObject(e, "stopped", ep[i].stopped);
+    }
+    char * s = cJSON_PrintUnformatted(f);
+    cJSON_Delete(f);
+    return s;
+}
+
 int nf__tsp_tabstar_fit(struct nf_tabstar * p, nf_model * m, const char * model_dir, const nf_table * train,
                         const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res, nf_err * err) {
-    struct nf_tsf_fit_opts fo;
-    nf__tsf_fit_opts_default(&fo);
-    if (o) {
-        fo.loop.max_epochs = o->max_epochs;
-        fo.loop.patience = o->patience;
-        fo.loop.average = !o->no_average;
-        fo.loop.seed = o->seed;
-    }
+    struct nf_tabstar_fit_opts po;
+    if (o)
+        po = *o;
+    else
+        nf_tabstar_fit_opts_default(&po);
     /* the predictor's task, as it resolved it on the whole table */
-    fo.task = p->v.regression ? NF_PREDICT_REGRESSION : NF_PREDICT_CLASSIFICATION;
+    po.task = p->v.regression ? NF_PREDICT_REGRESSION : NF_PREDICT_CLASSIFICATION;
+    struct nf_tsf_fit_opts fo;
+    struct nf_tsf_tramp t;
+    nf_tsf_opts_public(&po, &t, &fo);
     struct nf_tab_verbalizer v;
     struct nf_tsf_result r;
     memset(&v, 0, sizeof(v));
+    const double t0 = nf_tsf_now_ms();
     NF_TRY(nf__tsf_fit(m, model_dir, train, p->v.target, &fo, &v, &r, err));
-    if (res) {
-        res->epochs = r.n_epochs;
-        res->best_epoch = r.best_epoch;
-        res->epochs_averaged = r.n_averaged;
-        res->val_loss = r.final_val_loss;
-        res->metric = r.final_metric;
-    }
+    struct nf_tabstar_fit_result pr;
+    nf_tsf_result_public(&r, po.val != NULL, &pr);
+    pr.wall_ms = nf_tsf_now_ms() - t0;
+    if (res) *res = pr;
+    /* the fit's summary for report.json (nf__tsp_report: "fine_tune") */
+    struct nf_tabstar_epoch * ep = malloc((size_t) (r.n_epochs > 0 ? r.n_epochs : 1) * sizeof(*ep));
+    for (int i = 0; ep && i < r.n_epochs; i++) nf_tsf_epoch_public(&r.epochs[i], po.max_epochs, &ep[i]);
+    free(p->fit_json);
+    p->fit_json = ep ? nf_tabstar_fit_json(&po, &pr, ep, r.n_epochs) : NULL;
+    free(ep);
     snprintf(p->adapter, sizeof(p->adapter),
              "fine-tuned (upstream's fit): %d epochs, best %d, %d averaged; the train part's verbalizer", r.n_epochs,
              r.best_epoch, r.n_averaged);
     nf__tsf_result_free(&r);
+    v.task_why = p->v.task_why;     /* the task as decided on the whole table (a static string) */
     nf__tab_verbalizer_free(&p->v); /* upstream predicts with the train part's verbalizer */
     p->v = v;
+    snprintf(p->verbalizer_fit, sizeof(p->verbalizer_fit), "%s",
+             po.val ? "the whole --train table (the fit's train part; --val validated)"
+                    : "the train part of upstream's split_to_val (the fit's)");
     return NF_OK;
+}
+
+/* predict --no-fine-tune on a directory nofall's fit wrote: the verbalizer it
+ * was trained with (verbalizer.json), refitted on --train's rows of its train
+ * part (split.json) -- the same fit reproduces every derived field -- and
+ * checked equal to verbalizer.json, so that a different --train is refused */
+int nf__tsp_use_fit(struct nf_tabstar * p, const char * model_dir, const nf_table * train, int * used, nf_err * err) {
+    *used = 0;
+    char pv[4096], ps[4096], e1[512];
+    nf__path_join(pv, sizeof(pv), model_dir, "verbalizer.json");
+    nf__path_join(ps, sizeof(ps), model_dir, "split.json");
+    FILE * f = fopen(pv, "rb");
+    if (!f) return NF_OK; /* not a directory nofall's fit wrote */
+    fclose(f);
+    cJSON *saved = NULL, *split = NULL, *mine = NULL;
+    int64_t * ids = NULL;
+    nf_table sub;
+    struct nf_tab_verbalizer v;
+    memset(&sub, 0, sizeof(sub)), memset(&v, 0, sizeof(v));
+    int rc = nf__json_read_file(pv, &saved, err);
+    if (rc == NF_OK) rc = nf__json_read_file(ps, &split, err);
+    const cJSON * tr = split ? cJSON_GetObjectItemCaseSensitive(split, "train") : NULL;
+    const int64_t n = cJSON_GetArraySize(tr), rows = train->csv.n_rows;
+    if (rc == NF_OK && (!cJSON_IsArray(tr) || n < 1))
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no \"train\" row ids", nf__esc(e1, sizeof(e1), ps));
+    if (rc == NF_OK && !(ids = malloc((size_t) n * sizeof(int64_t))))
+        rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    int64_t k = 0;
+    for (const cJSON * it = tr ? tr->child : NULL; rc == NF_OK && it; it = it->next, k++) {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= (double) rows ||
+            it->valuedouble != (double) (int64_t) it->valuedouble)
+            rc = nf__err_set(err, NF_ERR_INPUT,
+                             "%s: train row id %lld is not a row of --train (%lld data rows): predict on a fine-tuned "
+                             "directory takes the --train table it was fine-tuned on",
+                             nf__esc(e1, sizeof(e1), ps), (long long) k, (long long) rows);
+        else
+            ids[k] = (int64_t) it->valuedouble;
+    }
+    if (rc == NF_OK) rc = nf__tsf_subset(train, ids, n, &sub, err);
+    if (rc == NF_OK)
+        rc = nf__tab_verbalizer_fit(&sub, p->v.target,
+                                    p->v.regression ? NF_PREDICT_REGRESSION : NF_PREDICT_CLASSIFICATION, &v, err);
+    if (rc == NF_OK) { /* as written and read back (a non-finite number reads back null) */
+        cJSON * d = nf_tsf_verbalizer_json(&v);
+        char * txt = d ? cJSON_Print(d) : NULL;
+        if (!txt || !(mine = cJSON_Parse(txt))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        free(txt);
+        cJSON_Delete(d);
+    }
+    if (rc == NF_OK && !cJSON_Compare(mine, saved, 1))
+        rc = nf__err_set(err, NF_ERR_INPUT,
+                         "%s: the verbalizer the model was fine-tuned with differs from the one --train's rows of "
+                         "split.json give (another --train table, --target or --task?); predict on a fine-tuned "
+                         "directory takes the --train table it was fine-tuned on",
+                         nf__esc(e1, sizeof(e1), pv));
+    if (rc == NF_OK) {
+        v.task_why = p->v.task_why; /* the task as decided on the whole table (a static string) */
+        nf__tab_verbalizer_free(&p->v);
+        p->v = v;
+        memset(&v, 0, sizeof(v));
+        snprintf(p->verbalizer_fit, sizeof(p->verbalizer_fit), "%s",
+                 "the fine-tuned model's train part (its verbalizer.json, split.json)");
+        *used = 1;
+    }
+    nf__tab_verbalizer_free(&v);
+    nf__tsf_subset_free(&sub);
+    free(ids);
+    cJSON_Delete(saved), cJSON_Delete(split), cJSON_Delete(mine);
+    return rc;
 }

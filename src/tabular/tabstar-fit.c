@@ -43,6 +43,8 @@ void nf__tsf_opts_default(struct nf_tsf_opts * o) {
     o->average = 1;
     o->perms = NULL;
     o->seed = 0;
+    o->on_epoch = NULL;
+    o->user = NULL;
 }
 
 void nf__tsf_result_free(struct nf_tsf_result * r) {
@@ -79,6 +81,12 @@ static int nf_tsf_validate(const struct nf_tsf_step * s, int64_t n_val, const in
     return NF_OK;
 }
 
+static int nf_tsf_tell(const struct nf_tsf_opts * o, const struct nf_tsf_epoch * ep, nf_err * err) {
+    if (o->on_epoch && o->on_epoch(o->user, ep) != 0)
+        return nf__err_set(err, NF_ERR_GENERIC, "fine-tuning stopped by the caller at epoch %d", ep->epoch);
+    return NF_OK;
+}
+
 int nf__tsf_run(const struct nf_tsf_step * s, int64_t n_train, int64_t n_val, const int64_t * y_val_class,
                 const double * y_val_value, const struct nf_tsf_opts * o, struct nf_tsf_result * res, nf_err * err) {
     memset(res, 0, sizeof(*res));
@@ -103,6 +111,7 @@ int nf__tsf_run(const struct nf_tsf_step * s, int64_t n_train, int64_t n_val, co
     float *cur = malloc((size_t) P * sizeof(float)), *best = malloc((size_t) P * sizeof(float));
     struct nf_tsf_ckpt * ck = calloc((size_t) o->max_epochs, sizeof(*ck));
     res->epochs = calloc((size_t) o->max_epochs, sizeof(*res->epochs));
+    res->n_train = n_train, res->n_val = n_val;
     int rc = NF_OK, n_ck = 0, failed = 0, have_best = 0;
     double best_metric = -INFINITY, min_loss = INFINITY;
     int64_t steps = 0;
@@ -150,9 +159,11 @@ int nf__tsf_run(const struct nf_tsf_step * s, int64_t n_train, int64_t n_val, co
         } else if (++failed >= o->patience) {
             ep->failed = failed;
             ep->stopped = 1;
+            if ((rc = nf_tsf_tell(o, ep, err)) != NF_OK) goto out;
             break;
         }
         ep->failed = failed;
+        if ((rc = nf_tsf_tell(o, ep, err)) != NF_OK) goto out;
         if (!o->average) continue;
         /* the checkpoint (after the scheduler step, which only moves the lr) */
         if (ep->val_loss < min_loss) min_loss = ep->val_loss;

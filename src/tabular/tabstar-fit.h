@@ -76,6 +76,7 @@ struct nf_tsf_step {
     int (*write)(void * user, const float * params, nf_err * err);
 };
 
+struct nf_tsf_epoch;
 struct nf_tsf_opts {
     int max_epochs;    /* MAX_EPOCHS 50 (also OneCycle's total_steps, as upstream) */
     int patience;      /* 5 */
@@ -89,6 +90,9 @@ struct nf_tsf_opts {
      * RandomState(seed).permutation(n_train) per epoch, in sequence */
     const int64_t * const * perms;
     uint64_t seed;
+    /* each epoch as it ends (its `averaged` not yet known); nonzero stops the fit */
+    int (*on_epoch)(void * user, const struct nf_tsf_epoch * ep);
+    void * user;
 };
 void nf__tsf_opts_default(struct nf_tsf_opts * o);
 
@@ -113,6 +117,8 @@ struct nf_tsf_result {
     double threshold;      /* the loss threshold (averaging) */
     double final_val_loss; /* the final adapter's validation loss and metric */
     double final_metric;
+    int64_t n_train, n_val; /* the rows of the two parts */
+    int regression;         /* the fit's task (nf__tsf_fit) */
 };
 void nf__tsf_result_free(struct nf_tsf_result * r);
 
@@ -145,6 +151,10 @@ struct nf_tsf_fit_opts {
     int task;             /* enum nf_predict_task (AUTO: the README "TabSTAR" rule) */
     const char * out_dir; /* the output directory, or NULL */
     const float * init;   /* the initial LoRA arena (replay), or NULL: A ~ U(+-1/sqrt(in)) from RandomState(seed) */
+    /* upstream's x_val / y_val: the validation table as it is (split_to_val
+     * skipped, the train part the whole table, the verbalizer fitted on it);
+     * NULL: split_to_val */
+    const nf_table * val;
 };
 void nf__tsf_fit_opts_default(struct nf_tsf_fit_opts * o);
 /* fit model (loaded from model_dir) on table's target; the merged weights

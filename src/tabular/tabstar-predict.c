@@ -40,6 +40,7 @@ void nf__tsp_free(struct nf_tabstar * p) {
     nf__tab_cells_free(&p->c);
     free(p->logits);
     free(p->train);
+    free(p->fit_json);
     free(p);
 }
 
@@ -52,6 +53,7 @@ int nf__tsp_fit(const nf_table * train, const char * target, const struct nf_pre
         return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
     snprintf(p->adapter, sizeof(p->adapter), "none");
+    snprintf(p->verbalizer_fit, sizeof(p->verbalizer_fit), "the whole --train table");
     p->n_train = train->csv.n_rows;
     const int rc = nf__tab_verbalizer_fit(train, target, o ? o->task : NF_PREDICT_AUTO, &p->v, err);
     if (rc != NF_OK) {
@@ -273,7 +275,7 @@ cJSON * nf__tsp_report(const struct nf_tabstar * p, const nf_table * test) {
     cJSON_AddStringToObject(rep, "target_dtype", nf__tab_dtype_name(v->target_dtype));
     cJSON_AddStringToObject(rep, "task", v->regression ? "regression" : "classification");
     cJSON_AddStringToObject(rep, "task_rule", v->task_why);
-    cJSON_AddStringToObject(rep, "verbalizer_fit", "the whole --train table");
+    cJSON_AddStringToObject(rep, "verbalizer_fit", p->verbalizer_fit);
     cJSON_AddNumberToObject(rep, "n_train", (double) p->n_train);
     cJSON_AddNumberToObject(rep, "n_test", (double) test->csv.n_rows);
     cJSON_AddNumberToObject(rep, "n_cells", (double) p->c.n_cells);
@@ -288,6 +290,7 @@ cJSON * nf__tsp_report(const struct nf_tabstar * p, const nf_table * test) {
         for (int64_t k = 0; k < C; k++) cJSON_AddItemToArray(cl, cJSON_CreateString(v->classes[k]));
     }
     cJSON_AddStringToObject(rep, "adapter", p->adapter);
+    if (p->fit_json) cJSON_AddItemToObject(rep, "fine_tune", cJSON_Parse(p->fit_json));
     return rep;
 }
 

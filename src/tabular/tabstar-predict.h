@@ -21,6 +21,8 @@ struct nf_tabstar {
     struct nf_predict_stats stats;
     nf_predictor_progress_fn progress;
     void * progress_user;
+    char verbalizer_fit[96]; /* what the verbalizer was fitted on (report.json)  */
+    char * fit_json;         /* the fit's summary (nf_tabstar_fit_json), or NULL */
 };
 
 int nf__tsp_n_artifacts(void);
@@ -32,6 +34,7 @@ int nf__tsp_check_table(const struct nf_tabstar * p, const nf_table * test, nf_e
 int nf__tsp_check_model(const nf_model * m, const char * model_name, nf_err * err);
 int nf__tsp_tabstar_fit(struct nf_tabstar * p, nf_model * m, const char * model_dir, const nf_table * train,
                         const struct nf_tabstar_fit_opts * o, struct nf_tabstar_fit_result * res, nf_err * err);
+int nf__tsp_use_fit(struct nf_tabstar * p, const char * model_dir, const nf_table * train, int * used, nf_err * err);
 int nf__tsp_merge_adapter(struct nf_tabstar * p, nf_model * m, const char * dir, nf_err * err);
 int nf__tsp_predict(struct nf_tabstar * p, nf_model * m, const nf_table * test, double * out, float * logits_out,
                     nf_err * err);

@@ -74,7 +74,11 @@ class _TabSTARBase(BaseEstimator):
         adapter = None if self.adapter is None else os.path.realpath(os.fspath(self.adapter))
         return _load_model(self.model_dir, self.device, adapter, estimator=type(self).__name__)
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, X_val=None, y_val=None):
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val go together")
+        if X_val is not None and not self.fine_tune:
+            raise ValueError("X_val / y_val are the fine-tuning's validation data: they need fine_tune=True")
         classifier = self._task == _TASK_CLASSIFICATION
         model = self._model()
         _check_model_type(model, self.model_dir, "tabstar", classifier, type(self).__name__)
@@ -92,29 +96,41 @@ class _TabSTARBase(BaseEstimator):
         pred = self._predictor()
         pred.check_model(model._m, f"model_dir {self.model_dir}")
         self.fine_tune_result_ = None
+        self.fine_tuned_verbalizer_ = False
         if self.fine_tune:
-            self._fine_tune(pred)
-        elif self.adapter is not None and not getattr(model, "_adapter_merged", False):
-            with model._lock:
-                pred.merge_adapter(model._m, str(self.adapter))
-            model._adapter_merged = True
+            val = None
+            if X_val is not None:
+                vcols, vn = self._columns(X_val, reset=False)
+                check_consistent_length(vcols[0][2], y_val)
+                val = (vcols + [_target_column(y_val, target)], vn)
+            self._fine_tune(pred, val)
+        else:
+            # a directory nofall's fit wrote: the verbalizer it was fine-tuned with (its verbalizer.json)
+            self.fine_tuned_verbalizer_ = pred.tabstar_use_fit(os.path.realpath(os.fspath(self.model_dir)),
+                                                               self._state_["columns"], n)
+            if self.adapter is not None and not getattr(model, "_adapter_merged", False):
+                with model._lock:
+                    pred.merge_adapter(model._m, str(self.adapter))
+                model._adapter_merged = True
         self.report_ = pred.report()
         self.target_name_ = target
         self.columns_kept_ = [c["name"] for c in self.report_["columns_kept"]]
         self.columns_dropped_ = {c["name"]: c["reason"] for c in self.report_["columns_dropped"]}
         return self
 
-    def _fine_tune(self, pred):
+    def _fine_tune(self, pred, val=None):
         """upstream's fit: a private copy of the model (the adapter, if any, merged first), fine-tuned in place
-        (nf_predictor_tabstar_fit); the predictor then predicts with the train part's verbalizer"""
+        (nf_predictor_tabstar_fit) on val (columns, n: upstream's x_val / y_val) or upstream's split; the
+        predictor then predicts with the train part's verbalizer"""
         d = os.path.realpath(os.fspath(self.model_dir))
         own = Model(d, self.device)
         s = self._state_
         with own._lock:
             if self.adapter is not None:
                 pred.merge_adapter(own._m, os.path.realpath(os.fspath(self.adapter)))
+            extra = () if val is None else val
             self.fine_tune_result_ = pred.tabstar_fit(own._m, d, s["columns"], s["n"], int(self.max_epochs),
-                                                      int(self.patience), int(self.seed), False)
+                                                      int(self.patience), int(self.seed), False, *extra)
         self._cache_["model"] = own
 
     def _predictor(self):
@@ -158,12 +174,19 @@ class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
     model; False: the weights as they are, the verbalizer fitted on the whole
     training table), max_epochs (50), patience (5), seed (0: the batch
     orders and the initial LoRA A), as `nofall finetune` / `nofall predict
-    --fine-tune` take them.
+    --fine-tune` take them. fit(X, y, X_val=None, y_val=None): X_val / y_val
+    are upstream's x_val / y_val (`--val`): the fit validates on them instead
+    of split_to_val's part of X, and fits the verbalizer on the whole X. With
+    fine_tune=False on a directory `nofall finetune` wrote, the verbalizer is
+    the one the model was fine-tuned with (its verbalizer.json; X must be the
+    table it was fine-tuned on).
 
     Fitted: classes_ (the sorted labels; predict_proba's columns),
     n_features_in_, feature_names_in_, columns_kept_, columns_dropped_,
     target_name_, report_ (what the fit decided), fine_tune_result_ (epochs,
-    best_epoch, epochs_averaged, val_loss, metric; None without fine_tune).
+    best_epoch, epochs_averaged, val_loss, metric, stopped_at, n_train, n_val,
+    validation; None without fine_tune), fine_tuned_verbalizer_ (True: the
+    model directory's verbalizer.json was taken).
     """
 
     _task = _TASK_CLASSIFICATION
@@ -174,12 +197,16 @@ class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
         tags.classifier_tags.multi_label = False
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, X_val=None, y_val=None):
+        """fit (upstream's fit with fine_tune=True: on X_val / y_val as upstream's x_val / y_val, or its
+        split_to_val of X)"""
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
         yv = column_or_1d(y, warn=True)
         check_classification_targets(yv)
-        self._fit(X, y if hasattr(y, "to_frame") else yv)
+        if y_val is not None and not hasattr(y_val, "to_frame"):
+            y_val = column_or_1d(y_val, warn=True)
+        self._fit(X, y if hasattr(y, "to_frame") else yv, X_val, y_val)
         lib = self.report_["classes"]
         self.classes_ = np.unique(yv)
         if len(self.classes_) != len(lib):
@@ -213,7 +240,9 @@ class TabSTARRegressor(RegressorMixin, _TabSTARBase):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, X_val=None, y_val=None):
+        """fit (upstream's fit with fine_tune=True: on X_val / y_val as upstream's x_val / y_val, or its
+        split_to_val of X)"""
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
         yv = column_or_1d(check_array(y, ensure_2d=False, dtype="numeric", input_name="y"), warn=True)
@@ -222,7 +251,10 @@ class TabSTARRegressor(RegressorMixin, _TabSTARBase):
             import pandas as pd
 
             yv = pd.Series(np.asarray(yv, dtype=np.float64), name=name)
-        return self._fit(X, yv)
+        if y_val is not None:
+            y_val = column_or_1d(check_array(y_val, ensure_2d=False, dtype="numeric", input_name="y_val"))
+            y_val = np.asarray(y_val, dtype=np.float64)
+        return self._fit(X, yv, X_val, y_val)
 
     def predict(self, X):
         return self._run(X)
