@@ -101,6 +101,8 @@ int nf__ann_open_writer(nf_annotator * a, const char * path, nf_err * err);
 int nf__ann_write_header(nf_annotator * a, nf_err * err);
 int nf__ann_flush(nf_annotator * a, nf_err * err);
 int nf__ann_close_out(nf_annotator * a, int rc, nf_err * err);
+/* --write-index against the output's format (nf_annotate_new) */
+int nf__ann_check_index(const nf_annotator * a, nf_err * err);
 /* one data record into *b: *got 1, or 0 at the end; a malformed one an error naming it */
 int nf__ann_read(nf_annotator * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err);
 extern const char * const nf__ann_tissues[NF_ANNOTATE_TISSUES];
