@@ -184,6 +184,17 @@ NF_API void nf_annotate_get_stats(const nf_annotator * a, nf_annotate_stats * s)
 /* report.json's content (wall_ms: since new); malloc'd, free() it */
 NF_API char * nf_annotate_report_json(const nf_annotator * a, nf_err * err);
 NF_API void nf_annotate_free(nf_annotator * a);
+/* `annotate --plot-variant CHR:POS:REF:ALT --plot FILE.svg` (docs/plots.md)
+ * on one process: prepare, after load and before run, parses the variant
+ * and builds its ref and alt windows as nf_annotate_plot_variant does (a
+ * bad variant, contig or window an error before any scoring); run takes
+ * their tracks from its own forward when one of its jobs is these windows
+ * (the variant in the VCF, scored on the strand the picture shows); finish,
+ * after run, makes the one forward when none did (not in the VCF, in no
+ * gene, skipped), draws the picture and writes it to path. *from_run (may be
+ * NULL): 1 when the tracks came from run's forward. */
+NF_API int nf_annotate_plot_prepare(nf_annotator * a, const char * variant, nf_err * err);
+NF_API int nf_annotate_plot_finish(nf_annotator * a, const char * path, int * from_run, nf_err * err);
 /* the data records of a VCF/BCF when cheaply known (its index, or one pass
  * over a regular file), else 0 */
 NF_API long long nf_annotate_count_records(const char * vcf);

@@ -238,6 +238,8 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     if (rc == NF_OK) rc = nf_annotate_open(a, mp->rank == 0 ? (file ? of.tmp : "-") : NULL, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     rc = nf_annotate_load(a, err);
+    /* --plot-variant's windows (one process): a bad variant fails here, before any scoring */
+    if (rc == NF_OK && o->plot) rc = nf_annotate_plot_prepare(a, o->plot_variant, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     /* the bar: rank 0's, over the records of every rank (rank 0 writes them all) */
     if (mp->rank == 0 && nf_progress_enabled(o->progress))
@@ -246,6 +248,14 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     *failed_rank = c.failed_rank;
     nf_progress_end(c.prog);
     c.prog = NULL;
+    /* the picture: its tracks from the run's forward of the variant when it made one (docs/plots.md) */
+    int from_run = 0;
+    if (rc == NF_OK && o->plot) rc = nf_annotate_plot_finish(a, o->plot, &from_run, err);
+#ifdef NF_TEST_HOOKS
+    if (rc == NF_OK && o->plot && getenv("NOFALL_TEST_PLOT_SOURCE")) /* tests: where the picture's tracks came from */
+        fprintf(stderr, "nofall: test hook: --plot tracks %s\n",
+                from_run ? "from the run's forward" : "computed alone");
+#endif
     if (rc != NF_OK) goto done;
     /* rank 0: the output and its report written and synced under temporary
      * names, the summary and markers printed and stdout checked, and only
@@ -313,15 +323,10 @@ int nf_cmd_annotate(int argc, char ** argv) {
         nf_cli_signals_install();
         int failed_rank = -1;
         int rc = NF_OK;
-        if (o.plot) { /* the picture first: a bad --plot-variant fails before any scoring (docs/plots.md) */
-            nf_annotate_opts po;
-            nf_annotate_opts_init(&po);
-            po.model = o.model, po.device = o.device, po.fasta = o.fasta, po.genes = o.genes;
-            po.protein_coding = o.protein_coding;
+        if (o.plot) { /* --plot: checked first (drawn after the run, nf_ann_main; docs/plots.md) */
             rc = mp.size > 1 ? nf__err_set(&err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)")
                              : nf_cli_output_check(o.plot, "--plot", &err);
             if (rc == NF_OK) rc = nf_plot_check_writable(o.plot, "--plot", &err);
-            if (rc == NF_OK) rc = nf_annotate_plot_variant(&po, o.plot_variant, o.plot, &err);
         }
         if (rc == NF_OK) rc = nf_ann_main(&o, &mp, &failed_rank, &err);
         if (o.to_stdout && mp.rank == 0) { /* no markers: stdout is the VCF's */

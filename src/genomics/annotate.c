@@ -81,6 +81,17 @@ int nf_annotate_write_index(nf_annotator * a, const char * index_path, nf_err * 
     (void) index_path;
     return nf__ann_no_htslib(err);
 }
+int nf_annotate_plot_prepare(nf_annotator * a, const char * variant, nf_err * err) {
+    (void) a;
+    (void) variant;
+    return nf__ann_no_htslib(err);
+}
+int nf_annotate_plot_finish(nf_annotator * a, const char * path, int * from_run, nf_err * err) {
+    (void) a;
+    (void) path;
+    if (from_run) *from_run = 0;
+    return nf__ann_no_htslib(err);
+}
 void nf_annotate_get_stats(const nf_annotator * a, nf_annotate_stats * s) {
     (void) a;
     memset(s, 0, sizeof(*s));
@@ -517,6 +528,28 @@ int nf_annotate_run(nf_annotator * a, nf_err * err) {
 
 int nf_annotate_close(nf_annotator * a, nf_err * err) { return nf__ann_close_out(a, NF_OK, err); }
 
+int nf_annotate_plot_prepare(nf_annotator * a, const char * variant, nf_err * err) {
+    if (a->h.size > 1) return nf__err_set(err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)");
+    if (!a->m || !a->fai || !variant)
+        return nf__err_set(err, NF_ERR_ARG,
+                           "annotate: nf_annotate_plot_prepare after nf_annotate_load, with a variant");
+    if (a->plot) {
+        nf__ann_plot_free(a->plot);
+        free(a->plot);
+    }
+    if (!(a->plot = calloc(1, sizeof(*a->plot)))) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    return nf__ann_plot_prepare(a->plot, variant, a->genes, a->o.protein_coding, a->fai, a->o.fasta, a->context, err);
+}
+
+int nf_annotate_plot_finish(nf_annotator * a, const char * path, int * from_run, nf_err * err) {
+    if (from_run) *from_run = 0;
+    if (!a->plot || !a->plot->ids || !path)
+        return nf__err_set(err, NF_ERR_ARG, "annotate: nf_annotate_plot_finish after nf_annotate_plot_prepare");
+    if (!a->plot->have) NF_TRY(nf__ann_plot_forward(a->plot, a->m, err));
+    if (from_run) *from_run = a->plot->captured;
+    return nf__ann_plot_draw(a->plot, path, err);
+}
+
 void nf_annotate_get_stats(const nf_annotator * a, nf_annotate_stats * s) {
     *s = a->st;
     s->ranks = a->h.size;
@@ -545,6 +578,8 @@ void nf_annotate_free(nf_annotator * a) {
     if (a->in) hts_close(a->in);
     if (a->fai) fai_destroy(a->fai);
     if (a->raw_open) nf__fasta_raw_close(&a->raw);
+    if (a->plot) nf__ann_plot_free(a->plot);
+    free(a->plot);
     nf_genes_free(a->genes);
     nf_model_free(a->m);
     nf_backend_free(a->be);
