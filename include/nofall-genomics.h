@@ -103,7 +103,16 @@ typedef struct nf_annotate_opts {
      * uncompressed BCF, whatever out's name (not a .tsv / .csv name); 0: by out's
      * name. out "-": standard output (nf_annotate_open given "-"), 'v' unless set */
     char out_type;
+    /* write_index: bcftools' --write-index[=FMT]: the output indexed once
+     * written (nf_annotate_write_index), a NF_ANNOTATE_INDEX_*; only a
+     * bgzipped VCF (CSI or TBI) or a compressed BCF (CSI) can be, never "-" */
+    int write_index;
 } nf_annotate_opts;
+enum {
+    NF_ANNOTATE_INDEX_NONE = 0,
+    NF_ANNOTATE_INDEX_CSI = 1, /* OUT.csi, min_shift 14 (bcftools' default) */
+    NF_ANNOTATE_INDEX_TBI = 2  /* OUT.tbi (tabix), a bgzipped VCF only     */
+};
 enum {
     NF_ANNOTATE_FORMAT_SPLICEAI = 0,     /* INFO/SpliceAI ALLELE|SYMBOL|DS_AG|DS_AL|DS_DG|DS_DL|DP_AG|DP_AL|DP_DG|DP_DL
                                             per ALT and overlapping gene; INFO/SPT_DS, SPT_TISSUES per ALT */
@@ -163,14 +172,34 @@ NF_API int nf_annotate_open(nf_annotator * a, const char * out_path, nf_err * er
 NF_API int nf_annotate_load(nf_annotator * a, nf_err * err);
 NF_API int nf_annotate_run(nf_annotator * a, nf_err * err);
 NF_API int nf_annotate_close(nf_annotator * a, nf_err * err);
+/* o->write_index's name suffix (".csi", ".tbi"; NULL for none): the index
+ * of OUT is OUT.csi / OUT.tbi, as bcftools names it */
+NF_API const char * nf_annotate_index_suffix(const nf_annotate_opts * o);
+/* after close, the writer with o->write_index set: the closed output indexed
+ * (htslib's bcf_index_build3: CSI, or TBI) into index_path (the caller's
+ * temporary name, committed with the output's); records out of order (an
+ * unsorted --vcf) an error saying so. A no-op on the other ranks. */
+NF_API int nf_annotate_write_index(nf_annotator * a, const char * index_path, nf_err * err);
 NF_API void nf_annotate_get_stats(const nf_annotator * a, nf_annotate_stats * s);
 /* report.json's content (wall_ms: since new); malloc'd, free() it */
 NF_API char * nf_annotate_report_json(const nf_annotator * a, nf_err * err);
 NF_API void nf_annotate_free(nf_annotator * a);
+/* `annotate --plot-variant CHR:POS:REF:ALT --plot FILE.svg` (docs/plots.md)
+ * on one process: prepare, after load and before run, parses the variant
+ * and builds its ref and alt windows as nf_annotate_plot_variant does (a
+ * bad variant, contig or window an error before any scoring); run takes
+ * their tracks from its own forward when one of its jobs is these windows
+ * (the variant in the VCF, scored on the strand the picture shows); finish,
+ * after run, makes the one forward when none did (not in the VCF, in no
+ * gene, skipped), draws the picture and writes it to path. *from_run (may be
+ * NULL): 1 when the tracks came from run's forward. */
+NF_API int nf_annotate_plot_prepare(nf_annotator * a, const char * variant, nf_err * err);
+NF_API int nf_annotate_plot_finish(nf_annotator * a, const char * path, int * from_run, nf_err * err);
 /* the data records of a VCF/BCF when cheaply known (its index, or one pass
  * over a regular file), else 0 */
 NF_API long long nf_annotate_count_records(const char * vcf);
 /* All of it on one process: o->out written in place (no temporary name),
+ * its index o->out + nf_annotate_index_suffix(o) when o->write_index,
  * report_path (may be NULL) the report; s (may be NULL) the counts. */
 NF_API int nf_annotate_file(const nf_annotate_opts * o, const char * report_path, nf_annotate_stats * s, nf_err * err);
 

@@ -257,9 +257,50 @@ if command -v bcftools > /dev/null; then
   small s-u --vcf input.vcf --out s-u.out -O u && bcftools view s-u.out 2> su.bv | grep -v '^##bcftools_' | cmp -s - s.vcf &&
     [ "$(head -c 5 s-u.out | od -An -c | tr -d ' ')" = 'BCF002002' ] &&
     ok "-O u --out s-u.out: uncompressed BCF whatever the name, bcftools view = the .vcf" || { bad "-O u"; cat su.bv; }
+  # -W / --write-index[=csi|tbi] as bcftools: the index of a sorted run (8 records of input.vcf on 6 contigs, 8
+  # windows, sorted), read through by bcftools: index -s = the records per contig, view -r = a region's records
+  python3 - input.vcf srt.vcf <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+head = [l for l in lines if l.startswith("#")]
+order = [l.split("ID=")[1].split(",")[0] for l in head if l.startswith("##contig")]
+keep = {"13000", "25000", "26000", "9000", "8050", "15000", "100", "500"}
+body = sorted((l for l in lines if not l.startswith("#") and l.split("\t")[1] in keep),
+              key=lambda l: (order.index(l.split("\t")[0]), int(l.split("\t")[1])))
+open(sys.argv[2], "w").write("\n".join(head + body) + "\n")
+EOF
+  idx_ok() { # FILE INDEX MAGIC
+    python3 -c 'import gzip, sys; sys.exit(gzip.open(sys.argv[1]).read(4) != sys.argv[2].encode() + b"\1")' "$2" "$3" &&
+      bcftools index -s "$1" > "$1.st" 2>&1 && [ "$(bcftools view -H "$1" | cut -f1 | uniq -c | awk '{print $2 "\t" $1}')" = "$(cut -f1,3 "$1.st")" ] &&
+      bcftools view -H -r chr1:9000-14000 "$1" > "$1.reg" 2>&1 && [ -s "$1.reg" ] &&
+      bcftools view -H "$1" | awk -F'\t' '$1 == "chr1" && $2 >= 9000 && $2 <= 14000' | cmp -s - "$1.reg"
+  }
+  small w-z --vcf srt.vcf --out w.vcf.gz --write-index && idx_ok w.vcf.gz w.vcf.gz.csi CSI && grep -qx 'INDEX=w.vcf.gz.csi' w-z.out &&
+    grep -qP '"index":\s*"w.vcf.gz.csi"' w.vcf.gz.report.json && ok "--write-index, .vcf.gz: .csi, bcftools index -s and view -r read it" ||
+    { bad "--write-index .vcf.gz"; cat w-z.err w.vcf.gz.st; }
+  small w-t --vcf srt.vcf --out wt.vcf.gz -O z -Wtbi && idx_ok wt.vcf.gz wt.vcf.gz.tbi TBI && [ ! -e wt.vcf.gz.csi ] &&
+    ok "-Wtbi -O z: .tbi, bcftools reads it" || { bad "-Wtbi"; cat w-t.err wt.vcf.gz.st; }
+  small w-b --vcf srt.vcf --out w.bcf -W --write-index=tbi --write-index=csi && idx_ok w.bcf w.bcf.csi CSI &&
+    ok "-W .bcf (the last --write-index given): .csi, bcftools reads it" || { bad "-W .bcf"; cat w-b.err w.bcf.st; }
+  # an unsorted --vcf cannot be indexed: the run fails, the previous output and index stay, no temporary file
+  cp w.vcf.gz w.prev && cp w.vcf.gz.csi w.prev.csi && cp w.vcf.gz.report.json w.prev.json
+  { grep '^#' input.vcf; grep -v '^#' input.vcf | head -5; } > uns.vcf # chr1: 6000 8000 13000 14000 7000
+  "$BIN" annotate "${S[@]}" --vcf uns.vcf --out w.vcf.gz -W > w-u.out 2> w-u.err; rc=$?
+  [ $rc != 0 ] && grep -q 'cannot be indexed: its records .* are not sorted' w-u.err && cmp -s w.vcf.gz w.prev &&
+    cmp -s w.vcf.gz.csi w.prev.csi && cmp -s w.vcf.gz.report.json w.prev.json && ! ls -A | grep -q '^\.w\.' &&
+    ok "--write-index on an unsorted --vcf: exit $rc, said so; the previous output, index and report kept, no temporary file" ||
+    { bad "--write-index unsorted: exit $rc"; cat w-u.err; ls -A | grep '^\.w\.'; }
 else
   echo "skip bcftools checks (no bcftools: apt-get install bcftools)"
 fi
+# --write-index refused at once where there is nothing to index
+expect_fail wi-vcf "--write-index: --out o12.vcf is an uncompressed VCF" o12.vcf --vcf input.vcf --genes genes.gtf --write-index
+expect_fail wi-stdout "--write-index: --out - (standard output) cannot be indexed" - --vcf input.vcf --genes genes.gtf -W
+expect_fail wi-u "is an uncompressed BCF (-O u)" o13.bcf --vcf input.vcf --genes genes.gtf -O u -W
+expect_fail wi-tbi-bcf "--write-index=tbi: --out o14.bcf is a BCF, which takes a CSI index only" o14.bcf --vcf input.vcf --genes genes.gtf --write-index=tbi
+expect_fail wi-tsv "--out o15.tsv.gz is a table" o15.tsv.gz --vcf input.vcf --genes genes.gtf -Wcsi
+expect_fail wi-fmt "unknown option -Wbai" o16.vcf.gz --vcf input.vcf --genes genes.gtf -Wbai
+for f in o12.vcf o13.bcf o13.bcf.csi o14.bcf o15.tsv.gz o16.vcf.gz; do [ -e "$f" ] && bad "$f written"; done
 expect_fail otype-tsv "--output-type writes a VCF or BCF" o11.tsv --vcf input.vcf --genes genes.gtf -O b
 # stdout full or closed: the markers cannot be written, so the run fails before its
 # output and report replace the previous ones (issue #27: they were replaced first);

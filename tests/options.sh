@@ -91,10 +91,11 @@ for line in block.splitlines():
         continue
     if cur is None:
         continue
-    for o in re.findall(r"(--[a-z][a-z0-9-]*)(\[=always\])?", line):
+    # --opt[=a|b]: the option, and --opt=a, --opt=b (rows of their own in the table)
+    for o in re.findall(r"(--[a-z][a-z0-9-]*)(\[=([a-z|]+)\])?", line):
         doc.setdefault(cur, set()).add(o[0])
-        if o[1]:
-            doc[cur].add(o[0] + "=always")
+        for v in o[2].split("|") if o[1] else []:
+            doc[cur].add(o[0] + "=" + v)
 good = True
 for c in cmds:
     if c in ("help", "completion"):

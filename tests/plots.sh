@@ -46,11 +46,18 @@ cp genome.fa g2.fa
 # 2. annotate --plot-variant: one record, ref vs alt around it
 printf '##fileformat=VCFv4.2\n##contig=<ID=chr1>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchr1\t6000\trs1\tT\tA\t.\t.\t.\n' > one.vcf
 ANN=(annotate --model spt --vcf one.vcf --fasta genome.fa --genes genes.gtf --quiet)
-"$BIN" "${ANN[@]}" --out a.vcf --plot-variant chr1:6000:T:A --plot variant.svg > ann.out 2>&1 || { bad "annotate --plot: exit $?"; cat ann.out; }
+NOFALL_TEST_PLOT_SOURCE=1 "$BIN" "${ANN[@]}" --out a.vcf --plot-variant chr1:6000:T:A --plot variant.svg > ann.out 2>&1 || { bad "annotate --plot: exit $?"; cat ann.out; }
 check variant.svg variant
 grep -q 'chr1:6000 T&gt;A, + strand' variant.svg && ok "annotate --plot: the variant and its strand in the title" || bad "annotate --plot: title"
 "$BIN" "${ANN[@]}" --out b.vcf > /dev/null 2>&1 || bad "annotate without --plot"
 cmp -s a.vcf b.vcf && ok "annotate --plot: the VCF is the one without it" || bad "annotate --plot changed the VCF"
+# the variant in the VCF: its tracks taken from the run's own forward; not in it (a VCF of no record): one
+# forward of its own; the same picture, byte for byte
+grep -v '^chr1' one.vcf > none.vcf
+NOFALL_TEST_PLOT_SOURCE=1 "$BIN" "${ANN[@]/one.vcf/none.vcf}" --out n.vcf --plot-variant chr1:6000:T:A --plot alone.svg > alone.out 2>&1 || { bad "annotate --plot, no record: exit $?"; cat alone.out; }
+grep -q 'test hook: --plot tracks from the run.s forward' ann.out && grep -q 'test hook: --plot tracks computed alone' alone.out &&
+  cmp -s variant.svg alone.svg && ok "annotate --plot: the tracks from the run's forward (no second forward), the picture computed alone byte for byte" ||
+  { bad "annotate --plot: run's tracks vs alone"; cat ann.out alone.out; }
 "$BIN" "${ANN[@]}" --out c.vcf --plot-variant chr1:6000:T > bad.out 2>&1; rc=$?
 [ $rc = 2 ] && ok "annotate --plot-variant without --plot: usage error" || bad "--plot-variant alone: exit $rc"
 "$BIN" "${ANN[@]}" --out c.vcf --plot-variant chr1:6000:TT:A --plot c.svg > bad.out 2>&1 && bad "a bad --plot-variant accepted" || {

@@ -122,19 +122,28 @@ static PyObject * nf_py_stats(const nf_annotate_stats * s) {
 }
 
 /* annotate_file(model, device, vcf, fasta, genes, out, report, raw_score,
- * protein_coding, no_reuse, batch, format) -> the counts (dict); report: a
- * path or None; format: "spliceai" or "sptransformer" */
+ * protein_coding, no_reuse, batch, format, write_index) -> the counts (dict);
+ * report: a path or None; format: "spliceai" or "sptransformer";
+ * write_index: None, "csi" or "tbi" (out + ".csi" / ".tbi") */
 static PyObject * nf_py_annotate_file(PyObject * mod, PyObject * args, PyObject * kw) {
-    static char * kwl[] = {"model",     "device",         "vcf",      "fasta", "genes",  "out", "report",
-                           "raw_score", "protein_coding", "no_reuse", "batch", "format", NULL};
+    static char * kwl[] = {"model",     "device",         "vcf",      "fasta", "genes",  "out",         "report",
+                           "raw_score", "protein_coding", "no_reuse", "batch", "format", "write_index", NULL};
     nf_annotate_opts o;
     nf_annotate_opts_init(&o);
     const char * report = NULL;
     long long batch = o.batch;
     const char * format = "spliceai";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssssssz|pppLs", kwl, &o.model, &o.device, &o.vcf, &o.fasta, &o.genes,
-                                     &o.out, &report, &o.raw_score, &o.protein_coding, &o.no_reuse, &batch, &format))
+    const char * index = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssssssz|pppLsz", kwl, &o.model, &o.device, &o.vcf, &o.fasta, &o.genes,
+                                     &o.out, &report, &o.raw_score, &o.protein_coding, &o.no_reuse, &batch, &format,
+                                     &index))
         return NULL;
+    if (index && strcmp(index, "csi") == 0)
+        o.write_index = NF_ANNOTATE_INDEX_CSI;
+    else if (index && strcmp(index, "tbi") == 0)
+        o.write_index = NF_ANNOTATE_INDEX_TBI;
+    else if (index)
+        return PyErr_Format(PyExc_ValueError, "write_index: None, 'csi' or 'tbi', not '%s'", index);
     if (strcmp(format, "spliceai") == 0)
         o.format = NF_ANNOTATE_FORMAT_SPLICEAI;
     else if (strcmp(format, "sptransformer") == 0)

@@ -9,6 +9,7 @@ naming the type found.
 The CLI: $NOFALL_BIN, else the release build's build/nofall (tools/test.sh runs the Python stage
 after it); the tests comparing against it are skipped without one."""
 import csv
+import gzip
 import json
 import os
 import random
@@ -136,6 +137,32 @@ def test_annotate_equals_cli(spt_model, nofall_bin, fx_dir, tmp_path):
     for k in cli:
         if k not in ("wall_ms", "forward_ms", "out"):
             assert rep.get(k) == cli[k], f"report {k}: {rep.get(k)} vs the CLI's {cli[k]}"
+
+
+@needs_htslib
+def test_annotate_write_index(spt_model, fx_dir, tmp_path):
+    """write_index (nofall annotate --write-index[=FMT]): the index beside out, named as bcftools names it,
+    TBI or CSI; a plain .vcf, a TBI of a BCF or an unknown format refused"""
+    lines = (fx_dir / "input.vcf").read_text().splitlines()
+    head = [l for l in lines if l.startswith("#")]
+    order = [l.split("ID=")[1].split(",")[0] for l in head if l.startswith("##contig")]
+    body = [l for l in lines if not l.startswith("#") and l.split("\t")[1] in ("13000", "25000", "8050", "100")]
+    body.sort(key=lambda l: (order.index(l.split("\t")[0]), int(l.split("\t")[1])))
+    vcf = tmp_path / "sorted.vcf"
+    vcf.write_text("\n".join(head + body) + "\n")
+    args = (vcf, fx_dir / "genome.fa", fx_dir / "genes.gtf", spt_model)
+    nofall.annotate(*args, out=tmp_path / "a.vcf.gz", write_index="tbi")
+    nofall.annotate(*args, out=tmp_path / "a.bcf", write_index=True)
+    assert gzip.open(tmp_path / "a.vcf.gz.tbi").read(4) == b"TBI\1"
+    assert gzip.open(tmp_path / "a.bcf.csi").read(4) == b"CSI\1"
+    assert not (tmp_path / "a.vcf.gz.csi").exists()
+    with pytest.raises(nofall.NofallInputError, match="uncompressed VCF"):
+        nofall.annotate(*args, out=tmp_path / "b.vcf", write_index="csi")
+    with pytest.raises(nofall.NofallInputError, match="CSI index only"):
+        nofall.annotate(*args, out=tmp_path / "b.bcf", write_index="tbi")
+    with pytest.raises(ValueError, match="write_index"):
+        nofall.annotate(*args, out=tmp_path / "b.vcf.gz", write_index="bai")
+    assert not any(tmp_path.glob("b.*"))
 
 
 @needs_htslib

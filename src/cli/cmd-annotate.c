@@ -22,6 +22,7 @@ struct nf_ann_opts {
     int progress; /* NF_PROGRESS_AUTO / _QUIET (--quiet) / _FORCE (--progress) */
     int64_t batch;
     char out_type;                   /* -O / --output-type v|z|b|u, 0: by --out's name */
+    int write_index;                 /* -W / --write-index[=csi|tbi]: NF_ANNOTATE_INDEX_* */
     int to_stdout;                   /* --out -: the output on stdout, nothing else there (no markers, no report) */
     const char *plot, *plot_variant; /* --plot FILE.svg --plot-variant CHR:POS:REF:ALT (docs/plots.md) */
 };
@@ -37,10 +38,19 @@ int nf_cmd_annotate(int argc, char ** argv) {
 }
 #else
 
-/* bcftools' -O TYPE / -OTYPE: --output-type TYPE (argv's words are kept; av: argc + 1 slots) */
+/* bcftools' -O TYPE / -OTYPE: --output-type TYPE; -W[FMT] / -W=FMT: --write-index[=FMT]
+ * (argv's words are kept; av: argc + 1 slots) */
 static int nf_ann_short_o(int argc, char ** argv, char ** av, char * buf) {
     int n = 0;
     for (int i = 0; i < argc; i++) {
+        if (i > 0 && strncmp(argv[i], "-W", 2) == 0) {
+            const char * f = argv[i][2] == '=' ? argv[i] + 3 : argv[i] + 2;
+            av[n++] = !*f                     ? "--write-index"
+                      : strcmp(f, "csi") == 0 ? "--write-index=csi"
+                      : strcmp(f, "tbi") == 0 ? "--write-index=tbi"
+                                              : argv[i]; /* refused as unknown, by name */
+            continue;
+        }
         if (i > 0 && strncmp(argv[i], "-O", 2) == 0 && strlen(argv[i]) <= 3) {
             av[n++] = "--output-type";
             if (argv[i][2]) {
@@ -78,6 +88,13 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
                     ? NF_ANNOTATE_FORMAT_SPTRANSFORMER
                     : NF_ANNOTATE_FORMAT_SPLICEAI;
     o->no_reuse = v.set[NF_O_NO_REUSE];
+    /* --write-index, =csi, =tbi: the last one given */
+    static const int wi[3] = {NF_O_WRITE_INDEX, NF_O_WRITE_INDEX_CSI, NF_O_WRITE_INDEX_TBI};
+    for (int k = 0, at = -1; k < 3; k++)
+        if (v.set[wi[k]] && v.pos[wi[k]] > at) {
+            at = v.pos[wi[k]];
+            o->write_index = k == 2 ? NF_ANNOTATE_INDEX_TBI : NF_ANNOTATE_INDEX_CSI;
+        }
     o->progress = nf_cli_opt_progress(&v);
     if (!o->model || !o->vcf || !o->fasta || !o->genes || !o->out) {
         fprintf(stderr, "error: annotate needs --model M --vcf IN --fasta REF --genes GTF --out "
@@ -94,6 +111,14 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
     if (o->plot && (strcmp(o->plot, o->out) == 0 || nf_cli_same_file(o->plot, o->out))) {
         fprintf(stderr, "error: annotate: --plot and --out name the same file\n");
         return 0;
+    }
+    if (o->plot && o->write_index) {
+        char ix[4200];
+        snprintf(ix, sizeof(ix), "%s%s", o->out, o->write_index == NF_ANNOTATE_INDEX_TBI ? ".tbi" : ".csi");
+        if (strcmp(o->plot, ix) == 0 || nf_cli_same_file(o->plot, ix)) {
+            fprintf(stderr, "error: annotate: --plot and --write-index name the same file\n");
+            return 0;
+        }
     }
     return 1;
 }
@@ -191,10 +216,12 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     ao.no_reuse = o->no_reuse;
     ao.batch = o->batch;
     ao.out_type = o->out_type;
-    struct nf_cli_outfile of, rf; /* the output, its report */
+    ao.write_index = o->write_index;
+    struct nf_cli_outfile of, rf, xf; /* the output, its report, its index (--write-index) */
     memset(&of, 0, sizeof(of));
     memset(&rf, 0, sizeof(rf));
-    of.fd = of.slot = rf.fd = rf.slot = -1;
+    memset(&xf, 0, sizeof(xf));
+    of.fd = of.slot = rf.fd = rf.slot = xf.fd = xf.slot = -1;
     nf_annotator * a = NULL;
     *failed_rank = -1;
     int rc = nf_annotate_new(&ao, &h, &a, err);
@@ -205,9 +232,14 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     snprintf(rp, sizeof(rp), "%s.report.json", o->out);
     /* the report, written at the end, must not be an input either: checked now (path-guard.c) */
     if (rc == NF_OK && file) rc = nf_cli_output_check(rp, "--out (its report OUT.report.json)", err);
+    char xp[4200]; /* the index, OUT.csi / OUT.tbi: created now too */
+    snprintf(xp, sizeof(xp), "%s%s", o->out, o->write_index ? nf_annotate_index_suffix(&ao) : "");
+    if (rc == NF_OK && file && o->write_index) rc = nf_cli_outfile_open(&xf, xp, "--write-index", err);
     if (rc == NF_OK) rc = nf_annotate_open(a, mp->rank == 0 ? (file ? of.tmp : "-") : NULL, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     rc = nf_annotate_load(a, err);
+    /* --plot-variant's windows (one process): a bad variant fails here, before any scoring */
+    if (rc == NF_OK && o->plot) rc = nf_annotate_plot_prepare(a, o->plot_variant, err);
     if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     /* the bar: rank 0's, over the records of every rank (rank 0 writes them all) */
     if (mp->rank == 0 && nf_progress_enabled(o->progress))
@@ -216,6 +248,14 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     *failed_rank = c.failed_rank;
     nf_progress_end(c.prog);
     c.prog = NULL;
+    /* the picture: its tracks from the run's forward of the variant when it made one (docs/plots.md) */
+    int from_run = 0;
+    if (rc == NF_OK && o->plot) rc = nf_annotate_plot_finish(a, o->plot, &from_run, err);
+#ifdef NF_TEST_HOOKS
+    if (rc == NF_OK && o->plot && getenv("NOFALL_TEST_PLOT_SOURCE")) /* tests: where the picture's tracks came from */
+        fprintf(stderr, "nofall: test hook: --plot tracks %s\n",
+                from_run ? "from the run's forward" : "computed alone");
+#endif
     if (rc != NF_OK) goto done;
     /* rank 0: the output and its report written and synced under temporary
      * names, the summary and markers printed and stdout checked, and only
@@ -228,8 +268,10 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
             nf_ann_summary(&st, "standard output");
         }
     } else if (mp->rank == 0) {
-        if ((rc = nf_annotate_close(a, err)) == NF_OK && (rc = nf_cli_outfile_close(&of, err)) == NF_OK)
-            rc = nf_ann_write_report(a, rp, &rf, err);
+        rc = nf_annotate_close(a, err);
+        if (rc == NF_OK && o->write_index && (rc = nf_annotate_write_index(a, xf.tmp, err)) == NF_OK)
+            rc = nf_cli_outfile_close(&xf, err);
+        if (rc == NF_OK && (rc = nf_cli_outfile_close(&of, err)) == NF_OK) rc = nf_ann_write_report(a, rp, &rf, err);
         nf_cli_test_delay("write");
         if (rc == NF_OK) {
             nf_annotate_stats st;
@@ -238,14 +280,16 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
             printf("RECORDS=%lld\nALTS_SCORED=%lld\nALTS_SKIPPED=%lld\nFORWARDS=%lld\nWINDOWS=%lld\nREPORT=%s\n",
                    (long long) st.records, (long long) st.scored, (long long) (st.alts - st.scored),
                    (long long) st.forwards, (long long) st.windows, nf__esc(e, sizeof(e), rp));
+            if (o->write_index) printf("INDEX=%s\n", nf__esc(e, sizeof(e), xp));
             if (!nf_cli_stdout_ok())
                 rc = nf__err_set(err, NF_ERR_IO,
                                  "standard output: the markers could not be written; the previous %s is kept",
                                  nf__esc(e, sizeof(e), o->out));
         }
-        if (rc == NF_OK) { /* the two renames, signals deferred: both files of this run, or neither */
-            struct nf_cli_outfile * both[2] = {&rf, &of};
-            rc = nf_cli_outfiles_commit(both, 2, err);
+        if (rc == NF_OK) { /* the renames, signals deferred: all files of this run, or none; the index
+                            * last (an index older than its file is one htslib warns of) */
+            struct nf_cli_outfile * all[3] = {&rf, &of, &xf};
+            rc = nf_cli_outfiles_commit(all, o->write_index ? 3 : 2, err);
         }
     }
     /* rank 0's writing failed: every rank fails */
@@ -256,6 +300,7 @@ done:
     if (rc != NF_OK) {
         nf_cli_outfile_abort(&rf);
         nf_cli_outfile_abort(&of);
+        nf_cli_outfile_abort(&xf);
     }
     return rc;
 }
@@ -278,15 +323,10 @@ int nf_cmd_annotate(int argc, char ** argv) {
         nf_cli_signals_install();
         int failed_rank = -1;
         int rc = NF_OK;
-        if (o.plot) { /* the picture first: a bad --plot-variant fails before any scoring (docs/plots.md) */
-            nf_annotate_opts po;
-            nf_annotate_opts_init(&po);
-            po.model = o.model, po.device = o.device, po.fasta = o.fasta, po.genes = o.genes;
-            po.protein_coding = o.protein_coding;
+        if (o.plot) { /* --plot: checked first (drawn after the run, nf_ann_main; docs/plots.md) */
             rc = mp.size > 1 ? nf__err_set(&err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)")
                              : nf_cli_output_check(o.plot, "--plot", &err);
             if (rc == NF_OK) rc = nf_plot_check_writable(o.plot, "--plot", &err);
-            if (rc == NF_OK) rc = nf_annotate_plot_variant(&po, o.plot_variant, o.plot, &err);
         }
         if (rc == NF_OK) rc = nf_ann_main(&o, &mp, &failed_rank, &err);
         if (o.to_stdout && mp.rank == 0) { /* no markers: stdout is the VCF's */

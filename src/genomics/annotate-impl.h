@@ -53,6 +53,30 @@ struct nf_ann_job {
     int64_t pos; /* the variant's */
 };
 
+/* --plot-variant (annotate-plot.c): the variant's ref and alt windows and
+ * their acceptor / donor tracks, taken from annotate's own forward when one
+ * of its jobs is these windows (nf__ann_plot_capture), else computed alone */
+struct nf_ann_plot {
+    char chr[1024], contig[1100]; /* as given; as in --fasta */
+    int64_t pos;
+    char ref, alt, genome_ref;
+    int strand, in_gene; /* 1 '+', 2 '-'; a gene overlaps */
+    int64_t context, flank, L, rows;
+    int8_t * ids; /* 2 x L: ref, alt (reverse-complemented on '-') */
+    float * tr;   /* 4 x rows, genomic order: ref acceptor, ref donor, alt acceptor, alt donor */
+    int have;     /* tr is filled */
+    int captured; /* from annotate's forward */
+};
+int nf__ann_plot_prepare(struct nf_ann_plot * p, const char * variant, const nf_genes * gs, int protein_coding,
+                         faidx_t * fai, const char * fasta, int64_t context, nf_err * err);
+/* annotate's job (ref, alt: L ids each; pr, pa: their rows x 18 probabilities):
+ * taken when it is the plot's windows; 1 if taken */
+int nf__ann_plot_capture(struct nf_ann_plot * p, const int8_t * ref, const int8_t * alt, int64_t L, const float * pr,
+                         const float * pa);
+int nf__ann_plot_forward(struct nf_ann_plot * p, nf_model * m, nf_err * err);
+int nf__ann_plot_draw(const struct nf_ann_plot * p, const char * path, nf_err * err);
+void nf__ann_plot_free(struct nf_ann_plot * p);
+
 struct nf_annotator {
     nf_annotate_opts o;
     nf_annotate_hooks h;
@@ -83,6 +107,7 @@ struct nf_annotator {
     int64_t buf_seqs, buf_L;
     int64_t *lens, *off, *end; /* the exchange's, size entries (sharded) */
     nf_annotate_stats st;
+    struct nf_ann_plot * plot; /* --plot-variant, or NULL */
 };
 
 double nf__ann_now_ms(void);
@@ -101,6 +126,8 @@ int nf__ann_open_writer(nf_annotator * a, const char * path, nf_err * err);
 int nf__ann_write_header(nf_annotator * a, nf_err * err);
 int nf__ann_flush(nf_annotator * a, nf_err * err);
 int nf__ann_close_out(nf_annotator * a, int rc, nf_err * err);
+/* --write-index against the output's format (nf_annotate_new) */
+int nf__ann_check_index(const nf_annotator * a, nf_err * err);
 /* one data record into *b: *got 1, or 0 at the end; a malformed one an error naming it */
 int nf__ann_read(nf_annotator * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err);
 extern const char * const nf__ann_tissues[NF_ANNOTATE_TISSUES];

@@ -191,6 +191,7 @@ int nf__ann_run_jobs(nf_annotator * a, nf_err * err) {
             const float * pr = a->probs + (2 * (j - j0)) * rows * 18;
             nf_ann_score(pr, pr + rows * 18, rows, al);
             nf_ann_score_sai(pr, pr + rows * 18, rows, a->context, jb, al);
+            if (a->plot) nf__ann_plot_capture(a->plot, jb->ref, jb->alt_ids, L, pr, pr + rows * 18);
             al->pending--;
             free(jb->ref);
             free(jb->alt_ids);

@@ -357,6 +357,65 @@ int nf__ann_close_out(nf_annotator * a, int rc, nf_err * err) {
     return rc;
 }
 
+/* --write-index: only a bgzipped VCF (CSI, TBI) or a compressed BCF (CSI) file */
+int nf__ann_check_index(const nf_annotator * a, nf_err * err) {
+    const nf_annotate_opts * o = &a->o;
+    char e[1024];
+    if (!o->write_index) return NF_OK;
+    const char * f = o->write_index == NF_ANNOTATE_INDEX_TBI ? "--write-index=tbi" : "--write-index";
+    if (strcmp(o->out, "-") == 0)
+        return nf__err_set(err, NF_ERR_ARG,
+                           "%s: --out - (standard output) cannot be indexed; write a file (--out OUT.vcf.gz or "
+                           "OUT.bcf)",
+                           f);
+    nf__esc(e, sizeof(e), o->out);
+    if (a->fmt != NF_ANN_VCF)
+        return nf__err_set(err, NF_ERR_ARG, "%s: --out %s is a table, not a VCF or BCF; write OUT.vcf.gz or OUT.bcf", f,
+                           e);
+    if (a->enc == NF_ANN_PLAIN)
+        return nf__err_set(err, NF_ERR_ARG,
+                           "%s: --out %s is an uncompressed VCF (%s), which cannot be indexed; write a bgzipped VCF "
+                           "(-O z, OUT.vcf.gz) or a BCF (-O b, OUT.bcf)",
+                           f, e, o->out_type ? "-O v" : "by its name");
+    if (a->enc == NF_ANN_BCF && a->bcf_u)
+        return nf__err_set(err, NF_ERR_ARG,
+                           "%s: --out %s is an uncompressed BCF (-O u), which cannot be indexed; write a compressed "
+                           "one (-O b)",
+                           f, e);
+    if (a->enc == NF_ANN_BCF && o->write_index == NF_ANNOTATE_INDEX_TBI)
+        return nf__err_set(err, NF_ERR_ARG,
+                           "%s: --out %s is a BCF, which takes a CSI index only (--write-index or --write-index=csi)",
+                           f, e);
+    return NF_OK;
+}
+
+/* the closed output indexed by htslib into index_path: CSI with bcftools'
+ * min_shift 14, or TBI (min_shift 0); re-read from the file just written */
+int nf_annotate_write_index(nf_annotator * a, const char * index_path, nf_err * err) {
+    char e[1024];
+    if (!a->o.write_index)
+        return nf__err_set(err, NF_ERR_ARG, "annotate: nf_annotate_write_index without the options' write_index");
+    if (!a->out_path) return NF_OK; /* not the writer */
+    if (a->out || a->bgz || a->hout)
+        return nf__err_set(err, NF_ERR_ARG, "annotate: nf_annotate_write_index before nf_annotate_close");
+    if (!index_path || !index_path[0]) return nf__err_set(err, NF_ERR_ARG, "--write-index: no index path");
+    const int tbi = a->o.write_index == NF_ANNOTATE_INDEX_TBI;
+    errno = 0;
+    const int r = bcf_index_build3(a->out_path, index_path, tbi ? 0 : 14, 0);
+    if (r == 0) return NF_OK;
+    nf__esc(e, sizeof(e), a->o.out);
+    if (r == -1)
+        return nf__err_set(err, NF_ERR_FORMAT,
+                           "--write-index: --out %s cannot be indexed: its records (in the --vcf's order) are not "
+                           "sorted by position within each contig, or a contig's records are not together%s; sort "
+                           "the --vcf first (bcftools sort)",
+                           e, tbi ? ", or a position is past what TBI holds (2^29; --write-index=csi)" : "");
+    if (r == -4)
+        return nf__err_set(err, NF_ERR_IO, "--write-index: the index of --out %s: write failed: %s", e,
+                           strerror(errno ? errno : EIO));
+    return nf__err_set(err, NF_ERR_IO, "--write-index: --out %s: htslib could not read it back to index it", e);
+}
+
 const char * nf__ann_where(const nf_annotator * a, const struct nf_ann_rec * r, char * buf, size_t n) {
     char e[256];
     snprintf(buf, n, "--vcf record %lld (%s:%lld %s)", (long long) r->index,
@@ -445,6 +504,12 @@ char * nf_annotate_report_json(const nf_annotator * a, nf_err * err) {
     cJSON_AddStringToObject(d, "fasta", a->o.fasta);
     cJSON_AddStringToObject(d, "genes", a->o.genes);
     cJSON_AddStringToObject(d, "out", a->o.out);
+    if (a->o.write_index) { /* the index's name (bcftools': OUT.csi / OUT.tbi) */
+        kstring_t ix = {0, 0, NULL};
+        ksprintf(&ix, "%s%s", a->o.out, nf_annotate_index_suffix(&a->o));
+        cJSON_AddStringToObject(d, "index", ix.s ? ix.s : "");
+        free(ix.s);
+    }
     cJSON_AddStringToObject(d, "device", a->o.device);
     cJSON_AddBoolToObject(d, "raw_score", a->o.raw_score);
     cJSON_AddBoolToObject(d, "protein_coding_only", a->o.protein_coding);

@@ -33,6 +33,13 @@ void nf_annotate_opts_init(nf_annotate_opts * o) {
     o->batch = 16;
 }
 
+const char * nf_annotate_index_suffix(const nf_annotate_opts * o) {
+    return !o                                        ? NULL
+           : o->write_index == NF_ANNOTATE_INDEX_CSI ? ".csi"
+           : o->write_index == NF_ANNOTATE_INDEX_TBI ? ".tbi"
+                                                     : NULL;
+}
+
 int nf_genomics_has_htslib(void) {
 #ifdef NF_HAVE_HTSLIB
     return 1;
@@ -67,6 +74,22 @@ int nf_annotate_run(nf_annotator * a, nf_err * err) {
 }
 int nf_annotate_close(nf_annotator * a, nf_err * err) {
     (void) a;
+    return nf__ann_no_htslib(err);
+}
+int nf_annotate_write_index(nf_annotator * a, const char * index_path, nf_err * err) {
+    (void) a;
+    (void) index_path;
+    return nf__ann_no_htslib(err);
+}
+int nf_annotate_plot_prepare(nf_annotator * a, const char * variant, nf_err * err) {
+    (void) a;
+    (void) variant;
+    return nf__ann_no_htslib(err);
+}
+int nf_annotate_plot_finish(nf_annotator * a, const char * path, int * from_run, nf_err * err) {
+    (void) a;
+    (void) path;
+    if (from_run) *from_run = 0;
     return nf__ann_no_htslib(err);
 }
 void nf_annotate_get_stats(const nf_annotator * a, nf_annotate_stats * s) {
@@ -297,6 +320,8 @@ static int nf__ann_check_inputs(nf_annotator * a, nf_err * err);
 static int nf__ann_check(nf_annotator * a, nf_err * err) {
     const nf_annotate_opts * o = &a->o;
     char e[1024];
+    if (o->write_index < NF_ANNOTATE_INDEX_NONE || o->write_index > NF_ANNOTATE_INDEX_TBI)
+        return nf__err_set(err, NF_ERR_ARG, "--write-index: %d is not csi (1) or tbi (2)", o->write_index);
     if (!o->model || !o->vcf || !o->fasta || !o->genes || !o->out)
         return nf__err_set(err, NF_ERR_ARG, "annotate needs the model, the VCF, the FASTA, the GTF and the output");
     if (o->batch < 2 || o->batch > 4096)
@@ -388,7 +413,8 @@ int nf_annotate_new(const nf_annotate_opts * o, const nf_annotate_hooks * h, nf_
     if (!a->o.device) a->o.device = "cpu";
     if (h) a->h = *h;
     if (a->h.size < 1) a->h.size = 1;
-    const int rc = nf__ann_check(a, err);
+    int rc = nf__ann_check(a, err);
+    if (rc == NF_OK) rc = nf__ann_check_index(a, err);
     if (rc != NF_OK) {
         nf_annotate_free(a);
         return rc;
@@ -502,6 +528,28 @@ int nf_annotate_run(nf_annotator * a, nf_err * err) {
 
 int nf_annotate_close(nf_annotator * a, nf_err * err) { return nf__ann_close_out(a, NF_OK, err); }
 
+int nf_annotate_plot_prepare(nf_annotator * a, const char * variant, nf_err * err) {
+    if (a->h.size > 1) return nf__err_set(err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)");
+    if (!a->m || !a->fai || !variant)
+        return nf__err_set(err, NF_ERR_ARG,
+                           "annotate: nf_annotate_plot_prepare after nf_annotate_load, with a variant");
+    if (a->plot) {
+        nf__ann_plot_free(a->plot);
+        free(a->plot);
+    }
+    if (!(a->plot = calloc(1, sizeof(*a->plot)))) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    return nf__ann_plot_prepare(a->plot, variant, a->genes, a->o.protein_coding, a->fai, a->o.fasta, a->context, err);
+}
+
+int nf_annotate_plot_finish(nf_annotator * a, const char * path, int * from_run, nf_err * err) {
+    if (from_run) *from_run = 0;
+    if (!a->plot || !a->plot->ids || !path)
+        return nf__err_set(err, NF_ERR_ARG, "annotate: nf_annotate_plot_finish after nf_annotate_plot_prepare");
+    if (!a->plot->have) NF_TRY(nf__ann_plot_forward(a->plot, a->m, err));
+    if (from_run) *from_run = a->plot->captured;
+    return nf__ann_plot_draw(a->plot, path, err);
+}
+
 void nf_annotate_get_stats(const nf_annotator * a, nf_annotate_stats * s) {
     *s = a->st;
     s->ranks = a->h.size;
@@ -530,6 +578,8 @@ void nf_annotate_free(nf_annotator * a) {
     if (a->in) hts_close(a->in);
     if (a->fai) fai_destroy(a->fai);
     if (a->raw_open) nf__fasta_raw_close(&a->raw);
+    if (a->plot) nf__ann_plot_free(a->plot);
+    free(a->plot);
     nf_genes_free(a->genes);
     nf_model_free(a->m);
     nf_backend_free(a->be);
@@ -544,6 +594,15 @@ int nf_annotate_file(const nf_annotate_opts * o, const char * report_path, nf_an
     if (rc == NF_OK) rc = nf_annotate_load(a, err);
     if (rc == NF_OK) rc = nf_annotate_run(a, err);
     if (rc == NF_OK) rc = nf_annotate_close(a, err);
+    if (rc == NF_OK && o->write_index) {
+        char * ip = malloc(strlen(o->out) + 5);
+        if (!ip) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        if (ip) {
+            sprintf(ip, "%s%s", o->out, nf_annotate_index_suffix(o));
+            rc = nf_annotate_write_index(a, ip, err);
+            free(ip);
+        }
+    }
     if (rc == NF_OK && report_path && !(json = nf_annotate_report_json(a, err))) rc = NF_ERR_NOMEM;
     if (json) {
         FILE * f = fopen(report_path, "w");

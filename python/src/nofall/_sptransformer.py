@@ -213,7 +213,7 @@ def _model_arg(model):
 
 
 def annotate(vcf, fasta, genes, model, out, device="cpu", raw_score=False, protein_coding=False, reuse=True,
-             batch=16, report=None, format="spliceai"):
+             batch=16, report=None, format="spliceai", write_index=None):
     """Score the SNVs of a VCF/BCF with a SpTransformer model and write them to ``out``: what
     ``nofall annotate --vcf VCF --fasta FASTA --genes GTF --model M --out OUT`` writes, byte for
     byte (``nf_annotate_file``, one call, the GIL released).
@@ -232,6 +232,9 @@ def annotate(vcf, fasta, genes, model, out, device="cpu", raw_score=False, prote
       genes give strands; ``reuse=False``: every window computed in full (the same scores);
       ``batch``: windows per forward (2..4096).
     - ``report``: None (none), True (``OUT.report.json``, as the CLI) or a path: the report's JSON.
+    - ``write_index`` (``nofall annotate --write-index[=FMT]``): None (none), ``"csi"`` (or True)
+      or ``"tbi"``: ``out`` indexed once written, ``out + ".csi"`` / ``".tbi"``; a ``.vcf.gz``
+      (CSI or TBI) or ``.bcf`` (CSI) only, else a :class:`NofallInputError`.
 
     Returns the counts as a dict: records, alts, scored, scored_no_gene, scored_ref_mismatch,
     window_cut, rows_written, forwards, windows, windows_computed, windows_reused, forward_ms, ranks,
@@ -245,8 +248,13 @@ def annotate(vcf, fasta, genes, model, out, device="cpu", raw_score=False, prote
         report = os.fspath(report)
     else:
         report = None
+    if write_index is True:
+        write_index = "csi"
+    elif write_index is False:
+        write_index = None
     return _nofall.annotate_file(_model_arg(model), device, os.fspath(vcf), os.fspath(fasta), os.fspath(genes), out,
-                                 report, bool(raw_score), bool(protein_coding), not reuse, int(batch), str(format))
+                                 report, bool(raw_score), bool(protein_coding), not reuse, int(batch), str(format),
+                                 None if write_index is None else str(write_index))
 
 
 def annotate_frame(vcf, fasta, genes, model, device="cpu", raw_score=False, protein_coding=False, reuse=True,
