@@ -60,16 +60,6 @@ void nf_progress_suspend(nf_progress * p);
 void nf_progress_end(nf_progress * p);
 
 /* ---- shared by `run` of every model (run-common.c) ------------------------------------ */
-/* run-tracks.c: a sequence longer than the model's window (nf_seq_tiled_needed)
- * as tiles, the set being the tracks and report.json (no .npy) */
-struct nf_seq;
-int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * region,
-                 const char * strand, const char * model_path, const char * trace, const char * trace_in_out,
-                 struct nf_cli_outfile * tr, struct nf_outset * os, nf_err * err);
-/* report.json's "region" (with --region or --strand): the spec, the strand, each record's contig and positions */
-struct cJSON;
-void nf_run_report_region(struct cJSON * rep, const nf_model * m, const struct nf_seq * seq, const char * region,
-                          const char * strand);
 /* the markers on stdout (report.json's: nf_run_markers_json) */
 void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, const char * shape, const char * classes,
                           int finite, double wall_ms, int assets_verified);
@@ -82,7 +72,7 @@ int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_
 /* the end of a command that prints markers: the error (if any), then
  * EXIT_CODE=0|1; returns the process exit status (1 also when stdout failed) */
 int nf_cli_command_exit(int rc, const nf_err * err);
-/* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-tokenize.c) */
+/* `nofall tokenize` (TabSTAR's WordPiece tokenizer, nofall-text.h; cmd-convert.c) */
 int nf_cmd_tokenize(int argc, char ** argv);
 /* does model type (nf_model_type_of; "" = the default) take the run / bench
  * option key (nf_model_type_run_options)? */

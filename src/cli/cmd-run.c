@@ -155,7 +155,7 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
         rc = nf_seq_fasta(&s, fasta, nf_run_opt(o, "region"), pad, context, err);
     else
         rc = nf_seq_string(&s, nf_run_opt(o, "sequence"), pad, context, err);
-    if (rc == NF_OK && keep && nf_seq_tiled_needed(m, &s)) { /* longer than a window: tiles, no .npy (run-tracks.c) */
+    if (rc == NF_OK && keep && nf_seq_tiled_needed(m, &s)) { /* longer than a window: tiles, no .npy */
         *keep = s;
         return NF_OK;
     }
@@ -172,7 +172,7 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
     }
     free(ids);
     if (rc == NF_OK && keep)
-        *keep = s; /* the tracks' input (run-tracks.c) */
+        *keep = s; /* the tracks' input */
     else
         nf_seq_free(&s);
     return rc;
@@ -190,7 +190,7 @@ static int nf_run_report(const char * path, const struct nf_run_opts * o, nf_mod
         return nf__err_set(err, NF_ERR_NOMEM, "report.json: out of memory");
     }
     nf_run_report_common(rep, nf_run_opt(o, "model"), m, be);
-    if (seq->ids) nf_run_report_region(rep, m, seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"));
+    if (seq->ids) nf_seq_report_region(rep, m, seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"));
     while (mine->child) {
         cJSON * c = cJSON_DetachItemViaPointer(mine, mine->child);
         cJSON_AddItemToObject(rep, c->string, c);
@@ -268,9 +268,16 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         rc = nf_model_inputs(m, n, keys, values, &in, err);
     }
     if (rc != NF_OK) goto done;
-    if (seq.ids && nf_seq_tiled_needed(m, &seq)) { /* longer than one window: tiles (run-tracks.c) */
-        rc = nf_run_tiled(m, be, &seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"), model, trace, trace_in_out,
-                          &tr, &os, err);
+    if (seq.ids && nf_seq_tiled_needed(m, &seq)) { /* longer than one window: tiles, the tracks and report.json */
+        struct nf_run_meas tm;
+        double tms;
+        char shape[96];
+        if ((rc = nf_seq_run_tiled(m, be, &seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"), model, os.staging,
+                                   &tm, &tms, shape, sizeof(shape), err)) == NF_OK &&
+            (rc = nf_run_finish(be, trace, trace_in_out, &tr, &os, err)) == NF_OK) {
+            nf_run_markers_print(&tm, be, shape, "", 1, tms, 1);
+            rc = nf_run_commit(&os, trace, trace_in_out, &tr, err);
+        }
         goto done;
     }
     int out_ndim = 0;
@@ -296,7 +303,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     /* artifacts: into the staging directory; read back once all are there */
     if ((rc = nf_model_write_outputs(m, in, logits, adapter ? summary : NULL, os.staging, &res, err)) != NF_OK)
         goto done;
-    /* --region / --strand: the per-position tracks beside them (run-tracks.c) */
+    /* --region / --strand: the per-position tracks beside them (nofall-genomics.h) */
     if ((nf_run_opt(o, "region") || nf_run_opt(o, "strand")) &&
         (rc = nf_seq_tracks_write(m, &seq, logits, nf_run_opt(o, "strand"), os.staging, err)) != NF_OK)
         goto done;
