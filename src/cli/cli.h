@@ -64,10 +64,10 @@ void nf_progress_end(nf_progress * p);
 void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, const char * shape, const char * classes,
                           int finite, double wall_ms, int assets_verified);
 /* write the trace (into the set, or to its own file) */
-int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_in_out, struct nf_outfile * tr,
                   struct nf_outset * os, nf_err * err);
 /* after the markers: stdout must have taken them; then swap the set in */
-int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_in_out, struct nf_outfile * tr,
                   nf_err * err);
 /* the end of a command that prints markers: the error (if any), then
  * EXIT_CODE=0|1; returns the process exit status (1 also when stdout failed) */
@@ -102,7 +102,7 @@ void nf_cli_finetune_report(struct cJSON * rep, const struct nf_finetune_opts * 
 #include "nofall-mpi.h"
 /* The end of a sharded command: rank 0 as nf_cli_command_exit; another rank
  * prints nothing, except its own error when it is failed_rank; 1 on failure */
-int nf_cli_mpi_command_exit(const struct nf_cli_mpi * m, int rc, const nf_err * err, int failed_rank);
+int nf_cli_mpi_command_exit(const struct nf_mpi * m, int rc, const nf_err * err, int failed_rank);
 
 /* the commands */
 int nf_cmd_run(int argc, char ** argv);

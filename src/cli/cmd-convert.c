@@ -29,7 +29,7 @@ int nf_cmd_convert(int argc, char ** argv) {
 
     /* SIGINT/SIGTERM/SIGHUP/SIGQUIT remove the staging directory and the lock,
      * and wait while the swap runs (without it a signal left both behind) */
-    nf_cli_signals_install();
+    nf_out_signals_install();
     nf_err err = {0};
     struct nf_ckpt ck;
     struct nf_safetensors st;
@@ -62,7 +62,7 @@ int nf_cmd_convert(int argc, char ** argv) {
         nf_outset_path(&os, "config.json", stage, sizeof(stage));
         rc = nf__json_write_file(stage, cfg, &err);
     }
-    nf_cli_test_delay("write");
+    nf_out_test_delay("write");
     if (rc == NF_OK) {
         int64_t bytes = 0;
         for (int i = 0; i < st.n_tensors; i++) bytes += (int64_t) (st.tensors[i].end - st.tensors[i].begin);

@@ -221,7 +221,7 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     fo.user = &log;
     struct nf_finetune_result res;
     const double t0 = nf_cli_now_ms();
-    nf_cli_test_delay("forward");
+    nf_out_test_delay("forward");
     rc = nf_predictor_finetune(pr, m, va, &fo, &res, err);
     const double wall_ms = nf_cli_now_ms() - t0;
     nf_progress_end(log.bar);
@@ -351,7 +351,7 @@ int nf_cmd_finetune(int argc, char ** argv) {
     struct nf_ft_cli o;
     if (!nf_ft_parse(argc, argv, &o)) return 2;
     nf_err err = {0};
-    nf_cli_signals_install();
+    nf_out_signals_install();
     char type[64];
     nf_model_type_of(o.model, type, sizeof(type));
     const int rc = strcmp(type, "tabstar") == 0 ? nf_ft_tabstar(&o, &err) : nf_ft_main(&o, &err);

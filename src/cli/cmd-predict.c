@@ -84,7 +84,7 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
  * rank 0 gathers the rows and writes the outputs, byte-identical to the
  * plain run's. The blob of a rank: rows_begin, rows_end (int64), the rows'
  * averaged outputs (double, K each), then per member their logits (float). */
-static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, int64_t nq, int64_t n_est, int K,
+static int nf_pred_gather(const struct nf_mpi * mp, int64_t r0, int64_t r1, int64_t nq, int64_t n_est, int K,
                           double * acc, float * logits, int64_t * lens, nf_err * err) {
     const int64_t nr = r1 - r0;
     const int64_t n = 16 + nr * K * (int64_t) sizeof(double) + n_est * nr * K * (int64_t) sizeof(float);
@@ -96,7 +96,7 @@ static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, 
          * would hang otherwise), sending rows [-1, -1) that rank 0 refuses */
         static const int64_t none[2] = {-1, -1};
         nf_err e2 = {0};
-        nf_cli_mpi_gather(mp, none, 16, &all, lens, &e2);
+        nf_mpi_gather(mp, none, 16, &all, lens, &e2);
         free(all);
         return nf__err_set(err, NF_ERR_NOMEM, "rank %d: out of memory for its %lld test rows", mp->rank,
                            (long long) nr);
@@ -107,7 +107,7 @@ static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, 
     for (int64_t e = 0; e < n_est; e++)
         memcpy(blob + 16 + nr * K * (int64_t) sizeof(double) + e * nr * K * (int64_t) sizeof(float),
                logits + (e * nq + r0) * K, (size_t) (nr * K) * sizeof(float));
-    rc = nf_cli_mpi_gather(mp, blob, n, &all, lens, err);
+    rc = nf_mpi_gather(mp, blob, n, &all, lens, err);
     free(blob);
     if (rc == NF_OK && mp->rank == 0) {
         /* every row once: the ranks' row blocks in rank order, end to end */
@@ -156,7 +156,7 @@ static void nf_pred_progress(void * user, int64_t done, int64_t total) {
 /* report.json: the common items, the predictor's (nofall-tabular.h: under
  * MPI its "queries" get every rank's forwards and rows, then "ranks"), the
  * markers */
-static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, const char * model, nf_model * m,
+static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_mpi * mp, const char * model, nf_model * m,
                           const nf_backend * be, const nf_predictor * pr, const nf_table * te, const int64_t tot[2],
                           const int64_t * rows, cJSON ** out, nf_err * err) {
     char * js = nf_predictor_report_json(pr, m, te, err);
@@ -199,8 +199,7 @@ static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi
     return NF_OK;
 }
 
-static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, int * failed_rank,
-                           nf_err * err) {
+static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_mpi * mp, int * failed_rank, nf_err * err) {
     nf_table *tr = NULL, *te = NULL, *va = NULL;
     nf_predictor * pr = NULL;
     struct nf_mirror_spec * spec = NULL;
@@ -212,7 +211,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     int rc;
     int64_t *rows = NULL, *counts = NULL;
     char device[64];
-    nf_cli_mpi_device(mp, o->device, device, sizeof(device));
+    nf_mpi_device(mp, o->device, device, sizeof(device));
     memset(&os, 0, sizeof(os));
     os.lock_fd = -1;
     /* the tables first: every bad table fails before --out is touched (under
@@ -252,7 +251,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if (rc == NF_OK) rc = nf_predictor_fit(tr, o->target, &po, &pr, err);
     if (rc == NF_OK) rc = nf_predictor_check_table(pr, te, err);
     if (rc == NF_OK && va) rc = nf_predictor_check_table(pr, va, err);
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto out_nolock;
+    if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto out_nolock;
     const int is_cls = nf_predictor_task(pr) == NF_PREDICT_CLASSIFICATION;
 
     /* --out: rank 0's; the predictor's files and report.json */
@@ -262,7 +261,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         names[n_names++] = nf_predictor_artifact(pr, i);
     names[n_names++] = "report.json";
     if (mp->rank == 0) rc = nf_outset_begin(&os, o->out, names, n_names, err);
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     if ((rc = nf_cli_backend_init(device, 0, &be, err)) != NF_OK) goto done_agree;
     nf_trace_reset(be, NF_TRACE_TOTALS);
     if ((rc = nf_cli_model_load(be, o->model, &m, err)) != NF_OK) goto done_agree;
@@ -317,7 +316,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     else {
         struct nf_pred_bar bar = {NULL, mp->rank == 0 ? o->progress : NF_PROGRESS_QUIET};
         if (nf_progress_enabled(bar.mode)) nf_predictor_set_progress(pr, nf_pred_progress, &bar);
-        nf_cli_test_delay("forward");
+        nf_out_test_delay("forward");
         rc = nf_predictor_predict_part(pr, m, te, begin, mp->size > 1 ? end : 0, acc, all_logits, &r0, &r1, err);
         nf_predictor_set_progress(pr, NULL, NULL);
         nf_progress_end(bar.bar);
@@ -331,7 +330,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
                              (long long) r0, (long long) r1);
     }
 #endif
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     struct nf_predict_stats st;
     nf_predictor_last_stats(pr, &st);
     int64_t tot[2] = {st.forwards, st.support_passes};
@@ -340,18 +339,18 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         int64_t * mine = rows + 2 * mp->rank;
         mine[0] = r0;
         mine[1] = r1;
-        nf_cli_mpi_sum_i64(mp, tot, 2, err);
-        nf_cli_mpi_sum_i64(mp, rows, 2 * mp->size, err);
-        nf_cli_mpi_sum_f64(mp, &wall_ms, 1, err);
+        nf_mpi_sum_i64(mp, tot, 2, err);
+        nf_mpi_sum_i64(mp, rows, 2 * mp->size, err);
+        nf_mpi_sum_f64(mp, &wall_ms, 1, err);
         rc = nf_pred_gather(mp, r0, r1, nq, n_est, K, acc, all_logits, rows + 2 * mp->size, err);
-        if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+        if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
         if (mp->rank != 0) goto write_end;
     }
 
     /* the outputs (the predictor's files), the markers, report.json */
     char path[4096];
     if ((rc = nf_predictor_write_outputs(pr, os.staging, nq, acc, all_logits, counts, err)) != NF_OK) goto write_end;
-    nf_cli_test_delay("write");
+    nf_out_test_delay("write");
     char classes_marker[4096] = "none";
     size_t cml = 0;
     for (int k = 0; is_cls && k < K; k++) {
@@ -408,11 +407,11 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     }
 write_end:
     /* rank 0's writing failed: every rank fails */
-    if (mp->size > 1) rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);
+    if (mp->size > 1) rc = nf_mpi_agree(mp, rc, err, failed_rank);
     goto done;
 done_agree:
     /* a failure before the forwards: every rank learns it */
-    rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);
+    rc = nf_mpi_agree(mp, rc, err, failed_rank);
 done:
     nf_outset_end(&os);
 out_nolock:
@@ -430,20 +429,20 @@ out_nolock:
     return rc;
 }
 
-int nf_predict_run(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp) {
-    static const struct nf_cli_mpi one = {0, 0, 0, 1, 0, 1};
+int nf_predict_run(const struct nf_pred_opts * o, const struct nf_mpi * mp) {
+    static const struct nf_mpi one = {0, 0, 0, 1, 0, 1};
     nf_err err = {0};
     int failed_rank = -1;
-    nf_cli_signals_install();
+    nf_out_signals_install();
     const int rc = nf_predict_main(o, mp ? mp : &one, &failed_rank, &err);
     return nf_cli_mpi_command_exit(mp ? mp : &one, rc, &err, failed_rank);
 }
 
 int nf_cmd_predict(int argc, char ** argv) {
     /* under mpirun: one rank of the job (all ranks parse the same argv) */
-    struct nf_cli_mpi mp;
+    struct nf_mpi mp;
     nf_err err = {0};
-    if (nf_cli_mpi_init(&argc, &argv, &mp, &err) != NF_OK) {
+    if (nf_mpi_init(&argc, &argv, &mp, &err) != NF_OK) {
         nf_cli_print_error(&err, err.code);
         return 1;
     }
@@ -456,7 +455,7 @@ int nf_cmd_predict(int argc, char ** argv) {
             const int size = mp.size, rank = mp.rank;
             tabstar = 1;
             if (size == 1) break;
-            nf_cli_mpi_finalize(&mp);
+            nf_mpi_finalize(&mp);
             if (rank == 0)
                 fprintf(stderr,
                         "error: predict of a TabSTAR model runs as one process, not as %d MPI ranks "
@@ -467,10 +466,10 @@ int nf_cmd_predict(int argc, char ** argv) {
     struct nf_pred_opts o;
     int ret = 2;
     /* a usage error is every rank's: rank 0 prints it */
-    const int quiet = nf_cli_mpi_quiet_begin(&mp);
+    const int quiet = nf_mpi_quiet_begin(&mp);
     const int parsed = nf_pred_parse(argc, argv, tabstar, &o);
-    nf_cli_mpi_quiet_end(quiet);
+    nf_mpi_quiet_end(quiet);
     if (parsed) ret = nf_predict_run(&o, &mp);
-    nf_cli_mpi_finalize(&mp);
+    nf_mpi_finalize(&mp);
     return ret;
 }

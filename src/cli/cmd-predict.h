@@ -25,6 +25,6 @@ struct nf_pred_opts {
 
 /* the pipeline on parsed options: one process (mp NULL) or one MPI rank;
  * returns the process exit status */
-int nf_predict_run(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp);
+int nf_predict_run(const struct nf_pred_opts * o, const struct nf_mpi * mp);
 
 #endif

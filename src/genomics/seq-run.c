@@ -73,7 +73,7 @@ int nf_seq_run_tiled(nf_model * m, const nf_backend * be, const nf_seq * seq, co
     cJSON_AddStringToObject(t, "strand", strand ? strand : "+");
     cJSON * files = cJSON_AddArrayToObject(t, "files");
     for (int i = 0; nf_seq_track_files[i]; i++) cJSON_AddItemToArray(files, cJSON_CreateString(nf_seq_track_files[i]));
-    nf_cli_report_passes(rep, m);
+    nf_run_report_passes(rep, m);
     nf_run_markers_json(rep, meas, shape, "", 1, *wall_ms);
     nf__path_join(p, sizeof(p), dir, "report.json");
     const int rc = nf__json_write_file(p, rep, err);
