@@ -94,6 +94,17 @@ struct nf_cli_tables {
 };
 typedef struct nf_table nf_table;
 int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t); /* 0 after a message */
+/* the options predict and finetune read alike (tables-opts.c): filled from v
+ * (c->tables left to nf_cli_table_opts, which each command calls in its own
+ * order); 0 after a message (--mirror-signs with --no-mirror) */
+struct nf_cli_train {
+    const char *model, *train, *val, *target, *device, *out, *mirror_signs;
+    int task, mirror, progress; /* progress: NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
+    struct nf_cli_tables tables;
+    int argc; /* the command line, for report.json */
+    char ** argv;
+};
+int nf_cli_train_opts(const struct nf_cli_opts * v, int argc, char ** argv, struct nf_cli_train * c);
 int nf_cli_table_read(const struct nf_cli_tables * t, const char * path, int is_train, nf_table ** out, nf_err * err);
 int nf_cli_finetune_opts(const struct nf_cli_opts * v, struct nf_finetune_opts * fo);
 void nf_cli_finetune_report(struct cJSON * rep, const struct nf_finetune_opts * fo);
