@@ -260,6 +260,25 @@ NF_API int nf_seq_tracks_write(nf_model * m, const nf_seq * seq, const float * l
  * scores it as tiles: the tracks and report.json, no .npy */
 NF_API int nf_seq_tiled_needed(const nf_model * m, const nf_seq * seq);
 
+/* ---- `run` on a sequence (seq-run.c; docs/sequences.md) --------------------- */
+struct cJSON;
+struct nf_run_meas;
+/* report.json's "region" (only when region or strand is given): the spec, the
+ * strand ('+' when NULL), each record's contig and the first and last
+ * positions of its rows (as tracks.tsv numbers them) */
+NF_API void nf_seq_report_region(struct cJSON * rep, const nf_model * m, const nf_seq * seq, const char * region,
+                                 const char * strand);
+/* `run` on a seq longer than one window of m (nf_seq_tiled_needed): the
+ * tracks (nf_seq_tracks_write, the forwards made here) and report.json
+ * (nofall-outputs.h's common members and markers, the "region", the
+ * "tracks") written into dir, tracks.tsv read back (a header and every
+ * position); *meas: the placement measured after the forwards, *wall_ms
+ * their time, shape: LOGITS_SHAPE ("records,positions,channels");
+ * model_path: report.json's "model". */
+NF_API int nf_seq_run_tiled(nf_model * m, const nf_backend * be, const nf_seq * seq, const char * region,
+                            const char * strand, const char * model_path, const char * dir, struct nf_run_meas * meas,
+                            double * wall_ms, char * shape, size_t shape_n, nf_err * err);
+
 #ifdef __cplusplus
 }
 #endif

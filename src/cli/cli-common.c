@@ -168,7 +168,7 @@ void nf_cli_backend_warn(const nf_backend * be) {
     if (w && w[0]) fprintf(stderr, "warning: %s: %s\n", nf_backend_name(be), w);
 }
 
-int nf_cli_mpi_command_exit(const struct nf_cli_mpi * m, int rc, const nf_err * err, int failed_rank) {
+int nf_cli_mpi_command_exit(const struct nf_mpi * m, int rc, const nf_err * err, int failed_rank) {
     if (m->rank == 0) return nf_cli_command_exit(rc, err);
     if (rc == NF_OK) return 0;
     /* a failing rank prints its own message too; the others only exit != 0 */

@@ -60,29 +60,19 @@ void nf_progress_suspend(nf_progress * p);
 void nf_progress_end(nf_progress * p);
 
 /* ---- shared by `run` of every model (run-common.c) ------------------------------------ */
-/* run-tracks.c: a sequence longer than the model's window (nf_seq_tiled_needed)
- * as tiles, the set being the tracks and report.json (no .npy) */
-struct nf_seq;
-int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq, const char * region,
-                 const char * strand, const char * model_path, const char * trace, const char * trace_in_out,
-                 struct nf_cli_outfile * tr, struct nf_outset * os, nf_err * err);
-/* report.json's "region" (with --region or --strand): the spec, the strand, each record's contig and positions */
-struct cJSON;
-void nf_run_report_region(struct cJSON * rep, const nf_model * m, const struct nf_seq * seq, const char * region,
-                          const char * strand);
 /* the markers on stdout (report.json's: nf_run_markers_json) */
 void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, const char * shape, const char * classes,
                           int finite, double wall_ms, int assets_verified);
 /* write the trace (into the set, or to its own file) */
-int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_in_out, struct nf_outfile * tr,
                   struct nf_outset * os, nf_err * err);
 /* after the markers: stdout must have taken them; then swap the set in */
-int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_in_out, struct nf_outfile * tr,
                   nf_err * err);
 /* the end of a command that prints markers: the error (if any), then
  * EXIT_CODE=0|1; returns the process exit status (1 also when stdout failed) */
 int nf_cli_command_exit(int rc, const nf_err * err);
-/* `nofall tokenize` (TabSTAR's WordPiece tokenizer, cmd-tokenize.c) */
+/* `nofall tokenize` (TabSTAR's WordPiece tokenizer, nofall-text.h; cmd-convert.c) */
 int nf_cmd_tokenize(int argc, char ** argv);
 /* does model type (nf_model_type_of; "" = the default) take the run / bench
  * option key (nf_model_type_run_options)? */
@@ -104,6 +94,17 @@ struct nf_cli_tables {
 };
 typedef struct nf_table nf_table;
 int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t); /* 0 after a message */
+/* the options predict and finetune read alike (tables-opts.c): filled from v
+ * (c->tables left to nf_cli_table_opts, which each command calls in its own
+ * order); 0 after a message (--mirror-signs with --no-mirror) */
+struct nf_cli_train {
+    const char *model, *train, *val, *target, *device, *out, *mirror_signs;
+    int task, mirror, progress; /* progress: NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
+    struct nf_cli_tables tables;
+    int argc; /* the command line, for report.json */
+    char ** argv;
+};
+int nf_cli_train_opts(const struct nf_cli_opts * v, int argc, char ** argv, struct nf_cli_train * c);
 int nf_cli_table_read(const struct nf_cli_tables * t, const char * path, int is_train, nf_table ** out, nf_err * err);
 int nf_cli_finetune_opts(const struct nf_cli_opts * v, struct nf_finetune_opts * fo);
 void nf_cli_finetune_report(struct cJSON * rep, const struct nf_finetune_opts * fo);
@@ -122,7 +123,7 @@ int nf_cli_ts_on_epoch(void * user, const struct nf_tabstar_epoch * e);
 #include "nofall-mpi.h"
 /* The end of a sharded command: rank 0 as nf_cli_command_exit; another rank
  * prints nothing, except its own error when it is failed_rank; 1 on failure */
-int nf_cli_mpi_command_exit(const struct nf_cli_mpi * m, int rc, const nf_err * err, int failed_rank);
+int nf_cli_mpi_command_exit(const struct nf_mpi * m, int rc, const nf_err * err, int failed_rank);
 
 /* the commands */
 int nf_cmd_run(int argc, char ** argv);

@@ -108,14 +108,14 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
         fprintf(stderr, "error: annotate: --plot FILE.svg and --plot-variant CHR:POS:REF:ALT go together\n");
         return 0;
     }
-    if (o->plot && (strcmp(o->plot, o->out) == 0 || nf_cli_same_file(o->plot, o->out))) {
+    if (o->plot && (strcmp(o->plot, o->out) == 0 || nf_out_same_file(o->plot, o->out))) {
         fprintf(stderr, "error: annotate: --plot and --out name the same file\n");
         return 0;
     }
     if (o->plot && o->write_index) {
         char ix[4200];
         snprintf(ix, sizeof(ix), "%s%s", o->out, o->write_index == NF_ANNOTATE_INDEX_TBI ? ".tbi" : ".csi");
-        if (strcmp(o->plot, ix) == 0 || nf_cli_same_file(o->plot, ix)) {
+        if (strcmp(o->plot, ix) == 0 || nf_out_same_file(o->plot, ix)) {
             fprintf(stderr, "error: annotate: --plot and --write-index name the same file\n");
             return 0;
         }
@@ -125,7 +125,7 @@ static int nf_ann_parse(int argc, char ** argv, struct nf_ann_opts * o) {
 
 /* the hooks' side: this rank, its bar, the rank whose error err holds */
 struct nf_ann_cli {
-    const struct nf_cli_mpi * mp;
+    const struct nf_mpi * mp;
     const char * device; /* this rank's */
     nf_progress * prog;
     int failed_rank;
@@ -144,31 +144,31 @@ static int nf_ann_cli_backend(void * ctx, const char * device, nf_backend ** out
 }
 static int nf_ann_cli_agree(void * ctx, int rc, nf_err * err) {
     struct nf_ann_cli * c = ctx;
-    return nf_cli_mpi_agree(c->mp, rc, err, &c->failed_rank);
+    return nf_mpi_agree(c->mp, rc, err, &c->failed_rank);
 }
 static int nf_ann_cli_sum_i64(void * ctx, int64_t * v, int n, nf_err * err) {
-    return nf_cli_mpi_sum_i64(((struct nf_ann_cli *) ctx)->mp, v, n, err);
+    return nf_mpi_sum_i64(((struct nf_ann_cli *) ctx)->mp, v, n, err);
 }
 static int nf_ann_cli_sum_f64(void * ctx, double * v, int n, nf_err * err) {
-    return nf_cli_mpi_sum_f64(((struct nf_ann_cli *) ctx)->mp, v, n, err);
+    return nf_mpi_sum_f64(((struct nf_ann_cli *) ctx)->mp, v, n, err);
 }
 static int nf_ann_cli_gather(void * ctx, const void * data, int64_t n, char ** all, int64_t * lens, nf_err * err) {
-    return nf_cli_mpi_gather(((struct nf_ann_cli *) ctx)->mp, data, n, all, lens, err);
+    return nf_mpi_gather(((struct nf_ann_cli *) ctx)->mp, data, n, all, lens, err);
 }
 static void nf_ann_cli_chunk_done(void * ctx) {
     (void) ctx;
-    nf_cli_test_delay("annotate-chunk");
+    nf_out_test_delay("annotate-chunk");
 }
 
 /* report.json's text to path, through a temporary name (committed with the output) */
-static int nf_ann_write_report(const nf_annotator * a, const char * path, struct nf_cli_outfile * of, nf_err * err) {
+static int nf_ann_write_report(const nf_annotator * a, const char * path, struct nf_outfile * of, nf_err * err) {
     char * s = nf_annotate_report_json(a, err);
     if (!s) return err->code ? err->code : NF_ERR_NOMEM;
-    int rc = nf_cli_outfile_open(of, path, "report", err);
+    int rc = nf_outfile_open(of, path, "report", err);
     if (rc == NF_OK) {
-        FILE * f = nf_cli_outfile_fp(of);
+        FILE * f = nf_outfile_fp(of);
         if (!f || fputs(s, f) < 0 || fputc('\n', f) < 0) rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
-        if (rc == NF_OK) rc = nf_cli_outfile_close(of, err);
+        if (rc == NF_OK) rc = nf_outfile_close(of, err);
     }
     free(s);
     return rc;
@@ -190,10 +190,10 @@ static void nf_ann_summary(const nf_annotate_stats * s, const char * out) {
     fprintf(stderr, "; %lld rows to %s\n", (long long) s->rows_written, nf__esc(e, sizeof(e), out));
 }
 
-static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * mp, int * failed_rank, nf_err * err) {
+static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_mpi * mp, int * failed_rank, nf_err * err) {
     char e[1024];
     char device[64];
-    nf_cli_mpi_device(mp, o->device, device, sizeof(device));
+    nf_mpi_device(mp, o->device, device, sizeof(device));
     struct nf_ann_cli c = {mp, device, NULL, -1};
     nf_annotate_hooks h = {
         &c, nf_ann_cli_progress, nf_ann_cli_warning, nf_ann_cli_backend, mp->rank,          mp->size,
@@ -217,7 +217,7 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     ao.batch = o->batch;
     ao.out_type = o->out_type;
     ao.write_index = o->write_index;
-    struct nf_cli_outfile of, rf, xf; /* the output, its report, its index (--write-index) */
+    struct nf_outfile of, rf, xf; /* the output, its report, its index (--write-index) */
     memset(&of, 0, sizeof(of));
     memset(&rf, 0, sizeof(rf));
     memset(&xf, 0, sizeof(xf));
@@ -227,20 +227,20 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     int rc = nf_annotate_new(&ao, &h, &a, err);
     /* --out (rank 0: created now, so an unwritable place fails before any work); --out -: stdout, no report */
     const int file = mp->rank == 0 && !o->to_stdout;
-    if (rc == NF_OK && file) rc = nf_cli_outfile_open(&of, o->out, "--out", err);
+    if (rc == NF_OK && file) rc = nf_outfile_open(&of, o->out, "--out", err);
     char rp[4200];
     snprintf(rp, sizeof(rp), "%s.report.json", o->out);
     /* the report, written at the end, must not be an input either: checked now (path-guard.c) */
-    if (rc == NF_OK && file) rc = nf_cli_output_check(rp, "--out (its report OUT.report.json)", err);
+    if (rc == NF_OK && file) rc = nf_out_check(rp, "--out (its report OUT.report.json)", err);
     char xp[4200]; /* the index, OUT.csi / OUT.tbi: created now too */
     snprintf(xp, sizeof(xp), "%s%s", o->out, o->write_index ? nf_annotate_index_suffix(&ao) : "");
-    if (rc == NF_OK && file && o->write_index) rc = nf_cli_outfile_open(&xf, xp, "--write-index", err);
+    if (rc == NF_OK && file && o->write_index) rc = nf_outfile_open(&xf, xp, "--write-index", err);
     if (rc == NF_OK) rc = nf_annotate_open(a, mp->rank == 0 ? (file ? of.tmp : "-") : NULL, err);
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     rc = nf_annotate_load(a, err);
     /* --plot-variant's windows (one process): a bad variant fails here, before any scoring */
     if (rc == NF_OK && o->plot) rc = nf_annotate_plot_prepare(a, o->plot_variant, err);
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     /* the bar: rank 0's, over the records of every rank (rank 0 writes them all) */
     if (mp->rank == 0 && nf_progress_enabled(o->progress))
         c.prog = nf_progress_begin("annotate", "records", nf_annotate_count_records(o->vcf), o->progress);
@@ -270,9 +270,9 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
     } else if (mp->rank == 0) {
         rc = nf_annotate_close(a, err);
         if (rc == NF_OK && o->write_index && (rc = nf_annotate_write_index(a, xf.tmp, err)) == NF_OK)
-            rc = nf_cli_outfile_close(&xf, err);
-        if (rc == NF_OK && (rc = nf_cli_outfile_close(&of, err)) == NF_OK) rc = nf_ann_write_report(a, rp, &rf, err);
-        nf_cli_test_delay("write");
+            rc = nf_outfile_close(&xf, err);
+        if (rc == NF_OK && (rc = nf_outfile_close(&of, err)) == NF_OK) rc = nf_ann_write_report(a, rp, &rf, err);
+        nf_out_test_delay("write");
         if (rc == NF_OK) {
             nf_annotate_stats st;
             nf_annotate_get_stats(a, &st);
@@ -288,44 +288,44 @@ static int nf_ann_main(const struct nf_ann_opts * o, const struct nf_cli_mpi * m
         }
         if (rc == NF_OK) { /* the renames, signals deferred: all files of this run, or none; the index
                             * last (an index older than its file is one htslib warns of) */
-            struct nf_cli_outfile * all[3] = {&rf, &of, &xf};
-            rc = nf_cli_outfiles_commit(all, o->write_index ? 3 : 2, err);
+            struct nf_outfile * all[3] = {&rf, &of, &xf};
+            rc = nf_outfiles_commit(all, o->write_index ? 3 : 2, err);
         }
     }
     /* rank 0's writing failed: every rank fails */
-    rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);
+    rc = nf_mpi_agree(mp, rc, err, failed_rank);
 done:
     nf_progress_end(c.prog);
     nf_annotate_free(a); /* an output still open: closed (an error path, whose error stands) */
     if (rc != NF_OK) {
-        nf_cli_outfile_abort(&rf);
-        nf_cli_outfile_abort(&of);
-        nf_cli_outfile_abort(&xf);
+        nf_outfile_abort(&rf);
+        nf_outfile_abort(&of);
+        nf_outfile_abort(&xf);
     }
     return rc;
 }
 
 int nf_cmd_annotate(int argc, char ** argv) {
     /* under mpirun: one rank of the job (all ranks parse the same argv) */
-    struct nf_cli_mpi mp;
+    struct nf_mpi mp;
     nf_err err = {0};
-    if (nf_cli_mpi_init(&argc, &argv, &mp, &err) != NF_OK) {
+    if (nf_mpi_init(&argc, &argv, &mp, &err) != NF_OK) {
         nf_cli_print_error(&err, err.code);
         return 1;
     }
     struct nf_ann_opts o;
     int ret = 2;
     /* a usage error is every rank's: rank 0 prints it */
-    const int quiet = nf_cli_mpi_quiet_begin(&mp);
+    const int quiet = nf_mpi_quiet_begin(&mp);
     const int parsed = nf_ann_parse(argc, argv, &o);
-    nf_cli_mpi_quiet_end(quiet);
+    nf_mpi_quiet_end(quiet);
     if (parsed) {
-        nf_cli_signals_install();
+        nf_out_signals_install();
         int failed_rank = -1;
         int rc = NF_OK;
         if (o.plot) { /* --plot: checked first (drawn after the run, nf_ann_main; docs/plots.md) */
             rc = mp.size > 1 ? nf__err_set(&err, NF_ERR_ARG, "--plot: not under mpirun (run it on one process)")
-                             : nf_cli_output_check(o.plot, "--plot", &err);
+                             : nf_out_check(o.plot, "--plot", &err);
             if (rc == NF_OK) rc = nf_plot_check_writable(o.plot, "--plot", &err);
         }
         if (rc == NF_OK) rc = nf_ann_main(&o, &mp, &failed_rank, &err);
@@ -335,7 +335,7 @@ int nf_cmd_annotate(int argc, char ** argv) {
         } else
             ret = nf_cli_mpi_command_exit(&mp, rc, &err, failed_rank);
     }
-    nf_cli_mpi_finalize(&mp);
+    nf_mpi_finalize(&mp);
     return ret;
 }
 #endif

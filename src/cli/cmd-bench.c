@@ -73,18 +73,18 @@ int nf_cmd_bench(int argc, char ** argv) {
         fprintf(stderr, "error: --model needs a directory, got ''\n");
         return 2;
     }
-    if (json && trace && (strcmp(json, trace) == 0 || nf_cli_same_file(json, trace))) {
+    if (json && trace && (strcmp(json, trace) == 0 || nf_out_same_file(json, trace))) {
         fprintf(stderr, "error: --json and --trace name the same file\n");
         return 2;
     }
-    nf_cli_signals_install();
+    nf_out_signals_install();
 
     nf_err err = {0};
     nf_backend * be = NULL;
     nf_model * m = NULL;
     float * logits = NULL;
     double * ms = calloc((size_t) runs, sizeof(double));
-    struct nf_cli_outfile jf, tf;
+    struct nf_outfile jf, tf;
     memset(&jf, 0, sizeof(jf));
     jf.fd = jf.slot = -1;
     memset(&tf, 0, sizeof(tf));
@@ -97,11 +97,11 @@ int nf_cmd_bench(int argc, char ** argv) {
         char p[4096], e[1024];
         for (int i = 0; out && rc == NF_OK && i < 2; i++) {
             nf__path_join(p, sizeof(p), model, model_files[i]);
-            if (nf_cli_same_file(out, p))
+            if (nf_out_same_file(out, p))
                 rc = nf__err_set(&err, NF_ERR_ARG, "%s %s is the model's %s: refused (it would be overwritten)", flag,
                                  nf__esc(e, sizeof(e), out), model_files[i]);
         }
-        if (out && rc == NF_OK) rc = nf_cli_outfile_open(k ? &tf : &jf, out, flag, &err);
+        if (out && rc == NF_OK) rc = nf_outfile_open(k ? &tf : &jf, out, flag, &err);
     }
     if (rc == NF_OK) rc = nf_cli_backend_init(device, precision, &be, &err);
     if (rc == NF_OK) rc = nf_model_load(be, model, &m, &err);
@@ -144,7 +144,7 @@ int nf_cmd_bench(int argc, char ** argv) {
         /* one more forward with a timed (per-op synchronized) trace */
         nf_trace_reset(be, NF_TRACE_TIMED);
         rc = nf_model_forward(m, in, n_in, logits, &err);
-        FILE * f = nf_cli_outfile_fp(&tf);
+        FILE * f = nf_outfile_fp(&tf);
         if (rc == NF_OK && !f) rc = nf__err_set(&err, NF_ERR_IO, "%s: write failed", trace);
         if (rc == NF_OK) rc = nf_cli_write_trace_as(be, chrome, f, trace, &err);
     }
@@ -152,8 +152,8 @@ int nf_cmd_bench(int argc, char ** argv) {
         nf_cli_print_error(&err, rc);
         goto done;
     }
-    struct nf_cli_stats st;
-    nf_cli_stats(ms, runs, &st);
+    struct nf_bench_stats st;
+    nf_bench_stats(ms, runs, &st);
     const double flops = tot.flops / runs;
     const double gflops = flops / (st.median * 1e6);
     printf("BENCH_DEVICE=%s\n", nf_backend_name(be));
@@ -213,18 +213,18 @@ int nf_cmd_bench(int argc, char ** argv) {
         cJSON_AddNumberToObject(doc, "max_ms", st.max);
         cJSON_AddNumberToObject(doc, "flop_per_forward", flops);
         cJSON_AddNumberToObject(doc, "gflops", gflops);
-        FILE * f = nf_cli_outfile_fp(&jf);
+        FILE * f = nf_outfile_fp(&jf);
         rc = f && nf__json_write_fp(f, doc) ? NF_OK : nf__err_set(&err, NF_ERR_IO, "%s: write failed", json);
         cJSON_Delete(doc);
     }
     if (rc == NF_OK && !nf_cli_stdout_ok())
         rc = nf__err_set(&err, NF_ERR_IO, "standard output: the figures could not be written");
-    if (rc == NF_OK && json) rc = nf_cli_outfile_commit(&jf, &err);
-    if (rc == NF_OK && trace) rc = nf_cli_outfile_commit(&tf, &err);
+    if (rc == NF_OK && json) rc = nf_outfile_commit(&jf, &err);
+    if (rc == NF_OK && trace) rc = nf_outfile_commit(&tf, &err);
     if (rc != NF_OK) nf_cli_print_error(&err, rc);
 done:
-    nf_cli_outfile_abort(&jf);
-    nf_cli_outfile_abort(&tf);
+    nf_outfile_abort(&jf);
+    nf_outfile_abort(&tf);
     free(ms);
     free(logits);
     nf_inputs_free(inputs);

@@ -4,10 +4,14 @@
  * with the same names, dtypes, shapes and bytes. The whole checkpoint is read
  * and checked before anything is written; DIR is an output set (staging
  * directory, lock, swap: nothing is left of a failed run). A .ckpt holds no config.json: --config FILE copies one
- * (parsed first, so it must be JSON), otherwise a note says to supply it. */
+ * (parsed first, so it must be JSON), otherwise a note says to supply it.
+ * And `nofall tokenize --model DIR --strings S.json --out OUT`: TabSTAR's
+ * WordPiece tokenizer over a JSON list of strings (nofall-text.h
+ * nf_tokenize_json: OUT/token_ids.json); TOKENIZED=N and EXIT_CODE on stdout. */
 #include "cli.h"
 #include "opts.h"
 #include "io/nf-io.h"
+#include "nofall-text.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -25,7 +29,7 @@ int nf_cmd_convert(int argc, char ** argv) {
 
     /* SIGINT/SIGTERM/SIGHUP/SIGQUIT remove the staging directory and the lock,
      * and wait while the swap runs (without it a signal left both behind) */
-    nf_cli_signals_install();
+    nf_out_signals_install();
     nf_err err = {0};
     struct nf_ckpt ck;
     struct nf_safetensors st;
@@ -58,7 +62,7 @@ int nf_cmd_convert(int argc, char ** argv) {
         nf_outset_path(&os, "config.json", stage, sizeof(stage));
         rc = nf__json_write_file(stage, cfg, &err);
     }
-    nf_cli_test_delay("write");
+    nf_out_test_delay("write");
     if (rc == NF_OK) {
         int64_t bytes = 0;
         for (int i = 0; i < st.n_tensors; i++) bytes += (int64_t) (st.tensors[i].end - st.tensors[i].begin);
@@ -80,4 +84,21 @@ int nf_cmd_convert(int argc, char ** argv) {
     nf__st_close(&st);
     nf__ckpt_close(&ck);
     return rc == NF_OK ? 0 : 1;
+}
+
+int nf_cmd_tokenize(int argc, char ** argv) {
+    struct nf_cli_opts v;
+    if (!nf_cli_opts_parse(NF_M(TOKENIZE), argc, argv, 1, NULL, &v)) return 2;
+    const char * model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
+    const char * strings = nf_cli_opt_str(&v, NF_O_STRINGS, NULL);
+    const char * out = nf_cli_opt_str(&v, NF_O_OUT_DIR, NULL);
+    if (!model || !strings || !out) {
+        fprintf(stderr, "error: tokenize needs --model DIR --strings S.json --out OUT\n");
+        return 2;
+    }
+    nf_err err = {0};
+    int n = 0;
+    const int rc = nf_tokenize_json(model, strings, out, &n, &err);
+    if (rc == NF_OK) printf("TOKENIZED=%d\n", n);
+    return nf_cli_command_exit(rc, &err);
 }

@@ -52,14 +52,10 @@ void nf_cli_finetune_report(cJSON * rep, const struct nf_finetune_opts * fo) {
 }
 
 struct nf_ft_cli {
-    const char *model, *train, *val, *target, *out, *device, *mirror_signs;
-    int task, mirror, progress;
+    struct nf_cli_train c;                /* model, tables, ... (nf_cli_train_opts) */
     int max_epochs, patience, no_average; /* TabSTAR */
     const char * mitra_only;              /* a Mitra option given (refused for TabSTAR) */
     struct nf_finetune_opts fo;
-    struct nf_cli_tables tables;
-    int argc;
-    char ** argv;
 };
 
 /* the steps as they come (the log), the bar */
@@ -93,17 +89,7 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
     struct nf_cli_opts v;
     memset(o, 0, sizeof(*o));
     if (!nf_cli_opts_parse(NF_M(FINETUNE), argc, argv, 1, NULL, &v)) return 0;
-    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
-    o->train = nf_cli_opt_str(&v, NF_O_TRAIN, NULL);
-    o->val = nf_cli_opt_str(&v, NF_O_VAL, NULL);
-    o->target = nf_cli_opt_str(&v, NF_O_TARGET, NULL);
-    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
-    o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
-    o->mirror_signs = nf_cli_opt_str(&v, NF_O_MIRROR_SIGNS, NULL);
-    o->task = nf_cli_opt_task(&v);
-    o->mirror = !v.set[NF_O_NO_MIRROR];
-    if (!nf_cli_table_opts(&v, &o->tables)) return 0;
-    o->progress = nf_cli_opt_progress(&v);
+    if (!nf_cli_table_opts(&v, &o->c.tables) || !nf_cli_train_opts(&v, argc, argv, &o->c)) return 0;
     o->max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
     o->patience = v.set[NF_O_PATIENCE] ? (int) v.i[NF_O_PATIENCE] : 5;
     o->no_average = v.set[NF_O_NO_AVERAGE];
@@ -120,13 +106,7 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
                  {NF_O_MIRROR_SIGNS, "--mirror-signs"}};
     for (size_t k = 0; k < sizeof(mitra) / sizeof(mitra[0]) && !o->mitra_only; k++)
         if (v.set[mitra[k].id]) o->mitra_only = mitra[k].name;
-    o->argc = argc;
-    o->argv = argv;
-    if (o->mirror_signs && !o->mirror) {
-        fprintf(stderr, "error: --mirror-signs and --no-mirror exclude each other\n");
-        return 0;
-    }
-    if (!o->model || !o->train || !o->target || !o->out) {
+    if (!o->c.model || !o->c.train || !o->c.target || !o->c.out) {
         fprintf(stderr, "error: finetune needs --model DIR --train TRAIN.csv --target COLUMN --out MODEL_DIR\n");
         return 0;
     }
@@ -178,42 +158,42 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     nf_backend * be = NULL;
     nf_model * m = NULL;
     struct nf_outset os;
-    struct nf_ft_log log = {.mode = o->progress, .total = o->fo.steps};
+    struct nf_ft_log log = {.mode = o->c.progress, .total = o->fo.steps};
     memset(&os, 0, sizeof(os));
     os.lock_fd = -1;
     char e1[512], e2[256];
     char hint[160];
-    int rc = nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
-    if (rc == NF_OK && o->val) rc = nf_cli_table_read(&o->tables, o->val, 0, &va, err);
+    int rc = nf_cli_table_read(&o->c.tables, o->c.train, 1, &tr, err);
+    if (rc == NF_OK && o->c.val) rc = nf_cli_table_read(&o->c.tables, o->c.val, 0, &va, err);
     if (rc == NF_OK) {
         nf_table_sep_hint(tr, hint, sizeof(hint));
-        if (nf_table_find(tr, o->target) < 0)
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->train),
-                             nf__esc(e2, sizeof(e2), o->target), hint);
-        else if (va && nf_table_find(va, o->target) < 0)
+        if (nf_table_find(tr, o->c.target) < 0)
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->c.train),
+                             nf__esc(e2, sizeof(e2), o->c.target), hint);
+        else if (va && nf_table_find(va, o->c.target) < 0)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)",
-                             nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target));
+                             nf__esc(e1, sizeof(e1), o->c.val), nf__esc(e2, sizeof(e2), o->c.target));
         else if (va && nf_table_n_rows(va) < 1)
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows (--val)", nf__esc(e1, sizeof(e1), o->val));
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows (--val)", nf__esc(e1, sizeof(e1), o->c.val));
     }
-    if (rc == NF_OK && o->mirror_signs) rc = nf_mirror_spec_read(o->mirror_signs, &spec, err);
+    if (rc == NF_OK && o->c.mirror_signs) rc = nf_mirror_spec_read(o->c.mirror_signs, &spec, err);
     if (rc == NF_OK && spec && spec->n_estimators != 1)
         rc = nf__err_set(err, NF_ERR_INPUT,
                          "%s: %lld ensemble members' mirror signs; fine-tuning takes one member (--mirror-signs)",
-                         nf__esc(e1, sizeof(e1), o->mirror_signs), (long long) spec->n_estimators);
+                         nf__esc(e1, sizeof(e1), o->c.mirror_signs), (long long) spec->n_estimators);
     const struct nf_predictor_opts po = {
-        .task = o->task, .n_estimators = 1, .seed = o->fo.seed, .no_mirror = !o->mirror, .mirror = spec};
-    if (rc == NF_OK) rc = nf_predictor_fit(tr, o->target, &po, &pr, err);
+        .task = o->c.task, .n_estimators = 1, .seed = o->fo.seed, .no_mirror = !o->c.mirror, .mirror = spec};
+    if (rc == NF_OK) rc = nf_predictor_fit(tr, o->c.target, &po, &pr, err);
     if (rc == NF_OK && va) rc = nf_predictor_check_table(pr, va, err);
     if (rc != NF_OK) goto out;
     static const char * const names[] = {"config.json", "model.safetensors", "training-log.json", "training-log.csv",
                                          "report.json"};
-    if ((rc = nf_outset_begin(&os, o->out, names, 5, err)) != NF_OK) goto out;
-    if ((rc = nf_cli_backend_init(o->device, 0, &be, err)) != NF_OK) goto out;
-    if ((rc = nf_model_load(be, o->model, &m, err)) != NF_OK) goto out;
+    if ((rc = nf_outset_begin(&os, o->c.out, names, 5, err)) != NF_OK) goto out;
+    if ((rc = nf_cli_backend_init(o->c.device, 0, &be, err)) != NF_OK) goto out;
+    if ((rc = nf_model_load(be, o->c.model, &m, err)) != NF_OK) goto out;
     {
         char name[4200];
-        snprintf(name, sizeof(name), "--model %s", o->model);
+        snprintf(name, sizeof(name), "--model %s", o->c.model);
         if ((rc = nf_predictor_check_model(pr, m, name, err)) != NF_OK) goto out;
     }
     struct nf_finetune_opts fo = o->fo;
@@ -221,7 +201,7 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     fo.user = &log;
     struct nf_finetune_result res;
     const double t0 = nf_cli_now_ms();
-    nf_cli_test_delay("forward");
+    nf_out_test_delay("forward");
     rc = nf_predictor_finetune(pr, m, va, &fo, &res, err);
     const double wall_ms = nf_cli_now_ms() - t0;
     nf_progress_end(log.bar);
@@ -234,11 +214,11 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
         cJSON * rep = cJSON_CreateObject();
         cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
         cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
-        for (int i = 0; i < o->argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->argv[i]));
-        nf_run_report_common(rep, o->model, m, be);
-        cJSON_AddStringToObject(rep, "train", o->train);
-        if (o->val)
-            cJSON_AddStringToObject(rep, "val", o->val);
+        for (int i = 0; i < o->c.argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->c.argv[i]));
+        nf_run_report_common(rep, o->c.model, m, be);
+        cJSON_AddStringToObject(rep, "train", o->c.train);
+        if (o->c.val)
+            cJSON_AddStringToObject(rep, "val", o->c.val);
         else
             cJSON_AddNullToObject(rep, "val");
         nf_cli_finetune_report(rep, &o->fo);
@@ -321,7 +301,7 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
     nf_backend * be = NULL;
     nf_model * m = NULL;
     struct nf_outset os;
-    struct nf_cli_ts_log log = {.mode = o->progress, .what = "finetune"};
+    struct nf_cli_ts_log log = {.mode = o->c.progress, .what = "finetune"};
     memset(&os, 0, sizeof(os));
     os.lock_fd = -1;
     char e1[512], e2[256], hint[160];
@@ -329,27 +309,27 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
         return nf__err_set(err, NF_ERR_ARG,
                            "%s is a Mitra fine-tuning option; a TabSTAR model (--model %s) takes "
                            "--val, --max-epochs, --patience, --no-average, --seed",
-                           o->mitra_only, nf__esc(e1, sizeof(e1), o->model));
-    int rc = nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
-    if (rc == NF_OK && o->val) rc = nf_cli_table_read(&o->tables, o->val, 0, &va, err);
-    if (rc == NF_OK && nf_table_find(tr, o->target) < 0) {
+                           o->mitra_only, nf__esc(e1, sizeof(e1), o->c.model));
+    int rc = nf_cli_table_read(&o->c.tables, o->c.train, 1, &tr, err);
+    if (rc == NF_OK && o->c.val) rc = nf_cli_table_read(&o->c.tables, o->c.val, 0, &va, err);
+    if (rc == NF_OK && nf_table_find(tr, o->c.target) < 0) {
         nf_table_sep_hint(tr, hint, sizeof(hint));
-        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->train),
-                         nf__esc(e2, sizeof(e2), o->target), hint);
-    } else if (rc == NF_OK && va && nf_table_find(va, o->target) < 0) {
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->c.train),
+                         nf__esc(e2, sizeof(e2), o->c.target), hint);
+    } else if (rc == NF_OK && va && nf_table_find(va, o->c.target) < 0) {
         nf_table_sep_hint(va, hint, sizeof(hint));
         rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)%s",
-                         nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target), hint);
+                         nf__esc(e1, sizeof(e1), o->c.val), nf__esc(e2, sizeof(e2), o->c.target), hint);
     } else if (rc == NF_OK && va && nf_table_n_rows(va) < 1)
-        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows (--val)", nf__esc(e1, sizeof(e1), o->val));
+        rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows (--val)", nf__esc(e1, sizeof(e1), o->c.val));
     static const char * const names[] = {"config.json", "model.safetensors",  "vocab.txt",  "verbalizer.json",
                                          "split.json",  "training-log.jsonl", "report.json"};
-    if (rc == NF_OK) rc = nf_outset_begin(&os, o->out, names, 7, err);
-    if (rc == NF_OK) rc = nf_cli_backend_init(o->device, 0, &be, err);
-    if (rc == NF_OK) rc = nf_model_load(be, o->model, &m, err);
+    if (rc == NF_OK) rc = nf_outset_begin(&os, o->c.out, names, 7, err);
+    if (rc == NF_OK) rc = nf_cli_backend_init(o->c.device, 0, &be, err);
+    if (rc == NF_OK) rc = nf_model_load(be, o->c.model, &m, err);
     struct nf_tabstar_fit_opts fo;
     nf_tabstar_fit_opts_default(&fo);
-    fo.task = o->task;
+    fo.task = o->c.task;
     fo.max_epochs = o->max_epochs;
     fo.patience = o->patience;
     fo.no_average = o->no_average;
@@ -360,8 +340,8 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
     struct nf_tabstar_fit_result res;
     const double t0 = nf_cli_now_ms();
     if (rc == NF_OK) {
-        nf_cli_test_delay("forward");
-        rc = nf_tabstar_fit(m, o->model, tr, o->target, &fo, os.staging, &res, err);
+        nf_out_test_delay("forward");
+        rc = nf_tabstar_fit(m, o->c.model, tr, o->c.target, &fo, os.staging, &res, err);
     }
     const double wall_ms = nf_cli_now_ms() - t0;
     nf_progress_end(log.bar);
@@ -371,11 +351,11 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
         cJSON * rep = cJSON_CreateObject();
         cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
         cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
-        for (int i = 0; i < o->argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->argv[i]));
-        nf_run_report_common(rep, o->model, m, be);
-        cJSON_AddStringToObject(rep, "train", o->train);
-        if (o->val)
-            cJSON_AddStringToObject(rep, "val", o->val);
+        for (int i = 0; i < o->c.argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->c.argv[i]));
+        nf_run_report_common(rep, o->c.model, m, be);
+        cJSON_AddStringToObject(rep, "train", o->c.train);
+        if (o->c.val)
+            cJSON_AddStringToObject(rep, "val", o->c.val);
         else
             cJSON_AddNullToObject(rep, "val");
         cJSON * op = cJSON_AddObjectToObject(rep, "options");
@@ -383,7 +363,7 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
         cJSON_AddNumberToObject(op, "patience", fo.patience);
         cJSON_AddNumberToObject(op, "seed", (double) fo.seed);
         cJSON_AddBoolToObject(op, "no_average", fo.no_average);
-        cJSON_AddStringToObject(rep, "target", o->target);
+        cJSON_AddStringToObject(rep, "target", o->c.target);
         cJSON_AddStringToObject(rep, "task", res.task == NF_PREDICT_REGRESSION ? "regression" : "classification");
         cJSON_AddNumberToObject(rep, "n_train", (double) nf_table_n_rows(tr));
         char * js = nf_tabstar_fit_json(&fo, &res, log.e, log.n);
@@ -430,9 +410,9 @@ int nf_cmd_finetune(int argc, char ** argv) {
     struct nf_ft_cli o;
     if (!nf_ft_parse(argc, argv, &o)) return 2;
     nf_err err = {0};
-    nf_cli_signals_install();
+    nf_out_signals_install();
     char type[64];
-    nf_model_type_of(o.model, type, sizeof(type));
+    nf_model_type_of(o.c.model, type, sizeof(type));
     const int rc = strcmp(type, "tabstar") == 0 ? nf_ft_tabstar(&o, &err) : nf_ft_main(&o, &err);
     return nf_cli_command_exit(rc, &err);
 }

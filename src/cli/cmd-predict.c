@@ -29,23 +29,11 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
     if (!nf_cli_opts_parse(tabstar ? NF_M(PREDICT_TAB) : NF_M(PREDICT_MITRA), argc, argv, 1, NULL, &v)) return 0;
     o->model_type = tabstar ? "tabstar" : NULL;
     o->adapter = nf_cli_opt_str(&v, NF_O_ADAPTER, NULL);
-    o->model = nf_cli_opt_str(&v, NF_O_MODEL, NULL);
-    o->train = nf_cli_opt_str(&v, NF_O_TRAIN, NULL);
     o->test = nf_cli_opt_str(&v, NF_O_TEST, NULL);
-    o->target = nf_cli_opt_str(&v, NF_O_TARGET, NULL);
-    o->device = nf_cli_opt_str(&v, NF_O_DEVICE, "cpu");
-    o->out = nf_cli_opt_str(&v, NF_O_OUT, NULL);
-    o->mirror_signs = nf_cli_opt_str(&v, NF_O_MIRROR_SIGNS, NULL);
-    o->task = nf_cli_opt_task(&v);
-    o->mirror = !v.set[NF_O_NO_MIRROR];
-    o->progress = nf_cli_opt_progress(&v);
     o->n_est = v.set[NF_O_N_ESTIMATORS] ? v.i[NF_O_N_ESTIMATORS] : 0;
     o->query_chunk = v.set[NF_O_QUERY_CHUNK] ? v.i[NF_O_QUERY_CHUNK] : 0;
     o->seed = (uint64_t) v.i[NF_O_PREDICT_SEED];
-    if (o->mirror_signs && !o->mirror) {
-        fprintf(stderr, "error: --mirror-signs and --no-mirror exclude each other\n");
-        return 0;
-    }
+    if (!nf_cli_train_opts(&v, argc, argv, &o->c)) return 0;
     /* TabSTAR: upstream's fit first by default (upstream has no other mode); --fine-tune says so explicitly */
     o->fine_tune = tabstar ? !v.set[NF_O_NO_FINE_TUNE] : v.set[NF_O_FINE_TUNE];
     o->ts_max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
@@ -56,7 +44,6 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
                                          : "--val");
         return 0;
     }
-    o->val = nf_cli_opt_str(&v, NF_O_VAL, NULL);
     static const enum nf_cli_opt_id ft_only[] = {NF_O_VAL,          NF_O_FT_STEPS, NF_O_LR,       NF_O_WEIGHT_DECAY,
                                                  NF_O_WARMUP_STEPS, NF_O_PATIENCE, NF_O_KEEP_LAST};
     for (size_t k = 0; !o->fine_tune && k < sizeof(ft_only) / sizeof(ft_only[0]); k++)
@@ -66,10 +53,8 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
             return 0;
         }
     if (!nf_cli_finetune_opts(&v, &o->fo)) return 0;
-    if (!nf_cli_table_opts(&v, &o->tables)) return 0;
-    o->argc = argc;
-    o->argv = argv;
-    if (!o->model || !o->train || !o->test || !o->target || !o->out) {
+    if (!nf_cli_table_opts(&v, &o->c.tables)) return 0;
+    if (!o->c.model || !o->c.train || !o->test || !o->c.target || !o->c.out) {
         fprintf(stderr,
                 "error: predict needs --model DIR --train TRAIN.csv --test TEST.csv --target COLUMN --out OUT\n");
         return 0;
@@ -87,7 +72,7 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
  * rank 0 gathers the rows and writes the outputs, byte-identical to the
  * plain run's. The blob of a rank: rows_begin, rows_end (int64), the rows'
  * averaged outputs (double, K each), then per member their logits (float). */
-static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, int64_t nq, int64_t n_est, int K,
+static int nf_pred_gather(const struct nf_mpi * mp, int64_t r0, int64_t r1, int64_t nq, int64_t n_est, int K,
                           double * acc, float * logits, int64_t * lens, nf_err * err) {
     const int64_t nr = r1 - r0;
     const int64_t n = 16 + nr * K * (int64_t) sizeof(double) + n_est * nr * K * (int64_t) sizeof(float);
@@ -99,7 +84,7 @@ static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, 
          * would hang otherwise), sending rows [-1, -1) that rank 0 refuses */
         static const int64_t none[2] = {-1, -1};
         nf_err e2 = {0};
-        nf_cli_mpi_gather(mp, none, 16, &all, lens, &e2);
+        nf_mpi_gather(mp, none, 16, &all, lens, &e2);
         free(all);
         return nf__err_set(err, NF_ERR_NOMEM, "rank %d: out of memory for its %lld test rows", mp->rank,
                            (long long) nr);
@@ -110,7 +95,7 @@ static int nf_pred_gather(const struct nf_cli_mpi * mp, int64_t r0, int64_t r1, 
     for (int64_t e = 0; e < n_est; e++)
         memcpy(blob + 16 + nr * K * (int64_t) sizeof(double) + e * nr * K * (int64_t) sizeof(float),
                logits + (e * nq + r0) * K, (size_t) (nr * K) * sizeof(float));
-    rc = nf_cli_mpi_gather(mp, blob, n, &all, lens, err);
+    rc = nf_mpi_gather(mp, blob, n, &all, lens, err);
     free(blob);
     if (rc == NF_OK && mp->rank == 0) {
         /* every row once: the ranks' row blocks in rank order, end to end */
@@ -159,7 +144,7 @@ static void nf_pred_progress(void * user, int64_t done, int64_t total) {
 /* report.json: the common items, the predictor's (nofall-tabular.h: under
  * MPI its "queries" get every rank's forwards and rows, then "ranks"), the
  * markers */
-static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, const char * model, nf_model * m,
+static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_mpi * mp, const char * model, nf_model * m,
                           const nf_backend * be, const nf_predictor * pr, const nf_table * te, const int64_t tot[2],
                           const int64_t * rows, cJSON ** out, nf_err * err) {
     char * js = nf_predictor_report_json(pr, m, te, err);
@@ -171,7 +156,7 @@ static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi
     /* the command line and when it ran (UTC), then the common items (version, weights' SHA-256) */
     cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
     cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
-    for (int i = 0; i < o->argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->argv[i]));
+    for (int i = 0; i < o->c.argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->c.argv[i]));
     {
         char when[32];
         const time_t now = time(NULL);
@@ -202,8 +187,7 @@ static int nf_pred_report(const struct nf_pred_opts * o, const struct nf_cli_mpi
     return NF_OK;
 }
 
-static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp, int * failed_rank,
-                           nf_err * err) {
+static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_mpi * mp, int * failed_rank, nf_err * err) {
     nf_table *tr = NULL, *te = NULL, *va = NULL;
     nf_predictor * pr = NULL;
     struct nf_mirror_spec * spec = NULL;
@@ -215,7 +199,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     int rc;
     int64_t *rows = NULL, *counts = NULL;
     char device[64];
-    nf_cli_mpi_device(mp, o->device, device, sizeof(device));
+    nf_mpi_device(mp, o->c.device, device, sizeof(device));
     memset(&os, 0, sizeof(os));
     os.lock_fd = -1;
     /* the tables first: every bad table fails before --out is touched (under
@@ -223,42 +207,42 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     rc = o->fine_tune && mp->size > 1
              ? nf__err_set(err, NF_ERR_UNSUPPORTED, "predict --fine-tune runs as one process, not as %d MPI ranks",
                            mp->size)
-             : nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
-    if (rc == NF_OK) rc = nf_cli_table_read(&o->tables, o->test, 0, &te, err);
-    if (rc == NF_OK && o->val) rc = nf_cli_table_read(&o->tables, o->val, 0, &va, err);
+             : nf_cli_table_read(&o->c.tables, o->c.train, 1, &tr, err);
+    if (rc == NF_OK) rc = nf_cli_table_read(&o->c.tables, o->test, 0, &te, err);
+    if (rc == NF_OK && o->c.val) rc = nf_cli_table_read(&o->c.tables, o->c.val, 0, &va, err);
     char hint[160];
-    if (rc == NF_OK && va && nf_table_find(va, o->target) < 0) {
+    if (rc == NF_OK && va && nf_table_find(va, o->c.target) < 0) {
         char e1[512], e2[256];
         nf_table_sep_hint(va, hint, sizeof(hint));
         rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target; --val needs it)%s",
-                         nf__esc(e1, sizeof(e1), o->val), nf__esc(e2, sizeof(e2), o->target), hint);
+                         nf__esc(e1, sizeof(e1), o->c.val), nf__esc(e2, sizeof(e2), o->c.target), hint);
     }
     if (rc == NF_OK) {
         char e1[512], e2[256];
         nf_table_sep_hint(tr, hint, sizeof(hint));
-        if (nf_table_find(tr, o->target) < 0)
-            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->train),
-                             nf__esc(e2, sizeof(e2), o->target), hint);
+        if (nf_table_find(tr, o->c.target) < 0)
+            rc = nf__err_set(err, NF_ERR_INPUT, "%s: no column '%s' (--target)%s", nf__esc(e1, sizeof(e1), o->c.train),
+                             nf__esc(e2, sizeof(e2), o->c.target), hint);
         else if (nf_table_n_rows(tr) < 2)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: %lld data rows; need at least 2",
-                             nf__esc(e1, sizeof(e1), o->train), (long long) nf_table_n_rows(tr));
+                             nf__esc(e1, sizeof(e1), o->c.train), (long long) nf_table_n_rows(tr));
         else if (nf_table_n_rows(te) < 1)
             rc = nf__err_set(err, NF_ERR_INPUT, "%s: no data rows", nf__esc(e1, sizeof(e1), o->test));
     }
-    if (rc == NF_OK && o->mirror_signs) rc = nf_mirror_spec_read(o->mirror_signs, &spec, err);
-    struct nf_predictor_opts po = {.task = o->task,
+    if (rc == NF_OK && o->c.mirror_signs) rc = nf_mirror_spec_read(o->c.mirror_signs, &spec, err);
+    struct nf_predictor_opts po = {.task = o->c.task,
                                    .n_estimators = o->n_est,
                                    .seed = o->seed,
-                                   .no_mirror = !o->mirror,
+                                   .no_mirror = !o->c.mirror,
                                    .mirror = spec,
                                    .model_type = o->model_type};
-    if (rc == NF_OK) rc = nf_predictor_fit(tr, o->target, &po, &pr, err);
+    if (rc == NF_OK) rc = nf_predictor_fit(tr, o->c.target, &po, &pr, err);
     /* TabSTAR --no-fine-tune on a directory nofall's fit wrote: the verbalizer it was trained with */
     const int tabstar = o->model_type && strcmp(o->model_type, "tabstar") == 0;
-    if (rc == NF_OK && tabstar && !o->fine_tune) rc = nf_predictor_tabstar_use_fit(pr, o->model, tr, NULL, err);
+    if (rc == NF_OK && tabstar && !o->fine_tune) rc = nf_predictor_tabstar_use_fit(pr, o->c.model, tr, NULL, err);
     if (rc == NF_OK) rc = nf_predictor_check_table(pr, te, err);
     if (rc == NF_OK && va) rc = nf_predictor_check_table(pr, va, err);
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto out_nolock;
+    if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto out_nolock;
     const int is_cls = nf_predictor_task(pr) == NF_PREDICT_CLASSIFICATION;
 
     /* --out: rank 0's; the predictor's files and report.json */
@@ -267,30 +251,30 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     for (int i = 0; i < nf_predictor_n_artifacts(pr) && n_names < 15; i++)
         names[n_names++] = nf_predictor_artifact(pr, i);
     names[n_names++] = "report.json";
-    if (mp->rank == 0) rc = nf_outset_begin(&os, o->out, names, n_names, err);
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if (mp->rank == 0) rc = nf_outset_begin(&os, o->c.out, names, n_names, err);
+    if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     if ((rc = nf_cli_backend_init(device, 0, &be, err)) != NF_OK) goto done_agree;
     nf_trace_reset(be, NF_TRACE_TOTALS);
-    if ((rc = nf_cli_model_load(be, o->model, &m, err)) != NF_OK) goto done_agree;
+    if ((rc = nf_cli_model_load(be, o->c.model, &m, err)) != NF_OK) goto done_agree;
     if (o->adapter && (rc = nf_predictor_merge_adapter(pr, m, o->adapter, err)) != NF_OK) goto done_agree;
     if (o->query_chunk > 0 && (rc = nf_model_set_option(m, "query_chunk", o->query_chunk, err)) != NF_OK)
         goto done_agree;
     {
         char name[4200];
-        snprintf(name, sizeof(name), "--model %s", o->model);
+        snprintf(name, sizeof(name), "--model %s", o->c.model);
         if ((rc = nf_predictor_check_model(pr, m, name, err)) != NF_OK) goto done_agree;
     }
     if (o->fine_tune && tabstar) { /* upstream TabSTAR's fit (report.json: its summary, "fine_tune") */
         struct nf_tabstar_fit_opts tfo;
         struct nf_tabstar_fit_result tres;
-        struct nf_cli_ts_log log = {.mode = o->progress, .what = "fit"};
+        struct nf_cli_ts_log log = {.mode = o->c.progress, .what = "fit"};
         nf_tabstar_fit_opts_default(&tfo);
-        tfo.task = o->task;
+        tfo.task = o->c.task;
         tfo.seed = o->seed;
         tfo.val = va;
         if (o->ts_max_epochs > 0) tfo.max_epochs = o->ts_max_epochs;
-        if (nf_progress_enabled(o->progress)) tfo.on_epoch = nf_cli_ts_on_epoch, tfo.user = &log;
-        rc = nf_predictor_tabstar_fit(pr, m, o->model, tr, &tfo, &tres, err);
+        if (nf_progress_enabled(o->c.progress)) tfo.on_epoch = nf_cli_ts_on_epoch, tfo.user = &log;
+        rc = nf_predictor_tabstar_fit(pr, m, o->c.model, tr, &tfo, &tres, err);
         nf_progress_end(log.bar);
         free(log.e);
         if (rc != NF_OK) goto done_agree;
@@ -327,9 +311,9 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if (mp->size > 1 && end == 0) /* fewer units than ranks: nothing here ([0, 0) would read "all") */
         r1 = 0;
     else {
-        struct nf_pred_bar bar = {NULL, mp->rank == 0 ? o->progress : NF_PROGRESS_QUIET};
+        struct nf_pred_bar bar = {NULL, mp->rank == 0 ? o->c.progress : NF_PROGRESS_QUIET};
         if (nf_progress_enabled(bar.mode)) nf_predictor_set_progress(pr, nf_pred_progress, &bar);
-        nf_cli_test_delay("forward");
+        nf_out_test_delay("forward");
         rc = nf_predictor_predict_part(pr, m, te, begin, mp->size > 1 ? end : 0, acc, all_logits, &r0, &r1, err);
         nf_predictor_set_progress(pr, NULL, NULL);
         nf_progress_end(bar.bar);
@@ -343,7 +327,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
                              (long long) r0, (long long) r1);
     }
 #endif
-    if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+    if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
     struct nf_predict_stats st;
     nf_predictor_last_stats(pr, &st);
     int64_t tot[2] = {st.forwards, st.support_passes};
@@ -352,18 +336,18 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         int64_t * mine = rows + 2 * mp->rank;
         mine[0] = r0;
         mine[1] = r1;
-        nf_cli_mpi_sum_i64(mp, tot, 2, err);
-        nf_cli_mpi_sum_i64(mp, rows, 2 * mp->size, err);
-        nf_cli_mpi_sum_f64(mp, &wall_ms, 1, err);
+        nf_mpi_sum_i64(mp, tot, 2, err);
+        nf_mpi_sum_i64(mp, rows, 2 * mp->size, err);
+        nf_mpi_sum_f64(mp, &wall_ms, 1, err);
         rc = nf_pred_gather(mp, r0, r1, nq, n_est, K, acc, all_logits, rows + 2 * mp->size, err);
-        if ((rc = nf_cli_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
+        if ((rc = nf_mpi_agree(mp, rc, err, failed_rank)) != NF_OK) goto done;
         if (mp->rank != 0) goto write_end;
     }
 
     /* the outputs (the predictor's files), the markers, report.json */
     char path[4096];
     if ((rc = nf_predictor_write_outputs(pr, os.staging, nq, acc, all_logits, counts, err)) != NF_OK) goto write_end;
-    nf_cli_test_delay("write");
+    nf_out_test_delay("write");
     char classes_marker[4096] = "none";
     size_t cml = 0;
     for (int k = 0; is_cls && k < K; k++) {
@@ -388,7 +372,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     if ((rc = nf_predictor_score(pr, te, acc, &met, err)) != NF_OK) goto write_end;
     {
         cJSON * rep = NULL;
-        if ((rc = nf_pred_report(o, mp, o->model, m, be, pr, te, tot, rows, &rep, err)) != NF_OK) goto write_end;
+        if ((rc = nf_pred_report(o, mp, o->c.model, m, be, pr, te, tot, rows, &rep, err)) != NF_OK) goto write_end;
         char * mj = met.n_rows > 0 ? nf_predict_metrics_json(&met) : NULL;
         if (mj) cJSON_AddItemToObject(rep, "metrics", cJSON_Parse(mj));
         nf_free(mj);
@@ -413,18 +397,18 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
     }
     nf_run_markers_print(&meas, be, shape, classes_marker, 1, wall_ms, 1);
     rc = nf_run_commit(&os, NULL, "", NULL, err);
-    if (rc == NF_OK && o->progress != NF_PROGRESS_QUIET) { /* one line of what was written */
+    if (rc == NF_OK && o->c.progress != NF_PROGRESS_QUIET) { /* one line of what was written */
         char line[2048];
-        nf_predictor_summary(pr, nq, is_cls ? counts : NULL, &met, o->out, line, sizeof(line));
+        nf_predictor_summary(pr, nq, is_cls ? counts : NULL, &met, o->c.out, line, sizeof(line));
         fprintf(stderr, "predict: %s\n", line);
     }
 write_end:
     /* rank 0's writing failed: every rank fails */
-    if (mp->size > 1) rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);
+    if (mp->size > 1) rc = nf_mpi_agree(mp, rc, err, failed_rank);
     goto done;
 done_agree:
     /* a failure before the forwards: every rank learns it */
-    rc = nf_cli_mpi_agree(mp, rc, err, failed_rank);
+    rc = nf_mpi_agree(mp, rc, err, failed_rank);
 done:
     nf_outset_end(&os);
 out_nolock:
@@ -442,20 +426,20 @@ out_nolock:
     return rc;
 }
 
-int nf_predict_run(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp) {
-    static const struct nf_cli_mpi one = {0, 0, 0, 1, 0, 1};
+int nf_predict_run(const struct nf_pred_opts * o, const struct nf_mpi * mp) {
+    static const struct nf_mpi one = {0, 0, 0, 1, 0, 1};
     nf_err err = {0};
     int failed_rank = -1;
-    nf_cli_signals_install();
+    nf_out_signals_install();
     const int rc = nf_predict_main(o, mp ? mp : &one, &failed_rank, &err);
     return nf_cli_mpi_command_exit(mp ? mp : &one, rc, &err, failed_rank);
 }
 
 int nf_cmd_predict(int argc, char ** argv) {
     /* under mpirun: one rank of the job (all ranks parse the same argv) */
-    struct nf_cli_mpi mp;
+    struct nf_mpi mp;
     nf_err err = {0};
-    if (nf_cli_mpi_init(&argc, &argv, &mp, &err) != NF_OK) {
+    if (nf_mpi_init(&argc, &argv, &mp, &err) != NF_OK) {
         nf_cli_print_error(&err, err.code);
         return 1;
     }
@@ -468,7 +452,7 @@ int nf_cmd_predict(int argc, char ** argv) {
             const int size = mp.size, rank = mp.rank;
             tabstar = 1;
             if (size == 1) break;
-            nf_cli_mpi_finalize(&mp);
+            nf_mpi_finalize(&mp);
             if (rank == 0)
                 fprintf(stderr,
                         "error: predict of a TabSTAR model runs as one process, not as %d MPI ranks "
@@ -479,10 +463,10 @@ int nf_cmd_predict(int argc, char ** argv) {
     struct nf_pred_opts o;
     int ret = 2;
     /* a usage error is every rank's: rank 0 prints it */
-    const int quiet = nf_cli_mpi_quiet_begin(&mp);
+    const int quiet = nf_mpi_quiet_begin(&mp);
     const int parsed = nf_pred_parse(argc, argv, tabstar, &o);
-    nf_cli_mpi_quiet_end(quiet);
+    nf_mpi_quiet_end(quiet);
     if (parsed) ret = nf_predict_run(&o, &mp);
-    nf_cli_mpi_finalize(&mp);
+    nf_mpi_finalize(&mp);
     return ret;
 }

@@ -7,24 +7,20 @@
 #include "cli.h"
 
 struct nf_pred_opts {
-    const char *model, *train, *test, *target, *device, *out, *mirror_signs;
-    const char * model_type;    /* NULL (Mitra) or "tabstar": nf_predictor_opts.model_type */
-    const char * adapter;       /* TabSTAR: a PEFT LoRA adapter directory, or NULL */
-    int task, mirror, progress; /* NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
-    int64_t n_est;              /* 0: not given (1, or the --mirror-signs file's members) */
+    struct nf_cli_train c; /* model, train, val, tables, ... (nf_cli_train_opts) */
+    const char * test;
+    const char * model_type; /* NULL (Mitra) or "tabstar": nf_predictor_opts.model_type */
+    const char * adapter;    /* TabSTAR: a PEFT LoRA adapter directory, or NULL */
+    int64_t n_est;           /* 0: not given (1, or the --mirror-signs file's members) */
     int64_t query_chunk;
     uint64_t seed;
-    int fine_tune;               /* --fine-tune: AutoGluon's fit with fine-tuning first */
-    int ts_max_epochs;           /* TabSTAR --fine-tune: --max-epochs (0: 50)             */
-    const char * val;            /* --val: its validation table, or NULL (upstream's split) */
-    struct nf_finetune_opts fo;  /* the training options (nf_cli_finetune_opts)          */
-    struct nf_cli_tables tables; /* --sep, --drop (tables-opts.c)                    */
-    int argc;                    /* the command line, for report.json                 */
-    char ** argv;
+    int fine_tune;              /* --fine-tune: AutoGluon's fit with fine-tuning first */
+    int ts_max_epochs;          /* TabSTAR --fine-tune: --max-epochs (0: 50)             */
+    struct nf_finetune_opts fo; /* the training options (nf_cli_finetune_opts)          */
 };
 
 /* the pipeline on parsed options: one process (mp NULL) or one MPI rank;
  * returns the process exit status */
-int nf_predict_run(const struct nf_pred_opts * o, const struct nf_cli_mpi * mp);
+int nf_predict_run(const struct nf_pred_opts * o, const struct nf_mpi * mp);
 
 #endif

@@ -155,7 +155,7 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
         rc = nf_seq_fasta(&s, fasta, nf_run_opt(o, "region"), pad, context, err);
     else
         rc = nf_seq_string(&s, nf_run_opt(o, "sequence"), pad, context, err);
-    if (rc == NF_OK && keep && nf_seq_tiled_needed(m, &s)) { /* longer than a window: tiles, no .npy (run-tracks.c) */
+    if (rc == NF_OK && keep && nf_seq_tiled_needed(m, &s)) { /* longer than a window: tiles, no .npy */
         *keep = s;
         return NF_OK;
     }
@@ -172,7 +172,7 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
     }
     free(ids);
     if (rc == NF_OK && keep)
-        *keep = s; /* the tracks' input (run-tracks.c) */
+        *keep = s; /* the tracks' input */
     else
         nf_seq_free(&s);
     return rc;
@@ -190,13 +190,13 @@ static int nf_run_report(const char * path, const struct nf_run_opts * o, nf_mod
         return nf__err_set(err, NF_ERR_NOMEM, "report.json: out of memory");
     }
     nf_run_report_common(rep, nf_run_opt(o, "model"), m, be);
-    if (seq->ids) nf_run_report_region(rep, m, seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"));
+    if (seq->ids) nf_seq_report_region(rep, m, seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"));
     while (mine->child) {
         cJSON * c = cJSON_DetachItemViaPointer(mine, mine->child);
         cJSON_AddItemToObject(rep, c->string, c);
     }
     cJSON_Delete(mine);
-    nf_cli_report_passes(rep, m);
+    nf_run_report_passes(rep, m);
     nf_run_markers_json(rep, meas, res->shape, res->classes, 1, wall_ms);
     const int rc = nf__json_write_file(path, rep, err);
     cJSON_Delete(rep);
@@ -211,7 +211,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     float * logits = NULL;
     struct nf_run_outputs res = {0};
     struct nf_outset os;
-    struct nf_cli_outfile tr;
+    struct nf_outfile tr;
     memset(&tr, 0, sizeof(tr));
     tr.fd = tr.slot = -1;
     char trace_in_out[4096] = "", p[4096];
@@ -245,8 +245,8 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     if ((rc = nf_run_check_trace(trace, model, inputs, input_flags, n_inputs, &os, artifacts, n_artifacts, trace_in_out,
                                  sizeof(trace_in_out), err)) != NF_OK)
         goto done;
-    if (trace && !trace_in_out[0] && (rc = nf_cli_outfile_open(&tr, trace, "--trace", err)) != NF_OK) goto done;
-    if (nf_run_opt(o, "plot") && ((rc = nf_cli_output_check(nf_run_opt(o, "plot"), "--plot", err)) != NF_OK ||
+    if (trace && !trace_in_out[0] && (rc = nf_outfile_open(&tr, trace, "--trace", err)) != NF_OK) goto done;
+    if (nf_run_opt(o, "plot") && ((rc = nf_out_check(nf_run_opt(o, "plot"), "--plot", err)) != NF_OK ||
                                   (rc = nf_plot_check_writable(nf_run_opt(o, "plot"), "--plot", err)) != NF_OK))
         goto done;
     /* the device first: an absent device fails before any work */
@@ -268,9 +268,16 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         rc = nf_model_inputs(m, n, keys, values, &in, err);
     }
     if (rc != NF_OK) goto done;
-    if (seq.ids && nf_seq_tiled_needed(m, &seq)) { /* longer than one window: tiles (run-tracks.c) */
-        rc = nf_run_tiled(m, be, &seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"), model, trace, trace_in_out,
-                          &tr, &os, err);
+    if (seq.ids && nf_seq_tiled_needed(m, &seq)) { /* longer than one window: tiles, the tracks and report.json */
+        struct nf_run_meas tm;
+        double tms;
+        char shape[96];
+        if ((rc = nf_seq_run_tiled(m, be, &seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"), model, os.staging,
+                                   &tm, &tms, shape, sizeof(shape), err)) == NF_OK &&
+            (rc = nf_run_finish(be, trace, trace_in_out, &tr, &os, err)) == NF_OK) {
+            nf_run_markers_print(&tm, be, shape, "", 1, tms, 1);
+            rc = nf_run_commit(&os, trace, trace_in_out, &tr, err);
+        }
         goto done;
     }
     int out_ndim = 0;
@@ -283,7 +290,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    nf_cli_test_delay("forward");
+    nf_out_test_delay("forward");
     const double t0 = nf_cli_now_ms();
     if ((rc = nf_model_forward(m, nf_inputs_arrays(in), nf_inputs_count(in), logits, err)) != NF_OK) goto done;
     const double wall_ms = nf_cli_now_ms() - t0;
@@ -296,11 +303,11 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     /* artifacts: into the staging directory; read back once all are there */
     if ((rc = nf_model_write_outputs(m, in, logits, adapter ? summary : NULL, os.staging, &res, err)) != NF_OK)
         goto done;
-    /* --region / --strand: the per-position tracks beside them (run-tracks.c) */
+    /* --region / --strand: the per-position tracks beside them (nofall-genomics.h) */
     if ((nf_run_opt(o, "region") || nf_run_opt(o, "strand")) &&
         (rc = nf_seq_tracks_write(m, &seq, logits, nf_run_opt(o, "strand"), os.staging, err)) != NF_OK)
         goto done;
-    nf_cli_test_delay("write");
+    nf_out_test_delay("write");
     struct nf_run_meas meas; /* placement, measured */
     if ((rc = nf_run_measure(m, be, &meas, err)) != NF_OK) goto done;
     nf_outset_path(&os, "report.json", p, sizeof(p));
@@ -325,7 +332,7 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
     nf_run_markers_print(&meas, be, res.shape, res.classes, 1, wall_ms, assets_verified);
     rc = nf_run_commit(&os, trace, trace_in_out, &tr, err);
 done:
-    nf_cli_outfile_abort(&tr);
+    nf_outfile_abort(&tr);
     nf_outset_end(&os);
     free(logits);
     nf_free(res.report);
@@ -339,7 +346,7 @@ done:
 int nf_cmd_run(int argc, char ** argv) {
     struct nf_run_opts o;
     if (!nf_run_parse(argc, argv, &o)) return 2;
-    nf_cli_signals_install();
+    nf_out_signals_install();
     nf_err err = {0};
     return nf_cli_command_exit(nf_run_main(&o, &err), &err);
 }

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int nf_verify_write(struct nf_cli_outfile * of, const char * text, const char * path, nf_err * err) {
-    FILE * f = nf_cli_outfile_fp(of);
+static int nf_verify_write(struct nf_outfile * of, const char * text, const char * path, nf_err * err) {
+    FILE * f = nf_outfile_fp(of);
     if (!f || fputs(text, f) < 0) return nf__err_set(err, NF_ERR_IO, "%s: write failed", path);
     return NF_OK;
 }
@@ -21,7 +21,7 @@ static int nf_verify_write(struct nf_cli_outfile * of, const char * text, const 
 static int nf_verify_main(const struct nf_verify_opts * o, const char * json, const char * trace, const char * plot,
                           int * n_failed, nf_err * err) {
     nf_verify * v = NULL;
-    struct nf_cli_outfile jf, tf;
+    struct nf_outfile jf, tf;
     memset(&jf, 0, sizeof(jf));
     jf.fd = jf.slot = -1;
     memset(&tf, 0, sizeof(tf));
@@ -32,10 +32,10 @@ static int nf_verify_main(const struct nf_verify_opts * o, const char * json, co
         const char *out = k ? trace : json, *flag = k ? "--trace" : "--json";
         if (!out) continue;
         if ((rc = nf_verify_check_output(v, flag, out, err)) == NF_OK)
-            rc = nf_cli_outfile_open(k ? &tf : &jf, out, flag, err);
+            rc = nf_outfile_open(k ? &tf : &jf, out, flag, err);
     }
     if (rc == NF_OK && plot) rc = nf_verify_check_output(v, "--plot", plot, err);
-    if (rc == NF_OK && plot) rc = nf_cli_output_check(plot, "--plot", err);
+    if (rc == NF_OK && plot) rc = nf_out_check(plot, "--plot", err);
     if (rc == NF_OK && plot) rc = nf_plot_check_writable(plot, "--plot", err);
     if (rc == NF_OK) rc = nf_verify_run(v, stdout, err);
     if (rc == NF_OK) *n_failed = nf_verify_failed(v);
@@ -45,15 +45,15 @@ static int nf_verify_main(const struct nf_verify_opts * o, const char * json, co
         nf_free(text);
     }
     if (rc == NF_OK && trace) {
-        FILE * f = nf_cli_outfile_fp(&tf);
+        FILE * f = nf_outfile_fp(&tf);
         rc = f ? nf_cli_write_trace(nf_verify_backend(v), f, trace, err)
                : nf__err_set(err, NF_ERR_IO, "%s: write failed", trace);
     }
     /* stdout first: a lost report is a failed run, and then no file is replaced */
     if (rc == NF_OK && !nf_cli_stdout_ok())
         rc = nf__err_set(err, NF_ERR_IO, "standard output: the report could not be written");
-    if (rc == NF_OK && json) rc = nf_cli_outfile_commit(&jf, err);
-    if (rc == NF_OK && trace) rc = nf_cli_outfile_commit(&tf, err);
+    if (rc == NF_OK && json) rc = nf_outfile_commit(&jf, err);
+    if (rc == NF_OK && trace) rc = nf_outfile_commit(&tf, err);
     if (rc == NF_OK && plot) { /* --plot FILE.svg: from the results' JSON (docs/plots.md) */
         char * text = nf_verify_json(v, err);
         char * svg = text ? nf_plot_verify_svg(text, err) : NULL;
@@ -61,8 +61,8 @@ static int nf_verify_main(const struct nf_verify_opts * o, const char * json, co
         nf_free(svg);
         nf_free(text);
     }
-    nf_cli_outfile_abort(&jf);
-    nf_cli_outfile_abort(&tf);
+    nf_outfile_abort(&jf);
+    nf_outfile_abort(&tf);
     nf_verify_free(v);
     return rc;
 }
@@ -106,16 +106,16 @@ int nf_cmd_verify(int argc, char ** argv) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 2;
     }
-    if (plot && ((json && (strcmp(json, plot) == 0 || nf_cli_same_file(json, plot))) ||
-                 (trace && (strcmp(trace, plot) == 0 || nf_cli_same_file(trace, plot))))) {
+    if (plot && ((json && (strcmp(json, plot) == 0 || nf_out_same_file(json, plot))) ||
+                 (trace && (strcmp(trace, plot) == 0 || nf_out_same_file(trace, plot))))) {
         fprintf(stderr, "error: --plot names the file of --json or --trace\n");
         return 2;
     }
-    if (json && trace && (strcmp(json, trace) == 0 || nf_cli_same_file(json, trace))) {
+    if (json && trace && (strcmp(json, trace) == 0 || nf_out_same_file(json, trace))) {
         fprintf(stderr, "error: --json and --trace name the same file\n");
         return 2;
     }
-    nf_cli_signals_install();
+    nf_out_signals_install();
     int failed = 0;
     const int rc = nf_verify_main(&o, json, trace, plot, &failed, &err);
     if (rc != NF_OK) {

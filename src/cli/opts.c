@@ -210,10 +210,10 @@ int nf_cli_opts_parse(uint32_t mask, int argc, char ** argv, int first, const ch
         v->s[k] = val;
     }
     /* the files this command reads: no output may be one of them (path-guard.c) */
-    nf_cli_inputs_clear();
+    nf_out_inputs_clear();
     for (int k = 0; k < NF_O_COUNT; k++)
         if (v->set[k] && nf_cli_opt_table[k].type == NF_OPT_PATH && !nf_opt_is_output(k))
-            nf_cli_input_add(nf_cli_opt_table[k].name, v->s[k]);
+            nf_out_input_add(nf_cli_opt_table[k].name, v->s[k]);
     return 1;
 }
 

@@ -28,7 +28,7 @@ void nf_run_markers_print(const struct nf_run_meas * r, const nf_backend * be, c
     printf("PRECISION=%s\n", nf_precision_name(nf_backend_precision(be)));
 }
 
-int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_in_out, struct nf_outfile * tr,
                   struct nf_outset * os, nf_err * err) {
     char p[4096];
     if (trace_in_out[0]) {
@@ -40,15 +40,15 @@ int nf_run_finish(const nf_backend * be, const char * trace, const char * trace_
         if (fclose(f) != 0 && rc == NF_OK) rc = nf__err_set(err, NF_ERR_IO, "%s: write failed", trace);
         NF_TRY(rc);
     } else if (trace) {
-        FILE * f = nf_cli_outfile_fp(tr);
+        FILE * f = nf_outfile_fp(tr);
         if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot write", trace);
         NF_TRY(nf_cli_write_trace(be, f, trace, err));
-        NF_TRY(nf_cli_outfile_close(tr, err));
+        NF_TRY(nf_outfile_close(tr, err));
     }
     return NF_OK;
 }
 
-int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_in_out, struct nf_cli_outfile * tr,
+int nf_run_commit(struct nf_outset * os, const char * trace, const char * trace_in_out, struct nf_outfile * tr,
                   nf_err * err) {
     /* the markers must reach stdout before the new set replaces the old */
     if (!nf_cli_stdout_ok())

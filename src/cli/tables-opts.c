@@ -1,4 +1,5 @@
-/* tables-opts.c -- the table options predict and finetune share (docs/tables.md):
+/* tables-opts.c -- the options predict and finetune share (nf_cli_train_opts)
+ * and among them the table options (docs/tables.md):
  * --sep CHAR (tab: "tab" or "\t"), --drop COL[,COL...], --column-type COL=TYPE
  * (repeatable); reading a table with them (nf_table_read, nf_table_drop: the training table must have
  * every dropped column, the others drop those they have). */
@@ -31,6 +32,26 @@ int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t) {
             }
             t->types[t->n_types++] = v->all_val[i];
         }
+    return 1;
+}
+
+int nf_cli_train_opts(const struct nf_cli_opts * v, int argc, char ** argv, struct nf_cli_train * c) {
+    c->model = nf_cli_opt_str(v, NF_O_MODEL, NULL);
+    c->train = nf_cli_opt_str(v, NF_O_TRAIN, NULL);
+    c->val = nf_cli_opt_str(v, NF_O_VAL, NULL);
+    c->target = nf_cli_opt_str(v, NF_O_TARGET, NULL);
+    c->device = nf_cli_opt_str(v, NF_O_DEVICE, "cpu");
+    c->out = nf_cli_opt_str(v, NF_O_OUT, NULL);
+    c->mirror_signs = nf_cli_opt_str(v, NF_O_MIRROR_SIGNS, NULL);
+    c->task = nf_cli_opt_task(v);
+    c->mirror = !v->set[NF_O_NO_MIRROR];
+    c->progress = nf_cli_opt_progress(v);
+    c->argc = argc;
+    c->argv = argv;
+    if (c->mirror_signs && !c->mirror) {
+        fprintf(stderr, "error: --mirror-signs and --no-mirror exclude each other\n");
+        return 0;
+    }
     return 1;
 }
 

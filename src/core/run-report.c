@@ -56,7 +56,7 @@ void nf_run_report_common(cJSON * rep, const char * model_path, nf_model * m, co
 /* how the last Mitra forward took its queries (nofall.h "query_chunk"):
  * {"query_chunk": rows a pass, "support_passes": N, "kv_cache_bytes": B};
  * nothing for a model without these statistics */
-void nf_cli_report_passes(cJSON * rep, const nf_model * m) {
+void nf_run_report_passes(cJSON * rep, const nf_model * m) {
     static const char * const keys[3] = {"query_chunk_used", "support_passes", "kv_cache_bytes"};
     static const char * const names[3] = {"query_chunk", "support_passes", "kv_cache_bytes"};
     cJSON * p = NULL;
@@ -96,7 +96,7 @@ static int nf_cli_cmp_double(const void * a, const void * b) {
     return (x > y) - (x < y);
 }
 
-void nf_cli_stats(double * v, int n, struct nf_cli_stats * s) {
+void nf_bench_stats(double * v, int n, struct nf_bench_stats * s) {
     memset(s, 0, sizeof(*s));
     if (n <= 0) return;
     qsort(v, (size_t) n, sizeof(double), nf_cli_cmp_double);

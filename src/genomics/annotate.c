@@ -379,7 +379,7 @@ static int nf__ann_check_inputs(nf_annotator * a, nf_err * err) {
     }
     const char * ins[3] = {o->vcf, o->fasta, o->genes};
     for (int i = 0; i < 3; i++)
-        if (strcmp(o->out, "-") != 0 && nf_cli_same_file(o->out, ins[i]))
+        if (strcmp(o->out, "-") != 0 && nf_out_same_file(o->out, ins[i]))
             return nf__err_set(err, NF_ERR_ARG, "--out %s is an input", nf__esc(e, sizeof(e), o->out));
     char type[64];
     nf_model_type_of(o->model, type, sizeof(type));

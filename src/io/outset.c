@@ -109,7 +109,7 @@ static void nf_sig_handler(int sig) {
 static const int nf_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NF_N_SIGS ((int) (sizeof(nf_sigs) / sizeof(nf_sigs[0])))
 
-void nf_cli_signals_install(void) {
+void nf_out_signals_install(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = nf_sig_handler;
@@ -150,7 +150,7 @@ static void nf_sig_drop_file(int slot) {
 
 /* ---- test hook ------------------------------------------------------------------------------ */
 
-void nf_cli_test_delay(const char * phase) {
+void nf_out_test_delay(const char * phase) {
 #ifdef NF_TEST_HOOKS
     /* NOFALL_TEST_DELAY=PHASE:MS sleeps MS ms at PHASE (forward, write, commit),
      * so a test can deliver a signal there; compiled only with -DNOFALL_TEST_HOOKS=ON */
@@ -171,7 +171,7 @@ void nf_cli_test_delay(const char * phase) {
 
 /* ---- output files (--trace, --json) -------------------------------------------------------- */
 
-int nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char * flag, nf_err * err) {
+int nf_outfile_open(struct nf_outfile * o, const char * path, const char * flag, nf_err * err) {
     memset(o, 0, sizeof(*o));
     o->slot = -1;
     o->fd = -1;
@@ -180,7 +180,7 @@ int nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return nf__err_set(err, NF_ERR_ARG, "%s %s: is a directory", flag, nf__esc(e, sizeof(e), path));
-    NF_TRY(nf_cli_output_check(path, flag, err));
+    NF_TRY(nf_out_check(path, flag, err));
     snprintf(o->path, sizeof(o->path), "%s", path);
     int fd;
     if (nf__tmp_create(path, o->tmp, sizeof(o->tmp), &fd, err) != NF_OK) return nf__err_prefix(err, "%s", flag);
@@ -189,7 +189,7 @@ int nf_cli_outfile_open(struct nf_cli_outfile * o, const char * path, const char
     return NF_OK;
 }
 
-FILE * nf_cli_outfile_fp(struct nf_cli_outfile * o) {
+FILE * nf_outfile_fp(struct nf_outfile * o) {
     if (!o->f && o->fd >= 0) {
         o->f = fdopen(o->fd, "wb");
         if (o->f) o->fd = -1;
@@ -197,9 +197,9 @@ FILE * nf_cli_outfile_fp(struct nf_cli_outfile * o) {
     return o->f;
 }
 
-int nf_cli_outfile_close(struct nf_cli_outfile * o, nf_err * err) {
+int nf_outfile_close(struct nf_outfile * o, nf_err * err) {
     char e[1024];
-    FILE * f = nf_cli_outfile_fp(o);
+    FILE * f = nf_outfile_fp(o);
     if (!f) return nf__err_set(err, NF_ERR_IO, "%s: cannot write: %s", nf__esc(e, sizeof(e), o->tmp), strerror(errno));
     int ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
     const int en = errno;
@@ -212,9 +212,9 @@ int nf_cli_outfile_close(struct nf_cli_outfile * o, nf_err * err) {
     return NF_OK;
 }
 
-int nf_cli_outfile_commit(struct nf_cli_outfile * o, nf_err * err) {
+int nf_outfile_commit(struct nf_outfile * o, nf_err * err) {
     char e[1024];
-    if (!o->closed) NF_TRY(nf_cli_outfile_close(o, err));
+    if (!o->closed) NF_TRY(nf_outfile_close(o, err));
     if (rename(o->tmp, o->path) != 0)
         return nf__err_set(err, NF_ERR_IO, "%s: rename failed: %s", nf__esc(e, sizeof(e), o->path), strerror(errno));
     nf_sig_drop_file(o->slot);
@@ -223,16 +223,16 @@ int nf_cli_outfile_commit(struct nf_cli_outfile * o, nf_err * err) {
     return NF_OK;
 }
 
-int nf_cli_outfiles_commit(struct nf_cli_outfile * const * files, int n, nf_err * err) {
+int nf_outfiles_commit(struct nf_outfile * const * files, int n, nf_err * err) {
     int rc = NF_OK;
     nf_sig_block(1);
-    nf_cli_test_delay("commit");
-    for (int i = 0; i < n && rc == NF_OK; i++) rc = nf_cli_outfile_commit(files[i], err);
+    nf_out_test_delay("commit");
+    for (int i = 0; i < n && rc == NF_OK; i++) rc = nf_outfile_commit(files[i], err);
     nf_sig_block(0);
     return rc;
 }
 
-void nf_cli_outfile_abort(struct nf_cli_outfile * o) {
+void nf_outfile_abort(struct nf_outfile * o) {
     if (o->f) fclose(o->f);
     if (o->fd >= 0) close(o->fd);
     o->f = NULL;
@@ -247,7 +247,7 @@ void nf_cli_outfile_abort(struct nf_cli_outfile * o) {
 
 /* canonical absolute form of a path whose last component may not exist:
  * realpath(dirname) + "/" + basename */
-int nf_cli_canonical(const char * path, char * out, size_t n) {
+int nf_out_canonical(const char * path, char * out, size_t n) {
     char dir[4096], base[4096], rp[PATH_MAX];
     size_t l = strlen(path);
     if (l == 0 || l >= sizeof(dir)) return -1;
@@ -274,7 +274,7 @@ int nf_cli_canonical(const char * path, char * out, size_t n) {
     return w < 0 || (size_t) w >= n ? -1 : 0;
 }
 
-int nf_cli_same_file(const char * a, const char * b) {
+int nf_out_same_file(const char * a, const char * b) {
     struct stat x, y;
     if (stat(a, &x) != 0 || stat(b, &y) != 0) return 0;
     return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
@@ -475,7 +475,7 @@ static int nf_outset_begin_in(struct nf_outset * s, const char * out, const char
             NF_TRY(nf_outset_mkdirs(s, tmp, err));
         }
     }
-    if (nf_cli_canonical(out, s->out, sizeof(s->out)) != 0 || strcmp(s->out, "/") == 0) {
+    if (nf_out_canonical(out, s->out, sizeof(s->out)) != 0 || strcmp(s->out, "/") == 0) {
         return nf__err_set(err, NF_ERR_ARG, "--out %s: not a usable directory name", nf__esc(e, sizeof(e), out));
     }
     char * sl = strrchr(s->out, '/');
@@ -500,7 +500,7 @@ static int nf_outset_begin_in(struct nf_outset * s, const char * out, const char
     }
     snprintf(s->lock, sizeof(s->lock), "%s/.%s.nofall.lock", strcmp(s->parent, "/") ? s->parent : "", s->base);
     /* the lock, and every file the new set may replace, must not be an input */
-    NF_TRY(nf_cli_output_check_why(
+    NF_TRY(nf_out_check_why(
         s->lock, "--out (its lock file)",
         "a run locks --out with that file and removes it at the end: rename the input, or give another --out", err));
     for (int i = 0; i < n_names; i++) {
@@ -509,10 +509,10 @@ static int nf_outset_begin_in(struct nf_outset * s, const char * out, const char
         char what[300];
         nf__path_join(p, sizeof(p), s->out, names[i]);
         snprintf(what, sizeof(what), "--out (its %s)", names[i]);
-        NF_TRY(nf_cli_output_check_why(p, what,
-                                       "the new results replace that name in --out (even with identical bytes): move "
-                                       "the input out of --out, or give another --out",
-                                       err));
+        NF_TRY(nf_out_check_why(p, what,
+                                "the new results replace that name in --out (even with identical bytes): move "
+                                "the input out of --out, or give another --out",
+                                err));
     }
     NF_TRY(nf_outset_lock(s, err));
     int rc = nf_outset_recover(s, err);
@@ -593,7 +593,7 @@ int nf_outset_inside(const struct nf_outset * s, const char * path, char * name,
         *sl = '\0';
     else
         snprintf(dir, sizeof(dir), ".");
-    if (nf_cli_canonical(dir, c, sizeof(c)) != 0 || strcmp(c, s->out) != 0) return 0;
+    if (nf_out_canonical(dir, c, sizeof(c)) != 0 || strcmp(c, s->out) != 0) return 0;
     if (name) snprintf(name, n, "%s", base);
     return 1;
 }
@@ -606,11 +606,11 @@ static int nf_fsync_dir(const char * dir) {
     return r;
 }
 
-int nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err * err) {
+int nf_outset_commit(struct nf_outset * s, struct nf_outfile * extra, nf_err * err) {
     char e[1024], a[4096], b[4096];
     int rc = NF_OK;
     nf_sig_block(1);
-    nf_cli_test_delay("commit");
+    nf_out_test_delay("commit");
     struct stat sb;
     const int have_out = lstat(s->out, &sb) == 0;
     if (have_out) {
@@ -664,7 +664,7 @@ int nf_outset_commit(struct nf_outset * s, struct nf_cli_outfile * extra, nf_err
         s->staging[0] = '\0';
         s->committed = 1;
         nf_fsync_dir(s->parent);
-        if (extra && extra->tmp[0]) rc = nf_cli_outfile_commit(extra, err);
+        if (extra && extra->tmp[0]) rc = nf_outfile_commit(extra, err);
     }
     nf_sig_block(0);
     return rc;

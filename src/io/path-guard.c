@@ -4,7 +4,7 @@
  * model's config.json, weights, vocab.txt; an adapter's two files), a file
  * for itself and the files read beside it (a FASTA's .fai / .gzi, a VCF's
  * .tbi / .csi, the config.json beside a .ckpt). Every output -- files opened
- * by nf_cli_outfile_open (reports, traces, --json, annotate's output), an
+ * by nf_outfile_open (reports, traces, --json, annotate's output), an
  * output set's lock and the artifact names it would replace -- is checked
  * against them before any work: by device and inode where the output exists,
  * by canonical name where it does not yet. */
@@ -33,7 +33,7 @@ static void nf_guard_one(const char * flag, const char * path) {
     struct nf_guard_input * g = &nf_guard[nf_guard_n];
     snprintf(g->flag, sizeof(g->flag), "%s", flag);
     snprintf(g->path, sizeof(g->path), "%s", path);
-    if (nf_cli_canonical(path, g->canon, sizeof(g->canon)) != 0) g->canon[0] = '\0';
+    if (nf_out_canonical(path, g->canon, sizeof(g->canon)) != 0) g->canon[0] = '\0';
     g->dev = sb.st_dev;
     g->ino = sb.st_ino;
     nf_guard_n++;
@@ -44,7 +44,7 @@ static int nf_guard_ends(const char * s, const char * suffix) {
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-void nf_cli_input_add(const char * flag, const char * path) {
+void nf_out_input_add(const char * flag, const char * path) {
     struct stat sb;
     char p[4096];
     if (!path || !path[0] || stat(path, &sb) != 0) return; /* the command says what is missing */
@@ -72,13 +72,13 @@ void nf_cli_input_add(const char * flag, const char * path) {
     }
 }
 
-void nf_cli_inputs_clear(void) { nf_guard_n = 0; }
+void nf_out_inputs_clear(void) { nf_guard_n = 0; }
 
-int nf_cli_output_check_why(const char * path, const char * flag, const char * why, nf_err * err) {
+int nf_out_check_why(const char * path, const char * flag, const char * why, nf_err * err) {
     struct stat sb;
     char canon[4096], e1[1024], e2[1024];
     const int exists = stat(path, &sb) == 0;
-    const int have_canon = nf_cli_canonical(path, canon, sizeof(canon)) == 0;
+    const int have_canon = nf_out_canonical(path, canon, sizeof(canon)) == 0;
     for (int i = 0; i < nf_guard_n; i++) {
         const struct nf_guard_input * g = &nf_guard[i];
         const int same = exists ? (sb.st_dev == g->dev && sb.st_ino == g->ino)
@@ -90,8 +90,8 @@ int nf_cli_output_check_why(const char * path, const char * flag, const char * w
     return NF_OK;
 }
 
-int nf_cli_output_check(const char * path, const char * flag, nf_err * err) {
-    return nf_cli_output_check_why(path, flag, "it would be replaced: choose another name", err);
+int nf_out_check(const char * path, const char * flag, nf_err * err) {
+    return nf_out_check_why(path, flag, "it would be replaced: choose another name", err);
 }
 
 int nf_run_check_trace(const char * trace, const char * model, const char * const * inputs,
@@ -103,23 +103,23 @@ int nf_run_check_trace(const char * trace, const char * model, const char * cons
     if (!trace[0]) return nf__err_set(err, NF_ERR_ARG, "--trace needs a file name, got ''");
     nf__esc(e, sizeof(e), trace);
     for (int i = 0; i < n_inputs; i++) {
-        if (inputs[i] && nf_cli_same_file(trace, inputs[i])) {
+        if (inputs[i] && nf_out_same_file(trace, inputs[i])) {
             return nf__err_set(err, NF_ERR_ARG, "--trace %s is the input %s: refused (it would be overwritten)", e,
                                input_flags[i]);
         }
     }
-    if (nf_cli_same_file(trace, model))
+    if (nf_out_same_file(trace, model))
         return nf__err_set(err, NF_ERR_ARG, "--trace %s is the model: refused (it would be overwritten)", e);
     static const char * const model_files[] = {"config.json", "model.safetensors"};
     for (int i = 0; i < 2; i++) {
         nf__path_join(p, sizeof(p), model, model_files[i]);
-        if (nf_cli_same_file(trace, p)) {
+        if (nf_out_same_file(trace, p)) {
             return nf__err_set(err, NF_ERR_ARG, "--trace %s is the model's %s: refused (it would be overwritten)", e,
                                model_files[i]);
         }
     }
     char c[4096];
-    if (nf_cli_canonical(trace, c, sizeof(c)) == 0 && (strcmp(c, os->out) == 0 || strcmp(c, os->lock) == 0)) {
+    if (nf_out_canonical(trace, c, sizeof(c)) == 0 && (strcmp(c, os->out) == 0 || strcmp(c, os->lock) == 0)) {
         return nf__err_set(err, NF_ERR_ARG, "--trace %s is --out or its lock: refused", e);
     }
     char name[4096];

@@ -26,7 +26,7 @@
 #include <limits.h>
 #endif
 
-int nf_cli_mpi_launched(void) {
+int nf_mpi_launched(void) {
 #ifdef NF_HAVE_MPI
     /* Open MPI's mpirun, PMIx launchers (Slurm's srun, prrte), MPICH's hydra */
     static const char * const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK", NULL};
@@ -36,11 +36,11 @@ int nf_cli_mpi_launched(void) {
     return 0;
 }
 
-int nf_cli_mpi_init(int * argc, char *** argv, struct nf_cli_mpi * m, nf_err * err) {
+int nf_mpi_init(int * argc, char *** argv, struct nf_mpi * m, nf_err * err) {
     memset(m, 0, sizeof(*m));
     m->size = m->local_size = 1;
 #ifdef NF_HAVE_MPI
-    if (!nf_cli_mpi_launched()) return NF_OK;
+    if (!nf_mpi_launched()) return NF_OK;
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS)
@@ -72,7 +72,7 @@ int nf_cli_mpi_init(int * argc, char *** argv, struct nf_cli_mpi * m, nf_err * e
     return NF_OK;
 }
 
-void nf_cli_mpi_finalize(struct nf_cli_mpi * m) {
+void nf_mpi_finalize(struct nf_mpi * m) {
 #ifdef NF_HAVE_MPI
     if (m->active && m->owns_init) {
         int done = 0;
@@ -89,14 +89,14 @@ void nf_cli_mpi_finalize(struct nf_cli_mpi * m) {
     m->active = 0;
 }
 
-void nf_cli_mpi_device(const struct nf_cli_mpi * m, const char * device, char * out, size_t n) {
+void nf_mpi_device(const struct nf_mpi * m, const char * device, char * out, size_t n) {
     if (m->active && (strcmp(device, "cuda") == 0 || strcmp(device, "opencl") == 0))
         snprintf(out, n, "%s:%d", device, m->local_rank);
     else
         snprintf(out, n, "%s", device);
 }
 
-int nf_cli_mpi_agree(const struct nf_cli_mpi * m, int rc, nf_err * err, int * failed_rank) {
+int nf_mpi_agree(const struct nf_mpi * m, int rc, nf_err * err, int * failed_rank) {
     if (failed_rank) *failed_rank = rc != NF_OK ? m->rank : -1;
 #ifdef NF_HAVE_MPI
     if (!m->active || m->size == 1) return rc;
@@ -132,7 +132,7 @@ int nf_cli_mpi_agree(const struct nf_cli_mpi * m, int rc, nf_err * err, int * fa
 #endif
 }
 
-int nf_cli_mpi_sum_i64(const struct nf_cli_mpi * m, int64_t * v, int n, nf_err * err) {
+int nf_mpi_sum_i64(const struct nf_mpi * m, int64_t * v, int n, nf_err * err) {
     (void) err;
 #ifdef NF_HAVE_MPI
     if (m->active && m->size > 1 && n > 0) MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -144,7 +144,7 @@ int nf_cli_mpi_sum_i64(const struct nf_cli_mpi * m, int64_t * v, int n, nf_err *
     return NF_OK;
 }
 
-int nf_cli_mpi_sum_f64(const struct nf_cli_mpi * m, double * v, int n, nf_err * err) {
+int nf_mpi_sum_f64(const struct nf_mpi * m, double * v, int n, nf_err * err) {
     (void) err;
 #ifdef NF_HAVE_MPI
     if (m->active && m->size > 1 && n > 0) MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -156,8 +156,7 @@ int nf_cli_mpi_sum_f64(const struct nf_cli_mpi * m, double * v, int n, nf_err * 
     return NF_OK;
 }
 
-int nf_cli_mpi_gather(const struct nf_cli_mpi * m, const void * data, int64_t n, char ** all, int64_t * lens,
-                      nf_err * err) {
+int nf_mpi_gather(const struct nf_mpi * m, const void * data, int64_t n, char ** all, int64_t * lens, nf_err * err) {
     *all = NULL;
     if (!m->active || m->size == 1) {
         lens[0] = n;
@@ -214,7 +213,7 @@ int nf_cli_mpi_gather(const struct nf_cli_mpi * m, const void * data, int64_t n,
 #endif
 }
 
-int nf_cli_mpi_quiet_begin(const struct nf_cli_mpi * m) {
+int nf_mpi_quiet_begin(const struct nf_mpi * m) {
     if (m->rank == 0) return -1;
     fflush(stderr);
     const int saved = dup(2), null = open("/dev/null", O_WRONLY);
@@ -227,7 +226,7 @@ int nf_cli_mpi_quiet_begin(const struct nf_cli_mpi * m) {
     return saved;
 }
 
-void nf_cli_mpi_quiet_end(int saved) {
+void nf_mpi_quiet_end(int saved) {
     if (saved < 0) return;
     fflush(stderr);
     dup2(saved, 2);
