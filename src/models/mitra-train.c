@@ -25,6 +25,10 @@
 
 enum { NF__ARENA_G, NF__ARENA_M, NF__ARENA_V, NF__ARENA_BEST, NF__N_ARENAS };
 
+/* bytes the forward may spend on the layers' sub-block inputs (3 streams a
+ * layer) so that backward need not run those layers again */
+#define NF__KEEP_BYTES ((int64_t) 2 << 30)
+
 struct nf_mitra_train {
     nf_mitra * m;
     int64_t n;    /* floats in the weight buffer and in each arena */
@@ -33,9 +37,11 @@ struct nf_mitra_train {
     struct nf_workspace arenas;
     /* the step's work area, for one episode shape */
     struct nf__ws * w;
-    nf_tensor X_own; /* w->X as allocated: the step points w->X at other streams */
-    nf_tensor Xs;    /* (L+1) streams at the layer boundaries */
-    nf_tensor Xsub;  /* the current layer's inputs of sub-blocks b, c, d */
+    nf_tensor X_own;  /* w->X as allocated: the step points w->X at other streams */
+    nf_tensor Xs;     /* (L+1) streams at the layer boundaries */
+    nf_tensor Xsub;   /* inputs of sub-blocks b, c, d: 3 streams per kept layer (slot) */
+    int64_t keep;     /* the top `keep` layers' sub-block inputs are saved by the forward */
+    int64_t keep_max; /* at most this many (-1: as NF__KEEP_BYTES allows) */
     nf_tensor dX, dKV;
     nf_tensor dXn, dP, dA, Hpre, stats, yq, loss, dlogits;
     struct nf_workspace mem;
@@ -69,6 +75,7 @@ int nf__mitra_train_new(nf_mitra * m, struct nf_mitra_train ** out, nf_err * err
     if (!t) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     t->m = m;
     t->n = nf__tensor_numel(&m->weights.buf);
+    t->keep_max = -1;
     static const char * const names[NF__N_ARENAS] = {"grad", "adam_m", "adam_v", "best_weights"};
     nf_graph g;
     nf_graph_init(&g, m->be, err);
@@ -85,6 +92,11 @@ int nf__mitra_train_new(nf_mitra * m, struct nf_mitra_train ** out, nf_err * err
 }
 
 int64_t nf__mitra_train_steps(const struct nf_mitra_train * t) { return t->step; }
+
+void nf__mitra_train_keep_layers(struct nf_mitra_train * t, int64_t layers) {
+    t->keep_max = layers;
+    nf__train_ws_free(t); /* the next step lays its work area out again */
+}
 int64_t nf__mitra_train_floats(const struct nf_mitra_train * t) { return t->n; }
 
 int nf__mitra_train_read(const struct nf_mitra_train * t, int what, float * out, nf_err * err) {
@@ -164,7 +176,13 @@ static int nf__train_ws(struct nf_mitra_train * t, const struct nf_mitra_input *
         NF_TRY(nf__workspace_tensor(&t->mem, m->be, &t->f, type, 1, &ne_, name, err)); \
     } while (0)
     NF__ALLOC(Xs, NF_F32, "train.boundary_streams", (L + 1) * stream);
-    NF__ALLOC(Xsub, NF_F32, "train.sublayer_streams", 3 * stream);
+    /* the top layers whose sub-block inputs fit in NF__KEEP_BYTES keep them
+     * from the forward (no recompute of the layer in backward); the others
+     * recompute into slot 0, free by then (the backward runs top down) */
+    const int64_t per_layer = 3 * stream * (int64_t) sizeof(float);
+    t->keep = NF__KEEP_BYTES / per_layer < L ? NF__KEEP_BYTES / per_layer : L;
+    if (t->keep_max >= 0 && t->keep > t->keep_max) t->keep = t->keep_max;
+    NF__ALLOC(Xsub, NF_F32, "train.sublayer_streams", 3 * (t->keep > 0 ? t->keep : 1) * stream);
     NF__ALLOC(dX, NF_F32, "train.d_stream", stream);
     NF__ALLOC(dKV, NF_F32, "train.d_support_kv", nf__mitra_kv_elems(w));
     NF__ALLOC(dXn, NF_F32, "train.d_normed", big * D);
@@ -179,10 +197,18 @@ static int nf__train_ws(struct nf_mitra_train * t, const struct nf_mitra_input *
     return NF_OK;
 }
 
-static nf_tensor nf__stream(const struct nf_mitra_train * t, const nf_tensor * arena, int i) {
+static nf_tensor nf__stream(const struct nf_mitra_train * t, const nf_tensor * arena, int64_t i) {
     const int64_t n = t->w->nx * t->w->T * t->w->D;
     return nf_view1(arena, i * n, n);
 }
+
+/* layer l's sub-block input slot: its own when kept, else slot 0 */
+static int64_t nf__sub_slot(const struct nf_mitra_train * t, int64_t l) {
+    const int64_t first = t->m->cfg.n_layers - t->keep;
+    return l >= first ? l - first : 0;
+}
+
+static int nf__sub_kept(const struct nf_mitra_train * t, int64_t l) { return l >= t->m->cfg.n_layers - t->keep; }
 
 /* ---- linear backward: y = x Wᵀ + b over `rows` rows ------------------------------------ */
 
@@ -280,20 +306,23 @@ static int nf__feature_attention_bwd(nf_graph * g, struct nf_mitra_train * t, co
     return NF_OK;
 }
 
-/* (a): row attention; the support K/V (recomputed into w->KV) collect their
+/* (a): row attention; the support K/V (in w->KV: recomputed unless
+ * kv_ready, the layer's forward having just left them there) collect their
  * gradient from every row's query first */
 static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_mitra_layer * L,
-                                 const nf_tensor * Xin) {
+                                 const nf_tensor * Xin, int kv_ready) {
     struct nf__ws * w = t->w;
     const nf_mitra * m = t->m;
     const int64_t D = w->D, D2 = 2 * D, T = w->T, cr = nf__crows(t), nkv = w->ns * T * D2;
     nf_tensor kv = nf__mitra_kv(w, 0);
     /* K/V of the support rows, from the input stream */
-    const nf_tensor X_saved = w->X;
-    w->X = *Xin;
-    int rc = nf__mitra_row_kv(g, w, L, kv, cr);
-    w->X = X_saved;
-    NF_TRY(rc);
+    if (!kv_ready) {
+        const nf_tensor X_saved = w->X;
+        w->X = *Xin;
+        int rc = nf__mitra_row_kv(g, w, L, kv, cr);
+        w->X = X_saved;
+        NF_TRY(rc);
+    }
     NF_TRY(nf_fill(g, nf_label(g, "attention1.d_kv"), t->dKV, 1, nkv, nkv, 0.0f));
     for (int64_t r0 = 0, r1; r0 < w->nx; r0 = r1) {
         const int64_t lim = r0 < w->ns ? w->ns : w->nx;
@@ -396,7 +425,10 @@ static int nf__train_grad(struct nf_mitra_train * t, const struct nf_mitra_input
         nf_graph_prefix(g, "layers.%d.", l);
         nf_tensor next = nf__stream(t, &t->Xs, l + 1);
         NF_TRY(nf_copy(g, "train.stream", nf__stream(t, &t->Xs, l), next, n));
-        NF_TRY(nf__layer_fwd(g, t, l, next, NULL));
+        const int64_t s0 = 3 * nf__sub_slot(t, l);
+        nf_tensor sub[3] = {nf__stream(t, &t->Xsub, s0), nf__stream(t, &t->Xsub, s0 + 1),
+                            nf__stream(t, &t->Xsub, s0 + 2)};
+        NF_TRY(nf__layer_fwd(g, t, l, next, nf__sub_kept(t, l) ? sub : NULL));
     }
     nf_graph_prefix(g, "%s", "");
     w->X = nf__stream(t, &t->Xs, (int) nL);
@@ -418,20 +450,29 @@ static int nf__train_grad(struct nf_mitra_train * t, const struct nf_mitra_input
     NF_TRY(nf__ln_bwd(g, t, "final_layer_norm", nf__mitra_rows(w, &w->X, w->ns, w->nx), T * D, &m->fln_w, &m->fln_b,
                       dhq, D, nf__mitra_rows(w, &t->dX, w->ns, w->nx), T * D, w->nq));
 
-    /* the layers, from the top */
-    nf_tensor sub[3] = {nf__stream(t, &t->Xsub, 0), nf__stream(t, &t->Xsub, 1), nf__stream(t, &t->Xsub, 2)};
+    /* the layers, from the top; w->KV holds the top layer's support K/V
+     * (the forward's last) */
+    int kv_ready = 1;
     for (int l = (int) nL - 1; l >= 0; l--) {
         nf_graph_prefix(g, "layers.%d.", l);
         const struct nf_mitra_layer * L = &m->layers[l];
         const nf_tensor Xin = nf__stream(t, &t->Xs, l);
-        /* the layer again from its input: the inputs of sub-blocks b, c, d */
-        nf_tensor scratch = nf__stream(t, &t->Xs, l + 1); /* stream l+1 is no longer needed */
-        NF_TRY(nf_copy(g, "train.stream", Xin, scratch, n));
-        NF_TRY(nf__layer_fwd(g, t, l, scratch, sub));
+        const int64_t s0 = 3 * nf__sub_slot(t, l);
+        nf_tensor sub[3] = {nf__stream(t, &t->Xsub, s0), nf__stream(t, &t->Xsub, s0 + 1),
+                            nf__stream(t, &t->Xsub, s0 + 2)};
+        if (!nf__sub_kept(t, l)) {
+            /* the layer again from its input: the inputs of sub-blocks b, c, d
+             * (and its support K/V in w->KV) */
+            nf_tensor scratch = nf__stream(t, &t->Xs, l + 1); /* stream l+1 is no longer needed */
+            NF_TRY(nf_copy(g, "train.stream", Xin, scratch, n));
+            NF_TRY(nf__layer_fwd(g, t, l, scratch, sub));
+            kv_ready = 1;
+        }
         NF_TRY(nf__mlp_bwd(g, t, L, 1, &sub[2]));
         NF_TRY(nf__feature_attention_bwd(g, t, L, &sub[1]));
         NF_TRY(nf__mlp_bwd(g, t, L, 0, &sub[0]));
-        NF_TRY(nf__row_attention_bwd(g, t, L, &Xin));
+        NF_TRY(nf__row_attention_bwd(g, t, L, &Xin, kv_ready));
+        kv_ready = 0;
     }
     nf_graph_prefix(g, "%s", "");
 
