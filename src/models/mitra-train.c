@@ -1,11 +1,12 @@
 /* mitra-train.c -- one Mitra training step on the run's device (mitra-train.h).
  *
  * Forward (finetune.md §1.4 item 4): the JOINT stream X = [support; query]
- * (mitra-forward.h), every layer in full (no last-layer pruning: what the
- * head does not read gets a zero gradient), keeping only the L+1 residual
- * streams at the layer boundaries (§5.3).
- * Backward (§2), layer by layer from the top: the layer's forward is run
- * again from its saved input, keeping its three inner sub-block inputs, then
+ * (mitra-forward.h), every layer but the top one in full (there the chunks
+ * of support rows alone are skipped: nf__row0), keeping the L+1 residual
+ * streams at the layer boundaries (§5.3) and, for the top layers that fit in
+ * NF__KEEP_BYTES, the inputs of their sub-blocks b, c, d.
+ * Backward (§2), layer by layer from the top: a layer whose sub-block
+ * inputs were not kept is run again from its saved input, keeping them; then
  * each sub-block is differentiated chunk by chunk of rows, recomputing its
  * LayerNorm, projections and attention output per chunk: the n x n
  * attention probabilities are never stored (ATTENTION_BACKWARD recomputes
@@ -239,13 +240,13 @@ static int64_t nf__crows(const struct nf_mitra_train * t) {
 
 /* (b)/(d): Xin is the sub-block's input stream; dX += d/dXin */
 static int nf__mlp_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_mitra_layer * L, int half,
-                       const nf_tensor * Xin) {
+                       const nf_tensor * Xin, int64_t rbeg) {
     struct nf__ws * w = t->w;
     const int64_t D = w->D, H = 4 * D, cr = nf__crows(t);
     const int li = 1 + 2 * half;
     const nf_tensor *W1 = &L->lw[2 * half], *b1 = &L->lb[2 * half], *W2 = &L->lw[1 + 2 * half],
                     *b2 = &L->lb[1 + 2 * half];
-    for (int64_t r0 = 0; r0 < w->nx; r0 += cr) {
+    for (int64_t r0 = rbeg; r0 < w->nx; r0 += cr) {
         const int64_t r1 = r0 + cr < w->nx ? r0 + cr : w->nx, tok = (r1 - r0) * w->T;
         nf_tensor x = nf__mitra_rows(w, Xin, r0, r1), dy = nf__mitra_rows(w, &t->dX, r0, r1);
         nf_tensor xn = nf_view1(&w->Xn, 0, tok * D), hp = nf_view1(&t->Hpre, 0, tok * H);
@@ -266,11 +267,11 @@ static int nf__mlp_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_
 
 /* (c): feature attention over the T tokens of each row */
 static int nf__feature_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_mitra_layer * L,
-                                     const nf_tensor * Xin) {
+                                     const nf_tensor * Xin, int64_t rbeg) {
     struct nf__ws * w = t->w;
     const nf_mitra * m = t->m;
     const int64_t D = w->D, D3 = 3 * D, T = w->T, cr = nf__crows(t);
-    for (int64_t r0 = 0; r0 < w->nx; r0 += cr) {
+    for (int64_t r0 = rbeg; r0 < w->nx; r0 += cr) {
         const int64_t r1 = r0 + cr < w->nx ? r0 + cr : w->nx, c = r1 - r0, tok = c * T, n3 = tok * D3;
         nf_tensor x = nf__mitra_rows(w, Xin, r0, r1), dy = nf__mitra_rows(w, &t->dX, r0, r1);
         nf_tensor xn = nf_view1(&w->Xn, 0, tok * D), qkv = nf_view1(&w->Pqkv, 0, n3);
@@ -310,7 +311,7 @@ static int nf__feature_attention_bwd(nf_graph * g, struct nf_mitra_train * t, co
  * kv_ready, the layer's forward having just left them there) collect their
  * gradient from every row's query first */
 static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_mitra_layer * L,
-                                 const nf_tensor * Xin, int kv_ready) {
+                                 const nf_tensor * Xin, int kv_ready, int64_t rbeg) {
     struct nf__ws * w = t->w;
     const nf_mitra * m = t->m;
     const int64_t D = w->D, D2 = 2 * D, T = w->T, cr = nf__crows(t), nkv = w->ns * T * D2;
@@ -324,7 +325,7 @@ static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const 
         NF_TRY(rc);
     }
     NF_TRY(nf_fill(g, nf_label(g, "attention1.d_kv"), t->dKV, 1, nkv, nkv, 0.0f));
-    for (int64_t r0 = 0, r1; r0 < w->nx; r0 = r1) {
+    for (int64_t r0 = rbeg, r1; r0 < w->nx; r0 = r1) {
         const int64_t lim = r0 < w->ns ? w->ns : w->nx;
         r1 = r0 + cr < lim ? r0 + cr : lim;
         const int64_t tok = (r1 - r0) * T;
@@ -362,21 +363,37 @@ static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const 
 /* ---- forward pieces on a chosen stream ------------------------------------------------------- */
 
 /* one whole layer on stream X (in place), every row, every token */
+/* The first row of layer l whose update is computed (forward) and
+ * differentiated (backward): 0, but in the top layer, whose support rows
+ * only give the row attention its keys and values (the head reads the query
+ * rows), the chunks of support rows alone are skipped: the row attention's
+ * from n_s (its chunks stop there), the other sub-blocks' from the chunk
+ * holding row n_s (their chunks run from row 0 across it). Those rows'
+ * gradient there is exactly 0 (it flows back only through the K/V), so the
+ * skipped products would add exact zeros; the rows computed, and their
+ * chunks, are the same as without the skip, so every result is bit for bit
+ * the same. A straddling chunk's support rows read stale (finite) inputs
+ * whose products with their zero gradient are zero all the same. */
+static int64_t nf__row0(const struct nf_mitra_train * t, int l, int row_attention) {
+    if (l != t->m->cfg.n_layers - 1) return 0;
+    return row_attention ? t->w->ns : t->w->ns / nf__crows(t) * nf__crows(t);
+}
+
 static int nf__layer_fwd(nf_graph * g, struct nf_mitra_train * t, int l, nf_tensor X, nf_tensor * sub) {
     struct nf__ws * w = t->w;
     const nf_mitra * m = t->m;
     const struct nf_mitra_layer * L = &m->layers[l];
-    const int64_t cr = nf__crows(t), n = w->nx * w->T * w->D;
+    const int64_t cr = nf__crows(t), n = w->nx * w->T * w->D, ra0 = nf__row0(t, l, 1), r0 = nf__row0(t, l, 0);
     const nf_tensor X_saved = w->X;
     w->X = X;
     int rc = nf__mitra_row_kv(g, w, L, nf__mitra_kv(w, 0), cr);
-    if (rc == NF_OK) rc = nf__mitra_row_attend(g, w, m, L, nf__mitra_kv(w, 0), 0, w->nx, cr);
+    if (rc == NF_OK) rc = nf__mitra_row_attend(g, w, m, L, nf__mitra_kv(w, 0), ra0, w->nx, cr);
     if (rc == NF_OK && sub) rc = nf_copy(g, "train.save_sublayer", X, sub[0], n);
-    if (rc == NF_OK) rc = nf__mitra_mlp(g, w, L, 0, 0, w->nx, cr, 0);
+    if (rc == NF_OK) rc = nf__mitra_mlp(g, w, L, 0, r0, w->nx, cr, 0);
     if (rc == NF_OK && sub) rc = nf_copy(g, "train.save_sublayer", X, sub[1], n);
-    if (rc == NF_OK) rc = nf__mitra_feature_attention(g, w, m, L, 0, w->nx, cr, 0);
+    if (rc == NF_OK) rc = nf__mitra_feature_attention(g, w, m, L, r0, w->nx, cr, 0);
     if (rc == NF_OK && sub) rc = nf_copy(g, "train.save_sublayer", X, sub[2], n);
-    if (rc == NF_OK) rc = nf__mitra_mlp(g, w, L, 1, 0, w->nx, cr, 0);
+    if (rc == NF_OK) rc = nf__mitra_mlp(g, w, L, 1, r0, w->nx, cr, 0);
     w->X = X_saved;
     return rc;
 }
@@ -468,10 +485,11 @@ static int nf__train_grad(struct nf_mitra_train * t, const struct nf_mitra_input
             NF_TRY(nf__layer_fwd(g, t, l, scratch, sub));
             kv_ready = 1;
         }
-        NF_TRY(nf__mlp_bwd(g, t, L, 1, &sub[2]));
-        NF_TRY(nf__feature_attention_bwd(g, t, L, &sub[1]));
-        NF_TRY(nf__mlp_bwd(g, t, L, 0, &sub[0]));
-        NF_TRY(nf__row_attention_bwd(g, t, L, &Xin, kv_ready));
+        const int64_t r0 = nf__row0(t, l, 0);
+        NF_TRY(nf__mlp_bwd(g, t, L, 1, &sub[2], r0));
+        NF_TRY(nf__feature_attention_bwd(g, t, L, &sub[1], r0));
+        NF_TRY(nf__mlp_bwd(g, t, L, 0, &sub[0], r0));
+        NF_TRY(nf__row_attention_bwd(g, t, L, &Xin, kv_ready, nf__row0(t, l, 1)));
         kv_ready = 0;
     }
     nf_graph_prefix(g, "%s", "");
