@@ -93,12 +93,12 @@ int nf__mitra_train_new(nf_mitra * m, struct nf_mitra_train ** out, nf_err * err
 }
 
 int64_t nf__mitra_train_steps(const struct nf_mitra_train * t) { return t->step; }
+int64_t nf__mitra_train_floats(const struct nf_mitra_train * t) { return t->n; }
 
 void nf__mitra_train_keep_layers(struct nf_mitra_train * t, int64_t layers) {
     t->keep_max = layers;
     nf__train_ws_free(t); /* the next step lays its work area out again */
 }
-int64_t nf__mitra_train_floats(const struct nf_mitra_train * t) { return t->n; }
 
 int nf__mitra_train_read(const struct nf_mitra_train * t, int what, float * out, nf_err * err) {
     if (what == 0) return nf__tensor_download(&t->m->weights.buf, out, err);
