@@ -2,7 +2,7 @@
  * preprocessed arrays, for bench/finetune-vs-torch.sh (issue #28 item 6). A
  * benchmark, not a test: it asserts nothing.
  *
- * usage: nofall-bench-finetune --model DIR --data DIR --device D [--steps S]
+ * usage: nofall-bench-finetune --model DIR --data DIR --device D [--steps S] [--trace FILE]
  *
  * DATA holds x_train.npy, x_val.npy (float32, (n, F)) and y_train.npy,
  * y_val.npy (int64 class ids), as reference/bench_finetune.py writes them.
@@ -10,13 +10,17 @@
  * table has no NaN and no constant column, and the mirror signs change no
  * cost). Threads: OMP_NUM_THREADS, as for the CLI. The options are
  * nf_finetune_opts_default's (AutoGluon's) but for the step count.
+ * --trace FILE: the fine-tune's timed op trace (nf_trace_json; the first
+ * 65,536 ops: a small model or one step), for finding where the time goes.
  *
  * Prints one JSON line: load_s (nf_backend_init + nf_model_load), finetune_s
  * (nf_finetune), fit_s (their sum), eval0_s (the pretrained weights'
  * validation, start of nf_finetune to the step-0 callback), step_s (per step:
  * the episode, forward, backward, AdamW and that step's validation; the
  * previous callback to this one), train_s (step_s minus eval0_s: the
- * validation passes are the same work every step), the losses, and
+ * validation passes are the same work every step), the losses, fit_cpu_s,
+ * eval0_cpu_s and step_cpu_s (the same spans in the process's CPU seconds,
+ * every thread: what a shared machine's load does not inflate), and
  * peak_rss_mb (getrusage ru_maxrss). */
 #include "nofall.h"
 #include "io/nf-io.h"
@@ -31,6 +35,7 @@
 
 struct clock_log {
     double t0, t[MAX_STEPS + 1], val[MAX_STEPS + 1], train[MAX_STEPS + 1];
+    double c0, cpu[MAX_STEPS + 1]; /* the process's CPU seconds, at the start and the callbacks */
     int64_t n;
 };
 
@@ -40,10 +45,19 @@ static double now_s(void) {
     return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
+/* CPU seconds of the process, every thread (the machine may be shared:
+ * the wall clock then measures the load as much as the work) */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
 static int on_step(void * user, const struct nf_finetune_step * s) {
     struct clock_log * c = user;
     if (s->step >= 0 && s->step <= MAX_STEPS) {
         c->t[s->step] = now_s();
+        c->cpu[s->step] = cpu_s();
         c->val[s->step] = s->val_loss;
         c->train[s->step] = s->train_loss;
         if (s->step + 1 > c->n) c->n = s->step + 1;
@@ -74,7 +88,7 @@ static double peak_rss_mb(void) {
 }
 
 int main(int argc, char ** argv) {
-    const char *model = NULL, *data = NULL, *device = "cpu";
+    const char *model = NULL, *data = NULL, *device = "cpu", *trace = NULL;
     long steps = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--model") == 0)
@@ -85,13 +99,17 @@ int main(int argc, char ** argv) {
             device = argv[i + 1];
         else if (strcmp(argv[i], "--steps") == 0)
             steps = strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--trace") == 0)
+            trace = argv[i + 1];
         else {
             fprintf(stderr, "bench-finetune: unknown option %s\n", argv[i]);
             return 2;
         }
     }
     if (!model || !data || steps < 1 || steps > MAX_STEPS || argc % 2 == 0) {
-        fprintf(stderr, "usage: nofall-bench-finetune --model DIR --data DIR --device D [--steps 1..%d]\n", MAX_STEPS);
+        fprintf(stderr,
+                "usage: nofall-bench-finetune --model DIR --data DIR --device D [--steps 1..%d] [--trace FILE]\n",
+                MAX_STEPS);
         return 2;
     }
     struct nf_npy xt = {0}, xv = {0}, yt = {0}, yv = {0};
@@ -105,7 +123,7 @@ int main(int argc, char ** argv) {
     nf_err err = {0};
     nf_backend * be = NULL;
     nf_model * m = NULL;
-    double t0 = now_s();
+    double t0 = now_s(), cpu0 = cpu_s();
     struct nf_backend_env env; /* as the CLI: the OpenCL kernel cache, NOFALL_OPENCL_* */
     nf_backend_env_read(&env, NF_PRECISION_EXACT);
     if (nf_backend_init_opts(device, &env.opts, &be, &err) != NF_OK || nf_model_load(be, model, &m, &err) != NF_OK) {
@@ -128,12 +146,20 @@ int main(int argc, char ** argv) {
     o.on_step = on_step;
     o.user = &c;
     struct nf_finetune_result res = {0};
+    if (trace) nf_trace_reset(be, NF_TRACE_TIMED);
     c.t0 = now_s();
+    c.c0 = cpu_s();
     int rc = nf_finetune(m, &d, &o, &res, &err);
-    double t2 = now_s();
+    double t2 = now_s(), cpu2 = cpu_s();
     if (rc != NF_OK) {
         fprintf(stderr, "bench-finetune: nf_finetune: %s\n", err.msg);
         return 1;
+    }
+    if (trace) {
+        char * js = nf_trace_json(be, &err);
+        FILE * f = js ? fopen(trace, "w") : NULL;
+        if (!f || fputs(js, f) < 0 || fclose(f) != 0) fprintf(stderr, "bench-finetune: cannot write %s\n", trace);
+        nf_free(js);
     }
     double eval0 = c.n > 0 ? c.t[0] - c.t0 : 0.0;
     printf("{\"side\": \"nofall\", \"device\": \"%s\", \"threads\": \"%s\", \"n_train\": %lld, \"n_val\": %lld, "
@@ -149,6 +175,9 @@ int main(int argc, char ** argv) {
     for (int64_t s = 1; s < c.n; s++) printf("%s%.6f", s > 1 ? ", " : "", c.train[s]);
     printf("], \"val_loss\": [");
     for (int64_t s = 0; s < c.n; s++) printf("%s%.6f", s > 0 ? ", " : "", c.val[s]);
+    printf("], \"fit_cpu_s\": %.3f, \"eval0_cpu_s\": %.3f, \"step_cpu_s\": [", cpu2 - cpu0,
+           c.n > 0 ? c.cpu[0] - c.c0 : 0.0);
+    for (int64_t s = 1; s < c.n; s++) printf("%s%.3f", s > 1 ? ", " : "", c.cpu[s] - c.cpu[s - 1]);
     printf("], \"peak_rss_mb\": %.1f}\n", peak_rss_mb());
     nf_model_free(m);
     nf_backend_free(be);

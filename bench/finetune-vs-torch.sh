@@ -6,7 +6,9 @@
 # steps and thread count, one after the other; then a small case on
 # opencl:0. Prints each side's JSON, a table, and the ratios (upstream time /
 # nofall time, nofall peak RSS / upstream peak RSS), with the load average
-# before and after (the ratios are only as good as the machine is quiet).
+# before and after (the wall-clock ratios are only as good as the machine is
+# quiet; the fit's process CPU seconds, fit_cpu_s, are the figure to quote on
+# a shared machine, with THREADS=1).
 # A benchmark: it asserts nothing.
 #
 # Full case: 1,000 x 20 table (800 train / 200 validation rows given as
@@ -70,12 +72,12 @@ for line in open(sys.argv[1]):
         pass
 def f(v):
     return "%.2f" % v if isinstance(v, (int, float)) else "n/a"
-print("%-14s %-9s %-9s %10s %10s %12s %12s %10s" % ("case", "side", "device", "fit_s", "eval0_s", "step_s(1st)",
-                                                   "train_s(1st)", "peak_MB"))
+print("%-14s %-9s %-9s %10s %10s %12s %12s %10s %10s %10s" % ("case", "side", "device", "fit_s", "eval0_s",
+      "step_s(1st)", "train_s(1st)", "fit_cpu_s", "eval0_cpu", "peak_MB"))
 for r in rows:
-    print("%-14s %-9s %-9s %10s %10s %12s %12s %10s" % (r["case"], r["side"], r["device"], f(r.get("fit_s")),
+    print("%-14s %-9s %-9s %10s %10s %12s %12s %10s %10s %10s" % (r["case"], r["side"], r["device"], f(r.get("fit_s")),
           f(r.get("eval0_s")), f((r.get("step_s") or [None])[0]), f((r.get("train_s") or [None])[0]),
-          "%.0f" % r["peak_rss_mb"]))
+          f(r.get("fit_cpu_s")), f(r.get("eval0_cpu_s")), "%.0f" % r["peak_rss_mb"]))
 print("ratios (upstream time / nofall time; nofall peak / upstream peak):")
 for case in dict.fromkeys(r["case"] for r in rows):
     up = [r for r in rows if r["case"] == case and r["side"] == "upstream"]
@@ -84,8 +86,9 @@ for case in dict.fromkeys(r["case"] for r in rows):
             continue
         u = up[0]
         mean = lambda v: sum(v) / len(v) if v else float("nan")
-        print("  %-14s nofall %-9s fit %5.2fx  eval0 %5.2fx  step %5.2fx  train %5.2fx  peak %.2f" % (
+        cpu = u.get("fit_cpu_s") and nf.get("fit_cpu_s") and u["fit_cpu_s"] / nf["fit_cpu_s"]
+        print("  %-14s nofall %-9s fit %5.2fx  eval0 %5.2fx  step %5.2fx  train %5.2fx  fit CPU s %s  peak %.2f" % (
             case, nf["device"], u["fit_s"] / nf["fit_s"], u["eval0_s"] / nf["eval0_s"],
             mean(u["step_s"]) / mean(nf["step_s"]), mean(u["train_s"]) / mean(nf["train_s"]),
-            nf["peak_rss_mb"] / u["peak_rss_mb"]))
+            "%5.2fx" % cpu if cpu else "n/a", nf["peak_rss_mb"] / u["peak_rss_mb"]))
 EOF

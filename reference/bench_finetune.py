@@ -25,7 +25,10 @@ validation, S steps), setup_s (fit start to the first validation), eval0_s
 (the pretrained weights' validation), step_s (per step: from the end of the
 previous validation to the end of this step's, as the C side measures),
 train_s (per step, the part before its validation: episode, forward,
-backward, AdamW), eval_s (every validation), the losses, peak_rss_mb
+backward, AdamW), eval_s (every validation), the losses, fit_cpu_s,
+eval0_cpu_s and step_cpu_s (the same spans in the process's CPU seconds,
+time.process_time: every thread; what a shared machine's load does not
+inflate), peak_rss_mb
 (getrusage ru_maxrss, the whole process: torch included) and
 rss_before_fit_mb (the same after the imports, before fit).
 """
@@ -108,9 +111,9 @@ def main() -> int:
     o_eval = tf.TrainerFinetune.evaluate
 
     def evaluate(self, *args, **kw):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         m = o_eval(self, *args, **kw)
-        evals.append((t0, time.perf_counter(), float(m.loss)))
+        evals.append((t0, time.perf_counter(), float(m.loss), c0, time.process_time()))
         return m
 
     tf.TrainerFinetune.evaluate = evaluate
@@ -122,9 +125,9 @@ def main() -> int:
     torch.manual_seed(0)
     np.random.seed(0)  # the Preprocessor's mirror signs (unseeded upstream); no effect on the cost
     with ctx:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         est.fit(xt.copy(), yt.copy(), xv.copy(), yv.copy(), time_limit=None)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
     assert len(evals) == a.steps + 1, f"{len(evals)} validations for {a.steps} steps (early stop?)"
     step_s = [evals[i][1] - evals[i - 1][1] for i in range(1, len(evals))]
     train_s = [evals[i][0] - evals[i - 1][1] for i in range(1, len(evals))]
@@ -135,6 +138,8 @@ def main() -> int:
         "setup_s": round(evals[0][0] - t0, 3), "eval0_s": round(evals[0][1] - evals[0][0], 3),
         "step_s": [round(v, 3) for v in step_s], "train_s": [round(v, 3) for v in train_s],
         "eval_s": [round(e[1] - e[0], 3) for e in evals], "val_loss": [round(e[2], 6) for e in evals],
+        "fit_cpu_s": round(c1 - c0, 3), "eval0_cpu_s": round(evals[0][4] - evals[0][3], 3),
+        "step_cpu_s": [round(evals[i][4] - evals[i - 1][4], 3) for i in range(1, len(evals))],
         "peak_rss_mb": round(rss_mb(), 1), "rss_before_fit_mb": round(rss0, 1),
         "sdpa": "math" if a.math_sdpa else "default",
         "model": {k: cfg.get(k) for k in ("dim", "n_layers", "n_heads", "dim_output")},

@@ -106,11 +106,13 @@ struct step {
     float * upd;  /* the weights after one AdamW step */
 };
 
-static int one_step(nf_mitra * m, const struct data * d, int cls, struct step * out, float * logits) {
+/* keep: nf__mitra_train_keep_layers (-1: the default) */
+static int one_step(nf_mitra * m, const struct data * d, int cls, struct step * out, float * logits, int64_t keep) {
     nf_err err = {0};
     struct nf_mitra_train * t = NULL;
     CHECK_RC(nf__mitra_train_new(m, &t, &err), NF_OK, &err);
     if (!t) return -1;
+    nf__mitra_train_keep_layers(t, keep);
     const int64_t n = nf__mitra_train_floats(t);
     out->grad = malloc((size_t) n * sizeof(float));
     out->upd = malloc((size_t) n * sizeof(float));
@@ -206,21 +208,28 @@ static void test_task(const char * dev, nf_backend * be, nf_backend * cpu, int c
     nf_mitra *c = mc->impl, *dv = md->impl;
     const int C = c->cfg.dim_output;
     float *lt = malloc((size_t) (NQ * C) * sizeof(float)), *li = malloc((size_t) (NQ * C) * sizeof(float));
-    struct step sc = {0}, sd = {0}, sd2 = {0};
-    if (one_step(c, &d, cls, &sc, lt) != 0) goto free;
+    struct step sc = {0}, sd = {0}, sd2 = {0}, sd3 = {0};
+    if (one_step(c, &d, cls, &sc, lt, -1) != 0) goto free;
     const double L = loss_of(c, &d, cls, li);
     CHECK(nf_test_close("training vs inference logits", lt, li, (size_t) (NQ * C), 1e-5, 1e-6), "%s", what);
     CHECK(fabs((double) sc.loss - L) <= 2e-6 * (1.0 + fabs(L)), "%s: loss %.9g, from the logits %.9g", what, sc.loss,
           L);
     if (strcmp(dev, "cpu") == 0) fd_check(c, &d, cls, sc.grad, what);
-    /* the device against the cpu, and against itself */
+    /* the device against the cpu, and against itself with the top layer's
+     * sub-block inputs saved by the forward and the other layer run again in
+     * backward, and with both run again (by default both are saved): bit for
+     * bit */
     const int64_t n = nf__tensor_numel(&c->weights.buf);
-    if (one_step(dv, &d, cls, &sd, NULL) != 0 || one_step(dv, &d, cls, &sd2, NULL) != 0) goto free;
+    if (one_step(dv, &d, cls, &sd, NULL, -1) != 0 || one_step(dv, &d, cls, &sd2, NULL, 1) != 0 ||
+        one_step(dv, &d, cls, &sd3, NULL, 0) != 0)
+        goto free;
     CHECK(fabsf(sd.loss - sc.loss) <= 2e-6f * (1.0f + fabsf(sc.loss)), "%s on %s: loss %.9g, cpu %.9g", what, dev,
           sd.loss, sc.loss);
     CHECK(memcmp(sd.grad, sd2.grad, (size_t) n * sizeof(float)) == 0 && sd.loss == sd2.loss,
           "%s on %s: two steps differ", what, dev);
     CHECK(memcmp(sd.upd, sd2.upd, (size_t) n * sizeof(float)) == 0, "%s on %s: two AdamW updates differ", what, dev);
+    CHECK(memcmp(sd.grad, sd3.grad, (size_t) n * sizeof(float)) == 0 && sd.loss == sd3.loss,
+          "%s on %s: a step running both layers again in backward differs", what, dev);
     /* each gradient tensor: relative L2 <= 1e-5, relative to the larger of its
      * own norm and 1e-3 of the whole gradient's (the attention key biases'
      * true gradient is exactly 0: both sides hold rounding noise there);
@@ -280,6 +289,8 @@ free:
     free(sd.upd);
     free(sd2.grad);
     free(sd2.upd);
+    free(sd3.grad);
+    free(sd3.upd);
 done:
     nf_model_free(mc);
     nf_model_free(md);

@@ -1,11 +1,12 @@
 /* mitra-train.c -- one Mitra training step on the run's device (mitra-train.h).
  *
  * Forward (finetune.md §1.4 item 4): the JOINT stream X = [support; query]
- * (mitra-forward.h), every layer in full (no last-layer pruning: what the
- * head does not read gets a zero gradient), keeping only the L+1 residual
- * streams at the layer boundaries (§5.3).
- * Backward (§2), layer by layer from the top: the layer's forward is run
- * again from its saved input, keeping its three inner sub-block inputs, then
+ * (mitra-forward.h), every layer but the top one in full (there the chunks
+ * of support rows alone are skipped: nf__row0), keeping the L+1 residual
+ * streams at the layer boundaries (§5.3) and, for the top layers that fit in
+ * NF__KEEP_BYTES, the inputs of their sub-blocks b, c, d.
+ * Backward (§2), layer by layer from the top: a layer whose sub-block
+ * inputs were not kept is run again from its saved input, keeping them; then
  * each sub-block is differentiated chunk by chunk of rows, recomputing its
  * LayerNorm, projections and attention output per chunk: the n x n
  * attention probabilities are never stored (ATTENTION_BACKWARD recomputes
@@ -25,6 +26,10 @@
 
 enum { NF__ARENA_G, NF__ARENA_M, NF__ARENA_V, NF__ARENA_BEST, NF__N_ARENAS };
 
+/* bytes the forward may spend on the layers' sub-block inputs (3 streams a
+ * layer) so that backward need not run those layers again */
+#define NF__KEEP_BYTES ((int64_t) 2 << 30)
+
 struct nf_mitra_train {
     nf_mitra * m;
     int64_t n;    /* floats in the weight buffer and in each arena */
@@ -33,9 +38,11 @@ struct nf_mitra_train {
     struct nf_workspace arenas;
     /* the step's work area, for one episode shape */
     struct nf__ws * w;
-    nf_tensor X_own; /* w->X as allocated: the step points w->X at other streams */
-    nf_tensor Xs;    /* (L+1) streams at the layer boundaries */
-    nf_tensor Xsub;  /* the current layer's inputs of sub-blocks b, c, d */
+    nf_tensor X_own;  /* w->X as allocated: the step points w->X at other streams */
+    nf_tensor Xs;     /* (L+1) streams at the layer boundaries */
+    nf_tensor Xsub;   /* inputs of sub-blocks b, c, d: 3 streams per kept layer (slot) */
+    int64_t keep;     /* the top `keep` layers' sub-block inputs are saved by the forward */
+    int64_t keep_max; /* at most this many (-1: as NF__KEEP_BYTES allows) */
     nf_tensor dX, dKV;
     nf_tensor dXn, dP, dA, Hpre, stats, yq, loss, dlogits;
     struct nf_workspace mem;
@@ -69,6 +76,7 @@ int nf__mitra_train_new(nf_mitra * m, struct nf_mitra_train ** out, nf_err * err
     if (!t) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     t->m = m;
     t->n = nf__tensor_numel(&m->weights.buf);
+    t->keep_max = -1;
     static const char * const names[NF__N_ARENAS] = {"grad", "adam_m", "adam_v", "best_weights"};
     nf_graph g;
     nf_graph_init(&g, m->be, err);
@@ -86,6 +94,11 @@ int nf__mitra_train_new(nf_mitra * m, struct nf_mitra_train ** out, nf_err * err
 
 int64_t nf__mitra_train_steps(const struct nf_mitra_train * t) { return t->step; }
 int64_t nf__mitra_train_floats(const struct nf_mitra_train * t) { return t->n; }
+
+void nf__mitra_train_keep_layers(struct nf_mitra_train * t, int64_t layers) {
+    t->keep_max = layers;
+    nf__train_ws_free(t); /* the next step lays its work area out again */
+}
 
 int nf__mitra_train_read(const struct nf_mitra_train * t, int what, float * out, nf_err * err) {
     if (what == 0) return nf__tensor_download(&t->m->weights.buf, out, err);
@@ -164,7 +177,13 @@ static int nf__train_ws(struct nf_mitra_train * t, const struct nf_mitra_input *
         NF_TRY(nf__workspace_tensor(&t->mem, m->be, &t->f, type, 1, &ne_, name, err)); \
     } while (0)
     NF__ALLOC(Xs, NF_F32, "train.boundary_streams", (L + 1) * stream);
-    NF__ALLOC(Xsub, NF_F32, "train.sublayer_streams", 3 * stream);
+    /* the top layers whose sub-block inputs fit in NF__KEEP_BYTES keep them
+     * from the forward (no recompute of the layer in backward); the others
+     * recompute into slot 0, free by then (the backward runs top down) */
+    const int64_t per_layer = 3 * stream * (int64_t) sizeof(float);
+    t->keep = NF__KEEP_BYTES / per_layer < L ? NF__KEEP_BYTES / per_layer : L;
+    if (t->keep_max >= 0 && t->keep > t->keep_max) t->keep = t->keep_max;
+    NF__ALLOC(Xsub, NF_F32, "train.sublayer_streams", 3 * (t->keep > 0 ? t->keep : 1) * stream);
     NF__ALLOC(dX, NF_F32, "train.d_stream", stream);
     NF__ALLOC(dKV, NF_F32, "train.d_support_kv", nf__mitra_kv_elems(w));
     NF__ALLOC(dXn, NF_F32, "train.d_normed", big * D);
@@ -179,10 +198,18 @@ static int nf__train_ws(struct nf_mitra_train * t, const struct nf_mitra_input *
     return NF_OK;
 }
 
-static nf_tensor nf__stream(const struct nf_mitra_train * t, const nf_tensor * arena, int i) {
+static nf_tensor nf__stream(const struct nf_mitra_train * t, const nf_tensor * arena, int64_t i) {
     const int64_t n = t->w->nx * t->w->T * t->w->D;
     return nf_view1(arena, i * n, n);
 }
+
+/* layer l's sub-block input slot: its own when kept, else slot 0 */
+static int64_t nf__sub_slot(const struct nf_mitra_train * t, int64_t l) {
+    const int64_t first = t->m->cfg.n_layers - t->keep;
+    return l >= first ? l - first : 0;
+}
+
+static int nf__sub_kept(const struct nf_mitra_train * t, int64_t l) { return l >= t->m->cfg.n_layers - t->keep; }
 
 /* ---- linear backward: y = x Wᵀ + b over `rows` rows ------------------------------------ */
 
@@ -213,13 +240,13 @@ static int64_t nf__crows(const struct nf_mitra_train * t) {
 
 /* (b)/(d): Xin is the sub-block's input stream; dX += d/dXin */
 static int nf__mlp_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_mitra_layer * L, int half,
-                       const nf_tensor * Xin) {
+                       const nf_tensor * Xin, int64_t rbeg) {
     struct nf__ws * w = t->w;
     const int64_t D = w->D, H = 4 * D, cr = nf__crows(t);
     const int li = 1 + 2 * half;
     const nf_tensor *W1 = &L->lw[2 * half], *b1 = &L->lb[2 * half], *W2 = &L->lw[1 + 2 * half],
                     *b2 = &L->lb[1 + 2 * half];
-    for (int64_t r0 = 0; r0 < w->nx; r0 += cr) {
+    for (int64_t r0 = rbeg; r0 < w->nx; r0 += cr) {
         const int64_t r1 = r0 + cr < w->nx ? r0 + cr : w->nx, tok = (r1 - r0) * w->T;
         nf_tensor x = nf__mitra_rows(w, Xin, r0, r1), dy = nf__mitra_rows(w, &t->dX, r0, r1);
         nf_tensor xn = nf_view1(&w->Xn, 0, tok * D), hp = nf_view1(&t->Hpre, 0, tok * H);
@@ -240,11 +267,11 @@ static int nf__mlp_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_
 
 /* (c): feature attention over the T tokens of each row */
 static int nf__feature_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_mitra_layer * L,
-                                     const nf_tensor * Xin) {
+                                     const nf_tensor * Xin, int64_t rbeg) {
     struct nf__ws * w = t->w;
     const nf_mitra * m = t->m;
     const int64_t D = w->D, D3 = 3 * D, T = w->T, cr = nf__crows(t);
-    for (int64_t r0 = 0; r0 < w->nx; r0 += cr) {
+    for (int64_t r0 = rbeg; r0 < w->nx; r0 += cr) {
         const int64_t r1 = r0 + cr < w->nx ? r0 + cr : w->nx, c = r1 - r0, tok = c * T, n3 = tok * D3;
         nf_tensor x = nf__mitra_rows(w, Xin, r0, r1), dy = nf__mitra_rows(w, &t->dX, r0, r1);
         nf_tensor xn = nf_view1(&w->Xn, 0, tok * D), qkv = nf_view1(&w->Pqkv, 0, n3);
@@ -280,22 +307,25 @@ static int nf__feature_attention_bwd(nf_graph * g, struct nf_mitra_train * t, co
     return NF_OK;
 }
 
-/* (a): row attention; the support K/V (recomputed into w->KV) collect their
+/* (a): row attention; the support K/V (in w->KV: recomputed unless
+ * kv_ready, the layer's forward having just left them there) collect their
  * gradient from every row's query first */
 static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const struct nf_mitra_layer * L,
-                                 const nf_tensor * Xin) {
+                                 const nf_tensor * Xin, int kv_ready, int64_t rbeg) {
     struct nf__ws * w = t->w;
     const nf_mitra * m = t->m;
     const int64_t D = w->D, D2 = 2 * D, T = w->T, cr = nf__crows(t), nkv = w->ns * T * D2;
     nf_tensor kv = nf__mitra_kv(w, 0);
     /* K/V of the support rows, from the input stream */
-    const nf_tensor X_saved = w->X;
-    w->X = *Xin;
-    int rc = nf__mitra_row_kv(g, w, L, kv, cr);
-    w->X = X_saved;
-    NF_TRY(rc);
+    if (!kv_ready) {
+        const nf_tensor X_saved = w->X;
+        w->X = *Xin;
+        int rc = nf__mitra_row_kv(g, w, L, kv, cr);
+        w->X = X_saved;
+        NF_TRY(rc);
+    }
     NF_TRY(nf_fill(g, nf_label(g, "attention1.d_kv"), t->dKV, 1, nkv, nkv, 0.0f));
-    for (int64_t r0 = 0, r1; r0 < w->nx; r0 = r1) {
+    for (int64_t r0 = rbeg, r1; r0 < w->nx; r0 = r1) {
         const int64_t lim = r0 < w->ns ? w->ns : w->nx;
         r1 = r0 + cr < lim ? r0 + cr : lim;
         const int64_t tok = (r1 - r0) * T;
@@ -333,21 +363,37 @@ static int nf__row_attention_bwd(nf_graph * g, struct nf_mitra_train * t, const 
 /* ---- forward pieces on a chosen stream ------------------------------------------------------- */
 
 /* one whole layer on stream X (in place), every row, every token */
+/* The first row of layer l whose update is computed (forward) and
+ * differentiated (backward): 0, but in the top layer, whose support rows
+ * only give the row attention its keys and values (the head reads the query
+ * rows), the chunks of support rows alone are skipped: the row attention's
+ * from n_s (its chunks stop there), the other sub-blocks' from the chunk
+ * holding row n_s (their chunks run from row 0 across it). Those rows'
+ * gradient there is exactly 0 (it flows back only through the K/V), so the
+ * skipped products would add exact zeros; the rows computed, and their
+ * chunks, are the same as without the skip, so every result is bit for bit
+ * the same. A straddling chunk's support rows read stale (finite) inputs
+ * whose products with their zero gradient are zero all the same. */
+static int64_t nf__row0(const struct nf_mitra_train * t, int l, int row_attention) {
+    if (l != t->m->cfg.n_layers - 1) return 0;
+    return row_attention ? t->w->ns : t->w->ns / nf__crows(t) * nf__crows(t);
+}
+
 static int nf__layer_fwd(nf_graph * g, struct nf_mitra_train * t, int l, nf_tensor X, nf_tensor * sub) {
     struct nf__ws * w = t->w;
     const nf_mitra * m = t->m;
     const struct nf_mitra_layer * L = &m->layers[l];
-    const int64_t cr = nf__crows(t), n = w->nx * w->T * w->D;
+    const int64_t cr = nf__crows(t), n = w->nx * w->T * w->D, ra0 = nf__row0(t, l, 1), r0 = nf__row0(t, l, 0);
     const nf_tensor X_saved = w->X;
     w->X = X;
     int rc = nf__mitra_row_kv(g, w, L, nf__mitra_kv(w, 0), cr);
-    if (rc == NF_OK) rc = nf__mitra_row_attend(g, w, m, L, nf__mitra_kv(w, 0), 0, w->nx, cr);
+    if (rc == NF_OK) rc = nf__mitra_row_attend(g, w, m, L, nf__mitra_kv(w, 0), ra0, w->nx, cr);
     if (rc == NF_OK && sub) rc = nf_copy(g, "train.save_sublayer", X, sub[0], n);
-    if (rc == NF_OK) rc = nf__mitra_mlp(g, w, L, 0, 0, w->nx, cr, 0);
+    if (rc == NF_OK) rc = nf__mitra_mlp(g, w, L, 0, r0, w->nx, cr, 0);
     if (rc == NF_OK && sub) rc = nf_copy(g, "train.save_sublayer", X, sub[1], n);
-    if (rc == NF_OK) rc = nf__mitra_feature_attention(g, w, m, L, 0, w->nx, cr, 0);
+    if (rc == NF_OK) rc = nf__mitra_feature_attention(g, w, m, L, r0, w->nx, cr, 0);
     if (rc == NF_OK && sub) rc = nf_copy(g, "train.save_sublayer", X, sub[2], n);
-    if (rc == NF_OK) rc = nf__mitra_mlp(g, w, L, 1, 0, w->nx, cr, 0);
+    if (rc == NF_OK) rc = nf__mitra_mlp(g, w, L, 1, r0, w->nx, cr, 0);
     w->X = X_saved;
     return rc;
 }
@@ -396,7 +442,10 @@ static int nf__train_grad(struct nf_mitra_train * t, const struct nf_mitra_input
         nf_graph_prefix(g, "layers.%d.", l);
         nf_tensor next = nf__stream(t, &t->Xs, l + 1);
         NF_TRY(nf_copy(g, "train.stream", nf__stream(t, &t->Xs, l), next, n));
-        NF_TRY(nf__layer_fwd(g, t, l, next, NULL));
+        const int64_t s0 = 3 * nf__sub_slot(t, l);
+        nf_tensor sub[3] = {nf__stream(t, &t->Xsub, s0), nf__stream(t, &t->Xsub, s0 + 1),
+                            nf__stream(t, &t->Xsub, s0 + 2)};
+        NF_TRY(nf__layer_fwd(g, t, l, next, nf__sub_kept(t, l) ? sub : NULL));
     }
     nf_graph_prefix(g, "%s", "");
     w->X = nf__stream(t, &t->Xs, (int) nL);
@@ -418,20 +467,30 @@ static int nf__train_grad(struct nf_mitra_train * t, const struct nf_mitra_input
     NF_TRY(nf__ln_bwd(g, t, "final_layer_norm", nf__mitra_rows(w, &w->X, w->ns, w->nx), T * D, &m->fln_w, &m->fln_b,
                       dhq, D, nf__mitra_rows(w, &t->dX, w->ns, w->nx), T * D, w->nq));
 
-    /* the layers, from the top */
-    nf_tensor sub[3] = {nf__stream(t, &t->Xsub, 0), nf__stream(t, &t->Xsub, 1), nf__stream(t, &t->Xsub, 2)};
+    /* the layers, from the top; w->KV holds the top layer's support K/V
+     * (the forward's last) */
+    int kv_ready = 1;
     for (int l = (int) nL - 1; l >= 0; l--) {
         nf_graph_prefix(g, "layers.%d.", l);
         const struct nf_mitra_layer * L = &m->layers[l];
         const nf_tensor Xin = nf__stream(t, &t->Xs, l);
-        /* the layer again from its input: the inputs of sub-blocks b, c, d */
-        nf_tensor scratch = nf__stream(t, &t->Xs, l + 1); /* stream l+1 is no longer needed */
-        NF_TRY(nf_copy(g, "train.stream", Xin, scratch, n));
-        NF_TRY(nf__layer_fwd(g, t, l, scratch, sub));
-        NF_TRY(nf__mlp_bwd(g, t, L, 1, &sub[2]));
-        NF_TRY(nf__feature_attention_bwd(g, t, L, &sub[1]));
-        NF_TRY(nf__mlp_bwd(g, t, L, 0, &sub[0]));
-        NF_TRY(nf__row_attention_bwd(g, t, L, &Xin));
+        const int64_t s0 = 3 * nf__sub_slot(t, l);
+        nf_tensor sub[3] = {nf__stream(t, &t->Xsub, s0), nf__stream(t, &t->Xsub, s0 + 1),
+                            nf__stream(t, &t->Xsub, s0 + 2)};
+        if (!nf__sub_kept(t, l)) {
+            /* the layer again from its input: the inputs of sub-blocks b, c, d
+             * (and its support K/V in w->KV) */
+            nf_tensor scratch = nf__stream(t, &t->Xs, l + 1); /* stream l+1 is no longer needed */
+            NF_TRY(nf_copy(g, "train.stream", Xin, scratch, n));
+            NF_TRY(nf__layer_fwd(g, t, l, scratch, sub));
+            kv_ready = 1;
+        }
+        const int64_t r0 = nf__row0(t, l, 0);
+        NF_TRY(nf__mlp_bwd(g, t, L, 1, &sub[2], r0));
+        NF_TRY(nf__feature_attention_bwd(g, t, L, &sub[1], r0));
+        NF_TRY(nf__mlp_bwd(g, t, L, 0, &sub[0], r0));
+        NF_TRY(nf__row_attention_bwd(g, t, L, &Xin, kv_ready, nf__row0(t, l, 1)));
+        kv_ready = 0;
     }
     nf_graph_prefix(g, "%s", "");
 

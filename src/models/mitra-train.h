@@ -30,6 +30,13 @@ int nf__mitra_train_adamw(struct nf_mitra_train * t, double lr, double beta1, do
                           nf_err * err);
 int64_t nf__mitra_train_steps(const struct nf_mitra_train * t);
 
+/* The forward saves the inputs of every layer's sub-blocks (3 residual
+ * streams a layer) for the top layers that fit in a fixed budget (2 GiB), so
+ * backward runs those layers' forward only once; the others are run again
+ * from their input stream (§5.3). This caps the saved layers at `layers`
+ * (-1: the budget decides); the results are the same bit for bit. */
+void nf__mitra_train_keep_layers(struct nf_mitra_train * t, int64_t layers);
+
 /* best weights: save the live ones, or restore the saved ones (device copies) */
 int nf__mitra_train_save_best(struct nf_mitra_train * t, nf_err * err);
 int nf__mitra_train_restore_best(struct nf_mitra_train * t, nf_err * err);
