@@ -40,19 +40,13 @@
 
 /* ---- bf16 rounding ------------------------------------------------------------------ */
 
-uint16_t nf__bf16_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t) ((u >> 16) | 0x0040u); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);                                              /* nearest, ties to even */
-    return (uint16_t) (u >> 16);
-}
+uint16_t nf__bf16_bits(float f) { return (uint16_t) (nf__bf16_u32(f) >> 16); }
 
-float nf__bf16_round(float f) {
-    const uint32_t u = (uint32_t) nf__bf16_bits(f) << 16;
-    float r;
-    memcpy(&r, &u, sizeof(r));
-    return r;
+float nf__bf16_round(float f) { return nf__bf16_rnd(f); }
+
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__bf16_bits_row(uint16_t * restrict d,
+                                                                                const float * restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = (uint16_t) (nf__bf16_u32(s[i]) >> 16);
 }
 
 /* ---- availability ------------------------------------------------------------------- */
@@ -82,20 +76,130 @@ int nf__cpu_bf16_check(char * why, size_t n) {
 #define NF__MM_CACHE 24
 
 struct nf__mm {
-    int64_t m, n, k;
+    int64_t m, n, k, ldc;
     dnnl_primitive_t prim;
     unsigned long long used;
 };
+
+/* a bf16 copy of an fp32 region of a buffer: rows x k values at stride ld
+ * from byte offs of handle, stored rows x k contiguous. Valid while nothing
+ * has written the region: every op's destinations, every upload and every
+ * free of the buffer are checked against it (nf__cpu_bf16_forget), so a copy
+ * is never stale. Two kinds: weights (LINEAR's W: converted at first use,
+ * kept for the run) and the last activations an op wrote that a LINEAR
+ * reads next (LAYER_NORM's output, GELU's): the producer writes the bf16
+ * copy in the same pass, the LINEAR skips its conversion. */
+struct nf__copy {
+    void * handle;
+    size_t offs, end; /* the bytes [offs, end) of handle it copies */
+    int64_t rows, k, ld;
+    uint16_t * bits;
+    size_t cap; /* elements bits holds */
+    int valid;
+};
+
+#define NF__ACT_COPIES     2                  /* producer and consumer in one op: ping-pong */
+#define NF__WEIGHT_CAP_MAX ((size_t) 1 << 30) /* bf16 weight copies kept at most, bytes */
 
 struct nf_cpu_bf16 {
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     struct nf__mm mm[NF__MM_CACHE];
     unsigned long long tick;
-    uint16_t *xa, *wa; /* bf16 copies of x and W */
+    uint16_t *xa, *wa; /* bf16 copies of x and W where no cached copy serves */
     size_t xa_n, wa_n;
+    struct nf__copy act[NF__ACT_COPIES];
+    struct nf__copy * w; /* the weights' copies */
+    int n_w, cap_w;
+    size_t w_bytes;
     char impl[96]; /* the kernel oneDNN picked last */
 };
+
+static void nf__copy_set(struct nf__copy * e, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld) {
+    e->handle = t->buf->handle;
+    e->offs = t->offs;
+    e->end = t->offs + (size_t) ((rows - 1) * ld + k) * sizeof(float);
+    e->rows = rows;
+    e->k = k;
+    e->ld = ld;
+    e->valid = 1;
+}
+
+static int nf__copy_is(const struct nf__copy * e, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld) {
+    return e->valid && e->handle == t->buf->handle && e->offs == t->offs && e->k == k && e->ld == ld && rows <= e->rows;
+}
+
+void nf__cpu_bf16_forget(struct nf_cpu_bf16 * c, const void * handle, size_t lo, size_t hi) {
+    for (int i = 0; i < NF__ACT_COPIES; i++) {
+        struct nf__copy * e = &c->act[i];
+        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
+    }
+    for (int i = 0; i < c->n_w; i++) {
+        struct nf__copy * e = &c->w[i];
+        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) {
+            e->valid = 0;
+            c->w_bytes -= e->cap * sizeof(uint16_t);
+            free(e->bits);
+            e->bits = NULL;
+            e->cap = 0;
+        }
+    }
+}
+
+/* an activation copy to fill for t (rows x k at ld), not `busy` (the one the
+ * op reads); NULL when out of memory (the op then just does not leave one) */
+static struct nf__copy * nf__act_begin(struct nf_cpu_bf16 * c, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld,
+                                       const uint16_t * busy) {
+    struct nf__copy * e = &c->act[0];
+    if (busy && c->act[0].bits == busy)
+        e = &c->act[1];
+    else if (!(busy && c->act[1].bits == busy) && c->act[0].valid && !c->act[1].valid)
+        e = &c->act[1];
+    e->valid = 0;
+    const size_t n = (size_t) (rows * k);
+    if (n > e->cap) {
+        free(e->bits);
+        e->bits = malloc(n * sizeof(uint16_t));
+        e->cap = e->bits ? n : 0;
+        if (!e->bits) return NULL;
+    }
+    nf__copy_set(e, t, rows, k, ld);
+    e->valid = 0; /* valid once filled (nf__act_done) */
+    return e;
+}
+
+/* the bf16 copy of W (n x k, rows contiguous): kept from the first use on
+ * (NULL: not kept -- out of memory or over the cap; the caller converts) */
+static const uint16_t * nf__weight_bits(struct nf_cpu_bf16 * c, const nf_tensor * W, int64_t n, int64_t k) {
+    int slot = -1;
+    for (int i = 0; i < c->n_w; i++) {
+        if (nf__copy_is(&c->w[i], W, n, k, k) && c->w[i].rows == n) return c->w[i].bits;
+        if (!c->w[i].valid && slot < 0) slot = i;
+    }
+    const size_t elems = (size_t) (n * k);
+    if (c->w_bytes + elems * sizeof(uint16_t) > NF__WEIGHT_CAP_MAX) return NULL;
+    if (slot < 0) {
+        if (c->n_w == c->cap_w) {
+            const int cap = c->cap_w ? 2 * c->cap_w : 64;
+            struct nf__copy * w = realloc(c->w, (size_t) cap * sizeof(*w));
+            if (!w) return NULL;
+            c->w = w;
+            c->cap_w = cap;
+        }
+        slot = c->n_w++;
+        memset(&c->w[slot], 0, sizeof(c->w[slot]));
+    }
+    struct nf__copy * e = &c->w[slot];
+    e->bits = malloc(elems * sizeof(uint16_t));
+    if (!e->bits) return NULL;
+    e->cap = elems;
+    c->w_bytes += elems * sizeof(uint16_t);
+    const float * src = NF__PTR(W);
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
+    for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(e->bits + r * k, src + r * k, k);
+    nf__copy_set(e, W, n, k, k);
+    return e->bits;
+}
 
 static int nf__dnnl_err(nf_err * err, const char * what, dnnl_status_t st) {
     return nf__err_set(err, st == dnnl_out_of_memory ? NF_ERR_NOMEM : NF_ERR_GENERIC,
@@ -123,17 +227,21 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
     if (c->eng) dnnl_engine_destroy(c->eng);
     free(c->xa);
     free(c->wa);
+    for (int i = 0; i < NF__ACT_COPIES; i++) free(c->act[i].bits);
+    for (int i = 0; i < c->n_w; i++) free(c->w[i].bits);
+    free(c->w);
     free(c);
 }
 
 const char * nf__cpu_bf16_impl(const struct nf_cpu_bf16 * c) { return c->impl; }
 
-/* the matmul (m, k) bf16 x (k, n) bf16 [stored (n, k) row-major] -> (m, n) f32 */
-static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, dnnl_primitive_t * out, nf_err * err) {
+/* the matmul (m, k) bf16 x (k, n) bf16 [stored (n, k) row-major] -> (m, n) f32 at row stride ldc */
+static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, dnnl_primitive_t * out,
+                      nf_err * err) {
     int lru = 0;
     for (int i = 0; i < NF__MM_CACHE; i++) {
         struct nf__mm * e = &c->mm[i];
-        if (e->prim && e->m == m && e->n == n && e->k == k) {
+        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc) {
             e->used = ++c->tick;
             *out = e->prim;
             return NF_OK;
@@ -142,10 +250,10 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, d
         if (!e->prim) break;
     }
     dnnl_memory_desc_t a_md, b_md, c_md;
-    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n};
+    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n}, cs = {ldc, 1};
     dnnl_status_t st = dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_ba);
-    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&c_md, 2, cd, dnnl_f32, dnnl_ab);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_matmul_desc_t md;
     if (st == dnnl_success) st = dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md);
     dnnl_primitive_desc_t pd = NULL;
@@ -161,21 +269,21 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, d
     if (st != dnnl_success) return nf__dnnl_err(err, "creating a bf16 matmul", st);
     struct nf__mm * e = &c->mm[lru];
     if (e->prim) dnnl_primitive_destroy(e->prim);
-    *e = (struct nf__mm){m, n, k, prim, ++c->tick};
+    *e = (struct nf__mm){m, n, k, ldc, prim, ++c->tick};
     *out = prim;
     return NF_OK;
 }
 
-/* t (m, n) f32 = xa (m, k) bf16 · wa (n, k) bf16 ᵀ */
+/* t (m, n) f32 at row stride ldc = xa (m, k) bf16 · wa (n, k) bf16 ᵀ */
 static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
-                      float * t, nf_err * err) {
+                      float * t, int64_t ldc, nf_err * err) {
     dnnl_primitive_t prim = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, &prim, err));
+    NF_TRY(nf__mm_get(c, m, n, k, ldc, &prim, err));
     dnnl_memory_desc_t a_md, b_md, c_md;
-    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n};
+    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n}, cs = {ldc, 1};
     dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_ba);
-    dnnl_memory_desc_init_by_tag(&c_md, 2, cd, dnnl_f32, dnnl_ab);
+    dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
     dnnl_status_t st = dnnl_memory_create(&am, &a_md, c->eng, (void *) xa);
     if (st == dnnl_success) st = dnnl_memory_create(&bm, &b_md, c->eng, (void *) wa);
@@ -203,44 +311,88 @@ static uint16_t * nf__grow(uint16_t ** p, size_t * have, size_t n) {
 
 /* ---- the kernels ------------------------------------------------------------------ */
 
+/* LINEAR's epilogue, one row at a time (the passes stay in L1): t = R(R?(t) + bb), R the bf16
+ * rounding, bb the rounded bias (twice: upstream's mm + add, x·Wᵀ rounded first) */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_epi_bias(float * t,
+                                                                                       const float * restrict bb,
+                                                                                       int64_t n, int twice) {
+    if (twice)
+        for (int64_t o = 0; o < n; o++) t[o] = nf__bf16_rnd(nf__bf16_rnd(t[o]) + bb[o]);
+    else
+        for (int64_t o = 0; o < n; o++) t[o] = nf__bf16_rnd(t[o] + bb[o]);
+}
+
+/* ... then v = R(t) after the activation (or t as it is), y = y + v (acc) or v, and
+ * the bits of v into bits (the next LINEAR's bf16 input) where bits is not NULL */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_epi_out(float * y, const float * t,
+                                                                                      int64_t n, int round, int acc,
+                                                                                      uint16_t * restrict bits) {
+    for (int64_t o = 0; o < n; o++) {
+        const float v = round ? nf__bf16_rnd(t[o]) : t[o];
+        y[o] = acc ? y[o] + v : v;
+    }
+    if (bits)
+        for (int64_t o = 0; o < n; o++) bits[o] = (uint16_t) (nf__bf16_u32(y[o]) >> 16);
+}
+
+/* the bf16 copy of LINEAR's x: the one its producer left (LAYER_NORM, a GELU LINEAR), or
+ * converted here into c->xa */
+static const uint16_t * nf__x_bits(struct nf_cpu_bf16 * c, const nf_tensor * x, int64_t m, int64_t k, int64_t ldx) {
+    for (int i = 0; i < NF__ACT_COPIES; i++)
+        if (nf__copy_is(&c->act[i], x, m, k, ldx)) return c->act[i].bits;
+    uint16_t * xa = nf__grow(&c->xa, &c->xa_n, (size_t) (m * k));
+    if (!xa) return NULL;
+    const float * src = NF__PTR(x);
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * k))
+    for (int64_t r = 0; r < m; r++) nf__bf16_bits_row(xa + r * k, src + r * ldx, k);
+    return xa;
+}
+
 static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cpu_bf16 * c = be->ctx;
     const struct nf_linear_params * p = &op->p.linear;
     if (p->m == 0) return NF_OK;
     const int64_t m = p->m, n = p->n, k = p->k;
-    const float * x = NF__PTR(&op->src[0]);
-    const float * W = NF__PTR(&op->src[1]);
     const float * bias = op->n_src == 3 ? NF__PTR(&op->src[2]) : NULL;
     float * y = NF__PTR(&op->dst[0]);
-    uint16_t * xa = nf__grow(&c->xa, &c->xa_n, (size_t) (m * k));
-    uint16_t * wa = nf__grow(&c->wa, &c->wa_n, (size_t) (n * k));
-    float * t = nf__backend_host_scratch(be, (size_t) (m * n) * sizeof(float));
-    if (!xa || !wa || !t) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
-        /* x and W to bf16 in one pass over both (one team wake-up, not two) */
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR((m + n) * k))
-    for (int64_t r = 0; r < m + n; r++) {
-        const float * src = r < m ? x + r * p->ldx : W + (r - m) * k;
-        uint16_t * dst = r < m ? xa + r * k : wa + (r - m) * k;
-        for (int64_t i = 0; i < k; i++) dst[i] = nf__bf16_bits(src[i]);
-    }
-    NF_TRY(nf__mm_run(c, m, n, k, xa, wa, t, err));
     const int act = p->act, acc = p->accumulate, twice = p->bias_after_round;
+    const uint16_t * xa = nf__x_bits(c, &op->src[0], m, k, p->ldx);
+    const uint16_t * wa = nf__weight_bits(c, &op->src[1], n, k);
+    if (xa && !wa && (wa = nf__grow(&c->wa, &c->wa_n, (size_t) (n * k)))) {
+        const float * W = NF__PTR(&op->src[1]);
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
+        for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(c->wa + r * k, W + r * k, k);
+    }
+    /* x·Wᵀ straight into y unless y accumulates it */
+    float * scratch = nf__backend_host_scratch(be, (size_t) (n + (acc ? m * n : 0)) * sizeof(float));
+    if (!xa || !wa || !scratch)
+        return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
+    float *bb = scratch, *t = acc ? scratch + n : y;
+    const int64_t ldt = acc ? n : p->ldy;
+    for (int64_t o = 0; o < n; o++) bb[o] = bias ? nf__bf16_rnd(bias[o]) : 0.0f;
+    NF_TRY(nf__mm_run(c, m, n, k, xa, wa, t, ldt, err));
+    /* a GELU's output is the next LINEAR's x: its bf16 bits now, while the row is in cache */
+    struct nf__copy * out = act != NF_ACT_NONE && !acc ? nf__act_begin(c, &op->dst[0], m, n, p->ldy, xa) : NULL;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * n))
     for (int64_t r = 0; r < m; r++) {
-        float * tr = t + r * n;
-        if (twice)
-            for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o]);
-        for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o] + (bias ? nf__bf16_round(bias[o]) : 0.0f));
-        if (act != NF_ACT_NONE) {
-            nf__cpu_act_row(tr, tr, n, act);
-            for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o]);
-        }
-        float * yr = y + r * p->ldy;
-        if (acc)
-            for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
-        else
-            memcpy(yr, tr, (size_t) n * sizeof(float));
+        float * tr = t + r * ldt;
+        nf__bf16_epi_bias(tr, bb, n, twice);
+        if (act != NF_ACT_NONE) nf__cpu_act_row(tr, tr, n, act);
+        if (act != NF_ACT_NONE || acc)
+            nf__bf16_epi_out(y + r * p->ldy, tr, n, act != NF_ACT_NONE, acc, out ? out->bits + r * n : NULL);
     }
+    if (out) out->valid = 1;
+    return NF_OK;
+}
+
+/* LAYER_NORM: the exact kernel, leaving the bf16 copy of its output for the LINEAR that
+ * reads it (autocast rounds it there anyway) */
+static int nf__bf16_layer_norm(nf_backend * be, const nf_op * op) {
+    struct nf_cpu_bf16 * c = be->ctx;
+    const struct nf_layer_norm_params * p = &op->p.layer_norm;
+    struct nf__copy * out = p->m > 0 ? nf__act_begin(c, &op->dst[0], p->m, p->k, p->ldy, NULL) : NULL;
+    nf__cpu_layer_norm_rows(op, out ? out->bits : NULL);
+    if (out) out->valid = 1;
     return NF_OK;
 }
 
@@ -390,7 +542,7 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
             for (int64_t i = 0; i < cin; i++) xa[(p0 + r) * cin + i] = nf__bf16_bits(xs[r * p->ldx + i]);
         for (int64_t k = 0; k < K; k++) {
             const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
-            NF_TRY(nf__mm_run(c, L, cout, cin, xa + (p0 + sh) * cin, wa + k * cout * cin, k ? u : t, err));
+            NF_TRY(nf__mm_run(c, L, cout, cin, xa + (p0 + sh) * cin, wa + k * cout * cin, k ? u : t, cout, err));
             if (k)
                 for (int64_t i = 0; i < L * cout; i++) t[i] += u[i];
         }
@@ -444,6 +596,11 @@ static int nf__bf16_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) 
 /* ---- dispatch --------------------------------------------------------------------- */
 
 int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
+    /* what the op writes, no bf16 copy of it holds any more */
+    for (int i = 0; i < op->n_dst; i++)
+        if (op->dst[i].buf)
+            nf__cpu_bf16_forget(be->ctx, op->dst[i].buf->handle, op->dst[i].offs,
+                                op->dst[i].offs + nf__tensor_nbytes(&op->dst[i]));
     switch (op->type) {
         case NF_OP_LINEAR: return nf__bf16_linear(be, op, err);
         case NF_OP_ATTENTION: return nf__bf16_attention(be, op, err);
@@ -451,10 +608,10 @@ int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op
         case NF_OP_LABEL_TOKENS: return nf__bf16_label_tokens(be, op, err);
         case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);
         case NF_OP_BATCH_NORM: return nf__bf16_batch_norm(be, op, err);
+        case NF_OP_LAYER_NORM: return nf__bf16_layer_norm(be, op);
         /* fp32 under autocast (not on its bf16 list, or fp32-listed): the exact kernels */
         case NF_OP_QUANTILE:
         case NF_OP_BUCKETIZE_NORM:
-        case NF_OP_LAYER_NORM:
         case NF_OP_FILL:
         case NF_OP_COPY:
         case NF_OP_GATHER_ROWS: return k->run(be, op, err);

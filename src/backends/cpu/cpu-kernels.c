@@ -6,6 +6,7 @@
  * sqrtf; compiled with -ffp-contract=off. GEMMs go through
  * oneDNN's sgemm (cpu-gemm.c); the loops are parallel over independent rows with OpenMP
  * and never split a reduction, so results are identical run to run. */
+#include "cpu-bf16.h"
 #include "cpu-gemm.h"
 #include "cpu-kernels.h"
 
@@ -167,7 +168,7 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__layer_n
     for (int64_t c = 0; c < k; c++) yr[c] = (xr[c] - mu) * rstd * g[c] + b[c];
 }
 
-static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+void nf__cpu_layer_norm_rows(const nf_op * op, uint16_t * bits) {
     const struct nf_layer_norm_params * p = &op->p.layer_norm;
     const float * x = NF__PTR(&op->src[0]);
     const float * g = NF__PTR(&op->src[1]);
@@ -176,7 +177,12 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * p->k))
     for (int64_t r = 0; r < p->m; r++) {
         nf__layer_norm_row(y + r * p->ldy, x + r * p->ldx, g, b, p->k, p->eps);
+        if (bits) nf__bf16_bits_row(bits + r * p->k, y + r * p->ldy, p->k);
     }
+}
+
+static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    nf__cpu_layer_norm_rows(op, NULL);
     return NF_OK;
 }
 

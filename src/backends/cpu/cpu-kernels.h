@@ -49,6 +49,10 @@ static inline void nf__cpu_ln_stats(const float * xr, int64_t k, float eps, floa
     *rstd_out = 1.0f / sqrtf(var + eps);
 }
 
+/* LAYER_NORM's rows; with bits (not NULL) also each output row's bf16 bits,
+ * m x k contiguous, written as the row is (bf16-autocast, cpu-bf16.c) */
+void nf__cpu_layer_norm_rows(const nf_op * op, uint16_t * bits);
+
 /* the ISAs the vectorised row kernels are compiled for, picked at load time
  * (target_clones): AVX-512 (GCC's avx512f implies FMA), AVX2 + FMA
  * (x86-64-v3), and the baseline. The same IEEE operations in each -- no FMA
