@@ -32,6 +32,9 @@
 
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +115,7 @@ struct nf_cpu_bf16 {
     struct nf__copy * w; /* the weights' copies */
     int n_w, cap_w;
     size_t w_bytes;
+    uint32_t * gelu; /* R(GELU(x)) for every bf16 x, by its bits (built at first use) */
     char impl[96]; /* the kernel oneDNN picked last */
 };
 
@@ -230,6 +234,7 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
     for (int i = 0; i < NF__ACT_COPIES; i++) free(c->act[i].bits);
     for (int i = 0; i < c->n_w; i++) free(c->w[i].bits);
     free(c->w);
+    free(c->gelu);
     free(c);
 }
 
@@ -335,6 +340,81 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_ep
         for (int64_t o = 0; o < n; o++) bits[o] = (uint16_t) (nf__bf16_u32(y[o]) >> 16);
 }
 
+/* GELU on a bf16 input has 65536 possible inputs: R(GELU(x)) for all of them, computed
+ * once with the exact kernel's GELU (nf__cpu_act_row) and rounded as the epilogue
+ * rounds it, so a lookup is bitwise the computation */
+static const uint32_t * nf__gelu_table(struct nf_cpu_bf16 * c) {
+    if (c->gelu) return c->gelu;
+    float * x = malloc(65536 * sizeof(float));
+    uint32_t * t = malloc(65536 * sizeof(uint32_t));
+    if (!x || !t) {
+        free(x);
+        free(t);
+        return NULL;
+    }
+    for (uint32_t b = 0; b < 65536; b++) {
+        const uint32_t u = b << 16;
+        memcpy(&x[b], &u, sizeof(u));
+    }
+    nf__cpu_act_row(x, x, 65536, NF_ACT_GELU);
+    for (uint32_t b = 0; b < 65536; b++) t[b] = nf__bf16_u32(x[b]);
+    free(x);
+    return c->gelu = t;
+}
+
+/* the GELU LINEAR's epilogue in one pass over a row: y = [y +] R(GELU(R(R?(t) + bb)))
+ * by the table, the bits of R(GELU(..)) into bits (not NULL) */
+static void nf__bf16_epi_gelu_tail(float * y, const float * t, const float * bb, int64_t o, int64_t n, int twice,
+                                   int acc, const uint32_t * lut, uint16_t * bits) {
+    for (; o < n; o++) {
+        const float v = twice ? nf__bf16_rnd(t[o]) : t[o];
+        const uint32_t g = lut[nf__bf16_u32(v + bb[o]) >> 16];
+        float gv;
+        memcpy(&gv, &g, sizeof(gv));
+        y[o] = acc ? y[o] + gv : gv;
+        if (bits) bits[o] = (uint16_t) (g >> 16);
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* the mode runs only where oneDNN has avx512_core_bf16 kernels, so AVX-512F is there; the
+ * compilers do not vectorise the lookup (no gathers in their cost models), hence intrinsics */
+__attribute__((target("avx512f"))) static inline __m512i nf__bf16_u32_v(__m512i u) {
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    const __m512i hi = _mm512_set1_epi32((int) 0xffff0000u);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), hi);
+    const __m512i q = _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(0x00400000)), hi);
+    return _mm512_mask_blend_epi32(nan, r, q);
+}
+
+__attribute__((target("avx512f"), noinline)) static void nf__bf16_epi_gelu(float * y, const float * t,
+                                                                          const float * restrict bb, int64_t n,
+                                                                          int twice, int acc,
+                                                                          const uint32_t * restrict lut,
+                                                                          uint16_t * restrict bits) {
+    int64_t o = 0;
+    for (; o + 16 <= n; o += 16) {
+        __m512i u = _mm512_castps_si512(_mm512_loadu_ps(t + o));
+        if (twice) u = nf__bf16_u32_v(u);
+        const __m512 v = _mm512_add_ps(_mm512_castsi512_ps(u), _mm512_loadu_ps(bb + o));
+        const __m512i idx = _mm512_srli_epi32(nf__bf16_u32_v(_mm512_castps_si512(v)), 16);
+        const __m512i g = _mm512_i32gather_epi32(idx, (const void *) lut, 4);
+        __m512 gv = _mm512_castsi512_ps(g);
+        if (acc) gv = _mm512_add_ps(_mm512_loadu_ps(y + o), gv);
+        _mm512_storeu_ps(y + o, gv);
+        if (bits) _mm256_storeu_si256((__m256i *) (bits + o), _mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16)));
+    }
+    nf__bf16_epi_gelu_tail(y, t, bb, o, n, twice, acc, lut, bits);
+}
+#else
+static void nf__bf16_epi_gelu(float * y, const float * t, const float * bb, int64_t n, int twice, int acc,
+                              const uint32_t * lut, uint16_t * bits) {
+    nf__bf16_epi_gelu_tail(y, t, bb, 0, n, twice, acc, lut, bits);
+}
+#endif
+
 /* the bf16 copy of LINEAR's x: the one its producer left (LAYER_NORM, a GELU LINEAR), or
  * converted here into c->xa */
 static const uint16_t * nf__x_bits(struct nf_cpu_bf16 * c, const nf_tensor * x, int64_t m, int64_t k, int64_t ldx) {
@@ -373,9 +453,14 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     NF_TRY(nf__mm_run(c, m, n, k, xa, wa, t, ldt, err));
     /* a GELU's output is the next LINEAR's x: its bf16 bits now, while the row is in cache */
     struct nf__copy * out = act != NF_ACT_NONE && !acc ? nf__act_begin(c, &op->dst[0], m, n, p->ldy, xa) : NULL;
+    const uint32_t * lut = act == NF_ACT_GELU ? nf__gelu_table(c) : NULL;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * n))
     for (int64_t r = 0; r < m; r++) {
         float * tr = t + r * ldt;
+        if (lut) {
+            nf__bf16_epi_gelu(y + r * p->ldy, tr, bb, n, twice, acc, lut, out ? out->bits + r * n : NULL);
+            continue;
+        }
         nf__bf16_epi_bias(tr, bb, n, twice);
         if (act != NF_ACT_NONE) nf__cpu_act_row(tr, tr, n, act);
         if (act != NF_ACT_NONE || acc)
@@ -396,6 +481,20 @@ static int nf__bf16_layer_norm(nf_backend * be, const nf_op * op) {
     return NF_OK;
 }
 
+/* d[e] = R(s[e]), e < n */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_rnd_row(float * restrict d,
+                                                                                     const float * restrict s,
+                                                                                     int64_t n) {
+    for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e]);
+}
+
+/* d[e] = R(s[e] * f), e < n */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_scale_rnd_row(float * restrict d,
+                                                                                           const float * restrict s,
+                                                                                           int64_t n, float f) {
+    for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e] * f);
+}
+
 /* one (group, head, block of query rows): see the file comment */
 struct nf__bf16_attn {
     const struct nf_attention_params * p;
@@ -408,14 +507,11 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
     const struct nf_attention_params * p = a->p;
     const int64_t E = p->head_dim, lk = p->lk;
     float *qb = buf, *kb = qb + nb * E, *vb = kb + lk * E, *S = vb + lk * E, *ob = S + nb * lk, *sum = ob + nb * E;
-    for (int64_t i = 0; i < nb; i++)
-        for (int64_t e = 0; e < E; e++)
-            qb[i * E + e] = nf__bf16_round(a->q[g * p->q_gs + (i0 + i) * p->q_ss + h * E + e]);
-    for (int64_t j = 0; j < lk; j++)
-        for (int64_t e = 0; e < E; e++) {
-            kb[j * E + e] = nf__bf16_round(a->k[g * p->kv_gs + j * p->kv_ss + h * E + e]);
-            vb[j * E + e] = nf__bf16_round(a->v[g * p->kv_gs + j * p->kv_ss + h * E + e]);
-        }
+    for (int64_t i = 0; i < nb; i++) nf__bf16_rnd_row(qb + i * E, a->q + g * p->q_gs + (i0 + i) * p->q_ss + h * E, E);
+    for (int64_t j = 0; j < lk; j++) {
+        nf__bf16_rnd_row(kb + j * E, a->k + g * p->kv_gs + j * p->kv_ss + h * E, E);
+        nf__bf16_rnd_row(vb + j * E, a->v + g * p->kv_gs + j * p->kv_ss + h * E, E);
+    }
     NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qb, E, kb, E, S, lk, err));
     for (int64_t i = 0; i < nb; i++) {
         float * s = S + i * lk;
@@ -430,9 +526,7 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
         sum[i] = 1.0f / l;
     }
     NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vb, E, ob, E, err));
-    for (int64_t i = 0; i < nb; i++)
-        for (int64_t e = 0; e < E; e++)
-            a->o[g * p->o_gs + (i0 + i) * p->o_ss + h * E + e] = nf__bf16_round(ob[i * E + e] * sum[i]);
+    for (int64_t i = 0; i < nb; i++) nf__bf16_scale_rnd_row(a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E, ob + i * E, E, sum[i]);
     return NF_OK;
 }
 
