@@ -22,7 +22,8 @@
  *    kernels; an op with no autocast rule here (the bucket ops, the training
  *    ops) is refused, never run in fp32 silently.
  *  - CONV1D, BATCH_NORM (SpTransformer's; the model itself is still refused
- *    at load): nf__bf16_conv1d, nf__bf16_batch_norm.
+ *    at load): nf__bf16_conv1d; BATCH_NORM, EMBED_FEATURES and LABEL_TOKENS are
+ *    the exact kernels with their rounding flag set (nf__cpu_*_r, cpu-kernels.h).
  * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
  * nf__backend_cpu_init refuses it, naming the missing feature. */
 #include "cpu-bf16.h"
@@ -116,7 +117,7 @@ struct nf_cpu_bf16 {
     int n_w, cap_w;
     size_t w_bytes;
     uint32_t * gelu; /* R(GELU(x)) for every bf16 x, by its bits (built at first use) */
-    char impl[96]; /* the kernel oneDNN picked last */
+    char impl[96];   /* the kernel oneDNN picked last */
 };
 
 static void nf__copy_set(struct nf__copy * e, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld) {
@@ -390,10 +391,10 @@ __attribute__((target("avx512f"))) static inline __m512i nf__bf16_u32_v(__m512i 
 }
 
 __attribute__((target("avx512f"), noinline)) static void nf__bf16_epi_gelu(float * y, const float * t,
-                                                                          const float * restrict bb, int64_t n,
-                                                                          int twice, int acc,
-                                                                          const uint32_t * restrict lut,
-                                                                          uint16_t * restrict bits) {
+                                                                           const float * restrict bb, int64_t n,
+                                                                           int twice, int acc,
+                                                                           const uint32_t * restrict lut,
+                                                                           uint16_t * restrict bits) {
     int64_t o = 0;
     for (; o + 16 <= n; o += 16) {
         __m512i u = _mm512_castps_si512(_mm512_loadu_ps(t + o));
@@ -483,15 +484,15 @@ static int nf__bf16_layer_norm(nf_backend * be, const nf_op * op) {
 
 /* d[e] = R(s[e]), e < n */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_rnd_row(float * restrict d,
-                                                                                     const float * restrict s,
-                                                                                     int64_t n) {
+                                                                                      const float * restrict s,
+                                                                                      int64_t n) {
     for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e]);
 }
 
 /* d[e] = R(s[e] * f), e < n */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_scale_rnd_row(float * restrict d,
-                                                                                           const float * restrict s,
-                                                                                           int64_t n, float f) {
+                                                                                            const float * restrict s,
+                                                                                            int64_t n, float f) {
     for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e] * f);
 }
 
@@ -526,7 +527,8 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
         sum[i] = 1.0f / l;
     }
     NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vb, E, ob, E, err));
-    for (int64_t i = 0; i < nb; i++) nf__bf16_scale_rnd_row(a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E, ob + i * E, E, sum[i]);
+    for (int64_t i = 0; i < nb; i++)
+        nf__bf16_scale_rnd_row(a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E, ob + i * E, E, sum[i]);
     return NF_OK;
 }
 
@@ -566,37 +568,6 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
         return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
     if (failed) return nf__err_prefix(err, "ATTENTION %s", op->label ? op->label : "");
-    return NF_OK;
-}
-
-static int nf__bf16_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
-    const float * z = NF__PTR(&op->src[0]);
-    const float * w = NF__PTR(&op->src[1]);
-    const float * b = NF__PTR(&op->src[2]);
-    float * tok = NF__PTR(&op->dst[0]);
-    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1], D = op->dst[0].ne[2];
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * F * D))
-    for (int64_t r = 0; r < n; r++) {
-        for (int64_t j = 0; j < F; j++) {
-            const float zz = nf__bf16_round(z[r * F + j]);
-            float * t = tok + (r * (F + 1) + 1 + j) * D;
-            for (int64_t c = 0; c < D; c++) t[c] = nf__bf16_round(zz * nf__bf16_round(w[c]) + nf__bf16_round(b[c]));
-        }
-    }
-    return NF_OK;
-}
-
-static int nf__bf16_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
-    if (op->p.label_tokens.mode != NF_LABEL_VALUE) return nf__cpu_kernels[NF_OP_LABEL_TOKENS].run(be, op, err);
-    float * tok = NF__PTR(&op->dst[0]);
-    const int64_t n = op->dst[0].ne[0], T = op->dst[0].ne[1], D = op->dst[0].ne[2];
-    const float * w = NF__PTR(&op->src[1]);
-    const float * b = NF__PTR(&op->src[2]);
-    for (int64_t r = 0; r < n; r++) {
-        const float y = nf__bf16_round(NF__PTR(&op->src[0])[r]);
-        float * t = tok + r * T * D;
-        for (int64_t c = 0; c < D; c++) t[c] = nf__bf16_round(y * nf__bf16_round(w[c]) + nf__bf16_round(b[c]));
-    }
     return NF_OK;
 }
 
@@ -654,39 +625,6 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-/* BATCH_NORM (eval; SpTransformer's): torch's batch_norm on a bf16 x with
- * fp32 parameters -- the exact kernel's fp32 arithmetic (a = w / sqrt(var +
- * eps), y = x a + (b - mean a)) on bf16(x), the output rounded to bf16; the
- * fused ReLU commutes with the rounding. */
-static int nf__bf16_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
-    (void) be;
-    const struct nf_batch_norm_params * p = &op->p.batch_norm;
-    const float * x = NF__PTR(&op->src[0]);
-    const float *w = NF__PTR(&op->src[1]), *b = NF__PTR(&op->src[2]);
-    const float *mean = NF__PTR(&op->src[3]), *var = NF__PTR(&op->src[4]);
-    float * y = NF__PTR(&op->dst[0]);
-    const int64_t C = p->c;
-    float * a = malloc((size_t) C * 2 * sizeof(float));
-    if (!a) return nf__err_set(err, NF_ERR_NOMEM, "BATCH_NORM %s: out of memory", op->label ? op->label : "");
-    float * sh = a + C;
-    for (int64_t c = 0; c < C; c++) {
-        a[c] = (1.0f / sqrtf(var[c] + p->eps)) * w[c];
-        sh[c] = b[c] - mean[c] * a[c];
-    }
-    const int relu = p->relu;
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * C))
-    for (int64_t r = 0; r < p->m; r++) {
-        const float * xr = x + r * p->ldx;
-        float * yr = y + r * p->ldy;
-        for (int64_t c = 0; c < C; c++) {
-            const float v = nf__bf16_round(nf__bf16_round(xr[c]) * a[c] + sh[c]);
-            yr[c] = relu && v < 0.0f ? 0.0f : v;
-        }
-    }
-    free(a);
-    return NF_OK;
-}
-
 /* ---- dispatch --------------------------------------------------------------------- */
 
 int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
@@ -698,10 +636,10 @@ int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op
     switch (op->type) {
         case NF_OP_LINEAR: return nf__bf16_linear(be, op, err);
         case NF_OP_ATTENTION: return nf__bf16_attention(be, op, err);
-        case NF_OP_EMBED_FEATURES: return nf__bf16_embed_features(be, op, err);
-        case NF_OP_LABEL_TOKENS: return nf__bf16_label_tokens(be, op, err);
+        case NF_OP_EMBED_FEATURES: return nf__cpu_embed_features_r(op, 1);
+        case NF_OP_LABEL_TOKENS: return nf__cpu_label_tokens_r(op, 1, err);
         case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);
-        case NF_OP_BATCH_NORM: return nf__bf16_batch_norm(be, op, err);
+        case NF_OP_BATCH_NORM: return nf__cpu_batch_norm_r(op, 1, err);
         case NF_OP_LAYER_NORM: return nf__bf16_layer_norm(be, op);
         /* fp32 under autocast (not on its bf16 list, or fp32-listed): the exact kernels */
         case NF_OP_QUANTILE:

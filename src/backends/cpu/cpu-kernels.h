@@ -108,6 +108,11 @@ int nf__cpu_copy(nf_backend * be, const nf_op * op, nf_err * err);
 /* cpu-seq.c: the sequence ops */
 int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err);
+/* the kernels with a bf16-autocast twin: bf16 = 1 rounds where upstream's autocast does
+ * (cpu-bf16.c), bf16 = 0 is the exact kernel */
+int nf__cpu_batch_norm_r(const nf_op * op, int bf16, nf_err * err);
+int nf__cpu_embed_features_r(const nf_op * op, int bf16);
+int nf__cpu_label_tokens_r(const nf_op * op, int bf16, nf_err * err);
 int nf__cpu_fill(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_axial_pos(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_gather_rows(nf_backend * be, const nf_op * op, nf_err * err);
