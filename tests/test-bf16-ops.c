@@ -329,6 +329,45 @@ static void test_copies(void) {
     run1(&cp); /* x rewritten by an op after LAYER_NORM */
     float * y7 = lin(tn, tW, m, k, n, NF_ACT_NONE);
     CHECK(memcmp(y1, y7, (size_t) (m * n) * 4) == 0, "LINEAR after an op wrote its x: a stale bf16 x");
+    /* ATTENTION reads a LINEAR's (bf16-valued) outputs in place: the same as from copies */
+    nf_tensor t3[3], c3[3], to[2];
+    for (int i = 0; i < 3; i++) {
+        t3[i] = mk(m * n, NULL), c3[i] = mk(m * n, NULL);
+        nf_op l = {.type = NF_OP_LINEAR, .label = "bf16", .n_src = 2, .n_dst = 1};
+        int64_t wne[2] = {n, k};
+        l.src[0] = i == 1 ? tn : tx, l.src[1] = nf__tensor_view(i == 2 ? &tW2 : &tW, 0, 2, wne), l.dst[0] = t3[i];
+        l.p.linear = (struct nf_linear_params){.m = m, .k = k, .n = n, .ldx = k, .ldy = n};
+        run1(&l);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            for (int i = 0; i < 3; i++) {
+                cp.src[0] = t3[i], cp.dst[0] = c3[i], cp.p.copy.n = m * n;
+                run1(&cp);
+            }
+        to[pass] = mk(m * n, NULL);
+        nf_op at = {.type = NF_OP_ATTENTION, .label = "bf16", .n_src = 3, .n_dst = 1};
+        for (int i = 0; i < 3; i++) at.src[i] = pass ? c3[i] : t3[i];
+        at.dst[0] = to[pass];
+        at.p.attention = (struct nf_attention_params){.n_groups = 2,
+                                                      .lq = m / 2,
+                                                      .lk = m / 2,
+                                                      .n_heads = 3,
+                                                      .head_dim = n / 3,
+                                                      .q_gs = m / 2 * n,
+                                                      .q_ss = n,
+                                                      .kv_gs = m / 2 * n,
+                                                      .kv_ss = n,
+                                                      .o_gs = m / 2 * n,
+                                                      .o_ss = n,
+                                                      .scale = 0.25f};
+        run1(&at);
+    }
+    float *o0 = fetch(&to[0], m * n), *o1 = fetch(&to[1], m * n);
+    CHECK(memcmp(o0, o1, (size_t) (m * n) * 4) == 0, "ATTENTION on LINEAR outputs in place differs");
+    for (int i = 0; i < 3; i++) nf__tensor_free(&t3[i]), nf__tensor_free(&c3[i]);
+    nf__tensor_free(&to[0]), nf__tensor_free(&to[1]);
+    free(o0), free(o1);
     printf("%-44s stale copies none\n", "bf16 copies of W and x");
     nf__tensor_free(&tx), nf__tensor_free(&tW), nf__tensor_free(&tW2), nf__tensor_free(&tW1);
     nf__tensor_free(&tg), nf__tensor_free(&tb), nf__tensor_free(&tn), nf__tensor_free(&tn2);

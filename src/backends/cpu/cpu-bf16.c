@@ -103,6 +103,7 @@ struct nf__copy {
 };
 
 #define NF__ACT_COPIES     2                  /* producer and consumer in one op: ping-pong */
+#define NF__VALS           16 /* regions known to hold bf16 values (bf16_vals) */
 #define NF__WEIGHT_CAP_MAX ((size_t) 1 << 30) /* bf16 weight copies kept at most, bytes */
 
 struct nf_cpu_bf16 {
@@ -117,7 +118,11 @@ struct nf_cpu_bf16 {
     int n_w, cap_w;
     size_t w_bytes;
     uint32_t * gelu; /* R(GELU(x)) for every bf16 x, by its bits (built at first use) */
-    char impl[96];   /* the kernel oneDNN picked last */
+    /* regions a LINEAR wrote whole (y contiguous, not accumulated) and so hold bf16 values
+     * only: ATTENTION reads its q, k, v there as they are (rounding them is the identity) */
+    struct nf__copy bf16_vals[NF__VALS];
+    int next_vals;
+    char impl[96]; /* the kernel oneDNN picked last */
 };
 
 static void nf__copy_set(struct nf__copy * e, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld) {
@@ -137,6 +142,10 @@ static int nf__copy_is(const struct nf__copy * e, const nf_tensor * t, int64_t r
 void nf__cpu_bf16_forget(struct nf_cpu_bf16 * c, const void * handle, size_t lo, size_t hi) {
     for (int i = 0; i < NF__ACT_COPIES; i++) {
         struct nf__copy * e = &c->act[i];
+        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
+    }
+    for (int i = 0; i < NF__VALS; i++) {
+        struct nf__copy * e = &c->bf16_vals[i];
         if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
     }
     for (int i = 0; i < c->n_w; i++) {
@@ -468,6 +477,10 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
             nf__bf16_epi_out(y + r * p->ldy, tr, n, act != NF_ACT_NONE, acc, out ? out->bits + r * n : NULL);
     }
     if (out) out->valid = 1;
+    if (!acc && p->ldy == n) { /* y holds bf16 values only, all of [y, y + m n) */
+        struct nf__copy * e = &c->bf16_vals[c->next_vals++ % (NF__VALS)];
+        nf__copy_set(e, &op->dst[0], 1, m * n, m * n);
+    }
     return NF_OK;
 }
 
@@ -501,19 +514,37 @@ struct nf__bf16_attn {
     const struct nf_attention_params * p;
     const float *q, *k, *v;
     float * o;
+    int direct; /* q, k, v hold bf16 values: read in place, not rounded into copies */
 };
+
+/* 1 when the bytes t reads from (n floats from t's offset) lie in a region known to hold
+ * bf16 values only */
+static int nf__bf16_valued(const struct nf_cpu_bf16 * c, const nf_tensor * t, int64_t n) {
+    const size_t lo = t->offs, hi = t->offs + (size_t) n * sizeof(float);
+    for (int i = 0; i < NF__VALS; i++) {
+        const struct nf__copy * e = &c->bf16_vals[i];
+        if (e->valid && e->handle == t->buf->handle && e->offs <= lo && hi <= e->end) return 1;
+    }
+    return 0;
+}
 
 static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t h, int64_t i0, int64_t nb, float * buf,
                               nf_err * err) {
     const struct nf_attention_params * p = a->p;
     const int64_t E = p->head_dim, lk = p->lk;
     float *qb = buf, *kb = qb + nb * E, *vb = kb + lk * E, *S = vb + lk * E, *ob = S + nb * lk, *sum = ob + nb * E;
-    for (int64_t i = 0; i < nb; i++) nf__bf16_rnd_row(qb + i * E, a->q + g * p->q_gs + (i0 + i) * p->q_ss + h * E, E);
-    for (int64_t j = 0; j < lk; j++) {
-        nf__bf16_rnd_row(kb + j * E, a->k + g * p->kv_gs + j * p->kv_ss + h * E, E);
-        nf__bf16_rnd_row(vb + j * E, a->v + g * p->kv_gs + j * p->kv_ss + h * E, E);
+    const float *qs = a->q + g * p->q_gs + i0 * p->q_ss + h * E, *ks = a->k + g * p->kv_gs + h * E,
+                *vs = a->v + g * p->kv_gs + h * E;
+    int64_t ldq = p->q_ss, ldkv = p->kv_ss;
+    if (!a->direct) {
+        for (int64_t i = 0; i < nb; i++) nf__bf16_rnd_row(qb + i * E, qs + i * p->q_ss, E);
+        for (int64_t j = 0; j < lk; j++) {
+            nf__bf16_rnd_row(kb + j * E, ks + j * p->kv_ss, E);
+            nf__bf16_rnd_row(vb + j * E, vs + j * p->kv_ss, E);
+        }
+        qs = qb, ks = kb, vs = vb, ldq = ldkv = E;
     }
-    NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qb, E, kb, E, S, lk, err));
+    NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qs, ldq, ks, ldkv, S, lk, err));
     for (int64_t i = 0; i < nb; i++) {
         float * s = S + i * lk;
         float mx = s[0];
@@ -526,7 +557,7 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
         }
         sum[i] = 1.0f / l;
     }
-    NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vb, E, ob, E, err));
+    NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vs, ldkv, ob, E, err));
     for (int64_t i = 0; i < nb; i++)
         nf__bf16_scale_rnd_row(a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E, ob + i * E, E, sum[i]);
     return NF_OK;
@@ -534,10 +565,15 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
 
 static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_attention_params * p = &op->p.attention;
-    const struct nf__bf16_attn a = {p, NF__PTR(&op->src[0]), NF__PTR(&op->src[1]), NF__PTR(&op->src[2]),
-                                    NF__PTR(&op->dst[0])};
     const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
     if (G == 0 || lq == 0) return NF_OK;
+    const struct nf_cpu_bf16 * c = be->ctx;
+    const int64_t q_n = (G - 1) * p->q_gs + (lq - 1) * p->q_ss + H * E,
+                  kv_n = (G - 1) * p->kv_gs + (lk - 1) * p->kv_ss + H * E;
+    const int direct = lk > 0 && nf__bf16_valued(c, &op->src[0], q_n) && nf__bf16_valued(c, &op->src[1], kv_n) &&
+                       nf__bf16_valued(c, &op->src[2], kv_n);
+    const struct nf__bf16_attn a = {
+        p, NF__PTR(&op->src[0]), NF__PTR(&op->src[1]), NF__PTR(&op->src[2]), NF__PTR(&op->dst[0]), direct};
     const int64_t bq = lq < 128 ? lq : 128, nblk = (lq + bq - 1) / bq;
     const size_t nfl = (size_t) (bq * E + 2 * lk * E + bq * lk + bq * E + bq);
     int failed = 0;
