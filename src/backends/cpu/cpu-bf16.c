@@ -103,7 +103,7 @@ struct nf__copy {
 };
 
 #define NF__ACT_COPIES     2                  /* producer and consumer in one op: ping-pong */
-#define NF__VALS           16 /* regions known to hold bf16 values (bf16_vals) */
+#define NF__VALS           16                 /* regions known to hold bf16 values (bf16_vals) */
 #define NF__WEIGHT_CAP_MAX ((size_t) 1 << 30) /* bf16 weight copies kept at most, bytes */
 
 struct nf_cpu_bf16 {
