@@ -25,7 +25,14 @@
  *    at load): nf__bf16_conv1d; BATCH_NORM, EMBED_FEATURES and LABEL_TOKENS are
  *    the exact kernels with their rounding flag set (nf__cpu_*_r, cpu-kernels.h).
  * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
- * nf__backend_cpu_init refuses it, naming the missing feature. */
+ * nf__backend_cpu_init refuses it, naming the missing feature.
+ * Speed, with the same roundings (outputs bitwise the straightforward code's):
+ * W's bf16 copy kept from its first use; LAYER_NORM and GELU LINEARs leave
+ * the bf16 bits of their output for the LINEAR that reads it; ATTENTION reads
+ * q, k, v in place where a LINEAR wrote them whole (bf16 values already);
+ * every such copy or mark is dropped when anything writes its bytes
+ * (nf__cpu_bf16_forget: op destinations, uploads, frees). GELU of a bf16
+ * value by a table of all 65536 (built with the exact kernel's GELU). */
 #include "cpu-bf16.h"
 
 #include "cpu-gemm.h"
