@@ -264,6 +264,117 @@ static void test_batch_norm(int64_t m, int64_t C, int relu) {
     free(x), free(prm), free(want);
 }
 
+/* y = LINEAR(x, W) (m x k x n, no bias), fetched; x, W tensors of m*k, n*k floats */
+static float * lin(nf_tensor tx, nf_tensor tW, int64_t m, int64_t k, int64_t n, int act) {
+    nf_tensor ty = mk(m * n, NULL);
+    int64_t wne[2] = {n, k};
+    nf_op op = {.type = NF_OP_LINEAR, .label = "bf16", .n_src = 2, .n_dst = 1};
+    op.src[0] = tx, op.src[1] = nf__tensor_view(&tW, 0, 2, wne), op.dst[0] = ty;
+    op.p.linear = (struct nf_linear_params){.m = m, .k = k, .n = n, .ldx = k, .ldy = n, .act = act};
+    nf_err err = {0};
+    CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
+    float * y = fetch(&ty, m * n);
+    nf__tensor_free(&ty);
+    return y;
+}
+
+static void run1(nf_op * op) {
+    nf_err err = {0};
+    CHECK_RC(nf__op_run(be, op, &err), NF_OK, &err);
+}
+
+/* the cpu mode keeps bf16 copies of LINEAR's inputs (W from its first use, a LAYER_NORM's
+ * or GELU's output for the next LINEAR): whatever writes their fp32 values (an upload, an
+ * op) must be seen. Each LINEAR here equals the same LINEAR on fresh tensors. */
+static void test_copies(void) {
+    const int64_t m = 24, k = 40, n = 36;
+    float *a = malloc((size_t) (m * k) * 4), *w1 = malloc((size_t) (n * k) * 4), *w2 = malloc((size_t) (n * k) * 4);
+    for (int64_t i = 0; i < m * k; i++) a[i] = frand();
+    for (int64_t i = 0; i < n * k; i++) w1[i] = frand(), w2[i] = frand();
+    nf_tensor tx = mk(m * k, a), tW = mk(n * k, w1), tW2 = mk(n * k, w2);
+    float * y1 = lin(tx, tW, m, k, n, NF_ACT_NONE);
+    nf_err err = {0};
+    CHECK_RC(nf__tensor_upload(&tW, w2, &err), NF_OK, &err); /* W rewritten by an upload */
+    float *y2 = lin(tx, tW, m, k, n, NF_ACT_NONE), *y2f = lin(tx, tW2, m, k, n, NF_ACT_NONE);
+    CHECK(memcmp(y2, y2f, (size_t) (m * n) * 4) == 0, "LINEAR after an upload of W: a stale bf16 W");
+    CHECK(memcmp(y1, y2, (size_t) (m * n) * 4) != 0, "the two W give the same LINEAR");
+    nf_tensor tW1 = mk(n * k, w1);
+    nf_op cp = {.type = NF_OP_COPY, .label = "bf16", .n_src = 1, .n_dst = 1};
+    cp.src[0] = tW1, cp.dst[0] = tW, cp.p.copy.n = n * k;
+    run1(&cp); /* W rewritten by an op */
+    float * y3 = lin(tx, tW, m, k, n, NF_ACT_NONE);
+    CHECK(memcmp(y1, y3, (size_t) (m * n) * 4) == 0, "LINEAR after an op wrote W: a stale bf16 W");
+    /* LAYER_NORM's output, rewritten before the LINEAR that reads it */
+    float * g = malloc((size_t) k * 8);
+    for (int64_t i = 0; i < 2 * k; i++) g[i] = frand();
+    nf_tensor tg = mk(k, g), tb = mk(k, g + k), tn = mk(m * k, NULL);
+    nf_op ln = {.type = NF_OP_LAYER_NORM, .label = "bf16", .n_src = 3, .n_dst = 1};
+    ln.src[0] = tx, ln.src[1] = tg, ln.src[2] = tb, ln.dst[0] = tn;
+    ln.p.layer_norm = (struct nf_layer_norm_params){.m = m, .k = k, .ldx = k, .ldy = k, .eps = 1e-5f};
+    run1(&ln);
+    CHECK_RC(nf__tensor_upload(&tn, a, &err), NF_OK, &err);
+    float * y4 = lin(tn, tW, m, k, n, NF_ACT_NONE);
+    CHECK(memcmp(y1, y4, (size_t) (m * n) * 4) == 0, "LINEAR after an upload of its x: a stale bf16 x");
+    run1(&ln);
+    nf_tensor tn2 = mk(m * k, NULL);
+    nf_op cp2 = {.type = NF_OP_COPY, .label = "bf16", .n_src = 1, .n_dst = 1};
+    cp2.src[0] = tn, cp2.dst[0] = tn2, cp2.p.copy.n = m * k;
+    run1(&cp2);
+    float * y5 = lin(tn2, tW, m, k, n, NF_ACT_GELU); /* from fresh fp32 values */
+    run1(&ln);
+    float * y6 = lin(tn, tW, m, k, n, NF_ACT_GELU); /* from LAYER_NORM's bf16 copy */
+    CHECK(memcmp(y5, y6, (size_t) (m * n) * 4) == 0, "LINEAR on LAYER_NORM's bf16 copy differs");
+    cp.src[0] = tx, cp.dst[0] = tn, cp.p.copy.n = m * k;
+    run1(&ln);
+    run1(&cp); /* x rewritten by an op after LAYER_NORM */
+    float * y7 = lin(tn, tW, m, k, n, NF_ACT_NONE);
+    CHECK(memcmp(y1, y7, (size_t) (m * n) * 4) == 0, "LINEAR after an op wrote its x: a stale bf16 x");
+    /* ATTENTION reads a LINEAR's (bf16-valued) outputs in place: the same as from copies */
+    nf_tensor t3[3], c3[3], to[2];
+    for (int i = 0; i < 3; i++) {
+        t3[i] = mk(m * n, NULL), c3[i] = mk(m * n, NULL);
+        nf_op l = {.type = NF_OP_LINEAR, .label = "bf16", .n_src = 2, .n_dst = 1};
+        int64_t wne[2] = {n, k};
+        l.src[0] = i == 1 ? tn : tx, l.src[1] = nf__tensor_view(i == 2 ? &tW2 : &tW, 0, 2, wne), l.dst[0] = t3[i];
+        l.p.linear = (struct nf_linear_params){.m = m, .k = k, .n = n, .ldx = k, .ldy = n};
+        run1(&l);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            for (int i = 0; i < 3; i++) {
+                cp.src[0] = t3[i], cp.dst[0] = c3[i], cp.p.copy.n = m * n;
+                run1(&cp);
+            }
+        to[pass] = mk(m * n, NULL);
+        nf_op at = {.type = NF_OP_ATTENTION, .label = "bf16", .n_src = 3, .n_dst = 1};
+        for (int i = 0; i < 3; i++) at.src[i] = pass ? c3[i] : t3[i];
+        at.dst[0] = to[pass];
+        at.p.attention = (struct nf_attention_params){.n_groups = 2,
+                                                      .lq = m / 2,
+                                                      .lk = m / 2,
+                                                      .n_heads = 3,
+                                                      .head_dim = n / 3,
+                                                      .q_gs = m / 2 * n,
+                                                      .q_ss = n,
+                                                      .kv_gs = m / 2 * n,
+                                                      .kv_ss = n,
+                                                      .o_gs = m / 2 * n,
+                                                      .o_ss = n,
+                                                      .scale = 0.25f};
+        run1(&at);
+    }
+    float *o0 = fetch(&to[0], m * n), *o1 = fetch(&to[1], m * n);
+    CHECK(memcmp(o0, o1, (size_t) (m * n) * 4) == 0, "ATTENTION on LINEAR outputs in place differs");
+    for (int i = 0; i < 3; i++) nf__tensor_free(&t3[i]), nf__tensor_free(&c3[i]);
+    nf__tensor_free(&to[0]), nf__tensor_free(&to[1]);
+    free(o0), free(o1);
+    printf("%-44s stale copies none\n", "bf16 copies of W and x");
+    nf__tensor_free(&tx), nf__tensor_free(&tW), nf__tensor_free(&tW2), nf__tensor_free(&tW1);
+    nf__tensor_free(&tg), nf__tensor_free(&tb), nf__tensor_free(&tn), nf__tensor_free(&tn2);
+    free(a), free(w1), free(w2), free(g), free(y1), free(y2), free(y2f), free(y3), free(y4), free(y5), free(y6);
+    free(y7);
+}
+
 int main(int argc, char ** argv) {
     nf_err err = {0};
     const char * dev = argc > 1 ? argv[1] : "cpu";
@@ -280,6 +391,7 @@ int main(int argc, char ** argv) {
     test_linear(37, 70, 45, NF_ACT_NONE, 0, 1);
     test_linear(64, 128, 96, NF_ACT_GELU, 0, 0);
     test_linear(20, 96, 33, NF_ACT_NONE, 1, 0);
+    test_copies();
     test_attention(3, 2, 16, 20, 33);
     test_attention(2, 4, 32, 130, 40); /* two blocks of query rows */
     if (strcmp(dev, "cpu") == 0) {     /* SpTransformer's ops: the cpu mode only so far (docs/precision.md) */

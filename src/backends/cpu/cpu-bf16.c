@@ -22,9 +22,17 @@
  *    kernels; an op with no autocast rule here (the bucket ops, the training
  *    ops) is refused, never run in fp32 silently.
  *  - CONV1D, BATCH_NORM (SpTransformer's; the model itself is still refused
- *    at load): nf__bf16_conv1d, nf__bf16_batch_norm.
+ *    at load): nf__bf16_conv1d; BATCH_NORM, EMBED_FEATURES and LABEL_TOKENS are
+ *    the exact kernels with their rounding flag set (nf__cpu_*_r, cpu-kernels.h).
  * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
- * nf__backend_cpu_init refuses it, naming the missing feature. */
+ * nf__backend_cpu_init refuses it, naming the missing feature.
+ * Speed, with the same roundings (outputs bitwise the straightforward code's):
+ * W's bf16 copy kept from its first use; LAYER_NORM and GELU LINEARs leave
+ * the bf16 bits of their output for the LINEAR that reads it; ATTENTION reads
+ * q, k, v in place where a LINEAR wrote them whole (bf16 values already);
+ * every such copy or mark is dropped when anything writes its bytes
+ * (nf__cpu_bf16_forget: op destinations, uploads, frees). GELU of a bf16
+ * value by a table of all 65536 (built with the exact kernel's GELU). */
 #include "cpu-bf16.h"
 
 #include "cpu-gemm.h"
@@ -32,6 +40,9 @@
 
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,19 +51,13 @@
 
 /* ---- bf16 rounding ------------------------------------------------------------------ */
 
-uint16_t nf__bf16_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t) ((u >> 16) | 0x0040u); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);                                              /* nearest, ties to even */
-    return (uint16_t) (u >> 16);
-}
+uint16_t nf__bf16_bits(float f) { return (uint16_t) (nf__bf16_u32(f) >> 16); }
 
-float nf__bf16_round(float f) {
-    const uint32_t u = (uint32_t) nf__bf16_bits(f) << 16;
-    float r;
-    memcpy(&r, &u, sizeof(r));
-    return r;
+float nf__bf16_round(float f) { return nf__bf16_rnd(f); }
+
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__bf16_bits_row(uint16_t * restrict d,
+                                                                                const float * restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = (uint16_t) (nf__bf16_u32(s[i]) >> 16);
 }
 
 /* ---- availability ------------------------------------------------------------------- */
@@ -82,20 +87,140 @@ int nf__cpu_bf16_check(char * why, size_t n) {
 #define NF__MM_CACHE 24
 
 struct nf__mm {
-    int64_t m, n, k;
+    int64_t m, n, k, ldc;
     dnnl_primitive_t prim;
     unsigned long long used;
 };
+
+/* a bf16 copy of an fp32 region of a buffer: rows x k values at stride ld
+ * from byte offs of handle, stored rows x k contiguous. Valid while nothing
+ * has written the region: every op's destinations, every upload and every
+ * free of the buffer are checked against it (nf__cpu_bf16_forget), so a copy
+ * is never stale. Two kinds: weights (LINEAR's W: converted at first use,
+ * kept for the run) and the last activations an op wrote that a LINEAR
+ * reads next (LAYER_NORM's output, GELU's): the producer writes the bf16
+ * copy in the same pass, the LINEAR skips its conversion. */
+struct nf__copy {
+    void * handle;
+    size_t offs, end; /* the bytes [offs, end) of handle it copies */
+    int64_t rows, k, ld;
+    uint16_t * bits;
+    size_t cap; /* elements bits holds */
+    int valid;
+};
+
+#define NF__ACT_COPIES     2                  /* producer and consumer in one op: ping-pong */
+#define NF__VALS           16                 /* regions known to hold bf16 values (bf16_vals) */
+#define NF__WEIGHT_CAP_MAX ((size_t) 1 << 30) /* bf16 weight copies kept at most, bytes */
 
 struct nf_cpu_bf16 {
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     struct nf__mm mm[NF__MM_CACHE];
     unsigned long long tick;
-    uint16_t *xa, *wa; /* bf16 copies of x and W */
+    uint16_t *xa, *wa; /* bf16 copies of x and W where no cached copy serves */
     size_t xa_n, wa_n;
+    struct nf__copy act[NF__ACT_COPIES];
+    struct nf__copy * w; /* the weights' copies */
+    int n_w, cap_w;
+    size_t w_bytes;
+    uint32_t * gelu; /* R(GELU(x)) for every bf16 x, by its bits (built at first use) */
+    /* regions a LINEAR wrote whole (y contiguous, not accumulated) and so hold bf16 values
+     * only: ATTENTION reads its q, k, v there as they are (rounding them is the identity) */
+    struct nf__copy bf16_vals[NF__VALS];
+    int next_vals;
     char impl[96]; /* the kernel oneDNN picked last */
 };
+
+static void nf__copy_set(struct nf__copy * e, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld) {
+    e->handle = t->buf->handle;
+    e->offs = t->offs;
+    e->end = t->offs + (size_t) ((rows - 1) * ld + k) * sizeof(float);
+    e->rows = rows;
+    e->k = k;
+    e->ld = ld;
+    e->valid = 1;
+}
+
+static int nf__copy_is(const struct nf__copy * e, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld) {
+    return e->valid && e->handle == t->buf->handle && e->offs == t->offs && e->k == k && e->ld == ld && rows <= e->rows;
+}
+
+void nf__cpu_bf16_forget(struct nf_cpu_bf16 * c, const void * handle, size_t lo, size_t hi) {
+    for (int i = 0; i < NF__ACT_COPIES; i++) {
+        struct nf__copy * e = &c->act[i];
+        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
+    }
+    for (int i = 0; i < NF__VALS; i++) {
+        struct nf__copy * e = &c->bf16_vals[i];
+        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
+    }
+    for (int i = 0; i < c->n_w; i++) {
+        struct nf__copy * e = &c->w[i];
+        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) {
+            e->valid = 0;
+            c->w_bytes -= e->cap * sizeof(uint16_t);
+            free(e->bits);
+            e->bits = NULL;
+            e->cap = 0;
+        }
+    }
+}
+
+/* an activation copy to fill for t (rows x k at ld), not `busy` (the one the
+ * op reads); NULL when out of memory (the op then just does not leave one) */
+static struct nf__copy * nf__act_begin(struct nf_cpu_bf16 * c, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld,
+                                       const uint16_t * busy) {
+    struct nf__copy * e = &c->act[0];
+    if (busy && c->act[0].bits == busy)
+        e = &c->act[1];
+    else if (!(busy && c->act[1].bits == busy) && c->act[0].valid && !c->act[1].valid)
+        e = &c->act[1];
+    e->valid = 0;
+    const size_t n = (size_t) (rows * k);
+    if (n > e->cap) {
+        free(e->bits);
+        e->bits = malloc(n * sizeof(uint16_t));
+        e->cap = e->bits ? n : 0;
+        if (!e->bits) return NULL;
+    }
+    nf__copy_set(e, t, rows, k, ld);
+    e->valid = 0; /* valid once filled (nf__act_done) */
+    return e;
+}
+
+/* the bf16 copy of W (n x k, rows contiguous): kept from the first use on
+ * (NULL: not kept -- out of memory or over the cap; the caller converts) */
+static const uint16_t * nf__weight_bits(struct nf_cpu_bf16 * c, const nf_tensor * W, int64_t n, int64_t k) {
+    int slot = -1;
+    for (int i = 0; i < c->n_w; i++) {
+        if (nf__copy_is(&c->w[i], W, n, k, k) && c->w[i].rows == n) return c->w[i].bits;
+        if (!c->w[i].valid && slot < 0) slot = i;
+    }
+    const size_t elems = (size_t) (n * k);
+    if (c->w_bytes + elems * sizeof(uint16_t) > NF__WEIGHT_CAP_MAX) return NULL;
+    if (slot < 0) {
+        if (c->n_w == c->cap_w) {
+            const int cap = c->cap_w ? 2 * c->cap_w : 64;
+            struct nf__copy * w = realloc(c->w, (size_t) cap * sizeof(*w));
+            if (!w) return NULL;
+            c->w = w;
+            c->cap_w = cap;
+        }
+        slot = c->n_w++;
+        memset(&c->w[slot], 0, sizeof(c->w[slot]));
+    }
+    struct nf__copy * e = &c->w[slot];
+    e->bits = malloc(elems * sizeof(uint16_t));
+    if (!e->bits) return NULL;
+    e->cap = elems;
+    c->w_bytes += elems * sizeof(uint16_t);
+    const float * src = NF__PTR(W);
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
+    for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(e->bits + r * k, src + r * k, k);
+    nf__copy_set(e, W, n, k, k);
+    return e->bits;
+}
 
 static int nf__dnnl_err(nf_err * err, const char * what, dnnl_status_t st) {
     return nf__err_set(err, st == dnnl_out_of_memory ? NF_ERR_NOMEM : NF_ERR_GENERIC,
@@ -123,17 +248,22 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
     if (c->eng) dnnl_engine_destroy(c->eng);
     free(c->xa);
     free(c->wa);
+    for (int i = 0; i < NF__ACT_COPIES; i++) free(c->act[i].bits);
+    for (int i = 0; i < c->n_w; i++) free(c->w[i].bits);
+    free(c->w);
+    free(c->gelu);
     free(c);
 }
 
 const char * nf__cpu_bf16_impl(const struct nf_cpu_bf16 * c) { return c->impl; }
 
-/* the matmul (m, k) bf16 x (k, n) bf16 [stored (n, k) row-major] -> (m, n) f32 */
-static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, dnnl_primitive_t * out, nf_err * err) {
+/* the matmul (m, k) bf16 x (k, n) bf16 [stored (n, k) row-major] -> (m, n) f32 at row stride ldc */
+static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, dnnl_primitive_t * out,
+                      nf_err * err) {
     int lru = 0;
     for (int i = 0; i < NF__MM_CACHE; i++) {
         struct nf__mm * e = &c->mm[i];
-        if (e->prim && e->m == m && e->n == n && e->k == k) {
+        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc) {
             e->used = ++c->tick;
             *out = e->prim;
             return NF_OK;
@@ -142,10 +272,10 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, d
         if (!e->prim) break;
     }
     dnnl_memory_desc_t a_md, b_md, c_md;
-    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n};
+    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n}, cs = {ldc, 1};
     dnnl_status_t st = dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_ba);
-    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&c_md, 2, cd, dnnl_f32, dnnl_ab);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_matmul_desc_t md;
     if (st == dnnl_success) st = dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md);
     dnnl_primitive_desc_t pd = NULL;
@@ -161,21 +291,21 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, d
     if (st != dnnl_success) return nf__dnnl_err(err, "creating a bf16 matmul", st);
     struct nf__mm * e = &c->mm[lru];
     if (e->prim) dnnl_primitive_destroy(e->prim);
-    *e = (struct nf__mm){m, n, k, prim, ++c->tick};
+    *e = (struct nf__mm){m, n, k, ldc, prim, ++c->tick};
     *out = prim;
     return NF_OK;
 }
 
-/* t (m, n) f32 = xa (m, k) bf16 · wa (n, k) bf16 ᵀ */
+/* t (m, n) f32 at row stride ldc = xa (m, k) bf16 · wa (n, k) bf16 ᵀ */
 static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
-                      float * t, nf_err * err) {
+                      float * t, int64_t ldc, nf_err * err) {
     dnnl_primitive_t prim = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, &prim, err));
+    NF_TRY(nf__mm_get(c, m, n, k, ldc, &prim, err));
     dnnl_memory_desc_t a_md, b_md, c_md;
-    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n};
+    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n}, cs = {ldc, 1};
     dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
     dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_ba);
-    dnnl_memory_desc_init_by_tag(&c_md, 2, cd, dnnl_f32, dnnl_ab);
+    dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
     dnnl_status_t st = dnnl_memory_create(&am, &a_md, c->eng, (void *) xa);
     if (st == dnnl_success) st = dnnl_memory_create(&bm, &b_md, c->eng, (void *) wa);
@@ -203,45 +333,187 @@ static uint16_t * nf__grow(uint16_t ** p, size_t * have, size_t n) {
 
 /* ---- the kernels ------------------------------------------------------------------ */
 
+/* LINEAR's epilogue, one row at a time (the passes stay in L1): t = R(R?(t) + bb), R the bf16
+ * rounding, bb the rounded bias (twice: upstream's mm + add, x·Wᵀ rounded first) */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_epi_bias(float * t,
+                                                                                       const float * restrict bb,
+                                                                                       int64_t n, int twice) {
+    if (twice)
+        for (int64_t o = 0; o < n; o++) t[o] = nf__bf16_rnd(nf__bf16_rnd(t[o]) + bb[o]);
+    else
+        for (int64_t o = 0; o < n; o++) t[o] = nf__bf16_rnd(t[o] + bb[o]);
+}
+
+/* ... then v = R(t) after the activation (or t as it is), y = y + v (acc) or v, and
+ * the bits of v into bits (the next LINEAR's bf16 input) where bits is not NULL */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_epi_out(float * y, const float * t,
+                                                                                      int64_t n, int round, int acc,
+                                                                                      uint16_t * restrict bits) {
+    for (int64_t o = 0; o < n; o++) {
+        const float v = round ? nf__bf16_rnd(t[o]) : t[o];
+        y[o] = acc ? y[o] + v : v;
+    }
+    if (bits)
+        for (int64_t o = 0; o < n; o++) bits[o] = (uint16_t) (nf__bf16_u32(y[o]) >> 16);
+}
+
+/* GELU on a bf16 input has 65536 possible inputs: R(GELU(x)) for all of them, computed
+ * once with the exact kernel's GELU (nf__cpu_act_row) and rounded as the epilogue
+ * rounds it, so a lookup is bitwise the computation */
+static const uint32_t * nf__gelu_table(struct nf_cpu_bf16 * c) {
+    if (c->gelu) return c->gelu;
+    float * x = malloc(65536 * sizeof(float));
+    uint32_t * t = malloc(65536 * sizeof(uint32_t));
+    if (!x || !t) {
+        free(x);
+        free(t);
+        return NULL;
+    }
+    for (uint32_t b = 0; b < 65536; b++) {
+        const uint32_t u = b << 16;
+        memcpy(&x[b], &u, sizeof(u));
+    }
+    nf__cpu_act_row(x, x, 65536, NF_ACT_GELU);
+    for (uint32_t b = 0; b < 65536; b++) t[b] = nf__bf16_u32(x[b]);
+    free(x);
+    return c->gelu = t;
+}
+
+/* the GELU LINEAR's epilogue in one pass over a row: y = [y +] R(GELU(R(R?(t) + bb)))
+ * by the table, the bits of R(GELU(..)) into bits (not NULL) */
+static void nf__bf16_epi_gelu_tail(float * y, const float * t, const float * bb, int64_t o, int64_t n, int twice,
+                                   int acc, const uint32_t * lut, uint16_t * bits) {
+    for (; o < n; o++) {
+        const float v = twice ? nf__bf16_rnd(t[o]) : t[o];
+        const uint32_t g = lut[nf__bf16_u32(v + bb[o]) >> 16];
+        float gv;
+        memcpy(&gv, &g, sizeof(gv));
+        y[o] = acc ? y[o] + gv : gv;
+        if (bits) bits[o] = (uint16_t) (g >> 16);
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* the mode runs only where oneDNN has avx512_core_bf16 kernels, so AVX-512F is there; the
+ * compilers do not vectorise the lookup (no gathers in their cost models), hence intrinsics */
+__attribute__((target("avx512f"))) static inline __m512i nf__bf16_u32_v(__m512i u) {
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    const __m512i hi = _mm512_set1_epi32((int) 0xffff0000u);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), hi);
+    const __m512i q = _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(0x00400000)), hi);
+    return _mm512_mask_blend_epi32(nan, r, q);
+}
+
+__attribute__((target("avx512f"), noinline)) static void nf__bf16_epi_gelu(float * y, const float * t,
+                                                                           const float * restrict bb, int64_t n,
+                                                                           int twice, int acc,
+                                                                           const uint32_t * restrict lut,
+                                                                           uint16_t * restrict bits) {
+    int64_t o = 0;
+    for (; o + 16 <= n; o += 16) {
+        __m512i u = _mm512_castps_si512(_mm512_loadu_ps(t + o));
+        if (twice) u = nf__bf16_u32_v(u);
+        const __m512 v = _mm512_add_ps(_mm512_castsi512_ps(u), _mm512_loadu_ps(bb + o));
+        const __m512i idx = _mm512_srli_epi32(nf__bf16_u32_v(_mm512_castps_si512(v)), 16);
+        const __m512i g = _mm512_i32gather_epi32(idx, (const void *) lut, 4);
+        __m512 gv = _mm512_castsi512_ps(g);
+        if (acc) gv = _mm512_add_ps(_mm512_loadu_ps(y + o), gv);
+        _mm512_storeu_ps(y + o, gv);
+        if (bits) _mm256_storeu_si256((__m256i *) (bits + o), _mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16)));
+    }
+    nf__bf16_epi_gelu_tail(y, t, bb, o, n, twice, acc, lut, bits);
+}
+#else
+static void nf__bf16_epi_gelu(float * y, const float * t, const float * bb, int64_t n, int twice, int acc,
+                              const uint32_t * lut, uint16_t * bits) {
+    nf__bf16_epi_gelu_tail(y, t, bb, 0, n, twice, acc, lut, bits);
+}
+#endif
+
+/* the bf16 copy of LINEAR's x: the one its producer left (LAYER_NORM, a GELU LINEAR), or
+ * converted here into c->xa */
+static const uint16_t * nf__x_bits(struct nf_cpu_bf16 * c, const nf_tensor * x, int64_t m, int64_t k, int64_t ldx) {
+    for (int i = 0; i < NF__ACT_COPIES; i++)
+        if (nf__copy_is(&c->act[i], x, m, k, ldx)) return c->act[i].bits;
+    uint16_t * xa = nf__grow(&c->xa, &c->xa_n, (size_t) (m * k));
+    if (!xa) return NULL;
+    const float * src = NF__PTR(x);
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * k))
+    for (int64_t r = 0; r < m; r++) nf__bf16_bits_row(xa + r * k, src + r * ldx, k);
+    return xa;
+}
+
 static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cpu_bf16 * c = be->ctx;
     const struct nf_linear_params * p = &op->p.linear;
     if (p->m == 0) return NF_OK;
     const int64_t m = p->m, n = p->n, k = p->k;
-    const float * x = NF__PTR(&op->src[0]);
-    const float * W = NF__PTR(&op->src[1]);
     const float * bias = op->n_src == 3 ? NF__PTR(&op->src[2]) : NULL;
     float * y = NF__PTR(&op->dst[0]);
-    uint16_t * xa = nf__grow(&c->xa, &c->xa_n, (size_t) (m * k));
-    uint16_t * wa = nf__grow(&c->wa, &c->wa_n, (size_t) (n * k));
-    float * t = nf__backend_host_scratch(be, (size_t) (m * n) * sizeof(float));
-    if (!xa || !wa || !t) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
-        /* x and W to bf16 in one pass over both (one team wake-up, not two) */
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR((m + n) * k))
-    for (int64_t r = 0; r < m + n; r++) {
-        const float * src = r < m ? x + r * p->ldx : W + (r - m) * k;
-        uint16_t * dst = r < m ? xa + r * k : wa + (r - m) * k;
-        for (int64_t i = 0; i < k; i++) dst[i] = nf__bf16_bits(src[i]);
-    }
-    NF_TRY(nf__mm_run(c, m, n, k, xa, wa, t, err));
     const int act = p->act, acc = p->accumulate, twice = p->bias_after_round;
+    const uint16_t * xa = nf__x_bits(c, &op->src[0], m, k, p->ldx);
+    const uint16_t * wa = nf__weight_bits(c, &op->src[1], n, k);
+    if (xa && !wa && (wa = nf__grow(&c->wa, &c->wa_n, (size_t) (n * k)))) {
+        const float * W = NF__PTR(&op->src[1]);
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
+        for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(c->wa + r * k, W + r * k, k);
+    }
+    /* x·Wᵀ straight into y unless y accumulates it */
+    float * scratch = nf__backend_host_scratch(be, (size_t) (n + (acc ? m * n : 0)) * sizeof(float));
+    if (!xa || !wa || !scratch)
+        return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
+    float *bb = scratch, *t = acc ? scratch + n : y;
+    const int64_t ldt = acc ? n : p->ldy;
+    for (int64_t o = 0; o < n; o++) bb[o] = bias ? nf__bf16_rnd(bias[o]) : 0.0f;
+    NF_TRY(nf__mm_run(c, m, n, k, xa, wa, t, ldt, err));
+    /* a GELU's output is the next LINEAR's x: its bf16 bits now, while the row is in cache */
+    struct nf__copy * out = act != NF_ACT_NONE && !acc ? nf__act_begin(c, &op->dst[0], m, n, p->ldy, xa) : NULL;
+    const uint32_t * lut = act == NF_ACT_GELU ? nf__gelu_table(c) : NULL;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * n))
     for (int64_t r = 0; r < m; r++) {
-        float * tr = t + r * n;
-        if (twice)
-            for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o]);
-        for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o] + (bias ? nf__bf16_round(bias[o]) : 0.0f));
-        if (act != NF_ACT_NONE) {
-            nf__cpu_act_row(tr, tr, n, act);
-            for (int64_t o = 0; o < n; o++) tr[o] = nf__bf16_round(tr[o]);
+        float * tr = t + r * ldt;
+        if (lut) {
+            nf__bf16_epi_gelu(y + r * p->ldy, tr, bb, n, twice, acc, lut, out ? out->bits + r * n : NULL);
+            continue;
         }
-        float * yr = y + r * p->ldy;
-        if (acc)
-            for (int64_t o = 0; o < n; o++) yr[o] = yr[o] + tr[o];
-        else
-            memcpy(yr, tr, (size_t) n * sizeof(float));
+        nf__bf16_epi_bias(tr, bb, n, twice);
+        if (act != NF_ACT_NONE) nf__cpu_act_row(tr, tr, n, act);
+        if (act != NF_ACT_NONE || acc)
+            nf__bf16_epi_out(y + r * p->ldy, tr, n, act != NF_ACT_NONE, acc, out ? out->bits + r * n : NULL);
+    }
+    if (out) out->valid = 1;
+    if (!acc && p->ldy == n) { /* y holds bf16 values only, all of [y, y + m n) */
+        struct nf__copy * e = &c->bf16_vals[c->next_vals++ % (NF__VALS)];
+        nf__copy_set(e, &op->dst[0], 1, m * n, m * n);
     }
     return NF_OK;
+}
+
+/* LAYER_NORM: the exact kernel, leaving the bf16 copy of its output for the LINEAR that
+ * reads it (autocast rounds it there anyway) */
+static int nf__bf16_layer_norm(nf_backend * be, const nf_op * op) {
+    struct nf_cpu_bf16 * c = be->ctx;
+    const struct nf_layer_norm_params * p = &op->p.layer_norm;
+    struct nf__copy * out = p->m > 0 ? nf__act_begin(c, &op->dst[0], p->m, p->k, p->ldy, NULL) : NULL;
+    nf__cpu_layer_norm_rows(op, out ? out->bits : NULL);
+    if (out) out->valid = 1;
+    return NF_OK;
+}
+
+/* d[e] = R(s[e]), e < n */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_rnd_row(float * restrict d,
+                                                                                      const float * restrict s,
+                                                                                      int64_t n) {
+    for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e]);
+}
+
+/* d[e] = R(s[e] * f), e < n */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_scale_rnd_row(float * restrict d,
+                                                                                            const float * restrict s,
+                                                                                            int64_t n, float f) {
+    for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e] * f);
 }
 
 /* one (group, head, block of query rows): see the file comment */
@@ -249,22 +521,37 @@ struct nf__bf16_attn {
     const struct nf_attention_params * p;
     const float *q, *k, *v;
     float * o;
+    int direct; /* q, k, v hold bf16 values: read in place, not rounded into copies */
 };
+
+/* 1 when the bytes t reads from (n floats from t's offset) lie in a region known to hold
+ * bf16 values only */
+static int nf__bf16_valued(const struct nf_cpu_bf16 * c, const nf_tensor * t, int64_t n) {
+    const size_t lo = t->offs, hi = t->offs + (size_t) n * sizeof(float);
+    for (int i = 0; i < NF__VALS; i++) {
+        const struct nf__copy * e = &c->bf16_vals[i];
+        if (e->valid && e->handle == t->buf->handle && e->offs <= lo && hi <= e->end) return 1;
+    }
+    return 0;
+}
 
 static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t h, int64_t i0, int64_t nb, float * buf,
                               nf_err * err) {
     const struct nf_attention_params * p = a->p;
     const int64_t E = p->head_dim, lk = p->lk;
     float *qb = buf, *kb = qb + nb * E, *vb = kb + lk * E, *S = vb + lk * E, *ob = S + nb * lk, *sum = ob + nb * E;
-    for (int64_t i = 0; i < nb; i++)
-        for (int64_t e = 0; e < E; e++)
-            qb[i * E + e] = nf__bf16_round(a->q[g * p->q_gs + (i0 + i) * p->q_ss + h * E + e]);
-    for (int64_t j = 0; j < lk; j++)
-        for (int64_t e = 0; e < E; e++) {
-            kb[j * E + e] = nf__bf16_round(a->k[g * p->kv_gs + j * p->kv_ss + h * E + e]);
-            vb[j * E + e] = nf__bf16_round(a->v[g * p->kv_gs + j * p->kv_ss + h * E + e]);
+    const float *qs = a->q + g * p->q_gs + i0 * p->q_ss + h * E, *ks = a->k + g * p->kv_gs + h * E,
+                *vs = a->v + g * p->kv_gs + h * E;
+    int64_t ldq = p->q_ss, ldkv = p->kv_ss;
+    if (!a->direct) {
+        for (int64_t i = 0; i < nb; i++) nf__bf16_rnd_row(qb + i * E, qs + i * p->q_ss, E);
+        for (int64_t j = 0; j < lk; j++) {
+            nf__bf16_rnd_row(kb + j * E, ks + j * p->kv_ss, E);
+            nf__bf16_rnd_row(vb + j * E, vs + j * p->kv_ss, E);
         }
-    NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qb, E, kb, E, S, lk, err));
+        qs = qb, ks = kb, vs = vb, ldq = ldkv = E;
+    }
+    NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qs, ldq, ks, ldkv, S, lk, err));
     for (int64_t i = 0; i < nb; i++) {
         float * s = S + i * lk;
         float mx = s[0];
@@ -277,19 +564,23 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
         }
         sum[i] = 1.0f / l;
     }
-    NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vb, E, ob, E, err));
+    NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vs, ldkv, ob, E, err));
     for (int64_t i = 0; i < nb; i++)
-        for (int64_t e = 0; e < E; e++)
-            a->o[g * p->o_gs + (i0 + i) * p->o_ss + h * E + e] = nf__bf16_round(ob[i * E + e] * sum[i]);
+        nf__bf16_scale_rnd_row(a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E, ob + i * E, E, sum[i]);
     return NF_OK;
 }
 
 static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_attention_params * p = &op->p.attention;
-    const struct nf__bf16_attn a = {p, NF__PTR(&op->src[0]), NF__PTR(&op->src[1]), NF__PTR(&op->src[2]),
-                                    NF__PTR(&op->dst[0])};
     const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
     if (G == 0 || lq == 0) return NF_OK;
+    const struct nf_cpu_bf16 * c = be->ctx;
+    const int64_t q_n = (G - 1) * p->q_gs + (lq - 1) * p->q_ss + H * E,
+                  kv_n = (G - 1) * p->kv_gs + (lk - 1) * p->kv_ss + H * E;
+    const int direct = lk > 0 && nf__bf16_valued(c, &op->src[0], q_n) && nf__bf16_valued(c, &op->src[1], kv_n) &&
+                       nf__bf16_valued(c, &op->src[2], kv_n);
+    const struct nf__bf16_attn a = {
+        p, NF__PTR(&op->src[0]), NF__PTR(&op->src[1]), NF__PTR(&op->src[2]), NF__PTR(&op->dst[0]), direct};
     const int64_t bq = lq < 128 ? lq : 128, nblk = (lq + bq - 1) / bq;
     const size_t nfl = (size_t) (bq * E + 2 * lk * E + bq * lk + bq * E + bq);
     int failed = 0;
@@ -320,37 +611,6 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
         return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
     if (failed) return nf__err_prefix(err, "ATTENTION %s", op->label ? op->label : "");
-    return NF_OK;
-}
-
-static int nf__bf16_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
-    const float * z = NF__PTR(&op->src[0]);
-    const float * w = NF__PTR(&op->src[1]);
-    const float * b = NF__PTR(&op->src[2]);
-    float * tok = NF__PTR(&op->dst[0]);
-    const int64_t n = op->src[0].ne[0], F = op->src[0].ne[1], D = op->dst[0].ne[2];
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * F * D))
-    for (int64_t r = 0; r < n; r++) {
-        for (int64_t j = 0; j < F; j++) {
-            const float zz = nf__bf16_round(z[r * F + j]);
-            float * t = tok + (r * (F + 1) + 1 + j) * D;
-            for (int64_t c = 0; c < D; c++) t[c] = nf__bf16_round(zz * nf__bf16_round(w[c]) + nf__bf16_round(b[c]));
-        }
-    }
-    return NF_OK;
-}
-
-static int nf__bf16_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
-    if (op->p.label_tokens.mode != NF_LABEL_VALUE) return nf__cpu_kernels[NF_OP_LABEL_TOKENS].run(be, op, err);
-    float * tok = NF__PTR(&op->dst[0]);
-    const int64_t n = op->dst[0].ne[0], T = op->dst[0].ne[1], D = op->dst[0].ne[2];
-    const float * w = NF__PTR(&op->src[1]);
-    const float * b = NF__PTR(&op->src[2]);
-    for (int64_t r = 0; r < n; r++) {
-        const float y = nf__bf16_round(NF__PTR(&op->src[0])[r]);
-        float * t = tok + r * T * D;
-        for (int64_t c = 0; c < D; c++) t[c] = nf__bf16_round(y * nf__bf16_round(w[c]) + nf__bf16_round(b[c]));
-    }
     return NF_OK;
 }
 
@@ -390,7 +650,7 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
             for (int64_t i = 0; i < cin; i++) xa[(p0 + r) * cin + i] = nf__bf16_bits(xs[r * p->ldx + i]);
         for (int64_t k = 0; k < K; k++) {
             const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
-            NF_TRY(nf__mm_run(c, L, cout, cin, xa + (p0 + sh) * cin, wa + k * cout * cin, k ? u : t, err));
+            NF_TRY(nf__mm_run(c, L, cout, cin, xa + (p0 + sh) * cin, wa + k * cout * cin, k ? u : t, cout, err));
             if (k)
                 for (int64_t i = 0; i < L * cout; i++) t[i] += u[i];
         }
@@ -408,53 +668,25 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-/* BATCH_NORM (eval; SpTransformer's): torch's batch_norm on a bf16 x with
- * fp32 parameters -- the exact kernel's fp32 arithmetic (a = w / sqrt(var +
- * eps), y = x a + (b - mean a)) on bf16(x), the output rounded to bf16; the
- * fused ReLU commutes with the rounding. */
-static int nf__bf16_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
-    (void) be;
-    const struct nf_batch_norm_params * p = &op->p.batch_norm;
-    const float * x = NF__PTR(&op->src[0]);
-    const float *w = NF__PTR(&op->src[1]), *b = NF__PTR(&op->src[2]);
-    const float *mean = NF__PTR(&op->src[3]), *var = NF__PTR(&op->src[4]);
-    float * y = NF__PTR(&op->dst[0]);
-    const int64_t C = p->c;
-    float * a = malloc((size_t) C * 2 * sizeof(float));
-    if (!a) return nf__err_set(err, NF_ERR_NOMEM, "BATCH_NORM %s: out of memory", op->label ? op->label : "");
-    float * sh = a + C;
-    for (int64_t c = 0; c < C; c++) {
-        a[c] = (1.0f / sqrtf(var[c] + p->eps)) * w[c];
-        sh[c] = b[c] - mean[c] * a[c];
-    }
-    const int relu = p->relu;
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * C))
-    for (int64_t r = 0; r < p->m; r++) {
-        const float * xr = x + r * p->ldx;
-        float * yr = y + r * p->ldy;
-        for (int64_t c = 0; c < C; c++) {
-            const float v = nf__bf16_round(nf__bf16_round(xr[c]) * a[c] + sh[c]);
-            yr[c] = relu && v < 0.0f ? 0.0f : v;
-        }
-    }
-    free(a);
-    return NF_OK;
-}
-
 /* ---- dispatch --------------------------------------------------------------------- */
 
 int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
+    /* what the op writes, no bf16 copy of it holds any more */
+    for (int i = 0; i < op->n_dst; i++)
+        if (op->dst[i].buf)
+            nf__cpu_bf16_forget(be->ctx, op->dst[i].buf->handle, op->dst[i].offs,
+                                op->dst[i].offs + nf__tensor_nbytes(&op->dst[i]));
     switch (op->type) {
         case NF_OP_LINEAR: return nf__bf16_linear(be, op, err);
         case NF_OP_ATTENTION: return nf__bf16_attention(be, op, err);
-        case NF_OP_EMBED_FEATURES: return nf__bf16_embed_features(be, op, err);
-        case NF_OP_LABEL_TOKENS: return nf__bf16_label_tokens(be, op, err);
+        case NF_OP_EMBED_FEATURES: return nf__cpu_embed_features_r(op, 1);
+        case NF_OP_LABEL_TOKENS: return nf__cpu_label_tokens_r(op, 1, err);
         case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);
-        case NF_OP_BATCH_NORM: return nf__bf16_batch_norm(be, op, err);
+        case NF_OP_BATCH_NORM: return nf__cpu_batch_norm_r(op, 1, err);
+        case NF_OP_LAYER_NORM: return nf__bf16_layer_norm(be, op);
         /* fp32 under autocast (not on its bf16 list, or fp32-listed): the exact kernels */
         case NF_OP_QUANTILE:
         case NF_OP_BUCKETIZE_NORM:
-        case NF_OP_LAYER_NORM:
         case NF_OP_FILL:
         case NF_OP_COPY:
         case NF_OP_GATHER_ROWS: return k->run(be, op, err);

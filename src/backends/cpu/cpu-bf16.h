@@ -5,10 +5,29 @@
 #include "nf-impl.h"
 
 #include <stdint.h>
+#include <string.h>
 
-/* round to bf16 (nearest, ties to even; NaN stays NaN): the bits, or the value as a float */
+/* f rounded to bf16 (nearest, ties to even; a NaN stays a quiet NaN, torch's
+ * conversion), as the fp32 bit pattern with the low 16 bits zero. Branch-free
+ * (the NaN case is a bit blend), so loops over it vectorise. */
+static inline uint32_t nf__bf16_u32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    const uint32_t nan = (uint32_t) 0 - (uint32_t) ((u & 0x7fffffffu) > 0x7f800000u);
+    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    return (r & ~nan) | ((u | 0x00400000u) & 0xffff0000u & nan);
+}
+static inline float nf__bf16_rnd(float f) {
+    const uint32_t u = nf__bf16_u32(f);
+    float r;
+    memcpy(&r, &u, sizeof(r));
+    return r;
+}
+/* the same, out of line: the bits, or the value as a float */
 uint16_t nf__bf16_bits(float f);
 float nf__bf16_round(float f);
+/* d[i] = the bf16 bits of s[i], i < n (vectorised) */
+void nf__bf16_bits_row(uint16_t * restrict d, const float * restrict s, int64_t n);
 
 /* 1 when oneDNN runs bf16 kernels here (AVX512_BF16 or AMX, not capped by
  * ONEDNN_MAX_CPU_ISA), else 0 with the reason (naming the missing feature) in why */
@@ -18,6 +37,9 @@ int nf__cpu_bf16_check(char * why, size_t n);
 struct nf_cpu_bf16;
 int nf__cpu_bf16_new(struct nf_cpu_bf16 ** out, nf_err * err);
 void nf__cpu_bf16_free(struct nf_cpu_bf16 * c);
+/* a write to bytes [lo, hi) of the buffer at handle: the bf16 copies of it are dropped
+ * (every op's destinations, uploads and frees: no copy is ever stale) */
+void nf__cpu_bf16_forget(struct nf_cpu_bf16 * c, const void * handle, size_t lo, size_t hi);
 /* the implementation oneDNN picked for the last matmul created ("brg:avx512_core_bf16", ...) */
 const char * nf__cpu_bf16_impl(const struct nf_cpu_bf16 * c);
 

@@ -6,6 +6,7 @@
  * sqrtf; compiled with -ffp-contract=off. GEMMs go through
  * oneDNN's sgemm (cpu-gemm.c); the loops are parallel over independent rows with OpenMP
  * and never split a reduction, so results are identical run to run. */
+#include "cpu-bf16.h"
 #include "cpu-gemm.h"
 #include "cpu-kernels.h"
 
@@ -114,7 +115,9 @@ static int nf__cpu_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * er
 
 /* ---- token embeddings -------------------------------------------------------------- */
 
-static int nf__cpu_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
+/* EMBED_FEATURES: tok[r][1+j] = z[r][j] w + b; bf16 (bf16-autocast, Linear(1, D) under
+ * autocast): R(R(z) R(w) + R(b)), R the rounding to bf16 */
+int nf__cpu_embed_features_r(const nf_op * op, int bf16) {
     const float * z = NF__PTR(&op->src[0]);
     const float * w = NF__PTR(&op->src[1]);
     const float * b = NF__PTR(&op->src[2]);
@@ -123,15 +126,26 @@ static int nf__cpu_embed_features(nf_backend * be, const nf_op * op, nf_err * er
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * F * D))
     for (int64_t r = 0; r < n; r++) {
         for (int64_t j = 0; j < F; j++) {
-            const float zz = z[r * F + j];
             float * t = tok + (r * (F + 1) + 1 + j) * D;
-            for (int64_t c = 0; c < D; c++) t[c] = zz * w[c] + b[c];
+            if (bf16) {
+                const float zz = nf__bf16_rnd(z[r * F + j]);
+                for (int64_t c = 0; c < D; c++) t[c] = nf__bf16_rnd(zz * nf__bf16_rnd(w[c]) + nf__bf16_rnd(b[c]));
+            } else {
+                const float zz = z[r * F + j];
+                for (int64_t c = 0; c < D; c++) t[c] = zz * w[c] + b[c];
+            }
         }
     }
     return NF_OK;
 }
 
-static int nf__cpu_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cpu_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cpu_embed_features_r(op, 0);
+}
+
+/* LABEL_TOKENS; bf16: the regressor's Linear(1, D) as EMBED_FEATURES's (the class and mask
+ * embeddings are nn.Embedding, fp32 under autocast) */
+int nf__cpu_label_tokens_r(const nf_op * op, int bf16, nf_err * err) {
     float * tok = NF__PTR(&op->dst[0]);
     const int64_t n = op->dst[0].ne[0], T = op->dst[0].ne[1], D = op->dst[0].ne[2];
     for (int64_t r = 0; r < n; r++) {
@@ -147,12 +161,20 @@ static int nf__cpu_label_tokens(nf_backend * be, const nf_op * op, nf_err * err)
             const float y = NF__PTR(&op->src[0])[r];
             const float * w = NF__PTR(&op->src[1]);
             const float * b = NF__PTR(&op->src[2]);
-            for (int64_t c = 0; c < D; c++) t[c] = y * w[c] + b[c];
+            if (bf16)
+                for (int64_t c = 0; c < D; c++)
+                    t[c] = nf__bf16_rnd(nf__bf16_rnd(y) * nf__bf16_rnd(w[c]) + nf__bf16_rnd(b[c]));
+            else
+                for (int64_t c = 0; c < D; c++) t[c] = y * w[c] + b[c];
         } else {
             memcpy(t, NF__PTR(&op->src[1]), (size_t) D * sizeof(float));
         }
     }
     return NF_OK;
+}
+
+static int nf__cpu_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cpu_label_tokens_r(op, 0, err);
 }
 
 /* ---- LAYER_NORM ------------------------------------------------------------------ */
@@ -167,7 +189,7 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__layer_n
     for (int64_t c = 0; c < k; c++) yr[c] = (xr[c] - mu) * rstd * g[c] + b[c];
 }
 
-static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+void nf__cpu_layer_norm_rows(const nf_op * op, uint16_t * bits) {
     const struct nf_layer_norm_params * p = &op->p.layer_norm;
     const float * x = NF__PTR(&op->src[0]);
     const float * g = NF__PTR(&op->src[1]);
@@ -176,7 +198,12 @@ static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * p->k))
     for (int64_t r = 0; r < p->m; r++) {
         nf__layer_norm_row(y + r * p->ldy, x + r * p->ldx, g, b, p->k, p->eps);
+        if (bits) nf__bf16_bits_row(bits + r * p->k, y + r * p->ldy, p->k);
     }
+}
+
+static int nf__cpu_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    nf__cpu_layer_norm_rows(op, NULL);
     return NF_OK;
 }
 

@@ -49,6 +49,10 @@ static inline void nf__cpu_ln_stats(const float * xr, int64_t k, float eps, floa
     *rstd_out = 1.0f / sqrtf(var + eps);
 }
 
+/* LAYER_NORM's rows; with bits (not NULL) also each output row's bf16 bits,
+ * m x k contiguous, written as the row is (bf16-autocast, cpu-bf16.c) */
+void nf__cpu_layer_norm_rows(const nf_op * op, uint16_t * bits);
+
 /* the ISAs the vectorised row kernels are compiled for, picked at load time
  * (target_clones): AVX-512 (GCC's avx512f implies FMA), AVX2 + FMA
  * (x86-64-v3), and the baseline. The same IEEE operations in each -- no FMA
@@ -104,6 +108,11 @@ int nf__cpu_copy(nf_backend * be, const nf_op * op, nf_err * err);
 /* cpu-seq.c: the sequence ops */
 int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err);
+/* the kernels with a bf16-autocast twin: bf16 = 1 rounds where upstream's autocast does
+ * (cpu-bf16.c), bf16 = 0 is the exact kernel */
+int nf__cpu_batch_norm_r(const nf_op * op, int bf16, nf_err * err);
+int nf__cpu_embed_features_r(const nf_op * op, int bf16);
+int nf__cpu_label_tokens_r(const nf_op * op, int bf16, nf_err * err);
 int nf__cpu_fill(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_axial_pos(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_gather_rows(nf_backend * be, const nf_op * op, nf_err * err);

@@ -9,6 +9,7 @@
  * thread count. CONV1D is one sgemm per tap and block of rows, reading x
  * in place. */
 #include "cpu-gemm.h"
+#include "cpu-bf16.h"
 #include "cpu-kernels.h"
 
 #include <math.h>
@@ -82,8 +83,10 @@ int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
 
 /* ---- BATCH_NORM, FILL, AXIAL_POS ------------------------------------------------------ */
 
-int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
-    (void) be;
+/* BATCH_NORM (eval): y = x a + (b - mean a), a = w / sqrt(var + eps), ReLU fused; bf16
+ * (bf16-autocast: torch's batch_norm on a bf16 x with fp32 parameters): the same fp32
+ * arithmetic on R(x), the output rounded, R the rounding to bf16 (the ReLU commutes with it) */
+int nf__cpu_batch_norm_r(const nf_op * op, int bf16, nf_err * err) {
     const struct nf_batch_norm_params * p = &op->p.batch_norm;
     const float * x = NF__PTR(&op->src[0]);
     const float *w = NF__PTR(&op->src[1]), *b = NF__PTR(&op->src[2]);
@@ -102,13 +105,24 @@ int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     for (int64_t r = 0; r < p->m; r++) {
         const float * xr = x + r * p->ldx;
         float * yr = y + r * p->ldy;
-        for (int64_t c = 0; c < C; c++) {
-            const float v = xr[c] * a[c] + sh[c];
-            yr[c] = relu && v < 0.0f ? 0.0f : v;
-        }
+        if (bf16)
+            for (int64_t c = 0; c < C; c++) {
+                const float v = nf__bf16_rnd(nf__bf16_rnd(xr[c]) * a[c] + sh[c]);
+                yr[c] = relu && v < 0.0f ? 0.0f : v;
+            }
+        else
+            for (int64_t c = 0; c < C; c++) {
+                const float v = xr[c] * a[c] + sh[c];
+                yr[c] = relu && v < 0.0f ? 0.0f : v;
+            }
     }
     free(a);
     return NF_OK;
+}
+
+int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    return nf__cpu_batch_norm_r(op, 0, err);
 }
 
 int nf__cpu_fill(nf_backend * be, const nf_op * op, nf_err * err) {

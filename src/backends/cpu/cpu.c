@@ -25,6 +25,17 @@ static int nf__cpu_upload(nf_backend * be, void * handle, size_t offs, const voi
     return NF_OK;
 }
 
+/* bf16-autocast: a write or a free drops the bf16 copies of what it touches */
+static void nf__cpu_bf16_buffer_free(nf_backend * be, void * handle) {
+    nf__cpu_bf16_forget(be->ctx, handle, 0, SIZE_MAX);
+    free(handle);
+}
+
+static int nf__cpu_bf16_upload(nf_backend * be, void * handle, size_t offs, const void * src, size_t n, nf_err * err) {
+    nf__cpu_bf16_forget(be->ctx, handle, offs, offs + n);
+    return nf__cpu_upload(be, handle, offs, src, n, err);
+}
+
 static int nf__cpu_download(nf_backend * be, void * handle, size_t offs, void * dst, size_t n, nf_err * err) {
     memcpy(dst, (const char *) handle + offs, n);
     return NF_OK;
@@ -53,8 +64,8 @@ static const struct nf_backend_i nf__cpu_bf16_iface = {
     .kind = "cpu",
     .free = nf__cpu_free,
     .buffer_alloc = nf__cpu_buffer_alloc,
-    .buffer_free = nf__cpu_buffer_free,
-    .upload = nf__cpu_upload,
+    .buffer_free = nf__cpu_bf16_buffer_free,
+    .upload = nf__cpu_bf16_upload,
     .download = nf__cpu_download,
     .buffer_where = nf__cpu_buffer_where,
     .kernels = nf__cpu_kernels,

@@ -4,19 +4,9 @@
  * the cpu backend's mode rounds (src/backends/cpu/cpu-bf16.c,
  * docs/precision.md): no bf16 storage or bf16 arithmetic, every value is a
  * float, rounded to the nearest bf16 (ties to even, NaN kept) where upstream's
- * torch.autocast("cpu", bfloat16) holds a bf16 tensor.
+ * torch.autocast("cpu", bfloat16) holds a bf16 tensor. The rounding, nf__bf16,
+ * is in kernels-common.cl.
  */
-
-/* round to the nearest bf16 value, ties to even; a NaN stays a (quiet) NaN */
-float nf__bf16(float f)
-{
-    uint u = as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-        return as_float(((u >> 16) | 0x0040u) << 16);
-    }
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return as_float(u & 0xffff0000u);
-}
 
 /* dim 0: c < cols; dim 1: r < rows.  dst[d_off + r*cols + c] = bf16(src[s_off + r*lds + c]) */
 __kernel void nf_bf16_round_rows(__global const float * src, long s_off, long lds,
@@ -112,35 +102,5 @@ __kernel void nf_bf16_attention(__global const float * q, long q_off, __global c
     }
 }
 
-/* EMBED_FEATURES as Linear(1, D) under autocast: bf16(bf16(z) * bf16(w) + bf16(b)) */
-__kernel void nf_bf16_embed_features(__global const float * z, long z_off,
-                                     __global const float * w, long w_off,
-                                     __global const float * b, long b_off,
-                                     __global float * tok, long tok_off,
-                                     long nF, int F, int T, int D)
-{
-    const int  d  = get_global_id(0);
-    const long rj = get_global_id(1);
-    if (d >= D || rj >= nF) {
-        return;
-    }
-    const long r = rj / F;
-    const long j = rj % F;
-    const float p = nf__bf16(z[z_off + rj]) * nf__bf16(w[w_off + d]);
-    tok[tok_off + (r * T + 1 + j) * D + d] = nf__bf16(p + nf__bf16(b[b_off + d]));
-}
-
-/* the regressor's LABEL_TOKENS (Linear(1, D)): as nf_bf16_embed_features */
-__kernel void nf_bf16_label_value(__global const float * y, long y_off,
-                                  __global const float * w, long w_off,
-                                  __global const float * b, long b_off,
-                                  __global float * tok, long tok_off, int n, int T, int D)
-{
-    const int d = get_global_id(0);
-    const int r = get_global_id(1);
-    if (d >= D || r >= n) {
-        return;
-    }
-    const float p = nf__bf16(y[y_off + r]) * nf__bf16(w[w_off + d]);
-    tok[tok_off + (long)r * T * D + d] = nf__bf16(p + nf__bf16(b[b_off + d]));
-}
+/* EMBED_FEATURES and the regressor's LABEL_TOKENS: nf_embed_features and
+ * nf_label_value (kernels-tabular.cl) with their bf16 flag set */

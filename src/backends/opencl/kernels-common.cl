@@ -66,3 +66,15 @@ typedef float nf_acc;
 #endif
 /* as the cpu reference: erff(t * 0.70710678f), a float multiply */
 #define NF_GELU_ARG(t)  ((t) * 0.70710678118654752440f)
+
+/* --precision bf16-autocast (kernels-bf16.cl, and the kernels with a bf16 flag): */
+/* round to the nearest bf16 value, ties to even; a NaN stays a (quiet) NaN */
+float nf__bf16(float f)
+{
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return as_float(((u >> 16) | 0x0040u) << 16);
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return as_float(u & 0xffff0000u);
+}

@@ -149,12 +149,26 @@ __kernel void nf_bucketize_z(__global float * u, long u_off, long n_elems, int F
 
 /* ---- EMBED_FEATURES / LABEL_TOKENS --------------------------------------- */
 
-/* dim 0: d < D; dim 1: r*F + j < n*F.  tok[r][1+j][d] = z[r][j]*w[d] + b[d]. */
+/* z*w + b, or with bf16 (--precision bf16-autocast: Linear(1, D) under
+ * autocast) bf16(bf16(z)*bf16(w) + bf16(b)) */
+float nf__lin1(float z, float w, float b, int bf16)
+{
+    if (bf16) {
+        z = nf__bf16(z);
+        w = nf__bf16(w);
+        b = nf__bf16(b);
+    }
+    const float p = z * w;
+    const float s = p + b;
+    return bf16 ? nf__bf16(s) : s;
+}
+
+/* dim 0: d < D; dim 1: r*F + j < n*F.  tok[r][1+j][d] = z[r][j]*w[d] + b[d] (nf__lin1). */
 __kernel void nf_embed_features(__global const float * z, long z_off,
                                 __global const float * w, long w_off,
                                 __global const float * b, long b_off,
                                 __global float * tok, long tok_off,
-                                long nF, int F, int T, int D)
+                                long nF, int F, int T, int D, int bf16)
 {
     const int  d  = get_global_id(0);
     const long rj = get_global_id(1);
@@ -163,8 +177,7 @@ __kernel void nf_embed_features(__global const float * z, long z_off,
     }
     const long r = rj / F;
     const long j = rj % F;
-    const float p = z[z_off + rj] * w[w_off + d];
-    tok[tok_off + (r * T + 1 + j) * D + d] = p + b[b_off + d];
+    tok[tok_off + (r * T + 1 + j) * D + d] = nf__lin1(z[z_off + rj], w[w_off + d], b[b_off + d], bf16);
 }
 
 /* dim 0: d < D; dim 1: r < n.  tok[r][0] = E[y[r]] (NaN when out of range). */
@@ -181,19 +194,18 @@ __kernel void nf_label_class(__global const int * y, long y_off,
     tok[tok_off + (long)r * T * D + d] = (c >= 0 && c < C) ? E[E_off + (long)c * D + d] : NAN;
 }
 
-/* tok[r][0] = y[r]*w + b */
+/* tok[r][0] = y[r]*w + b (nf__lin1) */
 __kernel void nf_label_value(__global const float * y, long y_off,
                              __global const float * w, long w_off,
                              __global const float * b, long b_off,
-                             __global float * tok, long tok_off, int n, int T, int D)
+                             __global float * tok, long tok_off, int n, int T, int D, int bf16)
 {
     const int d = get_global_id(0);
     const int r = get_global_id(1);
     if (d >= D || r >= n) {
         return;
     }
-    const float p = y[y_off + r] * w[w_off + d];
-    tok[tok_off + (long)r * T * D + d] = p + b[b_off + d];
+    tok[tok_off + (long)r * T * D + d] = nf__lin1(y[y_off + r], w[w_off + d], b[b_off + d], bf16);
 }
 
 /* tok[r][0] = M[0] */

@@ -164,44 +164,13 @@ static int clblast_gemm(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl
     return clblast_gemm_t(c, 0, 1, A, a_off, lda, B, b_off, K, C, c_off, N, M, N, K, err);
 }
 
-/* raw products of a chunk of rows into scratch (ldc = n), then the epilogue */
-#define NF_CL_GEMM_CHUNK_BYTES ((size_t) 64 << 20)
-
-static int op_linear_clblast(nf_backend * be, const nf_op * op, nf_err * err) {
-    struct nf_cl * c = be->ctx;
-    const nf_tensor * x = &op->src[0];
-    const nf_tensor * W = &op->src[1];
-    const int has_bias = op->n_src >= 3 && has_tensor(&op->src[2]);
-    const nf_tensor * bias = has_bias ? &op->src[2] : &op->src[1];
-    const nf_tensor * y = &op->dst[0];
-    const struct nf_linear_params * p = &op->p.linear;
-    const size_t M = (size_t) p->m, N = (size_t) p->n, K = (size_t) p->k;
-    if (M == 0) {
-        return NF_OK;
-    }
-    size_t mc = NF_CL_GEMM_CHUNK_BYTES / sizeof(float) / N;
-    mc = mc < 1 ? 1 : mc > M ? M : mc;
-    NF_TRY(nf__cl_ensure_scratch(c, mc * N * sizeof(float), err));
-    for (size_t r0 = 0; r0 < M; r0 += mc) {
-        const size_t rows = M - r0 < mc ? M - r0 : mc;
-        const size_t a_off = (size_t) toff(x) + r0 * (size_t) p->ldx;
-        NF_TRY(clblast_gemm(c, tmem(x), a_off, (size_t) p->ldx, tmem(W), (size_t) toff(W), c->scratch, 0, rows, N, K,
-                            err));
-        const size_t ls[2] = {64, 1};
-        const size_t gs[2] = {N, rows};
-        NF_TRY(LAUNCH(c, K_LINEAR_EPILOGUE, 2, gs, ls, err, KMEM(c->scratch), KMEM(tmem(bias)), KLONG(toff(bias)),
-                      KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y) + (cl_long) (r0 * (size_t) p->ldy)), KLONG(p->ldy),
-                      KINT(rows), KINT(N), KINT(p->act), KINT(p->accumulate != 0)));
-    }
-    return NF_OK;
-}
 #endif
 
 int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cl * c = be->ctx;
 #ifdef NF_HAVE_CLBLAST
     if (c->use_clblast) {
-        return op_linear_clblast(be, op, err);
+        return nf__cl_linear_chunks(be, op, 0, err);
     }
 #endif
     const nf_tensor * x = &op->src[0];
@@ -235,6 +204,68 @@ int nf__cl_gemm_raw(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem
     const size_t gs[2] = {(N + g->tn - 1) / g->tn * g->wx, (M + g->tm - 1) / g->tm * g->wy};
     return LAUNCH(c, K_LINEAR, 2, gs, ls, err, KMEM(A), KLONG(a_off), KLONG(lda), KMEM(B), KLONG(b_off), KMEM(B),
                   KLONG(b_off), KINT(0), KMEM(C), KLONG(c_off), KLONG(N), KINT(M), KINT(N), KINT(K), KINT(0), KINT(0));
+}
+
+/* scratch bytes per chunk of LINEAR rows (beside bf16's rounded W) */
+#define NF_CL_GEMM_CHUNK_BYTES ((size_t) 64 << 20)
+
+/* dim 0: c < cols; dim 1: r < rows.  rows (row stride lds) of src, bf16-rounded, into
+ * contiguous rows of dst */
+static int round_rows(struct nf_cl * c, cl_mem src, cl_long s_off, cl_long lds, cl_mem dst, cl_long d_off, int64_t rows,
+                      int64_t ncols, nf_err * err) {
+    const size_t ls[2] = {64, 1};
+    const size_t gs[2] = {(size_t) ncols, (size_t) rows};
+    return LAUNCH(c, K_BF16_ROUND_ROWS, 2, gs, ls, err, KMEM(src), KLONG(s_off), KLONG(lds), KMEM(dst), KLONG(d_off),
+                  KINT(rows), KINT(ncols));
+}
+
+/* the raw sums of a chunk of rows into scratch (ldc = n) by nf__cl_gemm_raw, then
+ * nf_linear_epilogue; bf16: scratch holds W rounded (N*K), then per chunk x rounded
+ * (mc*K) and the sums (mc*N), and the epilogue is nf_bf16_linear_epilogue */
+int nf__cl_linear_chunks(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * W = &op->src[1];
+    const int has_bias = op->n_src >= 3 && has_tensor(&op->src[2]);
+    const nf_tensor * bias = has_bias ? &op->src[2] : &op->src[1];
+    const nf_tensor * y = &op->dst[0];
+    const struct nf_linear_params * p = &op->p.linear;
+    const size_t M = (size_t) p->m, N = (size_t) p->n, K = (size_t) p->k;
+    if (M == 0) {
+        return NF_OK;
+    }
+    size_t mc = NF_CL_GEMM_CHUNK_BYTES / sizeof(float) / (bf16 ? K + N : N);
+    mc = mc < 1 ? 1 : mc > M ? M : mc;
+    const size_t wa = 0, xa = bf16 ? N * K : 0, ta = bf16 ? xa + mc * K : 0;
+    NF_TRY(nf__cl_ensure_scratch(c, (ta + mc * N) * sizeof(float), err));
+    if (bf16) {
+        NF_TRY(round_rows(c, tmem(W), toff(W), (cl_long) K, c->scratch, (cl_long) wa, (int64_t) N, (int64_t) K, err));
+    }
+    for (size_t r0 = 0; r0 < M; r0 += mc) {
+        const size_t rows = M - r0 < mc ? M - r0 : mc;
+        const size_t x_off = (size_t) toff(x) + r0 * (size_t) p->ldx;
+        if (bf16) {
+            NF_TRY(round_rows(c, tmem(x), (cl_long) x_off, p->ldx, c->scratch, (cl_long) xa, (int64_t) rows,
+                              (int64_t) K, err));
+            NF_TRY(nf__cl_gemm_raw(c, c->scratch, xa, K, c->scratch, wa, c->scratch, ta, rows, N, K, err));
+        } else {
+            NF_TRY(nf__cl_gemm_raw(c, tmem(x), x_off, (size_t) p->ldx, tmem(W), (size_t) toff(W), c->scratch, 0, rows,
+                                   N, K, err));
+        }
+        const size_t ls[2] = {64, 1};
+        const size_t gs[2] = {N, rows};
+        const cl_long y_off = toff(y) + (cl_long) (r0 * (size_t) p->ldy);
+        if (bf16) {
+            NF_TRY(LAUNCH(c, K_BF16_LINEAR_EPILOGUE, 2, gs, ls, err, KMEM(c->scratch), KLONG(ta), KMEM(tmem(bias)),
+                          KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(y_off), KLONG(p->ldy), KINT(rows),
+                          KINT(N), KINT(p->act), KINT(p->accumulate != 0), KINT(p->bias_after_round != 0)));
+        } else {
+            NF_TRY(LAUNCH(c, K_LINEAR_EPILOGUE, 2, gs, ls, err, KMEM(c->scratch), KMEM(tmem(bias)), KLONG(toff(bias)),
+                          KINT(has_bias), KMEM(tmem(y)), KLONG(y_off), KLONG(p->ldy), KINT(rows), KINT(N), KINT(p->act),
+                          KINT(p->accumulate != 0)));
+        }
+    }
+    return NF_OK;
 }
 
 bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op) {

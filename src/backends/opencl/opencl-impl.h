@@ -93,9 +93,7 @@ static inline int cl_rc_code(cl_int e) {
     X(K_CLIP_TOTAL, "nf_clip_total") X(K_CLIP_APPLY, "nf_clip_apply") X(K_SCALE, "nf_scale") \
     X(K_BF16_ROUND_ROWS, "nf_bf16_round_rows")                                      \
     X(K_BF16_LINEAR_EPILOGUE, "nf_bf16_linear_epilogue")                            \
-    X(K_BF16_ATTENTION, "nf_bf16_attention")                                        \
-    X(K_BF16_EMBED_FEATURES, "nf_bf16_embed_features")                              \
-    X(K_BF16_LABEL_VALUE, "nf_bf16_label_value")
+    X(K_BF16_ATTENTION, "nf_bf16_attention")
 /* clang-format on */
 
 enum {
@@ -167,6 +165,12 @@ int nf__cl_build_program(struct nf_cl * c, const char * opts, char * dev_name, c
 int nf__cl_choose_gemm(struct nf_cl * c, nf_err * err);
 bool nf__cl_linear_supports(nf_backend * be, const nf_op * op);
 int nf__cl_linear(nf_backend * be, const nf_op * op, nf_err * err);
+/* LINEAR by chunks of rows: the GEMM's raw sums into scratch, then the epilogue; bf16
+ * (--precision bf16-autocast): x and W rounded to bf16 first, the bf16 epilogue */
+int nf__cl_linear_chunks(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
+/* EMBED_FEATURES, LABEL_TOKENS; bf16: the regressor's Linear(1, D) with autocast's roundings */
+int nf__cl_embed_features_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
+int nf__cl_label_tokens_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
 bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
 int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 bool nf__cl_gemm_supports(nf_backend * be, const nf_op * op);

@@ -206,7 +206,7 @@ static int nf__cl_bucketize_norm(nf_backend * be, const nf_op * op, nf_err * err
     return NF_OK;
 }
 
-static int nf__cl_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cl_embed_features_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * z = &op->src[0];
     const nf_tensor * w = &op->src[1];
@@ -218,10 +218,14 @@ static int nf__cl_embed_features(nf_backend * be, const nf_op * op, nf_err * err
     const size_t gs[2] = {(size_t) D, (size_t) (n * F)};
     return LAUNCH(c, K_EMBED_FEATURES, 2, gs, ls, err, KMEM(tmem(z)), KLONG(toff(z)), KMEM(tmem(w)), KLONG(toff(w)),
                   KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(tok)), KLONG(toff(tok)), KLONG(n * F), KINT(F), KINT(T),
-                  KINT(D));
+                  KINT(D), KINT(bf16));
 }
 
-static int nf__cl_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_embed_features(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cl_embed_features_r(be, op, 0, err);
+}
+
+int nf__cl_label_tokens_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * tok = &op->dst[0];
     const int64_t n = tok->ne[0], T = tok->ne[1], D = tok->ne[2];
@@ -241,7 +245,7 @@ static int nf__cl_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) 
             const nf_tensor * b = &op->src[2];
             return LAUNCH(c, K_LABEL_VALUE, 2, gs, ls, err, KMEM(tmem(y)), KLONG(toff(y)), KMEM(tmem(w)),
                           KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(tok)), KLONG(toff(tok)), KINT(n),
-                          KINT(T), KINT(D));
+                          KINT(T), KINT(D), KINT(bf16));
         }
         case NF_LABEL_MASK: {
             const nf_tensor * M = &op->src[1];
@@ -252,6 +256,10 @@ static int nf__cl_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) 
             return nf__err_set(err, NF_ERR_UNSUPPORTED, "%s: LABEL_TOKENS mode %d", c->name,
                                (int) op->p.label_tokens.mode);
     }
+}
+
+static int nf__cl_label_tokens(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cl_label_tokens_r(be, op, 0, err);
 }
 
 static int nf__cl_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
