@@ -8,7 +8,7 @@
  * Every record of the input is scored on its own (rows appended in record
  * order). The positions scored are the ones the .npy rows are: the input
  * minus its context flanks (mode given: the flanks are the region's own
- * bases; mode pad: N). */
+ * bases; mode pad: N; mode genome: the FASTA's bases beyond the region). */
 #include "cli.h"
 #include "nofall-genomics.h"
 #include "io/nf-io.h"
@@ -31,6 +31,13 @@ void nf_run_report_region(cJSON * rep, const nf_model * m, const struct nf_seq *
     if (!r) return;
     if (region) cJSON_AddStringToObject(r, "spec", region);
     cJSON_AddStringToObject(r, "strand", strand ? strand : "+");
+    char note[1024];
+    if (region) cJSON_AddStringToObject(r, "context", nf_seq_mode_name(seq));
+    if (nf_seq_scored_note(m, seq, region, note, sizeof(note))) cJSON_AddStringToObject(r, "note", note);
+    if (seq->mode == NF_SEQ_GENOME) { /* N where a flank runs past the contig's start / end */
+        cJSON * pe = cJSON_AddArrayToObject(r, "n_past_contig_ends");
+        for (int k = 0; pe && k < 2; k++) cJSON_AddItemToArray(pe, cJSON_CreateNumber((double) seq->past_ends[k]));
+    }
     const int64_t ctx = nf_run_cfg(m, "context_len"), n = seq->L - 2 * (ctx > 0 ? ctx : 0);
     cJSON * recs = cJSON_AddArrayToObject(r, "records"); /* the positions the rows are, as tracks.tsv's */
     for (int64_t b = 0; recs && b < seq->B; b++) {
@@ -67,7 +74,7 @@ int nf_run_tiled(nf_model * m, const nf_backend * be, const struct nf_seq * seq,
     cJSON_AddNumberToObject(t, "tile", (double) win);
     cJSON_AddNumberToObject(t, "tiles_each", (double) ((n + win - 1) / win));
     cJSON_AddNumberToObject(t, "context_len", (double) ctx);
-    cJSON_AddStringToObject(t, "flank_mode", seq->pad ? "pad" : "given");
+    cJSON_AddStringToObject(t, "flank_mode", nf_seq_mode_name(seq));
     cJSON_AddStringToObject(t, "strand", strand ? strand : "+");
     cJSON * files = cJSON_AddArrayToObject(t, "files");
     for (int i = 0; nf_seq_track_files[i]; i++) cJSON_AddItemToArray(files, cJSON_CreateString(nf_seq_track_files[i]));

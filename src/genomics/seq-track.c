@@ -230,3 +230,20 @@ int nf_seq_tiled_needed(const nf_model * m, const nf_seq * seq) {
     }
     return ctx >= 0 && win > 0 && seq->L - 2 * ctx > win;
 }
+
+int nf_seq_scored_note(const nf_model * m, const nf_seq * seq, const char * region, char * buf, size_t n) {
+    if (buf && n) buf[0] = 0;
+    if (!m || !seq || !region || !buf || n == 0 || seq->mode != NF_SEQ_GIVEN || seq->pad || seq->B < 1) return 0;
+    const int64_t ctx = nf__track_cfg(m, "context_len"), rows = seq->L - 2 * ctx;
+    if (ctx <= 0 || rows <= 0) return 0;
+    const int64_t first = (seq->starts ? seq->starts[0] : 1) + ctx;
+    char er[256], ec[256];
+    snprintf(buf, n,
+             "--context given: the first and last %lld bases of --region %s are the model's flanks, not scored; "
+             "the rows are %s:%lld-%lld (%lld positions); --context genome scores every position of the region, "
+             "its flanks read from the FASTA around it",
+             (long long) ctx, nf__esc(er, sizeof(er), region),
+             nf__esc(ec, sizeof(ec), seq->names && seq->names[0] ? seq->names[0] : "sequence"), (long long) first,
+             (long long) (first + rows - 1), (long long) rows);
+    return 1;
+}

@@ -146,8 +146,10 @@ char * nf_plot_run_svg(const nf_model * m, const nf_inputs * in, const float * o
         if (strcmp(ci.key, "context_len") == 0) context = ci.num;
     int pad = 0;
     for (int i = 0; i < in->n_report; i++)
-        if (strcmp(in->report[i].key, "context") == 0) pad = strcmp(in->report[i].str, "pad") == 0;
-    /* output i is token context + i; the input's nucleotide (token - flank) */
+        if (strcmp(in->report[i].key, "context") == 0)
+            pad = strcmp(in->report[i].str, "pad") == 0 || strcmp(in->report[i].str, "genome") == 0;
+    /* output i is token context + i; the input's nucleotide (token - flank); in
+     * mode genome (flanks read beyond the region) the region's own */
     const int64_t first = pad ? 0 : context;
     char contig[256] = "", xl[320];
     int64_t start = 1;
