@@ -45,15 +45,31 @@ typedef struct nf_seq {
      * (starts[b]; a --region's start, flanks included in mode given) */
     char ** names;
     int64_t * starts;
+    /* how the flanks were made: NF_SEQ_GIVEN (the input has them), NF_SEQ_PAD
+     * (N added) or NF_SEQ_GENOME (nf_seq_fasta with a region: the FASTA's
+     * context bases beyond the region on each side; starts[b] is then the
+     * region's start - context, 0 or less near a contig's start); past_ends:
+     * in mode genome, the N put where a flank runs past the contig's start /
+     * end (as SpliceAI pads at contig ends), else 0 */
+    int mode;
+    int64_t past_ends[2];
 } nf_seq;
+enum { NF_SEQ_GIVEN = 0, NF_SEQ_PAD = 1, NF_SEQ_GENOME = 2 };
+/* "given", "pad" or "genome": seq's mode as --context names it */
+NF_API const char * nf_seq_mode_name(const nf_seq * s);
 NF_API void nf_seq_free(nf_seq * s);
 NF_API int nf_seq_id(int c); /* a nucleotide letter's id (any case, T = U), -1 if none */
-/* pad: 1 adds `context` N on each side, 0 takes the input as already flanked */
+/* pad: NF_SEQ_PAD (1) adds `context` N on each side, NF_SEQ_GIVEN (0) takes the
+ * input as already flanked; NF_SEQ_GENOME (2, --context genome) is
+ * nf_seq_fasta's with a region only (an error elsewhere) */
 NF_API int nf_seq_seeded(nf_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err * err); /* always padded */
 NF_API int nf_seq_string(nf_seq * s, const char * text, int pad, int64_t context, nf_err * err);
 NF_API int nf_seq_npy(nf_seq * s, const char * path, int pad, int64_t context, nf_err * err);
 /* every record (all one length) or one region "chr:start-end" (1-based,
- * inclusive); the .fai is checked, and built beside path when missing */
+ * inclusive); the .fai is checked, and built beside path when missing.
+ * pad NF_SEQ_GENOME (with a region): ids are the context bases of the FASTA
+ * before the region, the region, the context bases after it, N past the
+ * contig's ends; every position of the region is scored */
 NF_API int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, int64_t context, nf_err * err);
 
 /* ---- the gene index -------------------------------------------------------- */
@@ -259,6 +275,12 @@ NF_API int nf_seq_tracks_write(nf_model * m, const nf_seq * seq, const float * l
 /* is seq longer than one window of m (positions > max_seq_len)? `run` then
  * scores it as tiles: the tracks and report.json, no .npy */
 NF_API int nf_seq_tiled_needed(const nf_model * m, const nf_seq * seq);
+/* what mode given leaves out of a region (record 0 of seq, read with
+ * region): a sentence into buf naming the positions scored and that
+ * --context genome scores the region itself (e.g. `run`'s note on stderr,
+ * report.json's region "note"); returns 1, or 0 with buf "" when every
+ * position of the region is scored (mode pad or genome, no region, context 0) */
+NF_API int nf_seq_scored_note(const nf_model * m, const nf_seq * seq, const char * region, char * buf, size_t n);
 
 /* ---- `run` on a sequence (seq-run.c; docs/sequences.md) --------------------- */
 struct cJSON;
@@ -274,10 +296,12 @@ NF_API void nf_seq_report_region(struct cJSON * rep, const nf_model * m, const n
  * "tracks") written into dir, tracks.tsv read back (a header and every
  * position); *meas: the placement measured after the forwards, *wall_ms
  * their time, shape: LOGITS_SHAPE ("records,positions,channels");
- * model_path: report.json's "model". */
+ * model_path: report.json's "model"; svg: NULL, or the picture of the
+ * tracks (nofall-plot.h's nf_plot_tracks_svg, run --plot; nf_free) made
+ * from the same rows. */
 NF_API int nf_seq_run_tiled(nf_model * m, const nf_backend * be, const nf_seq * seq, const char * region,
                             const char * strand, const char * model_path, const char * dir, struct nf_run_meas * meas,
-                            double * wall_ms, char * shape, size_t shape_n, nf_err * err);
+                            double * wall_ms, char * shape, size_t shape_n, char ** svg, nf_err * err);
 
 #ifdef __cplusplus
 }

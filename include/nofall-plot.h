@@ -81,6 +81,13 @@ NF_API char * nf_plot_variant_svg(const char * title, const char * x_label, int6
 NF_API char * nf_plot_run_svg(const nf_model * m, const nf_inputs * in, const float * out, const char * region,
                               nf_err * err);
 
+/* the same picture from tracks already made (the tiled run, nofall-genomics.h's
+ * nf_seq_run_tiled): B records of N positions, acceptor[b * N + i] and
+ * donor[b * N + i] the probabilities of record b at position x0 + i (genomic
+ * with a region, else 1-based in the input); a panel per record, at most 8. */
+NF_API char * nf_plot_tracks_svg(const char * region, int64_t B, int64_t N, int64_t x0, const float * acceptor,
+                                 const float * donor, nf_err * err);
+
 /* verify's picture from its JSON (nf_verify_json): each case's max_abs
  * error against the threshold, log scale; a panel per case that carries
  * "stages" (verify with stage_errors: bisect's stages). */

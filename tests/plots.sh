@@ -38,6 +38,11 @@ for f in position_logits.npy probabilities.npy tokens.npy; do
 done
 ok "run --plot: the output set is the one without it"
 "$BIN" "${RUN[@]}" --out o2 --plot run2.svg > /dev/null 2>&1 && cmp -s run.svg run2.svg && ok "run --plot: an existing picture replaced" || bad "run --plot over an existing picture"
+# a region longer than the model's window (1,024): tiled, the picture drawn from the tiles' rows (tracks.tsv)
+"$BIN" run --model spt --fasta genome.fa --region chr1:5001-6600 --context pad --out ot --plot tiled.svg > t.out 2>&1 \
+  && [ -s tiled.svg ] && grep -q '"tiles_each":.2,' ot/report.json || bad "run --plot on a tiled region: $(tail -2 t.out)"
+check tiled.svg run
+grep -q 'chr1 position (1-based)' tiled.svg && grep -q '>6400<' tiled.svg && ok "run --plot on a tiled region: drawn, x axis in chr1 positions" || bad "tiled run --plot: x axis"
 cp genome.fa g2.fa
 "$BIN" run --model spt --fasta g2.fa --region chr1:5001-5201 --context pad --out o5 --plot g2.fa > x.out 2>&1 && bad "run --plot INPUT accepted" || {
   cmp -s g2.fa genome.fa && grep -q 'a file this command reads' x.out && ok "run --plot on an input: refused, the input intact" || bad "run --plot INPUT: $(cat x.out)"; }

@@ -103,6 +103,76 @@ for d, (spec, strand, contig, a, b) in want.items():
     rows = [l.split("\t") for l in open(f"{t}/{d}/tracks.tsv").read().splitlines()[1:]]
     assert (rows[0][0], int(rows[0][1]), int(rows[-1][1])) == (contig, a, b), (d, rows[0][:3], rows[-1][:3])
 PY
+# --context genome: the region scored whole, its flanks the FASTA's 10 bases beyond it; the same forward as mode
+# given on the region widened by 10 on each side (every data file byte-identical), N past the contig's ends
+run g --fasta "$T/tiny.fa" --region chrT:101-150 --context genome
+run gw --fasta "$T/tiny.fa" --region chrT:91-160
+run gm --fasta "$T/tiny.fa" --region chrT:101-150 --context genome --strand -
+run gwm --fasta "$T/tiny.fa" --region chrT:91-160 --strand -
+run gs --fasta "$T/tiny.fa" --region chrT:5-40 --context genome
+run gu --fasta "$T/tiny.fa" --region chrU:1-120 --context genome
+run pu --fasta "$T/tiny.fa" --region chrU:1-120 --context pad
+run glong --fasta "$T/tiny.fa" --region chrT:11-290 --context genome
+run gall --fasta "$T/tiny.fa" --region chrT:1-300 --context genome
+grep -q "^note: --context given: .* chrT:101-150 .* the rows are chrT:111-140 (30 positions); --context genome" \
+  "$T/plus.log" && ! grep -q "^note:" "$T/g.log" "$T/pad.log" && ok "given on a region: a note names the rows" \
+  || bad "given's note on stderr"
+# the expected inputs, written as FASTA records: the region with its flanks, N where they pass the contig's ends
+python3 - "$T" <<'PY'
+import sys
+t = sys.argv[1]
+recs, name = {}, None
+for l in open(t + '/tiny.fa').read().splitlines():
+    if l.startswith('>'):
+        name = l[1:].split()[0]; recs[name] = ''
+    else:
+        recs[name] += l.strip()
+T = recs['chrT']
+w = T[90:160]
+rc = w[::-1].translate(str.maketrans('ACGT', 'TGCA'))
+open(t + '/gx.fa', 'w').write('>rcw\n' + rc + '\n>s\n' + 'N' * 6 + T[:50] + '\n>all\n' + 'N' * 10 + T + 'N' * 10 + '\n')
+PY
+run grc --fasta "$T/gx.fa" --region rcw
+run gsx --fasta "$T/gx.fa" --region s
+run gallx --fasta "$T/gx.fa" --region all
+for f in tokens.npy position_logits.npy class_ids.npy probabilities.npy tracks.tsv acceptor.bedGraph donor.bedGraph; do
+  cmp -s "$T/g/$f" "$T/gw/$f" || bad "genome chrT:101-150: $f differs from given on chrT:91-160"
+done
+cmp -s "$T/gm/tracks.tsv" "$T/gwm/tracks.tsv" || bad "genome --strand -: tracks differ from given on chrT:91-160"
+cmp -s "$T/glong/tracks.tsv" "$T/long/tracks.tsv" || bad "genome tiled chrT:11-290: tracks differ from given chrT:1-300"
+for f in tracks.tsv acceptor.bedGraph donor.bedGraph; do  # chrU: 120 positions, 2 tiles, no .npy
+  cmp -s "$T/gu/$f" "$T/pu/$f" || bad "genome on the whole chrU: $f differs from pad"
+done
+python3 - "$T" <<'PY' && ok "--context genome: rows, values, strand, contig ends, tiles, report" || bad "--context genome"
+import json, sys
+t = sys.argv[1]
+def tsv(d):
+    return [l.split('\t') for l in open(f'{t}/{d}/tracks.tsv').read().splitlines()[1:]]
+def rep(d):
+    return json.load(open(f'{t}/{d}/report.json'))
+g = tsv('g')
+assert [int(r[1]) for r in g] == list(range(101, 151)) and all(r[0] == 'chrT' and r[2] == '+' for r in g), g[0]
+m, rc = tsv('gm'), tsv('grc')  # '-': the reverse complement of chrT:91-160, its 50 inner rows reversed
+assert [int(r[1]) for r in m] == list(range(101, 151)) and all(r[2] == '-' for r in m) and len(rc) == 50
+assert all(r[3:] == rc[49 - i][3:] for i, r in enumerate(m)), 'strand -'
+s, sx = tsv('gs'), tsv('gsx')  # chrT:5-40: 6 N, then chrT:1-50
+assert [int(r[1]) for r in s] == list(range(5, 41)) and [r[3:] for r in s] == [r[3:] for r in sx], 'contig start'
+a, ax = tsv('gall'), tsv('gallx')  # the whole chrT, tiled, 10 N at both ends
+assert [int(r[1]) for r in a] == list(range(1, 301)) and [r[3:] for r in a] == [r[3:] for r in ax], 'tiled, both ends'
+for d, spec, past, first, last in (('g', 'chrT:101-150', [0, 0], 101, 150), ('gs', 'chrT:5-40', [6, 0], 5, 40),
+                                   ('gu', 'chrU:1-120', [10, 10], 1, 120), ('gall', 'chrT:1-300', [10, 10], 1, 300)):
+    r = rep(d)['region']
+    assert r['spec'] == spec and r['context'] == 'genome' and r['n_past_contig_ends'] == past and 'note' not in r, r
+    assert r['records'] == [{'contig': spec.split(':')[0], 'start': first, 'end': last}], r
+assert rep('gall')['tracks']['flank_mode'] == 'genome' and rep('gall')['tracks']['tiles_each'] == 5
+assert json.load(open(f'{t}/g/encoding_metadata.json'))['flank_mode'] == 'genome'
+r = rep('plus')['region']
+assert r['context'] == 'given' and 'chrT:111-140' in r['note'] and '--context genome' in r['note'], r
+PY
+# --context genome without a FASTA region: refused, naming what it takes
+"$BIN" run --model "$T/m" --out "$T/gbad" --sequence ACGTACGTACGTACGTACGTACGT --context genome > "$T/gbad.log" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "error: --context genome takes the flanks from the genome around a region" "$T/gbad.log" \
+  && ok "--context genome with --sequence: exit 2, says why" || { bad "--context genome with --sequence: exit $rc"; cat "$T/gbad.log"; }
 # --plot into a folder that cannot take it: refused before any work (no --out made)
 "$BIN" run --model "$T/m" --out "$T/noplot" --fasta "$T/tiny.fa" --region chrT:101-150 --plot "$T/nodir/p.svg" \
   > "$T/noplot.log" 2>&1; rc=$?

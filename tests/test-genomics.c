@@ -256,6 +256,39 @@ static void seq_and_genes(void) {
     CHECK_RC(nf_seq_fasta(&t, "genome.fa", "chr9:1-10", 0, 100, &err), NF_ERR_INPUT, &err);
     nf_seq_free(&s);
     nf_seq_free(&t);
+    /* mode genome: the region and 100 bases of the FASTA beyond it on each side, N before position 1 and
+     * after the contig's last */
+    static const struct {
+        const char * region;
+        int64_t beg, len, past0, past1; /* beg: 0-based */
+    } gm[3] = {{"chr1:10001-10300", 10000, 300, 0, 0}, {"chr1:51-60", 50, 10, 50, 0}, {"chr1:1-20", 0, 20, 100, 0}};
+    for (int k = 0; k < 3; k++) {
+        CHECK_RC(nf_seq_fasta(&s, "genome.fa", gm[k].region, NF_SEQ_GENOME, 100, &err), NF_OK, &err);
+        CHECK(s.L == gm[k].len + 200 && s.pad == 0 && s.mode == NF_SEQ_GENOME && s.starts &&
+                  s.starts[0] == gm[k].beg + 1 - 100 && s.past_ends[0] == gm[k].past0 &&
+                  s.past_ends[1] == gm[k].past1 && strcmp(nf_seq_mode_name(&s), "genome") == 0,
+              "genome %s: L %lld past %lld/%lld", gm[k].region, (long long) s.L, (long long) s.past_ends[0],
+              (long long) s.past_ends[1]);
+        ok = s.ids != NULL && s.L == gm[k].len + 200;
+        for (int64_t i = 0; ok && i < s.L; i++) {
+            const int64_t at = gm[k].beg - 100 + i; /* 0-based position in chr1 */
+            ok = s.ids[i] == (at < 0 || at >= n ? 4 : nf_seq_id((unsigned char) text[at]));
+        }
+        CHECK(ok, "genome %s: ids differ from the FASTA's letters with N past its ends", gm[k].region);
+        nf_seq_free(&s);
+    }
+    char end_region[64]; /* the contig's last 20 bases: 100 N after them */
+    snprintf(end_region, sizeof(end_region), "chr1:%lld-%lld", (long long) n - 19, (long long) n);
+    CHECK_RC(nf_seq_fasta(&s, "genome.fa", end_region, NF_SEQ_GENOME, 100, &err), NF_OK, &err);
+    CHECK(s.L == 220 && s.past_ends[0] == 0 && s.past_ends[1] == 100 && s.ids && s.ids[219] == 4 && s.ids[120] == 4 &&
+              s.ids[100] == nf_seq_id((unsigned char) text[n - 20]),
+          "genome %s: L %lld past %lld", end_region, (long long) s.L, (long long) s.past_ends[1]);
+    nf_seq_free(&s);
+    CHECK_RC(nf_seq_fasta(&s, "genome.fa", NULL, NF_SEQ_GENOME, 100, &err), NF_ERR_ARG, &err);
+    CHECK_MSG(&err, "--context genome takes the flanks from the genome around a region");
+    CHECK_RC(nf_seq_string(&t, "ACGT", NF_SEQ_GENOME, 100, &err), NF_ERR_ARG, &err);
+    nf_seq_free(&s);
+    nf_seq_free(&t);
     free(text);
 
     nf_genes * g = NULL;

@@ -11,13 +11,13 @@
 #include <string.h>
 
 /* seq_tokens(kind, text, region, pad, context): kind "sequence" (text: the
- * letters) or "fasta" (text: the path; region or None) -> (ids: bytes of B x L
- * int8, B, L, pad, flank, source) */
+ * letters) or "fasta" (text: the path; region or None); pad: 0 given, 1 pad,
+ * 2 genome (NF_SEQ_*) -> (ids: bytes of B x L int8, B, L, pad, flank, source) */
 static PyObject * nf_py_seq_tokens(PyObject * mod, PyObject * args) {
     const char *kind, *text, *region = NULL;
     int pad;
     long long context;
-    if (!PyArg_ParseTuple(args, "sszpL", &kind, &text, &region, &pad, &context)) return NULL;
+    if (!PyArg_ParseTuple(args, "ssziL", &kind, &text, &region, &pad, &context)) return NULL;
     nf_seq s = {0};
     nf_err err = {0};
     int rc;
@@ -160,7 +160,7 @@ static PyObject * nf_py_annotate_file(PyObject * mod, PyObject * args, PyObject 
     return nf_py_stats(&st);
 }
 
-/* seq_track(model, kind, text, region, pad, strand): the per-position tracks
+/* seq_track(model, kind, text, region, pad, strand): (pad as seq_tokens') the per-position tracks
  * of every record as `nofall run --fasta/--sequence ... --strand S` writes
  * tracks.tsv (nf_seq_track_record, tiled when longer than the window) ->
  * [(contig, start, strand, channels, probs: bytes of n x channels float32,
@@ -169,7 +169,7 @@ static PyObject * nf_py_seq_track(PyObject * mod, PyObject * args) {
     NfModel * mo;
     const char *kind, *text, *region = NULL, *strand;
     int pad;
-    if (!PyArg_ParseTuple(args, "O!sszps", &NfModelType, &mo, &kind, &text, &region, &pad, &strand)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!sszis", &NfModelType, &mo, &kind, &text, &region, &pad, &strand)) return NULL;
     if (!nf_py_ready(mo)) return NULL;
     if (strcmp(strand, "+") != 0 && strcmp(strand, "-") != 0)
         return PyErr_Format(PyExc_ValueError, "strand: '+' or '-', not '%s'", strand);

@@ -262,3 +262,26 @@ def test_tracks_equal_run_tsv(spt, spt_model, nofall_bin, fx_dir, tmp_path, regi
     assert len(got) == len(want) - 1 and got == want[1:]
     arrays = spt.tracks(fx_dir / "genome.fa", region, strand=strand, as_frame=False)
     assert isinstance(arrays["donor"], np.ndarray) and arrays["donor"].tobytes() == df["donor"].to_numpy().tobytes()
+
+
+@needs_htslib
+def test_context_genome(spt, spt_model, nofall_bin, fx_dir, tmp_path):
+    """context='genome' scores every position of the region, its flanks the genome's: the forward of mode
+    given on the region widened by the context (100) on each side, bitwise; tracks as `run --context genome
+    --strand -` writes them (700 positions: two tiles)"""
+    fa = fx_dir / "genome.fa"
+    g = spt.score_fasta(fa, "chr1:5101-5300", context="genome")
+    w = spt.score_fasta(fa, "chr1:5001-5400")
+    assert g.logits.shape == (1, 200, 18) and g.tokens.tobytes() == w.tokens.tobytes()
+    assert g.logits.tobytes() == w.logits.tobytes()
+    out = tmp_path / "run"
+    _run(nofall_bin, "run", "--model", spt_model, "--out", str(out), "--fasta", str(fa), "--region", "chr1:5101-5800",
+         "--context", "genome", "--strand", "-")
+    want = (out / "tracks.tsv").read_text().splitlines()
+    df = spt.tracks(fa, "chr1:5101-5800", strand="-", context="genome")
+    got = ["\t".join([r[0], str(r[1]), r[2]] + ["%.6g" % v for v in r[3:]]) for r in df.itertuples(index=False)]
+    assert df["pos"].iloc[0] == 5101 and df["pos"].iloc[-1] == 5800 and got == want[1:]
+    with pytest.raises(ValueError, match="context='genome' takes the flanks from the genome"):
+        spt.score("ACGT", context="genome")
+    with pytest.raises(nofall.NofallInputError, match="--context genome takes the flanks"):
+        spt.score_fasta(fa, None, context="genome")

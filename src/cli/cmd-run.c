@@ -142,7 +142,7 @@ static int nf_run_parse(int argc, char ** argv, struct nf_run_opts * o) {
 static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inputs ** out, nf_seq * keep,
                              nf_err * err) {
     const char *tokens = nf_run_opt(o, "tokens"), *fasta = nf_run_opt(o, "fasta"), *ctx = nf_run_opt(o, "context");
-    const int pad = ctx ? strcmp(ctx, "pad") == 0 : !(tokens || fasta);
+    const int pad = ctx ? (strcmp(ctx, "genome") == 0 ? NF_SEQ_GENOME : strcmp(ctx, "pad") == 0) : !(tokens || fasta);
     int64_t context = 0;
     struct nf_config_item ci;
     for (int i = 0; nf_model_config_item(m, i, &ci); i++)
@@ -167,7 +167,7 @@ static int nf_run_seq_inputs(const struct nf_run_opts * o, nf_model * m, nf_inpu
         char flank[32];
         snprintf(flank, sizeof(flank), "%lld", (long long) s.flank);
         const char * keys[3] = {"source", "context", "flank"};
-        const char * values[3] = {s.source, s.pad ? "pad" : "given", flank};
+        const char * values[3] = {s.source, nf_seq_mode_name(&s), flank};
         rc = nf_model_inputs_given(m, &t, 1, 3, keys, values, out, err);
     }
     free(ids);
@@ -268,13 +268,19 @@ static int nf_run_main(const struct nf_run_opts * o, nf_err * err) {
         rc = nf_model_inputs(m, n, keys, values, &in, err);
     }
     if (rc != NF_OK) goto done;
+    char note[1024]; /* --context given on a --region: which positions the rows are */
+    if (seq.ids && nf_seq_scored_note(m, &seq, nf_run_opt(o, "region"), note, sizeof(note)))
+        fprintf(stderr, "note: %s\n", note);
     if (seq.ids && nf_seq_tiled_needed(m, &seq)) { /* longer than one window: tiles, the tracks and report.json */
         struct nf_run_meas tm;
         double tms;
-        char shape[96];
-        if ((rc = nf_seq_run_tiled(m, be, &seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"), model, os.staging,
-                                   &tm, &tms, shape, sizeof(shape), err)) == NF_OK &&
-            (rc = nf_run_finish(be, trace, trace_in_out, &tr, &os, err)) == NF_OK) {
+        char shape[96], *svg = NULL; /* --plot: drawn from the tiles' rows */
+        const char * plot = nf_run_opt(o, "plot");
+        rc = nf_seq_run_tiled(m, be, &seq, nf_run_opt(o, "region"), nf_run_opt(o, "strand"), model, os.staging, &tm,
+                              &tms, shape, sizeof(shape), plot ? &svg : NULL, err);
+        if (rc == NF_OK && plot) rc = nf_plot_write(plot, "--plot", svg, err);
+        nf_free(svg);
+        if (rc == NF_OK && (rc = nf_run_finish(be, trace, trace_in_out, &tr, &os, err)) == NF_OK) {
             nf_run_markers_print(&tm, be, shape, "", 1, tms, 1);
             rc = nf_run_commit(&os, trace, trace_in_out, &tr, err);
         }

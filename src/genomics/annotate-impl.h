@@ -132,4 +132,11 @@ int nf__ann_check_index(const nf_annotator * a, nf_err * err);
 int nf__ann_read(nf_annotator * a, bcf1_t ** b, int64_t * index, int * got, nf_err * err);
 extern const char * const nf__ann_tissues[NF_ANNOTATE_TISSUES];
 
+/* nf_seq_tracks_write, keeping the acceptor / donor probabilities of the
+ * first min(B, 8) records for a picture (seq-run.c): keep NULL, or 2 x
+ * min(B, 8) x n floats (acceptor rows, then donor rows); *x0: record 0's
+ * first position */
+int nf__seq_tracks_write_keep(nf_model * m, const nf_seq * seq, const float * logits, const char * strand,
+                              const char * dir, float * keep, int64_t * x0, nf_err * err);
+
 #endif

@@ -6,8 +6,10 @@
  *   a FASTA file, whole or one region (--fasta F [--region chr:start-end],
  *     read with htslib's faidx; the .fai is built beside F when missing),
  * and the flank mode: `given` (the input already carries `context` nt on each
- * side) or `pad` (nofall adds `context` N on each side). Lower case is
- * accepted, T and U alike; any other letter is an error naming where. */
+ * side), `pad` (nofall adds `context` N on each side) or `genome` (a FASTA
+ * region: its flanks are the `context` bases of the FASTA beyond it, N past
+ * the contig's ends, as SpliceAI pads there). Lower case is accepted, T and U
+ * alike; any other letter is an error naming where. */
 #include "nofall-genomics.h"
 #include "nf-impl.h"
 #include "io/nf-io.h"
@@ -54,9 +56,22 @@ static int nf__seq_make(nf_seq * s, const int8_t * core, int64_t B, int64_t n, i
     NF_TRY(nf__spt_tokens_make(core, B, n, pad, context, flag, path, &s->ids, &L, err));
     s->B = B;
     s->L = L;
-    s->pad = pad;
+    s->pad = pad ? 1 : 0;
     s->flank = pad ? context : 0;
+    s->mode = pad ? NF_SEQ_PAD : NF_SEQ_GIVEN;
     return NF_OK;
+}
+
+const char * nf_seq_mode_name(const nf_seq * s) {
+    return s->mode == NF_SEQ_GENOME ? "genome" : s->mode == NF_SEQ_PAD || s->pad ? "pad" : "given";
+}
+
+/* mode genome outside a FASTA region */
+static int nf__seq_no_genome(const char * flag, nf_err * err) {
+    return nf__err_set(err, NF_ERR_ARG,
+                       "--context genome takes the flanks from the genome around a region: --fasta F --region "
+                       "chr:start-end, not %s",
+                       flag);
 }
 
 int nf_seq_seeded(nf_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err * err) {
@@ -72,6 +87,7 @@ int nf_seq_seeded(nf_seq * s, uint64_t seed, int64_t n, int64_t context, nf_err 
 
 int nf_seq_string(nf_seq * s, const char * text, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
+    if (pad == NF_SEQ_GENOME) return nf__seq_no_genome("--sequence", err);
     const int64_t n = (int64_t) strlen(text);
     int8_t * core = malloc((size_t) (n > 0 ? n : 1));
     if (!core) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
@@ -94,12 +110,14 @@ int nf_seq_string(nf_seq * s, const char * text, int pad, int64_t context, nf_er
 
 int nf_seq_npy(nf_seq * s, const char * path, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
+    if (pad == NF_SEQ_GENOME) return nf__seq_no_genome("--tokens", err);
     int64_t B = 0, L = 0;
     NF_TRY(nf__spt_tokens_npy(path, pad, context, &s->ids, &B, &L, err));
     s->B = B;
     s->L = L;
-    s->pad = pad;
+    s->pad = pad ? 1 : 0;
     s->flank = pad ? context : 0;
+    s->mode = pad ? NF_SEQ_PAD : NF_SEQ_GIVEN;
     snprintf(s->source, sizeof(s->source), "tokens file");
     return NF_OK;
 }
@@ -132,8 +150,53 @@ static int nf__seq_map(const char * path, const char * name, int64_t first, cons
     return NF_OK;
 }
 
+/* mode genome: core (the n ids of the region at 0-based rbeg of contig tid)
+ * widened by context bases on each side, read from the FASTA, N past the
+ * contig's ends (past: how many on each side) */
+static int nf__seq_genome_flanks(faidx_t * fai, struct nf_fasta_raw * raw, const char * path, int tid, int64_t rbeg,
+                                 int64_t context, int8_t ** core, int64_t * n, int64_t past[2], nf_err * err) {
+    const char * nm = faidx_iseq(fai, tid);
+    const int64_t clen = faidx_seq_len(fai, nm), end = rbeg + *n, L = *n + 2 * context;
+    const int64_t wb = rbeg - context > 0 ? rbeg - context : 0, we = end + context < clen ? end + context : clen;
+    past[0] = context - (rbeg - wb);
+    past[1] = context - (we - end);
+    int8_t * w = malloc((size_t) L);
+    if (!w) return nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+    memset(w, 4, (size_t) L);
+    memcpy(w + context, *core, (size_t) *n);
+    int rc = NF_OK;
+    const int64_t span[2][2] = {{wb, rbeg}, {end, we}}; /* the left flank, the right, 0-based half-open */
+    for (int k = 0; k < 2 && rc == NF_OK; k++) {
+        const int64_t a = span[k][0], b = span[k][1];
+        if (b <= a) continue;
+        hts_pos_t got = 0;
+        char * seq = faidx_fetch_seq64(fai, nm, (hts_pos_t) a, (hts_pos_t) b - 1, &got);
+        if (seq && got == b - a) rc = nf__fasta_raw_check(raw, nm, a, b, err);
+        if (rc != NF_OK) {
+        } else if (!seq || got != b - a)
+            rc = nf__err_set(err, NF_ERR_IO, "%s: record '%s' could not be read (the flanks of --context genome)", path,
+                             nm);
+        else
+            rc = nf__seq_map(path, nm, a + 1, seq, b - a, w + (k == 0 ? past[0] : context + *n), err);
+        free(seq);
+    }
+    if (rc != NF_OK) {
+        free(w);
+        return rc;
+    }
+    free(*core);
+    *core = w;
+    *n = L;
+    return NF_OK;
+}
+
 int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, int64_t context, nf_err * err) {
     memset(s, 0, sizeof(*s));
+    const int genome = pad == NF_SEQ_GENOME;
+    if (genome && !region)
+        return nf__seq_no_genome("a whole FASTA (no --region; --context pad scores every record whole)", err);
+    if (genome && context < 0)
+        return nf__err_set(err, NF_ERR_ARG, "--context genome: context %lld", (long long) context);
     /* htslib's own log echoes names and regions raw (an ESC reaches the
      * terminal) and this htslib has no log callback: silenced, nofall reports
      * every failure itself, escaped (README "Hostile input") */
@@ -189,6 +252,8 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
                 rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
             else
                 rc = nf__seq_map(path, region, 1, seq, n, core, err);
+            if (rc == NF_OK && genome)
+                rc = nf__seq_genome_flanks(fai, &raw, path, tid, rbeg, context, &core, &n, s->past_ends, err);
         }
         free(seq);
     } else {
@@ -225,15 +290,16 @@ int nf_seq_fasta(nf_seq * s, const char * path, const char * region, int pad, in
     if (rc == NF_OK && (!names || !starts)) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     for (int64_t r = 0; rc == NF_OK && r < B; r++) {
         const char * nm = region ? faidx_iseq(fai, region_tid) : faidx_iseq(fai, (int) r);
-        starts[r] = region ? region_beg + 1 : 1;
+        starts[r] = region ? region_beg + 1 - (genome ? context : 0) : 1;
         if (!(names[r] = strdup(nm))) rc = nf__err_set(err, NF_ERR_NOMEM, "out of memory");
     }
     fai_destroy(fai);
     nf__fasta_raw_close(&raw);
-    if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, pad, context, "--fasta", path, err);
+    if (rc == NF_OK) rc = nf__seq_make(s, core, B, n, genome ? 0 : pad, context, "--fasta", path, err);
     if (rc == NF_OK) {
         s->names = names;
         s->starts = starts;
+        if (genome) s->mode = NF_SEQ_GENOME; /* past_ends: nf__seq_genome_flanks' */
     } else {
         for (int64_t r = 0; names && r < B; r++) free(names[r]);
         free(names);

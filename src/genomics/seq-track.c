@@ -7,6 +7,7 @@
  * complement is scored and the rows are put back in forward-strand order.
  * Writers: TSV (1-based positions) and bedGraph (0-based, half-open). */
 #include "nofall-genomics.h"
+#include "annotate-impl.h"
 #include "nf-impl.h"
 #include "io/nf-io.h"
 
@@ -203,6 +204,11 @@ const char * const nf_seq_track_files[] = {"tracks.tsv", "acceptor.bedGraph", "d
 
 int nf_seq_tracks_write(nf_model * m, const nf_seq * seq, const float * logits, const char * strand, const char * dir,
                         nf_err * err) {
+    return nf__seq_tracks_write_keep(m, seq, logits, strand, dir, NULL, NULL, err);
+}
+
+int nf__seq_tracks_write_keep(nf_model * m, const nf_seq * seq, const float * logits, const char * strand,
+                              const char * dir, float * keep, int64_t * x0, nf_err * err) {
     const int64_t ctx = nf__track_cfg(m, "context_len"), tis = nf__track_cfg(m, "tissue_num");
     const int64_t n = seq->L - 2 * (ctx > 0 ? ctx : 0), C = 3 + (tis > 0 ? tis : 0);
     char tsv[4096], acc[4096], don[4096];
@@ -216,6 +222,14 @@ int nf_seq_tracks_write(nf_model * m, const nf_seq * seq, const float * logits, 
         if (rc == NF_OK) rc = nf_seq_track_write_tsv(&t, tsv, b > 0, err);
         if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 1, acc, b > 0, err);
         if (rc == NF_OK) rc = nf_seq_track_write_bedgraph(&t, 2, don, b > 0, err);
+        const int64_t kept = seq->B < 8 ? seq->B : 8;
+        if (rc == NF_OK && keep && b < kept) { /* the picture's rows: acceptor (channel 1), donor (2) */
+            for (int64_t i = 0; i < n; i++) {
+                keep[b * n + i] = t.probs[i * t.channels + 1];
+                keep[(kept + b) * n + i] = t.probs[i * t.channels + 2];
+            }
+            if (b == 0 && x0) *x0 = t.start;
+        }
         nf_seq_track_free(&t);
     }
     return rc;
@@ -229,4 +243,21 @@ int nf_seq_tiled_needed(const nf_model * m, const nf_seq * seq) {
         if (strcmp(ci.key, "max_seq_len") == 0) win = ci.num;
     }
     return ctx >= 0 && win > 0 && seq->L - 2 * ctx > win;
+}
+
+int nf_seq_scored_note(const nf_model * m, const nf_seq * seq, const char * region, char * buf, size_t n) {
+    if (buf && n) buf[0] = 0;
+    if (!m || !seq || !region || !buf || n == 0 || seq->mode != NF_SEQ_GIVEN || seq->pad || seq->B < 1) return 0;
+    const int64_t ctx = nf__track_cfg(m, "context_len"), rows = seq->L - 2 * ctx;
+    if (ctx <= 0 || rows <= 0) return 0;
+    const int64_t first = (seq->starts ? seq->starts[0] : 1) + ctx;
+    char er[256], ec[256];
+    snprintf(buf, n,
+             "--context given: the first and last %lld bases of --region %s are the model's flanks, not scored; "
+             "the rows are %s:%lld-%lld (%lld positions); --context genome scores every position of the region, "
+             "its flanks read from the FASTA around it",
+             (long long) ctx, nf__esc(er, sizeof(er), region),
+             nf__esc(ec, sizeof(ec), seq->names && seq->names[0] ? seq->names[0] : "sequence"), (long long) first,
+             (long long) (first + rows - 1), (long long) rows);
+    return 1;
 }

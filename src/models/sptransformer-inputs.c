@@ -6,7 +6,8 @@
  * or of "positions" scored (run's --length: length = positions + 2
  * context_len), the context_len positions at each end N. Given: the
  * "tokens" array a caller read (a sequence, a FASTA, a .npy; "source",
- * "context" pad|given and "flank" describe it).
+ * "context" pad|given|genome and "flank" describe it; genome: a FASTA
+ * region flanked by the genome's own bases, read by nf_seq_fasta).
  *
  * A run writes tokens.npy (int8 (B, L), the exact ids the model read),
  * position_logits.npy (float32 (B, L - 2 context, 18)), class_ids.npy (int64
@@ -25,6 +26,7 @@ static const char * const nf__spt_splice_names[3] = {"no_splice", "acceptor", "d
 /* what a run reports of its tokens (nf_inputs.priv) */
 struct nf__spt_src {
     char source[32];
+    char mode[8]; /* pad, given or genome */
     int pad;
     int64_t flank, context;
 };
@@ -34,8 +36,13 @@ struct nf__spt_src {
 int nf__spt_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err);
 int nf__spt_inputs_check(int n, const char * const * keys, const char * const * values, nf_err * err) {
     const char * context = nf__inputs_opt(n, keys, values, "context");
-    if (context && strcmp(context, "pad") != 0 && strcmp(context, "given") != 0)
-        return nf__err_set(err, NF_ERR_ARG, "--context must be pad or given");
+    if (context && strcmp(context, "pad") != 0 && strcmp(context, "given") != 0 && strcmp(context, "genome") != 0)
+        return nf__err_set(err, NF_ERR_ARG, "--context must be pad, given or genome");
+    if (context && strcmp(context, "genome") == 0 &&
+        !(nf__inputs_opt(n, keys, values, "fasta") && nf__inputs_opt(n, keys, values, "region")))
+        return nf__err_set(err, NF_ERR_ARG,
+                           "--context genome takes the flanks from the genome around a region: it goes with --fasta F "
+                           "--region chr:start-end");
     const int n_src = (nf__inputs_opt(n, keys, values, "tokens") != NULL) +
                       (nf__inputs_opt(n, keys, values, "sequence") != NULL) +
                       (nf__inputs_opt(n, keys, values, "fasta") != NULL);
@@ -59,6 +66,10 @@ static int nf__spt_given(nf_model * model, int n, const char * const * keys, con
     const char *source = nf__inputs_opt(n, keys, values, "source"), *ctx = nf__inputs_opt(n, keys, values, "context");
     snprintf(src->source, sizeof(src->source), "%s", source ? source : "given");
     src->pad = ctx && strcmp(ctx, "pad") == 0;
+    snprintf(src->mode, sizeof(src->mode), "%s",
+             ctx && strcmp(ctx, "genome") == 0 ? "genome"
+             : src->pad                        ? "pad"
+                                               : "given");
     NF_TRY(nf__inputs_int(n, keys, values, "flank", 0, 1 << 20, 0, &src->flank, err));
     const int64_t B = t->shape[0], L = t->shape[1];
     int ndim = 0;
@@ -67,6 +78,9 @@ static int nf__spt_given(nf_model * model, int n, const char * const * keys, con
         if (src->pad)
             nf__err_prefix(err, "%lld nt + %lld N on each side (--context pad)", (long long) (L - 2 * src->flank),
                            (long long) src->flank);
+        else if (strcmp(src->mode, "genome") == 0)
+            nf__err_prefix(err, "%lld nt of the region + %lld of the genome on each side (--context genome)",
+                           (long long) (L - 2 * context), (long long) context);
         else
             nf__err_prefix(err,
                            "%lld nt taken as already flanked (--context given; --context pad adds %lld N on each "
@@ -79,7 +93,7 @@ static int nf__spt_given(nf_model * model, int n, const char * const * keys, con
     memcpy(tokens, t->data, (size_t) (B * L) * sizeof(int64_t));
     nf__inputs_array(out, "tokens", NF_ARRAY_I64, 2, t->shape, tokens, 1);
     nf__inputs_item_str(out, 2, "input_source", src->source);
-    nf__inputs_item_str(out, 2, "context", src->pad ? "pad" : "given");
+    nf__inputs_item_str(out, 2, "context", src->mode);
     return NF_OK;
 }
 
@@ -110,6 +124,7 @@ int nf__spt_own_inputs(nf_model * model, int n, const char * const * keys, const
     NF_TRY(nf__inputs_int(n, keys, values, "batch", 1, 1 << 16, 1, &batch, err));
     snprintf(src->source, sizeof(src->source), "seeded");
     src->pad = 1;
+    snprintf(src->mode, sizeof(src->mode), "pad");
     src->flank = context;
     int64_t * tokens = malloc((size_t) (batch * length) * sizeof(int64_t));
     int8_t * core = malloc((size_t) length);
@@ -160,7 +175,7 @@ static int nf__spt_write_metadata(const char * path, const struct nf__spt_src * 
     for (int i = 0; i < 5; i++) cJSON_AddNumberToObject(ids, letters[i], i);
     cJSON_AddStringToObject(d, "alphabet", "A=0 C=1 G=2 T/U=3 N=4; one-hot channels A, C, G, T; N all zero");
     cJSON_AddStringToObject(d, "source", s->source);
-    cJSON_AddStringToObject(d, "flank_mode", s->pad ? "pad" : "given");
+    cJSON_AddStringToObject(d, "flank_mode", s->mode);
     cJSON_AddNumberToObject(d, "flank_added_each_side", (double) s->flank);
     cJSON_AddNumberToObject(d, "context_len", (double) s->context);
     cJSON_AddNumberToObject(d, "batch", (double) B);

@@ -126,6 +126,64 @@ static int nf_region_start(const char * region, char * contig, size_t n, int64_t
     return 1;
 }
 
+/* records' acceptor / donor tracks (b * N + i), record b's row i at x0 + i: a panel per record, at most 8 */
+static char * nf__plot_records_svg(const char * region, const char * xl, int64_t B, int64_t N, int64_t x0,
+                                   const float * acceptor, const float * donor, nf_err * err) {
+    const int64_t shown = B < 8 ? B : 8;
+    const int64_t m_pts = N < NF_PLOT_MAX_POINTS ? N : NF_PLOT_MAX_POINTS;
+    double * buf = malloc((size_t) (shown * m_pts * 4) * sizeof(double));
+    struct nf_plot_series * s = calloc((size_t) (2 * shown), sizeof(*s));
+    struct nf_plot_panel * p = calloc((size_t) shown, sizeof(*p));
+    char(*titles)[96] = calloc((size_t) shown, sizeof(*titles));
+    char * svg = NULL;
+    if (!buf || !s || !p || !titles) {
+        nf__err_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int64_t b = 0; b < shown; b++) {
+        double * q = buf + b * m_pts * 4;
+        s[2 * b] = (struct nf_plot_series){"acceptor", q, q + m_pts, 0, 0, 0, "#1f77b4"};
+        s[2 * b + 1] = (struct nf_plot_series){"donor", q + 2 * m_pts, q + 3 * m_pts, 0, 0, 0, "#d62728"};
+        s[2 * b].n = nf_pool(acceptor + b * N, N, x0, q, q + m_pts);
+        s[2 * b + 1].n = nf_pool(donor + b * N, N, x0, q + 2 * m_pts, q + 3 * m_pts);
+        if (B > 1)
+            snprintf(titles[b], sizeof(titles[b]), "sequence %lld of %lld%s", (long long) (b + 1), (long long) B,
+                     N > NF_PLOT_MAX_POINTS ? " (each point: the maximum of its positions)" : "");
+        else
+            snprintf(titles[b], sizeof(titles[b]), "%s",
+                     N > NF_PLOT_MAX_POINTS ? "each point: the maximum of its positions" : "");
+        p[b].title = titles[b][0] ? titles[b] : NULL;
+        p[b].x_label = xl;
+        p[b].y_label = "probability";
+        p[b].y_max = 1;
+        p[b].series = s + 2 * b;
+        p[b].n_series = 2;
+    }
+    char title[400];
+    snprintf(title, sizeof(title), "SpTransformer splice-site probability%s%s", region ? ", " : "",
+             region ? region : "");
+    svg = nf_plot_svg(title, p, (int) shown, err);
+done:
+    free(buf);
+    free(s);
+    free(p);
+    free(titles);
+    return svg;
+}
+
+/* the x axis' label and the position of the input's first base: genomic with a region */
+static int64_t nf__plot_region_axis(const char * region, char * xl, size_t n) {
+    char contig[256] = "";
+    int64_t start = 1;
+    if (region && nf_region_start(region, contig, sizeof(contig), &start)) {
+        char e[256];
+        snprintf(xl, n, "%s position (1-based)", nf__esc(e, sizeof(e), contig));
+    } else {
+        snprintf(xl, n, "position in the input sequence (1-based)");
+    }
+    return start;
+}
+
 char * nf_plot_run_svg(const nf_model * m, const nf_inputs * in, const float * out, const char * region, nf_err * err) {
     if (!m || !in || !out || strcmp(nf_model_type(m), "sptransformer") != 0) {
         nf__err_set(err, NF_ERR_UNSUPPORTED, "--plot: %s has no picture of its output (SpTransformer has)",
@@ -146,68 +204,41 @@ char * nf_plot_run_svg(const nf_model * m, const nf_inputs * in, const float * o
         if (strcmp(ci.key, "context_len") == 0) context = ci.num;
     int pad = 0;
     for (int i = 0; i < in->n_report; i++)
-        if (strcmp(in->report[i].key, "context") == 0) pad = strcmp(in->report[i].str, "pad") == 0;
-    /* output i is token context + i; the input's nucleotide (token - flank) */
+        if (strcmp(in->report[i].key, "context") == 0)
+            pad = strcmp(in->report[i].str, "pad") == 0 || strcmp(in->report[i].str, "genome") == 0;
+    /* output i is token context + i; the input's nucleotide (token - flank); in
+     * mode genome (flanks read beyond the region) the region's own */
     const int64_t first = pad ? 0 : context;
-    char contig[256] = "", xl[320];
-    int64_t start = 1;
-    if (region && nf_region_start(region, contig, sizeof(contig), &start)) {
-        char e[256];
-        snprintf(xl, sizeof(xl), "%s position (1-based)", nf__esc(e, sizeof(e), contig));
-    } else {
-        snprintf(xl, sizeof(xl), "position in the input sequence (1-based)");
-    }
-    const int64_t x0 = start + first;
-    const int64_t m_pts = N < NF_PLOT_MAX_POINTS ? N : NF_PLOT_MAX_POINTS;
-    double * buf = malloc((size_t) (shown * m_pts * 4) * sizeof(double));
-    float * tr = malloc((size_t) (2 * N) * sizeof(float));
-    struct nf_plot_series * s = calloc((size_t) (2 * shown), sizeof(*s));
-    struct nf_plot_panel * p = calloc((size_t) shown, sizeof(*p));
-    char(*titles)[96] = calloc((size_t) shown, sizeof(*titles));
-    char * svg = NULL;
-    if (!buf || !tr || !s || !p || !titles) {
+    char xl[320];
+    const int64_t x0 = nf__plot_region_axis(region, xl, sizeof(xl)) + first;
+    float * tr = malloc((size_t) (2 * shown * N) * sizeof(float));
+    if (!tr) {
         nf__err_set(err, NF_ERR_NOMEM, "out of memory");
-        goto done;
+        return NULL;
     }
-    for (int64_t b = 0; b < shown; b++) {
-        /* upstream's driver: softmax over channels 0..2 */
+    for (int64_t b = 0; b < shown; b++) /* upstream's driver: softmax over channels 0..2 */
         for (int64_t i = 0; i < N; i++) {
             const float * x = out + (b * N + i) * C;
             const double mx = fmax(fmax(x[0], x[1]), x[2]);
             double e[3], sum = 0.0;
             for (int c = 0; c < 3; c++) sum += (e[c] = exp((double) x[c] - mx));
-            tr[i] = (float) (e[1] / sum);
-            tr[N + i] = (float) (e[2] / sum);
+            tr[b * N + i] = (float) (e[1] / sum);
+            tr[(shown + b) * N + i] = (float) (e[2] / sum);
         }
-        double * q = buf + b * m_pts * 4;
-        s[2 * b] = (struct nf_plot_series){"acceptor", q, q + m_pts, 0, 0, 0, "#1f77b4"};
-        s[2 * b + 1] = (struct nf_plot_series){"donor", q + 2 * m_pts, q + 3 * m_pts, 0, 0, 0, "#d62728"};
-        s[2 * b].n = nf_pool(tr, N, x0, q, q + m_pts);
-        s[2 * b + 1].n = nf_pool(tr + N, N, x0, q + 2 * m_pts, q + 3 * m_pts);
-        if (B > 1)
-            snprintf(titles[b], sizeof(titles[b]), "sequence %lld of %lld%s", (long long) (b + 1), (long long) B,
-                     N > NF_PLOT_MAX_POINTS ? " (each point: the maximum of its positions)" : "");
-        else
-            snprintf(titles[b], sizeof(titles[b]), "%s",
-                     N > NF_PLOT_MAX_POINTS ? "each point: the maximum of its positions" : "");
-        p[b].title = titles[b][0] ? titles[b] : NULL;
-        p[b].x_label = xl;
-        p[b].y_label = "probability";
-        p[b].y_max = 1;
-        p[b].series = s + 2 * b;
-        p[b].n_series = 2;
-    }
-    char title[400];
-    snprintf(title, sizeof(title), "SpTransformer splice-site probability%s%s", region ? ", " : "",
-             region ? region : "");
-    svg = nf_plot_svg(title, p, (int) shown, err);
-done:
-    free(buf);
+    char * svg = nf__plot_records_svg(region, xl, B, N, x0, tr, tr + shown * N, err);
     free(tr);
-    free(s);
-    free(p);
-    free(titles);
     return svg;
+}
+
+char * nf_plot_tracks_svg(const char * region, int64_t B, int64_t N, int64_t x0, const float * acceptor,
+                          const float * donor, nf_err * err) {
+    if (B < 1 || N < 1 || !acceptor || !donor) {
+        nf__err_set(err, NF_ERR_ARG, "--plot: no positions to draw");
+        return NULL;
+    }
+    char xl[320];
+    nf__plot_region_axis(region, xl, sizeof(xl));
+    return nf__plot_records_svg(region, xl, B, N, x0, acceptor, donor, err);
 }
 
 /* ---- verify ---------------------------------------------------------------------------------- */

@@ -88,7 +88,7 @@ class SpTransformer:
         ``nofall run --sequence S`` reads them: A, C, G, T/U, N in any case (anything else is an
         error naming the position); ``context="pad"`` adds ``self.context`` N on each side,
         ``"given"`` takes the sequences as already flanked."""
-        pad = _pad_flag(context)
+        pad = _pad_flag(context, genome=False)
         seqs = [sequences] if isinstance(sequences, str) else list(sequences)
         if not seqs:
             raise ValueError("sequences: none given")
@@ -110,9 +110,12 @@ class SpTransformer:
 
     def score_fasta(self, fasta, region=None, context="given"):
         """Score a FASTA file: every record (all of one length) or one region ``"chr:start-end"``
-        (1-based, inclusive), as ``nofall run --fasta F [--region R] [--context given|pad]``
+        (1-based, inclusive), as ``nofall run --fasta F [--region R] [--context given|pad|genome]``
         (read through htslib's faidx; a missing ``.fai`` is built beside the file). The default
-        ``context="given"``: the region carries its own flanks. Returns a :class:`SpliceScores`."""
+        ``context="given"``: the region carries its own flanks (its first and last ``self.context``
+        bases are not scored); ``"genome"`` (with a region): every position of the region is scored,
+        its flanks the FASTA's ``self.context`` bases beyond it (N past the contig's ends).
+        Returns a :class:`SpliceScores`."""
         pad = _pad_flag(context)
         ids, B, L, *_ = _nofall.seq_tokens("fasta", os.fspath(fasta), region, pad, self.context)
         tokens = np.frombuffer(ids, dtype=np.int8).reshape(B, L)
@@ -146,7 +149,7 @@ class SpTransformer:
 
     def tracks(self, fasta, region=None, strand="+", context="given", as_frame=True):
         """Per-position tracks with coordinates: the rows ``nofall run --model M --fasta F
-        [--region R] [--strand S] [--context given|pad]`` writes as ``tracks.tsv`` (same values:
+        [--region R] [--strand S] [--context given|pad|genome]`` writes as ``tracks.tsv`` (same values:
         the library's ``nf_seq_track_record``; a sequence longer than the window is tiled as the
         CLI tiles it; ``strand="-"`` scores the reverse complement, rows in forward order).
 
@@ -186,16 +189,23 @@ class SpTransformer:
         return f"nofall.SpTransformer({self.model_path!r}, device={self.device!r})"
 
 
-def _pad_flag(context):
-    if context not in ("pad", "given"):
-        raise ValueError(f"context: 'pad' or 'given', not {context!r}")
-    return context == "pad"
+def _pad_flag(context, genome=True):
+    """the library's mode (nofall-genomics.h NF_SEQ_*): given 0, pad 1, genome 2 (a FASTA region's)"""
+    if context == "genome" and not genome:
+        raise ValueError("context='genome' takes the flanks from the genome around a region: "
+                         "score_fasta / tracks with a FASTA and a region")
+    if context not in ("given", "pad", "genome"):
+        also = " or 'genome'" if genome else ""
+        raise ValueError(f"context: 'pad' or 'given'{also}, not {context!r}")
+    return ("given", "pad", "genome").index(context)
 
 
 def _context_note(context, ctx):
     """the refusal's prefix, as the CLI words it"""
     if context == "pad":
         return lambda L: f"{L - 2 * ctx} nt + {ctx} N on each side (context='pad')"
+    if context == "genome":
+        return lambda L: f"{L - 2 * ctx} nt of the region + {ctx} of the genome on each side (context='genome')"
     return lambda L: (f"{L} nt taken as already flanked (context='given'; context='pad' adds {ctx} N on each side)")
 
 

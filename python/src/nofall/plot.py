@@ -72,7 +72,8 @@ def splice(probabilities, start=1, contig=None, title=None, path=None):
     probabilities: a (n, C) array (channels no_splice, acceptor, donor, ...), a SpliceScores
     (its first sequence) or an (acceptor, donor) pair. start: the position of the first
     output (a padded sequence, ``context="pad"``: 1; flanks given: 1 + the context length;
-    a region: its start on the contig)."""
+    a region: its start on the contig, plus the context length with ``context="given"``, not
+    with ``context="genome"``)."""
     plt = _pyplot()
     a, d = _tracks(probabilities)
     x = start + np.arange(a.size)
