@@ -113,6 +113,15 @@ cmp -s "$T/pft/predictions.csv" "$T/p0/predictions.csv" && cmp -s "$T/pft/probab
 "$BIN" predict --model "$T/mc" --train "$T/train.csv" --test "$T/test.csv" --target y --out "$T/pbad" --lr 1e-3 > "$T/pbad.out" 2>&1
 [ $? = 2 ] && grep -qF -- "--lr is a fine-tuning option: it needs --fine-tune" "$T/pbad.out" && [ ! -e "$T/pbad" ] &&
   ok "predict --lr without --fine-tune refused" || bad "predict --lr without --fine-tune: $(cat "$T/pbad.out")"
+# --no-fine-tune on Mitra: its default said (TabSTAR's spelling), the zero-shot outputs; with --fine-tune: refused
+"$BIN" predict --model "$T/mc" --train "$T/train.csv" --test "$T/test.csv" --target y --out "$T/pno" --no-mirror --quiet \
+  --no-fine-tune > /dev/null 2>&1 && cmp -s "$T/pno/probabilities.csv" "$T/p0/probabilities.csv" &&
+  cmp -s "$T/pno/logits.npy" "$T/p0/logits.npy" && ok "predict --no-fine-tune on Mitra: the zero-shot outputs" ||
+  bad "predict --no-fine-tune on Mitra"
+"$BIN" predict --model "$T/mc" --train "$T/train.csv" --test "$T/test.csv" --target y --out "$T/pbad" --no-fine-tune \
+  --fine-tune > "$T/pbad.out" 2>&1
+[ $? = 2 ] && grep -qF -- "--no-fine-tune excludes --fine-tune" "$T/pbad.out" && [ ! -e "$T/pbad" ] &&
+  ok "predict --no-fine-tune --fine-tune refused" || bad "predict --no-fine-tune --fine-tune: $(cat "$T/pbad.out")"
 # an ensemble of fine-tuned members (upstream's n_estimators): member 0 is the one-member run (the same
 # stream from the same seed), member 1 continues it; report.json lists both runs
 "$BIN" predict --model "$T/mc" --train "$T/train.csv" --test "$T/test.csv" --target y --out "$T/pens" --fine-tune \
