@@ -121,5 +121,6 @@ int nf__cpu_mse_loss(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_scatter_add_rows(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_clip_grad_norm(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_scale(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_dropout(nf_backend * be, const nf_op * op, nf_err * err);
 
 #endif

@@ -93,3 +93,22 @@ int nf__cpu_scale(nf_backend * be, const nf_op * op, nf_err * err) {
     }
     return NF_OK;
 }
+
+/* ---- DROPOUT ------------------------------------------------------------------------------ */
+
+int nf__cpu_dropout(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    (void) err;
+    const struct nf_dropout_params * p = &op->p.dropout;
+    const float * x = NF__PTR(&op->src[0]);
+    float * y = NF__PTR(&op->dst[0]);
+    const uint64_t seed = (uint64_t) p->seed;
+    const float s = p->scale;
+    const int acc = p->accumulate != 0;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->n))
+    for (int64_t i = 0; i < p->n; i++) {
+        const float t = nf__dropout_keep(seed, (uint64_t) i, p->threshold) ? x[i] * s : 0.0f;
+        y[i] = acc ? y[i] + t : t;
+    }
+    return NF_OK;
+}
