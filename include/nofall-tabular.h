@@ -303,6 +303,10 @@ struct nf_tabstar_fit_opts {
     int patience;   /* 5                                                     */
     int no_average; /* 1: the best epoch's adapter (upstream's paper version) */
     uint64_t seed;  /* the batches' permutations and the initial LoRA A       */
+    float dropout;  /* 0 (off, the default); p in (0, 1): nofall's own dropout
+                     * at upstream's points (upstream trains with 0.1), masks
+                     * from seed, not upstream-reproducible
+                     * (docs/finetune-tabstar.md "Dropout") */
 };
 NF_API void nf_tabstar_fit_opts_default(struct nf_tabstar_fit_opts * o);
 struct nf_tabstar_fit_result {

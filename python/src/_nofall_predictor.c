@@ -434,7 +434,7 @@ static PyObject * NfPredictor_merge_adapter(NfPredictor * self, PyObject * args)
     Py_RETURN_NONE;
 }
 
-/* tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average): upstream TabSTAR's
+/* tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average[, dropout]): upstream TabSTAR's
  * fit on the training table (the predictor's own, as columns): nf_predictor_tabstar_fit, the model's weights in
  * place and the predictor's verbalizer the train part's; {epochs, best_epoch, epochs_averaged, val_loss, metric} */
 static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
@@ -444,9 +444,14 @@ static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
     long long n_rows, max_epochs, patience;
     unsigned long long seed;
     int no_average;
-    if (!PyArg_ParseTuple(args, "O!sOLLLKp", &NfModelType, &m, &dir, &cols, &n_rows, &max_epochs, &patience, &seed,
-                          &no_average))
+    double dropout = 0.0;
+    if (!PyArg_ParseTuple(args, "O!sOLLLKp|d", &NfModelType, &m, &dir, &cols, &n_rows, &max_epochs, &patience, &seed,
+                          &no_average, &dropout))
         return NULL;
+    if (!(dropout >= 0.0 && dropout < 1.0)) {
+        PyErr_Format(PyExc_ValueError, "dropout %g: from 0 (off) to below 1", dropout);
+        return NULL;
+    }
     if (!nf_py_ready(m)) return NULL;
     if (max_epochs < 1 || max_epochs > 1000000 || patience < 1 || patience > 1000000) {
         PyErr_Format(PyExc_ValueError, "max_epochs %lld, patience %lld: each from 1 to 1000000", max_epochs, patience);
@@ -460,6 +465,7 @@ static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
     o.patience = (int) patience;
     o.seed = seed;
     o.no_average = no_average;
+    o.dropout = (float) dropout;
     struct nf_tabstar_fit_result res;
     nf_err err = {0};
     int rc;

@@ -54,7 +54,9 @@ struct nf_ft_cli {
     const char *model, *train, *val, *target, *out, *device, *mirror_signs;
     int task, mirror, progress;
     int max_epochs, patience, no_average; /* TabSTAR */
-    const char * mitra_only;              /* a Mitra option given (refused for TabSTAR) */
+    double dropout;                       /* TabSTAR (--dropout) */
+    int dropout_set;
+    const char * mitra_only; /* a Mitra option given (refused for TabSTAR) */
     struct nf_finetune_opts fo;
     struct nf_cli_tables tables;
     int argc;
@@ -106,6 +108,8 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
     o->max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
     o->patience = v.set[NF_O_PATIENCE] ? (int) v.i[NF_O_PATIENCE] : 5;
     o->no_average = v.set[NF_O_NO_AVERAGE];
+    o->dropout = v.set[NF_O_DROPOUT] ? v.d[NF_O_DROPOUT] : 0.0;
+    o->dropout_set = v.set[NF_O_DROPOUT];
     static const struct {
         int id;
         const char * name;
@@ -183,6 +187,9 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     os.lock_fd = -1;
     char e1[512], e2[256];
     char hint[160];
+    if (o->dropout_set)
+        return nf__err_set(err, NF_ERR_ARG, "--dropout is a TabSTAR fine-tuning option (--model %s is not TabSTAR)",
+                           nf__esc(e1, sizeof(e1), o->model));
     int rc = nf_cli_table_read(&o->tables, o->train, 1, &tr, err);
     if (rc == NF_OK && o->val) rc = nf_cli_table_read(&o->tables, o->val, 0, &va, err);
     if (rc == NF_OK) {
@@ -326,6 +333,7 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
     fo.max_epochs = o->max_epochs;
     fo.patience = o->patience;
     fo.no_average = o->no_average;
+    fo.dropout = (float) o->dropout;
     fo.seed = o->fo.seed;
     struct nf_tabstar_fit_result res;
     const double t0 = nf_cli_now_ms();

@@ -49,8 +49,12 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
     /* TabSTAR: upstream's fit first by default (upstream has no other mode); --fine-tune says so explicitly */
     o->fine_tune = tabstar ? !v.set[NF_O_NO_FINE_TUNE] : v.set[NF_O_FINE_TUNE];
     o->ts_max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
-    if (v.set[NF_O_NO_FINE_TUNE] && (v.set[NF_O_FINE_TUNE] || v.set[NF_O_MAX_EPOCHS])) {
-        fprintf(stderr, "error: --no-fine-tune excludes %s\n", v.set[NF_O_FINE_TUNE] ? "--fine-tune" : "--max-epochs");
+    o->ts_dropout = v.set[NF_O_DROPOUT] ? v.d[NF_O_DROPOUT] : 0.0;
+    if (v.set[NF_O_NO_FINE_TUNE] && (v.set[NF_O_FINE_TUNE] || v.set[NF_O_MAX_EPOCHS] || v.set[NF_O_DROPOUT])) {
+        fprintf(stderr, "error: --no-fine-tune excludes %s\n",
+                v.set[NF_O_FINE_TUNE]    ? "--fine-tune"
+                : v.set[NF_O_MAX_EPOCHS] ? "--max-epochs"
+                                         : "--dropout");
         return 0;
     }
     o->val = nf_cli_opt_str(&v, NF_O_VAL, NULL);
@@ -281,6 +285,7 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_cli_mp
         tfo.task = o->task;
         tfo.seed = o->seed;
         if (o->ts_max_epochs > 0) tfo.max_epochs = o->ts_max_epochs;
+        tfo.dropout = (float) o->ts_dropout;
         if ((rc = nf_predictor_tabstar_fit(pr, m, o->model, tr, &tfo, &tres, err)) != NF_OK) goto done_agree;
     } else if (o->fine_tune) { /* AutoGluon's fit with fine-tuning (one process) */
         struct nf_finetune_opts fo = o->fo;

@@ -418,6 +418,8 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
     if (rc == NF_OK) rc = nf__tsf_targets(&v, &ttr, yc_tr, yv_tr, err);
     if (rc == NF_OK) rc = nf__tsf_targets(&v, &tva, yc_va, yv_va, err);
     if (rc == NF_OK) rc = nf__tab_train_new(model->impl, C, &r.t, err);
+    if (rc == NF_OK && o->dropout != 0.0f) /* the masks' generator apart from the permutations' */
+        rc = nf__tab_train_dropout(r.t, o->dropout, o->loop.seed ^ 0x64726F706F7574ull, err);
     float * w = NULL;
     if (rc == NF_OK) {
         const int64_t P = nf__tab_train_floats(r.t);
@@ -480,6 +482,7 @@ int nf_tabstar_fit(nf_model * m, const char * model_dir, const nf_table * train,
         fo.loop.patience = o->patience;
         fo.loop.average = !o->no_average;
         fo.loop.seed = o->seed;
+        fo.dropout = o->dropout;
     }
     fo.out_dir = out_dir;
     struct nf_tsf_result r;
@@ -504,6 +507,7 @@ int nf__tsp_tabstar_fit(struct nf_tabstar * p, nf_model * m, const char * model_
         fo.loop.patience = o->patience;
         fo.loop.average = !o->no_average;
         fo.loop.seed = o->seed;
+        fo.dropout = o->dropout;
     }
     /* the predictor's task, as it resolved it on the whole table */
     fo.task = p->v.regression ? NF_PREDICT_REGRESSION : NF_PREDICT_CLASSIFICATION;

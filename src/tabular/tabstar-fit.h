@@ -145,6 +145,7 @@ struct nf_tsf_fit_opts {
     int task;             /* enum nf_predict_task (AUTO: the README "TabSTAR" rule) */
     const char * out_dir; /* the output directory, or NULL */
     const float * init;   /* the initial LoRA arena (replay), or NULL: A ~ U(+-1/sqrt(in)) from RandomState(seed) */
+    float dropout;        /* 0: off; else nf__tab_train_dropout(p, masks from loop.seed) */
 };
 void nf__tsf_fit_opts_default(struct nf_tsf_fit_opts * o);
 /* fit model (loaded from model_dir) on table's target; the merged weights

@@ -52,7 +52,7 @@ class _TabSTARBase(BaseEstimator):
     __getstate__ = _MitraBase.__getstate__
 
     def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target", column_types=None,
-                 fine_tune=True, max_epochs=50, patience=5, seed=0):
+                 fine_tune=True, max_epochs=50, patience=5, seed=0, dropout=0.0):
         self.model_dir = model_dir
         self.device = device
         self.adapter = adapter
@@ -62,6 +62,7 @@ class _TabSTARBase(BaseEstimator):
         self.max_epochs = max_epochs
         self.patience = patience
         self.seed = seed
+        self.dropout = dropout
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -114,7 +115,8 @@ class _TabSTARBase(BaseEstimator):
             if self.adapter is not None:
                 pred.merge_adapter(own._m, os.path.realpath(os.fspath(self.adapter)))
             self.fine_tune_result_ = pred.tabstar_fit(own._m, d, s["columns"], s["n"], int(self.max_epochs),
-                                                      int(self.patience), int(self.seed), False)
+                                                      int(self.patience), int(self.seed), False,
+                                                      float(self.dropout))
         self._cache_["model"] = own
 
     def _predictor(self):
@@ -157,8 +159,9 @@ class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
     "datetime" is refused: no date encoder), fine_tune (True: upstream's fit, on a private copy of the
     model; False: the weights as they are, the verbalizer fitted on the whole
     training table), max_epochs (50), patience (5), seed (0: the batch
-    orders and the initial LoRA A), as `nofall finetune` / `nofall predict
-    --fine-tune` take them.
+    orders, the initial LoRA A and the dropout masks), dropout (0.0: off;
+    p: nofall's own dropout while fitting, not upstream-reproducible), as
+    `nofall finetune` / `nofall predict --fine-tune` take them.
 
     Fitted: classes_ (the sorted labels; predict_proba's columns),
     n_features_in_, feature_names_in_, columns_kept_, columns_dropped_,
