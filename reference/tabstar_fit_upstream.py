@@ -17,6 +17,8 @@ CASES = {
     "bin": (21, "classification", "label", 80, 2, 5),
     "cls3": (22, "classification", "grade", 80, 4, 1),
     "reg": (23, "regression", "price", 60, 2, 5),
+    # the smallest: the device runs (tabstar-fit-parity-opencl)
+    "reg-s": (24, "regression", "price", 20, 2, 5),
 }
 
 
