@@ -14,7 +14,11 @@
  *   - the merge: nf__tab_forward_tokens after nf__tab_train_merge == the
  *     unmerged nf__tab_train_eval, within fp32 rounding.
  *
- *   test-tabstar-train FIXTURES DEVICE [CASE...] */
+ *   test-tabstar-train FIXTURES DEVICE [--first] [CASE...]
+ *
+ * --first (the cuda emulator's stage): the first step only -- loss, logits,
+ * every adapter's gradient, the placement; no updates, merge, small model,
+ * dropout (DROPOUT itself: tests/backend-ops). */
 #include "nofall.h"
 #include "nf-test.h"
 #include "core/model.h"
@@ -30,6 +34,7 @@
 
 /* per device: the cpu and opencl tests may run at once, each generating its checkpoints */
 static char g_tmp[128] = "tabstar-train-test.tmp";
+static int g_first; /* --first */
 
 /* the fixture's initial A / B: 24-bit splitmix64 values * 2^-23 * scale (as the python script) */
 static float hash_init(uint64_t seed, uint64_t mi, uint64_t w, uint64_t i, double scale) {
@@ -334,7 +339,7 @@ static void run_case(const char * cdir, const char * name, const char * device) 
 
     /* every gradient */
     CHECK_RC(nf__tab_train_read(t, 1, gc, &err), NF_OK, &err);
-    {
+    if (!g_first) {
         /* the step adds to the gradient, bitwise the same run to run: a second call gives 2 g exactly */
         float l_again = NAN;
         CHECK_RC(nf__tab_train_grad(t, &batch, yc, yv, (float) num(cj, "loss_scale"), &l_again, NULL, &err), NF_OK,
@@ -391,6 +396,7 @@ static void run_case(const char * cdir, const char * name, const char * device) 
     printf("%s on %s: %d adapters: gradient rel. L2 vs float64 at most %.3g (worst e_c / (4 e_pt + 1e-7) = %.3g, %s); "
            "full-tensor norms within %.3g\n",
            name, device, nm, worst, worst_ratio, nf__tab_train_module(t, worst_i)->name, worst_norm);
+    if (g_first) goto out;
 
     /* update 1, the loss after it, update 2 */
     const cJSON * steps = cJSON_GetObjectItem(cj, "steps");
@@ -507,9 +513,11 @@ int main(int argc, char ** argv) {
     nf__mkdir_p(g_tmp, NULL);
     mask_rate();
     static const char * const all[] = {"cls3", "reg"};
-    const int n = argc > 3 ? argc - 3 : 2;
+    int a0 = 3;
+    if (argc > 3 && strcmp(argv[3], "--first") == 0) g_first = 1, a0 = 4;
+    const int n = argc > a0 ? argc - a0 : 2;
     for (int i = 0; i < n; i++) {
-        const char * name = argc > 3 ? argv[3 + i] : all[i];
+        const char * name = argc > a0 ? argv[a0 + i] : all[i];
         char p[1024];
         snprintf(p, sizeof(p), "%s/%s", argv[1], name);
         run_case(p, name, argv[2]);
