@@ -321,6 +321,10 @@ struct nf_tabstar_fit_opts {
     const nf_table * val;
     nf_tabstar_epoch_fn on_epoch; /* each epoch's log, or NULL */
     void * user;
+    float dropout;  /* 0 (off, the default); p in (0, 1): nofall's own dropout
+                     * at upstream's points (upstream trains with 0.1), masks
+                     * from seed, not upstream-reproducible
+                     * (docs/finetune-tabstar.md "Dropout") */
 };
 NF_API void nf_tabstar_fit_opts_default(struct nf_tabstar_fit_opts * o);
 struct nf_tabstar_fit_result {

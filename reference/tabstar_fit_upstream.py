@@ -19,6 +19,8 @@ CASES = {
     "cls3": (22, "classification", "grade", 80, 4, 1),
     "reg": (23, "regression", "price", 60, 2, 5),
     "binval": (24, "classification", "label", 30, 2, 5, 12),
+    # the smallest: the device runs (tabstar-fit-parity-opencl)
+    "reg-s": (24, "regression", "price", 20, 2, 5),
 }
 
 

@@ -455,10 +455,10 @@ static int predict(nf_model * m, const struct nf_tab_verbalizer * v, const nf_ta
     return rc;
 }
 
-static void parity(const char * fixtures, const char * name) {
+static void parity(const char * fixtures, const char * name, const char * device) {
     char dir[1024], p[1200], mdir[1200];
     snprintf(dir, sizeof(dir), "%s/%s", fixtures, name);
-    snprintf(mdir, sizeof(mdir), "tabstar-fit-%s.tmp", name);
+    snprintf(mdir, sizeof(mdir), "tabstar-fit-%s-%.*s.tmp", name, (int) strcspn(device, ":"), device);
     nf_err err = {0};
     cJSON * cs = NULL;
     snprintf(p, sizeof(p), "%s/case.json", dir);
@@ -515,7 +515,7 @@ static void parity(const char * fixtures, const char * name) {
     nf_backend * be = NULL;
     nf_model * m = NULL;
     CHECK_RC(nf_model_gen_weights("tabstar", mdir, seed, 2, keys, vals, &err), NF_OK, &err);
-    CHECK_RC(nf_backend_init("cpu", 0, &be, &err), NF_OK, &err);
+    CHECK_RC(nf_backend_init(device, 0, &be, &err), NF_OK, &err);
     if (be) CHECK_RC(nf_model_load(be, mdir, &m, &err), NF_OK, &err);
     struct nf_tsf_fit_opts fo;
     nf__tsf_fit_opts_default(&fo);
@@ -609,13 +609,25 @@ out0:
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: test-tabstar-fit FIXTURES [parity [CASE]]\n");
+        fprintf(stderr, "usage: test-tabstar-fit FIXTURES [parity [CASE [DEVICE]]]\n");
         return 2;
     }
     if (argc > 2 && strcmp(argv[2], "parity") == 0) { /* ctest tabstar-fit-parity: the model runs */
         static const char * const cases[] = {"bin", "cls3", "reg", "binval"};
-        for (int k = 0; k < 4; k++) /* argv[3]: one case only (the sanitizer stage) */
-            if (argc < 4 || strcmp(argv[3], cases[k]) == 0) parity(argv[1], cases[k]);
+        const char * device = argc > 4 ? argv[4] : "cpu"; /* argv[4]: the device (default cpu) */
+        if (argc > 4) {
+            nf_err err = {0};
+            nf_backend * be = NULL;
+            if (nf_backend_init(device, 0, &be, &err) != NF_OK) {
+                printf("SKIP: %s: %s\n", device, err.msg);
+                return 77;
+            }
+            nf_backend_free(be);
+        }
+        if (argc < 4) /* all four; argv[3]: one case (the sanitizer stage; reg-s, the smallest, the devices) */
+            for (int k = 0; k < 4; k++) parity(argv[1], cases[k], device);
+        else
+            parity(argv[1], argv[3], device);
     } else {
         pieces(argv[1]);
         loop();

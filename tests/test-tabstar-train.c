@@ -14,7 +14,11 @@
  *   - the merge: nf__tab_forward_tokens after nf__tab_train_merge == the
  *     unmerged nf__tab_train_eval, within fp32 rounding.
  *
- *   test-tabstar-train FIXTURES DEVICE [CASE...] */
+ *   test-tabstar-train FIXTURES DEVICE [--first] [CASE...]
+ *
+ * --first (the cuda emulator's stage): the first step only -- loss, logits,
+ * every adapter's gradient, the placement; no updates, merge, small model,
+ * dropout (DROPOUT itself: tests/backend-ops). */
 #include "nofall.h"
 #include "nf-test.h"
 #include "core/model.h"
@@ -30,6 +34,7 @@
 
 /* per device: the cpu and opencl tests may run at once, each generating its checkpoints */
 static char g_tmp[128] = "tabstar-train-test.tmp";
+static int g_first; /* --first */
 
 /* the fixture's initial A / B: 24-bit splitmix64 values * 2^-23 * scale (as the python script) */
 static float hash_init(uint64_t seed, uint64_t mi, uint64_t w, uint64_t i, double scale) {
@@ -117,6 +122,119 @@ out:
     nf__tab_train_free(t);
     nf_model_free(model);
     nf_backend_free(be);
+}
+
+/* DROPOUT's mask (the function every backend's kernel matches exactly: tests/backend-ops): the kept
+ * fraction within 5 binomial standard deviations of 1 - p, two seeds' masks independent */
+static void mask_rate(void) {
+    static const float ps[3] = {0.1f, 0.3f, 0.5f};
+    const int64_t n = 1 << 20;
+    for (int k = 0; k < 3; k++) {
+        const double p = ps[k], sd = sqrt((double) n * p * (1 - p));
+        const int32_t thr = (int32_t) floor(p * 16777216.0 + 0.5);
+        int64_t kept = 0, both = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const int a = nf__dropout_keep(0x1234u + (uint64_t) k, (uint64_t) i, thr);
+            kept += a;
+            both += a && nf__dropout_keep(0x9876u + (uint64_t) k, (uint64_t) i, thr);
+        }
+        const double q = 1 - p, sdb = sqrt((double) n * q * q * (1 - q * q));
+        printf(
+            "dropout mask p=%.1f: kept %lld of %lld (expected %.0f +- %.0f), kept by two seeds %lld (%.0f +- %.0f)\n",
+            p, (long long) kept, (long long) n, q * n, sd, (long long) both, q * q * n, sdb);
+        CHECK(fabs((double) kept - q * n) <= 5 * sd, "p=%g: kept %lld of %lld", p, (long long) kept, (long long) n);
+        CHECK(fabs((double) both - q * q * n) <= 5 * sdb, "p=%g: two seeds keep %lld together", p, (long long) both);
+    }
+}
+
+/* the step with dropout on (nf__tab_train_dropout) on the case's model and batch: the masks replay with the
+ * seed and change from call to call, _grad with dropout leaves the text cache alone, the gradient is the
+ * derivative of the dropped-out loss (central differences along it, the same masks replayed), and p = 0
+ * again gives the no-dropout gradient bit for bit. On other devices: one step (finite, on the device, the
+ * cache untouched), to keep the test's time */
+static void dropout_checks(nf_tab * m, const struct nf_tab_batch * b, const int64_t * yc, const float * yv,
+                           const float * p0, const float * g_off, float ls, const char * device) {
+    nf_err err = {0};
+    struct nf_tab_train * t = NULL;
+    const clock_t c0 = clock();
+    CHECK_RC(nf__tab_train_new(m, b->C, &t, &err), NF_OK, &err);
+    if (!t) return;
+    const int64_t n = nf__tab_train_floats(t);
+    float *g1 = calloc((size_t) n, 4), *g2 = calloc((size_t) n, 4), *zero = calloc((size_t) n, 4);
+    float *pp = calloc((size_t) n, 4), l1 = NAN, l2 = NAN, lp = NAN, lm = NAN;
+    CHECK_RC(nf__tab_train_text_cache(t, 64 << 20, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_write(t, 0, p0, &err), NF_OK, &err);
+    CHECK(nf__tab_train_dropout(t, 1.0f, 7, &err) == NF_ERR_ARG, "dropout 1 accepted");
+    CHECK_RC(nf__tab_train_dropout(t, 0.1f, 7, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_grad(t, b, yc, yv, ls, &l1, NULL, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_read(t, 1, g1, &err), NF_OK, &err);
+    CHECK(strncmp(m->placement.ops, device, strcspn(device, ":")) == 0 && !strchr(m->placement.ops, ','),
+          "dropout: ops ran on \"%s\"", m->placement.ops);
+    CHECK(nf__tab_train_text_cached(t) == 0, "dropout: _grad cached %lld strings",
+          (long long) nf__tab_train_text_cached(t));
+    if (strcmp(device, "cpu") != 0) { /* elsewhere one step (its DROPOUT kernels: tests/backend-ops) */
+        double gn = 0;
+        for (int64_t i = 0; i < n; i++) gn += (double) g1[i] * g1[i];
+        CHECK(isfinite(l1) && isfinite(gn) && gn > 0, "dropout: loss %g, |g|^2 %g", l1, gn);
+        printf("dropout 0.1 on %s: loss %.7g, |g| %.6g; %.2f CPU s\n", device, l1, sqrt(gn),
+               (double) (clock() - c0) / CLOCKS_PER_SEC);
+        goto done;
+    }
+    /* the same seed: the same masks */
+    CHECK_RC(nf__tab_train_write(t, 1, zero, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_dropout(t, 0.1f, 7, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_grad(t, b, yc, yv, ls, &l2, NULL, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_read(t, 1, g2, &err), NF_OK, &err);
+    CHECK(l1 == l2 && memcmp(g1, g2, (size_t) n * 4) == 0, "dropout: the same seed gives another step");
+    /* the next call: new masks */
+    CHECK_RC(nf__tab_train_write(t, 1, zero, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_grad(t, b, yc, yv, ls, &l2, NULL, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_read(t, 1, g2, &err), NF_OK, &err);
+    double n1 = 0, n0 = 0, d0 = 0, d2 = 0, dot0 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        n1 += (double) g1[i] * g1[i];
+        n0 += (double) g_off[i] * g_off[i];
+        d0 += ((double) g1[i] - g_off[i]) * ((double) g1[i] - g_off[i]);
+        d2 += ((double) g1[i] - g2[i]) * ((double) g1[i] - g2[i]);
+        dot0 += (double) g1[i] * g_off[i];
+    }
+    n1 = sqrt(n1);
+    CHECK(isfinite(n1) && n1 > 0 && isfinite(l1), "dropout: |g| %g, loss %g", n1, l1);
+    CHECK(sqrt(d0) > 1e-2 * sqrt(n0) && sqrt(d2) > 1e-2 * n1,
+          "dropout: the masks hardly act (|g - g_nodrop| %g, |g - g_next| %g, |g| %g)", sqrt(d0), sqrt(d2), n1);
+    /* central differences of the dropped-out loss along d = g / |g| (same masks: the seed again) */
+    const double eps = 1e-2;
+    for (int s = 0; s < 2; s++) {
+        for (int64_t i = 0; i < n; i++) pp[i] = (float) ((double) p0[i] + (s ? -eps : eps) * g1[i] / n1);
+        CHECK_RC(nf__tab_train_write(t, 0, pp, &err), NF_OK, &err);
+        CHECK_RC(nf__tab_train_dropout(t, 0.1f, 7, &err), NF_OK, &err);
+        CHECK_RC(nf__tab_train_grad(t, b, yc, yv, 0.0f, s ? &lm : &lp, NULL, &err), NF_OK, &err);
+    }
+    double h2 = 0; /* the step actually taken (fp32 parameters) */
+    for (int64_t i = 0; i < n; i++) {
+        const double a = (float) ((double) p0[i] + eps * g1[i] / n1), c = (float) ((double) p0[i] - eps * g1[i] / n1);
+        h2 += (a - c) * (double) g1[i] / n1;
+    }
+    const double fd = ((double) lp - lm) / h2, an = n1 / ls, an0 = dot0 / n1 / ls;
+    printf("dropout 0.1 on %s: loss %.7g; |g - g_nodrop| / |g| %.3g, next call's masks %.3g; d(loss) along g: "
+           "central differences %.6g, the gradient %.6g (no-dropout gradient's %.6g)\n",
+           device, l1, sqrt(d0) / n1, sqrt(d2) / n1, fd, an, an0);
+    CHECK(fabs(fd - an) <= 2e-2 * an, "dropout: central differences %g vs the gradient %g", fd, an);
+    CHECK(fabs(fd - an) < fabs(fd - an0), "dropout: the no-dropout gradient fits the differences better");
+    /* off again: the no-dropout step, bit for bit */
+    CHECK_RC(nf__tab_train_dropout(t, 0.0f, 7, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_write(t, 0, p0, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_write(t, 1, zero, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_grad(t, b, yc, yv, ls, &l2, NULL, &err), NF_OK, &err);
+    CHECK_RC(nf__tab_train_read(t, 1, g2, &err), NF_OK, &err);
+    CHECK(memcmp(g2, g_off, (size_t) n * 4) == 0, "dropout 0: the gradient differs from the no-dropout one");
+    printf("dropout checks on %s: %.2f CPU s\n", device, (double) (clock() - c0) / CLOCKS_PER_SEC);
+done:
+    free(g1);
+    free(g2);
+    free(zero);
+    free(pp);
+    nf__tab_train_free(t);
 }
 
 static void run_case(const char * cdir, const char * name, const char * device) {
@@ -233,7 +351,7 @@ static void run_case(const char * cdir, const char * name, const char * device) 
 
     /* every gradient */
     CHECK_RC(nf__tab_train_read(t, 1, gc, &err), NF_OK, &err);
-    {
+    if (!g_first) {
         /* the step adds to the gradient, bitwise the same run to run: a second call gives 2 g exactly */
         float l_again = NAN;
         CHECK_RC(nf__tab_train_grad(t, &batch, yc, yv, (float) num(cj, "loss_scale"), &l_again, NULL, &err), NF_OK,
@@ -290,6 +408,7 @@ static void run_case(const char * cdir, const char * name, const char * device) 
     printf("%s on %s: %d adapters: gradient rel. L2 vs float64 at most %.3g (worst e_c / (4 e_pt + 1e-7) = %.3g, %s); "
            "full-tensor norms within %.3g\n",
            name, device, nm, worst, worst_ratio, nf__tab_train_module(t, worst_i)->name, worst_norm);
+    if (g_first) goto out;
 
     /* update 1, the loss after it, update 2 */
     const cJSON * steps = cJSON_GetObjectItem(cj, "steps");
@@ -351,6 +470,8 @@ static void run_case(const char * cdir, const char * name, const char * device) 
     }
     CHECK(nf__tab_train_steps(t) == 2, "steps %lld", (long long) nf__tab_train_steps(t));
 
+    if (C > 1) dropout_checks(m, &batch, yc, yv, p0, gc, (float) num(cj, "loss_scale"), device);
+
     /* merge: the merged model's forward == the unmerged eval forward */
     float *le = calloc((size_t) (B * C), 4), *lm = calloc((size_t) (B * C), 4);
     float le_loss = NAN;
@@ -402,10 +523,13 @@ int main(int argc, char ** argv) {
     nf_backend_free(be);
     snprintf(g_tmp, sizeof(g_tmp), "tabstar-train-test-%.*s.tmp", (int) strcspn(argv[2], ":"), argv[2]);
     nf__mkdir_p(g_tmp, NULL);
+    mask_rate();
     static const char * const all[] = {"cls3", "reg"};
-    const int n = argc > 3 ? argc - 3 : 2;
+    int a0 = 3;
+    if (argc > 3 && strcmp(argv[3], "--first") == 0) g_first = 1, a0 = 4;
+    const int n = argc > a0 ? argc - a0 : 2;
     for (int i = 0; i < n; i++) {
-        const char * name = argc > 3 ? argv[3 + i] : all[i];
+        const char * name = argc > a0 ? argv[a0 + i] : all[i];
         char p[1024];
         snprintf(p, sizeof(p), "%s/%s", argv[1], name);
         run_case(p, name, argv[2]);

@@ -435,10 +435,11 @@ static PyObject * NfPredictor_merge_adapter(NfPredictor * self, PyObject * args)
 }
 
 /* tabstar_fit(model, model_dir, columns, n_rows, max_epochs, patience, seed, no_average[, val_columns,
- * val_n_rows]): upstream TabSTAR's fit on the training table (the predictor's own, as columns), on the
- * validation table when given (upstream's x_val / y_val): nf_predictor_tabstar_fit, the model's weights in
- * place and the predictor's verbalizer the train part's; {epochs, best_epoch, epochs_averaged, val_loss,
- * metric, stopped_at, n_train, n_val, validation} */
+ * val_n_rows[, dropout]]): upstream TabSTAR's fit on the training table (the predictor's own, as columns), on
+ * the validation table when given (upstream's x_val / y_val; None: upstream's split), with nofall's own
+ * dropout p when given: nf_predictor_tabstar_fit, the model's weights in place and the predictor's verbalizer
+ * the train part's; {epochs, best_epoch, epochs_averaged, val_loss, metric, stopped_at, n_train, n_val,
+ * validation} */
 static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
     NfModel * m;
     const char * dir;
@@ -446,9 +447,14 @@ static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
     long long n_rows, max_epochs, patience, vn = 0;
     unsigned long long seed;
     int no_average;
-    if (!PyArg_ParseTuple(args, "O!sOLLLKp|OL", &NfModelType, &m, &dir, &cols, &n_rows, &max_epochs, &patience, &seed,
-                          &no_average, &vcols, &vn))
+    double dropout = 0.0;
+    if (!PyArg_ParseTuple(args, "O!sOLLLKp|OLd", &NfModelType, &m, &dir, &cols, &n_rows, &max_epochs, &patience, &seed,
+                          &no_average, &vcols, &vn, &dropout))
         return NULL;
+    if (!(dropout >= 0.0 && dropout < 1.0)) {
+        PyErr_Format(PyExc_ValueError, "dropout %g: from 0 (off) to below 1", dropout);
+        return NULL;
+    }
     if (!nf_py_ready(m)) return NULL;
     if (max_epochs < 1 || max_epochs > 1000000 || patience < 1 || patience > 1000000) {
         PyErr_Format(PyExc_ValueError, "max_epochs %lld, patience %lld: each from 1 to 1000000", max_epochs, patience);
@@ -467,6 +473,7 @@ static PyObject * NfPredictor_tabstar_fit(NfPredictor * self, PyObject * args) {
     o.seed = seed;
     o.no_average = no_average;
     o.val = v;
+    o.dropout = (float) dropout;
     struct nf_tabstar_fit_result res;
     nf_err err = {0};
     int rc;

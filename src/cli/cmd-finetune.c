@@ -54,7 +54,9 @@ void nf_cli_finetune_report(cJSON * rep, const struct nf_finetune_opts * fo) {
 struct nf_ft_cli {
     struct nf_cli_train c;                /* model, tables, ... (nf_cli_train_opts) */
     int max_epochs, patience, no_average; /* TabSTAR */
-    const char * mitra_only;              /* a Mitra option given (refused for TabSTAR) */
+    double dropout;                       /* TabSTAR (--dropout) */
+    int dropout_set;
+    const char * mitra_only; /* a Mitra option given (refused for TabSTAR) */
     struct nf_finetune_opts fo;
 };
 
@@ -93,6 +95,8 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
     o->max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
     o->patience = v.set[NF_O_PATIENCE] ? (int) v.i[NF_O_PATIENCE] : 5;
     o->no_average = v.set[NF_O_NO_AVERAGE];
+    o->dropout = v.set[NF_O_DROPOUT] ? v.d[NF_O_DROPOUT] : 0.0;
+    o->dropout_set = v.set[NF_O_DROPOUT];
     static const struct {
         int id;
         const char * name;
@@ -163,6 +167,9 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     os.lock_fd = -1;
     char e1[512], e2[256];
     char hint[160];
+    if (o->dropout_set)
+        return nf__err_set(err, NF_ERR_ARG, "--dropout is a TabSTAR fine-tuning option (--model %s is not TabSTAR)",
+                           nf__esc(e1, sizeof(e1), o->c.model));
     int rc = nf_cli_table_read(&o->c.tables, o->c.train, 1, &tr, err);
     if (rc == NF_OK && o->c.val) rc = nf_cli_table_read(&o->c.tables, o->c.val, 0, &va, err);
     if (rc == NF_OK) {
@@ -333,6 +340,7 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
     fo.max_epochs = o->max_epochs;
     fo.patience = o->patience;
     fo.no_average = o->no_average;
+    fo.dropout = (float) o->dropout;
     fo.seed = o->fo.seed;
     fo.val = va;
     fo.on_epoch = nf_cli_ts_on_epoch;

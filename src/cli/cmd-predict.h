@@ -16,6 +16,7 @@ struct nf_pred_opts {
     uint64_t seed;
     int fine_tune;              /* --fine-tune: AutoGluon's fit with fine-tuning first */
     int ts_max_epochs;          /* TabSTAR --fine-tune: --max-epochs (0: 50)             */
+    double ts_dropout;          /* TabSTAR --fine-tune: --dropout (0: off)               */
     struct nf_finetune_opts fo; /* the training options (nf_cli_finetune_opts)          */
 };
 

@@ -277,4 +277,13 @@ float nf__exp_f32(float x);
 #ifdef __cplusplus
 }
 #endif
+/* DROPOUT's mask (nf-ops.def): element i is kept */
+static inline int nf__dropout_keep(uint64_t seed, uint64_t i, int32_t threshold) {
+    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (int64_t) (z >> 40) >= (int64_t) threshold;
+}
+
 #endif /* NF_IMPL_H */

@@ -203,6 +203,11 @@ int nf_scatter_plan(const int32_t * idx, int64_t m, int64_t n_table, int32_t * o
 int nf_clip_grad_norm(nf_graph * g, const char * label, nf_tensor grad, int64_t n, float max_norm, nf_tensor norm);
 /* y (+)= a * x over n contiguous floats (y may be x when not accumulating) */
 int nf_scale(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n, float a, int accumulate);
+/* y (+)= mask * x / (1 - p) over n contiguous floats: DROPOUT with drop
+ * probability p (0 <= p < 1; the threshold round(p 2^24)) and the mask of
+ * seed; the same call on dy is the backward */
+int nf_dropout(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n, float p, uint64_t seed,
+               int accumulate);
 
 /* torch.optim.lr_scheduler.OneCycleLR (two phases, not three_phase) on one
  * param group of Adam/AdamW: the lr and beta1 after s scheduler steps, with

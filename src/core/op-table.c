@@ -554,3 +554,15 @@ double nf__flops_scatter_add_rows(const nf_op * op) {
 double nf__flops_clip_grad_norm(const nf_op * op) { return 3.0 * (double) op->p.clip_grad_norm.n; }
 
 double nf__flops_scale(const nf_op * op) { return 2.0 * (double) op->p.scale.n; }
+
+int nf__validate_dropout(nf_backend * be, const nf_op * op, nf_err * err) {
+    const struct nf_dropout_params * p = &op->p.dropout;
+    if (p->n < 0) return NF__OPERR(NF_ERR_ARG, "bad n %lld", (long long) p->n);
+    if (p->threshold < 0 || p->threshold > (1 << 24))
+        return NF__OPERR(NF_ERR_ARG, "bad threshold %d (0..2^24)", p->threshold);
+    NF_TRY(nf__check_extent(err, op, be, &op->src[0], "x", p->n));
+    NF_TRY(nf__check_extent(err, op, be, &op->dst[0], "y", p->n));
+    return NF_OK;
+}
+
+double nf__flops_scale_dropout(const nf_op * op) { return 2.0 * (double) op->p.dropout.n; }

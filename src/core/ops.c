@@ -500,6 +500,22 @@ int nf_scale(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t
     return nf__op_run(g->be, &op, g->err);
 }
 
+int nf_dropout(nf_graph * g, const char * label, nf_tensor x, nf_tensor y, int64_t n, float p, uint64_t seed,
+               int accumulate) {
+    nf_op op = nf__op(NF_OP_DROPOUT, label, 1, 1);
+    op.src[0] = x;
+    op.dst[0] = y;
+    const double thr = p > 0.0f && p < 1.0f ? floor((double) p * 16777216.0 + 0.5) : 0.0;
+    op.p.dropout = (struct nf_dropout_params){.n = n,
+                                              .seed = (int64_t) seed,
+                                              .threshold = (int32_t) thr,
+                                              .scale = (float) (1.0 / (1.0 - (double) p)),
+                                              .accumulate = accumulate};
+    if (!(p >= 0.0f && p < 1.0f))
+        return nf__err_set(g->err, NF_ERR_ARG, "%s: dropout probability %g (0 <= p < 1)", label, (double) p);
+    return nf__op_run(g->be, &op, g->err);
+}
+
 /* ---- shared sub-blocks ------------------------------------------------------------- */
 
 int nf_prenorm_mlp(nf_graph * g, const struct nf_mlp * p, nf_tensor x, int64_t rows, int64_t ldx, nf_tensor xn,

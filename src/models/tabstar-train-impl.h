@@ -53,7 +53,16 @@ struct nf_tab_train {
     int64_t n_cent, n_cached;
     /* backward scratch */
     nf_tensor dX, dX2, dE, dh, ds, da, dqkv, dH, dxa, dxn, datt, stats;
+    /* dropout (nf__tab_train_dropout): probability, seed, _grad calls since set; this run applies it;
+     * (rows, D) and (rows, max(FF, text_ff)) scratch, allocated while it is on */
+    float drop;
+    uint64_t drop_seed, drop_calls;
+    int dp, ws_drop;
+    nf_tensor dropb, lorab;
 };
+
+/* the mask seed of a dropout site in this _grad (tabstar-train-layers.c) */
+uint64_t nf__tt_seed(const struct nf_tab_train * t, uint64_t site);
 
 /* the module's A / B / gradient views in arena a */
 nf_tensor nf__tt_a(const struct nf_tab_train * t, int a, int i);
@@ -64,5 +73,29 @@ int64_t nf__tt_cache_find(const struct nf_tab_train * t, const int32_t * ids, in
 int nf__tt_cache_add(struct nf_tab_train * t, const int32_t * ids, int32_t len, int64_t row, nf_err * err);
 void nf__tt_cache_clear(struct nf_tab_train * t);
 void nf__tt_cache_free(struct nf_tab_train * t);
+
+/* tabstar-train-layers.c: the pieces the step is made of (dropout, LoRA linear, frozen dx, LayerNorm
+ * backward, the TransformerEncoderLayer forward / backward) */
+/* dropout sites (the mask seeds): the embeddings, the scalar embedder, text layer l's two, TEL l's three,
+ * module mi's lora_dropout */
+#define NF__DS_EMB        1u
+#define NF__DS_SCALAR     2u
+#define NF__DS_BERT(l, k) (100u + 2u * (uint64_t) (l) + (k))
+#define NF__DS_TEL(l, k)  (1000u + 4u * (uint64_t) (l) + (k))
+#define NF__DS_LORA(mi)   (5000u + (uint64_t) (mi))
+int nf__tt_drop(nf_graph * g, const struct nf_tab_train * t, const char * label, uint64_t site, nf_tensor x,
+                nf_tensor y, int64_t n, int acc);
+int nf__tt_lora_fwd(nf_graph * g, const struct nf_tab_train * t, int mi, nf_tensor x, int64_t ldx, int64_t rows,
+                    nf_tensor xa, nf_tensor y, int64_t ldy);
+int nf__tt_lora_bwd(nf_graph * g, struct nf_tab_train * t, int mi, nf_tensor x, int64_t ldx, int64_t rows, nf_tensor xa,
+                    nf_tensor dy, int64_t lddy, nf_tensor * dx, int64_t lddx);
+int nf__tt_frozen_dx(nf_graph * g, const char * label, nf_tensor dy, int64_t lddy, const nf_tensor * W, nf_tensor dx,
+                     int64_t lddx, int64_t rows, int acc);
+int nf__tt_ln_bwd(nf_graph * g, struct nf_tab_train * t, const char * label, nf_tensor x, const nf_tensor * gam,
+                  nf_tensor dy, nf_tensor dx, int64_t rows, float eps, int acc);
+int nf__tt_tel_fwd(nf_graph * g, struct nf_tab_train * t, const struct nf_tab_tel * L, struct nf__tt_tel * S, int mi,
+                   int64_t heads, int64_t groups, int64_t seq, nf_tensor xin, nf_tensor xout);
+int nf__tt_tel_bwd(nf_graph * g, struct nf_tab_train * t, const struct nf_tab_tel * L, struct nf__tt_tel * S, int mi,
+                   int64_t heads, int64_t groups, int64_t seq, nf_tensor xin, nf_tensor dX);
 
 #endif

@@ -10,7 +10,9 @@
  * the sums before both LayerNorms, the GELU's input), every
  * TransformerEncoderLayer (LN outputs, q/k/v, attention output, the stream
  * after attention, linear1's pre-activation and ReLU output, the adapters'
- * A x), the head. Text layers below run forward only. Dropout is off.
+ * A x), the head. Text layers below run forward only. Dropout is off unless
+ * nf__tab_train_dropout turned it on (then DROPOUT at upstream's elementwise
+ * points, the backward applying the same counter-based masks).
  * Strings of one length are one ATTENTION group (no padding, no mask), so
  * ATTENTION_BACKWARD needs no mask either.
  * The backward: head -> [scatter to the target cells] -> 6 interaction TELs
@@ -62,7 +64,8 @@ static struct nf__tt_ix nf__tt_layout(int64_t T, int64_t U, int64_t BS, int64_t 
 
 static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, int64_t BS, int64_t BC, int64_t idx_n,
                      nf_err * err) {
-    if (t->have_ws && t->T >= T && t->U >= U && t->B >= B && t->BS >= BS && t->BC >= BC && t->idx_n >= idx_n)
+    if (t->have_ws && t->T >= T && t->U >= U && t->B >= B && t->BS >= BS && t->BC >= BC && t->idx_n >= idx_n &&
+        t->ws_drop >= (t->drop > 0.0f))
         return NF_OK;
     nf__workspace_release(&t->mem);
     t->have_ws = 0;
@@ -81,6 +84,7 @@ static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, i
     t->BS = BS;
     t->BC = BC;
     t->idx_n = idx_n;
+    t->ws_drop = t->drop > 0.0f;
     /* the i32 lists and the targets apart; every f32 tensor a view of one buffer (two passes: size, carve) */
     int64_t ne_ = idx_n;
     NF_TRY(nf__workspace_tensor(&t->mem, be, &t->idx, NF_I32, 1, &ne_, "train.indices", err));
@@ -147,6 +151,10 @@ static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, i
         NF__ALLOC(t->dxn, NF_F32, "train.d_normed", rows * D);
         NF__ALLOC(t->datt, NF_F32, "train.d_attn", rows * D);
         NF__ALLOC(t->stats, NF_F32, "train.attn_stats", 2 * st);
+        if (t->ws_drop) { /* dropout's scratch: only while it is on (the layout without it is unchanged) */
+            NF__ALLOC(t->dropb, NF_F32, "train.dropout", rows * D);
+            NF__ALLOC(t->lorab, NF_F32, "train.lora_dropout", rows * hmax);
+        }
     }
 #undef NF__ALLOC
     t->have_ws = 1;
@@ -155,114 +163,6 @@ static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, i
 
 /* rows x (ld) slice i of a per-layer stack */
 static nf_tensor nf__sl(const nf_tensor * s, int64_t i, int64_t n) { return nf_view1(s, i * n, n); }
-
-/* ---- LoRA linear pieces ---------------------------------------------------------------------- */
-
-/* y (rows at ldy) += 2 B (A x): xa = 2 (x Aᵀ) kept for the backward */
-static int nf__lora_fwd(nf_graph * g, const struct nf_tab_train * t, int mi, nf_tensor x, int64_t ldx, int64_t rows,
-                        nf_tensor xa, nf_tensor y, int64_t ldy) {
-    const struct nf_tab_lora_module * md = &t->mod[mi];
-    NF_TRY(nf_gemm(g, nf_label(g, "%s.lora_A", md->name), x, 0, ldx, nf__tt_a(t, NF__TT_P, mi), 1, md->in, xa, R, rows,
-                   R, md->in, 0));
-    NF_TRY(nf_scale(g, nf_label(g, "%s.lora_scale", md->name), xa, xa, rows * R, NF_TAB_LORA_SCALE, 0));
-    return nf_gemm(g, nf_label(g, "%s.lora_B", md->name), xa, 0, R, nf__tt_b(t, NF__TT_P, mi), 1, R, y, ldy, rows,
-                   md->out, R, 1);
-}
-
-/* dB += dyᵀ xa, dA += 2 (dy B)ᵀ x, and (dx) dx += 2 (dy B) A */
-static int nf__lora_bwd(nf_graph * g, struct nf_tab_train * t, int mi, nf_tensor x, int64_t ldx, int64_t rows,
-                        nf_tensor xa, nf_tensor dy, int64_t lddy, nf_tensor * dx, int64_t lddx) {
-    const struct nf_tab_lora_module * md = &t->mod[mi];
-    nf_tensor dxa = nf_view1(&t->dxa, 0, rows * R);
-    NF_TRY(nf_gemm(g, nf_label(g, "%s.lora_B.grad", md->name), dy, 1, lddy, xa, 0, R, nf__tt_b(t, NF__TT_G, mi), R,
-                   md->out, R, rows, 1));
-    NF_TRY(nf_gemm(g, nf_label(g, "%s.lora_B.dx", md->name), dy, 0, lddy, nf__tt_b(t, NF__TT_P, mi), 0, R, dxa, R, rows,
-                   R, md->out, 0));
-    NF_TRY(nf_scale(g, nf_label(g, "%s.lora_scale.dx", md->name), dxa, dxa, rows * R, NF_TAB_LORA_SCALE, 0));
-    NF_TRY(nf_gemm(g, nf_label(g, "%s.lora_A.grad", md->name), dxa, 1, R, x, 0, ldx, nf__tt_a(t, NF__TT_G, mi), md->in,
-                   R, md->in, rows, 1));
-    if (dx)
-        NF_TRY(nf_gemm(g, nf_label(g, "%s.lora_A.dx", md->name), dxa, 0, R, nf__tt_a(t, NF__TT_P, mi), 0, md->in, *dx,
-                       lddx, rows, md->in, R, 1));
-    return NF_OK;
-}
-
-/* dx (+)= dy W for a frozen W (n, k) */
-static int nf__frozen_dx(nf_graph * g, const char * label, nf_tensor dy, int64_t lddy, const nf_tensor * W,
-                         nf_tensor dx, int64_t lddx, int64_t rows, int acc) {
-    return nf_gemm(g, label, dy, 0, lddy, *W, 0, W->ne[1], dx, lddx, rows, W->ne[1], W->ne[0], acc);
-}
-
-static int nf__ln_bwd(nf_graph * g, struct nf_tab_train * t, const char * label, nf_tensor x, const nf_tensor * gam,
-                      nf_tensor dy, nf_tensor dx, int64_t rows, float eps, int acc) {
-    const int64_t D = NF_TAB_D;
-    return nf_layer_norm_backward(g, label, x, rows, D, gam, dy, D, dx, D, nf_view1(&t->lnj, 0, D),
-                                  nf_view1(&t->lnj, D, D), eps, acc);
-}
-
-/* ---- TransformerEncoderLayer (pre-LN, ReLU), adapters on linear1 (mi) and linear2 (mi + 1) ------- */
-
-static struct nf_attn_layout nf__tel_layout(int64_t groups, int64_t seq, int64_t heads) {
-    const int64_t D = NF_TAB_D, D3 = 3 * D;
-    return (struct nf_attn_layout){.groups = groups,
-                                   .lq = seq,
-                                   .lk = seq,
-                                   .n_heads = heads,
-                                   .head_dim = D / heads,
-                                   .q_gs = seq * D3,
-                                   .q_ss = D3,
-                                   .kv_gs = seq * D3,
-                                   .kv_ss = D3,
-                                   .o_gs = seq * D,
-                                   .o_ss = D};
-}
-
-static int nf__tel_fwd(nf_graph * g, struct nf_tab_train * t, const struct nf_tab_tel * L, struct nf__tt_tel * S,
-                       int mi, int64_t heads, int64_t groups, int64_t seq, nf_tensor xin, nf_tensor xout) {
-    const int64_t D = NF_TAB_D, FF = NF_TAB_FF, N = groups * seq, n3 = N * 3 * D;
-    const struct nf_attn_layout lay = nf__tel_layout(groups, seq, heads);
-    NF_TRY(nf_layer_norm(g, nf_label(g, "norm1"), xin, N, D, &L->n1_w, &L->n1_b, S->xn1, D, NF_TAB_TEL_EPS));
-    NF_TRY(nf_linear(g, nf_label(g, "self_attn.in_proj"), S->xn1, N, D, &L->in_w, &L->in_b, S->qkv, 3 * D, NF_ACT_NONE,
-                     0));
-    NF_TRY(nf_attention(g, nf_label(g, "self_attn"), &lay, nf_view1(&S->qkv, 0, n3), nf_view1(&S->qkv, D, n3 - D),
-                        nf_view1(&S->qkv, 2 * D, n3 - 2 * D), S->att));
-    NF_TRY(nf_copy(g, nf_label(g, "residual"), xin, S->xmid, N * D));
-    NF_TRY(nf_linear(g, nf_label(g, "self_attn.out_proj"), S->att, N, D, &L->out_w, &L->out_b, S->xmid, D, NF_ACT_NONE,
-                     1));
-    NF_TRY(nf_layer_norm(g, nf_label(g, "norm2"), S->xmid, N, D, &L->n2_w, &L->n2_b, S->xn2, D, NF_TAB_TEL_EPS));
-    NF_TRY(nf_linear(g, nf_label(g, "linear1"), S->xn2, N, D, &L->l1_w, &L->l1_b, S->hp, FF, NF_ACT_NONE, 0));
-    NF_TRY(nf__lora_fwd(g, t, mi, S->xn2, D, N, S->xa1, S->hp, FF));
-    NF_TRY(nf_act(g, nf_label(g, "linear1.relu"), S->hp, S->h, N * FF, NF_ACT_RELU));
-    nf_tensor ff = nf_view1(&t->ff, 0, N * D);
-    NF_TRY(nf_linear(g, nf_label(g, "linear2"), S->h, N, FF, &L->l2_w, &L->l2_b, ff, D, NF_ACT_NONE, 0));
-    NF_TRY(nf__lora_fwd(g, t, mi + 1, S->h, FF, N, S->xa2, ff, D));
-    NF_TRY(nf_copy(g, nf_label(g, "residual"), S->xmid, xout, N * D));
-    return nf_scale(g, nf_label(g, "residual.add"), ff, xout, N * D, 1.0f, 1);
-}
-
-/* dX (N, D): d xout in, d xin out */
-static int nf__tel_bwd(nf_graph * g, struct nf_tab_train * t, const struct nf_tab_tel * L, struct nf__tt_tel * S,
-                       int mi, int64_t heads, int64_t groups, int64_t seq, nf_tensor xin, nf_tensor dX) {
-    const int64_t D = NF_TAB_D, FF = NF_TAB_FF, N = groups * seq, n3 = N * 3 * D;
-    nf_tensor dH = nf_view1(&t->dH, 0, N * FF), dxn = nf_view1(&t->dxn, 0, N * D);
-    nf_tensor datt = nf_view1(&t->datt, 0, N * D), dqkv = nf_view1(&t->dqkv, 0, n3);
-    /* feed-forward: xout = xmid + linear2(relu(linear1(LN2(xmid)))) */
-    NF_TRY(nf__frozen_dx(g, nf_label(g, "linear2.dx"), dX, D, &L->l2_w, dH, FF, N, 0));
-    NF_TRY(nf__lora_bwd(g, t, mi + 1, S->h, FF, N, S->xa2, dX, D, &dH, FF));
-    NF_TRY(nf_act_backward(g, nf_label(g, "linear1.relu.backward"), S->hp, dH, dH, N * FF, NF_ACT_RELU));
-    NF_TRY(nf__frozen_dx(g, nf_label(g, "linear1.dx"), dH, FF, &L->l1_w, dxn, D, N, 0));
-    NF_TRY(nf__lora_bwd(g, t, mi, S->xn2, D, N, S->xa1, dH, FF, &dxn, D));
-    NF_TRY(nf__ln_bwd(g, t, nf_label(g, "norm2.backward"), S->xmid, &L->n2_w, dxn, dX, N, NF_TAB_TEL_EPS, 1));
-    /* attention: xmid = xin + out_proj(MHA(in_proj(LN1(xin)))) */
-    const struct nf_attn_layout lay = nf__tel_layout(groups, seq, heads);
-    NF_TRY(nf__frozen_dx(g, nf_label(g, "self_attn.out_proj.dx"), dX, D, &L->out_w, datt, D, N, 0));
-    NF_TRY(nf_attention_backward(g, nf_label(g, "self_attn.backward"), &lay, nf_view1(&S->qkv, 0, n3),
-                                 nf_view1(&S->qkv, D, n3 - D), nf_view1(&S->qkv, 2 * D, n3 - 2 * D), S->att, datt,
-                                 nf_view1(&dqkv, 0, n3), nf_view1(&dqkv, D, n3 - D), nf_view1(&dqkv, 2 * D, n3 - 2 * D),
-                                 t->stats, 0));
-    NF_TRY(nf__frozen_dx(g, nf_label(g, "self_attn.in_proj.dx"), dqkv, 3 * D, &L->in_w, dxn, D, N, 0));
-    return nf__ln_bwd(g, t, nf_label(g, "norm1.backward"), xin, &L->n1_w, dxn, dX, N, NF_TAB_TEL_EPS, 1);
-}
 
 /* ---- BERT ------------------------------------------------------------------------------------- */
 
@@ -309,8 +209,8 @@ static int nf__bert_fwd(nf_graph * g, struct nf_tab_train * t, int l, int j, con
     NF_TRY(
         nf_linear(g, nf_label(g, "attention.self.qkv"), hin, T, D, &L->qkv_w, &L->qkv_b, qkv, 3 * D, NF_ACT_NONE, 0));
     for (int c = 0; j >= 0 && c < 3; c++) {
-        NF_TRY(nf__lora_fwd(g, t, 3 * j + c, hin, D, T, nf_view1(&t->bxa, (j * 3 + c) * T * R, T * R),
-                            nf_view1(&qkv, c * D, T * 3 * D - c * D), 3 * D));
+        NF_TRY(nf__tt_lora_fwd(g, t, 3 * j + c, hin, D, T, nf_view1(&t->bxa, (j * 3 + c) * T * R, T * R),
+                               nf_view1(&qkv, c * D, T * 3 * D - c * D), 3 * D));
     }
     for (int k = 0; k < ng; k++) {
         const struct nf_attn_layout lay = nf__bert_layout(m, &grp[k]);
@@ -320,7 +220,13 @@ static int nf__bert_fwd(nf_graph * g, struct nf_tab_train * t, int l, int j, con
                             nf_view1(&att, t0 * D, grp[k].n * grp[k].len * D)));
     }
     NF_TRY(nf_copy(g, nf_label(g, "attention.residual"), hin, s1, T * D));
-    NF_TRY(nf_linear(g, nf_label(g, "attention.output.dense"), att, T, D, &L->o_w, &L->o_b, s1, D, NF_ACT_NONE, 1));
+    nf_tensor db = t->dp ? nf_view1(&t->dropb, 0, T * D) : s1;
+    if (t->dp) { /* s1 = hin + dropout(dense(att)) (BertSelfOutput) */
+        NF_TRY(nf_linear(g, nf_label(g, "attention.output.dense"), att, T, D, &L->o_w, &L->o_b, db, D, NF_ACT_NONE, 0));
+        NF_TRY(nf__tt_drop(g, t, nf_label(g, "attention.output.dropout"), NF__DS_BERT(l, 0), db, s1, T * D, 1));
+    } else {
+        NF_TRY(nf_linear(g, nf_label(g, "attention.output.dense"), att, T, D, &L->o_w, &L->o_b, s1, D, NF_ACT_NONE, 1));
+    }
     NF_TRY(nf_layer_norm(g, nf_label(g, "attention.output.LayerNorm"), s1, T, D, &L->ln1_w, &L->ln1_b, a1, D,
                          NF_TAB_BERT_EPS));
     if (j >= 0) {
@@ -330,7 +236,12 @@ static int nf__bert_fwd(nf_graph * g, struct nf_tab_train * t, int l, int j, con
         NF_TRY(nf_linear(g, nf_label(g, "intermediate.dense"), a1, T, D, &L->i_w, &L->i_b, ffa, I, NF_ACT_GELU, 0));
     }
     NF_TRY(nf_copy(g, nf_label(g, "output.residual"), a1, s2, T * D));
-    NF_TRY(nf_linear(g, nf_label(g, "output.dense"), ffa, T, I, &L->f_w, &L->f_b, s2, D, NF_ACT_NONE, 1));
+    if (t->dp) { /* s2 = a1 + dropout(dense(GELU(...))) (BertOutput) */
+        NF_TRY(nf_linear(g, nf_label(g, "output.dense"), ffa, T, I, &L->f_w, &L->f_b, db, D, NF_ACT_NONE, 0));
+        NF_TRY(nf__tt_drop(g, t, nf_label(g, "output.dropout"), NF__DS_BERT(l, 1), db, s2, T * D, 1));
+    } else {
+        NF_TRY(nf_linear(g, nf_label(g, "output.dense"), ffa, T, I, &L->f_w, &L->f_b, s2, D, NF_ACT_NONE, 1));
+    }
     return nf_layer_norm(g, nf_label(g, "output.LayerNorm"), s2, T, D, &L->ln2_w, &L->ln2_b, hout, D, NF_TAB_BERT_EPS);
 }
 
@@ -346,15 +257,24 @@ static int nf__bert_bwd(nf_graph * g, struct nf_tab_train * t, int j, const stru
     nf_tensor dH = nf_view1(&t->dH, 0, T * I), datt = nf_view1(&t->datt, 0, T * D);
     nf_tensor dqkv = nf_view1(&t->dqkv, 0, T * 3 * D);
     /* h = LN2(a1 + W_f GELU(W_i a1)), a1 = LN1(hin + W_o att) */
-    NF_TRY(
-        nf__ln_bwd(g, t, nf_label(g, "output.LayerNorm.backward"), s2, &L->ln2_w, t->dh, t->ds, T, NF_TAB_BERT_EPS, 0));
-    NF_TRY(nf__frozen_dx(g, nf_label(g, "output.dense.dx"), t->ds, D, &L->f_w, dH, I, T, 0));
+    NF_TRY(nf__tt_ln_bwd(g, t, nf_label(g, "output.LayerNorm.backward"), s2, &L->ln2_w, t->dh, t->ds, T,
+                         NF_TAB_BERT_EPS, 0));
+    const int l = NF_TAB_TRAIN_BERT + j;
+    nf_tensor dy = t->ds; /* d of a dense output: its dropout's mask on ds */
+    if (t->dp) {
+        dy = nf_view1(&t->dropb, 0, T * D);
+        NF_TRY(nf__tt_drop(g, t, nf_label(g, "output.dropout.backward"), NF__DS_BERT(l, 1), t->ds, dy, T * D, 0));
+    }
+    NF_TRY(nf__tt_frozen_dx(g, nf_label(g, "output.dense.dx"), dy, D, &L->f_w, dH, I, T, 0));
     NF_TRY(nf_act_backward(g, nf_label(g, "intermediate.gelu.backward"), ffp, dH, dH, T * I, NF_ACT_GELU));
     NF_TRY(nf_copy(g, nf_label(g, "output.residual.backward"), t->ds, t->da, T * D));
-    NF_TRY(nf__frozen_dx(g, nf_label(g, "intermediate.dense.dx"), dH, I, &L->i_w, t->da, D, T, 1));
-    NF_TRY(nf__ln_bwd(g, t, nf_label(g, "attention.output.LayerNorm.backward"), s1, &L->ln1_w, t->da, t->ds, T,
-                      NF_TAB_BERT_EPS, 0));
-    NF_TRY(nf__frozen_dx(g, nf_label(g, "attention.output.dense.dx"), t->ds, D, &L->o_w, datt, D, T, 0));
+    NF_TRY(nf__tt_frozen_dx(g, nf_label(g, "intermediate.dense.dx"), dH, I, &L->i_w, t->da, D, T, 1));
+    NF_TRY(nf__tt_ln_bwd(g, t, nf_label(g, "attention.output.LayerNorm.backward"), s1, &L->ln1_w, t->da, t->ds, T,
+                         NF_TAB_BERT_EPS, 0));
+    if (t->dp)
+        NF_TRY(nf__tt_drop(g, t, nf_label(g, "attention.output.dropout.backward"), NF__DS_BERT(l, 0), t->ds, dy, T * D,
+                           0));
+    NF_TRY(nf__tt_frozen_dx(g, nf_label(g, "attention.output.dense.dx"), dy, D, &L->o_w, datt, D, T, 0));
     for (int k = 0; k < ng; k++) {
         const struct nf_attn_layout lay = nf__bert_layout(m, &grp[k]);
         const int64_t t0 = grp[k].t0, qn = grp[k].n * grp[k].len * 3 * D, on = grp[k].n * grp[k].len * D;
@@ -367,11 +287,11 @@ static int nf__bert_bwd(nf_graph * g, struct nf_tab_train * t, int j, const stru
     /* d hin = ds (the residual) + dqkv W_qkv + the adapters' dx: into t->dh (d hout is consumed) */
     if (need_dx) {
         NF_TRY(nf_copy(g, nf_label(g, "attention.residual.backward"), t->ds, t->dh, T * D));
-        NF_TRY(nf__frozen_dx(g, nf_label(g, "attention.self.qkv.dx"), dqkv, 3 * D, &L->qkv_w, t->dh, D, T, 1));
+        NF_TRY(nf__tt_frozen_dx(g, nf_label(g, "attention.self.qkv.dx"), dqkv, 3 * D, &L->qkv_w, t->dh, D, T, 1));
     }
     for (int c = 0; c < 3; c++) {
-        NF_TRY(nf__lora_bwd(g, t, 3 * j + c, hin, D, T, nf_view1(&t->bxa, (j * 3 + c) * T * R, T * R),
-                            nf_view1(&dqkv, c * D, T * 3 * D - c * D), 3 * D, need_dx ? &t->dh : NULL, D));
+        NF_TRY(nf__tt_lora_bwd(g, t, 3 * j + c, hin, D, T, nf_view1(&t->bxa, (j * 3 + c) * T * R, T * R),
+                               nf_view1(&dqkv, c * D, T * 3 * D - c * D), 3 * D, need_dx ? &t->dh : NULL, D));
     }
     return NF_OK;
 }
@@ -396,6 +316,9 @@ static int nf__text_frozen(nf_graph * g, struct nf_tab_train * t, nf_tensor ids,
     /* ping-pong between streams 0 and 1, ending in 0 */
     NF_TRY(nf_layer_norm(g, nf_label(g, "LayerNorm"), e2, rows, D, &m->eln_w, &m->eln_b, nf__sl(&t->hs, nfz % 2, TD), D,
                          NF_TAB_BERT_EPS));
+    if (t->dp)
+        NF_TRY(nf__tt_drop(g, t, nf_label(g, "dropout"), NF__DS_EMB, nf__sl(&t->hs, nfz % 2, TD),
+                           nf__sl(&t->hs, nfz % 2, TD), TD, 0));
     for (int l = 0; l < nfz; l++) {
         nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", l);
         NF_TRY(nf__bert_fwd(g, t, l, -1, grp, ng, nf__sl(&t->hs, (l + nfz) % 2, TD),
@@ -566,8 +489,12 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     struct nf__tt_host h = {0};
     int64_t T = 0;
     int rc = nf__tt_indices(b, &ix, &T, &h, err);
+    t->dp = grad && t->drop > 0.0f; /* dropout in this run: the masks of this _grad call */
+    if (t->dp) t->drop_calls++;
+    h.Tm = -1;
     if (rc == NF_OK) rc = nf__tt_ws(t, T, U, B, BS, BC, ix.n, err);
-    if (rc == NF_OK) rc = nf__tt_cache_plan(t, &ix, U, &h, err);
+    /* with dropout text layers 0..5 are stochastic: no cache (run per batch, as upstream) */
+    if (rc == NF_OK && !t->dp) rc = nf__tt_cache_plan(t, &ix, U, &h, err);
     if (rc == NF_OK) {
         nf_tensor iv = nf_view1(&t->idx, 0, ix.n), zv = nf_view1(&t->z, 0, BS);
         rc = nf__tensor_upload(&iv, h.hx, err);
@@ -588,6 +515,7 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     if (rc != NF_OK) {
         if (h.Tm > 0) nf__tt_cache_clear(t);
         nf__tt_host_free(&h);
+        t->dp = 0;
         return rc;
     }
     t->Tcur = T; /* the stacks are sliced at the batch's size (the capacity may be larger) */
@@ -631,11 +559,14 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     RUN(nf_gather_rows(g, nf_label(g, "text"), &gs, IDX(cell, BS), t->E, t->X0));
     RUN(nf_linear(g, nf_label(g, "scalar_embedder.0"), t->z, BS, 1, &m->s0_w, &m->s0_b, t->sh, NF_TAB_SCALAR_HIDDEN,
                   NF_ACT_RELU, 0));
+    if (t->dp)
+        RUN(nf__tt_drop(g, t, nf_label(g, "scalar_embedder.2"), NF__DS_SCALAR, t->sh, t->sh, BS * NF_TAB_SCALAR_HIDDEN,
+                        0));
     RUN(nf_linear(g, nf_label(g, "scalar_embedder.3"), t->sh, BS, NF_TAB_SCALAR_HIDDEN, &m->s3_w, &m->s3_b,
                   nf_view1(&t->X0, D, 2 * BS * D - D), 2 * D, NF_ACT_NONE, 0));
     const int mf = 3 * nt; /* fusion linear1's module */
     nf_graph_prefix(g, "numerical_fusion.fusion_block.");
-    RUN(nf__tel_fwd(g, t, &m->fusion, &t->tel[0], mf, NF_TAB_FUSION_HEADS, BS, 2, t->X0, t->X1));
+    RUN(nf__tt_tel_fwd(g, t, &m->fusion, &t->tel[0], mf, NF_TAB_FUSION_HEADS, BS, 2, t->X0, t->X1));
     nf_graph_prefix(g, "numerical_fusion.");
     nf_tensor F0 = nf__sl(&t->Fs, 0, BS * D);
     gs = (struct nf_gather){.rows = BS, .k = D, .n_table = 2 * BS, .ldw = D, .ldy = D, .scale = 0.5f};
@@ -645,8 +576,8 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     /* §6 interaction */
     for (int l = 0; l < NF_TAB_LAYERS; l++) {
         nf_graph_prefix(g, "tabular_encoder.encoder.layers.%d.", l);
-        RUN(nf__tel_fwd(g, t, &m->tab[l], &t->tel[1 + l], mf + 2 + 2 * l, NF_TAB_HEADS, B, S, nf__sl(&t->Fs, l, BS * D),
-                        nf__sl(&t->Fs, l + 1, BS * D)));
+        RUN(nf__tt_tel_fwd(g, t, &m->tab[l], &t->tel[1 + l], mf + 2 + 2 * l, NF_TAB_HEADS, B, S,
+                           nf__sl(&t->Fs, l, BS * D), nf__sl(&t->Fs, l + 1, BS * D)));
     }
     /* §7 head */
     const int reg = C == 1, mh = t->n_mod - 1;
@@ -659,7 +590,7 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     gs = (struct nf_gather){.rows = BC, .k = D, .n_table = BS, .ldw = D, .ldy = D};
     RUN(nf_gather_rows(g, nf_label(g, "targets"), &gs, IDX(tgt, BC), Flast, Tt));
     RUN(nf_linear(g, nf_label(g, "layers.0"), Tt, BC, D, W0, b0, Hp, FF, NF_ACT_NONE, 0));
-    RUN(nf__lora_fwd(g, t, mh, Tt, D, BC, xah, Hp, FF));
+    RUN(nf__tt_lora_fwd(g, t, mh, Tt, D, BC, xah, Hp, FF));
     RUN(nf_act(g, nf_label(g, "layers.1"), Hp, Hh, BC * FF, NF_ACT_RELU));
     RUN(nf_linear(g, nf_label(g, "layers.2"), Hh, BC, FF, W2, b2, lg, 1, NF_ACT_NONE, 0));
     nf_graph_prefix(g, "%s", "");
@@ -682,16 +613,16 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
         RUN(nf_gemm(g, nf_label(g, "layers.2.dx"), dl, 0, 1, *W2, 0, FF, dH, FF, BC, FF, 1, 0));
         (void) b2;
         RUN(nf_act_backward(g, nf_label(g, "layers.1.backward"), Hp, dH, dH, BC * FF, NF_ACT_RELU));
-        RUN(nf__frozen_dx(g, nf_label(g, "layers.0.dx"), dH, FF, W0, dT, D, BC, 0));
-        RUN(nf__lora_bwd(g, t, mh, Tt, D, BC, xah, dH, FF, &dT, D));
+        RUN(nf__tt_frozen_dx(g, nf_label(g, "layers.0.dx"), dH, FF, W0, dT, D, BC, 0));
+        RUN(nf__tt_lora_bwd(g, t, mh, Tt, D, BC, xah, dH, FF, &dT, D));
         nf_tensor dX = nf_view1(&t->dX, 0, BS * D);
         gs = (struct nf_gather){.rows = BC, .k = D, .n_table = BS, .ldw = D, .ldy = D};
         RUN(nf_scatter_add_rows(g, nf_label(g, "targets.backward"), &gs, IDX(tgt_o, BC), IDX(tgt_s, BS + 1), dT, dX));
         /* interaction, from the top */
         for (int l = NF_TAB_LAYERS - 1; l >= 0; l--) {
             nf_graph_prefix(g, "tabular_encoder.encoder.layers.%d.", l);
-            RUN(nf__tel_bwd(g, t, &m->tab[l], &t->tel[1 + l], mf + 2 + 2 * l, NF_TAB_HEADS, B, S,
-                            nf__sl(&t->Fs, l, BS * D), dX));
+            RUN(nf__tt_tel_bwd(g, t, &m->tab[l], &t->tel[1 + l], mf + 2 + 2 * l, NF_TAB_HEADS, B, S,
+                               nf__sl(&t->Fs, l, BS * D), dX));
         }
         /* fusion mean: ½ to each token */
         nf_graph_prefix(g, "numerical_fusion.");
@@ -703,7 +634,7 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
         RUN(nf_scatter_add_rows(g, nf_label(g, "mean.num.backward"), &gs, IDX(odd_o, BS), IDX(odd_s, 2 * BS + 1), dX,
                                 dX2));
         nf_graph_prefix(g, "numerical_fusion.fusion_block.");
-        RUN(nf__tel_bwd(g, t, &m->fusion, &t->tel[0], mf, NF_TAB_FUSION_HEADS, BS, 2, t->X0, dX2));
+        RUN(nf__tt_tel_bwd(g, t, &m->fusion, &t->tel[0], mf, NF_TAB_FUSION_HEADS, BS, 2, t->X0, dX2));
         if (nt > 0) {
             /* the text tokens' gradient onto the distinct strings, then onto their [CLS] rows */
             nf_graph_prefix(g, "numerical_fusion.");
@@ -728,6 +659,7 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
 done:
     if (rc != NF_OK && h.Tm > 0) nf__tt_cache_clear(t); /* rows promised to strings may not hold them */
     nf__tt_host_free(&h);
+    t->dp = 0;
     return rc;
 }
 

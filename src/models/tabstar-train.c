@@ -176,6 +176,7 @@ int nf__tab_train_check_device(nf_tab * m, nf_err * err) {
         NF_OP_COPY,
         NF_OP_LAYER_NORM_BACKWARD,
         NF_OP_ATTENTION_BACKWARD,
+        NF_OP_DROPOUT,
         NF_OP_SCATTER_ADD_ROWS,
         NF_OP_SCALE,
         NF_OP_CLIP_GRAD_NORM,
@@ -192,5 +193,14 @@ int nf__tab_train_check_device(nf_tab * m, nf_err * err) {
                                nf__op_name(need[i]), m->be->iface->kind, m->be->name);
         }
     }
+    return NF_OK;
+}
+
+int nf__tab_train_dropout(struct nf_tab_train * t, float p, uint64_t seed, nf_err * err) {
+    if (!(p >= 0.0f && p < 1.0f))
+        return nf__err_set(err, NF_ERR_ARG, "tabstar training: dropout %g (0 <= p < 1)", (double) p);
+    t->drop = p;
+    t->drop_seed = seed;
+    t->drop_calls = 0;
     return NF_OK;
 }

@@ -5,9 +5,9 @@
  * merge into the 295-key weights. The fit loop (src/tabular/tabstar-fit.c)
  * drives it; this file is the contract between the two.
  *
- * Dropout is off (eval-mode numerics) in this implementation: upstream trains
- * with dropout on, which no other engine can reproduce bit for bit; the
- * deviation is documented in docs/train-tabstar-step.md.
+ * Dropout is off (eval-mode numerics) by default: upstream trains with dropout
+ * on, which no other engine can reproduce bit for bit; nf__tab_train_dropout
+ * turns nofall's own dropout on (docs/train-tabstar-step.md).
  *
  * The adapters (r = 32, alpha 64, scaling 2): q/k/v of the BERT layers whose
  * index is >= NF_TAB_TRAIN_BERT (upstream excludes layers 0..5 by name: 6..11
@@ -101,5 +101,21 @@ int nf__tab_train_check_device(nf_tab * m, nf_err * err);
 int nf__tab_train_text_cache(struct nf_tab_train * t, int64_t max_bytes, nf_err * err);
 /* distinct strings the cache holds */
 int64_t nf__tab_train_text_cached(const struct nf_tab_train * t);
+
+/* Dropout (additive; off by default): drop probability p (0 <= p < 1; 0 off)
+ * in every _grad at upstream's elementwise dropout points -- the BERT
+ * embeddings and every text layer's two hidden dropouts (frozen layers too),
+ * lora_dropout on each adapter's input, the scalar embedder's, the
+ * TransformerEncoderLayers' dropout1 / dropout / dropout2 -- with inverted
+ * masks from DROPOUT (nf-ops.def: a counter-based hash of seed, the _grad
+ * calls since this call and the site), the backward reading the same masks.
+ * Not applied: the attention probabilities' dropout (BERT's
+ * attention_probs_dropout_prob, MultiheadAttention's dropout). _eval runs
+ * without dropout (upstream's model.eval()). While p > 0, _grad runs text
+ * layers 0..NF_TAB_TRAIN_BERT-1 itself (they are stochastic: the text cache
+ * is only read and filled by _eval). Calling it again with the same seed
+ * replays the same masks. Not upstream-reproducible: torch's generator is not
+ * reproduced. */
+int nf__tab_train_dropout(struct nf_tab_train * t, float p, uint64_t seed, nf_err * err);
 
 #endif

@@ -440,6 +440,8 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
     if (rc == NF_OK) rc = nf__tsf_targets(&v, &ttr, yc_tr, yv_tr, err);
     if (rc == NF_OK) rc = nf__tsf_targets(&v, &tva, yc_va, yv_va, err);
     if (rc == NF_OK) rc = nf__tab_train_new(model->impl, C, &r.t, err);
+    if (rc == NF_OK && o->dropout != 0.0f) /* the masks' generator apart from the permutations' */
+        rc = nf__tab_train_dropout(r.t, o->dropout, o->loop.seed ^ 0x64726F706F7574ull, err);
     float * w = NULL;
     if (rc == NF_OK) {
         const int64_t P = nf__tab_train_floats(r.t);
@@ -519,6 +521,7 @@ static void nf_tsf_opts_public(const struct nf_tabstar_fit_opts * o, struct nf_t
     fo->loop.average = !o->no_average;
     fo->loop.seed = o->seed;
     fo->val = o->val;
+    fo->dropout = o->dropout;
     t->o = o;
     if (o->on_epoch) fo->loop.on_epoch = nf_tsf_tramp_fn, fo->loop.user = t;
 }

@@ -155,6 +155,7 @@ struct nf_tsf_fit_opts {
      * skipped, the train part the whole table, the verbalizer fitted on it);
      * NULL: split_to_val */
     const nf_table * val;
+    float dropout; /* 0: off; else nf__tab_train_dropout(p, masks from loop.seed) */
 };
 void nf__tsf_fit_opts_default(struct nf_tsf_fit_opts * o);
 /* fit model (loaded from model_dir) on table's target; the merged weights

@@ -204,6 +204,9 @@ void case_clip_grad_norm(struct tcase * tc, int variant);
 void ref_clip_grad_norm(const struct tcase * tc, double * const * ref, double * const * tol);
 void case_scale(struct tcase * tc, int variant);
 void ref_scale(const struct tcase * tc, double * const * ref, double * const * tol);
+#define N_DROPOUT_CASES 5
+void case_dropout(struct tcase * tc, int variant);
+void ref_dropout(const struct tcase * tc, double * const * ref, double * const * tol);
 extern const struct op_desc g_ops[];
 extern const int g_n_ops;
 #define N_OPS g_n_ops

@@ -221,3 +221,48 @@ void ref_scale(const struct tcase * tc, double * const * ref, double * const * t
         tol[0][i] = 0.5 * EPS * ((p->accumulate ? fabs(t) : 0.0) + 2.0 * fabs(ref[0][i])) + 1e-44;
     }
 }
+
+/* ---- DROPOUT ---------------------------------------------------------------------------------- */
+
+static const struct {
+    int64_t n;
+    float p;
+    uint64_t seed;
+    int acc;
+} dropout_shapes[N_DROPOUT_CASES] = {{1, 0.5f, 1, 0},
+                                     {37, 0.1f, 0xFFFFFFFFFFFFFFFFull, 1},
+                                     {1000, 0.1f, 0x0123456789ABCDEFull, 0},
+                                     {4099, 0.3f, 42, 1},
+                                     {0, 0.1f, 7, 1}};
+
+void case_dropout(struct tcase * tc, int v) {
+    const int64_t n = dropout_shapes[v].n;
+    const double p = dropout_shapes[v].p;
+    tcase_begin(tc, NF_OP_DROPOUT, 1, 1);
+    tc->op.p.dropout = (struct nf_dropout_params){.n = n,
+                                                  .seed = (int64_t) dropout_shapes[v].seed,
+                                                  .threshold = (int32_t) floor(p * 16777216.0 + 0.5),
+                                                  .scale = (float) (1.0 / (1.0 - p)),
+                                                  .accumulate = dropout_shapes[v].acc};
+    opnd_init(&tc->src[0], NF_F32, 1, n > 0 ? n : 1, 0, 0);
+    fill_unif(&tc->src[0], -3.0f, 3.0f);
+    opnd_init(&tc->dst[0], NF_F32, 1, n > 0 ? n : 1, 0, 0);
+    if (dropout_shapes[v].acc) fill_unif(&tc->dst[0], -1.0f, 1.0f);
+    snprintf(tc->desc, sizeof(tc->desc), "n=%lld p=%g seed=%llx%s", (long long) n, p,
+             (unsigned long long) dropout_shapes[v].seed, dropout_shapes[v].acc ? " acc" : "");
+}
+
+/* the mask recomputed here (splitmix64 of the contract), x * scale (+ y) in double; bound as SCALE's */
+void ref_dropout(const struct tcase * tc, double * const * ref, double * const * tol) {
+    const struct nf_dropout_params * p = &tc->op.p.dropout;
+    const float * x = opnd_f(&tc->src[0]);
+    for (int64_t i = 0; i < p->n; i++) {
+        uint64_t z = (uint64_t) p->seed + ((uint64_t) i + 1) * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        const double t = (int64_t) (z >> 40) >= (int64_t) p->threshold ? (double) p->scale * (double) x[i] : 0.0;
+        ref[0][i] = p->accumulate ? ref[0][i] + t : t;
+        tol[0][i] = 0.5 * EPS * ((p->accumulate ? fabs(t) : 0.0) + 2.0 * fabs(ref[0][i])) + 1e-44;
+    }
+}

@@ -734,5 +734,6 @@ const struct op_desc g_ops[] = {
      fd_scatter_add_rows},
     {NF_OP_CLIP_GRAD_NORM, case_clip_grad_norm, N_CLIP_CASES, NULL, NULL, NULL, ref_clip_grad_norm, NULL},
     {NF_OP_SCALE, case_scale, N_SCALE_CASES, NULL, NULL, NULL, ref_scale, NULL},
+    {NF_OP_DROPOUT, case_dropout, N_DROPOUT_CASES, NULL, NULL, NULL, ref_dropout, NULL},
 };
 const int g_n_ops = (int) (sizeof(g_ops) / sizeof(g_ops[0]));

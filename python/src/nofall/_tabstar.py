@@ -52,7 +52,7 @@ class _TabSTARBase(BaseEstimator):
     __getstate__ = _MitraBase.__getstate__
 
     def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target", column_types=None,
-                 fine_tune=True, max_epochs=50, patience=5, seed=0):
+                 fine_tune=True, max_epochs=50, patience=5, seed=0, dropout=0.0):
         self.model_dir = model_dir
         self.device = device
         self.adapter = adapter
@@ -62,6 +62,7 @@ class _TabSTARBase(BaseEstimator):
         self.max_epochs = max_epochs
         self.patience = patience
         self.seed = seed
+        self.dropout = dropout
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -130,7 +131,8 @@ class _TabSTARBase(BaseEstimator):
                 pred.merge_adapter(own._m, os.path.realpath(os.fspath(self.adapter)))
             extra = () if val is None else val
             self.fine_tune_result_ = pred.tabstar_fit(own._m, d, s["columns"], s["n"], int(self.max_epochs),
-                                                      int(self.patience), int(self.seed), False, *extra)
+                                                      int(self.patience), int(self.seed), False,
+                                                      *(extra or (None, 0)), float(self.dropout))
         self._cache_["model"] = own
 
     def _predictor(self):
@@ -179,7 +181,9 @@ class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
     of split_to_val's part of X, and fits the verbalizer on the whole X. With
     fine_tune=False on a directory `nofall finetune` wrote, the verbalizer is
     the one the model was fine-tuned with (its verbalizer.json; X must be the
-    table it was fine-tuned on).
+    table it was fine-tuned on). dropout (0.0: off;
+    p: nofall's own dropout while fitting, its masks from seed, not
+    upstream-reproducible).
 
     Fitted: classes_ (the sorted labels; predict_proba's columns),
     n_features_in_, feature_names_in_, columns_kept_, columns_dropped_,

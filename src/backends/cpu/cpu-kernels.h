@@ -130,5 +130,9 @@ int nf__cpu_mse_loss(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_scatter_add_rows(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_clip_grad_norm(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_scale(nf_backend * be, const nf_op * op, nf_err * err);
+int nf__cpu_dropout(nf_backend * be, const nf_op * op, nf_err * err);
+/* DROPOUT over elements base .. base + n - 1 (cpu-train-b.c, vectorised) */
+void nf__cpu_dropout_row(const float * x, float * y, int64_t n, int64_t base, uint64_t seed, int32_t thr, float s,
+                         int acc);
 
 #endif

@@ -413,3 +413,31 @@ int nf__cpu_mse_loss(nf_backend * be, const nf_op * op, nf_err * err) {
     NF__PTR(&op->dst[0])[0] = (float) (total / (double) p->n);
     return NF_OK;
 }
+
+/* ---- DROPOUT's row kernel (cpu-train-c.c runs it; here with the other target_clones kernels) ------ */
+
+/* elements base .. base + n - 1 of DROPOUT (nf-ops.def): x, y point at element base. Branch-free, so
+ * that the u64 hash vectorises (AVX-512 / AVX2 emulate the 64-bit multiplies) */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__cpu_dropout_row(const float * x, float * y, int64_t n,
+                                                                                  int64_t base, uint64_t seed,
+                                                                                  int32_t thr, float s, int acc) {
+    const uint64_t t = (uint64_t) thr;
+    if (acc) {
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t z = seed + ((uint64_t) (base + i) + 1) * 0x9E3779B97F4A7C15ull;
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            z ^= z >> 31;
+            const float v = (z >> 40) >= t ? x[i] * s : 0.0f;
+            y[i] = y[i] + v;
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t z = seed + ((uint64_t) (base + i) + 1) * 0x9E3779B97F4A7C15ull;
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            z ^= z >> 31;
+            y[i] = (z >> 40) >= t ? x[i] * s : 0.0f;
+        }
+    }
+}

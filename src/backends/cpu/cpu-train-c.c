@@ -93,3 +93,20 @@ int nf__cpu_scale(nf_backend * be, const nf_op * op, nf_err * err) {
     }
     return NF_OK;
 }
+
+/* ---- DROPOUT ------------------------------------------------------------------------------ */
+
+int nf__cpu_dropout(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    (void) err;
+    const struct nf_dropout_params * p = &op->p.dropout;
+    const float * x = NF__PTR(&op->src[0]);
+    float * y = NF__PTR(&op->dst[0]);
+    const int64_t n = p->n, blk = 4096, nb = (n + blk - 1) / blk;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n))
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i0 = b * blk, m = n - i0 < blk ? n - i0 : blk;
+        nf__cpu_dropout_row(x + i0, y + i0, m, i0, (uint64_t) p->seed, p->threshold, p->scale, p->accumulate != 0);
+    }
+    return NF_OK;
+}

@@ -67,6 +67,20 @@ __global__ void nf_k_scale(const float * x, float * y, int64_t n, float a, int a
     }
 }
 
+/* ---- DROPOUT ------------------------------------------------------------------------------ */
+
+__global__ void nf_k_dropout(const float * x, float * y, int64_t n, uint64_t seed, int32_t threshold, float s,
+                             int accumulate) {
+    NF_FOR(i, n) {
+        uint64_t z = seed + ((uint64_t) i + 1) * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        const float t = (int64_t) (z >> 40) >= (int64_t) threshold ? x[i] * s : 0.0f;
+        y[i] = accumulate ? y[i] + t : t;
+    }
+}
+
 /* ---- launchers ----------------------------------------------------------------------------- */
 
 static cudaError_t nf_scatter_add_rows(cudaStream_t st, const int32_t * order, const int32_t * start, const float * dy,
@@ -102,6 +116,15 @@ static cudaError_t nf_scale(cudaStream_t st, const float * x, float * y, const s
     return cudaSuccess;
 }
 
+static cudaError_t nf_dropout(cudaStream_t st, const float * x, float * y, const struct nf_dropout_params * p,
+                              const char ** kernel) {
+    if (p->n <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_dropout, nf_blocks(p->n, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (x, y, p->n, (uint64_t) p->seed, p->threshold, p->scale, p->accumulate != 0);
+    NF_CHECK_LAUNCH("nf_k_dropout");
+    return cudaSuccess;
+}
+
 /* ---- the ops --------------------------------------------------------------------------------- */
 
 int nf__cuda_scatter_add_rows(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -131,3 +154,9 @@ int nf__cuda_scale(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 bool nf__cuda_scale_supports(nf_backend * be, const nf_op * op) { return true; }
+
+int nf__cuda_dropout(nf_backend * be, const nf_op * op, nf_err * err) {
+    NF_OP_LAUNCH(nf_dropout(nf__cuda_op_stream(be), NF_F(&op->src[0]), NF_F(&op->dst[0]), &op->p.dropout, NF_K));
+    return NF_OK;
+}
+bool nf__cuda_dropout_supports(nf_backend * be, const nf_op * op) { return true; }

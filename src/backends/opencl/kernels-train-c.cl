@@ -105,3 +105,21 @@ __kernel void nf_scale(__global const float * x, long x_off, __global float * y,
     __global float * yp = y + y_off + i;
     *yp = accumulate ? *yp + t : t;
 }
+
+/* ---- DROPOUT --------------------------------------------------------------------- */
+
+__kernel void nf_dropout(__global const float * x, long x_off, __global float * y, long y_off, long n, long seed,
+                         int threshold, float scale, int accumulate)
+{
+    const long i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    ulong z = (ulong) seed + ((ulong) i + 1UL) * 0x9E3779B97F4A7C15UL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+    z ^= z >> 31;
+    const float t = (long) (z >> 40) >= (long) threshold ? x[x_off + i] * scale : 0.0f;
+    __global float * yp = y + y_off + i;
+    *yp = accumulate ? *yp + t : t;
+}

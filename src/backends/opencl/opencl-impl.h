@@ -90,7 +90,7 @@ static inline int cl_rc_code(cl_int e) {
     X(K_COLSUM_FINALIZE, "nf_colsum_finalize") X(K_LABEL_BWD_CLASS, "nf_label_bwd_class") \
     X(K_CROSS_ENTROPY, "nf_cross_entropy") X(K_MSE_LOSS, "nf_mse_loss")            \
     X(K_SCATTER_ADD_ROWS, "nf_scatter_add_rows") X(K_CLIP_PART, "nf_clip_part")      \
-    X(K_CLIP_TOTAL, "nf_clip_total") X(K_CLIP_APPLY, "nf_clip_apply") X(K_SCALE, "nf_scale") \
+    X(K_CLIP_TOTAL, "nf_clip_total") X(K_CLIP_APPLY, "nf_clip_apply") X(K_SCALE, "nf_scale") X(K_DROPOUT, "nf_dropout") \
     X(K_BF16_ROUND_ROWS, "nf_bf16_round_rows")                                      \
     X(K_BF16_LINEAR_EPILOGUE, "nf_bf16_linear_epilogue")                            \
     X(K_BF16_ATTENTION, "nf_bf16_attention")
@@ -191,7 +191,7 @@ int nf__cl_gemm(nf_backend * be, const nf_op * op, nf_err * err);
     int nf__cl_##name(nf_backend * be, const nf_op * op, nf_err * err);
 NF_CL_TRAIN_B(NF_CL_DECL)
 /* opencl-train-c.c: the training ops, set C (TabSTAR) */
-#define NF_CL_TRAIN_C(X) X(scatter_add_rows) X(clip_grad_norm) X(scale)
+#define NF_CL_TRAIN_C(X) X(scatter_add_rows) X(clip_grad_norm) X(scale) X(dropout)
 NF_CL_TRAIN_C(NF_CL_DECL)
 #undef NF_CL_DECL
 

@@ -62,3 +62,16 @@ int nf__cl_scale(nf_backend * be, const nf_op * op, nf_err * err) {
     return LAUNCH(c, K_SCALE, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->n),
                   KFLT(p->a), KINT(p->accumulate != 0));
 }
+
+bool nf__cl_dropout_supports(nf_backend * be, const nf_op * op) { return is_f32(&op->src[0]) && is_f32(&op->dst[0]); }
+
+int nf__cl_dropout(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const struct nf_dropout_params * p = &op->p.dropout;
+    const nf_tensor *x = &op->src[0], *y = &op->dst[0];
+    if (p->n <= 0) return NF_OK;
+    const size_t ls[1] = {64};
+    const size_t gs[1] = {(size_t) p->n};
+    return LAUNCH(c, K_DROPOUT, 1, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KMEM(tmem(y)), KLONG(toff(y)),
+                  KLONG(p->n), KLONG(p->seed), KINT(p->threshold), KFLT(p->scale), KINT(p->accumulate != 0));
+}
