@@ -321,7 +321,7 @@ struct nf_tabstar_fit_opts {
     const nf_table * val;
     nf_tabstar_epoch_fn on_epoch; /* each epoch's log, or NULL */
     void * user;
-    float dropout;  /* 0 (off, the default); p in (0, 1): nofall's own dropout
+    float dropout; /* 0 (off, the default); p in (0, 1): nofall's own dropout
                      * at upstream's points (upstream trains with 0.1), masks
                      * from seed, not upstream-reproducible
                      * (docs/finetune-tabstar.md "Dropout") */
