@@ -155,6 +155,21 @@ static int nf_ft_write_logs(const struct nf_outset * os, const struct nf_ft_log 
     return rc;
 }
 
+/* report.json's head, both models: the command line, the common items, the tables */
+static cJSON * nf_ft_report_head(const struct nf_ft_cli * o, nf_model * m, const nf_backend * be) {
+    cJSON * rep = cJSON_CreateObject();
+    cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
+    cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
+    for (int i = 0; i < o->c.argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->c.argv[i]));
+    nf_run_report_common(rep, o->c.model, m, be);
+    cJSON_AddStringToObject(rep, "train", o->c.train);
+    if (o->c.val)
+        cJSON_AddStringToObject(rep, "val", o->c.val);
+    else
+        cJSON_AddNullToObject(rep, "val");
+    return rep;
+}
+
 static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     nf_table *tr = NULL, *va = NULL;
     nf_predictor * pr = NULL;
@@ -218,16 +233,7 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     if ((rc = nf_ft_write_logs(&os, &log, err)) != NF_OK) goto out;
     {
         /* report.json: the command, the common items, the options, what the run did, the mirror signs */
-        cJSON * rep = cJSON_CreateObject();
-        cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
-        cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
-        for (int i = 0; i < o->c.argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->c.argv[i]));
-        nf_run_report_common(rep, o->c.model, m, be);
-        cJSON_AddStringToObject(rep, "train", o->c.train);
-        if (o->c.val)
-            cJSON_AddStringToObject(rep, "val", o->c.val);
-        else
-            cJSON_AddNullToObject(rep, "val");
+        cJSON * rep = nf_ft_report_head(o, m, be);
         nf_cli_finetune_report(rep, &o->fo);
         char * js = nf_predictor_report_json(pr, m, tr, err);
         cJSON * items = js ? cJSON_Parse(js) : NULL;
@@ -356,16 +362,7 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
     log.bar = NULL;
     if (rc == NF_OK) {
         /* report.json: as Mitra's (the command, the common items, the options, what the run did) */
-        cJSON * rep = cJSON_CreateObject();
-        cJSON * cl = cJSON_AddArrayToObject(rep, "command_line");
-        cJSON_AddItemToArray(cl, cJSON_CreateString("nofall"));
-        for (int i = 0; i < o->c.argc; i++) cJSON_AddItemToArray(cl, cJSON_CreateString(o->c.argv[i]));
-        nf_run_report_common(rep, o->c.model, m, be);
-        cJSON_AddStringToObject(rep, "train", o->c.train);
-        if (o->c.val)
-            cJSON_AddStringToObject(rep, "val", o->c.val);
-        else
-            cJSON_AddNullToObject(rep, "val");
+        cJSON * rep = nf_ft_report_head(o, m, be);
         cJSON * op = cJSON_AddObjectToObject(rep, "options");
         cJSON_AddNumberToObject(op, "max_epochs", fo.max_epochs);
         cJSON_AddNumberToObject(op, "patience", fo.patience);
