@@ -26,8 +26,8 @@ TIMES=$(mktemp -t nofall-test-times.XXXXXX)   # stage <TAB> test <TAB> seconds
 trap 'rm -f "$TIMES"' EXIT
 # each stage's share of the 1,500 s budget, in seconds (builds included; setup: a fresh
 # machine installs the Debian packages first)
-declare -A STAGE_BUDGET=([setup]=120 [release]=510 [sanitize]=360 [cuda-emu]=100 [fuzz]=150 [valgrind]=90
-  [python]=150)
+declare -A STAGE_BUDGET=([setup]=120 [release]=530 [sanitize]=400 [cuda-emu]=100 [fuzz]=130 [valgrind]=80
+  [python]=120)
 STAGE="" STAGE_T0=0
 stage() { # NAME: end the running stage (its time, a warning when over its share), start NAME
   stage_end
