@@ -21,10 +21,36 @@ CASES = {
     "binval": (24, "classification", "label", 30, 2, 5, 12),
     # the smallest: the device runs (tabstar-fit-parity-opencl)
     "reg-s": (24, "regression", "price", 20, 2, 5),
+    # tiny tables (tables_xs: 8 rows of one numerical column of two values, a validation table of 4): the
+    # fewest distinct strings and cells, for the device runs (ctest tabstar-fit-parity-opencl, on opencl:0
+    # and the cuda emulator); one epoch but for bin-xs
+    "bin-xs": (25, "classification", "y", 8, 2, 5, 4),
+    "cls3-xs": (31, "classification", "y", 8, 1, 5, 4),
+    "reg-xs": (27, "regression", "y", 8, 1, 5, 4),
 }
 
 
+def tables_xs(name, rng):
+    """8 rows (+ 4 validation rows, + 3 test rows) of n (1 or 2) and the target y"""
+    rows, test = [], []
+    n_all = CASES[name][3] + CASES[name][6]
+    for r in range(n_all + 3):
+        n = int(rng.integers(1, 3))
+        z = n + rng.normal(0, 0.5)
+        if name == "bin-xs":
+            y = ("no", "yes")[int(z > 1.5)]
+        elif name == "cls3-xs":
+            y = ["low", "mid", "high"][0 if z < 1.3 else 1 if z < 1.8 else 2]
+        else:
+            y = repr(round(float(100 * z), 2))
+        (rows if r < n_all else test).append([str(n), y])
+    return ["n", CASES[name][2]], rows, test
+
+
 def tables(name, rng):
+    if name.endswith("-xs"):
+        return tables_xs(name, rng)
+
     def f(x, d=3):
         return repr(round(float(x), d))
     hdr = ["size", "rooms", "colour", "const", None]

@@ -609,7 +609,7 @@ out0:
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: test-tabstar-fit FIXTURES [parity [CASE [DEVICE]]]\n");
+        fprintf(stderr, "usage: test-tabstar-fit FIXTURES [parity [CASE[,CASE...] [DEVICE]]]\n");
         return 2;
     }
     if (argc > 2 && strcmp(argv[2], "parity") == 0) { /* ctest tabstar-fit-parity: the model runs */
@@ -624,10 +624,16 @@ int main(int argc, char ** argv) {
             }
             nf_backend_free(be);
         }
-        if (argc < 4) /* all four; argv[3]: one case (the sanitizer stage; reg-s, the smallest, the devices) */
+        if (argc < 4) /* all four; argv[3]: CASE[,CASE...] (the sanitizer stage: cls3; the devices: the -xs ones) */
             for (int k = 0; k < 4; k++) parity(argv[1], cases[k], device);
         else
-            parity(argv[1], argv[3], device);
+            for (const char * c = argv[3]; *c;) {
+                const size_t n = strcspn(c, ",");
+                char one[64];
+                snprintf(one, sizeof(one), "%.*s", (int) (n < sizeof(one) ? n : sizeof(one) - 1), c);
+                parity(argv[1], one, device);
+                c += n + (c[n] == ',');
+            }
     } else {
         pieces(argv[1]);
         loop();
