@@ -4,7 +4,8 @@
 # fit's summary under "fine_tune") and draws a bar of epochs with --progress, none with --quiet;
 # --val is upstream's x_val (no split); `predict --no-fine-tune` on the fine-tuned directory takes
 # its verbalizer.json and so predicts what `predict` (fit + predict in one process) predicts, bit
-# for bit, and refuses another --train; the under-10-rows refusal names the ways out.
+# for bit (with --max-epochs, --patience, --no-average given to both), and refuses another --train;
+# the under-10-rows refusal names the ways out; --no-fine-tune refuses the fit's options.
 set -u
 BIN=$1
 T=$2
@@ -66,16 +67,18 @@ s = json.load(open(f"{d}/split.json"))
 assert s["train"] == list(range(20)) and s["val"] == list(range(6)) and s["val_table"] == val, s
 PY
 
-# ---- without --val (split_to_val), --quiet: no bar; predict --no-fine-tune on it = predict's fit ----
-"$BIN" finetune --model "$M" --train "$D/train.csv" --target y --max-epochs 1 --quiet --out "$T/ft" \
+# ---- without --val (split_to_val), --quiet: no bar; predict --no-fine-tune on it = predict's fit, the
+# fit's options (--max-epochs, --patience, --no-average) the same in both commands ----
+"$BIN" finetune --model "$M" --train "$D/train.csv" --target y --max-epochs 3 --patience 1 --no-average --quiet \
+  --out "$T/ft" \
   > "$T/ft.out" 2> "$T/ft.err"
 rc=$?
 [ $rc = 0 ] && [ ! -s "$T/ft.err" ] && grep -q '^VALIDATION=internal-split$' "$T/ft.out" &&
   ok "finetune --quiet: exit 0, nothing on stderr" || { bad "finetune --quiet: exit $rc"; cat "$T/ft.err"; }
 "$BIN" predict --model "$T/ft" --no-fine-tune --train "$D/train.csv" --test "$D/test.csv" --target y --quiet \
   --out "$T/pno" > /dev/null 2> "$T/pno.err" || { bad "predict --no-fine-tune on the fine-tuned directory"; cat "$T/pno.err"; }
-"$BIN" predict --model "$M" --max-epochs 1 --train "$D/train.csv" --test "$D/test.csv" --target y --quiet \
-  --out "$T/pfit" > /dev/null 2> "$T/pfit.err" || { bad "predict (fit first)"; cat "$T/pfit.err"; }
+"$BIN" predict --model "$M" --max-epochs 3 --patience 1 --no-average --train "$D/train.csv" --test "$D/test.csv" \
+  --target y --quiet --out "$T/pfit" > /dev/null 2> "$T/pfit.err" || { bad "predict (fit first)"; cat "$T/pfit.err"; }
 python3 - "$T" << 'PY' && ok "predict --no-fine-tune on the fine-tuned dir = predict's fit + predict, bit for bit" || bad "fine-tuned dir's predictions"
 import json, sys
 t = sys.argv[1]
@@ -83,8 +86,10 @@ a, b = open(f"{t}/pno/logits.npy", "rb").read(), open(f"{t}/pfit/logits.npy", "r
 assert a == b, "logits differ"
 rn, rf = json.load(open(f"{t}/pno/report.json")), json.load(open(f"{t}/pfit/report.json"))
 assert "verbalizer.json" in rn["verbalizer_fit"] and "fine_tune" not in rn, rn["verbalizer_fit"]
-f = rf["fine_tune"]
-assert f["validation"] == "internal split" and f["n_train_rows"] + f["n_val_rows"] == 20 and len(f["epochs"]) == 1
+f, ft = rf["fine_tune"], json.load(open(f"{t}/ft/report.json"))["fine_tune"]
+assert f["validation"] == "internal split" and f["n_train_rows"] + f["n_val_rows"] == 20
+assert f["max_epochs"] == 3 and f["patience"] == 1 and f["average"] is False and f["final"] == "best epoch", f
+assert f["epochs"] == ft["epochs"] and f["best_epoch"] == ft["best_epoch"] and f["stopped_at"] == ft["stopped_at"]
 assert "split_to_val" in rf["verbalizer_fit"]
 PY
 "$BIN" predict --model "$T/ft" --no-fine-tune --train "$D/other.csv" --test "$D/test.csv" --target y --quiet \
@@ -105,4 +110,12 @@ rc=$?
 rc=$?
 [ $rc = 2 ] && grep -q -- '--no-fine-tune excludes --val' "$T/noval.err" && ok "--no-fine-tune --val: usage error" ||
   { bad "--no-fine-tune --val: exit $rc"; cat "$T/noval.err"; }
+for o in "--patience 2" --no-average; do
+  # shellcheck disable=SC2086 # $o: the option and its value
+  "$BIN" predict --model "$M" --no-fine-tune $o --train "$D/train.csv" --test "$D/test.csv" --target y \
+    --out "$T/nopat" > /dev/null 2> "$T/nopat.err"
+  rc=$?
+  [ $rc = 2 ] && grep -q -- "--no-fine-tune excludes ${o% *}\$" "$T/nopat.err" && ok "--no-fine-tune $o: usage error" ||
+    { bad "--no-fine-tune $o: exit $rc"; cat "$T/nopat.err"; }
+done
 exit $fails

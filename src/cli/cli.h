@@ -100,6 +100,10 @@ int nf_cli_table_opts(const struct nf_cli_opts * v, struct nf_cli_tables * t); /
 struct nf_cli_train {
     const char *model, *train, *val, *target, *device, *out, *mirror_signs;
     int task, mirror, progress; /* progress: NF_PROGRESS_AUTO, _QUIET (--quiet), _FORCE (--progress) */
+    /* TabSTAR's fit (finetune, predict): --max-epochs (50), --patience (epochs, 5), --no-average,
+     * --dropout (0: off; ts_dropout_set: given) */
+    int ts_max_epochs, ts_patience, ts_no_average, ts_dropout_set;
+    double ts_dropout;
     struct nf_cli_tables tables;
     int argc; /* the command line, for report.json */
     char ** argv;

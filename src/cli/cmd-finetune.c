@@ -52,10 +52,7 @@ void nf_cli_finetune_report(cJSON * rep, const struct nf_finetune_opts * fo) {
 }
 
 struct nf_ft_cli {
-    struct nf_cli_train c;                /* model, tables, ... (nf_cli_train_opts) */
-    int max_epochs, patience, no_average; /* TabSTAR */
-    double dropout;                       /* TabSTAR (--dropout) */
-    int dropout_set;
+    struct nf_cli_train c;   /* model, tables, TabSTAR's fit options, ... (nf_cli_train_opts) */
     const char * mitra_only; /* a Mitra option given (refused for TabSTAR) */
     struct nf_finetune_opts fo;
 };
@@ -92,11 +89,6 @@ static int nf_ft_parse(int argc, char ** argv, struct nf_ft_cli * o) {
     memset(o, 0, sizeof(*o));
     if (!nf_cli_opts_parse(NF_M(FINETUNE), argc, argv, 1, NULL, &v)) return 0;
     if (!nf_cli_table_opts(&v, &o->c.tables) || !nf_cli_train_opts(&v, argc, argv, &o->c)) return 0;
-    o->max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
-    o->patience = v.set[NF_O_PATIENCE] ? (int) v.i[NF_O_PATIENCE] : 5;
-    o->no_average = v.set[NF_O_NO_AVERAGE];
-    o->dropout = v.set[NF_O_DROPOUT] ? v.d[NF_O_DROPOUT] : 0.0;
-    o->dropout_set = v.set[NF_O_DROPOUT];
     static const struct {
         int id;
         const char * name;
@@ -182,7 +174,7 @@ static int nf_ft_main(const struct nf_ft_cli * o, nf_err * err) {
     os.lock_fd = -1;
     char e1[512], e2[256];
     char hint[160];
-    if (o->dropout_set)
+    if (o->c.ts_dropout_set)
         return nf__err_set(err, NF_ERR_ARG, "--dropout is a TabSTAR fine-tuning option (--model %s is not TabSTAR)",
                            nf__esc(e1, sizeof(e1), o->c.model));
     int rc = nf_cli_table_read(&o->c.tables, o->c.train, 1, &tr, err);
@@ -343,10 +335,10 @@ static int nf_ft_tabstar(const struct nf_ft_cli * o, nf_err * err) {
     struct nf_tabstar_fit_opts fo;
     nf_tabstar_fit_opts_default(&fo);
     fo.task = o->c.task;
-    fo.max_epochs = o->max_epochs;
-    fo.patience = o->patience;
-    fo.no_average = o->no_average;
-    fo.dropout = (float) o->dropout;
+    fo.max_epochs = o->c.ts_max_epochs;
+    fo.patience = o->c.ts_patience;
+    fo.no_average = o->c.ts_no_average;
+    fo.dropout = (float) o->c.ts_dropout;
     fo.seed = o->fo.seed;
     fo.val = va;
     fo.on_epoch = nf_cli_ts_on_epoch;

@@ -36,15 +36,18 @@ static int nf_pred_parse(int argc, char ** argv, int tabstar, struct nf_pred_opt
     if (!nf_cli_train_opts(&v, argc, argv, &o->c)) return 0;
     /* TabSTAR: upstream's fit first by default (upstream has no other mode); --fine-tune says so explicitly */
     o->fine_tune = tabstar ? !v.set[NF_O_NO_FINE_TUNE] : v.set[NF_O_FINE_TUNE];
-    o->ts_max_epochs = v.set[NF_O_MAX_EPOCHS] ? (int) v.i[NF_O_MAX_EPOCHS] : 50;
-    o->ts_dropout = v.set[NF_O_DROPOUT] ? v.d[NF_O_DROPOUT] : 0.0;
+    /* TabSTAR's fit options without its fit (Mitra's parser refuses --max-epochs, --no-average, --dropout;
+     * its --patience is the ft_only check's below) */
     if (v.set[NF_O_NO_FINE_TUNE] &&
-        (v.set[NF_O_FINE_TUNE] || v.set[NF_O_MAX_EPOCHS] || v.set[NF_O_VAL] || v.set[NF_O_DROPOUT])) {
+        (v.set[NF_O_FINE_TUNE] || v.set[NF_O_MAX_EPOCHS] || v.set[NF_O_VAL] || v.set[NF_O_DROPOUT] ||
+         (tabstar && v.set[NF_O_PATIENCE]) || v.set[NF_O_NO_AVERAGE])) {
         fprintf(stderr, "error: --no-fine-tune excludes %s\n",
                 v.set[NF_O_FINE_TUNE]    ? "--fine-tune"
                 : v.set[NF_O_MAX_EPOCHS] ? "--max-epochs"
                 : v.set[NF_O_VAL]        ? "--val"
-                                         : "--dropout");
+                : v.set[NF_O_DROPOUT]    ? "--dropout"
+                : v.set[NF_O_PATIENCE]   ? "--patience"
+                                         : "--no-average");
         return 0;
     }
     static const enum nf_cli_opt_id ft_only[] = {NF_O_VAL,          NF_O_FT_STEPS, NF_O_LR,       NF_O_WEIGHT_DECAY,
@@ -275,8 +278,10 @@ static int nf_predict_main(const struct nf_pred_opts * o, const struct nf_mpi * 
         tfo.task = o->c.task;
         tfo.seed = o->seed;
         tfo.val = va;
-        if (o->ts_max_epochs > 0) tfo.max_epochs = o->ts_max_epochs;
-        tfo.dropout = (float) o->ts_dropout;
+        tfo.max_epochs = o->c.ts_max_epochs;
+        tfo.patience = o->c.ts_patience;
+        tfo.no_average = o->c.ts_no_average;
+        tfo.dropout = (float) o->c.ts_dropout;
         if (nf_progress_enabled(o->c.progress)) tfo.on_epoch = nf_cli_ts_on_epoch, tfo.user = &log;
         rc = nf_predictor_tabstar_fit(pr, m, o->c.model, tr, &tfo, &tres, err);
         nf_progress_end(log.bar);

@@ -7,7 +7,7 @@
 #include "cli.h"
 
 struct nf_pred_opts {
-    struct nf_cli_train c; /* model, train, val, tables, ... (nf_cli_train_opts) */
+    struct nf_cli_train c; /* model, train, val, tables, TabSTAR's fit options, ... (nf_cli_train_opts) */
     const char * test;
     const char * model_type; /* NULL (Mitra) or "tabstar": nf_predictor_opts.model_type */
     const char * adapter;    /* TabSTAR: a PEFT LoRA adapter directory, or NULL */
@@ -15,8 +15,6 @@ struct nf_pred_opts {
     int64_t query_chunk;
     uint64_t seed;
     int fine_tune;              /* --fine-tune: AutoGluon's fit with fine-tuning first */
-    int ts_max_epochs;          /* TabSTAR --fine-tune: --max-epochs (0: 50)             */
-    double ts_dropout;          /* TabSTAR --fine-tune: --dropout (0: off)               */
     struct nf_finetune_opts fo; /* the training options (nf_cli_finetune_opts)          */
 };
 

@@ -46,6 +46,11 @@ int nf_cli_train_opts(const struct nf_cli_opts * v, int argc, char ** argv, stru
     c->task = nf_cli_opt_task(v);
     c->mirror = !v->set[NF_O_NO_MIRROR];
     c->progress = nf_cli_opt_progress(v);
+    c->ts_max_epochs = v->set[NF_O_MAX_EPOCHS] ? (int) v->i[NF_O_MAX_EPOCHS] : 50;
+    c->ts_patience = v->set[NF_O_PATIENCE] ? (int) v->i[NF_O_PATIENCE] : 5;
+    c->ts_no_average = v->set[NF_O_NO_AVERAGE];
+    c->ts_dropout_set = v->set[NF_O_DROPOUT];
+    c->ts_dropout = c->ts_dropout_set ? v->d[NF_O_DROPOUT] : 0.0;
     c->argc = argc;
     c->argv = argv;
     if (c->mirror_signs && !c->mirror) {

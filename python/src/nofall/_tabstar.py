@@ -52,7 +52,7 @@ class _TabSTARBase(BaseEstimator):
     __getstate__ = _MitraBase.__getstate__
 
     def __init__(self, model_dir=None, device="cpu", adapter=None, target_name="target", column_types=None,
-                 fine_tune=True, max_epochs=50, patience=5, seed=0, dropout=0.0):
+                 fine_tune=True, max_epochs=50, patience=5, seed=0, dropout=0.0, no_average=False):
         self.model_dir = model_dir
         self.device = device
         self.adapter = adapter
@@ -63,6 +63,7 @@ class _TabSTARBase(BaseEstimator):
         self.patience = patience
         self.seed = seed
         self.dropout = dropout
+        self.no_average = no_average
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -131,7 +132,7 @@ class _TabSTARBase(BaseEstimator):
                 pred.merge_adapter(own._m, os.path.realpath(os.fspath(self.adapter)))
             extra = () if val is None else val
             self.fine_tune_result_ = pred.tabstar_fit(own._m, d, s["columns"], s["n"], int(self.max_epochs),
-                                                      int(self.patience), int(self.seed), False,
+                                                      int(self.patience), int(self.seed), bool(self.no_average),
                                                       *(extra or (None, 0)), float(self.dropout))
         self._cache_["model"] = own
 
@@ -175,8 +176,9 @@ class TabSTARClassifier(ClassifierMixin, _TabSTARBase):
     "datetime" is refused: no date encoder), fine_tune (True: upstream's fit, on a private copy of the
     model; False: the weights as they are, the verbalizer fitted on the whole
     training table), max_epochs (50), patience (5), seed (0: the batch
-    orders and the initial LoRA A), as `nofall finetune` / `nofall predict
-    --fine-tune` take them. fit(X, y, X_val=None, y_val=None): X_val / y_val
+    orders and the initial LoRA A), no_average (False: the averaged adapter;
+    True: the best epoch's, upstream's is_paper_version), as `nofall finetune`
+    / `nofall predict` take them (--no-average). fit(X, y, X_val=None, y_val=None): X_val / y_val
     are upstream's x_val / y_val (`--val`): the fit validates on them instead
     of split_to_val's part of X, and fits the verbalizer on the whole X. With
     fine_tune=False on a directory `nofall finetune` wrote, the verbalizer is
