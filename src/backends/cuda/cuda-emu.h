@@ -11,11 +11,11 @@
  * rounding (expf/erff ulps), timing, memory placement.
  *
  * Kernel model: each launch runs its blocks one after another; the threads
- * of a block are fibers (ucontext) on the launching host thread, so
+ * of a block are fibers (cuda-emu-fiber.h) on the launching host thread, so
  * __syncthreads, __syncthreads_or and __shfl_xor_sync are barriers and
  * exchanges among them (a thread that leaves the kernel drops out of the
  * barriers, as on the device); a fiber switch costs far less than waking
- * one of hundreds of host threads on a machine with few cores. (ucontext
+ * one of hundreds of host threads on a machine with few cores. (The
  * stack switches are not annotated for AddressSanitizer: the emulator is
  * not for sanitizer builds.)
  * __shared__ is `static`: one block at a time, so that is block-shared.
@@ -208,8 +208,9 @@ template <typename T> inline T __shfl_xor_sync(unsigned int mask, T v, int lane_
 #include <map>
 #include <mutex>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <vector>
+
+#include "cuda-emu-fiber.h" /* the fiber switch */
 
 thread_local uint3 threadIdx;
 thread_local uint3 blockIdx;
@@ -223,7 +224,7 @@ namespace nf_emu {
     abort();
 }
 
-/* Kernel threads are fibers (ucontext) run by the launching host thread: a
+/* Kernel threads are fibers (cuda-emu-fiber.h) run by the launching host thread: a
  * fiber runs until it waits at a barrier (__syncthreads, a warp shuffle) or
  * leaves the kernel, then the next runnable one runs. The sweeps over a
  * block's fibers alternate between ascending and descending thread order,
@@ -252,7 +253,7 @@ struct barrier {
 };
 
 struct fiber {
-    ucontext_t ctx;
+    fiber_ctx ctx;
     bool done = false;
     const barrier * waiting = nullptr; /* the barrier it waits at (phase wait_gen) */
     unsigned long wait_gen = 0;
@@ -265,7 +266,7 @@ struct launch_state {
     std::vector<int> flags;
     std::vector<unsigned char> lanes; /* 8 bytes per thread */
     std::vector<fiber> fibers;
-    ucontext_t sched;
+    fiber_ctx sched;
     fiber * cur = nullptr;
     const std::function<void()> * body = nullptr;
 };
@@ -291,19 +292,12 @@ static unsigned char * stack_of(unsigned int t) {
     return g_stacks[t];
 }
 
-/* getcontext / swapcontext return twice: kept out of the callers' frames */
-[[gnu::noinline]] static void fiber_make(fiber & f, unsigned int t, ucontext_t * link, void (*fn)()) {
+static void fiber_make(fiber & f, unsigned int t, void (*fn)()) {
     f.done = false;
     f.waiting = nullptr;
-    if (getcontext(&f.ctx) != 0) die("getcontext failed");
-    f.ctx.uc_stack.ss_sp = stack_of(t);
-    f.ctx.uc_stack.ss_size = k_stack_size;
-    f.ctx.uc_link = link;
-    makecontext(&f.ctx, fn, 0);
+    fiber_ctx_make(f.ctx, stack_of(t), k_stack_size, fn);
 }
-[[gnu::noinline]] static void fiber_switch(ucontext_t * from, ucontext_t * to) {
-    if (swapcontext(from, to) != 0) die("swapcontext failed");
-}
+static void fiber_switch(fiber_ctx * from, fiber_ctx * to) { fiber_ctx_switch(*from, *to); }
 
 void barrier::wait() {
     if (++count >= expected) {
@@ -327,7 +321,8 @@ static void fiber_main() {
     L.block.drop();
     L.warps[t_tid / 32].drop();
     L.cur->done = true;
-    /* returns to L.sched (uc_link) */
+    fiber_switch(&L.cur->ctx, &L.sched); /* for the last time: never resumed */
+    die("a finished fiber resumed");
 }
 
 void run(dim3 grid, dim3 block, const std::function<void()> & body) {
@@ -356,7 +351,7 @@ void run(dim3 grid, dim3 block, const std::function<void()> & body) {
                          (unsigned int) (b / ((unsigned long long) grid.x * grid.y))};
         L.block.reset((int) L.nthreads);
         for (unsigned int w = 0; w < nw; w++) L.warps[w].reset((int) warp_size_of(L, w));
-        for (unsigned int t = 0; t < nt; t++) fiber_make(L.fibers[t], t, &L.sched, fiber_main);
+        for (unsigned int t = 0; t < nt; t++) fiber_make(L.fibers[t], t, fiber_main);
         unsigned long long live = nt;
         bool up = true;
         while (live > 0) {
