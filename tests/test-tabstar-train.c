@@ -221,6 +221,37 @@ static void dropout_checks(nf_tab * m, const struct nf_tab_batch * b, const int6
            device, l1, sqrt(d0) / n1, sqrt(d2) / n1, fd, an, an0);
     CHECK(fabs(fd - an) <= 2e-2 * an, "dropout: central differences %g vs the gradient %g", fd, an);
     CHECK(fabs(fd - an) < fabs(fd - an0), "dropout: the no-dropout gradient fits the differences better");
+    /* ... and along the text layers' query / key adapters alone: their gradient reaches them only through
+     * the attention probabilities, so through ATTENTION_BACKWARD's dropout mask */
+    double nq = 0, dq0 = 0;
+    float * gq = calloc((size_t) n, 4);
+    for (int i = 0; gq && i < nf__tab_train_modules(t); i++) {
+        const struct nf_tab_lora_module * md = nf__tab_train_module(t, i);
+        if (!strstr(md->name, "attention.self.query") && !strstr(md->name, "attention.self.key")) continue;
+        for (int64_t e = 0; e < NF_TAB_LORA_R * md->in; e++) gq[md->off_a + e] = g1[md->off_a + e];
+        for (int64_t e = 0; e < md->out * NF_TAB_LORA_R; e++) gq[md->off_b + e] = g1[md->off_b + e];
+    }
+    for (int64_t i = 0; gq && i < n; i++) nq += (double) gq[i] * gq[i], dq0 += (double) gq[i] * g_off[i];
+    nq = sqrt(nq);
+    CHECK(gq && nq > 0, "dropout: no query / key adapter gradient");
+    for (int s = 0; gq && nq > 0 && s < 2; s++) {
+        for (int64_t i = 0; i < n; i++) pp[i] = (float) ((double) p0[i] + (s ? -eps : eps) * gq[i] / nq);
+        CHECK_RC(nf__tab_train_write(t, 0, pp, &err), NF_OK, &err);
+        CHECK_RC(nf__tab_train_dropout(t, 0.1f, 7, &err), NF_OK, &err);
+        CHECK_RC(nf__tab_train_grad(t, b, yc, yv, 0.0f, s ? &lm : &lp, NULL, &err), NF_OK, &err);
+    }
+    h2 = 0;
+    for (int64_t i = 0; gq && i < n; i++) {
+        const double a = (float) ((double) p0[i] + eps * gq[i] / nq), c = (float) ((double) p0[i] - eps * gq[i] / nq);
+        h2 += (a - c) * (double) gq[i] / nq;
+    }
+    const double fdq = ((double) lp - lm) / h2, anq = nq / ls, anq0 = dq0 / nq / ls;
+    printf("dropout 0.1 on %s: d(loss) along the query / key adapters' gradient: central differences %.6g, the "
+           "gradient %.6g (no-dropout gradient's %.6g)\n",
+           device, fdq, anq, anq0);
+    CHECK(fabs(fdq - anq) <= 2e-2 * anq, "dropout: q/k central differences %g vs the gradient %g", fdq, anq);
+    CHECK(fabs(fdq - anq) < fabs(fdq - anq0), "dropout: q/k: the no-dropout gradient fits the differences better");
+    free(gq);
     /* off again: the no-dropout step, bit for bit */
     CHECK_RC(nf__tab_train_dropout(t, 0.0f, 7, &err), NF_OK, &err);
     CHECK_RC(nf__tab_train_write(t, 0, p0, &err), NF_OK, &err);

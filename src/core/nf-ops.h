@@ -85,6 +85,10 @@ struct nf_attn_layout {
     int64_t groups, lq, lk, n_heads, head_dim;
     int64_t q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss;
     float scale; /* 0: the usual 1 / sqrtf(head_dim) */
+    /* training: dropout on the probabilities with probability drop_p (0: none) and DROPOUT's mask
+     * from drop_seed (nf-ops.def ATTENTION); the backward takes the forward's layout */
+    float drop_p;
+    uint64_t drop_seed;
 };
 int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout * L, nf_tensor q, nf_tensor k,
                  nf_tensor v, nf_tensor o);

@@ -2,6 +2,7 @@
  * count, and the table the dispatcher, the trace and the tests read. */
 #include "nf-impl.h"
 
+#include <math.h>
 #include <stdarg.h>
 
 /* each op's validator and FLOP function, as named in nf-ops.def; the
@@ -122,10 +123,22 @@ int nf__validate_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
+/* ATTENTION's / ATTENTION_BACKWARD's dropout: a threshold of DROPOUT's range, a finite scale; not under
+ * bf16-autocast (its attention kernels take no mask) */
+static int nf__validate_attn_drop(nf_backend * be, const nf_op * op, int32_t thr, float scale, nf_err * err) {
+    if (thr < 0 || thr > (1 << 24)) return NF__OPERR(NF_ERR_ARG, "bad drop_threshold %d (0..2^24)", thr);
+    if (thr > 0 && !(isfinite(scale) && scale > 0.0f))
+        return NF__OPERR(NF_ERR_ARG, "bad drop_scale %g", (double) scale);
+    if (thr > 0 && be && be->precision == NF_PRECISION_BF16_AUTOCAST)
+        return NF__OPERR(NF_ERR_UNSUPPORTED, "dropout on the probabilities: not under --precision bf16-autocast");
+    return NF_OK;
+}
+
 int nf__validate_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_attention_params * p = &op->p.attention;
     const nf_tensor *s = op->src, *d = op->dst;
     if (p->n_heads < 1 || p->head_dim < 1 || p->lk < 1) return NF__OPERR(NF_ERR_ARG, "bad heads/head_dim/lk");
+    NF_TRY(nf__validate_attn_drop(be, op, p->drop_threshold, p->drop_scale, err));
     int64_t w = p->n_heads * p->head_dim;
     int64_t qe = p->n_groups <= 0 || p->lq <= 0 ? 0 : (p->n_groups - 1) * p->q_gs + (p->lq - 1) * p->q_ss + w;
     int64_t ke = p->n_groups <= 0 ? 0 : (p->n_groups - 1) * p->kv_gs + (p->lk - 1) * p->kv_ss + w;
@@ -231,6 +244,7 @@ int nf__validate_attention_backward(nf_backend * be, const nf_op * op, nf_err * 
         return NF__OPERR(NF_ERR_ARG, "bad groups/lq/heads/head_dim/lk");
     if (p->q_gs < 0 || p->q_ss < 0 || p->kv_gs < 0 || p->kv_ss < 0 || p->o_gs < 0 || p->o_ss < 0)
         return NF__OPERR(NF_ERR_ARG, "negative stride");
+    NF_TRY(nf__validate_attn_drop(be, op, p->drop_threshold, p->drop_scale, err));
     const int64_t w = p->n_heads * p->head_dim;
     const int64_t qe = nf__seq_extent(p->n_groups, p->q_gs, p->lq, p->q_ss, w);
     const int64_t ke = nf__seq_extent(p->n_groups, p->kv_gs, p->lk, p->kv_ss, w);

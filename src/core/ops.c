@@ -235,6 +235,14 @@ int nf_bucket_gather(nf_graph * g, const char * label, const struct nf_bucket_sh
     return nf__op_run(g->be, &op, g->err);
 }
 
+/* the dropout params of a layout's drop_p / drop_seed as nf_dropout makes them (0 < p < 1; else none) */
+static void nf__attn_drop(const struct nf_attn_layout * L, int64_t * seed, int32_t * thr, float * scale) {
+    const float p = L->drop_p;
+    *seed = (int64_t) L->drop_seed;
+    *thr = p > 0.0f && p < 1.0f ? (int32_t) floor((double) p * 16777216.0 + 0.5) : 0;
+    *scale = *thr > 0 ? (float) (1.0 / (1.0 - (double) p)) : 1.0f;
+}
+
 /* ATTENTION's and ATTENTION_BACKWARD's layout params from an nf_attn_layout */
 #define NF__ATTN_PARAMS(p, L)          \
     do {                               \
@@ -259,7 +267,11 @@ int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout *
     op.src[2] = v;
     op.dst[0] = o;
     struct nf_attention_params * p = &op.p.attention;
+    if (!(L->drop_p >= 0.0f && L->drop_p < 1.0f))
+        return nf__err_set(g->err, NF_ERR_ARG, "%s: attention dropout probability %g (0 <= p < 1)", label,
+                           (double) L->drop_p);
     NF__ATTN_PARAMS(p, L);
+    nf__attn_drop(L, &p->drop_seed, &p->drop_threshold, &p->drop_scale);
     p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim);
     return nf__op_run(g->be, &op, g->err);
 }
@@ -399,7 +411,11 @@ int nf_attention_backward(nf_graph * g, const char * label, const struct nf_attn
     op.dst[2] = dv;
     op.dst[3] = stats;
     struct nf_attention_backward_params * p = &op.p.attention_backward;
+    if (!(L->drop_p >= 0.0f && L->drop_p < 1.0f))
+        return nf__err_set(g->err, NF_ERR_ARG, "%s: attention dropout probability %g (0 <= p < 1)", label,
+                           (double) L->drop_p);
     NF__ATTN_PARAMS(p, L);
+    nf__attn_drop(L, &p->drop_seed, &p->drop_threshold, &p->drop_scale);        /* the forward's mask */
     p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim); /* as nf_attention */
     p->accumulate_kv = accumulate_kv;
     return nf__op_run(g->be, &op, g->err);

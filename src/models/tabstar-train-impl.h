@@ -76,13 +76,15 @@ void nf__tt_cache_free(struct nf_tab_train * t);
 
 /* tabstar-train-layers.c: the pieces the step is made of (dropout, LoRA linear, frozen dx, LayerNorm
  * backward, the TransformerEncoderLayer forward / backward) */
-/* dropout sites (the mask seeds): the embeddings, the scalar embedder, text layer l's two, TEL l's three,
- * module mi's lora_dropout */
+/* dropout sites (the mask seeds): the embeddings, the scalar embedder, text layer l's two, TEL l's three
+ * (k = 3: its attention probabilities), module mi's lora_dropout, text layer l's attention probabilities
+ * in its ATTENTION call k (a group of strings of one length) */
 #define NF__DS_EMB        1u
 #define NF__DS_SCALAR     2u
 #define NF__DS_BERT(l, k) (100u + 2u * (uint64_t) (l) + (k))
 #define NF__DS_TEL(l, k)  (1000u + 4u * (uint64_t) (l) + (k))
 #define NF__DS_LORA(mi)   (5000u + (uint64_t) (mi))
+#define NF__DS_BATT(l, k) (0x100000000ull + ((uint64_t) (l) << 24) + (uint64_t) (k))
 int nf__tt_drop(nf_graph * g, const struct nf_tab_train * t, const char * label, uint64_t site, nf_tensor x,
                 nf_tensor y, int64_t n, int acc);
 int nf__tt_lora_fwd(nf_graph * g, const struct nf_tab_train * t, int mi, nf_tensor x, int64_t ldx, int64_t rows,

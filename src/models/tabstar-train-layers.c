@@ -84,7 +84,10 @@ int nf__tt_ln_bwd(nf_graph * g, struct nf_tab_train * t, const char * label, nf_
 
 /* ---- TransformerEncoderLayer (pre-LN, ReLU), adapters on linear1 (mi) and linear2 (mi + 1) ------- */
 
-static struct nf_attn_layout nf__tel_layout(int64_t groups, int64_t seq, int64_t heads) {
+/* TEL tl's self-attention; with dropout, MultiheadAttention's dropout on the probabilities (its mask: site
+ * NF__DS_TEL(tl, 3)) */
+static struct nf_attn_layout nf__tel_layout(const struct nf_tab_train * t, int64_t tl, int64_t groups, int64_t seq,
+                                            int64_t heads) {
     const int64_t D = NF_TAB_D, D3 = 3 * D;
     return (struct nf_attn_layout){.groups = groups,
                                    .lq = seq,
@@ -96,14 +99,16 @@ static struct nf_attn_layout nf__tel_layout(int64_t groups, int64_t seq, int64_t
                                    .kv_gs = seq * D3,
                                    .kv_ss = D3,
                                    .o_gs = seq * D,
-                                   .o_ss = D};
+                                   .o_ss = D,
+                                   .drop_p = t->dp ? t->drop : 0.0f,
+                                   .drop_seed = t->dp ? nf__tt_seed(t, NF__DS_TEL(tl, 3)) : 0};
 }
 
 int nf__tt_tel_fwd(nf_graph * g, struct nf_tab_train * t, const struct nf_tab_tel * L, struct nf__tt_tel * S, int mi,
                    int64_t heads, int64_t groups, int64_t seq, nf_tensor xin, nf_tensor xout) {
     const int64_t D = NF_TAB_D, FF = NF_TAB_FF, N = groups * seq, n3 = N * 3 * D;
-    const struct nf_attn_layout lay = nf__tel_layout(groups, seq, heads);
     const int64_t tl = S - t->tel; /* the TEL's index: its dropout sites */
+    const struct nf_attn_layout lay = nf__tel_layout(t, tl, groups, seq, heads);
     nf_tensor db = t->dp ? nf_view1(&t->dropb, 0, N * D) : xout;
     NF_TRY(nf_layer_norm(g, nf_label(g, "norm1"), xin, N, D, &L->n1_w, &L->n1_b, S->xn1, D, NF_TAB_TEL_EPS));
     NF_TRY(nf_linear(g, nf_label(g, "self_attn.in_proj"), S->xn1, N, D, &L->in_w, &L->in_b, S->qkv, 3 * D, NF_ACT_NONE,
@@ -153,7 +158,7 @@ int nf__tt_tel_bwd(nf_graph * g, struct nf_tab_train * t, const struct nf_tab_te
     NF_TRY(nf__tt_lora_bwd(g, t, mi, S->xn2, D, N, S->xa1, dH, FF, &dxn, D));
     NF_TRY(nf__tt_ln_bwd(g, t, nf_label(g, "norm2.backward"), S->xmid, &L->n2_w, dxn, dX, N, NF_TAB_TEL_EPS, 1));
     /* attention: xmid = xin + out_proj(MHA(in_proj(LN1(xin)))) */
-    const struct nf_attn_layout lay = nf__tel_layout(groups, seq, heads);
+    const struct nf_attn_layout lay = nf__tel_layout(t, tl, groups, seq, heads);
     if (t->dp) {
         dy = nf_view1(&t->dropb, 0, N * D);
         NF_TRY(nf__tt_drop(g, t, nf_label(g, "dropout1.backward"), NF__DS_TEL(tl, 0), dX, dy, N * D, 0));

@@ -12,7 +12,8 @@
  * after attention, linear1's pre-activation and ReLU output, the adapters'
  * A x), the head. Text layers below run forward only. Dropout is off unless
  * nf__tab_train_dropout turned it on (then DROPOUT at upstream's elementwise
- * points, the backward applying the same counter-based masks).
+ * points and ATTENTION's on the probabilities, the backward applying the same
+ * counter-based masks).
  * Strings of one length are one ATTENTION group (no padding, no mask), so
  * ATTENTION_BACKWARD needs no mask either.
  * The backward: head -> [scatter to the target cells] -> 6 interaction TELs
@@ -171,7 +172,11 @@ struct nf__tt_grp {
     int64_t n, len, t0;
 };
 
-static struct nf_attn_layout nf__bert_layout(const nf_tab * m, const struct nf__tt_grp * gr) {
+/* text layer l's ATTENTION call k over the group gr; with dropout, BERT's attention_probs_dropout on the
+ * probabilities (its mask: site NF__DS_BATT(l, k)) */
+static struct nf_attn_layout nf__bert_layout(const struct nf_tab_train * t, int l, int k,
+                                             const struct nf__tt_grp * gr) {
+    const nf_tab * m = t->m;
     const int64_t D = NF_TAB_D;
     return (struct nf_attn_layout){.groups = gr->n,
                                    .lq = gr->len,
@@ -183,7 +188,9 @@ static struct nf_attn_layout nf__bert_layout(const nf_tab * m, const struct nf__
                                    .kv_gs = gr->len * 3 * D,
                                    .kv_ss = 3 * D,
                                    .o_gs = gr->len * D,
-                                   .o_ss = D};
+                                   .o_ss = D,
+                                   .drop_p = t->dp ? t->drop : 0.0f,
+                                   .drop_seed = t->dp ? nf__tt_seed(t, NF__DS_BATT(l, k)) : 0};
 }
 
 /* text layer l from hin into hout; j >= 0: trainable layer j (adapters on q/k/v, tensors kept) */
@@ -213,7 +220,7 @@ static int nf__bert_fwd(nf_graph * g, struct nf_tab_train * t, int l, int j, con
                                nf_view1(&qkv, c * D, T * 3 * D - c * D), 3 * D));
     }
     for (int k = 0; k < ng; k++) {
-        const struct nf_attn_layout lay = nf__bert_layout(m, &grp[k]);
+        const struct nf_attn_layout lay = nf__bert_layout(t, l, k, &grp[k]);
         const int64_t t0 = grp[k].t0, qn = grp[k].n * grp[k].len * 3 * D;
         NF_TRY(nf_attention(g, nf_label(g, "attention.self"), &lay, nf_view1(&qkv, t0 * 3 * D, qn),
                             nf_view1(&qkv, t0 * 3 * D + D, qn - D), nf_view1(&qkv, t0 * 3 * D + 2 * D, qn - 2 * D),
@@ -276,7 +283,7 @@ static int nf__bert_bwd(nf_graph * g, struct nf_tab_train * t, int j, const stru
                            0));
     NF_TRY(nf__tt_frozen_dx(g, nf_label(g, "attention.output.dense.dx"), dy, D, &L->o_w, datt, D, T, 0));
     for (int k = 0; k < ng; k++) {
-        const struct nf_attn_layout lay = nf__bert_layout(m, &grp[k]);
+        const struct nf_attn_layout lay = nf__bert_layout(t, NF_TAB_TRAIN_BERT + j, k, &grp[k]);
         const int64_t t0 = grp[k].t0, qn = grp[k].n * grp[k].len * 3 * D, on = grp[k].n * grp[k].len * D;
         NF_TRY(nf_attention_backward(
             g, nf_label(g, "attention.self.backward"), &lay, nf_view1(&qkv, t0 * 3 * D, qn),

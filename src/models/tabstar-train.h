@@ -108,9 +108,10 @@ int64_t nf__tab_train_text_cached(const struct nf_tab_train * t);
  * lora_dropout on each adapter's input, the scalar embedder's, the
  * TransformerEncoderLayers' dropout1 / dropout / dropout2 -- with inverted
  * masks from DROPOUT (nf-ops.def: a counter-based hash of seed, the _grad
- * calls since this call and the site), the backward reading the same masks.
- * Not applied: the attention probabilities' dropout (BERT's
- * attention_probs_dropout_prob, MultiheadAttention's dropout). _eval runs
+ * calls since this call and the site), and on the attention probabilities
+ * (BERT's attention_probs_dropout_prob, MultiheadAttention's dropout: ATTENTION's
+ * mask, the same hash) in every text layer and TransformerEncoderLayer, the
+ * backward reading the same masks. _eval runs
  * without dropout (upstream's model.eval()). While p > 0, _grad runs text
  * layers 0..NF_TAB_TRAIN_BERT-1 itself (they are stochastic: the text cache
  * is only read and filled by _eval). Calling it again with the same seed

@@ -173,7 +173,8 @@ struct op_desc {
 };
 
 /* backend-ops/cases-train-b.c: the training ops, set B */
-#define N_ATTN_BWD_CASES  16
+#define N_ATTN_BWD_CASES  22
+#define N_ATTN_DROP_CASES 6
 #define N_EMBED_BWD_CASES 6
 #define N_LABEL_BWD_CASES 12
 #define N_XENT_CASES      8
@@ -181,6 +182,15 @@ struct op_desc {
 void case_attention_backward(struct tcase * tc, int variant);
 void ref_attention_backward(const struct tcase * tc, double * const * ref, double * const * tol);
 int64_t fd_attention_backward(const struct tcase * tc, const float * const * dst, double * worst);
+/* the double forward of one (group g, head h, query i): P (lk) the probabilities, out (head_dim, or NULL)
+ * sum_j P_j M_j v_j with M the dropout mask of p.drop_* (1 without); a case's dropout params from its
+ * probability d and variant v */
+void attn_row64(const struct nf_attention_backward_params * p, const double * q, const double * k, const double * v,
+                int64_t g, int64_t h, int64_t i, double * P, double * out);
+void attn_drop_params(float d, int v, int64_t * seed, int32_t * thr, float * scale);
+/* backend-ops/cases-attn-drop.c: ATTENTION with dropout on the probabilities (its training form) */
+void case_attention_drop(struct tcase * tc, int variant);
+void ref_attention_drop(const struct tcase * tc, double * const * ref, double * const * tol);
 void case_embed_backward(struct tcase * tc, int variant);
 void ref_embed_backward(const struct tcase * tc, double * const * ref, double * const * tol);
 int64_t fd_embed_backward(const struct tcase * tc, const float * const * dst, double * worst);

@@ -78,23 +78,50 @@ static double * to_double(const struct operand * o) {
  * feature: group = row), several groups and heads, lq = 1, lk = 1, odd
  * sizes, head_dim up to 256, accumulate on / off, padded rows (the gaps of
  * dk and dv must stay untouched); the first six are small enough for the
- * finite differences. */
+ * finite differences. The last ones: the forward's dropout on the
+ * probabilities (drop > 0; two small enough for the finite differences, the
+ * cpu's tiled and blocked kernels, TabSTAR's fusion heads of 192, lk 300). */
 static const struct {
     int feature;
     int64_t lq, lk, H, E, G;
     int acc, pad;
+    float drop;
 } abw_shapes[N_ATTN_BWD_CASES] = {
-    {0, 1, 1, 1, 1, 1, 0, 0},     {0, 3, 4, 2, 3, 2, 0, 0},     {1, 5, 5, 1, 4, 2, 1, 0},
-    {0, 2, 5, 2, 2, 1, 1, 1},     {0, 1, 3, 1, 4, 2, 0, 0},     {0, 4, 1, 2, 3, 2, 1, 0},
-    {0, 5, 2, 2, 8, 3, 1, 1},     {0, 33, 17, 4, 128, 2, 0, 0}, {0, 16, 300, 1, 128, 2, 1, 1},
-    {1, 17, 17, 4, 128, 3, 1, 0}, {1, 2, 2, 2, 192, 5, 0, 0},   {0, 19, 21, 1, 256, 2, 1, 1},
-    {1, 9, 9, 3, 129, 3, 0, 0},   {0, 70, 65, 2, 16, 2, 1, 0},  {0, 7, 300, 2, 8, 4, 0, 1},
-    {0, 130, 3, 1, 8, 1, 0, 0},
+    {0, 1, 1, 1, 1, 1, 0, 0, 0.0f},      {0, 3, 4, 2, 3, 2, 0, 0, 0.0f},     {1, 5, 5, 1, 4, 2, 1, 0, 0.0f},
+    {0, 2, 5, 2, 2, 1, 1, 1, 0.0f},      {0, 1, 3, 1, 4, 2, 0, 0, 0.0f},     {0, 4, 1, 2, 3, 2, 1, 0, 0.0f},
+    {0, 5, 2, 2, 8, 3, 1, 1, 0.0f},      {0, 33, 17, 4, 128, 2, 0, 0, 0.0f}, {0, 16, 300, 1, 128, 2, 1, 1, 0.0f},
+    {1, 17, 17, 4, 128, 3, 1, 0, 0.0f},  {1, 2, 2, 2, 192, 5, 0, 0, 0.0f},   {0, 19, 21, 1, 256, 2, 1, 1, 0.0f},
+    {1, 9, 9, 3, 129, 3, 0, 0, 0.0f},    {0, 70, 65, 2, 16, 2, 1, 0, 0.0f},  {0, 7, 300, 2, 8, 4, 0, 1, 0.0f},
+    {0, 130, 3, 1, 8, 1, 0, 0, 0.0f},    {0, 4, 5, 2, 3, 2, 1, 0, 0.5f},     {1, 5, 5, 1, 4, 2, 0, 1, 0.3f},
+    {0, 33, 17, 4, 128, 2, 0, 0, 0.1f},  {0, 70, 65, 2, 16, 2, 1, 0, 0.2f},  {1, 2, 2, 2, 192, 5, 0, 0, 0.1f},
+    {0, 16, 300, 1, 128, 2, 1, 1, 0.5f},
 };
 
-/* the double forward: o[g][i][h] = softmax(scale q kᵀ) v for one (g, h, i) */
-static void attn_row64(const struct nf_attention_backward_params * p, const double * q, const double * k,
-                       const double * v, int64_t g, int64_t h, int64_t i, double * P, double * out) {
+/* ATTENTION's dropout factor of mask element ((g H + h) lq + i) lk + j (nf-ops.def: DROPOUT's hash,
+ * written out again here), in double: the scale or 0; 1 without dropout */
+static double attn_mask64(int64_t seed, int32_t thr, float scale, int64_t H, int64_t lq, int64_t lk, int64_t g,
+                          int64_t h, int64_t i, int64_t j) {
+    if (thr <= 0) return 1.0;
+    uint64_t z = (uint64_t) seed + ((uint64_t) (((g * H + h) * lq + i) * lk + j) + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (int64_t) (z >> 40) >= (int64_t) thr ? (double) scale : 0.0;
+}
+#define ABW_MASK(p, g, h, i, j) \
+    attn_mask64((p)->drop_seed, (p)->drop_threshold, (p)->drop_scale, (p)->n_heads, (p)->lq, (p)->lk, g, h, i, j)
+
+/* a case's dropout params (probability d, the seed from the variant) as nf_attention makes them */
+void attn_drop_params(float d, int v, int64_t * seed, int32_t * thr, float * scale) {
+    *seed = (int64_t) (0x5EEDD00Du + 7919u * (uint64_t) v);
+    *thr = d > 0.0f ? (int32_t) floor((double) d * 16777216.0 + 0.5) : 0;
+    *scale = d > 0.0f ? (float) (1.0 / (1.0 - (double) d)) : 1.0f;
+}
+
+/* the double forward: o[g][i][h] = softmax(scale q kᵀ) v for one (g, h, i), the probabilities times the
+ * dropout mask (P itself without it) */
+void attn_row64(const struct nf_attention_backward_params * p, const double * q, const double * k, const double * v,
+                int64_t g, int64_t h, int64_t i, double * P, double * out) {
     const int64_t E = p->head_dim;
     const double * qi = q + g * p->q_gs + i * p->q_ss + h * E;
     double m = -INFINITY, l = 0.0;
@@ -110,7 +137,8 @@ static void attn_row64(const struct nf_attention_backward_params * p, const doub
     if (out) {
         for (int64_t e = 0; e < E; e++) {
             double a = 0.0;
-            for (int64_t j = 0; j < p->lk; j++) a += P[j] * v[g * p->kv_gs + j * p->kv_ss + h * E + e];
+            for (int64_t j = 0; j < p->lk; j++)
+                a += P[j] * ABW_MASK(p, g, h, i, j) * v[g * p->kv_gs + j * p->kv_ss + h * E + e];
             out[e] = a;
         }
     }
@@ -138,6 +166,7 @@ void case_attention_backward(struct tcase * tc, int v) {
     p->head_dim = E;
     p->scale = 1.0f / sqrtf((float) E);
     p->accumulate_kv = abw_shapes[v].acc;
+    attn_drop_params(abw_shapes[v].drop, v, &p->drop_seed, &p->drop_threshold, &p->drop_scale);
     if (!feature) { /* group = token column of rows of T = G tokens */
         p->q_ss = G * D;
         p->q_gs = D;
@@ -184,9 +213,10 @@ void case_attention_backward(struct tcase * tc, int v) {
         attn_fill_rows(&tc->dst[2], G, p->kv_gs, lk, p->kv_ss, D, -2.0f, 2.0f);
     }
     opnd_init(&tc->dst[3], NF_F32, 1, 2 * G * H * lq, 0, 0);
-    snprintf(tc->desc, sizeof(tc->desc), "%s groups=%lld lq=%lld lk=%lld heads=%lld head_dim=%lld kv_ss=%lld%s",
+    snprintf(tc->desc, sizeof(tc->desc), "%s groups=%lld lq=%lld lk=%lld heads=%lld head_dim=%lld kv_ss=%lld%s%s%.2g",
              feature ? "feature" : "row", (long long) G, (long long) lq, (long long) lk, (long long) H, (long long) E,
-             (long long) p->kv_ss, p->accumulate_kv ? " acc" : "");
+             (long long) p->kv_ss, p->accumulate_kv ? " acc" : "", abw_shapes[v].drop > 0.0f ? " dropout " : "",
+             abw_shapes[v].drop > 0.0f ? (double) abw_shapes[v].drop : 0.0);
 }
 
 /* The formula in double, and per element a bound from fp32 rounding
@@ -200,7 +230,7 @@ void ref_attention_backward(const struct tcase * tc, double * const * ref, doubl
     const double sc = (double) p->scale, cE = sqrt((double) E);
     double *q = to_double(&tc->src[0]), *k = to_double(&tc->src[1]), *v = to_double(&tc->src[2]);
     double *o = to_double(&tc->src[3]), *dO = to_double(&tc->src[4]);
-    double *P = dalloc(lk), *dS = dalloc(lk), *eS = dalloc(lk);
+    double *P = dalloc(lk), *dS = dalloc(lk), *eS = dalloc(lk), *M = dalloc(lk);
     double *ak = dalloc(lk * E), *av = dalloc(lk * E), *tk = dalloc(lk * E), *tv = dalloc(lk * E);
     const int64_t nst = opnd_numel(&tc->dst[3]);
     for (int64_t i = 0; i < nst; i++) tol[3][i] = -1.0; /* stats: a scratch */
@@ -228,8 +258,9 @@ void ref_attention_backward(const struct tcase * tc, double * const * ref, doubl
                     const double * vj = v + g * p->kv_gs + j * p->kv_ss + h * E;
                     double dp = 0.0, dpmag = 0.0;
                     for (int64_t e = 0; e < E; e++) dp += di[e] * vj[e], dpmag += fabs(di[e] * vj[e]);
-                    dS[j] = P[j] * (dp - delta);
-                    eS[j] = P[j] * (cE * (dpmag + dlmag) + fabs(dp - delta) * kap);
+                    M[j] = ABW_MASK(p, g, h, i, j); /* the forward's dropout: dS = P (M dP - delta) */
+                    dS[j] = P[j] * (M[j] * dp - delta);
+                    eS[j] = P[j] * (cE * (M[j] * dpmag + dlmag) + fabs(M[j] * dp - delta) * kap);
                 }
                 for (int64_t e = 0; e < E; e++) {
                     double a = 0.0, t = 0.0;
@@ -245,9 +276,9 @@ void ref_attention_backward(const struct tcase * tc, double * const * ref, doubl
                 for (int64_t j = 0; j < lk; j++) {
                     for (int64_t e = 0; e < E; e++) {
                         ak[j * E + e] += dS[j] * qi[e];
-                        av[j * E + e] += P[j] * di[e];
+                        av[j * E + e] += P[j] * M[j] * di[e];
                         tk[j * E + e] += (eS[j] + sqrt((double) lq) * fabs(dS[j])) * fabs(qi[e]);
-                        tv[j * E + e] += P[j] * (kap + sqrt((double) lq)) * fabs(di[e]);
+                        tv[j * E + e] += P[j] * M[j] * (kap + sqrt((double) lq)) * fabs(di[e]);
                     }
                 }
             }
@@ -263,7 +294,7 @@ void ref_attention_backward(const struct tcase * tc, double * const * ref, doubl
             }
         }
     }
-    free(q), free(k), free(v), free(o), free(dO), free(P), free(dS), free(eS);
+    free(q), free(k), free(v), free(o), free(dO), free(P), free(dS), free(eS), free(M);
     free(ak), free(av), free(tk), free(tv);
 }
 

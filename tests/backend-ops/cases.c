@@ -735,5 +735,7 @@ const struct op_desc g_ops[] = {
     {NF_OP_CLIP_GRAD_NORM, case_clip_grad_norm, N_CLIP_CASES, NULL, NULL, NULL, ref_clip_grad_norm, NULL},
     {NF_OP_SCALE, case_scale, N_SCALE_CASES, NULL, NULL, NULL, ref_scale, NULL},
     {NF_OP_DROPOUT, case_dropout, N_DROPOUT_CASES, NULL, NULL, NULL, ref_dropout, NULL},
+    /* ATTENTION's training form, dropout on the probabilities (cases-train-b.c; last: the seeds above stay) */
+    {NF_OP_ATTENTION, case_attention_drop, N_ATTN_DROP_CASES, NULL, NULL, NULL, ref_attention_drop, NULL},
 };
 const int g_n_ops = (int) (sizeof(g_ops) / sizeof(g_ops[0]));

@@ -456,13 +456,15 @@ struct nf__attn_tile {
     int64_t lq, lk, E, lk16, E16;
     float scale;
     float *kt, *vp, *s, *qb; /* E x lk16 keys transposed; lk x E16 padded values; 4 x lk16 scores; 4 x E queries */
+    const struct nf_attention_params * p; /* its dropout (drop_threshold 0: none) */
 };
 
+/* gh: the (group, head) pair, g * n_heads + h: its dropout mask's rows */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_tile_run(const struct nf__attn_tile * t,
                                                                                        const float * q, int64_t q_ss,
                                                                                        const float * k, const float * v,
                                                                                        int64_t kv_ss, float * o,
-                                                                                       int64_t o_ss) {
+                                                                                       int64_t o_ss, int64_t gh) {
     const int64_t lq = t->lq, lk = t->lk, E = t->E, lk16 = t->lk16, E16 = t->E16;
     float *kt = t->kt, *vp = t->vp, *s = t->s, *qb = t->qb;
     for (int64_t j = 0; j < lk16; j++)
@@ -489,6 +491,9 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_ti
             }
         }
         for (int64_t r = 0; r < nr; r++) nf__softmax_row(s + r * lk16, lk);
+        for (int64_t r = 0; t->p->drop_threshold > 0 && r < nr; r++) /* P M */
+            nf__cpu_dropout_row(s + r * lk16, s + r * lk16, lk, (gh * lq + i0 + r) * lk, (uint64_t) t->p->drop_seed,
+                                t->p->drop_threshold, t->p->drop_scale, 0);
         for (int64_t eb = 0; eb < E16; eb += NF__LANES) {
             nf__v16 acc[NF__TILE_ROWS];
             nf__tile4(s, lk16, vr + eb, v_ss, lk, acc);
@@ -533,13 +538,14 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                                             buf,
                                             buf + E * lk16,
                                             buf + E * lk16 + lk * E16,
-                                            buf + E * lk16 + lk * E16 + NF__TILE_ROWS * lk16};
+                                            buf + E * lk16 + lk * E16 + NF__TILE_ROWS * lk16,
+                                            p};
 #pragma omp for schedule(static)
             for (int64_t gh = 0; gh < G * H; gh++) {
                 if (!buf) continue;
                 const int64_t g = gh / H, h = gh % H;
                 nf__attn_tile_run(&t, q + g * p->q_gs + h * E, p->q_ss, k + g * p->kv_gs + h * E,
-                                  v + g * p->kv_gs + h * E, p->kv_ss, o + g * p->o_gs + h * E, p->o_ss);
+                                  v + g * p->kv_gs + h * E, p->kv_ss, o + g * p->o_gs + h * E, p->o_ss, gh);
             }
             free(buf);
         }
@@ -577,6 +583,9 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
             int rc = nf__cpu_sgemm(1, nb, lk, E, scale, qb, p->q_ss, kb, p->kv_ss, S, lk, &terr);
             if (rc == NF_OK) {
                 for (int64_t i = 0; i < nb; i++) nf__softmax_row(S + i * lk, lk);
+                for (int64_t i = 0; p->drop_threshold > 0 && i < nb; i++) /* P M */
+                    nf__cpu_dropout_row(S + i * lk, S + i * lk, lk, ((g * H + h) * lq + i0 + i) * lk,
+                                        (uint64_t) p->drop_seed, p->drop_threshold, p->drop_scale, 0);
                 rc = nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vb, p->kv_ss, ob, p->o_ss, &terr);
             }
             if (rc != NF_OK) {

@@ -18,6 +18,19 @@
 
 /* ---- ATTENTION_BACKWARD ------------------------------------------------------------ */
 
+/* a row's dS_j = P_j (M_j dP_j - delta), then P_j = P_j M_j (the forward's dropped-out probabilities, for
+ * dv), M_j the forward's mask factor of elements base + j (nf-ops.def ATTENTION_BACKWARD) */
+static void nf__abw_drop_row(const struct nf_attention_backward_params * p, float * P, float * dS, int64_t n,
+                             int64_t base, float delta) {
+    for (int64_t j = 0; j < n; j++) {
+        const float m = nf__dropout_keep((uint64_t) p->drop_seed, (uint64_t) (base + j), p->drop_threshold)
+                            ? p->drop_scale
+                            : 0.0f;
+        dS[j] = P[j] * (m * dS[j] - delta);
+        P[j] = P[j] * m;
+    }
+}
+
 /* plain float dot product, e ascending (the forward's score sum) */
 static inline float nf__dot(const float * a, const float * b, int64_t n) {
     float acc = 0.0f;
@@ -63,9 +76,10 @@ static size_t nf__abw_tile_init(struct nf__abw_tile * t, int64_t lq, int64_t lk,
     return off;
 }
 
+/* gh: the (group, head) pair, g * n_heads + h: its dropout mask's rows */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_bwd_tile(
     const struct nf_attention_backward_params * p, const float * q, const float * k, const float * v, const float * o,
-    const float * dout, float * dq, float * dk, float * dv, float * stats, const struct nf__abw_tile * t) {
+    const float * dout, float * dq, float * dk, float * dv, float * stats, const struct nf__abw_tile * t, int64_t gh) {
     const int64_t lq = p->lq, lk = p->lk, E = p->head_dim, lq4 = t->lq4, lk4 = t->lk4, lk16 = t->lk16, E16 = t->E16;
     const float scale = p->scale;
     for (int64_t i = 0; i < lq4; i++)
@@ -113,7 +127,10 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_bw
         stats[2 * i + 1] = sum;
         float delta = 0.0f;
         for (int64_t e = 0; e < E; e++) delta = delta + dout[i * p->o_ss + e] * o[i * p->o_ss + e];
-        for (int64_t j = 0; j < lk; j++) dS[j] = P[j] * (dS[j] - delta);
+        if (p->drop_threshold > 0)
+            nf__abw_drop_row(p, P, dS, lk, (gh * lq + i) * lk, delta);
+        else
+            for (int64_t j = 0; j < lk; j++) dS[j] = P[j] * (dS[j] - delta);
         for (int64_t j = lk; j < lk16; j++) P[j] = dS[j] = 0.0f;
     }
     for (int64_t j = 0; j < lk4; j++)
@@ -177,7 +194,7 @@ struct nf__abw_task {
 
 static int nf__attn_bwd_blocked(const struct nf_attention_backward_params * p, const float * q, const float * k,
                                 const float * v, const float * o, const float * dout, float * dq, float * dk,
-                                float * dv, float * stats, const struct nf__abw_task * b, nf_err * err) {
+                                float * dv, float * stats, const struct nf__abw_task * b, int64_t gh, nf_err * err) {
     const int64_t lq = p->lq, lk = p->lk, E = p->head_dim;
     const float scale = p->scale;
     for (int64_t i0 = 0; i0 < lq; i0 += NF__ABW_BQ) {
@@ -199,7 +216,10 @@ static int nf__attn_bwd_blocked(const struct nf_attention_backward_params * p, c
             stats[2 * (i0 + r)] = mx;
             stats[2 * (i0 + r) + 1] = sum;
             const float delta = nf__dot(db + r * p->o_ss, o + (i0 + r) * p->o_ss, E);
-            for (int64_t j = 0; j < lk; j++) dS[j] = P[j] * (dS[j] - delta);
+            if (p->drop_threshold > 0)
+                nf__abw_drop_row(p, P, dS, lk, (gh * lq + i0 + r) * lk, delta);
+            else
+                for (int64_t j = 0; j < lk; j++) dS[j] = P[j] * (dS[j] - delta);
         }
         NF_TRY(nf__cpu_sgemm(0, nb, E, lk, scale, b->D, lk, k, p->kv_ss, dq + i0 * p->q_ss, p->q_ss, err));
         const float beta = i0 == 0 ? 0.0f : 1.0f;
@@ -246,7 +266,7 @@ static int nf__cpu_attention_backward_blocked(const nf_op * op, nf_err * err) {
             terr.code = NF_OK;
             terr.msg[0] = '\0';
             const int rc = nf__attn_bwd_blocked(p, q + qo, k + ko, v + ko, o + oo, dout + oo, dq + qo, dk + ko, dv + ko,
-                                                stats + gh * lq * 2, &b, &terr);
+                                                stats + gh * lq * 2, &b, gh, &terr);
             if (rc != NF_OK) {
 #pragma omp critical(nf__attention_backward_err)
                 if (!gemm_failed) {
@@ -291,7 +311,7 @@ int nf__cpu_attention_backward(nf_backend * be, const nf_op * op, nf_err * err) 
             const int64_t g = gh / H, h = gh % H;
             const int64_t qo = g * p->q_gs + h * E, ko = g * p->kv_gs + h * E, oo = g * p->o_gs + h * E;
             nf__attn_bwd_tile(p, q + qo, k + ko, v + ko, o + oo, dout + oo, dq + qo, dk + ko, dv + ko,
-                              stats + gh * lq * 2, &t);
+                              stats + gh * lq * 2, &t, gh);
         }
         free(buf);
     }

@@ -61,7 +61,8 @@ __device__ __forceinline__ int nf_att_tile(float (*Ts)[NF_CUDA_ATT_MAX_HD + 1], 
 __global__ void nf_k_attention_small(const float * __restrict__ q, const float * __restrict__ k,
                                      const float * __restrict__ v, float * __restrict__ o, int64_t G, int64_t H,
                                      int64_t lq, int64_t lk, int64_t hd, int64_t q_gs, int64_t q_ss, int64_t kv_gs,
-                                     int64_t kv_ss, int64_t o_gs, int64_t o_ss, float scale) {
+                                     int64_t kv_ss, int64_t o_gs, int64_t o_ss, float scale, int64_t drop_seed,
+                                     int32_t drop_thr, float drop_scale) {
     __shared__ float Qs[NF_CUDA_ATT_ROWS][NF_CUDA_ATT_MAX_HD];
     __shared__ float Ts[NF_ATT_TK][NF_CUDA_ATT_MAX_HD + 1];
     __shared__ float S[NF_CUDA_ATT_ROWS][NF_CUDA_ATT_MAX_LK];
@@ -115,6 +116,8 @@ __global__ void nf_k_attention_small(const float * __restrict__ q, const float *
         for (int idx = t; idx < nl * LK; idx += NF_ATT_THREADS) {
             const int i = idx / LK, j = idx - i * LK;
             S[i][j] = S[i][j] * Inv[i];
+            if (drop_thr > 0)
+                S[i][j] = S[i][j] * nf_attn_drop(drop_seed, (gh * lq + i0 + i) * lk + j, drop_thr, drop_scale);
         }
         /* values */
         float acc[NF_CUDA_ATT_ROWS];
@@ -300,7 +303,8 @@ static cudaError_t nf_bucket_gather(cudaStream_t st, const struct nf_bucket_gath
 extern "C" cudaError_t nf__cuda_attention_small(cudaStream_t st, const float * q, const float * k, const float * v,
                                                 float * o, int64_t G, int64_t H, int64_t lq, int64_t lk, int64_t hd,
                                                 int64_t q_gs, int64_t q_ss, int64_t kv_gs, int64_t kv_ss, int64_t o_gs,
-                                                int64_t o_ss, float scale, const char ** kernel) {
+                                                int64_t o_ss, float scale, int64_t drop_seed, int32_t drop_thr,
+                                                float drop_scale, const char ** kernel) {
     if (G <= 0 || H <= 0 || lq <= 0 || hd <= 0) return cudaSuccess;
     if (lk < 1 || lk > NF_CUDA_ATT_MAX_LK || hd > NF_CUDA_ATT_MAX_HD) {
         if (kernel) *kernel = "nf_k_attention_small (lk or head_dim out of range)";
@@ -308,8 +312,28 @@ extern "C" cudaError_t nf__cuda_attention_small(cudaStream_t st, const float * q
     }
     const int64_t items = G * H * ((lq + NF_CUDA_ATT_ROWS - 1) / NF_CUDA_ATT_ROWS);
     NF_LAUNCH(nf_k_attention_small, nf_blocks(items, 1), NF_ATT_THREADS, st)
-    (q, k, v, o, G, H, lq, lk, hd, q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss, scale);
+    (q, k, v, o, G, H, lq, lk, hd, q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss, scale, drop_seed, drop_thr, drop_scale);
     NF_CHECK_LAUNCH("nf_k_attention_small");
+    return cudaSuccess;
+}
+
+/* ATTENTION's dropout on the probabilities of the cuBLAS path: S (nb, nl, lk) of groups g0.., query rows
+ * i0.., head h; S[b][r][j] *= the mask factor of element (((g0 + b) H + h) lq + i0 + r) lk + j */
+__global__ void nf_k_attn_drop_rows(float * S, int64_t nb, int64_t nl, int64_t lk, int64_t g0, int64_t i0, int64_t h,
+                                    int64_t H, int64_t lq, int64_t seed, int32_t thr, float scale) {
+    NF_FOR(idx, nb * nl * lk) {
+        const int64_t j = idx % lk, br = idx / lk, r = br % nl, b = br / nl;
+        S[idx] = S[idx] * nf_attn_drop(seed, (((g0 + b) * H + h) * lq + i0 + r) * lk + j, thr, scale);
+    }
+}
+
+extern "C" cudaError_t nf__cuda_attn_drop_rows(cudaStream_t st, float * S, int64_t nb, int64_t nl, int64_t lk,
+                                               int64_t g0, int64_t i0, int64_t h, int64_t H, int64_t lq, int64_t seed,
+                                               int32_t thr, float scale, const char ** kernel) {
+    if (nb <= 0 || nl <= 0 || lk <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_attn_drop_rows, nf_blocks(nb * nl * lk, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (S, nb, nl, lk, g0, i0, h, H, lq, seed, thr, scale);
+    NF_CHECK_LAUNCH("nf_k_attn_drop_rows");
     return cudaSuccess;
 }
 

@@ -64,6 +64,16 @@
 
 /* ---- device helpers ------------------------------------------------------ */
 
+/* ATTENTION's dropout factor of mask element i (nf-ops.def; DROPOUT's hash, nf_k_dropout): scale, or 0
+ * where the element is dropped (the forward and ATTENTION_BACKWARD) */
+__device__ __forceinline__ float nf_attn_drop(int64_t seed, int64_t i, int32_t thr, float scale) {
+    uint64_t z = (uint64_t) seed + ((uint64_t) i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (int64_t) (z >> 40) >= (int64_t) thr ? scale : 0.0f;
+}
+
 /* GELU as the cpu reference computes it (cpu-kernels.c nf__gelu): float
  * product with the float constant 1/sqrt(2), erff, float products. */
 __device__ __forceinline__ float nf_gelu(float t) { return 0.5f * t * (1.0f + erff(t * 0.70710678118654752440f)); }

@@ -51,7 +51,10 @@ struct nf_abw_args {
     int64_t G, H, lq, lk, hd, q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss;
     float scale;
     int acc;
-    int64_t e0; /* this launch's columns: e0 .. e0 + NF_ABW_HD */
+    int64_t e0;        /* this launch's columns: e0 .. e0 + NF_ABW_HD */
+    int64_t drop_seed; /* the forward's dropout (drop_thr 0: none) */
+    int32_t drop_thr;
+    float drop_scale;
 };
 
 /* Pass 1, item = query row (g, h, i), grid-stride: the row's max and exp
@@ -88,7 +91,10 @@ __global__ void nf_k_attn_bwd_q(const nf_abw_args a) {
             float d = 0.0f;
             if (j < a.lk) {
                 const float p = expf(nf_abw_dot(qi, kb + j * a.kv_ss, hd) * a.scale - m) * inv;
-                d = p * (nf_abw_dot(di, vb + j * a.kv_ss, hd) - delta);
+                const float dp = nf_abw_dot(di, vb + j * a.kv_ss, hd);
+                d = a.drop_thr > 0
+                        ? p * (nf_attn_drop(a.drop_seed, it * a.lk + j, a.drop_thr, a.drop_scale) * dp - delta)
+                        : p * (dp - delta);
             }
             dS[t] = d;
             __syncthreads();
@@ -140,7 +146,14 @@ __global__ void nf_k_attn_bwd_kv(const nf_abw_args a) {
                 const float m = a.st[2 * row], inv = 1.0f / a.st[2 * row + 1];
                 const float * di = db + i * a.o_ss;
                 p = expf(nf_abw_dot(qb + i * a.q_ss, kj, hd) * a.scale - m) * inv;
-                d = p * (nf_abw_dot(di, vj, hd) - nf_abw_dot(di, ob + i * a.o_ss, hd));
+                const float dp = nf_abw_dot(di, vj, hd), delta = nf_abw_dot(di, ob + i * a.o_ss, hd);
+                if (a.drop_thr > 0) { /* the forward's dropout: dS = P (M dP - delta), dv from P M */
+                    const float mk = nf_attn_drop(a.drop_seed, row * a.lk + j, a.drop_thr, a.drop_scale);
+                    d = p * (mk * dp - delta);
+                    p = p * mk;
+                } else {
+                    d = p * (dp - delta);
+                }
             }
             Ps[t] = p;
             dS[t] = d;
@@ -358,6 +371,9 @@ int nf__cuda_attention_backward(nf_backend * be, const nf_op * op, nf_err * err)
     a.o_ss = p->o_ss;
     a.scale = p->scale;
     a.acc = p->accumulate_kv != 0;
+    a.drop_seed = p->drop_seed;
+    a.drop_thr = p->drop_threshold;
+    a.drop_scale = p->drop_scale;
     a.e0 = 0;
     NF_OP_LAUNCH(nf_attention_backward(nf__cuda_op_stream(be), a, NF_K));
     return NF_OK;

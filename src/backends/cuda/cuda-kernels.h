@@ -81,7 +81,13 @@ cudaError_t nf__cuda_linear_epilogue(cudaStream_t st, const float * s, int64_t l
 cudaError_t nf__cuda_attention_small(cudaStream_t st, const float * q, const float * k, const float * v, float * o,
                                      int64_t G, int64_t H, int64_t lq, int64_t lk, int64_t hd, int64_t q_gs,
                                      int64_t q_ss, int64_t kv_gs, int64_t kv_ss, int64_t o_gs, int64_t o_ss,
-                                     float scale, const char ** kernel);
+                                     float scale, int64_t drop_seed, int32_t drop_thr, float drop_scale,
+                                     const char ** kernel);
+/* ATTENTION's dropout (drop_thr > 0) on the probabilities S (nb, nl, lk) of the cuBLAS path: groups g0..,
+ * query rows i0.., head h of H, lq query rows in all (the mask's element index, nf-ops.def) */
+cudaError_t nf__cuda_attn_drop_rows(cudaStream_t st, float * S, int64_t nb, int64_t nl, int64_t lk, int64_t g0,
+                                    int64_t i0, int64_t h, int64_t H, int64_t lq, int64_t seed, int32_t thr,
+                                    float scale, const char ** kernel);
 
 /* CONV1D (cuda-ops.c: im2col + cuBLAS GEMM + epilogue).
  * Weights to tap-major: Wt[o][k][c] = W[o][c][k] (W is PyTorch's (cout, cin, K)). */

@@ -152,7 +152,8 @@ int nf__cuda_attention(nf_backend * be, const nf_op * op, nf_err * err) {
 
     if (nf__cuda(be)->attention_small && lk <= NF_CUDA_ATT_MAX_LK && hd <= NF_CUDA_ATT_MAX_HD) {
         NF__LAUNCH(nf__cuda_attention_small(st, q, k, v, o, G, H, lq, lk, hd, p->q_gs, p->q_ss, p->kv_gs, p->kv_ss,
-                                            p->o_gs, p->o_ss, p->scale, NF__K));
+                                            p->o_gs, p->o_ss, p->scale, p->drop_seed, p->drop_threshold, p->drop_scale,
+                                            NF__K));
         return NF_OK;
     }
 
@@ -185,6 +186,9 @@ int nf__cuda_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                 NF_TRY(nf__cuda_blas_gemm(be, op, CUBLAS_OP_T, CUBLAS_OP_N, lk, nl, hd, p->scale, K, p->kv_ss, p->kv_gs,
                                           Q, p->q_ss, p->q_gs, 0.0f, S, lk, nl * lk, nb, err));
                 NF__LAUNCH(nf__cuda_softmax_rows(st, S, nb * nl, lk, NF__K));
+                if (p->drop_threshold > 0)
+                    NF__LAUNCH(nf__cuda_attn_drop_rows(st, S, nb, nl, lk, g0, i0, h, H, lq, p->drop_seed,
+                                                       p->drop_threshold, p->drop_scale, NF__K));
                 NF_TRY(nf__cuda_blas_gemm(be, op, CUBLAS_OP_N, CUBLAS_OP_N, hd, nl, lk, 1.0f, V, p->kv_ss, p->kv_gs, S,
                                           lk, nl * lk, 0.0f, O, p->o_ss, p->o_gs, nb, err));
             }

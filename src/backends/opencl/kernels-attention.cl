@@ -19,7 +19,18 @@
     __global const float * q, long q_off, __global const float * k, long k_off,           \
     __global const float * v, long v_off, __global float * o, long o_off,                 \
     int lq, int lk, int hd, long q_gs, long q_ss, long kv_gs, long kv_ss, long o_gs, long o_ss, \
-    float scale
+    float scale, long drop_seed, int drop_thr, float drop_scale
+
+/* ATTENTION's dropout factor of mask element i (nf-ops.def; DROPOUT's hash, nf_dropout): drop_scale, or 0
+ * where the element is dropped. Also ATTENTION_BACKWARD's (kernels-train-b.cl). */
+inline float nf_attn_drop(long seed, long i, int thr, float drop_scale)
+{
+    ulong z = (ulong) seed + ((ulong) i + 1UL) * 0x9E3779B97F4A7C15UL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+    z ^= z >> 31;
+    return (long) (z >> 40) >= (long) thr ? drop_scale : 0.0f;
+}
 
 void nf__attention_tile(NF_ATTENTION_ARGS,
                         __local float * Qs, __local float * Ks, __local float * Vs, __local float * S,
@@ -79,9 +90,12 @@ void nf__attention_tile(NF_ATTENTION_ARGS,
             }
             const float alpha = NF_EXP(m_old - mx);
             float l = Ll[tid] * alpha;
+            /* the mask row of query i0 + tid (dropout: the sum l is the unmasked one's) */
+            const long dbase = ((g * (long) get_num_groups(1) + h) * lq + i0 + tid) * (long) lk + j0;
             for (int jj = 0; jj < AK; jj++) {
                 const float p = (j0 + jj < lk) ? NF_EXP(S[tid * (AK + 1) + jj] - mx) : 0.0f;
-                S[tid * (AK + 1) + jj] = p;
+                S[tid * (AK + 1) + jj] =
+                    drop_thr > 0 ? p * nf_attn_drop(drop_seed, dbase + jj, drop_thr, drop_scale) : p;
                 l = l + p;
             }
             Ml[tid] = mx;
@@ -121,7 +135,8 @@ void nf__attention_tile(NF_ATTENTION_ARGS,
         __local float Qs[AQ * AHD], Ks[AK * (AHD + 1)], Vs[AK * AHD], S[AQ * (AK + 1)];          \
         __local float Ml[AQ], Ll[AQ], Al[AQ];                                                    \
         nf__attention_tile(q, q_off, k, k_off, v, v_off, o, o_off, lq, lk, hd, q_gs, q_ss, kv_gs, \
-                           kv_ss, o_gs, o_ss, scale, Qs, Ks, Vs, S, Ml, Ll, Al, AQ, AK, AHD, AWG); \
+                           kv_ss, o_gs, o_ss, scale, drop_seed, drop_thr, drop_scale, Qs, Ks, Vs, S, Ml, Ll, Al, AQ, \
+                           AK, AHD, AWG);                                                            \
     }
 NF_ATTENTION_KERNEL(nf_attention, 16, 16, 128, 128)
 NF_ATTENTION_KERNEL(nf_attention_wide, 8, 8, 256, 128)

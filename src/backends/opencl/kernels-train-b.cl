@@ -45,11 +45,13 @@ inline float nf_abw_dot_gl(__global const float * a, __local const float * b, in
     __global const float * q, long q_off, __global const float * k, long k_off,              \
     __global const float * v, long v_off, __global const float * o, long o_off,              \
     __global const float * dO, long do_off, int lq, int lk, int hd, int H,                    \
-    long q_gs, long q_ss, long kv_gs, long kv_ss, long o_gs, long o_ss, float scale
+    long q_gs, long q_ss, long kv_gs, long kv_ss, long o_gs, long o_ss, float scale,          \
+    long drop_seed, int drop_thr, float drop_scale
 
 /* Pass 1: one work-group per (query row i, head h, group g). The row's max
  * and exp sum (each work-item over keys j = lid mod WG, then a fixed tree),
- * P = exp(s - m) / l, dS = P (dP - delta), and dq = scale * sum_j dS_j k_j
+ * P = exp(s - m) / l, dS = P (dP - delta) (with the forward's dropout,
+ * nf_attn_drop: P (M dP - delta)), and dq = scale * sum_j dS_j k_j
  * by tiles of WG keys, each work-item summing its columns over j in order.
  * stats[2*row] = m, stats[2*row + 1] = l. */
 __kernel __attribute__((reqd_work_group_size(NF_ABW_WG, 1, 1)))
@@ -112,7 +114,11 @@ void nf_attn_bwd_q(NF_ABW_ARGS, __global float * dq, long dq_off, __global float
         float d = 0.0f;
         if (j < lk) {
             const float p = NF_DIV(NF_EXP(nf_abw_dot_lg(qs, kb + j * kv_ss, hd) * scale - m), lsum);
-            d = p * (nf_abw_dot_lg(ds, vb + j * kv_ss, hd) - delta);
+            const float dp = nf_abw_dot_lg(ds, vb + j * kv_ss, hd);
+            d = drop_thr > 0
+                    ? p * (nf_attn_drop(drop_seed, ((g * H + h) * lq + i) * (long) lk + j, drop_thr, drop_scale) * dp -
+                           delta)
+                    : p * (dp - delta);
         }
         dS[lid] = d;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -145,7 +151,8 @@ void nf_attn_bwd_q(NF_ABW_ARGS, __global float * dq, long dq_off, __global float
 
 /* Pass 2: one work-group per (key row j, head h, group g): the queries by
  * tiles of WG (P from pass 1's m, l; delta recomputed as pass 1 does), each
- * work-item summing its columns of dk and dv over i in order. */
+ * work-item summing its columns of dk and dv over i in order (dropout: dS as
+ * pass 1, dv from P M). */
 __kernel __attribute__((reqd_work_group_size(NF_ABW_WG, 1, 1)))
 void nf_attn_bwd_kv(NF_ABW_ARGS, __global const float * st, long st_off, __global float * dk, long dk_off,
                     __global float * dv, long dv_off, int accumulate)
@@ -178,7 +185,14 @@ void nf_attn_bwd_kv(NF_ABW_ARGS, __global const float * st, long st_off, __globa
             const float m = st[st_off + 2 * row], lsum = st[st_off + 2 * row + 1];
             __global const float * di = db + i * o_ss;
             p = NF_DIV(NF_EXP(nf_abw_dot_gl(qb + i * q_ss, ks, hd) * scale - m), lsum);
-            d = p * (nf_abw_dot_gl(di, vs, hd) - nf_abw_dot_gg(di, ob + i * o_ss, hd));
+            const float dp = nf_abw_dot_gl(di, vs, hd), delta = nf_abw_dot_gg(di, ob + i * o_ss, hd);
+            if (drop_thr > 0) {
+                const float mk = nf_attn_drop(drop_seed, row * (long) lk + j, drop_thr, drop_scale);
+                d = p * (mk * dp - delta);
+                p = p * mk;
+            } else {
+                d = p * (dp - delta);
+            }
         }
         Ps[lid] = p;
         dS[lid] = d;

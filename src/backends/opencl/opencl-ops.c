@@ -291,7 +291,8 @@ static int nf__cl_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     return LAUNCH(c, wide ? K_ATTENTION_WIDE : K_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)),
                   KMEM(tmem(k)), KLONG(toff(k)), KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)),
                   KINT(p->lq), KINT(p->lk), KINT(p->head_dim), KLONG(p->q_gs), KLONG(p->q_ss), KLONG(p->kv_gs),
-                  KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale));
+                  KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale), KLONG(p->drop_seed),
+                  KINT(p->drop_threshold), KFLT(p->drop_scale));
 }
 
 static int nf__cl_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {

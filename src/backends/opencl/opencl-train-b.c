@@ -33,15 +33,16 @@ int nf__cl_attention_backward(nf_backend * be, const nf_op * op, nf_err * err) {
     NF_TRY(LAUNCH(c, K_ATTN_BWD_Q, 3, g1, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)), KLONG(toff(k)),
                   KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)), KMEM(tmem(dO)), KLONG(toff(dO)),
                   KINT(p->lq), KINT(p->lk), KINT(p->head_dim), KINT(p->n_heads), KLONG(p->q_gs), KLONG(p->q_ss),
-                  KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale), KMEM(tmem(dq)),
-                  KLONG(toff(dq)), KMEM(tmem(st)), KLONG(toff(st))));
+                  KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale), KLONG(p->drop_seed),
+                  KINT(p->drop_threshold), KFLT(p->drop_scale), KMEM(tmem(dq)), KLONG(toff(dq)), KMEM(tmem(st)),
+                  KLONG(toff(st))));
     const size_t g2[3] = {(size_t) p->lk * NF_CL_ABW_WG, (size_t) p->n_heads, (size_t) p->n_groups};
     return LAUNCH(c, K_ATTN_BWD_KV, 3, g2, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)), KLONG(toff(k)),
                   KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)), KMEM(tmem(dO)), KLONG(toff(dO)),
                   KINT(p->lq), KINT(p->lk), KINT(p->head_dim), KINT(p->n_heads), KLONG(p->q_gs), KLONG(p->q_ss),
-                  KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale), KMEM(tmem(st)),
-                  KLONG(toff(st)), KMEM(tmem(dk)), KLONG(toff(dk)), KMEM(tmem(dv)), KLONG(toff(dv)),
-                  KINT(p->accumulate_kv != 0));
+                  KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss), KFLT(p->scale), KLONG(p->drop_seed),
+                  KINT(p->drop_threshold), KFLT(p->drop_scale), KMEM(tmem(st)), KLONG(toff(st)), KMEM(tmem(dk)),
+                  KLONG(toff(dk)), KMEM(tmem(dv)), KLONG(toff(dv)), KINT(p->accumulate_kv != 0));
 }
 
 /* ---- EMBED_FEATURES_BACKWARD / LABEL_TOKENS_BACKWARD ---------------------------------- */
