@@ -455,10 +455,68 @@ static int predict(nf_model * m, const struct nf_tab_verbalizer * v, const nf_ta
     return rc;
 }
 
+/* The final adapter of every module upstream recorded (final.MODULE.BAv: B (A v), v = 1/sqrt(in), in
+ * double) against nofall's, from the merged weights the fit wrote (odir/model.safetensors) minus the base
+ * (mdir's): (W' - W) v / 2 (peft's scaling 2). Returns the relative L2 difference of all modules' vectors
+ * together; *worst the largest of one module's (its name in worst_name). The subtraction costs about
+ * ulp(W) / |W' - W| relative per element (~1e-4 here); modules whose |B (A v)| is under 1e-6 (no update
+ * above that resolution) are skipped. */
+static double adapter_diff(const struct nf_safetensors * fx, const char * mdir, const char * odir, int * n_mod,
+                           double * worst, char * worst_name, size_t wn) {
+    char p[1200];
+    nf_err err = {0};
+    struct nf_safetensors b, m;
+    memset(&b, 0, sizeof(b)), memset(&m, 0, sizeof(m));
+    snprintf(p, sizeof(p), "%s/model.safetensors", mdir);
+    CHECK_RC(nf__st_open(p, &b, &err), NF_OK, &err);
+    snprintf(p, sizeof(p), "%s/model.safetensors", odir);
+    CHECK_RC(nf__st_open(p, &m, &err), NF_OK, &err);
+    double all_d = 0.0, all_r = 0.0;
+    *worst = b.tensors && m.tensors ? 0.0 : INFINITY;
+    *n_mod = 0;
+    snprintf(worst_name, wn, "-");
+    for (int t = 0; b.tensors && m.tensors && t < fx->n_tensors; t++) {
+        const char * k = fx->tensors[t].name;
+        const size_t kl = strlen(k);
+        if (strncmp(k, "final.", 6) != 0 || kl < 10 || strcmp(k + kl - 4, ".BAv") != 0) continue;
+        char w[256];
+        snprintf(w, sizeof(w), "%.*s.weight", (int) (kl - 10), k + 6);
+        const struct nf_st_tensor *tb = nf__st_find(&b, w), *tm = nf__st_find(&m, w);
+        const int64_t out = fx->tensors[t].shape[0];
+        CHECK(tb && tm && tb->ndim == 2 && tb->shape[0] == out && tm->shape[1] == tb->shape[1] &&
+                  fx->tensors[t].dtype == NF_ST_F64,
+              "%s: no base / merged %s", k, w);
+        if (!tb || !tm || tb->ndim != 2 || tb->shape[0] != out || fx->tensors[t].dtype != NF_ST_F64) {
+            *worst = INFINITY;
+            continue;
+        }
+        const int64_t in = tb->shape[1];
+        const float *wb = nf__st_data(&b, tb), *wm = nf__st_data(&m, tm);
+        const double * ref = nf__st_data(fx, &fx->tensors[t]);
+        double dd = 0.0, rr = 0.0;
+        for (int64_t o = 0; o < out; o++) {
+            double a = 0.0;
+            for (int64_t i = 0; i < in; i++) a += ((double) wm[o * in + i] - wb[o * in + i]) / sqrt((double) in);
+            dd += (a / 2.0 - ref[o]) * (a / 2.0 - ref[o]);
+            rr += ref[o] * ref[o];
+        }
+        if (sqrt(rr) < 1e-6) continue;
+        const double r = sqrt(dd / rr);
+        if (r > *worst) *worst = r, snprintf(worst_name, wn, "%.*s", (int) (kl - 10), k + 6);
+        all_d += dd, all_r += rr;
+        (*n_mod)++;
+    }
+    nf__st_close(&b);
+    nf__st_close(&m);
+    return *n_mod ? sqrt(all_d / all_r) : INFINITY;
+}
+
 static void parity(const char * fixtures, const char * name, const char * device) {
     char dir[1024], p[1200], mdir[1200];
     snprintf(dir, sizeof(dir), "%s/%s", fixtures, name);
     snprintf(mdir, sizeof(mdir), "tabstar-fit-%s-%.*s.tmp", name, (int) strcspn(device, ":"), device);
+    char odir[1300]; /* the fit's output directory: its merged weights */
+    snprintf(odir, sizeof(odir), "%s.out", mdir);
     nf_err err = {0};
     cJSON * cs = NULL;
     snprintf(p, sizeof(p), "%s/case.json", dir);
@@ -524,6 +582,7 @@ static void parity(const char * fixtures, const char * name, const char * device
     fo.loop.patience = (int) jnum(cs, "patience");
     fo.loop.seed = (uint64_t) jnum(cs, "init_seed");
     fo.val = tv;
+    fo.out_dir = odir;
     const int64_t ** perms = calloc((size_t) fo.loop.max_epochs, sizeof(int64_t *));
     const int64_t * last = NULL;
     for (int e = 0; e < fo.loop.max_epochs; e++) {
@@ -580,6 +639,17 @@ static void parity(const char * fixtures, const char * name, const char * device
     CHECK(wl <= 1e-3 && wv <= 1e-3, "%s: per-epoch losses differ: %.3g %.3g", name, wl, wv);
     CHECK(wm <= (reg ? 1e-3 : 0.1), "%s: per-epoch metric differs by %.3g", name, wm);
     CHECK(res.best_epoch == up_best, "%s: best epoch %d, upstream %d", name, res.best_epoch, up_best);
+    /* the final (averaged) adapter: all modules' B (A v) together within 1e-2 relative (the merge's
+     * cancellation ~1e-4, the later epochs' drift as the losses'), each within 0.1 (a module of near-zero
+     * gradients gets Adam's sign flips, finetune.md §4.5's update exemption: reg's text key 3.7e-2) */
+    int n_mod = 0;
+    double aw = 0;
+    char wname[128];
+    const double ad = adapter_diff(&st, mdir, odir, &n_mod, &aw, wname, sizeof(wname));
+    printf("parity %s: the final adapter (%d modules): B (A v) within %.3g relative, the worst module %.3g (%s)\n",
+           name, n_mod, ad, aw, wname);
+    CHECK(n_mod > 0 && ad <= 1e-2 && aw <= 0.1, "%s: the final adapter differs from upstream's by %.3g (%s: %.3g)",
+          name, ad, wname, aw);
     float pred[4096];
     int64_t np = 0, nref = 0;
     const struct nf_st_tensor * pt = nf__st_find(&st, "pred");
@@ -599,6 +669,12 @@ out:
     snprintf(p, sizeof(p), "%s/vocab.txt", mdir);
     remove(p);
     remove(mdir);
+    static const char * const outs[] = {"vocab.txt", "verbalizer.json", "split.json", "training-log.jsonl"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof(p), "%s/%s", odir, outs[i]);
+        remove(p);
+    }
+    nf_test_rm_model(odir);
 out0:
     nf__st_close(&st);
     cJSON_Delete(cs);
