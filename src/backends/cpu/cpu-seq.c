@@ -25,6 +25,33 @@
  * the L2 cache while the taps' GEMMs add into them */
 #define NF__CONV_BLOCK 1024
 
+/* d[c] = w[c K] for c < cin: one tap's row of the tap-major weights */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__conv_tap_row(float * restrict d,
+                                                                                      const float * restrict w,
+                                                                                      int64_t K, int64_t cin) {
+    for (int64_t c = 0; c < cin; c++) d[c] = w[c * K];
+}
+
+/* one output row from the block's partial sums t: y = t + bias, or
+ * y = y + (t + bias) when accumulating (the residual); vectorised, the
+ * same operations per element in the same order */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__conv_out_row(float * restrict y,
+                                                                                      const float * restrict t,
+                                                                                      const float * restrict bias,
+                                                                                      int64_t n, int acc) {
+    if (acc) {
+        if (bias)
+            for (int64_t o = 0; o < n; o++) y[o] = y[o] + (t[o] + bias[o]);
+        else
+            for (int64_t o = 0; o < n; o++) y[o] = y[o] + t[o];
+    } else {
+        if (bias)
+            for (int64_t o = 0; o < n; o++) y[o] = t[o] + bias[o];
+        else
+            memcpy(y, t, (size_t) n * sizeof(float));
+    }
+}
+
 /* y = bias + sum over taps k of x[rows shifted by k*dilation - pad] · W_kᵀ:
  * one GEMM per tap reading x in place (no im2col), each adding into the
  * block's partial sums, tap 0 first; a tap's rows that would read outside
@@ -43,10 +70,11 @@ int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     float * Wt = nf__backend_host_scratch(be, (nw + nt) * sizeof(float));
     if (!Wt) return nf__err_set(err, NF_ERR_NOMEM, "CONV1D %s: out of memory", op->label ? op->label : "");
     float * t = Wt + nw;
-#pragma omp parallel for schedule(static)
+    /* tap-major order written contiguously, W's row o (cin x K floats) read
+     * from the cache K times */
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(nw))
     for (int64_t o = 0; o < cout; o++)
-        for (int64_t c = 0; c < cin; c++)
-            for (int64_t k = 0; k < K; k++) Wt[(k * cout + o) * cin + c] = W[(o * cin + c) * K + k];
+        for (int64_t k = 0; k < K; k++) nf__conv_tap_row(Wt + (k * cout + o) * cin, W + o * cin * K + k, K, cin);
     for (int64_t s = 0; s < p->n_seq; s++) {
         const float * xs = x + s * p->x_gs;
         float * ys = y + s * p->y_gs;
@@ -60,28 +88,30 @@ int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
                 NF_TRY(nf__cpu_sgemm_acc(1, hi - lo, cout, cin, 1.0f, xs + (lo + sh) * p->ldx, p->ldx,
                                          Wt + k * cout * cin, cin, t + (lo - t0) * cout, cout, err));
             }
-#pragma omp parallel for schedule(static)
-            for (int64_t r = 0; r < nr; r++) {
-                float * yr = ys + (t0 + r) * p->ldy;
-                const float * tr = t + r * cout;
-                if (p->accumulate) {
-                    if (bias)
-                        for (int64_t o = 0; o < cout; o++) yr[o] = yr[o] + (tr[o] + bias[o]);
-                    else
-                        for (int64_t o = 0; o < cout; o++) yr[o] = yr[o] + tr[o];
-                } else {
-                    if (bias)
-                        for (int64_t o = 0; o < cout; o++) yr[o] = tr[o] + bias[o];
-                    else
-                        for (int64_t o = 0; o < cout; o++) yr[o] = tr[o];
-                }
-            }
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(nr * cout))
+            for (int64_t r = 0; r < nr; r++)
+                nf__conv_out_row(ys + (t0 + r) * p->ldy, t + r * cout, bias, cout, p->accumulate);
         }
     }
     return NF_OK;
 }
 
 /* ---- BATCH_NORM, FILL, AXIAL_POS ------------------------------------------------------ */
+
+/* one fp32 BATCH_NORM row: y = x a + sh, then the ReLU; vectorised, the same
+ * two roundings per element (no contraction); y may alias x */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bn_row(float * y, const float * x,
+                                                                                const float * restrict a,
+                                                                                const float * restrict sh, int64_t n,
+                                                                                int relu) {
+    if (relu)
+        for (int64_t c = 0; c < n; c++) {
+            const float v = x[c] * a[c] + sh[c];
+            y[c] = v < 0.0f ? 0.0f : v;
+        }
+    else
+        for (int64_t c = 0; c < n; c++) y[c] = x[c] * a[c] + sh[c];
+}
 
 /* BATCH_NORM (eval): y = x a + (b - mean a), a = w / sqrt(var + eps), ReLU fused; bf16
  * (bf16-autocast: torch's batch_norm on a bf16 x with fp32 parameters): the same fp32
@@ -111,10 +141,7 @@ int nf__cpu_batch_norm_r(const nf_op * op, int bf16, nf_err * err) {
                 yr[c] = relu && v < 0.0f ? 0.0f : v;
             }
         else
-            for (int64_t c = 0; c < C; c++) {
-                const float v = xr[c] * a[c] + sh[c];
-                yr[c] = relu && v < 0.0f ? 0.0f : v;
-            }
+            nf__bn_row(yr, xr, a, sh, C, relu);
     }
     free(a);
     return NF_OK;
@@ -155,8 +182,12 @@ int nf__cpu_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
 
 /* ---- BUCKET_ROUTE, BUCKET_GATHER ---------------------------------------------------------- */
 
-/* the bucket means of one head: out (nb, E) */
-static void nf__bucket_means(const float * x, int64_t ss, int64_t nb, int64_t bkt, int64_t E, float * out) {
+/* the bucket means of one head: out (nb, E); each element's sum in row
+ * order, vectorised across the E elements */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bucket_means(const float * restrict x,
+                                                                                      int64_t ss, int64_t nb,
+                                                                                      int64_t bkt, int64_t E,
+                                                                                      float * restrict out) {
     for (int64_t u = 0; u < nb; u++) {
         float * o = out + u * E;
         for (int64_t e = 0; e < E; e++) o[e] = 0.0f;
@@ -166,6 +197,20 @@ static void nf__bucket_means(const float * x, int64_t ss, int64_t nb, int64_t bk
         }
         for (int64_t e = 0; e < E; e++) o[e] = o[e] / (float) bkt;
     }
+}
+
+/* R[v] = scale * sum over e, in order, of q[e] kT[e nb + v] for v < nb: the
+ * scores of one query bucket against every key bucket, kT the key means
+ * transposed (E, nb); vectorised across v, each sum in the same order */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__route_scores(
+    float * restrict R, const float * restrict q, const float * restrict kT, int64_t nb, int64_t E, float scale) {
+    for (int64_t v = 0; v < nb; v++) R[v] = 0.0f;
+    for (int64_t e = 0; e < E; e++) {
+        const float qe = q[e];
+        const float * kr = kT + e * nb;
+        for (int64_t v = 0; v < nb; v++) R[v] += qe * kr[v];
+    }
+    for (int64_t v = 0; v < nb; v++) R[v] = R[v] * scale;
 }
 
 int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -178,7 +223,7 @@ int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
     int failed = 0;
 #pragma omp parallel
     {
-        float * qb = malloc((size_t) (2 * nb * E + nb) * sizeof(float));
+        float * qb = malloc((size_t) (3 * nb * E + nb) * sizeof(float));
         if (!qb) {
 #pragma omp atomic write
             failed = 1;
@@ -187,15 +232,13 @@ int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
         for (int64_t sh = 0; sh < p->n_seq * H; sh++) {
             if (!qb) continue;
             const int64_t s = sh / H, h = sh % H;
-            float *kb = qb + nb * E, *R = kb + nb * E;
+            float *kb = qb + nb * E, *kT = kb + nb * E, *R = kT + nb * E;
             nf__bucket_means(q + s * p->q_gs + h * E, p->q_ss, nb, p->bucket, E, qb);
             nf__bucket_means(k + s * p->k_gs + h * E, p->k_ss, nb, p->bucket, E, kb);
+            for (int64_t v = 0; v < nb; v++)
+                for (int64_t e = 0; e < E; e++) kT[e * nb + v] = kb[v * E + e];
             for (int64_t u = 0; u < nb; u++) {
-                for (int64_t v = 0; v < nb; v++) {
-                    float d = 0.0f;
-                    for (int64_t e = 0; e < E; e++) d += qb[u * E + e] * kb[v * E + e];
-                    R[v] = d * p->scale;
-                }
+                nf__route_scores(R, qb + u * E, kT, nb, E, p->scale);
                 float mx = R[0];
                 for (int64_t v = 1; v < nb; v++) mx = R[v] > mx ? R[v] : mx;
                 float sum = 0.0f;
@@ -227,11 +270,22 @@ int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-/* d[e] = a * x[e]: one vectorised pass (d and x never overlap here) */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__scaled_copy(float * restrict d,
-                                                                                     const float * restrict x, float a,
-                                                                                     int64_t n) {
-    for (int64_t e = 0; e < n; e++) d[e] = a * x[e];
+/* one (bucket, head) of BUCKET_GATHER: B rows of E floats each, rows of
+ * the chosen bucket scaled by pu (kd, vd rows 0 .. B-1) and the bucket's own
+ * rows copied (rows B .. 2B-1); source rows ss apart, destination rows ds
+ * apart; one vectorised call per (bucket, head) instead of four per row,
+ * the same products */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gather_head(
+    float * restrict kd, float * restrict vd, const float * ks, const float * vs, const float * ko, const float * vo,
+    float pu, int64_t B, int64_t E, int64_t ss, int64_t ds) {
+    for (int64_t j = 0; j < B; j++) {
+        float *kr = kd + j * ds, *vr = vd + j * ds, *kr2 = kd + (B + j) * ds, *vr2 = vd + (B + j) * ds;
+        const float *a = ks + j * ss, *b = vs + j * ss, *c = ko + j * ss, *d = vo + j * ss;
+        for (int64_t e = 0; e < E; e++) kr[e] = pu * a[e];
+        for (int64_t e = 0; e < E; e++) vr[e] = pu * b[e];
+        for (int64_t e = 0; e < E; e++) kr2[e] = c[e];
+        for (int64_t e = 0; e < E; e++) vr2[e] = d[e];
+    }
 }
 
 int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -252,15 +306,9 @@ int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
             const int64_t i = (s * H + h) * nb + u;
             int64_t vs = sel[i];
             vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
-            const float pu = prob[2 * i];
-            for (int64_t j = 0; j < B; j++) {
-                const int64_t rs = s * p->kv_gs + (vs * B + j) * p->kv_ss + h * E;
-                const int64_t ro = s * p->kv_gs + (u * B + j) * p->kv_ss + h * E;
-                nf__scaled_copy(kd + j * Wd + h * E, k + rs, pu, E);
-                nf__scaled_copy(vd + j * Wd + h * E, vsrc + rs, pu, E);
-                memcpy(kd + (B + j) * Wd + h * E, k + ro, (size_t) E * sizeof(float));
-                memcpy(vd + (B + j) * Wd + h * E, v + ro, (size_t) E * sizeof(float));
-            }
+            const int64_t rs = s * p->kv_gs + vs * B * p->kv_ss + h * E;
+            const int64_t ro = s * p->kv_gs + u * B * p->kv_ss + h * E;
+            nf__gather_head(kd + h * E, vd + h * E, k + rs, vsrc + rs, k + ro, v + ro, prob[2 * i], B, E, p->kv_ss, Wd);
         }
     }
     return NF_OK;
