@@ -195,7 +195,10 @@ void nf__cpu_layer_norm_rows(const nf_op * op, uint16_t * bits) {
     const float * g = NF__PTR(&op->src[1]);
     const float * b = NF__PTR(&op->src[2]);
     float * y = NF__PTR(&op->dst[0]);
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->m * p->k))
+    /* a row costs about eight times an elementwise pass (two double-precision
+     * statistics passes, then the affine pass), so the rows go parallel from
+     * an eighth of NF_CPU_PAR_MIN elements: Mitra's 56..84-row LayerNorms */
+#pragma omp parallel for schedule(static) if (p->m > 1 && NF_CPU_PAR(8 * p->m * p->k))
     for (int64_t r = 0; r < p->m; r++) {
         nf__layer_norm_row(y + r * p->ldy, x + r * p->ldx, g, b, p->k, p->eps);
         if (bits) nf__bf16_bits_row(bits + r * p->k, y + r * p->ldy, p->k);
