@@ -27,7 +27,9 @@
  * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
  * nf__backend_cpu_init refuses it, naming the missing feature.
  * Speed, with the same roundings (outputs bitwise the straightforward code's):
- * W's bf16 copy kept from its first use; LAYER_NORM and GELU LINEARs leave
+ * W's bf16 copy kept from its first use, packed into the layout oneDNN's
+ * matmul picks for it (its kernels would otherwise copy W into that layout on
+ * every call; the same values, the same sums); LAYER_NORM and GELU LINEARs leave
  * the bf16 bits of their output for the LINEAR that reads it; ATTENTION reads
  * q, k, v in place where a LINEAR wrote them whole (bf16 values already);
  * every such copy or mark is dropped when anything writes its bytes
@@ -95,13 +97,14 @@ struct nf__mm {
 };
 
 /* a bf16 copy of an fp32 region of a buffer: rows x k values at stride ld
- * from byte offs of handle, stored rows x k contiguous. Valid while nothing
- * has written the region: every op's destinations, every upload and every
- * free of the buffer are checked against it (nf__cpu_bf16_forget), so a copy
- * is never stale. Two kinds: weights (LINEAR's W: converted at first use,
- * kept for the run) and the last activations an op wrote that a LINEAR
- * reads next (LAYER_NORM's output, GELU's): the producer writes the bf16
- * copy in the same pass, the LINEAR skips its conversion. */
+ * from byte offs of handle, stored rows x k contiguous (a weight: in the
+ * layout wmd). Valid while nothing has written the region: every op's
+ * destinations, every upload and every free of the buffer are checked
+ * against it (nf__cpu_bf16_forget), so a copy is never stale. Two kinds:
+ * weights (LINEAR's W: converted at first use, packed in its matmul's
+ * layout, kept for the run) and the last activations an op wrote that a
+ * LINEAR reads next (LAYER_NORM's output, GELU's): the producer writes the
+ * bf16 copy in the same pass, the LINEAR skips its conversion. */
 struct nf__copy {
     void * handle;
     size_t offs, end; /* the bytes [offs, end) of handle it copies */
