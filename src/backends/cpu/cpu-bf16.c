@@ -27,7 +27,9 @@
  * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
  * nf__backend_cpu_init refuses it, naming the missing feature.
  * Speed, with the same roundings (outputs bitwise the straightforward code's):
- * W's bf16 copy kept from its first use; LAYER_NORM and GELU LINEARs leave
+ * W's bf16 copy kept from its first use, packed into the layout oneDNN's
+ * matmul picks for it (its kernels would otherwise copy W into that layout on
+ * every call; the same values, the same sums); LAYER_NORM and GELU LINEARs leave
  * the bf16 bits of their output for the LINEAR that reads it; ATTENTION reads
  * q, k, v in place where a LINEAR wrote them whole (bf16 values already);
  * every such copy or mark is dropped when anything writes its bytes
@@ -88,18 +90,21 @@ int nf__cpu_bf16_check(char * why, size_t n) {
 
 struct nf__mm {
     int64_t m, n, k, ldc;
+    int packed;             /* W in the layout the primitive picked (format `any`), else plain (n, k) */
+    dnnl_memory_desc_t wmd; /* W's layout */
     dnnl_primitive_t prim;
     unsigned long long used;
 };
 
 /* a bf16 copy of an fp32 region of a buffer: rows x k values at stride ld
- * from byte offs of handle, stored rows x k contiguous. Valid while nothing
- * has written the region: every op's destinations, every upload and every
- * free of the buffer are checked against it (nf__cpu_bf16_forget), so a copy
- * is never stale. Two kinds: weights (LINEAR's W: converted at first use,
- * kept for the run) and the last activations an op wrote that a LINEAR
- * reads next (LAYER_NORM's output, GELU's): the producer writes the bf16
- * copy in the same pass, the LINEAR skips its conversion. */
+ * from byte offs of handle, stored rows x k contiguous (a weight: in the
+ * layout wmd). Valid while nothing has written the region: every op's
+ * destinations, every upload and every free of the buffer are checked
+ * against it (nf__cpu_bf16_forget), so a copy is never stale. Two kinds:
+ * weights (LINEAR's W: converted at first use, packed in its matmul's
+ * layout, kept for the run) and the last activations an op wrote that a
+ * LINEAR reads next (LAYER_NORM's output, GELU's): the producer writes the
+ * bf16 copy in the same pass, the LINEAR skips its conversion. */
 struct nf__copy {
     void * handle;
     size_t offs, end; /* the bytes [offs, end) of handle it copies */
@@ -107,6 +112,7 @@ struct nf__copy {
     uint16_t * bits;
     size_t cap; /* elements bits holds */
     int valid;
+    dnnl_memory_desc_t wmd; /* a weight's: the layout bits hold (a matmul's packed W) */
 };
 
 #define NF__ACT_COPIES     2                  /* producer and consumer in one op: ping-pong */
@@ -189,21 +195,48 @@ static struct nf__copy * nf__act_begin(struct nf_cpu_bf16 * c, const nf_tensor *
     return e;
 }
 
-/* the bf16 copy of W (n x k, rows contiguous): kept from the first use on
- * (NULL: not kept -- out of memory or over the cap; the caller converts) */
-static const uint16_t * nf__weight_bits(struct nf_cpu_bf16 * c, const nf_tensor * W, int64_t n, int64_t k) {
+static uint16_t * nf__grow(uint16_t ** p, size_t * have, size_t n) {
+    if (n > *have) {
+        free(*p);
+        *p = malloc(n * sizeof(uint16_t));
+        *have = *p ? n : 0;
+    }
+    return *p;
+}
+
+static int nf__dnnl_err(nf_err * err, const char * what, dnnl_status_t st);
+
+/* W's bf16 copy in the layout wmd of the matmul that reads it (oneDNN's
+ * blocked bf16 layout, which its kernels would otherwise copy W into on every
+ * call): rounded to bf16 by nf__bf16_bits_row, then moved into wmd by a
+ * oneDNN reorder (bf16 to bf16: the same values, placed). Kept from the first
+ * use on; a use with another layout (another M may pick another blocking)
+ * re-packs it. *out NULL: not kept (out of memory, or over the cap): the
+ * caller runs the plain-layout matmul. */
+static int nf__weight_packed(struct nf_cpu_bf16 * c, const nf_tensor * W, int64_t n, int64_t k,
+                             const dnnl_memory_desc_t * wmd, const uint16_t ** out, nf_err * err) {
+    *out = NULL;
     int slot = -1;
     for (int i = 0; i < c->n_w; i++) {
-        if (nf__copy_is(&c->w[i], W, n, k, k) && c->w[i].rows == n) return c->w[i].bits;
-        if (!c->w[i].valid && slot < 0) slot = i;
+        struct nf__copy * e = &c->w[i];
+        if (nf__copy_is(e, W, n, k, k) && e->rows == n) {
+            if (dnnl_memory_desc_equal(&e->wmd, wmd)) {
+                *out = e->bits;
+                return NF_OK;
+            }
+            nf__cpu_bf16_forget(c, e->handle, e->offs, e->end); /* another layout: re-pack */
+        }
+        if (!e->valid && slot < 0) slot = i;
     }
-    const size_t elems = (size_t) (n * k);
-    if (c->w_bytes + elems * sizeof(uint16_t) > NF__WEIGHT_CAP_MAX) return NULL;
+    const size_t bytes = (dnnl_memory_desc_get_size(wmd) + 63) & ~(size_t) 63;
+    if (c->w_bytes + bytes > NF__WEIGHT_CAP_MAX) return NF_OK;
+    uint16_t * plain = nf__grow(&c->wa, &c->wa_n, (size_t) (n * k));
+    if (!plain) return NF_OK;
     if (slot < 0) {
         if (c->n_w == c->cap_w) {
             const int cap = c->cap_w ? 2 * c->cap_w : 64;
             struct nf__copy * w = realloc(c->w, (size_t) cap * sizeof(*w));
-            if (!w) return NULL;
+            if (!w) return NF_OK;
             c->w = w;
             c->cap_w = cap;
         }
@@ -211,15 +244,41 @@ static const uint16_t * nf__weight_bits(struct nf_cpu_bf16 * c, const nf_tensor 
         memset(&c->w[slot], 0, sizeof(c->w[slot]));
     }
     struct nf__copy * e = &c->w[slot];
-    e->bits = malloc(elems * sizeof(uint16_t));
-    if (!e->bits) return NULL;
-    e->cap = elems;
-    c->w_bytes += elems * sizeof(uint16_t);
+    e->bits = aligned_alloc(64, bytes);
+    if (!e->bits) return NF_OK;
     const float * src = NF__PTR(W);
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
-    for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(e->bits + r * k, src + r * k, k);
+    for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(plain + r * k, src + r * k, k);
+    dnnl_memory_desc_t pmd;
+    dnnl_dims_t bd = {k, n};
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t r = NULL;
+    dnnl_memory_t from = NULL, to = NULL;
+    dnnl_status_t st = dnnl_memory_desc_init_by_tag(&pmd, 2, bd, dnnl_bf16, dnnl_ba);
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &pmd, c->eng, wmd, c->eng, NULL);
+    if (st == dnnl_success) st = dnnl_primitive_create(&r, rpd);
+    if (st == dnnl_success) st = dnnl_memory_create(&from, &pmd, c->eng, plain);
+    if (st == dnnl_success) st = dnnl_memory_create(&to, wmd, c->eng, e->bits);
+    if (st == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+        st = dnnl_primitive_execute(r, c->stream, 2, args);
+        if (st == dnnl_success) st = dnnl_stream_wait(c->stream);
+    }
+    if (from) dnnl_memory_destroy(from);
+    if (to) dnnl_memory_destroy(to);
+    if (r) dnnl_primitive_destroy(r);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (st != dnnl_success) {
+        free(e->bits);
+        e->bits = NULL;
+        return nf__dnnl_err(err, "packing a bf16 weight", st);
+    }
+    e->cap = bytes / sizeof(uint16_t);
+    c->w_bytes += bytes;
+    e->wmd = *wmd;
     nf__copy_set(e, W, n, k, k);
-    return e->bits;
+    *out = e->bits;
+    return NF_OK;
 }
 
 static int nf__dnnl_err(nf_err * err, const char * what, dnnl_status_t st) {
@@ -257,15 +316,16 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
 
 const char * nf__cpu_bf16_impl(const struct nf_cpu_bf16 * c) { return c->impl; }
 
-/* the matmul (m, k) bf16 x (k, n) bf16 [stored (n, k) row-major] -> (m, n) f32 at row stride ldc */
-static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, dnnl_primitive_t * out,
-                      nf_err * err) {
+/* the matmul (m, k) bf16 x (k, n) bf16 -> (m, n) f32 at row stride ldc; W stored (n, k)
+ * row-major (packed 0) or in the layout oneDNN picks for it (packed 1, e->wmd) */
+static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, int packed,
+                      struct nf__mm ** out, nf_err * err) {
     int lru = 0;
     for (int i = 0; i < NF__MM_CACHE; i++) {
         struct nf__mm * e = &c->mm[i];
-        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc) {
+        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->packed == packed) {
             e->used = ++c->tick;
-            *out = e->prim;
+            *out = e;
             return NF_OK;
         }
         if (!e->prim || e->used < c->mm[lru].used) lru = i;
@@ -274,7 +334,8 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
     dnnl_memory_desc_t a_md, b_md, c_md;
     dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n}, cs = {ldc, 1};
     dnnl_status_t st = dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
-    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_ba);
+    if (st == dnnl_success)
+        st = dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, packed ? dnnl_format_tag_any : dnnl_ba);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_matmul_desc_t md;
     if (st == dnnl_success) st = dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md);
@@ -285,34 +346,36 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
         const char * impl = NULL;
         if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
             snprintf(c->impl, sizeof(c->impl), "%s", impl);
-        st = dnnl_primitive_create(&prim, pd);
+        const dnnl_memory_desc_t * w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        if (w)
+            b_md = *w;
+        else
+            st = dnnl_runtime_error;
     }
+    if (st == dnnl_success) st = dnnl_primitive_create(&prim, pd);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (st != dnnl_success) return nf__dnnl_err(err, "creating a bf16 matmul", st);
     struct nf__mm * e = &c->mm[lru];
     if (e->prim) dnnl_primitive_destroy(e->prim);
-    *e = (struct nf__mm){m, n, k, ldc, prim, ++c->tick};
-    *out = prim;
+    *e = (struct nf__mm){m, n, k, ldc, packed, b_md, prim, ++c->tick};
+    *out = e;
     return NF_OK;
 }
 
-/* t (m, n) f32 at row stride ldc = xa (m, k) bf16 · wa (n, k) bf16 ᵀ */
-static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
-                      float * t, int64_t ldc, nf_err * err) {
-    dnnl_primitive_t prim = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, ldc, &prim, err));
-    dnnl_memory_desc_t a_md, b_md, c_md;
-    dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n}, cs = {ldc, 1};
+/* t (m, n) f32 at row stride e->ldc = xa (m, k) bf16 · W ᵀ, W's bf16 values at wb in e->wmd's layout */
+static int nf__mm_exec(struct nf_cpu_bf16 * c, const struct nf__mm * e, const uint16_t * xa, const void * wb, float * t,
+                       nf_err * err) {
+    dnnl_memory_desc_t a_md, c_md;
+    dnnl_dims_t ad = {e->m, e->k}, cd = {e->m, e->n}, cs = {e->ldc, 1};
     dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
-    dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_ba);
     dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
     dnnl_status_t st = dnnl_memory_create(&am, &a_md, c->eng, (void *) xa);
-    if (st == dnnl_success) st = dnnl_memory_create(&bm, &b_md, c->eng, (void *) wa);
+    if (st == dnnl_success) st = dnnl_memory_create(&bm, &e->wmd, c->eng, (void *) wb);
     if (st == dnnl_success) st = dnnl_memory_create(&cm, &c_md, c->eng, t);
     if (st == dnnl_success) {
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-        st = dnnl_primitive_execute(prim, c->stream, 3, args);
+        st = dnnl_primitive_execute(e->prim, c->stream, 3, args);
         if (st == dnnl_success) st = dnnl_stream_wait(c->stream);
     }
     if (am) dnnl_memory_destroy(am);
@@ -322,13 +385,12 @@ static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, c
     return NF_OK;
 }
 
-static uint16_t * nf__grow(uint16_t ** p, size_t * have, size_t n) {
-    if (n > *have) {
-        free(*p);
-        *p = malloc(n * sizeof(uint16_t));
-        *have = *p ? n : 0;
-    }
-    return *p;
+/* t (m, n) f32 at row stride ldc = xa (m, k) bf16 · wa (n, k) bf16 ᵀ */
+static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
+                      float * t, int64_t ldc, nf_err * err) {
+    struct nf__mm * e = NULL;
+    NF_TRY(nf__mm_get(c, m, n, k, ldc, 0, &e, err));
+    return nf__mm_exec(c, e, xa, wa, t, err);
 }
 
 /* ---- the kernels ------------------------------------------------------------------ */
@@ -454,20 +516,27 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     float * y = NF__PTR(&op->dst[0]);
     const int act = p->act, acc = p->accumulate, twice = p->bias_after_round;
     const uint16_t * xa = nf__x_bits(c, &op->src[0], m, k, p->ldx);
-    const uint16_t * wa = nf__weight_bits(c, &op->src[1], n, k);
-    if (xa && !wa && (wa = nf__grow(&c->wa, &c->wa_n, (size_t) (n * k)))) {
+    /* x·Wᵀ straight into y unless y accumulates it */
+    float * scratch = nf__backend_host_scratch(be, (size_t) (n + (acc ? m * n : 0)) * sizeof(float));
+    if (!xa || !scratch) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
+    float *bb = scratch, *t = acc ? scratch + n : y;
+    const int64_t ldt = acc ? n : p->ldy;
+    /* W's packed bf16 copy (kept), else W rounded into c->wa for the plain-layout matmul */
+    struct nf__mm * mm = NULL;
+    const uint16_t * wa = NULL;
+    NF_TRY(nf__mm_get(c, m, n, k, ldt, 1, &mm, err));
+    NF_TRY(nf__weight_packed(c, &op->src[1], n, k, &mm->wmd, &wa, err));
+    if (!wa) {
+        if (!nf__grow(&c->wa, &c->wa_n, (size_t) (n * k)))
+            return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
         const float * W = NF__PTR(&op->src[1]);
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
         for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(c->wa + r * k, W + r * k, k);
+        wa = c->wa;
+        NF_TRY(nf__mm_get(c, m, n, k, ldt, 0, &mm, err));
     }
-    /* x·Wᵀ straight into y unless y accumulates it */
-    float * scratch = nf__backend_host_scratch(be, (size_t) (n + (acc ? m * n : 0)) * sizeof(float));
-    if (!xa || !wa || !scratch)
-        return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
-    float *bb = scratch, *t = acc ? scratch + n : y;
-    const int64_t ldt = acc ? n : p->ldy;
     for (int64_t o = 0; o < n; o++) bb[o] = bias ? nf__bf16_rnd(bias[o]) : 0.0f;
-    NF_TRY(nf__mm_run(c, m, n, k, xa, wa, t, ldt, err));
+    NF_TRY(nf__mm_exec(c, mm, xa, wa, t, err));
     /* a GELU's output is the next LINEAR's x: its bf16 bits now, while the row is in cache */
     struct nf__copy * out = act != NF_ACT_NONE && !acc ? nf__act_begin(c, &op->dst[0], m, n, p->ldy, xa) : NULL;
     const uint32_t * lut = act == NF_ACT_GELU ? nf__gelu_table(c) : NULL;
