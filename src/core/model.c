@@ -155,10 +155,25 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
         goto done;
     }
     if (nf_backend_precision(be) == NF_PRECISION_BF16_AUTOCAST && iface != &nf__mitra_model) {
-        rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
-                         "%s: precision bf16-autocast is implemented for Mitra only, not for model_type \"%s\" "
-                         "(docs/precision.md); run with --precision exact",
-                         path, iface->type);
+        if (strcmp(iface->type, "tabstar") == 0)
+            rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
+                             "%s: precision bf16-autocast has no upstream counterpart for TabSTAR: upstream TabSTAR "
+                             "never runs under bf16 autocast (on CUDA it uses fp16 autocast, on CPU none); run with "
+                             "--precision exact",
+                             path);
+        else if (strcmp(iface->type, "sptransformer") == 0)
+            rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
+                             "%s: precision bf16-autocast is not implemented for SpTransformer yet: ATTENTION's "
+                             "unfused softmax (scores and probabilities rounded to bf16), BUCKET_ROUTE (the sort "
+                             "net), BUCKET_GATHER, AXIAL_POS and LINEAR / LAYER_NORM on a bf16 residual stream have "
+                             "no bf16-autocast rule on any backend (CONV1D and BATCH_NORM have theirs on cpu; "
+                             "docs/precision.md); run with --precision exact",
+                             path);
+        else
+            rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
+                             "%s: precision bf16-autocast is implemented for Mitra only, not for model_type \"%s\" "
+                             "(docs/precision.md); run with --precision exact",
+                             path, iface->type);
         goto done;
     }
     nf_model * m = calloc(1, sizeof(*m));
