@@ -132,6 +132,7 @@ int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64
     p->act = act;
     p->accumulate = accumulate;
     p->bias_after_round = g->linear_bias_after_round;
+    p->bf16_stream = g->bf16_stream;
     return nf__op_run(g->be, &op, g->err);
 }
 
@@ -261,6 +262,7 @@ int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout *
     struct nf_attention_params * p = &op.p.attention;
     NF__ATTN_PARAMS(p, L);
     p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim);
+    p->bf16_stream = g->bf16_stream;
     return nf__op_run(g->be, &op, g->err);
 }
 

@@ -35,6 +35,8 @@
  * value by a table of all 65536 (built with the exact kernel's GELU). */
 #include "cpu-bf16.h"
 
+#include "cpu-bf16-spt.h"
+
 #include "cpu-gemm.h"
 #include "cpu-kernels.h"
 
@@ -482,6 +484,8 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
         if (act != NF_ACT_NONE) nf__cpu_act_row(tr, tr, n, act);
         if (act != NF_ACT_NONE || acc)
             nf__bf16_epi_out(y + r * p->ldy, tr, n, act != NF_ACT_NONE, acc, out ? out->bits + r * n : NULL);
+        if (acc && p->bf16_stream) /* SpTransformer's residual: bf16 + bf16 -> bf16 */
+            for (int64_t o = 0; o < n; o++) y[r * p->ldy + o] = nf__bf16_rnd(y[r * p->ldy + o]);
     }
     if (out) out->valid = 1;
     if (!acc && p->ldy == n) { /* y holds bf16 values only, all of [y, y + m n) */
@@ -678,7 +682,11 @@ int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op
                                 op->dst[i].offs + nf__tensor_nbytes(&op->dst[i]));
     switch (op->type) {
         case NF_OP_LINEAR: return nf__bf16_linear(be, op, err);
-        case NF_OP_ATTENTION: return nf__bf16_attention(be, op, err);
+        case NF_OP_ATTENTION:
+            return op->p.attention.bf16_stream ? nf__bf16_spt_attention(op, err) : nf__bf16_attention(be, op, err);
+        case NF_OP_AXIAL_POS: return nf__bf16_spt_axial_pos(op);
+        case NF_OP_BUCKET_ROUTE: return nf__bf16_spt_bucket_route(op, err);
+        case NF_OP_BUCKET_GATHER: return nf__bf16_spt_bucket_gather(op);
         case NF_OP_EMBED_FEATURES: return nf__cpu_embed_features_r(op, 1);
         case NF_OP_LABEL_TOKENS: return nf__cpu_label_tokens_r(op, 1, err);
         case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);
