@@ -23,19 +23,48 @@
 #define NF__PTR(t)  ((float *) ((char *) (t)->buf->handle + (t)->offs))
 #define NF__IPTR(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
 
-/* R(softmax(s)) in place over n values: fp32 exp(s - max), times 1 / sum, rounded */
-static void nf__spt_softmax_rnd(float * s, int64_t n) {
+/* R(softmax(s)) in place over n values: fp32 exp(s - max) (nf__exp_f32's
+ * values, vectorised), times 1 / sum, rounded */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_softmax_rnd(float * restrict s,
+                                                                                         int64_t n) {
     float mx = s[0];
     for (int64_t j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+    nf__cpu_exp_sub_row(s, n, mx);
     float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
-        s[j] = expf(s[j] - mx);
-        sum += s[j];
-    }
+    for (int64_t j = 0; j < n; j++) sum += s[j];
     const float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++) s[j] = nf__bf16_rnd(s[j] * inv);
 }
 
+/* s[j] = R(R(sum_e q[e] kT[e][j]) * scale), j < lk; the sums in e order */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_scores(
+    float * restrict s, const float * restrict q, const float * restrict kT, int64_t E, int64_t lk, float scale) {
+    for (int64_t j = 0; j < lk; j++) s[j] = 0.0f;
+    for (int64_t e = 0; e < E; e++) {
+        const float qe = q[e];
+        const float * kr = kT + e * lk;
+        for (int64_t j = 0; j < lk; j++) s[j] += qe * kr[j];
+    }
+    for (int64_t j = 0; j < lk; j++) s[j] = nf__bf16_rnd(nf__bf16_rnd(s[j]) * scale);
+}
+
+/* o[e] = R(sum_j P[j] v[j][e]), e < E; the sums in j order */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_pv(float * restrict o,
+                                                                                float * restrict acc,
+                                                                                const float * restrict P,
+                                                                                const float * restrict v, int64_t ss,
+                                                                                int64_t E, int64_t lk) {
+    for (int64_t e = 0; e < E; e++) acc[e] = 0.0f;
+    for (int64_t j = 0; j < lk; j++) {
+        const float pj = P[j];
+        const float * vj = v + j * ss;
+        for (int64_t e = 0; e < E; e++) acc[e] += pj * vj[e];
+    }
+    for (int64_t e = 0; e < E; e++) o[e] = nf__bf16_rnd(acc[e]);
+}
+
+/* q, k and v hold bf16 values (the outputs of the to_q+to_kv LINEAR and of
+ * BUCKET_GATHER, both rounded), so the products are taken as they are */
 int nf__bf16_spt_attention(const nf_op * op, nf_err * err) {
     const struct nf_attention_params * p = &op->p.attention;
     const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
@@ -44,7 +73,7 @@ int nf__bf16_spt_attention(const nf_op * op, nf_err * err) {
     int failed = 0;
 #pragma omp parallel
     {
-        float * s = malloc((size_t) (lk + E) * sizeof(float));
+        float * s = malloc((size_t) (lk + E + E * lk) * sizeof(float));
         if (!s) {
 #pragma omp atomic write
             failed = 1;
@@ -53,23 +82,15 @@ int nf__bf16_spt_attention(const nf_op * op, nf_err * err) {
         for (int64_t gh = 0; gh < p->n_groups * p->n_heads; gh++) {
             if (!s) continue;
             const int64_t g = gh / p->n_heads, h = gh % p->n_heads;
-            float * acc = s + lk;
+            float *acc = s + lk, *kT = acc + E;
+            for (int64_t j = 0; j < lk; j++) {
+                const float * kj = k + g * p->kv_gs + j * p->kv_ss + h * E;
+                for (int64_t e = 0; e < E; e++) kT[e * lk + j] = kj[e];
+            }
             for (int64_t i = 0; i < lq; i++) {
-                const float * qi = q + g * p->q_gs + i * p->q_ss + h * E;
-                for (int64_t j = 0; j < lk; j++) {
-                    const float * kj = k + g * p->kv_gs + j * p->kv_ss + h * E;
-                    float d = 0.0f;
-                    for (int64_t e = 0; e < E; e++) d += nf__bf16_rnd(qi[e]) * nf__bf16_rnd(kj[e]);
-                    s[j] = nf__bf16_rnd(nf__bf16_rnd(d) * p->scale);
-                }
+                nf__spt_scores(s, q + g * p->q_gs + i * p->q_ss + h * E, kT, E, lk, p->scale);
                 nf__spt_softmax_rnd(s, lk);
-                for (int64_t e = 0; e < E; e++) acc[e] = 0.0f;
-                for (int64_t j = 0; j < lk; j++) {
-                    const float * vj = v + g * p->kv_gs + j * p->kv_ss + h * E;
-                    for (int64_t e = 0; e < E; e++) acc[e] += s[j] * nf__bf16_rnd(vj[e]);
-                }
-                float * oi = o + g * p->o_gs + i * p->o_ss + h * E;
-                for (int64_t e = 0; e < E; e++) oi[e] = nf__bf16_rnd(acc[e]);
+                nf__spt_pv(o + g * p->o_gs + i * p->o_ss + h * E, acc, s, v + g * p->kv_gs + h * E, p->kv_ss, E, lk);
             }
         }
         free(s);
