@@ -14,7 +14,9 @@ make   --upstream DIR [--nofall build/nofall] [--fixtures tests/fixtures/sptrans
     case.json, run the upstream forward under torch.no_grad() and
     torch.autocast("cpu", dtype=torch.bfloat16), write
     expected_logits_bf16.npy (float32 copy of the bf16 logits, same layout
-    as expected_logits.npy) and add a "reference_bf16" entry to case.json
+    as expected_logits.npy), expected_buckets_bf16.npy (upstream's top-1
+    bucket choices under autocast, int8 (B, layers, heads, buckets) as
+    expected_buckets.npy) and add a "reference_bf16" entry to case.json
     with the bf16-vs-fp32 difference upstream itself shows.
 
 trace  --upstream DIR [--nofall build/nofall] [--case L8001] [--all]
@@ -93,6 +95,7 @@ def make(args) -> int:
         if not np.all(np.isfinite(out)):
             raise RuntimeError(f"{name}: non-finite bf16 logits")
         np.save(cdir / "expected_logits_bf16.npy", out)
+        np.save(cdir / "expected_buckets_bf16.npy", buckets.astype(np.int8))  # (B, layers, heads, buckets)
         ref = np.load(cdir / "expected_logits.npy")
         d = np.abs(out.astype(np.float64) - ref.astype(np.float64))
         meta["reference_bf16"] = {

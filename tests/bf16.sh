@@ -7,7 +7,8 @@
 #      reference/mitra_bf16_fixtures.py) within the mode's default bounds, the
 #      logits bf16 values (the mode does run), report.json naming the mode, and
 #      against the exact fp32 cpu backend within the mode's bounds for that;
-#   3. a non-Mitra model refuses the mode;
+#   3. TabSTAR (no upstream bf16 autocast) refuses the mode; SpTransformer against upstream's autocast
+#      (L8001) on cpu, refused on opencl:0;
 #   4. opencl:0 (fp32 kernels with bf16 rounding): against upstream's autocast as in 2.
 # With a 4th argument DEVICE (cuda:0 in the emulator build): step 4 on that device only.
 set -u
@@ -76,8 +77,26 @@ fi
 if [ -f "$TMP/tab/config.json" ]; then
   if "$BIN" run --model "$TMP/tab" --precision bf16-autocast --out "$TMP/tabo" > "$TMP/tab.txt" 2>&1; then
     bad "tabstar ran in bf16-autocast"
-  elif grep -q "bf16-autocast is implemented for Mitra only" "$TMP/tab.txt"; then ok "tabstar refused"
+  elif grep -q "bf16-autocast has no upstream counterpart for TabSTAR: upstream TabSTAR never runs under bf16" \
+       "$TMP/tab.txt"; then ok "tabstar refused"
   else bad "tabstar: wrong refusal"; cat "$TMP/tab.txt"; fi
+fi
+#    SpTransformer: on cpu against upstream's autocast (L8001, the shortest case), refused elsewhere
+SFIX=$FIX/../sptransformer
+[ -n "$ONLY" ] || "$BIN" gen-weights sptransformer --out "$TMP/spt" --seed 0 >/dev/null 2>&1 || true
+if [ -f "$TMP/spt/config.json" ] && "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
+  if "$BIN" verify --model "$TMP/spt" --device cpu --against "$SFIX/L8001" --precision bf16-autocast \
+       > "$TMP/spt-v.txt" 2>&1 && grep -q "^PRECISION=bf16-autocast$" "$TMP/spt-v.txt"; then
+    ok "sptransformer L8001 vs upstream autocast: $(grep -E '^case ' "$TMP/spt-v.txt" | grep -o 'max_abs=[^ ]* mean_abs=[^ ]*'); $(grep -o 'max_abs<=[^ ]* mean_abs<=[^ ]*' "$TMP/spt-v.txt" | tail -1)"
+  else bad "sptransformer L8001 vs upstream autocast"; cat "$TMP/spt-v.txt"; fi
+fi
+if [ -f "$TMP/spt/config.json" ] && "$BIN" devices | grep -q "^  opencl:0 "; then
+  if "$BIN" run --model "$TMP/spt" --device opencl:0 --precision bf16-autocast --sequence ACGT --out "$TMP/spto" \
+       > "$TMP/spt.txt" 2>&1; then
+    bad "sptransformer ran in bf16-autocast on opencl:0"
+  elif grep -q "bf16-autocast for SpTransformer runs on cpu only: on opencl:0, ATTENTION.*BUCKET_ROUTE" "$TMP/spt.txt"
+  then ok "sptransformer refused on opencl:0"
+  else bad "sptransformer on opencl:0: wrong refusal"; cat "$TMP/spt.txt"; fi
 fi
 # 4. opencl:0 (or DEVICE): the mode (fp32 kernels with bf16 rounding on opencl), against upstream's
 #    autocast within the same bounds (seed42: classifier; regressor: the Linear(1, D) label

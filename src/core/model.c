@@ -155,11 +155,27 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
         goto done;
     }
     if (nf_backend_precision(be) == NF_PRECISION_BF16_AUTOCAST && iface != &nf__mitra_model) {
-        rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
-                         "%s: precision bf16-autocast is implemented for Mitra only, not for model_type \"%s\" "
-                         "(docs/precision.md); run with --precision exact",
-                         path, iface->type);
-        goto done;
+        if (strcmp(iface->type, "tabstar") == 0)
+            rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
+                             "%s: precision bf16-autocast has no upstream counterpart for TabSTAR: upstream TabSTAR "
+                             "never runs under bf16 autocast (on CUDA it uses fp16 autocast, on CPU none); run with "
+                             "--precision exact",
+                             path);
+        else if (strcmp(iface->type, "sptransformer") == 0 && strcmp(nf_backend_kind(be), "cpu") == 0)
+            rc = NF_OK; /* cpu runs SpTransformer's rules (cpu-bf16-spt.c) */
+        else if (strcmp(iface->type, "sptransformer") == 0)
+            rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
+                             "%s: precision bf16-autocast for SpTransformer runs on cpu only: on %s, ATTENTION's "
+                             "unfused bf16 rule, BUCKET_ROUTE (the sort net), BUCKET_GATHER, AXIAL_POS, CONV1D, "
+                             "BATCH_NORM and LINEAR's bf16 residual have no bf16-autocast kernel yet "
+                             "(docs/precision.md); run with --precision exact or --device cpu",
+                             path, nf_backend_name(be));
+        else
+            rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
+                             "%s: precision bf16-autocast is implemented for Mitra only, not for model_type \"%s\" "
+                             "(docs/precision.md); run with --precision exact",
+                             path, iface->type);
+        if (rc != NF_OK) goto done;
     }
     nf_model * m = calloc(1, sizeof(*m));
     if (!m) {

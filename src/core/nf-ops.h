@@ -34,6 +34,9 @@ typedef struct nf_graph {
     /* copied into every LINEAR's p.bias_after_round (bf16-autocast's
      * rounding of torch's matmul + add path; 0 by nf_graph_init) */
     int linear_bias_after_round;
+    /* copied into every LINEAR's and ATTENTION's p.bf16_stream: under
+     * bf16-autocast the model's activations are all bf16 (SpTransformer) */
+    int bf16_stream;
 } nf_graph;
 
 void nf_graph_init(nf_graph * g, nf_backend * be, nf_err * err);

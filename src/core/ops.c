@@ -132,6 +132,7 @@ int nf_linear(nf_graph * g, const char * label, nf_tensor x, int64_t rows, int64
     p->act = act;
     p->accumulate = accumulate;
     p->bias_after_round = g->linear_bias_after_round;
+    p->bf16_stream = g->bf16_stream;
     return nf__op_run(g->be, &op, g->err);
 }
 
@@ -273,6 +274,7 @@ int nf_attention(nf_graph * g, const char * label, const struct nf_attn_layout *
     NF__ATTN_PARAMS(p, L);
     nf__attn_drop(L, &p->drop_seed, &p->drop_threshold, &p->drop_scale);
     p->scale = L->scale != 0.0f ? L->scale : 1.0f / sqrtf((float) L->head_dim);
+    p->bf16_stream = g->bf16_stream;
     return nf__op_run(g->be, &op, g->err);
 }
 

@@ -559,6 +559,7 @@ static int nf__spt_forward_ws(nf_spt * m, struct nf_spt_ws * w, const int64_t * 
 
     nf_graph gr, *g = &gr;
     nf_graph_init(g, be, err);
+    g->bf16_stream = 1; /* read by bf16-autocast only: every activation is bf16 under autocast */
     nf_tensor t2;
 
     /* §3.3's zero rows of feat (before and after each sequence) */

@@ -37,6 +37,8 @@
  * value by a table of all 65536 (built with the exact kernel's GELU). */
 #include "cpu-bf16.h"
 
+#include "cpu-bf16-spt.h"
+
 #include "cpu-gemm.h"
 #include "cpu-kernels.h"
 
@@ -551,6 +553,8 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
         if (act != NF_ACT_NONE) nf__cpu_act_row(tr, tr, n, act);
         if (act != NF_ACT_NONE || acc)
             nf__bf16_epi_out(y + r * p->ldy, tr, n, act != NF_ACT_NONE, acc, out ? out->bits + r * n : NULL);
+        if (acc && p->bf16_stream) /* SpTransformer's residual: bf16 + bf16 -> bf16 */
+            for (int64_t o = 0; o < n; o++) y[r * p->ldy + o] = nf__bf16_rnd(y[r * p->ldy + o]);
     }
     if (out) out->valid = 1;
     if (!acc && p->ldy == n) { /* y holds bf16 values only, all of [y, y + m n) */
@@ -690,6 +694,24 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
  * again. Per tap one bf16 matmul over every output row, reading x's bf16
  * copy with zero rows before and after it (rows past the ends add zeros), the
  * taps summed in fp32. */
+/* t[i] += u[i], i < n */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_add_rows(float * restrict t,
+                                                                                       const float * restrict u,
+                                                                                       int64_t n) {
+    for (int64_t i = 0; i < n; i++) t[i] += u[i];
+}
+
+/* CONV1D's epilogue for one row: y = R(t + bb), or y = R(y + R(t + bb)) accumulating */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_conv_epi(float * restrict y,
+                                                                                       const float * restrict t,
+                                                                                       const float * restrict bb,
+                                                                                       int64_t n, int acc) {
+    if (acc)
+        for (int64_t o = 0; o < n; o++) y[o] = nf__bf16_rnd(y[o] + nf__bf16_rnd(t[o] + bb[o]));
+    else
+        for (int64_t o = 0; o < n; o++) y[o] = nf__bf16_rnd(t[o] + bb[o]);
+}
+
 static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cpu_bf16 * c = be->ctx;
     const struct nf_conv1d_params * p = &op->p.conv1d;
@@ -703,9 +725,11 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t rows = p0 + L + p1;
     uint16_t * xa = nf__grow(&c->xa, &c->xa_n, (size_t) (rows * cin));
     uint16_t * wa = nf__grow(&c->wa, &c->wa_n, (size_t) (K * cout * cin));
-    float * t = nf__backend_host_scratch(be, (size_t) (2 * L * cout) * sizeof(float));
+    float * t = nf__backend_host_scratch(be, (size_t) (2 * L * cout + cout) * sizeof(float));
     if (!xa || !wa || !t) return nf__err_set(err, NF_ERR_NOMEM, "CONV1D %s: out of memory", op->label ? op->label : "");
     float * u = t + L * cout;
+    float * bb = u + L * cout; /* the bias rounded once */
+    for (int64_t o = 0; o < cout; o++) bb[o] = bias ? nf__bf16_rnd(bias[o]) : 0.0f;
     for (int64_t o = 0; o < cout; o++) /* tap-major (K, cout, cin) */
         for (int64_t ci = 0; ci < cin; ci++)
             for (int64_t k = 0; k < K; k++) wa[(k * cout + o) * cin + ci] = nf__bf16_bits(W[(o * cin + ci) * K + k]);
@@ -715,24 +739,14 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
         const float * xs = x + s * p->x_gs;
         float * ys = y + s * p->y_gs;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cin))
-        for (int64_t r = 0; r < L; r++)
-            for (int64_t i = 0; i < cin; i++) xa[(p0 + r) * cin + i] = nf__bf16_bits(xs[r * p->ldx + i]);
+        for (int64_t r = 0; r < L; r++) nf__bf16_bits_row(xa + (p0 + r) * cin, xs + r * p->ldx, cin);
         for (int64_t k = 0; k < K; k++) {
             const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
             NF_TRY(nf__mm_run(c, L, cout, cin, xa + (p0 + sh) * cin, wa + k * cout * cin, k ? u : t, cout, err));
-            if (k)
-                for (int64_t i = 0; i < L * cout; i++) t[i] += u[i];
+            if (k) nf__bf16_add_rows(t, u, L * cout);
         }
-        const int acc = p->accumulate;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cout))
-        for (int64_t r = 0; r < L; r++) {
-            float * yr = ys + r * p->ldy;
-            const float * tr = t + r * cout;
-            for (int64_t o = 0; o < cout; o++) {
-                const float v = nf__bf16_round(tr[o] + (bias ? nf__bf16_round(bias[o]) : 0.0f));
-                yr[o] = acc ? nf__bf16_round(yr[o] + v) : v;
-            }
-        }
+        for (int64_t r = 0; r < L; r++) nf__bf16_conv_epi(ys + r * p->ldy, t + r * cout, bb, cout, p->accumulate);
     }
     return NF_OK;
 }
@@ -747,7 +761,11 @@ int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op
                                 op->dst[i].offs + nf__tensor_nbytes(&op->dst[i]));
     switch (op->type) {
         case NF_OP_LINEAR: return nf__bf16_linear(be, op, err);
-        case NF_OP_ATTENTION: return nf__bf16_attention(be, op, err);
+        case NF_OP_ATTENTION:
+            return op->p.attention.bf16_stream ? nf__bf16_spt_attention(op, err) : nf__bf16_attention(be, op, err);
+        case NF_OP_AXIAL_POS: return nf__bf16_spt_axial_pos(op);
+        case NF_OP_BUCKET_ROUTE: return nf__bf16_spt_bucket_route(op, err);
+        case NF_OP_BUCKET_GATHER: return nf__bf16_spt_bucket_gather(op);
         case NF_OP_EMBED_FEATURES: return nf__cpu_embed_features_r(op, 1);
         case NF_OP_LABEL_TOKENS: return nf__cpu_label_tokens_r(op, 1, err);
         case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);

@@ -104,7 +104,8 @@ int nf__backend_cpu_init(const struct nf_backend_opts * opts, nf_backend ** out,
                  "bf16-autocast (upstream's torch.autocast(\"cpu\", bfloat16)): linear and attention on "
                  "bf16-rounded inputs with fp32 accumulation and bf16-rounded outputs (linear: oneDNN %d.%d bf16 "
                  "matmul, bf16 x bf16 -> f32; attention: fp32 sums of bf16 products, softmax numerators rounded to "
-                 "bf16), every other op exact fp32 (layer norm, quantiles, residual adds); %s",
+                 "bf16), Mitra's other ops exact fp32 (layer norm, quantiles, residual adds); SpTransformer's "
+                 "activations all bf16, every op's output rounded (docs/precision.md); %s",
                  dnnl_version()->major, dnnl_version()->minor, gi.library);
     } else {
         snprintf(

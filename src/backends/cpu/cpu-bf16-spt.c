@@ -1,0 +1,210 @@
+/* cpu-bf16-spt.c -- bf16-autocast for SpTransformer's own ops on cpu
+ * (docs/precision.md "SpTransformer under CPU autocast"). Under torch's CPU
+ * autocast every SpTransformer activation is bf16, and each aten op rounds
+ * its result to bf16 (R below: round to nearest, ties to even):
+ *  - ATTENTION (p.bf16_stream): s = R(R(q·kᵀ) · scale) (bmm, mul), P =
+ *    R(softmax(s)) computed in fp32 (exp(s - max) · (1 / sum)), o = R(P·V);
+ *  - BUCKET_ROUTE (the sort net): the bucket means R(R(sum) / bucket), their
+ *    scores R(R(mean_q · mean_k) · scale), the softmax rounded, top-1 (the
+ *    first of equal probabilities), its bf16 probability;
+ *  - BUCKET_GATHER: the routed keys R(p · k) (reorder_buckets' bmm with the
+ *    one-hot · p matrix: one rounding of an exact product), own keys as they are;
+ *  - AXIAL_POS: x = R(x + R(e0 + e1)).
+ * fp32 sums of products of bf16 values throughout. */
+#include "cpu-bf16-spt.h"
+
+#include "cpu-bf16.h"
+#include "cpu-kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF__PTR(t)  ((float *) ((char *) (t)->buf->handle + (t)->offs))
+#define NF__IPTR(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
+
+/* R(softmax(s)) in place over n values: fp32 exp(s - max) (nf__exp_f32's
+ * values, vectorised), times 1 / sum, rounded */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_softmax_rnd(float * restrict s,
+                                                                                         int64_t n) {
+    float mx = s[0];
+    for (int64_t j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+    nf__cpu_exp_sub_row(s, n, mx);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; j++) sum += s[j];
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n; j++) s[j] = nf__bf16_rnd(s[j] * inv);
+}
+
+/* s[j] = R(R(sum_e q[e] kT[e][j]) * scale), j < lk; the sums in e order */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_scores(
+    float * restrict s, const float * restrict q, const float * restrict kT, int64_t E, int64_t lk, float scale) {
+    for (int64_t j = 0; j < lk; j++) s[j] = 0.0f;
+    for (int64_t e = 0; e < E; e++) {
+        const float qe = q[e];
+        const float * kr = kT + e * lk;
+        for (int64_t j = 0; j < lk; j++) s[j] += qe * kr[j];
+    }
+    for (int64_t j = 0; j < lk; j++) s[j] = nf__bf16_rnd(nf__bf16_rnd(s[j]) * scale);
+}
+
+/* o[e] = R(sum_j P[j] v[j][e]), e < E; the sums in j order */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_pv(float * restrict o,
+                                                                                float * restrict acc,
+                                                                                const float * restrict P,
+                                                                                const float * restrict v, int64_t ss,
+                                                                                int64_t E, int64_t lk) {
+    for (int64_t e = 0; e < E; e++) acc[e] = 0.0f;
+    for (int64_t j = 0; j < lk; j++) {
+        const float pj = P[j];
+        const float * vj = v + j * ss;
+        for (int64_t e = 0; e < E; e++) acc[e] += pj * vj[e];
+    }
+    for (int64_t e = 0; e < E; e++) o[e] = nf__bf16_rnd(acc[e]);
+}
+
+/* q, k and v hold bf16 values (the outputs of the to_q+to_kv LINEAR and of
+ * BUCKET_GATHER, both rounded), so the products are taken as they are */
+int nf__bf16_spt_attention(const nf_op * op, nf_err * err) {
+    const struct nf_attention_params * p = &op->p.attention;
+    const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
+    float * o = NF__PTR(&op->dst[0]);
+    const int64_t E = p->head_dim, lk = p->lk, lq = p->lq;
+    int failed = 0;
+#pragma omp parallel
+    {
+        float * s = malloc((size_t) (lk + E + E * lk) * sizeof(float));
+        if (!s) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t gh = 0; gh < p->n_groups * p->n_heads; gh++) {
+            if (!s) continue;
+            const int64_t g = gh / p->n_heads, h = gh % p->n_heads;
+            float *acc = s + lk, *kT = acc + E;
+            for (int64_t j = 0; j < lk; j++) {
+                const float * kj = k + g * p->kv_gs + j * p->kv_ss + h * E;
+                for (int64_t e = 0; e < E; e++) kT[e * lk + j] = kj[e];
+            }
+            for (int64_t i = 0; i < lq; i++) {
+                nf__spt_scores(s, q + g * p->q_gs + i * p->q_ss + h * E, kT, E, lk, p->scale);
+                nf__spt_softmax_rnd(s, lk);
+                nf__spt_pv(o + g * p->o_gs + i * p->o_ss + h * E, acc, s, v + g * p->kv_gs + h * E, p->kv_ss, E, lk);
+            }
+        }
+        free(s);
+    }
+    if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
+    return NF_OK;
+}
+
+/* the bucket means of one head, rounded as torch's bf16 mean: R(R(sum) / bkt) */
+static void nf__spt_means(const float * x, int64_t ss, int64_t nb, int64_t bkt, int64_t E, float * out) {
+    for (int64_t u = 0; u < nb; u++) {
+        float * o = out + u * E;
+        for (int64_t e = 0; e < E; e++) o[e] = 0.0f;
+        for (int64_t i = 0; i < bkt; i++) {
+            const float * r = x + (u * bkt + i) * ss;
+            for (int64_t e = 0; e < E; e++) o[e] += nf__bf16_rnd(r[e]);
+        }
+        for (int64_t e = 0; e < E; e++) o[e] = nf__bf16_rnd(nf__bf16_rnd(o[e]) / (float) bkt);
+    }
+}
+
+int nf__bf16_spt_bucket_route(const nf_op * op, nf_err * err) {
+    const struct nf_bucket_route_params * p = &op->p.bucket_route;
+    const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]);
+    int32_t * sel = NF__IPTR(&op->dst[0]);
+    float * prob = NF__PTR(&op->dst[1]);
+    const int64_t nb = p->n_buckets, E = p->head_dim, H = p->n_heads;
+    int failed = 0;
+#pragma omp parallel
+    {
+        float * qb = malloc((size_t) (2 * nb * E + nb) * sizeof(float));
+        if (!qb) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t sh = 0; sh < p->n_seq * H; sh++) {
+            if (!qb) continue;
+            const int64_t s = sh / H, h = sh % H;
+            float *kb = qb + nb * E, *R = kb + nb * E;
+            nf__spt_means(q + s * p->q_gs + h * E, p->q_ss, nb, p->bucket, E, qb);
+            nf__spt_means(k + s * p->k_gs + h * E, p->k_ss, nb, p->bucket, E, kb);
+            for (int64_t u = 0; u < nb; u++) {
+                for (int64_t v = 0; v < nb; v++) {
+                    float d = 0.0f;
+                    for (int64_t e = 0; e < E; e++) d += qb[u * E + e] * kb[v * E + e];
+                    R[v] = nf__bf16_rnd(nf__bf16_rnd(d) * p->scale);
+                }
+                nf__spt_softmax_rnd(R, nb);
+                int64_t best = 0;
+                for (int64_t v = 1; v < nb; v++)
+                    if (R[v] > R[best]) best = v;
+                float second = 0.0f;
+                int have2 = 0;
+                for (int64_t v = 0; v < nb; v++) {
+                    if (v == best) continue;
+                    if (!have2 || R[v] > second) second = R[v];
+                    have2 = 1;
+                }
+                const int64_t i = (s * H + h) * nb + u;
+                sel[i] = (int32_t) best;
+                prob[2 * i] = R[best];
+                prob[2 * i + 1] = have2 ? R[best] - second : 0.0f;
+            }
+        }
+        free(qb);
+    }
+    if (failed) return nf__err_set(err, NF_ERR_NOMEM, "BUCKET_ROUTE %s: out of memory", op->label ? op->label : "");
+    return NF_OK;
+}
+
+int nf__bf16_spt_bucket_gather(const nf_op * op) {
+    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
+    const float *k = NF__PTR(&op->src[0]), *v = NF__PTR(&op->src[1]);
+    const int32_t * sel = NF__IPTR(&op->src[2]);
+    const float * prob = NF__PTR(&op->src[3]);
+    float *kc = NF__PTR(&op->dst[0]), *vc = NF__PTR(&op->dst[1]);
+    const int64_t nb = p->n_buckets, B = p->bucket, H = p->n_heads, E = p->head_dim, Wd = H * E;
+    const float * vsrc = p->reuse_keys ? k : v;
+#pragma omp parallel for schedule(static)
+    for (int64_t su = 0; su < p->n_seq * nb; su++) {
+        const int64_t s = su / nb, u = su % nb;
+        float *kd = kc + su * 2 * B * Wd, *vd = vc + su * 2 * B * Wd;
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t i = (s * H + h) * nb + u;
+            int64_t vs = sel[i];
+            vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
+            const float pu = prob[2 * i];
+            for (int64_t j = 0; j < B; j++) {
+                const int64_t rs = s * p->kv_gs + (vs * B + j) * p->kv_ss + h * E;
+                const int64_t ro = s * p->kv_gs + (u * B + j) * p->kv_ss + h * E;
+                for (int64_t e = 0; e < E; e++) {
+                    kd[j * Wd + h * E + e] = nf__bf16_rnd(pu * k[rs + e]);
+                    vd[j * Wd + h * E + e] = nf__bf16_rnd(pu * vsrc[rs + e]);
+                }
+                memcpy(kd + (B + j) * Wd + h * E, k + ro, (size_t) E * sizeof(float));
+                memcpy(vd + (B + j) * Wd + h * E, v + ro, (size_t) E * sizeof(float));
+            }
+        }
+    }
+    return NF_OK;
+}
+
+int nf__bf16_spt_axial_pos(const nf_op * op) {
+    const struct nf_axial_pos_params * p = &op->p.axial_pos;
+    const float *e0 = NF__PTR(&op->src[0]), *e1 = NF__PTR(&op->src[1]);
+    float * x = NF__PTR(&op->dst[0]);
+    const int64_t D = p->dim;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(p->n_seq * p->len * D))
+    for (int64_t st = 0; st < p->n_seq * p->len; st++) {
+        const int64_t s = st / p->len, t = st % p->len;
+        float * xr = x + s * p->gs + t * p->ld;
+        const float *a = e0 + (t / p->n1) * D, *b = e1 + (t % p->n1) * D;
+        for (int64_t c = 0; c < D; c++) xr[c] = nf__bf16_rnd(xr[c] + nf__bf16_rnd(a[c] + b[c]));
+    }
+    return NF_OK;
+}
