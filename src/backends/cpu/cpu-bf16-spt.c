@@ -140,20 +140,8 @@ int nf__bf16_spt_bucket_route(const nf_op * op, nf_err * err) {
                     R[v] = nf__bf16_rnd(nf__bf16_rnd(d) * p->scale);
                 }
                 nf__spt_softmax_rnd(R, nb);
-                int64_t best = 0;
-                for (int64_t v = 1; v < nb; v++)
-                    if (R[v] > R[best]) best = v;
-                float second = 0.0f;
-                int have2 = 0;
-                for (int64_t v = 0; v < nb; v++) {
-                    if (v == best) continue;
-                    if (!have2 || R[v] > second) second = R[v];
-                    have2 = 1;
-                }
                 const int64_t i = (s * H + h) * nb + u;
-                sel[i] = (int32_t) best;
-                prob[2 * i] = R[best];
-                prob[2 * i + 1] = have2 ? R[best] - second : 0.0f;
+                nf__cpu_route_pick(R, nb, sel + i, prob + 2 * i);
             }
         }
         free(qb);

@@ -117,6 +117,7 @@ int nf__cpu_fill(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_axial_pos(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_gather_rows(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err);
+void nf__cpu_route_pick(const float * R, int64_t nb, int32_t * sel, float * prob);
 int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err);
 
 /* cpu-train-b.c: the training ops, set B */

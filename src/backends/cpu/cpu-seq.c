@@ -213,6 +213,25 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__route_s
     for (int64_t v = 0; v < nb; v++) R[v] = R[v] * scale;
 }
 
+/* BUCKET_ROUTE's choice from one query bucket's probabilities R[0 .. nb-1]:
+ * the first argmax (*sel), its probability and its margin over the second
+ * largest (prob[0], prob[1]; 0 with a single bucket) */
+void nf__cpu_route_pick(const float * R, int64_t nb, int32_t * sel, float * prob) {
+    int64_t best = 0;
+    for (int64_t v = 1; v < nb; v++)
+        if (R[v] > R[best]) best = v;
+    float second = 0.0f;
+    int have2 = 0;
+    for (int64_t v = 0; v < nb; v++) {
+        if (v == best) continue;
+        if (!have2 || R[v] > second) second = R[v];
+        have2 = 1;
+    }
+    *sel = (int32_t) best;
+    prob[0] = R[best];
+    prob[1] = have2 ? R[best] - second : 0.0f;
+}
+
 int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
     (void) be;
     const struct nf_bucket_route_params * p = &op->p.bucket_route;
@@ -246,22 +265,9 @@ int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
                     R[v] = expf(R[v] - mx);
                     sum += R[v];
                 }
-                int64_t best = 0;
-                for (int64_t v = 0; v < nb; v++) {
-                    R[v] = R[v] / sum;
-                    if (R[v] > R[best]) best = v;
-                }
-                float second = 0.0f;
-                int have2 = 0;
-                for (int64_t v = 0; v < nb; v++) {
-                    if (v == best) continue;
-                    if (!have2 || R[v] > second) second = R[v];
-                    have2 = 1;
-                }
+                for (int64_t v = 0; v < nb; v++) R[v] = R[v] / sum;
                 const int64_t i = (s * H + h) * nb + u;
-                sel[i] = (int32_t) best;
-                prob[2 * i] = R[best];
-                prob[2 * i + 1] = have2 ? R[best] - second : 0.0f;
+                nf__cpu_route_pick(R, nb, sel + i, prob + 2 * i);
             }
         }
         free(qb);
