@@ -61,9 +61,18 @@ int nf_model_file_sha256(nf_model * m, int i, char hex[65], nf_err * err) {
     (void) err;
     __builtin_trap();
 }
-/* nf_model_load asks the backend's precision (bf16-autocast is Mitra's
- * only): no fuzz target loads a model (it traps if one does) */
+/* nf_model_load asks the backend's precision, kind and name (which models
+ * run bf16-autocast where): no fuzz target loads a model (it traps if one
+ * does) */
 int nf_backend_precision(const nf_backend * be) {
+    (void) be;
+    __builtin_trap();
+}
+const char * nf_backend_kind(const nf_backend * be) {
+    (void) be;
+    __builtin_trap();
+}
+const char * nf_backend_name(const nf_backend * be) {
     (void) be;
     __builtin_trap();
 }
