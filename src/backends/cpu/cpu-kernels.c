@@ -11,6 +11,7 @@
 #include "cpu-kernels.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,6 +326,14 @@ void nf__cpu_act_row(float * y, const float * x, int64_t n, int act) {
     }
 }
 
+/* LINEAR splits its rows across the OpenMP threads from this many rows per
+ * thread and this many multiply-adds (below, one sgemm call threaded by
+ * oneDNN, then the epilogue): measured on 2 threads, the split is faster
+ * from 16 rows per thread (16 x 512 x 512: 34 -> 141 GFLOP/s, 336 x 512 x
+ * 2048: 155 -> 184), slower for tiny GEMMs (8 x 64 x 64: 67 -> 35) */
+#define NF__LINEAR_SPLIT_ROWS 16
+#define NF__LINEAR_SPLIT_MACS ((int64_t) 1 << 20)
+
 static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_linear_params * p = &op->p.linear;
     if (p->m == 0) return NF_OK;
@@ -342,8 +351,39 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
         if (!t) return nf__err_set(err, NF_ERR_NOMEM, "LINEAR %s: out of memory", op->label ? op->label : "");
         ldt = n;
     }
-    NF_TRY(nf__cpu_sgemm(1, m, n, k, 1.0f, x, p->ldx, W, k, t, ldt, err));
     const int gelu = p->act == NF_ACT_GELU ? 1 : p->act == NF_ACT_RELU ? 2 : 0, acc = p->accumulate;
+    const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (nth > 1 && m >= NF__LINEAR_SPLIT_ROWS * nth && (int64_t) m * n * k >= NF__LINEAR_SPLIT_MACS) {
+        /* one contiguous block of rows per thread, each a single-threaded
+         * sgemm (oneDNN runs sequentially inside a parallel region) and then
+         * its epilogue while the block is in cache: oneDNN's own threading
+         * of one call reaches ~0.7 of the sgemm rate on n = 512, k = 2048
+         * (docs/benchmarks.md "LINEAR split by rows across threads"). The
+         * blocks depend only on m and the thread count. */
+        int rc_all = NF_OK, th_err = nth;
+#pragma omp parallel num_threads(nth)
+        {
+            const int th = omp_get_thread_num(), nt = omp_get_num_threads();
+            const int64_t r0 = (int64_t) m * th / nt, r1 = (int64_t) m * (th + 1) / nt;
+            nf_err terr;
+            terr.code = NF_OK;
+            terr.msg[0] = '\0';
+            const int rc = nf__cpu_sgemm(1, r1 - r0, n, k, 1.0f, x + r0 * p->ldx, p->ldx, W, k, t + r0 * ldt, ldt,
+                                         &terr);
+            if (rc == NF_OK) {
+                for (int64_t r = r0; r < r1; r++) nf__linear_epilogue(y + r * p->ldy, t + r * ldt, bias, n, gelu, acc);
+            } else {
+#pragma omp critical(nf__linear_err)
+                if (th < th_err) { /* the lowest failing block's error, whatever the timing */
+                    th_err = th;
+                    rc_all = rc;
+                    if (err) *err = terr;
+                }
+            }
+        }
+        return rc_all;
+    }
+    NF_TRY(nf__cpu_sgemm(1, m, n, k, 1.0f, x, p->ldx, W, k, t, ldt, err));
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(m * n))
     for (int64_t r = 0; r < m; r++) nf__linear_epilogue(y + r * p->ldy, t + r * ldt, bias, n, gelu, acc);
     return NF_OK;
