@@ -63,11 +63,28 @@ static struct nf__tt_ix nf__tt_layout(int64_t T, int64_t U, int64_t BS, int64_t 
     return x;
 }
 
+/* a capacity: max(have, need) plus a quarter of need */
+static int64_t nf__tt_grow(int64_t have, int64_t need) {
+    const int64_t c = need + need / 4;
+    return c > have ? c : have;
+}
+
 static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, int64_t BS, int64_t BC, int64_t idx_n,
                      nf_err * err) {
     if (t->have_ws && t->T >= T && t->U >= U && t->B >= B && t->BS >= BS && t->BC >= BC && t->idx_n >= idx_n &&
         t->ws_drop >= (t->drop > 0.0f))
         return NF_OK;
+    /* growing: a quarter more than this batch needs (and never below the last capacity), so that later
+     * batches of the fit (other permutations, the validation batches) fit without a new buffer -- each new
+     * one is a fresh mapping whose every page faults in again (hundreds of MB); pages a batch does not reach
+     * are never touched, so the headroom costs address space, not memory */
+    const int had = t->have_ws;
+    T = nf__tt_grow(had ? t->T : 0, T);
+    U = nf__tt_grow(had ? t->U : 0, U);
+    B = nf__tt_grow(had ? t->B : 0, B);
+    BS = nf__tt_grow(had ? t->BS : 0, BS);
+    BC = nf__tt_grow(had ? t->BC : 0, BC);
+    idx_n = nf__tt_grow(had ? t->idx_n : 0, idx_n);
     nf__workspace_release(&t->mem);
     t->have_ws = 0;
     nf_tab * m = t->m;
