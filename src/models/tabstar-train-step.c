@@ -184,11 +184,6 @@ static nf_tensor nf__sl(const nf_tensor * s, int64_t i, int64_t n) { return nf_v
 
 /* ---- BERT ------------------------------------------------------------------------------------- */
 
-/* a run of distinct strings of one length: strings p0.. (sorted order), n of them, starting at token t0 */
-struct nf__tt_grp {
-    int64_t n, len, t0;
-};
-
 /* text layer l's ATTENTION call k over the group gr; with dropout, BERT's attention_probs_dropout on the
  * probabilities (its mask: site NF__DS_BATT(l, k)) */
 static struct nf_attn_layout nf__bert_layout(const struct nf_tab_train * t, int l, int k,
@@ -569,14 +564,22 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
         const struct nf_gather gc = {.rows = T, .k = D, .n_table = t->cache_rows, .ldw = D, .ldy = D};
         RUN(nf_gather_rows(g, nf_label(g, "cache.load"), &gc, IDX(crow, T), t->cache, nf__sl(&t->hs, 0, TD)));
     }
+    /* without dropout the top layer runs on the [CLS] rows only (tabstar-train-top.c) */
+    const int top = nt > 0 && !t->dp;
     for (int j = 0; j < nt; j++) {
         nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", nfz + j);
-        RUN(nf__bert_fwd(g, t, nfz + j, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), nf__sl(&t->hs, j + 1, TD)));
+        if (top && j == nt - 1)
+            RUN(nf__tt_bert_top_fwd(g, t, j, h.grp, h.ng, IDX(cls, U), U, nf__sl(&t->hs, j, TD), t->E));
+        else
+            RUN(nf__bert_fwd(g, t, nfz + j, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), nf__sl(&t->hs, j + 1, TD)));
     }
-    const nf_tensor hlast = nf__sl(&t->hs, nt, TD);
-    nf_graph_prefix(g, "text_encoder.");
-    struct nf_gather gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
-    RUN(nf_gather_rows(g, nf_label(g, "cls"), &gs, IDX(cls, U), hlast, t->E));
+    struct nf_gather gs;
+    if (!top) {
+        const nf_tensor hlast = nf__sl(&t->hs, nt, TD);
+        nf_graph_prefix(g, "text_encoder.");
+        gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
+        RUN(nf_gather_rows(g, nf_label(g, "cls"), &gs, IDX(cls, U), hlast, t->E));
+    }
     /* §5 fusion */
     nf_graph_prefix(g, "numerical_fusion.");
     gs = (struct nf_gather){.rows = BS, .k = D, .n_table = U, .ldw = D, .ldy = 2 * D};
@@ -666,12 +669,18 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
             gs = (struct nf_gather){.rows = BS, .k = D, .n_table = U, .ldw = D, .ldy = 2 * D};
             RUN(nf_scatter_add_rows(g, nf_label(g, "text.backward"), &gs, IDX(cell_o, BS), IDX(cell_s, U + 1), dX2,
                                     dE));
-            nf_graph_prefix(g, "text_encoder.");
-            gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
-            RUN(nf_scatter_add_rows(g, nf_label(g, "cls.backward"), &gs, IDX(cls_o, U), IDX(cls_s, T + 1), dE, dh));
+            if (!top) {
+                nf_graph_prefix(g, "text_encoder.");
+                gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
+                RUN(nf_scatter_add_rows(g, nf_label(g, "cls.backward"), &gs, IDX(cls_o, U), IDX(cls_s, T + 1), dE, dh));
+            }
             for (int j = nt - 1; j >= 0; j--) {
                 nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", nfz + j);
-                RUN(nf__bert_bwd(g, t, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), j > 0));
+                if (top && j == nt - 1)
+                    RUN(nf__tt_bert_top_bwd(g, t, j, h.grp, h.ng, IDX(cls_o, U), IDX(cls_s, T + 1), U,
+                                            nf__sl(&t->hs, j, TD), dE, j > 0));
+                else
+                    RUN(nf__bert_bwd(g, t, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), j > 0));
             }
         }
         nf_graph_prefix(g, "%s", "");
