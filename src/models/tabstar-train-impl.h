@@ -51,6 +51,7 @@ struct nf_tab_train {
     int64_t cache_rows, cache_used; /* capacity, rows in use */
     struct nf__tt_cent * cent;      /* open addressing, n_cent slots (a power of 2) */
     int64_t n_cent, n_cached;
+    int64_t min_rows; /* nf__tab_train_text_cache_rows */
     /* backward scratch */
     nf_tensor dX, dX2, dE, dh, ds, da, dqkv, dH, dxa, dxn, datt, stats;
     /* dropout (nf__tab_train_dropout): probability, seed, _grad calls since set; this run applies it;

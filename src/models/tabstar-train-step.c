@@ -379,7 +379,8 @@ static int nf__tt_cache_plan(struct nf_tab_train * t, const struct nf__tt_ix * i
             if (nf__tt_cache_find(t, hx + ix->ids + hx[ix->cls + p], len) < 0) need += len;
         }
     }
-    if (t->cache_used + need > t->cache_rows) return NF_OK; /* full: this batch runs uncached */
+    if (t->cache_used + need > t->cache_rows) return NF_OK;                      /* full: this batch runs uncached */
+    if (ix->pos < t->min_rows || (need > 0 && need < t->min_rows)) return NF_OK; /* too few rows (min_rows) */
     (void) U;
     int64_t tm = 0;
     h->nmg = 0;
@@ -565,7 +566,7 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
         RUN(nf_gather_rows(g, nf_label(g, "cache.load"), &gc, IDX(crow, T), t->cache, nf__sl(&t->hs, 0, TD)));
     }
     /* without dropout the top layer runs on the [CLS] rows only (tabstar-train-top.c) */
-    const int top = nt > 0 && !t->dp;
+    const int top = nt > 0 && !t->dp && U >= t->min_rows;
     for (int j = 0; j < nt; j++) {
         nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", nfz + j);
         if (top && j == nt - 1)

@@ -453,6 +453,7 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
     /* the text cache (finetune.md §3.5): text layers 0..5 once per distinct string of the fit -- room for
      * every token of the train and validation strings, no more (with dropout it serves the evaluations) */
     if (rc == NF_OK) rc = nf__tab_train_text_cache(r.t, nf_tsf_cache_bytes(&ctr, &cva), err);
+    if (rc == NF_OK) nf__tab_train_text_cache_rows(r.t, NF_TAB_TRAIN_MIN_ROWS);
     float * w = NULL;
     if (rc == NF_OK) {
         const int64_t P = nf__tab_train_floats(r.t);
