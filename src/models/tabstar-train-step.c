@@ -353,6 +353,7 @@ struct nf__tt_host {
     struct nf__tt_grp *grp, *mgrp; /* all strings; the uncached ones (text cache) */
     int ng, nmg;
     int64_t Tm; /* tokens of the uncached strings; -1: no cache this step */
+    int fill;   /* the whole batch runs layers 0..5, its uncached strings' rows stored (too few to run alone) */
 };
 
 static void nf__tt_host_free(struct nf__tt_host * h) {
@@ -379,8 +380,11 @@ static int nf__tt_cache_plan(struct nf_tab_train * t, const struct nf__tt_ix * i
             if (nf__tt_cache_find(t, hx + ix->ids + hx[ix->cls + p], len) < 0) need += len;
         }
     }
-    if (t->cache_used + need > t->cache_rows) return NF_OK;                      /* full: this batch runs uncached */
-    if (ix->pos < t->min_rows || (need > 0 && need < t->min_rows)) return NF_OK; /* too few rows (min_rows) */
+    if (t->cache_used + need > t->cache_rows) return NF_OK; /* full: this batch runs uncached */
+    if (ix->pos < t->min_rows) return NF_OK;                /* too few rows (min_rows): uncached */
+    /* fewer uncached tokens than min_rows: the whole batch runs layers 0..5 (>= min_rows rows) and the
+     * new strings' rows are copied into the cache from it (mids: their token rows in the batch) */
+    h->fill = need > 0 && need < t->min_rows;
     (void) U;
     int64_t tm = 0;
     h->nmg = 0;
@@ -396,7 +400,7 @@ static int nf__tt_cache_plan(struct nf_tab_train * t, const struct nf__tt_ix * i
                 if (h->nmg == 0 || h->mgrp[h->nmg - 1].len != len) h->mgrp[h->nmg++] = (struct nf__tt_grp){0, len, tm};
                 h->mgrp[h->nmg - 1].n++;
                 for (int32_t j = 0; j < len; j++, tm++) {
-                    hx[ix->mids + tm] = ids[j];
+                    hx[ix->mids + tm] = h->fill ? hx[ix->cls + p] + j : ids[j];
                     hx[ix->mpos + tm] = j;
                     hx[ix->mzero + tm] = 0;
                 }
@@ -553,6 +557,13 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     /* §4 BERT: the frozen layers into stream 0 (from the text cache when it is on) */
     if (h.Tm < 0) {
         RUN(nf__text_frozen(g, t, IDX(ids, T), IDX(pos, T), IDX(zero, T), T, h.grp, h.ng));
+    } else if (h.fill) {
+        RUN(nf__text_frozen(g, t, IDX(ids, T), IDX(pos, T), IDX(zero, T), T, h.grp, h.ng));
+        const struct nf_gather gf = {.rows = h.Tm, .k = D, .n_table = T, .ldw = D, .ldy = D};
+        RUN(nf_gather_rows(g, "text_encoder.cache.store", &gf, IDX(mids, h.Tm), nf__sl(&t->hs, 0, TD),
+                           nf_view1(&t->cache, t->cache_used * D, h.Tm * D)));
+        t->cache_used += h.Tm;
+        t->Tcur = T;
     } else {
         if (h.Tm > 0) {
             RUN(nf__text_frozen(g, t, IDX(mids, h.Tm), IDX(mpos, h.Tm), IDX(mzero, h.Tm), h.Tm, h.mgrp, h.nmg));

@@ -103,9 +103,10 @@ int nf__tab_train_text_cache(struct nf_tab_train * t, int64_t max_bytes, nf_err 
 int64_t nf__tab_train_text_cached(const struct nf_tab_train * t);
 
 /* The fewest rows a GEMM of the step may have where a shortcut changes its row count (additive; 0, the
- * default, no limit): a batch reads the text cache only when it has >= min_rows tokens and its uncached
- * strings none or >= min_rows tokens (else it runs layers 0..5 itself, caching nothing), and the top
- * text layer runs on the [CLS] rows only (tabstar-train-top.c) when there are >= min_rows strings.
+ * default, no limit): a batch of fewer than min_rows tokens runs layers 0..5 itself and caches nothing;
+ * one whose uncached strings have fewer than min_rows tokens runs layers 0..5 over all its tokens and
+ * stores the new strings' rows from there; the top text layer runs on the [CLS] rows only
+ * (tabstar-train-top.c) when there are >= min_rows strings.
  * Below 16 rows oneDNN's f32 GEMM takes another kernel whose rows differ in the last bits from the same
  * rows of a larger GEMM (libdnnl 2.6, AVX-512, measured); above it a row's result does not depend on the
  * row count, so with NF_TAB_TRAIN_MIN_ROWS the fit's results are those of the plain step, bit for bit. */
