@@ -32,7 +32,8 @@
 struct nf__tt_ix {
     int64_t ids, pos, zero, cls, cell, even, odd, tgt;
     int64_t cls_o, cls_s, cell_o, cell_s, even_o, even_s, odd_o, odd_s, tgt_o, tgt_s;
-    int64_t mids, mpos, mzero, crow, n; /* the text cache: uncached strings' tokens, every token's cache row */
+    int64_t mids, mpos, mzero, crow, mst, n; /* the text cache: uncached strings' tokens, every token's cache row,
+                                                (padded runs) the new tokens' rows in the run */
 };
 
 static struct nf__tt_ix nf__tt_layout(int64_t T, int64_t U, int64_t BS, int64_t BC) {
@@ -59,7 +60,8 @@ static struct nf__tt_ix nf__tt_layout(int64_t T, int64_t U, int64_t BS, int64_t 
     x.mpos = x.mids + T;
     x.mzero = x.mpos + T;
     x.crow = x.mzero + T;
-    x.n = x.crow + T;
+    x.mst = x.crow + T;
+    x.n = x.mst + T;
     return x;
 }
 
@@ -352,8 +354,9 @@ struct nf__tt_host {
     int32_t * hx;
     struct nf__tt_grp *grp, *mgrp; /* all strings; the uncached ones (text cache) */
     int ng, nmg;
-    int64_t Tm; /* tokens of the uncached strings; -1: no cache this step */
-    int fill;   /* the whole batch runs layers 0..5, its uncached strings' rows stored (too few to run alone) */
+    int64_t Tm;   /* tokens of the uncached strings (and padding); -1: no cache this step */
+    int64_t Tnew; /* of which new strings' (stored in the cache) */
+    int pad;      /* cached strings pad the run to min_rows tokens: the new tokens' rows are listed in mst */
 };
 
 static void nf__tt_host_free(struct nf__tt_host * h) {
@@ -382,11 +385,11 @@ static int nf__tt_cache_plan(struct nf_tab_train * t, const struct nf__tt_ix * i
     }
     if (t->cache_used + need > t->cache_rows) return NF_OK; /* full: this batch runs uncached */
     if (ix->pos < t->min_rows) return NF_OK;                /* too few rows (min_rows): uncached */
-    /* fewer uncached tokens than min_rows: the whole batch runs layers 0..5 (>= min_rows rows) and the
-     * new strings' rows are copied into the cache from it (mids: their token rows in the batch) */
-    h->fill = need > 0 && need < t->min_rows;
+    /* fewer uncached tokens than min_rows: cached strings of the batch join the run of layers 0..5 until it
+     * has min_rows tokens (a batch has that many); only the new strings' rows are stored */
+    h->pad = need > 0 && need < t->min_rows;
     (void) U;
-    int64_t tm = 0;
+    int64_t tm = 0, tnew = 0, padded = 0;
     h->nmg = 0;
     p = 0;
     for (int k = 0; k < h->ng; k++) {
@@ -394,22 +397,29 @@ static int nf__tt_cache_plan(struct nf_tab_train * t, const struct nf__tt_ix * i
         for (int64_t q = 0; q < h->grp[k].n; q++, p++) {
             const int32_t * ids = hx + ix->ids + hx[ix->cls + p];
             int64_t row = nf__tt_cache_find(t, ids, len);
-            if (row < 0) {
+            const int is_new = row < 0, in_run = is_new || (h->pad && need + padded < t->min_rows);
+            if (is_new) {
                 /* a string twice in the batch is one string (np.unique): found on its second visit */
-                row = t->cache_used + tm;
+                row = t->cache_used + tnew;
+                NF_TRY(nf__tt_cache_add(t, ids, len, row, err));
+            } else if (in_run) {
+                padded += len;
+            }
+            if (in_run) {
                 if (h->nmg == 0 || h->mgrp[h->nmg - 1].len != len) h->mgrp[h->nmg++] = (struct nf__tt_grp){0, len, tm};
                 h->mgrp[h->nmg - 1].n++;
                 for (int32_t j = 0; j < len; j++, tm++) {
-                    hx[ix->mids + tm] = h->fill ? hx[ix->cls + p] + j : ids[j];
+                    hx[ix->mids + tm] = ids[j];
                     hx[ix->mpos + tm] = j;
                     hx[ix->mzero + tm] = 0;
+                    if (is_new) hx[ix->mst + tnew++] = (int32_t) tm;
                 }
-                NF_TRY(nf__tt_cache_add(t, ids, len, row, err));
             }
             for (int32_t j = 0; j < len; j++) hx[ix->crow + hx[ix->cls + p] + j] = (int32_t) (row + j);
         }
     }
     h->Tm = tm;
+    h->Tnew = tnew;
     return NF_OK;
 }
 
@@ -557,19 +567,18 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     /* §4 BERT: the frozen layers into stream 0 (from the text cache when it is on) */
     if (h.Tm < 0) {
         RUN(nf__text_frozen(g, t, IDX(ids, T), IDX(pos, T), IDX(zero, T), T, h.grp, h.ng));
-    } else if (h.fill) {
-        RUN(nf__text_frozen(g, t, IDX(ids, T), IDX(pos, T), IDX(zero, T), T, h.grp, h.ng));
-        const struct nf_gather gf = {.rows = h.Tm, .k = D, .n_table = T, .ldw = D, .ldy = D};
-        RUN(nf_gather_rows(g, "text_encoder.cache.store", &gf, IDX(mids, h.Tm), nf__sl(&t->hs, 0, TD),
-                           nf_view1(&t->cache, t->cache_used * D, h.Tm * D)));
-        t->cache_used += h.Tm;
-        t->Tcur = T;
     } else {
         if (h.Tm > 0) {
             RUN(nf__text_frozen(g, t, IDX(mids, h.Tm), IDX(mpos, h.Tm), IDX(mzero, h.Tm), h.Tm, h.mgrp, h.nmg));
-            RUN(nf_copy(g, "text_encoder.cache.store", t->hs, nf_view1(&t->cache, t->cache_used * D, h.Tm * D),
-                        h.Tm * D));
-            t->cache_used += h.Tm;
+            if (h.pad) { /* the new strings' rows of the padded run */
+                const struct nf_gather gp = {.rows = h.Tnew, .k = D, .n_table = h.Tm, .ldw = D, .ldy = D};
+                RUN(nf_gather_rows(g, "text_encoder.cache.store", &gp, IDX(mst, h.Tnew), t->hs,
+                                   nf_view1(&t->cache, t->cache_used * D, h.Tnew * D)));
+            } else {
+                RUN(nf_copy(g, "text_encoder.cache.store", t->hs, nf_view1(&t->cache, t->cache_used * D, h.Tm * D),
+                            h.Tm * D));
+            }
+            t->cache_used += h.Tnew;
             t->Tcur = T;
         }
         nf_graph_prefix(g, "text_encoder.");
