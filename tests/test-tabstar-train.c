@@ -115,6 +115,32 @@ static void small_model(const char * device, const struct nf_tab_batch * batch, 
     printf("small model (2 text layers) on %s: 15 adapters, |g| %.4g, merged vs unmerged max |d| %.3g\n", device,
            sqrt(g2), md);
     CHECK(md <= 1e-5 * fmax(1, fabs(le[0])), "small model: merged forward differs by %g", md);
+    /* the fit's min_rows: a batch with one new string (fewer tokens than min_rows) runs it padded with
+     * cached strings, and its logits are the uncached step's bit for bit (>= 16 rows a GEMM's rows do not
+     * depend on the row count) */
+    const int64_t last = batch->lens[batch->n_str - 1], mr = last + 1 > 16 ? last + 1 : 16;
+    if (batch->n_str > 1 && T - last >= mr) {
+        int32_t * cellA = malloc((size_t) (batch->B * batch->S) * sizeof(int32_t));
+        for (int64_t i = 0; i < batch->B * batch->S; i++)
+            cellA[i] = batch->cell[i] == batch->n_str - 1 ? 0 : batch->cell[i];
+        struct nf_tab_batch A = *batch;
+        A.n_str = batch->n_str - 1;
+        A.cell = cellA;
+        CHECK_RC(nf__tab_train_text_cache(t, 0, &err), NF_OK, &err);
+        CHECK_RC(nf__tab_train_eval(t, batch, NULL, NULL, le, NULL, &err), NF_OK, &err);
+        CHECK_RC(nf__tab_train_text_cache(t, T * NF_TAB_D * 4, &err), NF_OK, &err);
+        nf__tab_train_text_cache_rows(t, mr);
+        CHECK_RC(nf__tab_train_eval(t, &A, NULL, NULL, lm, NULL, &err), NF_OK, &err);
+        CHECK(nf__tab_train_text_cached(t) == A.n_str, "min_rows: %lld cached",
+              (long long) nf__tab_train_text_cached(t));
+        CHECK_RC(nf__tab_train_eval(t, batch, NULL, NULL, lm, NULL, &err), NF_OK, &err);
+        CHECK(nf__tab_train_text_cached(t) == batch->n_str, "min_rows: %lld cached after the padded run",
+              (long long) nf__tab_train_text_cached(t));
+        CHECK(memcmp(le, lm, (size_t) BC * 4) == 0, "min_rows: the padded run's logits differ from the uncached step");
+        free(cellA);
+    } else {
+        CHECK(0, "min_rows: the batch is too small for the padded-run check (%lld tokens)", (long long) T);
+    }
     free(p);
     free(le);
     free(lm);

@@ -87,3 +87,7 @@ int nf__tab_train_text_cache(struct nf_tab_train * t, int64_t max_bytes, nf_err 
 }
 
 int64_t nf__tab_train_text_cached(const struct nf_tab_train * t) { return t->n_cached; }
+
+void nf__tab_train_text_cache_rows(struct nf_tab_train * t, int64_t min_rows) {
+    t->min_rows = min_rows > 0 ? min_rows : 0;
+}

@@ -51,6 +51,7 @@ struct nf_tab_train {
     int64_t cache_rows, cache_used; /* capacity, rows in use */
     struct nf__tt_cent * cent;      /* open addressing, n_cent slots (a power of 2) */
     int64_t n_cent, n_cached;
+    int64_t min_rows; /* nf__tab_train_text_cache_rows */
     /* backward scratch */
     nf_tensor dX, dX2, dE, dh, ds, da, dqkv, dH, dxa, dxn, datt, stats;
     /* dropout (nf__tab_train_dropout): probability, seed, _grad calls since set; this run applies it;
@@ -99,5 +100,18 @@ int nf__tt_tel_fwd(nf_graph * g, struct nf_tab_train * t, const struct nf_tab_te
                    int64_t heads, int64_t groups, int64_t seq, nf_tensor xin, nf_tensor xout);
 int nf__tt_tel_bwd(nf_graph * g, struct nf_tab_train * t, const struct nf_tab_tel * L, struct nf__tt_tel * S, int mi,
                    int64_t heads, int64_t groups, int64_t seq, nf_tensor xin, nf_tensor dX);
+
+/* a run of distinct strings of one length: strings p0.. (sorted order), n of them, starting at token t0 */
+struct nf__tt_grp {
+    int64_t n, len, t0;
+};
+
+/* tabstar-train-top.c: the top trainable text layer j on the U [CLS] rows only (dropout off): the forward
+ * from hin (T rows) into E (U rows, the strings' sorted order; cls: each one's token row), and its backward
+ * from dE (U rows), d hin into t->dh when need_dx (cls_o / cls_s: the plan of the cls list) */
+int nf__tt_bert_top_fwd(nf_graph * g, struct nf_tab_train * t, int j, const struct nf__tt_grp * grp, int ng,
+                        nf_tensor cls, int64_t U, nf_tensor hin, nf_tensor E);
+int nf__tt_bert_top_bwd(nf_graph * g, struct nf_tab_train * t, int j, const struct nf__tt_grp * grp, int ng,
+                        nf_tensor cls_o, nf_tensor cls_s, int64_t U, nf_tensor hin, nf_tensor dE, int need_dx);
 
 #endif

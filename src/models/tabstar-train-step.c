@@ -32,7 +32,8 @@
 struct nf__tt_ix {
     int64_t ids, pos, zero, cls, cell, even, odd, tgt;
     int64_t cls_o, cls_s, cell_o, cell_s, even_o, even_s, odd_o, odd_s, tgt_o, tgt_s;
-    int64_t mids, mpos, mzero, crow, n; /* the text cache: uncached strings' tokens, every token's cache row */
+    int64_t mids, mpos, mzero, crow, mst, n; /* the text cache: uncached strings' tokens, every token's cache row,
+                                                (padded runs) the new tokens' rows in the run */
 };
 
 static struct nf__tt_ix nf__tt_layout(int64_t T, int64_t U, int64_t BS, int64_t BC) {
@@ -59,8 +60,15 @@ static struct nf__tt_ix nf__tt_layout(int64_t T, int64_t U, int64_t BS, int64_t 
     x.mpos = x.mids + T;
     x.mzero = x.mpos + T;
     x.crow = x.mzero + T;
-    x.n = x.crow + T;
+    x.mst = x.crow + T;
+    x.n = x.mst + T;
     return x;
+}
+
+/* a capacity: max(have, need) plus a quarter of need */
+static int64_t nf__tt_grow(int64_t have, int64_t need) {
+    const int64_t c = need + need / 4;
+    return c > have ? c : have;
 }
 
 static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, int64_t BS, int64_t BC, int64_t idx_n,
@@ -68,6 +76,17 @@ static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, i
     if (t->have_ws && t->T >= T && t->U >= U && t->B >= B && t->BS >= BS && t->BC >= BC && t->idx_n >= idx_n &&
         t->ws_drop >= (t->drop > 0.0f))
         return NF_OK;
+    /* growing: a quarter more than this batch needs (and never below the last capacity), so that later
+     * batches of the fit (other permutations, the validation batches) fit without a new buffer -- each new
+     * one is a fresh mapping whose every page faults in again (hundreds of MB); pages a batch does not reach
+     * are never touched, so the headroom costs address space, not memory */
+    const int had = t->have_ws;
+    T = nf__tt_grow(had ? t->T : 0, T);
+    U = nf__tt_grow(had ? t->U : 0, U);
+    B = nf__tt_grow(had ? t->B : 0, B);
+    BS = nf__tt_grow(had ? t->BS : 0, BS);
+    BC = nf__tt_grow(had ? t->BC : 0, BC);
+    idx_n = nf__tt_grow(had ? t->idx_n : 0, idx_n);
     nf__workspace_release(&t->mem);
     t->have_ws = 0;
     nf_tab * m = t->m;
@@ -166,11 +185,6 @@ static int nf__tt_ws(struct nf_tab_train * t, int64_t T, int64_t U, int64_t B, i
 static nf_tensor nf__sl(const nf_tensor * s, int64_t i, int64_t n) { return nf_view1(s, i * n, n); }
 
 /* ---- BERT ------------------------------------------------------------------------------------- */
-
-/* a run of distinct strings of one length: strings p0.. (sorted order), n of them, starting at token t0 */
-struct nf__tt_grp {
-    int64_t n, len, t0;
-};
 
 /* text layer l's ATTENTION call k over the group gr; with dropout, BERT's attention_probs_dropout on the
  * probabilities (its mask: site NF__DS_BATT(l, k)) */
@@ -340,7 +354,9 @@ struct nf__tt_host {
     int32_t * hx;
     struct nf__tt_grp *grp, *mgrp; /* all strings; the uncached ones (text cache) */
     int ng, nmg;
-    int64_t Tm; /* tokens of the uncached strings; -1: no cache this step */
+    int64_t Tm;   /* tokens of the uncached strings (and padding); -1: no cache this step */
+    int64_t Tnew; /* of which new strings' (stored in the cache) */
+    int pad;      /* cached strings pad the run to min_rows tokens: the new tokens' rows are listed in mst */
 };
 
 static void nf__tt_host_free(struct nf__tt_host * h) {
@@ -368,8 +384,12 @@ static int nf__tt_cache_plan(struct nf_tab_train * t, const struct nf__tt_ix * i
         }
     }
     if (t->cache_used + need > t->cache_rows) return NF_OK; /* full: this batch runs uncached */
+    if (ix->pos < t->min_rows) return NF_OK;                /* too few rows (min_rows): uncached */
+    /* fewer uncached tokens than min_rows: cached strings of the batch join the run of layers 0..5 until it
+     * has min_rows tokens (a batch has that many); only the new strings' rows are stored */
+    h->pad = need > 0 && need < t->min_rows;
     (void) U;
-    int64_t tm = 0;
+    int64_t tm = 0, tnew = 0, padded = 0;
     h->nmg = 0;
     p = 0;
     for (int k = 0; k < h->ng; k++) {
@@ -377,22 +397,29 @@ static int nf__tt_cache_plan(struct nf_tab_train * t, const struct nf__tt_ix * i
         for (int64_t q = 0; q < h->grp[k].n; q++, p++) {
             const int32_t * ids = hx + ix->ids + hx[ix->cls + p];
             int64_t row = nf__tt_cache_find(t, ids, len);
-            if (row < 0) {
+            const int is_new = row < 0, in_run = is_new || (h->pad && need + padded < t->min_rows);
+            if (is_new) {
                 /* a string twice in the batch is one string (np.unique): found on its second visit */
-                row = t->cache_used + tm;
+                row = t->cache_used + tnew;
+                NF_TRY(nf__tt_cache_add(t, ids, len, row, err));
+            } else if (in_run) {
+                padded += len;
+            }
+            if (in_run) {
                 if (h->nmg == 0 || h->mgrp[h->nmg - 1].len != len) h->mgrp[h->nmg++] = (struct nf__tt_grp){0, len, tm};
                 h->mgrp[h->nmg - 1].n++;
                 for (int32_t j = 0; j < len; j++, tm++) {
                     hx[ix->mids + tm] = ids[j];
                     hx[ix->mpos + tm] = j;
                     hx[ix->mzero + tm] = 0;
+                    if (is_new) hx[ix->mst + tnew++] = (int32_t) tm;
                 }
-                NF_TRY(nf__tt_cache_add(t, ids, len, row, err));
             }
             for (int32_t j = 0; j < len; j++) hx[ix->crow + hx[ix->cls + p] + j] = (int32_t) (row + j);
         }
     }
     h->Tm = tm;
+    h->Tnew = tnew;
     return NF_OK;
 }
 
@@ -543,23 +570,37 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
     } else {
         if (h.Tm > 0) {
             RUN(nf__text_frozen(g, t, IDX(mids, h.Tm), IDX(mpos, h.Tm), IDX(mzero, h.Tm), h.Tm, h.mgrp, h.nmg));
-            RUN(nf_copy(g, "text_encoder.cache.store", t->hs, nf_view1(&t->cache, t->cache_used * D, h.Tm * D),
-                        h.Tm * D));
-            t->cache_used += h.Tm;
+            if (h.pad) { /* the new strings' rows of the padded run */
+                const struct nf_gather gp = {.rows = h.Tnew, .k = D, .n_table = h.Tm, .ldw = D, .ldy = D};
+                RUN(nf_gather_rows(g, "text_encoder.cache.store", &gp, IDX(mst, h.Tnew), t->hs,
+                                   nf_view1(&t->cache, t->cache_used * D, h.Tnew * D)));
+            } else {
+                RUN(nf_copy(g, "text_encoder.cache.store", t->hs, nf_view1(&t->cache, t->cache_used * D, h.Tm * D),
+                            h.Tm * D));
+            }
+            t->cache_used += h.Tnew;
             t->Tcur = T;
         }
         nf_graph_prefix(g, "text_encoder.");
         const struct nf_gather gc = {.rows = T, .k = D, .n_table = t->cache_rows, .ldw = D, .ldy = D};
         RUN(nf_gather_rows(g, nf_label(g, "cache.load"), &gc, IDX(crow, T), t->cache, nf__sl(&t->hs, 0, TD)));
     }
+    /* without dropout the top layer runs on the [CLS] rows only (tabstar-train-top.c) */
+    const int top = nt > 0 && !t->dp && U >= t->min_rows;
     for (int j = 0; j < nt; j++) {
         nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", nfz + j);
-        RUN(nf__bert_fwd(g, t, nfz + j, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), nf__sl(&t->hs, j + 1, TD)));
+        if (top && j == nt - 1)
+            RUN(nf__tt_bert_top_fwd(g, t, j, h.grp, h.ng, IDX(cls, U), U, nf__sl(&t->hs, j, TD), t->E));
+        else
+            RUN(nf__bert_fwd(g, t, nfz + j, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), nf__sl(&t->hs, j + 1, TD)));
     }
-    const nf_tensor hlast = nf__sl(&t->hs, nt, TD);
-    nf_graph_prefix(g, "text_encoder.");
-    struct nf_gather gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
-    RUN(nf_gather_rows(g, nf_label(g, "cls"), &gs, IDX(cls, U), hlast, t->E));
+    struct nf_gather gs;
+    if (!top) {
+        const nf_tensor hlast = nf__sl(&t->hs, nt, TD);
+        nf_graph_prefix(g, "text_encoder.");
+        gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
+        RUN(nf_gather_rows(g, nf_label(g, "cls"), &gs, IDX(cls, U), hlast, t->E));
+    }
     /* §5 fusion */
     nf_graph_prefix(g, "numerical_fusion.");
     gs = (struct nf_gather){.rows = BS, .k = D, .n_table = U, .ldw = D, .ldy = 2 * D};
@@ -649,12 +690,18 @@ static int nf__tt_run(struct nf_tab_train * t, const struct nf_tab_batch * b, co
             gs = (struct nf_gather){.rows = BS, .k = D, .n_table = U, .ldw = D, .ldy = 2 * D};
             RUN(nf_scatter_add_rows(g, nf_label(g, "text.backward"), &gs, IDX(cell_o, BS), IDX(cell_s, U + 1), dX2,
                                     dE));
-            nf_graph_prefix(g, "text_encoder.");
-            gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
-            RUN(nf_scatter_add_rows(g, nf_label(g, "cls.backward"), &gs, IDX(cls_o, U), IDX(cls_s, T + 1), dE, dh));
+            if (!top) {
+                nf_graph_prefix(g, "text_encoder.");
+                gs = (struct nf_gather){.rows = U, .k = D, .n_table = T, .ldw = D, .ldy = D};
+                RUN(nf_scatter_add_rows(g, nf_label(g, "cls.backward"), &gs, IDX(cls_o, U), IDX(cls_s, T + 1), dE, dh));
+            }
             for (int j = nt - 1; j >= 0; j--) {
                 nf_graph_prefix(g, "text_encoder.encoder.layer.%d.", nfz + j);
-                RUN(nf__bert_bwd(g, t, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), j > 0));
+                if (top && j == nt - 1)
+                    RUN(nf__tt_bert_top_bwd(g, t, j, h.grp, h.ng, IDX(cls_o, U), IDX(cls_s, T + 1), U,
+                                            nf__sl(&t->hs, j, TD), dE, j > 0));
+                else
+                    RUN(nf__bert_bwd(g, t, j, h.grp, h.ng, nf__sl(&t->hs, j, TD), j > 0));
             }
         }
         nf_graph_prefix(g, "%s", "");

@@ -102,6 +102,17 @@ int nf__tab_train_text_cache(struct nf_tab_train * t, int64_t max_bytes, nf_err 
 /* distinct strings the cache holds */
 int64_t nf__tab_train_text_cached(const struct nf_tab_train * t);
 
+/* The fewest rows a GEMM of the step may have where a shortcut changes its row count (additive; 0, the
+ * default, no limit): a batch of fewer than min_rows tokens runs layers 0..5 itself and caches nothing;
+ * one whose uncached strings have fewer than min_rows tokens runs layers 0..5 over all its tokens and
+ * stores the new strings' rows from there; the top text layer runs on the [CLS] rows only
+ * (tabstar-train-top.c) when there are >= min_rows strings.
+ * Below 16 rows oneDNN's f32 GEMM takes another kernel whose rows differ in the last bits from the same
+ * rows of a larger GEMM (libdnnl 2.6, AVX-512, measured); above it a row's result does not depend on the
+ * row count, so with NF_TAB_TRAIN_MIN_ROWS the fit's results are those of the plain step, bit for bit. */
+#define NF_TAB_TRAIN_MIN_ROWS 64
+void nf__tab_train_text_cache_rows(struct nf_tab_train * t, int64_t min_rows);
+
 /* Dropout (additive; off by default): drop probability p (0 <= p < 1; 0 off)
  * in every _grad at upstream's elementwise dropout points -- the BERT
  * embeddings and every text layer's two hidden dropouts (frozen layers too),

@@ -140,6 +140,14 @@ int nf__tsf_targets(const struct nf_tab_verbalizer * v, const nf_table * table, 
     return NF_OK;
 }
 
+/* the text cache's size for the strings of both tables (a string in both counted twice: a bound) */
+static int64_t nf_tsf_cache_bytes(const struct nf_tab_cells * a, const struct nf_tab_cells * b) {
+    int64_t tokens = 0;
+    for (int64_t u = 0; u < a->n_strings; u++) tokens += a->token_lengths[u];
+    for (int64_t u = 0; u < b->n_strings; u++) tokens += b->token_lengths[u];
+    return tokens * NF_TAB_D * (int64_t) sizeof(float);
+}
+
 /* one batch of cells rows: the distinct strings they use (first use order),
  * their tokens back to back, the cell map and x_num */
 struct nf_tsf_bb {
@@ -442,6 +450,10 @@ int nf__tsf_fit(nf_model * model, const char * model_dir, const nf_table * table
     if (rc == NF_OK) rc = nf__tab_train_new(model->impl, C, &r.t, err);
     if (rc == NF_OK && o->dropout != 0.0f) /* the masks' generator apart from the permutations' */
         rc = nf__tab_train_dropout(r.t, o->dropout, o->loop.seed ^ 0x64726F706F7574ull, err);
+    /* the text cache (finetune.md §3.5): text layers 0..5 once per distinct string of the fit -- room for
+     * every token of the train and validation strings, no more (with dropout it serves the evaluations) */
+    if (rc == NF_OK) rc = nf__tab_train_text_cache(r.t, nf_tsf_cache_bytes(&ctr, &cva), err);
+    if (rc == NF_OK) nf__tab_train_text_cache_rows(r.t, NF_TAB_TRAIN_MIN_ROWS);
     float * w = NULL;
     if (rc == NF_OK) {
         const int64_t P = nf__tab_train_floats(r.t);

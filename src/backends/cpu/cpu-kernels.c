@@ -286,6 +286,13 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_ro
         for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o]);
 }
 
+/* y[o] = GELU(x[o]) out of place (x and y do not overlap): nf__gelu_row's operations, one pass */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_row_to(float * restrict y,
+                                                                                     const float * restrict x,
+                                                                                     int64_t n) {
+    for (int64_t o = 0; o < n; o++) y[o] = nf__gelu(x[o]);
+}
+
 /* t[o] = act(t[o] + bias[o]); y[o] += t[o] when accumulating (t is then a
  * scratch row, else t == y): one pass each, with the roundings of the
  * expression y + act(t + b). */
@@ -316,6 +323,11 @@ static void nf__linear_epilogue(float * yr, float * tr, const float * restrict b
 /* ACT (cpu-train.c): y = act(x) with LINEAR's epilogue code (x may be y) */
 void nf__cpu_act_row(float * y, const float * x, int64_t n, int act) {
     if (act == NF_ACT_GELU) {
+        const uintptr_t ya = (uintptr_t) y, xa = (uintptr_t) x, nb = (uintptr_t) n * sizeof(float);
+        if (ya + nb <= xa || xa + nb <= ya) {
+            nf__gelu_row_to(y, x, n);
+            return;
+        }
         if (y != x) memmove(y, x, (size_t) n * sizeof(float));
         nf__gelu_row(y, NULL, n);
     } else {
