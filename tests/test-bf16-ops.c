@@ -68,7 +68,8 @@ static double tally(const char * what, const float * got, const float * want, in
     return (double) off / (double) n;
 }
 
-static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int twice) {
+/* stream (p.bf16_stream, SpTransformer's bf16 residual): y = R(y0 + t), y0 bf16 values */
+static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int twice, int stream) {
     const int64_t ldx = k + 2, ldy = n + 1;
     float *x = malloc((size_t) (m * ldx) * 4), *W = malloc((size_t) (n * k) * 4), *b = malloc((size_t) n * 4),
           *y0 = malloc((size_t) (m * ldy) * 4), *want = malloc((size_t) (m * n) * 4),
@@ -77,7 +78,7 @@ static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int t
     for (int64_t i = 0; i < n * k; i++) W[i] = frand() * 0.3f;
     for (int64_t i = 0; i < n; i++) b[i] = frand();
     /* y0 in {-1, 0, 1}: y0 + t is exact in fp32 for a bf16 t of magnitude >= 2^-16, so y - y0 recovers t */
-    for (int64_t i = 0; i < m * ldy; i++) y0[i] = roundf(frand());
+    for (int64_t i = 0; i < m * ldy; i++) y0[i] = stream ? bf(frand() * 2.0f) : roundf(frand());
     nf_tensor tx = mk(m * ldx, x), tW = mk(n * k, W), tb = mk(n, b), ty = mk(m * ldy, y0);
     int64_t wne[2] = {n, k};
     nf_tensor vW = nf__tensor_view(&tW, 0, 2, wne);
@@ -86,8 +87,15 @@ static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int t
     op.src[1] = vW;
     op.src[2] = tb;
     op.dst[0] = ty;
-    op.p.linear = (struct nf_linear_params){
-        .m = m, .k = k, .n = n, .ldx = ldx, .ldy = ldy, .act = act, .accumulate = acc, .bias_after_round = twice};
+    op.p.linear = (struct nf_linear_params){.m = m,
+                                            .k = k,
+                                            .n = n,
+                                            .ldx = ldx,
+                                            .ldy = ldy,
+                                            .act = act,
+                                            .accumulate = acc,
+                                            .bias_after_round = twice,
+                                            .bf16_stream = stream};
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     float * yh = fetch(&ty, m * ldy);
@@ -97,12 +105,12 @@ static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int t
             for (int64_t c = 0; c < k; c++) s += (double) bf(x[r * ldx + c]) * (double) bf(W[o * k + c]);
             float t = twice ? bf((double) bf(s) + (double) bf(b[o])) : bf(s + (double) bf(b[o]));
             if (act == NF_ACT_GELU) t = bf(0.5 * t * (1.0 + erf(t / sqrt(2.0))));
-            want[r * n + o] = t;
-            got[r * n + o] = acc ? yh[r * ldy + o] - y0[r * ldy + o] : yh[r * ldy + o];
+            want[r * n + o] = stream && acc ? bf((double) y0[r * ldy + o] + (double) t) : t;
+            got[r * n + o] = acc && !stream ? yh[r * ldy + o] - y0[r * ldy + o] : yh[r * ldy + o];
         }
     char what[96];
-    snprintf(what, sizeof(what), "LINEAR %lldx%lldx%lld act=%d acc=%d twice=%d", (long long) m, (long long) k,
-             (long long) n, act, acc, twice);
+    snprintf(what, sizeof(what), "LINEAR %lldx%lldx%lld act=%d acc=%d twice=%d%s", (long long) m, (long long) k,
+             (long long) n, act, acc, twice, stream ? " stream" : "");
     CHECK(tally(what, got, want, m * n) < 0.02, "%s: over 2%% of the elements one ulp off", what);
     for (int64_t r = 0; r + 1 < m; r++) CHECK(yh[r * ldy + n] == y0[r * ldy + n], "LINEAR wrote into padding");
     free(yh);
@@ -283,6 +291,192 @@ static void run1(nf_op * op) {
     CHECK_RC(nf__op_run(be, op, &err), NF_OK, &err);
 }
 
+/* ---- SpTransformer's rules (cpu-bf16-spt.c, kernels-bf16-spt.cl): every activation a
+ * bf16 value, so the inputs here are bf16 values ---------------------------------------- */
+
+/* R(softmax(s)) over n values, in double: R(exp(s - max) / sum) */
+static void softmax_bf(double * s, int64_t n) {
+    double mx = s[0], l = 0.0;
+    for (int64_t j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+    for (int64_t j = 0; j < n; j++) l += (s[j] = exp(s[j] - mx));
+    for (int64_t j = 0; j < n; j++) s[j] = bf(s[j] / l);
+}
+
+/* ATTENTION with p.bf16_stream (torch's unfused bf16 attention): s = R(R(q·kᵀ) · scale),
+ * P = R(softmax(s)), o = R(P·V) */
+static void test_spt_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t lk) {
+    const int64_t D = H * E, nq = G * lq * D, nk = G * lk * D;
+    float *q = malloc((size_t) nq * 4), *k = malloc((size_t) nk * 4), *v = malloc((size_t) nk * 4),
+          *want = malloc((size_t) nq * 4);
+    for (int64_t i = 0; i < nq; i++) q[i] = bf(frand() * 3.0f);
+    for (int64_t i = 0; i < nk; i++) k[i] = bf(frand() * 3.0f), v[i] = bf(frand());
+    nf_tensor tq = mk(nq, q), tk = mk(nk, k), tv = mk(nk, v), to = mk(nq, NULL);
+    nf_op op = {.type = NF_OP_ATTENTION, .label = "bf16", .n_src = 3, .n_dst = 1};
+    op.src[0] = tq, op.src[1] = tk, op.src[2] = tv, op.dst[0] = to;
+    const float scale = 1.0f / sqrtf((float) E);
+    op.p.attention = (struct nf_attention_params){.n_groups = G,
+                                                  .lq = lq,
+                                                  .lk = lk,
+                                                  .n_heads = H,
+                                                  .head_dim = E,
+                                                  .q_gs = lq * D,
+                                                  .q_ss = D,
+                                                  .kv_gs = lk * D,
+                                                  .kv_ss = D,
+                                                  .o_gs = lq * D,
+                                                  .o_ss = D,
+                                                  .scale = scale,
+                                                  .bf16_stream = 1};
+    run1(&op);
+    double * p = malloc((size_t) lk * sizeof(double));
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < lq; i++) {
+                const float * qi = q + g * lq * D + i * D + h * E;
+                for (int64_t j = 0; j < lk; j++) {
+                    double s = 0.0;
+                    for (int64_t e = 0; e < E; e++) s += (double) qi[e] * k[g * lk * D + j * D + h * E + e];
+                    p[j] = bf((double) bf(s) * scale);
+                }
+                softmax_bf(p, lk);
+                for (int64_t e = 0; e < E; e++) {
+                    double o = 0.0;
+                    for (int64_t j = 0; j < lk; j++) o += p[j] * v[g * lk * D + j * D + h * E + e];
+                    want[g * lq * D + i * D + h * E + e] = bf(o);
+                }
+            }
+    char what[96];
+    snprintf(what, sizeof(what), "ATTENTION stream G=%lld H=%lld E=%lld lq=%lld lk=%lld", (long long) G, (long long) H,
+             (long long) E, (long long) lq, (long long) lk);
+    float * oh = fetch(&to, nq);
+    CHECK(tally(what, oh, want, nq) < 0.05, "%s: over 5%% of the elements one ulp off", what);
+    free(oh), free(p);
+    nf__tensor_free(&tq), nf__tensor_free(&tk), nf__tensor_free(&tv), nf__tensor_free(&to);
+    free(q), free(k), free(v), free(want);
+}
+
+/* AXIAL_POS: x = R(x + R(e0 + e1)) */
+static void test_axial_pos(int64_t S, int64_t L, int64_t D, int64_t n1) {
+    const int64_t ld = D + 3, n0 = (L + n1 - 1) / n1;
+    float *x = malloc((size_t) (S * L * ld) * 4), *e = malloc((size_t) ((n0 + n1) * D) * 4),
+          *want = malloc((size_t) (S * L * D) * 4), *got = malloc((size_t) (S * L * D) * 4);
+    for (int64_t i = 0; i < S * L * ld; i++) x[i] = bf(frand() * 4.0f);
+    for (int64_t i = 0; i < (n0 + n1) * D; i++) e[i] = frand();
+    nf_tensor tx = mk(S * L * ld, x), te0 = mk(n0 * D, e), te1 = mk(n1 * D, e + n0 * D);
+    nf_op op = {.type = NF_OP_AXIAL_POS, .label = "bf16", .n_src = 2, .n_dst = 1};
+    op.src[0] = te0, op.src[1] = te1, op.dst[0] = tx;
+    op.p.axial_pos = (struct nf_axial_pos_params){.n_seq = S, .len = L, .dim = D, .n1 = n1, .ld = ld, .gs = L * ld};
+    run1(&op);
+    float * xh = fetch(&tx, S * L * ld);
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t t = 0; t < L; t++)
+            for (int64_t c = 0; c < D; c++) {
+                const float pe = bf((double) (e[(t / n1) * D + c] + e[n0 * D + (t % n1) * D + c]));
+                want[(s * L + t) * D + c] = bf((double) x[s * L * ld + t * ld + c] + pe);
+                got[(s * L + t) * D + c] = xh[s * L * ld + t * ld + c];
+            }
+    char what[96];
+    snprintf(what, sizeof(what), "AXIAL_POS %lldx%lldx%lld n1=%lld", (long long) S, (long long) L, (long long) D,
+             (long long) n1);
+    CHECK(tally(what, got, want, S * L * D) == 0.0, "%s: elements off", what);
+    free(xh);
+    nf__tensor_free(&tx), nf__tensor_free(&te0), nf__tensor_free(&te1);
+    free(x), free(e), free(want), free(got);
+}
+
+/* BUCKET_ROUTE (the sort net) then BUCKET_GATHER: bucket means R(R(sum) / bkt), scores
+ * R(R(qbar·kbar) · scale), R(softmax), the first maximum and its probability; the
+ * routed rows R(p · k), the own rows as they are */
+static void test_route_gather(int64_t S, int64_t nb, int64_t B, int64_t H, int64_t E) {
+    const int64_t D = H * E, L = nb * B, n = S * L * D, nc = S * nb * 2 * B * D;
+    float *k = malloc((size_t) n * 4), *q = malloc((size_t) n * 4), *v = malloc((size_t) n * 4);
+    for (int64_t i = 0; i < n; i++) q[i] = bf(frand() * 4.0f), k[i] = bf(frand() * 4.0f), v[i] = bf(frand());
+    nf_tensor tq = mk(n, q), tk = mk(n, k), tv = mk(n, v), tp = mk(S * H * nb * 2, NULL), tkc = mk(nc, NULL),
+              tvc = mk(nc, NULL), tsel;
+    int64_t ne[1] = {S * H * nb};
+    nf_err err = {0};
+    CHECK_RC(nf__tensor_alloc(be, &tsel, NF_I32, 1, ne, "sel", &err), NF_OK, &err);
+    const float scale = 1.0f / sqrtf((float) E);
+    nf_op op = {.type = NF_OP_BUCKET_ROUTE, .label = "bf16", .n_src = 2, .n_dst = 2};
+    op.src[0] = tq, op.src[1] = tk, op.dst[0] = tsel, op.dst[1] = tp;
+    op.p.bucket_route = (struct nf_bucket_route_params){.n_seq = S,
+                                                        .n_buckets = nb,
+                                                        .bucket = B,
+                                                        .n_heads = H,
+                                                        .head_dim = E,
+                                                        .q_ss = D,
+                                                        .q_gs = L * D,
+                                                        .k_ss = D,
+                                                        .k_gs = L * D,
+                                                        .scale = scale};
+    run1(&op);
+    int32_t * sel = malloc((size_t) (S * H * nb) * 4);
+    CHECK_RC(nf__tensor_download(&tsel, sel, &err), NF_OK, &err);
+    float * prob = fetch(&tp, S * H * nb * 2);
+    double *m = malloc((size_t) (2 * nb * E) * sizeof(double)), *R = malloc((size_t) nb * sizeof(double));
+    int64_t same = 0, pr_off = 0;
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t z = 0; z < 2; z++)
+                for (int64_t u = 0; u < nb; u++)
+                    for (int64_t e = 0; e < E; e++) {
+                        double a = 0.0;
+                        for (int64_t i = 0; i < B; i++) a += (z ? k : q)[s * L * D + (u * B + i) * D + h * E + e];
+                        m[(z * nb + u) * E + e] = bf((double) bf(a) / (double) B);
+                    }
+            for (int64_t u = 0; u < nb; u++) {
+                for (int64_t w = 0; w < nb; w++) {
+                    double d = 0.0;
+                    for (int64_t e = 0; e < E; e++) d += m[u * E + e] * m[(nb + w) * E + e];
+                    R[w] = bf((double) bf(d) * scale);
+                }
+                softmax_bf(R, nb);
+                int64_t best = 0;
+                for (int64_t w = 1; w < nb; w++) best = R[w] > R[best] ? w : best;
+                const int64_t i = (s * H + h) * nb + u;
+                same += sel[i] == best;
+                pr_off += prob[2 * i] != (float) R[sel[i] >= 0 && sel[i] < nb ? sel[i] : 0];
+            }
+        }
+    printf("%-44s %lld of %lld choices differ, %lld probabilities\n", "BUCKET_ROUTE", (long long) (S * H * nb - same),
+           (long long) (S * H * nb), (long long) pr_off);
+    CHECK(same >= S * H * nb * 95 / 100 && pr_off * 20 <= S * H * nb, "BUCKET_ROUTE: choices or probabilities off");
+    /* the gather of the device's own choices */
+    op = (nf_op){.type = NF_OP_BUCKET_GATHER, .label = "bf16", .n_src = 4, .n_dst = 2};
+    op.src[0] = tk, op.src[1] = tv, op.src[2] = tsel, op.src[3] = tp, op.dst[0] = tkc, op.dst[1] = tvc;
+    op.p.bucket_gather = (struct nf_bucket_gather_params){.n_seq = S,
+                                                          .n_buckets = nb,
+                                                          .bucket = B,
+                                                          .n_heads = H,
+                                                          .head_dim = E,
+                                                          .kv_ss = D,
+                                                          .kv_gs = L * D,
+                                                          .reuse_keys = 1};
+    run1(&op);
+    float *kc = fetch(&tkc, nc), *vc = fetch(&tvc, nc), *wk = malloc((size_t) nc * 4), *wv = malloc((size_t) nc * 4);
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t u = 0; u < nb; u++)
+            for (int64_t j = 0; j < 2 * B; j++)
+                for (int64_t h = 0; h < H; h++) {
+                    const int64_t i = (s * H + h) * nb + u, vs = sel[i] < 0 ? 0 : sel[i] >= nb ? nb - 1 : sel[i];
+                    for (int64_t e = 0; e < E; e++) {
+                        const int64_t d = ((s * nb + u) * 2 * B + j) * D + h * E + e;
+                        if (j < B) {
+                            const float kk = k[s * L * D + (vs * B + j) * D + h * E + e];
+                            wk[d] = wv[d] = bf((double) (prob[2 * i] * kk));
+                        } else {
+                            wk[d] = k[s * L * D + (u * B + j - B) * D + h * E + e];
+                            wv[d] = v[s * L * D + (u * B + j - B) * D + h * E + e];
+                        }
+                    }
+                }
+    CHECK(tally("BUCKET_GATHER keys", kc, wk, nc) == 0.0, "BUCKET_GATHER: keys off");
+    CHECK(tally("BUCKET_GATHER values (reuse_keys)", vc, wv, nc) == 0.0, "BUCKET_GATHER: values off");
+    nf__tensor_free(&tq), nf__tensor_free(&tk), nf__tensor_free(&tv), nf__tensor_free(&tp), nf__tensor_free(&tsel);
+    nf__tensor_free(&tkc), nf__tensor_free(&tvc);
+    free(q), free(k), free(v), free(sel), free(prob), free(m), free(R), free(kc), free(vc), free(wk), free(wv);
+}
+
 /* the cpu mode keeps bf16 copies of LINEAR's inputs (W from its first use, a LAYER_NORM's
  * or GELU's output for the next LINEAR): whatever writes their fp32 values (an upload, an
  * op) must be seen. Each LINEAR here equals the same LINEAR on fresh tensors. */
@@ -420,18 +614,23 @@ int main(int argc, char ** argv) {
     if (rc != NF_OK) return 1;
     CHECK(nf_backend_precision(be) == NF_PRECISION_BF16_AUTOCAST, "precision not recorded");
     CHECK(strstr(nf_backend_precision_detail(be), "bf16-autocast") != NULL, "precision detail does not name the mode");
-    test_linear(37, 70, 45, NF_ACT_NONE, 0, 0);
-    test_linear(37, 70, 45, NF_ACT_NONE, 0, 1);
-    test_linear(64, 128, 96, NF_ACT_GELU, 0, 0);
-    test_linear(20, 96, 33, NF_ACT_NONE, 1, 0);
+    test_linear(37, 70, 45, NF_ACT_NONE, 0, 0, 0);
+    test_linear(37, 70, 45, NF_ACT_NONE, 0, 1, 0);
+    test_linear(64, 128, 96, NF_ACT_GELU, 0, 0, 0);
+    test_linear(20, 96, 33, NF_ACT_NONE, 1, 0, 0);
     test_copies();
     test_attention(3, 2, 16, 20, 33);
-    test_attention(2, 4, 32, 130, 40); /* two blocks of query rows */
-    if (strcmp(dev, "cpu") == 0) {     /* SpTransformer's ops: the cpu mode only so far (docs/precision.md) */
+    test_attention(2, 4, 32, 130, 40);             /* two blocks of query rows */
+    if (strncmp(dev, "cuda", 4) != 0) {            /* SpTransformer's ops: cpu and opencl (docs/precision.md) */
         test_conv1d(2, 150, 24, 20, 11, 4, 20, 1); /* a resblock's conv2: same padding, into the residual */
         test_conv1d(1, 90, 16, 12, 3, 1, 1, 0);
         test_batch_norm(300, 40, 1);
         test_batch_norm(64, 24, 0);
+        test_linear(20, 96, 33, NF_ACT_NONE, 1, 0, 1); /* to_out / ff.w2 into the bf16 residual */
+        test_spt_attention(3, 2, 8, 40, 80);           /* local heads: 2 windows of keys */
+        test_spt_attention(2, 3, 8, 64, 128);          /* sinkhorn heads: routed + own bucket */
+        test_axial_pos(2, 50, 24, 8);
+        test_route_gather(2, 6, 16, 3, 8);
     }
     test_packed_w(); /* last: its frand() draws leave the other tests' inputs as they were */
     nf_backend_free(be);

@@ -161,14 +161,15 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
                              "never runs under bf16 autocast (on CUDA it uses fp16 autocast, on CPU none); run with "
                              "--precision exact",
                              path);
-        else if (strcmp(iface->type, "sptransformer") == 0 && strcmp(nf_backend_kind(be), "cpu") == 0)
-            rc = NF_OK; /* cpu runs SpTransformer's rules (cpu-bf16-spt.c) */
+        else if (strcmp(iface->type, "sptransformer") == 0 &&
+                 (strcmp(nf_backend_kind(be), "cpu") == 0 || strcmp(nf_backend_kind(be), "opencl") == 0))
+            rc = NF_OK; /* cpu and opencl run SpTransformer's rules (cpu-bf16-spt.c, kernels-bf16-spt.cl) */
         else if (strcmp(iface->type, "sptransformer") == 0)
             rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
-                             "%s: precision bf16-autocast for SpTransformer runs on cpu only: on %s, ATTENTION's "
-                             "unfused bf16 rule, BUCKET_ROUTE (the sort net), BUCKET_GATHER, AXIAL_POS, CONV1D, "
-                             "BATCH_NORM and LINEAR's bf16 residual have no bf16-autocast kernel yet "
-                             "(docs/precision.md); run with --precision exact or --device cpu",
+                             "%s: precision bf16-autocast for SpTransformer runs on cpu and opencl only: on %s, "
+                             "ATTENTION's unfused bf16 rule, BUCKET_ROUTE (the sort net), BUCKET_GATHER, AXIAL_POS, "
+                             "CONV1D, BATCH_NORM and LINEAR's bf16 residual have no bf16-autocast kernel there yet "
+                             "(docs/precision.md); run with --precision exact, --device cpu or --device opencl:N",
                              path, nf_backend_name(be));
         else
             rc = nf__err_set(err, NF_ERR_UNSUPPORTED,

@@ -22,11 +22,12 @@ __kernel void nf_bf16_round_rows(__global const float * src, long s_off, long ld
 
 /* LINEAR's epilogue on the raw fp32 sums t of bf16-rounded x and W, as cpu-bf16.c:
  * twice (bias_after_round): t = bf16(t); t = bf16(t + bf16(bias)); GELU / ReLU
- * in fp32 then bf16; y = accumulate ? y + t : t (fp32). */
+ * in fp32 then bf16; y = accumulate ? y + t : t (fp32), rounded again with
+ * stream (p.bf16_stream: SpTransformer's bf16 residual). */
 __kernel void nf_bf16_linear_epilogue(__global const float * tmp, long t_off,
                                       __global const float * bias, long b_off, int has_bias,
                                       __global float * y, long y_off, long ldy,
-                                      int M, int N, int act, int accumulate, int twice)
+                                      int M, int N, int act, int accumulate, int twice, int stream)
 {
     const int gn = get_global_id(0);
     const int gm = get_global_id(1);
@@ -46,7 +47,7 @@ __kernel void nf_bf16_linear_epilogue(__global const float * tmp, long t_off,
         t = nf__bf16(t < 0.0f ? 0.0f : t);
     }
     __global float * yp = y + y_off + (long)gm * ldy + gn;
-    *yp = accumulate ? *yp + t : t;
+    *yp = accumulate ? (stream ? nf__bf16(*yp + t) : *yp + t) : t;
 }
 
 /* ATTENTION, one work-item per (query row i, head h, group g): q, k, v rounded

@@ -13,6 +13,13 @@
  *    numerators rounded to bf16 before P·V, the output rounded;
  *  - EMBED_FEATURES and the regressor's LABEL_TOKENS as Linear(1, D): the exact
  *    kernels with their bf16 flag (nf__cl_embed_features_r, nf__cl_label_tokens_r);
+ *  - SpTransformer's rules (kernels-bf16-spt.cl; the cpu's cpu-bf16-spt.c and
+ *    cpu-bf16.c): ATTENTION with p.bf16_stream (torch's unfused bf16 attention:
+ *    scores, scaled scores, probabilities, P·V each rounded), BUCKET_ROUTE
+ *    (bucket means, scores and softmax rounded), BUCKET_GATHER (R(p · k)),
+ *    AXIAL_POS (R(x + R(e0 + e1))), CONV1D (bf16 W and im2col, R(sum + R(b)),
+ *    accumulating R(y + that)), BATCH_NORM (R(R(x) · a + sh)) and LINEAR's
+ *    bf16 residual (p.bf16_stream: R(y + t));
  *  - the fp32 ops through the exact kernels; any other op refused.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -37,10 +44,123 @@ static int bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                   KLONG(p->o_ss), KFLT(p->scale));
 }
 
+/* ATTENTION with p.bf16_stream: the scores of a chunk of groups in scratch
+ * (lk floats per query row and head) */
+#define NF_CL_BF16_SCORE_BYTES ((size_t) 64 << 20)
+static int bf16_spt_attention(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * q = &op->src[0];
+    const nf_tensor * k = &op->src[1];
+    const nf_tensor * v = &op->src[2];
+    const nf_tensor * o = &op->dst[0];
+    const struct nf_attention_params * p = &op->p.attention;
+    if (p->n_groups == 0 || p->lq == 0 || p->n_heads == 0) {
+        return NF_OK;
+    }
+    const size_t per_group = (size_t) p->n_heads * (size_t) p->lq * (size_t) (p->lk > 0 ? p->lk : 1) * sizeof(float);
+    size_t gc = NF_CL_BF16_SCORE_BYTES / per_group;
+    gc = gc < 1 ? 1 : gc > (size_t) p->n_groups ? (size_t) p->n_groups : gc;
+    NF_TRY(nf__cl_ensure_scratch(c, gc * per_group, err));
+    const size_t ls[3] = {16, 1, 1};
+    for (size_t g0 = 0; g0 < (size_t) p->n_groups; g0 += gc) {
+        const size_t ng = (size_t) p->n_groups - g0 < gc ? (size_t) p->n_groups - g0 : gc;
+        const size_t gs[3] = {(size_t) p->lq, (size_t) p->n_heads, ng};
+        NF_TRY(LAUNCH(c, K_BF16_SPT_ATTENTION, 3, gs, ls, err, KMEM(tmem(q)), KLONG(toff(q)), KMEM(tmem(k)),
+                      KLONG(toff(k)), KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(o)), KLONG(toff(o)), KMEM(c->scratch),
+                      KINT(p->lq), KINT(p->lk), KINT(p->head_dim), KINT(p->n_heads), KINT(g0), KLONG(p->q_gs),
+                      KLONG(p->q_ss), KLONG(p->kv_gs), KLONG(p->kv_ss), KLONG(p->o_gs), KLONG(p->o_ss),
+                      KFLT(p->scale)));
+    }
+    return NF_OK;
+}
+
+/* BUCKET_ROUTE: the rounded bucket means into scratch, then the scores, softmax and
+ * pick per (sequence, head, bucket), as nf__cl_bucket_route */
+static int bf16_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * q = &op->src[0];
+    const nf_tensor * k = &op->src[1];
+    const nf_tensor * sel = &op->dst[0];
+    const nf_tensor * prob = &op->dst[1];
+    const struct nf_bucket_route_params * p = &op->p.bucket_route;
+    const size_t SH = (size_t) (p->n_seq * p->n_heads), nb = (size_t) p->n_buckets, E = (size_t) p->head_dim;
+    if (SH == 0) {
+        return NF_OK;
+    }
+    const size_t r_off = 2 * SH * nb * E;
+    NF_TRY(nf__cl_ensure_scratch(c, (r_off + SH * nb * nb) * sizeof(float), err));
+    const size_t lm[3] = {E >= 64 ? 64 : E, 1, 1};
+    const size_t gm[3] = {E, nb, 2 * SH};
+    NF_TRY(LAUNCH(c, K_BF16_BUCKET_MEANS, 3, gm, lm, err, KMEM(tmem(q)), KLONG(toff(q)), KLONG(p->q_ss), KLONG(p->q_gs),
+                  KMEM(tmem(k)), KLONG(toff(k)), KLONG(p->k_ss), KLONG(p->k_gs), KMEM(c->scratch), KINT(nb),
+                  KINT(p->bucket), KINT(p->n_heads), KINT(E), KINT(SH)));
+    const size_t lr[2] = {nb >= 64 ? 64 : nb, 1};
+    const size_t gr[2] = {nb, SH};
+    return LAUNCH(c, K_BF16_BUCKET_ROUTE, 2, gr, lr, err, KMEM(c->scratch), KMEM(c->scratch), KLONG(r_off), KINT(nb),
+                  KINT(E), KINT(SH), KFLT(p->scale), KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)),
+                  KLONG(toff(prob)));
+}
+
+static int bf16_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * k = &op->src[0];
+    const nf_tensor * v = &op->src[1];
+    const nf_tensor * sel = &op->src[2];
+    const nf_tensor * prob = &op->src[3];
+    const nf_tensor * kc = &op->dst[0];
+    const nf_tensor * vc = &op->dst[1];
+    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
+    const size_t W = (size_t) (p->n_heads * p->head_dim), n_su = (size_t) (p->n_seq * p->n_buckets);
+    const size_t ls[3] = {W >= 64 ? 64 : W, 1, 1};
+    const size_t gs[3] = {W, (size_t) (2 * p->bucket), n_su};
+    return LAUNCH(c, K_BF16_BUCKET_GATHER, 3, gs, ls, err, KMEM(tmem(k)), KLONG(toff(k)), KMEM(tmem(v)), KLONG(toff(v)),
+                  KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)), KLONG(toff(prob)), KMEM(tmem(kc)),
+                  KLONG(toff(kc)), KMEM(tmem(vc)), KLONG(toff(vc)), KLONG(p->kv_ss), KLONG(p->kv_gs),
+                  KINT(p->n_buckets), KINT(p->bucket), KINT(p->n_heads), KINT(p->head_dim), KINT(p->reuse_keys != 0),
+                  KINT(n_su));
+}
+
+static int bf16_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * e0 = &op->src[0];
+    const nf_tensor * e1 = &op->src[1];
+    const nf_tensor * x = &op->dst[0];
+    const struct nf_axial_pos_params * p = &op->p.axial_pos;
+    const int64_t n_rows = p->n_seq * p->len;
+    const size_t ls[2] = {p->dim >= 64 ? 64 : (size_t) p->dim, 1};
+    const size_t gs[2] = {(size_t) p->dim, (size_t) n_rows};
+    return LAUNCH(c, K_BF16_AXIAL_POS, 2, gs, ls, err, KMEM(tmem(e0)), KLONG(toff(e0)), KMEM(tmem(e1)), KLONG(toff(e1)),
+                  KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ld), KLONG(p->gs), KLONG(n_rows), KLONG(p->len), KLONG(p->n1),
+                  KINT(p->dim));
+}
+
+static int bf16_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    struct nf_cl * c = be->ctx;
+    const nf_tensor * x = &op->src[0];
+    const nf_tensor * w = &op->src[1];
+    const nf_tensor * b = &op->src[2];
+    const nf_tensor * mean = &op->src[3];
+    const nf_tensor * var = &op->src[4];
+    const nf_tensor * y = &op->dst[0];
+    const struct nf_batch_norm_params * p = &op->p.batch_norm;
+    const size_t ls[2] = {p->c >= 64 ? 64 : (size_t) p->c, 1};
+    const size_t gs[2] = {(size_t) p->c, ((size_t) p->m + NF_CL_BN_ROWS - 1) / NF_CL_BN_ROWS};
+    return LAUNCH(c, K_BF16_BATCH_NORM, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(w)),
+                  KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(mean)), KLONG(toff(mean)), KMEM(tmem(var)),
+                  KLONG(toff(var)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->m), KINT(p->c), KFLT(p->eps),
+                  KINT(p->relu != 0));
+}
+
 int nf__cl_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
     switch (op->type) {
         case NF_OP_LINEAR: return nf__cl_linear_chunks(be, op, 1, err);
-        case NF_OP_ATTENTION: return bf16_attention(be, op, err);
+        case NF_OP_ATTENTION:
+            return op->p.attention.bf16_stream ? bf16_spt_attention(be, op, err) : bf16_attention(be, op, err);
+        case NF_OP_BUCKET_ROUTE: return bf16_bucket_route(be, op, err);
+        case NF_OP_BUCKET_GATHER: return bf16_bucket_gather(be, op, err);
+        case NF_OP_AXIAL_POS: return bf16_axial_pos(be, op, err);
+        case NF_OP_BATCH_NORM: return bf16_batch_norm(be, op, err);
+        case NF_OP_CONV1D: return nf__cl_conv1d_r(be, op, 1, err);
         case NF_OP_EMBED_FEATURES: return nf__cl_embed_features_r(be, op, 1, err);
         case NF_OP_LABEL_TOKENS: return nf__cl_label_tokens_r(be, op, 1, err);
         /* fp32 under autocast: the exact kernels */
@@ -52,7 +172,7 @@ int nf__cl_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op 
         case NF_OP_GATHER_ROWS: return k->run(be, op, err);
         default:
             return nf__err_set(err, NF_ERR_UNSUPPORTED,
-                               "no bf16-autocast rule for this op on opencl (the mode covers Mitra's forward, "
-                               "docs/precision.md); run with --precision exact");
+                               "no bf16-autocast rule for this op on opencl (the mode covers the Mitra and "
+                               "SpTransformer forwards, docs/precision.md); run with --precision exact");
     }
 }

@@ -258,7 +258,8 @@ int nf__cl_linear_chunks(nf_backend * be, const nf_op * op, int bf16, nf_err * e
         if (bf16) {
             NF_TRY(LAUNCH(c, K_BF16_LINEAR_EPILOGUE, 2, gs, ls, err, KMEM(c->scratch), KLONG(ta), KMEM(tmem(bias)),
                           KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(y_off), KLONG(p->ldy), KINT(rows),
-                          KINT(N), KINT(p->act), KINT(p->accumulate != 0), KINT(p->bias_after_round != 0)));
+                          KINT(N), KINT(p->act), KINT(p->accumulate != 0), KINT(p->bias_after_round != 0),
+                          KINT(p->bf16_stream != 0)));
         } else {
             NF_TRY(LAUNCH(c, K_LINEAR_EPILOGUE, 2, gs, ls, err, KMEM(c->scratch), KMEM(tmem(bias)), KLONG(toff(bias)),
                           KINT(has_bias), KMEM(tmem(y)), KLONG(y_off), KLONG(p->ldy), KINT(rows), KINT(N), KINT(p->act),
@@ -292,8 +293,13 @@ static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 /* y (+)= bias + conv(x, W): W permuted tap-major into scratch once (Wt, (cout,
  * ksize*cin)), then per block of rows of the flattened (sequence, position)
  * index: im2col of the block into scratch, the GEMM col · Wtᵀ into scratch,
- * and the epilogue y = y + (sum + bias) (the cpu reference's rounding). */
-int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
+ * and the epilogue y = y + (sum + bias) (the cpu reference's rounding).
+ * bf16: Wt and each im2col block rounded to bf16 in place (the GEMM then sums
+ * exact products of bf16 values in fp32, as the cpu's bf16 matmul per tap),
+ * the epilogue nf_bf16_conv1d_epilogue: R(sum + R(bias)), R(y + that). */
+int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err) { return nf__cl_conv1d_r(be, op, 0, err); }
+
+int nf__cl_conv1d_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const struct nf_conv1d_params * p = &op->p.conv1d;
     const nf_tensor * x = &op->src[0];
@@ -319,6 +325,9 @@ int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     const size_t gw[1] = {cout * KC};
     NF_TRY(LAUNCH(c, K_CONV1D_WPERM, 1, gw, l1, err, KMEM(tmem(W)), KLONG(toff(W)), KMEM(c->scratch), KLONG(0),
                   KINT(cin), KINT(K), KLONG(cout * KC)));
+    if (bf16) {
+        NF_TRY(round_rows(c, c->scratch, 0, (cl_long) KC, c->scratch, 0, (int64_t) cout, (int64_t) KC, err));
+    }
     const size_t li[2] = {KC >= 64 ? 64 : KC, 1};
     const size_t le[2] = {cout >= 64 ? 64 : cout, 1};
     for (size_t r0 = 0; r0 < rows; r0 += mc) {
@@ -327,11 +336,16 @@ int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
         NF_TRY(LAUNCH(c, K_CONV1D_IM2COL, 2, gi, li, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KLONG(p->x_gs),
                       KMEM(c->scratch), KLONG(col_off), KINT(r0), KINT(nr), KINT(p->len), KINT(cin), KINT(KC),
                       KLONG(p->dilation), KLONG(p->pad)));
+        if (bf16) {
+            NF_TRY(round_rows(c, c->scratch, (cl_long) col_off, (cl_long) KC, c->scratch, (cl_long) col_off,
+                              (int64_t) nr, (int64_t) KC, err));
+        }
         NF_TRY(nf__cl_gemm_raw(c, c->scratch, col_off, KC, c->scratch, 0, c->scratch, tmp_off, nr, cout, KC, err));
         const size_t ge[2] = {cout, nr};
-        NF_TRY(LAUNCH(c, K_CONV1D_EPILOGUE, 2, ge, le, err, KMEM(c->scratch), KLONG(tmp_off), KMEM(tmem(bias)),
-                      KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->y_gs),
-                      KINT(r0), KINT(nr), KINT(p->len), KINT(cout), KINT(p->accumulate != 0)));
+        NF_TRY(LAUNCH(c, bf16 ? K_BF16_CONV1D_EPILOGUE : K_CONV1D_EPILOGUE, 2, ge, le, err, KMEM(c->scratch),
+                      KLONG(tmp_off), KMEM(tmem(bias)), KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)),
+                      KLONG(toff(y)), KLONG(p->ldy), KLONG(p->y_gs), KINT(r0), KINT(nr), KINT(p->len), KINT(cout),
+                      KINT(p->accumulate != 0)));
     }
     return NF_OK;
 }

@@ -10,7 +10,7 @@
  *   opencl-ops.c      kernel launch, per-op limits and launchers, the kernel table
  *   opencl-train-b.c  the training ops, set B (attention backward, embeddings, losses)
  *   opencl-train-c.c  the training ops, set C (scatter-add, gradient clipping, scaling)
- *   opencl-bf16.c     --precision bf16-autocast (kernels-bf16.cl)
+ *   opencl-bf16.c     --precision bf16-autocast (kernels-bf16.cl, kernels-bf16-spt.cl)
  */
 #ifndef NF_OPENCL_IMPL_H
 #define NF_OPENCL_IMPL_H
@@ -93,7 +93,13 @@ static inline int cl_rc_code(cl_int e) {
     X(K_CLIP_TOTAL, "nf_clip_total") X(K_CLIP_APPLY, "nf_clip_apply") X(K_SCALE, "nf_scale") X(K_DROPOUT, "nf_dropout") \
     X(K_BF16_ROUND_ROWS, "nf_bf16_round_rows")                                      \
     X(K_BF16_LINEAR_EPILOGUE, "nf_bf16_linear_epilogue")                            \
-    X(K_BF16_ATTENTION, "nf_bf16_attention")
+    X(K_BF16_ATTENTION, "nf_bf16_attention")                                        \
+    X(K_BF16_CONV1D_EPILOGUE, "nf_bf16_conv1d_epilogue")                            \
+    X(K_BF16_BATCH_NORM, "nf_bf16_batch_norm") X(K_BF16_AXIAL_POS, "nf_bf16_axial_pos") \
+    X(K_BF16_BUCKET_MEANS, "nf_bf16_bucket_means")                                  \
+    X(K_BF16_BUCKET_ROUTE, "nf_bf16_bucket_route")                                  \
+    X(K_BF16_BUCKET_GATHER, "nf_bf16_bucket_gather")                                \
+    X(K_BF16_SPT_ATTENTION, "nf_bf16_spt_attention")
 /* clang-format on */
 
 enum {
@@ -173,12 +179,15 @@ int nf__cl_embed_features_r(nf_backend * be, const nf_op * op, int bf16, nf_err 
 int nf__cl_label_tokens_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
 bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
 int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
+/* CONV1D; bf16 (--precision bf16-autocast): W and the im2col block rounded to bf16, the
+ * bf16 epilogue (nf_bf16_conv1d_epilogue) */
+int nf__cl_conv1d_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
 bool nf__cl_gemm_supports(nf_backend * be, const nf_op * op);
 /* C[c_off + r*N + o] = sum_k A[a_off + r*lda + k] * B[b_off + o*K + k] (fp32; LINEAR's GEMM, no epilogue) */
 int nf__cl_gemm_raw(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,
                     size_t c_off, size_t M, size_t N, size_t K, nf_err * err);
 
-/* opencl-bf16.c: --precision bf16-autocast (kernels-bf16.cl) */
+/* opencl-bf16.c: --precision bf16-autocast (kernels-bf16.cl, kernels-bf16-spt.cl) */
 #define NF_CL_BF16_AHD 256 /* ATTENTION head_dim limit (NF_BF16_AHD in kernels-bf16.cl) */
 int nf__cl_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err);
 int nf__cl_gemm(nf_backend * be, const nf_op * op, nf_err * err);

@@ -334,7 +334,8 @@ static int cl_init(struct nf_cl * c, int index, nf_backend ** out, nf_err * err)
                  "bf16-autocast (upstream's torch.autocast(\"cpu\", bfloat16)) as fp32 arithmetic with bf16 "
                  "rounding: linear and attention inputs and outputs rounded to bf16 (nearest, ties to even) where "
                  "torch holds bf16 tensors, fp32 sums of the exact bf16 products, softmax numerators rounded to "
-                 "bf16; every other op exact fp32; opencl build options: %s; %s",
+                 "bf16, Mitra's other ops exact fp32; SpTransformer's activations all bf16, every op's output "
+                 "rounded (docs/precision.md); opencl build options: %s; %s",
                  opts[0] ? opts : "(none)", c->gemm_desc);
         *out = be;
         return NF_OK;
