@@ -624,11 +624,14 @@ int main(int argc, char ** argv) {
     if (strncmp(dev, "cuda", 4) != 0) {            /* SpTransformer's ops: cpu and opencl (docs/precision.md) */
         test_conv1d(2, 150, 24, 20, 11, 4, 20, 1); /* a resblock's conv2: same padding, into the residual */
         test_conv1d(1, 90, 16, 12, 3, 1, 1, 0);
+        test_conv1d(1, 1100, 8, 16, 5, 2, 4, 1); /* the cpu's blocks of 512 output rows, and a remainder */
         test_batch_norm(300, 40, 1);
         test_batch_norm(64, 24, 0);
         test_linear(20, 96, 33, NF_ACT_NONE, 1, 0, 1); /* to_out / ff.w2 into the bf16 residual */
         test_spt_attention(3, 2, 8, 40, 80);           /* local heads: 2 windows of keys */
         test_spt_attention(2, 3, 8, 64, 128);          /* sinkhorn heads: routed + own bucket */
+        test_spt_attention(2, 2, 16, 64, 128);         /* the full model's head size: the cpu's vector blocks */
+        test_spt_attention(1, 2, 20, 37, 75);          /* blocks of 4 query rows and of 16 keys/values, each with a remainder */
         test_axial_pos(2, 50, 24, 8);
         test_route_gather(2, 6, 16, 3, 8);
     }

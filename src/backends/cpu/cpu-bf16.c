@@ -93,6 +93,7 @@ int nf__cpu_bf16_check(char * why, size_t n) {
 struct nf__mm {
     int64_t m, n, k, ldc;
     int packed;             /* W in the layout the primitive picked (format `any`), else plain (n, k) */
+    int acc;                /* a sum post-op: t = t + xa · Wᵀ (one fp32 add per element, as t[i] + u[i]) */
     dnnl_memory_desc_t wmd; /* W's layout */
     dnnl_primitive_t prim;
     unsigned long long used;
@@ -319,13 +320,15 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
 const char * nf__cpu_bf16_impl(const struct nf_cpu_bf16 * c) { return c->impl; }
 
 /* the matmul (m, k) bf16 x (k, n) bf16 -> (m, n) f32 at row stride ldc; W stored (n, k)
- * row-major (packed 0) or in the layout oneDNN picks for it (packed 1, e->wmd) */
-static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, int packed,
+ * row-major (packed 0) or in the layout oneDNN picks for it (packed 1, e->wmd); acc 1:
+ * added to what the destination holds (oneDNN's sum post-op, scale 1) */
+static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, int packed, int acc,
                       struct nf__mm ** out, nf_err * err) {
     int lru = 0;
     for (int i = 0; i < NF__MM_CACHE; i++) {
         struct nf__mm * e = &c->mm[i];
-        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->packed == packed) {
+        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->packed == packed &&
+            e->acc == acc) {
             e->used = ++c->tick;
             *out = e;
             return NF_OK;
@@ -341,8 +344,18 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_matmul_desc_t md;
     if (st == dnnl_success) st = dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md);
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    if (st == dnnl_success && acc) {
+        st = dnnl_primitive_attr_create(&attr);
+        if (st == dnnl_success) st = dnnl_post_ops_create(&po);
+        if (st == dnnl_success) st = dnnl_post_ops_append_sum(po, 1.0f);
+        if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    }
     dnnl_primitive_desc_t pd = NULL;
-    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &md, NULL, c->eng, NULL);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &md, attr, c->eng, NULL);
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
     dnnl_primitive_t prim = NULL;
     if (st == dnnl_success) {
         const char * impl = NULL;
@@ -359,7 +372,7 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
     if (st != dnnl_success) return nf__dnnl_err(err, "creating a bf16 matmul", st);
     struct nf__mm * e = &c->mm[lru];
     if (e->prim) dnnl_primitive_destroy(e->prim);
-    *e = (struct nf__mm){m, n, k, ldc, packed, b_md, prim, ++c->tick};
+    *e = (struct nf__mm){m, n, k, ldc, packed, acc, b_md, prim, ++c->tick};
     *out = e;
     return NF_OK;
 }
@@ -387,11 +400,11 @@ static int nf__mm_exec(struct nf_cpu_bf16 * c, const struct nf__mm * e, const ui
     return NF_OK;
 }
 
-/* t (m, n) f32 at row stride ldc = xa (m, k) bf16 · wa (n, k) bf16 ᵀ */
+/* t (m, n) f32 at row stride ldc (+)= xa (m, k) bf16 · wa (n, k) bf16 ᵀ (acc: added to t) */
 static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
-                      float * t, int64_t ldc, nf_err * err) {
+                      float * t, int64_t ldc, int acc, nf_err * err) {
     struct nf__mm * e = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, ldc, 0, &e, err));
+    NF_TRY(nf__mm_get(c, m, n, k, ldc, 0, acc, &e, err));
     return nf__mm_exec(c, e, xa, wa, t, err);
 }
 
@@ -526,7 +539,7 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     /* W's packed bf16 copy (kept), else W rounded into c->wa for the plain-layout matmul */
     struct nf__mm * mm = NULL;
     const uint16_t * wa = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, ldt, 1, &mm, err));
+    NF_TRY(nf__mm_get(c, m, n, k, ldt, 1, 0, &mm, err));
     NF_TRY(nf__weight_packed(c, &op->src[1], n, k, &mm->wmd, &wa, err));
     if (!wa) {
         if (!nf__grow(&c->wa, &c->wa_n, (size_t) (n * k)))
@@ -535,7 +548,7 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
         for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(c->wa + r * k, W + r * k, k);
         wa = c->wa;
-        NF_TRY(nf__mm_get(c, m, n, k, ldt, 0, &mm, err));
+        NF_TRY(nf__mm_get(c, m, n, k, ldt, 0, 0, &mm, err));
     }
     for (int64_t o = 0; o < n; o++) bb[o] = bias ? nf__bf16_rnd(bias[o]) : 0.0f;
     NF_TRY(nf__mm_exec(c, mm, xa, wa, t, err));
@@ -693,14 +706,11 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
  * resblock residual, whose stream is bf16 under autocast) rounds the sum
  * again. Per tap one bf16 matmul over every output row, reading x's bf16
  * copy with zero rows before and after it (rows past the ends add zeros), the
- * taps summed in fp32. */
-/* t[i] += u[i], i < n */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_add_rows(float * restrict t,
-                                                                                       const float * restrict u,
-                                                                                       int64_t n) {
-    for (int64_t i = 0; i < n; i++) t[i] += u[i];
-}
-
+ * taps summed in fp32 in tap order: tap 0's matmul writes t, each later tap's adds
+ * its own product to t (oneDNN's sum post-op: t + that product, one fp32 add per
+ * element). Over blocks of NF__CONV_ROWS output rows, so that t stays in cache
+ * across the taps. */
+#define NF__CONV_ROWS 512
 /* CONV1D's epilogue for one row: y = R(t + bb), or y = R(y + R(t + bb)) accumulating */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_conv_epi(float * restrict y,
                                                                                        const float * restrict t,
@@ -725,10 +735,9 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t rows = p0 + L + p1;
     uint16_t * xa = nf__grow(&c->xa, &c->xa_n, (size_t) (rows * cin));
     uint16_t * wa = nf__grow(&c->wa, &c->wa_n, (size_t) (K * cout * cin));
-    float * t = nf__backend_host_scratch(be, (size_t) (2 * L * cout + cout) * sizeof(float));
+    float * t = nf__backend_host_scratch(be, (size_t) (L * cout + cout) * sizeof(float));
     if (!xa || !wa || !t) return nf__err_set(err, NF_ERR_NOMEM, "CONV1D %s: out of memory", op->label ? op->label : "");
-    float * u = t + L * cout;
-    float * bb = u + L * cout; /* the bias rounded once */
+    float * bb = t + L * cout; /* the bias rounded once */
     for (int64_t o = 0; o < cout; o++) bb[o] = bias ? nf__bf16_rnd(bias[o]) : 0.0f;
     for (int64_t o = 0; o < cout; o++) /* tap-major (K, cout, cin) */
         for (int64_t ci = 0; ci < cin; ci++)
@@ -740,10 +749,13 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
         float * ys = y + s * p->y_gs;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cin))
         for (int64_t r = 0; r < L; r++) nf__bf16_bits_row(xa + (p0 + r) * cin, xs + r * p->ldx, cin);
-        for (int64_t k = 0; k < K; k++) {
-            const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
-            NF_TRY(nf__mm_run(c, L, cout, cin, xa + (p0 + sh) * cin, wa + k * cout * cin, k ? u : t, cout, err));
-            if (k) nf__bf16_add_rows(t, u, L * cout);
+        for (int64_t r0 = 0; r0 < L; r0 += NF__CONV_ROWS) {
+            const int64_t nr = L - r0 < NF__CONV_ROWS ? L - r0 : NF__CONV_ROWS;
+            for (int64_t k = 0; k < K; k++) {
+                const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
+                NF_TRY(nf__mm_run(c, nr, cout, cin, xa + (p0 + r0 + sh) * cin, wa + k * cout * cin, t + r0 * cout,
+                                  cout, k > 0, err));
+            }
         }
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cout))
         for (int64_t r = 0; r < L; r++) nf__bf16_conv_epi(ys + r * p->ldy, t + r * cout, bb, cout, p->accumulate);

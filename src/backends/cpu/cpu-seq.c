@@ -98,13 +98,19 @@ int nf__cpu_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
 
 /* ---- BATCH_NORM, FILL, AXIAL_POS ------------------------------------------------------ */
 
-/* one fp32 BATCH_NORM row: y = x a + sh, then the ReLU; vectorised, the same
- * two roundings per element (no contraction); y may alias x */
+/* one BATCH_NORM row: y = x a + sh, then the ReLU; vectorised, the same two
+ * roundings per element (no contraction); y may alias x. bf16 (autocast): y =
+ * R(R(x) a + sh) (R: round to bf16), then the ReLU (it commutes with R) */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bn_row(float * y, const float * x,
                                                                                 const float * restrict a,
                                                                                 const float * restrict sh, int64_t n,
-                                                                                int relu) {
-    if (relu)
+                                                                                int relu, int bf16) {
+    if (bf16)
+        for (int64_t c = 0; c < n; c++) {
+            const float v = nf__bf16_rnd(nf__bf16_rnd(x[c]) * a[c] + sh[c]);
+            y[c] = relu && v < 0.0f ? 0.0f : v;
+        }
+    else if (relu)
         for (int64_t c = 0; c < n; c++) {
             const float v = x[c] * a[c] + sh[c];
             y[c] = v < 0.0f ? 0.0f : v;
@@ -113,9 +119,6 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bn_row(
         for (int64_t c = 0; c < n; c++) y[c] = x[c] * a[c] + sh[c];
 }
 
-/* BATCH_NORM (eval): y = x a + (b - mean a), a = w / sqrt(var + eps), ReLU fused; bf16
- * (bf16-autocast: torch's batch_norm on a bf16 x with fp32 parameters): the same fp32
- * arithmetic on R(x), the output rounded, R the rounding to bf16 (the ReLU commutes with it) */
 int nf__cpu_batch_norm_r(const nf_op * op, int bf16, nf_err * err) {
     const struct nf_batch_norm_params * p = &op->p.batch_norm;
     const float * x = NF__PTR(&op->src[0]);
@@ -135,13 +138,7 @@ int nf__cpu_batch_norm_r(const nf_op * op, int bf16, nf_err * err) {
     for (int64_t r = 0; r < p->m; r++) {
         const float * xr = x + r * p->ldx;
         float * yr = y + r * p->ldy;
-        if (bf16)
-            for (int64_t c = 0; c < C; c++) {
-                const float v = nf__bf16_rnd(nf__bf16_rnd(xr[c]) * a[c] + sh[c]);
-                yr[c] = relu && v < 0.0f ? 0.0f : v;
-            }
-        else
-            nf__bn_row(yr, xr, a, sh, C, relu);
+        nf__bn_row(yr, xr, a, sh, C, relu, bf16);
     }
     free(a);
     return NF_OK;
