@@ -631,7 +631,7 @@ int main(int argc, char ** argv) {
         test_spt_attention(3, 2, 8, 40, 80);           /* local heads: 2 windows of keys */
         test_spt_attention(2, 3, 8, 64, 128);          /* sinkhorn heads: routed + own bucket */
         test_spt_attention(2, 2, 16, 64, 128);         /* the full model's head size: the cpu's vector blocks */
-        test_spt_attention(1, 2, 20, 37, 75);          /* blocks of 4 query rows and of 16 keys/values, each with a remainder */
+        test_spt_attention(1, 2, 20, 37, 75);          /* 4-row and 16-wide blocks with remainders */
         test_axial_pos(2, 50, 24, 8);
         test_route_gather(2, 6, 16, 3, 8);
     }
