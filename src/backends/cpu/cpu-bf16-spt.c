@@ -44,9 +44,11 @@ static inline void nf__v16_store_rnd(float * d, const nf__v16 * a, float scale) 
 
 /* s[r][j] = R(R(sum_e q[r][e] kT[e][j]) * scale), r < 4, j < lk, s at row stride
  * lk; the sums in e order */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_scores(
-    float * restrict s, const float * const q[NF__SPT_ROWS], const float * restrict kT, int64_t E, int64_t lk,
-    float scale) {
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_scores(float * restrict s,
+                                                                                    const float * const q[NF__SPT_ROWS],
+                                                                                    const float * restrict kT,
+                                                                                    int64_t E, int64_t lk,
+                                                                                    float scale) {
     const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3];
     int64_t j0 = 0;
     for (; j0 + 16 <= lk; j0 += 16) {
@@ -179,7 +181,9 @@ int nf__bf16_spt_attention(const nf_op * op, nf_err * err) {
 }
 
 /* the bucket means of one head, rounded as torch's bf16 mean: R(R(sum) / bkt) */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_means(const float * x, int64_t ss, int64_t nb, int64_t bkt, int64_t E, float * out) {
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_means(const float * x, int64_t ss,
+                                                                                   int64_t nb, int64_t bkt, int64_t E,
+                                                                                   float * out) {
     for (int64_t u = 0; u < nb; u++) {
         float * o = out + u * E;
         for (int64_t e = 0; e < E; e++) o[e] = 0.0f;

@@ -327,8 +327,7 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
     int lru = 0;
     for (int i = 0; i < NF__MM_CACHE; i++) {
         struct nf__mm * e = &c->mm[i];
-        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->packed == packed &&
-            e->acc == acc) {
+        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->packed == packed && e->acc == acc) {
             e->used = ++c->tick;
             *out = e;
             return NF_OK;
@@ -753,8 +752,8 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
             const int64_t nr = L - r0 < NF__CONV_ROWS ? L - r0 : NF__CONV_ROWS;
             for (int64_t k = 0; k < K; k++) {
                 const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
-                NF_TRY(nf__mm_run(c, nr, cout, cin, xa + (p0 + r0 + sh) * cin, wa + k * cout * cin, t + r0 * cout,
-                                  cout, k > 0, err));
+                NF_TRY(nf__mm_run(c, nr, cout, cin, xa + (p0 + r0 + sh) * cin, wa + k * cout * cin, t + r0 * cout, cout,
+                                  k > 0, err));
             }
         }
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cout))
