@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Time the upstream Mitra Tab2D forward (fp32, CPU, no autocast).  By default
+"""Time the upstream Mitra Tab2D forward (fp32, CPU, no autocast; --autocast:
+under torch.autocast("cpu", bfloat16), AutoGluon's default).  By default
 PyTorch picks its own CPU SDPA kernel, as AutoGluon would; --math-sdpa forces
 the math backend that the fixtures use.
 
@@ -29,7 +30,7 @@ from mitra_fixtures import load_model  # noqa: E402
 
 
 def bench(model, cfg, n_s: int, n_q: int, n_f: int, warmup: int, runs: int, math_sdpa: bool,
-          query_chunk: int = 0) -> float:
+          query_chunk: int = 0, autocast: bool = False) -> float:
     import contextlib
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -46,7 +47,7 @@ def bench(model, cfg, n_s: int, n_q: int, n_f: int, warmup: int, runs: int, math
     pq = torch.zeros((1, n_q), dtype=torch.bool)
     ctx = sdpa_kernel([SDPBackend.MATH]) if math_sdpa else contextlib.nullcontext()
     times = []
-    with torch.no_grad(), torch.autocast("cpu", enabled=False), ctx:
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast), ctx:
         for i in range(warmup + runs):
             t0 = time.perf_counter()
             if query_chunk:
@@ -75,6 +76,7 @@ def main() -> int:
     ap.add_argument("--math-sdpa", action="store_true", help="force the SDPA math backend (as the fixtures do)")
     ap.add_argument("--query-chunk", type=int, default=0,
                     help="run the queries in forwards of this many rows, each with the whole support (AutoGluon: 1024)")
+    ap.add_argument("--autocast", action="store_true", help="run under torch.autocast('cpu', bfloat16)")
     a = ap.parse_args()
 
     import torch
@@ -88,9 +90,9 @@ def main() -> int:
     else:
         cases = [("seed42-16x8x13", 16, 8, 13), ("256x256x16", 256, 256, 16)]
     for name, n_s, n_q, n_f in cases:
-        ms = bench(model, cfg, n_s, n_q, n_f, a.warmup, a.runs, a.math_sdpa, a.query_chunk)
+        ms = bench(model, cfg, n_s, n_q, n_f, a.warmup, a.runs, a.math_sdpa, a.query_chunk, a.autocast)
         print(json.dumps({"case": name, "median_ms": round(ms, 3), "threads": torch.get_num_threads(),
-                          "query_chunk": a.query_chunk,
+                          "query_chunk": a.query_chunk, "autocast": "bf16" if a.autocast else None,
                           "model": {k: cfg[k] for k in ("dim", "n_layers", "n_heads", "dim_output", "task")},
                           "torch_version": torch.__version__}), flush=True)
     return 0

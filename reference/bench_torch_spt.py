@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Time upstream SpTransformer's forward (fp32, CPU, eval, no_grad, TF32 off)
-on our synthetic checkpoint, loaded strictly into upstream's own class.
+"""Time upstream SpTransformer's forward (fp32, CPU, eval, no_grad, TF32 off;
+--autocast: under torch.autocast("cpu", bfloat16)) on our synthetic
+checkpoint, loaded strictly into upstream's own class.
 
     .venv-ref/bin/python reference/bench_torch_spt.py --upstream CLONE --model DIR [--length 8201] [--batch 1]
 
@@ -37,6 +38,7 @@ def main() -> None:
     a.add_argument("--warmup", type=int, default=1)
     a.add_argument("--runs", type=int, default=3)
     a.add_argument("--threads", type=int, default=0)
+    a.add_argument("--autocast", action="store_true", help="run under torch.autocast('cpu', bfloat16)")
     args = a.parse_args()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -54,14 +56,15 @@ def main() -> None:
         tok[b, ctx:ctx + n] = seeded_tokens(args.seed + b, n)
     x = torch.from_numpy(one_hot(tok))
     ms = []
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast):
         for i in range(args.warmup + args.runs):
             t0 = time.perf_counter()
             model(x)
             if i >= args.warmup:
                 ms.append((time.perf_counter() - t0) * 1e3)
     print(json.dumps({"length": args.length, "batch": args.batch, "median_ms": statistics.median(ms),
-                      "threads": torch.get_num_threads(), "runs": args.runs}))
+                      "threads": torch.get_num_threads(), "runs": args.runs,
+                      "autocast": "bf16" if args.autocast else None}))
 
 
 if __name__ == "__main__":

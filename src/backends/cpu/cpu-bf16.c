@@ -601,6 +601,53 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_sc
     for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e] * f);
 }
 
+/* the max of s[0..n), n > 0, in 16 lanes (vectorised in the callers' clones): the
+ * serial max's value (a NaN in the row makes the softmax NaN either way) */
+static inline float nf__max_row(const float * s, int64_t n) {
+    float mx = s[0];
+    int64_t j = 1;
+    if (n >= 32) {
+        float m[16];
+        memcpy(m, s, sizeof(m));
+        for (j = 16; j + 16 <= n; j += 16)
+            for (int t = 0; t < 16; t++) m[t] = s[j + t] > m[t] ? s[j + t] : m[t];
+        mx = m[0];
+        for (int t = 1; t < 16; t++) mx = m[t] > mx ? m[t] : mx;
+    }
+    for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+    return mx;
+}
+
+/* the softmax numerators of nb rows of S (row stride lk), in place: e = exp(s - max)
+ * (nf__exp_f32's values, vectorised), their fp32 sum in j order (four rows' sums
+ * interleaved), inv[i] = 1 / sum, then e rounded to bf16 */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_softmax_num(float * restrict S,
+                                                                                          int64_t nb, int64_t lk,
+                                                                                          float * restrict inv) {
+    for (int64_t i = 0; i < nb; i++) {
+        float * s = S + i * lk;
+        nf__cpu_exp_sub_row(s, lk, nf__max_row(s, lk));
+    }
+    int64_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        const float *s0 = S + i * lk, *s1 = s0 + lk, *s2 = s1 + lk, *s3 = s2 + lk;
+        float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f;
+        for (int64_t j = 0; j < lk; j++) {
+            l0 += s0[j];
+            l1 += s1[j];
+            l2 += s2[j];
+            l3 += s3[j];
+        }
+        inv[i] = 1.0f / l0, inv[i + 1] = 1.0f / l1, inv[i + 2] = 1.0f / l2, inv[i + 3] = 1.0f / l3;
+    }
+    for (; i < nb; i++) {
+        float l = 0.0f;
+        for (int64_t j = 0; j < lk; j++) l += S[i * lk + j];
+        inv[i] = 1.0f / l;
+    }
+    for (int64_t t = 0; t < nb * lk; t++) S[t] = nf__bf16_rnd(S[t]);
+}
+
 /* one (group, head, block of query rows): see the file comment */
 struct nf__bf16_attn {
     const struct nf_attention_params * p;
@@ -609,15 +656,22 @@ struct nf__bf16_attn {
     int direct; /* q, k, v hold bf16 values: read in place, not rounded into copies */
 };
 
-/* 1 when the bytes t reads from (n floats from t's offset) lie in a region known to hold
- * bf16 values only */
+/* 1 when the bytes t reads from (n floats from t's offset) lie in regions known to hold
+ * bf16 values only (one, or several that meet: e.g. the support rows' and the query
+ * rows' projections, written by two LINEARs) */
 static int nf__bf16_valued(const struct nf_cpu_bf16 * c, const nf_tensor * t, int64_t n) {
-    const size_t lo = t->offs, hi = t->offs + (size_t) n * sizeof(float);
-    for (int i = 0; i < NF__VALS; i++) {
-        const struct nf__copy * e = &c->bf16_vals[i];
-        if (e->valid && e->handle == t->buf->handle && e->offs <= lo && hi <= e->end) return 1;
+    const size_t hi = t->offs + (size_t) n * sizeof(float);
+    size_t lo = t->offs;
+    for (int step = 0; step < NF__VALS && lo < hi; step++) {
+        size_t next = lo;
+        for (int i = 0; i < NF__VALS; i++) {
+            const struct nf__copy * e = &c->bf16_vals[i];
+            if (e->valid && e->handle == t->buf->handle && e->offs <= lo && lo < e->end && e->end > next) next = e->end;
+        }
+        if (next == lo) return 0;
+        lo = next;
     }
-    return 0;
+    return lo >= hi;
 }
 
 static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t h, int64_t i0, int64_t nb, float * buf,
@@ -637,18 +691,7 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
         qs = qb, ks = kb, vs = vb, ldq = ldkv = E;
     }
     NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qs, ldq, ks, ldkv, S, lk, err));
-    for (int64_t i = 0; i < nb; i++) {
-        float * s = S + i * lk;
-        float mx = s[0];
-        for (int64_t j = 1; j < lk; j++) mx = s[j] > mx ? s[j] : mx;
-        float l = 0.0f;
-        for (int64_t j = 0; j < lk; j++) {
-            const float e = expf(s[j] - mx);
-            l += e;
-            s[j] = nf__bf16_round(e);
-        }
-        sum[i] = 1.0f / l;
-    }
+    nf__bf16_softmax_num(S, nb, lk, sum);
     NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vs, ldkv, ob, E, err));
     for (int64_t i = 0; i < nb; i++)
         nf__bf16_scale_rnd_row(a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E, ob + i * E, E, sum[i]);
