@@ -74,92 +74,15 @@ static int bf16_spt_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-/* BUCKET_ROUTE: the rounded bucket means into scratch, then the scores, softmax and
- * pick per (sequence, head, bucket), as nf__cl_bucket_route */
-static int bf16_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
-    struct nf_cl * c = be->ctx;
-    const nf_tensor * q = &op->src[0];
-    const nf_tensor * k = &op->src[1];
-    const nf_tensor * sel = &op->dst[0];
-    const nf_tensor * prob = &op->dst[1];
-    const struct nf_bucket_route_params * p = &op->p.bucket_route;
-    const size_t SH = (size_t) (p->n_seq * p->n_heads), nb = (size_t) p->n_buckets, E = (size_t) p->head_dim;
-    if (SH == 0) {
-        return NF_OK;
-    }
-    const size_t r_off = 2 * SH * nb * E;
-    NF_TRY(nf__cl_ensure_scratch(c, (r_off + SH * nb * nb) * sizeof(float), err));
-    const size_t lm[3] = {E >= 64 ? 64 : E, 1, 1};
-    const size_t gm[3] = {E, nb, 2 * SH};
-    NF_TRY(LAUNCH(c, K_BF16_BUCKET_MEANS, 3, gm, lm, err, KMEM(tmem(q)), KLONG(toff(q)), KLONG(p->q_ss), KLONG(p->q_gs),
-                  KMEM(tmem(k)), KLONG(toff(k)), KLONG(p->k_ss), KLONG(p->k_gs), KMEM(c->scratch), KINT(nb),
-                  KINT(p->bucket), KINT(p->n_heads), KINT(E), KINT(SH)));
-    const size_t lr[2] = {nb >= 64 ? 64 : nb, 1};
-    const size_t gr[2] = {nb, SH};
-    return LAUNCH(c, K_BF16_BUCKET_ROUTE, 2, gr, lr, err, KMEM(c->scratch), KMEM(c->scratch), KLONG(r_off), KINT(nb),
-                  KINT(E), KINT(SH), KFLT(p->scale), KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)),
-                  KLONG(toff(prob)));
-}
-
-static int bf16_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
-    struct nf_cl * c = be->ctx;
-    const nf_tensor * k = &op->src[0];
-    const nf_tensor * v = &op->src[1];
-    const nf_tensor * sel = &op->src[2];
-    const nf_tensor * prob = &op->src[3];
-    const nf_tensor * kc = &op->dst[0];
-    const nf_tensor * vc = &op->dst[1];
-    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
-    const size_t W = (size_t) (p->n_heads * p->head_dim), n_su = (size_t) (p->n_seq * p->n_buckets);
-    const size_t ls[3] = {W >= 64 ? 64 : W, 1, 1};
-    const size_t gs[3] = {W, (size_t) (2 * p->bucket), n_su};
-    return LAUNCH(c, K_BF16_BUCKET_GATHER, 3, gs, ls, err, KMEM(tmem(k)), KLONG(toff(k)), KMEM(tmem(v)), KLONG(toff(v)),
-                  KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)), KLONG(toff(prob)), KMEM(tmem(kc)),
-                  KLONG(toff(kc)), KMEM(tmem(vc)), KLONG(toff(vc)), KLONG(p->kv_ss), KLONG(p->kv_gs),
-                  KINT(p->n_buckets), KINT(p->bucket), KINT(p->n_heads), KINT(p->head_dim), KINT(p->reuse_keys != 0),
-                  KINT(n_su));
-}
-
-static int bf16_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
-    struct nf_cl * c = be->ctx;
-    const nf_tensor * e0 = &op->src[0];
-    const nf_tensor * e1 = &op->src[1];
-    const nf_tensor * x = &op->dst[0];
-    const struct nf_axial_pos_params * p = &op->p.axial_pos;
-    const int64_t n_rows = p->n_seq * p->len;
-    const size_t ls[2] = {p->dim >= 64 ? 64 : (size_t) p->dim, 1};
-    const size_t gs[2] = {(size_t) p->dim, (size_t) n_rows};
-    return LAUNCH(c, K_BF16_AXIAL_POS, 2, gs, ls, err, KMEM(tmem(e0)), KLONG(toff(e0)), KMEM(tmem(e1)), KLONG(toff(e1)),
-                  KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ld), KLONG(p->gs), KLONG(n_rows), KLONG(p->len), KLONG(p->n1),
-                  KINT(p->dim));
-}
-
-static int bf16_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
-    struct nf_cl * c = be->ctx;
-    const nf_tensor * x = &op->src[0];
-    const nf_tensor * w = &op->src[1];
-    const nf_tensor * b = &op->src[2];
-    const nf_tensor * mean = &op->src[3];
-    const nf_tensor * var = &op->src[4];
-    const nf_tensor * y = &op->dst[0];
-    const struct nf_batch_norm_params * p = &op->p.batch_norm;
-    const size_t ls[2] = {p->c >= 64 ? 64 : (size_t) p->c, 1};
-    const size_t gs[2] = {(size_t) p->c, ((size_t) p->m + NF_CL_BN_ROWS - 1) / NF_CL_BN_ROWS};
-    return LAUNCH(c, K_BF16_BATCH_NORM, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(w)),
-                  KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(mean)), KLONG(toff(mean)), KMEM(tmem(var)),
-                  KLONG(toff(var)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->m), KINT(p->c), KFLT(p->eps),
-                  KINT(p->relu != 0));
-}
-
 int nf__cl_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op * op, nf_err * err) {
     switch (op->type) {
         case NF_OP_LINEAR: return nf__cl_linear_chunks(be, op, 1, err);
         case NF_OP_ATTENTION:
             return op->p.attention.bf16_stream ? bf16_spt_attention(be, op, err) : bf16_attention(be, op, err);
-        case NF_OP_BUCKET_ROUTE: return bf16_bucket_route(be, op, err);
-        case NF_OP_BUCKET_GATHER: return bf16_bucket_gather(be, op, err);
-        case NF_OP_AXIAL_POS: return bf16_axial_pos(be, op, err);
-        case NF_OP_BATCH_NORM: return bf16_batch_norm(be, op, err);
+        case NF_OP_BUCKET_ROUTE: return nf__cl_bucket_route_r(be, op, 1, err);
+        case NF_OP_BUCKET_GATHER: return nf__cl_bucket_gather_r(be, op, 1, err);
+        case NF_OP_AXIAL_POS: return nf__cl_axial_pos_r(be, op, 1, err);
+        case NF_OP_BATCH_NORM: return nf__cl_batch_norm_r(be, op, 1, err);
         case NF_OP_CONV1D: return nf__cl_conv1d_r(be, op, 1, err);
         case NF_OP_EMBED_FEATURES: return nf__cl_embed_features_r(be, op, 1, err);
         case NF_OP_LABEL_TOKENS: return nf__cl_label_tokens_r(be, op, 1, err);

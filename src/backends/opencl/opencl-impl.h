@@ -182,6 +182,12 @@ int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 /* CONV1D; bf16 (--precision bf16-autocast): W and the im2col block rounded to bf16, the
  * bf16 epilogue (nf_bf16_conv1d_epilogue) */
 int nf__cl_conv1d_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
+/* SpTransformer's BATCH_NORM, AXIAL_POS, BUCKET_ROUTE, BUCKET_GATHER: bf16 1 launches the
+ * bf16-autocast kernels (kernels-bf16-spt.cl), the same arguments as the exact ones */
+int nf__cl_batch_norm_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
+int nf__cl_axial_pos_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
+int nf__cl_bucket_route_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
+int nf__cl_bucket_gather_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
 bool nf__cl_gemm_supports(nf_backend * be, const nf_op * op);
 /* C[c_off + r*N + o] = sum_k A[a_off + r*lda + k] * B[b_off + o*K + k] (fp32; LINEAR's GEMM, no epilogue) */
 int nf__cl_gemm_raw(struct nf_cl * c, cl_mem A, size_t a_off, size_t lda, cl_mem B, size_t b_off, cl_mem C,

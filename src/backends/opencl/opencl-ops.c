@@ -295,7 +295,7 @@ static int nf__cl_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                   KINT(p->drop_threshold), KFLT(p->drop_scale));
 }
 
-static int nf__cl_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cl_batch_norm_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * x = &op->src[0];
     const nf_tensor * w = &op->src[1];
@@ -306,10 +306,14 @@ static int nf__cl_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_batch_norm_params * p = &op->p.batch_norm;
     const size_t ls[2] = {p->c >= 64 ? 64 : (size_t) p->c, 1};
     const size_t gs[2] = {(size_t) p->c, ((size_t) p->m + NF_CL_BN_ROWS - 1) / NF_CL_BN_ROWS};
-    return LAUNCH(c, K_BATCH_NORM, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(w)),
-                  KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(mean)), KLONG(toff(mean)), KMEM(tmem(var)),
-                  KLONG(toff(var)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->m), KINT(p->c), KFLT(p->eps),
-                  KINT(p->relu != 0));
+    return LAUNCH(c, bf16 ? K_BF16_BATCH_NORM : K_BATCH_NORM, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)),
+                  KLONG(p->ldx), KMEM(tmem(w)), KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(mean)),
+                  KLONG(toff(mean)), KMEM(tmem(var)), KLONG(toff(var)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy),
+                  KLONG(p->m), KINT(p->c), KFLT(p->eps), KINT(p->relu != 0));
+}
+
+static int nf__cl_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cl_batch_norm_r(be, op, 0, err);
 }
 
 static int nf__cl_fill(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -338,7 +342,7 @@ static int nf__cl_gather_rows(nf_backend * be, const nf_op * op, nf_err * err) {
                   KINT(p->k), KFLT(p->scale), KINT(p->accumulate != 0));
 }
 
-static int nf__cl_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cl_axial_pos_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * e0 = &op->src[0];
     const nf_tensor * e1 = &op->src[1];
@@ -347,15 +351,19 @@ static int nf__cl_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t n_rows = p->n_seq * p->len;
     const size_t ls[2] = {p->dim >= 64 ? 64 : (size_t) p->dim, 1};
     const size_t gs[2] = {(size_t) p->dim, (size_t) n_rows};
-    return LAUNCH(c, K_AXIAL_POS, 2, gs, ls, err, KMEM(tmem(e0)), KLONG(toff(e0)), KMEM(tmem(e1)), KLONG(toff(e1)),
-                  KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ld), KLONG(p->gs), KLONG(n_rows), KLONG(p->len), KLONG(p->n1),
-                  KINT(p->dim));
+    return LAUNCH(c, bf16 ? K_BF16_AXIAL_POS : K_AXIAL_POS, 2, gs, ls, err, KMEM(tmem(e0)), KLONG(toff(e0)),
+                  KMEM(tmem(e1)), KLONG(toff(e1)), KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ld), KLONG(p->gs),
+                  KLONG(n_rows), KLONG(p->len), KLONG(p->n1), KINT(p->dim));
+}
+
+static int nf__cl_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cl_axial_pos_r(be, op, 0, err);
 }
 
 /* bucket means of q and k into scratch (2*SH, nb, E), then one work-item per
  * (sequence, head, bucket) for its score row (scratch, after the means) and
  * softmax */
-static int nf__cl_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cl_bucket_route_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * q = &op->src[0];
     const nf_tensor * k = &op->src[1];
@@ -370,17 +378,21 @@ static int nf__cl_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) 
     NF_TRY(nf__cl_ensure_scratch(c, (r_off + SH * nb * nb) * sizeof(float), err));
     const size_t lm[3] = {E >= 64 ? 64 : E, 1, 1};
     const size_t gm[3] = {E, nb, 2 * SH};
-    NF_TRY(LAUNCH(c, K_BUCKET_MEANS, 3, gm, lm, err, KMEM(tmem(q)), KLONG(toff(q)), KLONG(p->q_ss), KLONG(p->q_gs),
-                  KMEM(tmem(k)), KLONG(toff(k)), KLONG(p->k_ss), KLONG(p->k_gs), KMEM(c->scratch), KINT(nb),
-                  KINT(p->bucket), KINT(p->n_heads), KINT(E), KINT(SH)));
+    NF_TRY(LAUNCH(c, bf16 ? K_BF16_BUCKET_MEANS : K_BUCKET_MEANS, 3, gm, lm, err, KMEM(tmem(q)), KLONG(toff(q)),
+                  KLONG(p->q_ss), KLONG(p->q_gs), KMEM(tmem(k)), KLONG(toff(k)), KLONG(p->k_ss), KLONG(p->k_gs),
+                  KMEM(c->scratch), KINT(nb), KINT(p->bucket), KINT(p->n_heads), KINT(E), KINT(SH)));
     const size_t lr[2] = {nb >= 64 ? 64 : nb, 1};
     const size_t gr[2] = {nb, SH};
-    return LAUNCH(c, K_BUCKET_ROUTE, 2, gr, lr, err, KMEM(c->scratch), KMEM(c->scratch), KLONG(r_off), KINT(nb),
-                  KINT(E), KINT(SH), KFLT(p->scale), KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)),
-                  KLONG(toff(prob)));
+    return LAUNCH(c, bf16 ? K_BF16_BUCKET_ROUTE : K_BUCKET_ROUTE, 2, gr, lr, err, KMEM(c->scratch), KMEM(c->scratch),
+                  KLONG(r_off), KINT(nb), KINT(E), KINT(SH), KFLT(p->scale), KMEM(tmem(sel)), KLONG(toff(sel)),
+                  KMEM(tmem(prob)), KLONG(toff(prob)));
 }
 
-static int nf__cl_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+static int nf__cl_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cl_bucket_route_r(be, op, 0, err);
+}
+
+int nf__cl_bucket_gather_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     struct nf_cl * c = be->ctx;
     const nf_tensor * k = &op->src[0];
     const nf_tensor * v = &op->src[1];
@@ -392,11 +404,15 @@ static int nf__cl_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err)
     const size_t W = (size_t) (p->n_heads * p->head_dim), n_su = (size_t) (p->n_seq * p->n_buckets);
     const size_t ls[3] = {W >= 64 ? 64 : W, 1, 1};
     const size_t gs[3] = {W, (size_t) (2 * p->bucket), n_su};
-    return LAUNCH(c, K_BUCKET_GATHER, 3, gs, ls, err, KMEM(tmem(k)), KLONG(toff(k)), KMEM(tmem(v)), KLONG(toff(v)),
-                  KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)), KLONG(toff(prob)), KMEM(tmem(kc)),
-                  KLONG(toff(kc)), KMEM(tmem(vc)), KLONG(toff(vc)), KLONG(p->kv_ss), KLONG(p->kv_gs),
+    return LAUNCH(c, bf16 ? K_BF16_BUCKET_GATHER : K_BUCKET_GATHER, 3, gs, ls, err, KMEM(tmem(k)), KLONG(toff(k)),
+                  KMEM(tmem(v)), KLONG(toff(v)), KMEM(tmem(sel)), KLONG(toff(sel)), KMEM(tmem(prob)), KLONG(toff(prob)),
+                  KMEM(tmem(kc)), KLONG(toff(kc)), KMEM(tmem(vc)), KLONG(toff(vc)), KLONG(p->kv_ss), KLONG(p->kv_gs),
                   KINT(p->n_buckets), KINT(p->bucket), KINT(p->n_heads), KINT(p->head_dim), KINT(p->reuse_keys != 0),
                   KINT(n_su));
+}
+
+static int nf__cl_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cl_bucket_gather_r(be, op, 0, err);
 }
 
 /* ---- the training ops, set A (GEMM: opencl-gemm.c) ------------------------------------ */
