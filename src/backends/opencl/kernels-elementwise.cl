@@ -17,11 +17,12 @@ __kernel void nf_fill(__global float * y, long y_off, long ld, int m, int k, flo
 }
 
 /* dim 0: c < D; dim 1: s*len + t < n_rows.
- * x[s][t][c] = x[s][t][c] + (e0[t / n1][c] + e1[t % n1][c]). */
+ * x[s][t][c] = x[s][t][c] + (e0[t / n1][c] + e1[t % n1][c]); bf16
+ * (--precision bf16-autocast): x = R(x + R(e0 + e1)), R = nf__bf16. */
 __kernel void nf_axial_pos(__global const float * e0, long e0_off,
                            __global const float * e1, long e1_off,
                            __global float * x, long x_off, long ld, long gs,
-                           long n_rows, long len, long n1, int D)
+                           long n_rows, long len, long n1, int D, int bf16)
 {
     const int  c  = get_global_id(0);
     const long st = get_global_id(1);
@@ -30,9 +31,9 @@ __kernel void nf_axial_pos(__global const float * e0, long e0_off,
     }
     const long s = st / len;
     const long t = st % len;
-    const float p = e0[e0_off + (t / n1) * D + c] + e1[e1_off + (t % n1) * D + c];
+    const float e = e0[e0_off + (t / n1) * D + c] + e1[e1_off + (t % n1) * D + c];
     __global float * xp = x + x_off + s * gs + t * ld + c;
-    *xp = *xp + p;
+    *xp = bf16 ? nf__bf16(*xp + nf__bf16(e)) : *xp + e;
 }
 
 /* ---- GATHER_ROWS ----------------------------------------------------------- */

@@ -208,11 +208,13 @@ __kernel void nf_conv1d_im2col(__global const float * x, long x_off, long ldx, l
 }
 
 /* dim 0: o < N (= cout); dim 1: r < nr (rows as in nf_conv1d_im2col).
- * t = tmp[r][o] (+ bias[o]);  y = accumulate ? y + t : t. */
+ * t = tmp[r][o] (+ bias[o]);  y = accumulate ? y + t : t.
+ * bf16 (--precision bf16-autocast; tmp the fp32 sums of the bf16 x and W, R =
+ * nf__bf16): t = R(tmp + R(bias)), y = accumulate ? R(y + t) : t. */
 __kernel void nf_conv1d_epilogue(__global const float * tmp, long tmp_off,
                                  __global const float * bias, long b_off, int has_bias,
                                  __global float * y, long y_off, long ldy, long y_gs,
-                                 int r0, int nr, int len, int N, int accumulate)
+                                 int r0, int nr, int len, int N, int accumulate, int bf16)
 {
     const int o = get_global_id(0);
     const int r = get_global_id(1);
@@ -223,9 +225,14 @@ __kernel void nf_conv1d_epilogue(__global const float * tmp, long tmp_off,
     const long s  = rr / len;
     const long t  = rr % len;
     float v = tmp[tmp_off + (long)r * N + o];
+    __global float * yp = y + y_off + s * y_gs + t * ldy + o;
+    if (bf16) {
+        v = nf__bf16(v + (has_bias ? nf__bf16(bias[b_off + o]) : 0.0f));
+        *yp = accumulate ? nf__bf16(*yp + v) : v;
+        return;
+    }
     if (has_bias) {
         v = v + bias[b_off + o];
     }
-    __global float * yp = y + y_off + s * y_gs + t * ldy + o;
     *yp = accumulate ? *yp + v : v;
 }

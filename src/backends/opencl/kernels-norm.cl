@@ -72,7 +72,8 @@ __kernel void nf_layer_norm(__global const float * x, long x_off, long ldx,
 
 /* dim 0: channel c < C; dim 1: a block of NF_BN_ROWS rows.  The cpu order:
  * a = (1 / sqrt(var + eps)) * w;  sh = b - mean * a;  y = x * a + sh;
- * y = relu && y < 0 ? 0 : y. */
+ * y = relu && y < 0 ? 0 : y.  bf16 (--precision bf16-autocast): y =
+ * R(R(x) * a + sh), R = nf__bf16, then the ReLU (it commutes with R). */
 #define NF_BN_ROWS 16
 __kernel void nf_batch_norm(__global const float * x, long x_off, long ldx,
                             __global const float * w, long w_off,
@@ -80,7 +81,7 @@ __kernel void nf_batch_norm(__global const float * x, long x_off, long ldx,
                             __global const float * mean, long mean_off,
                             __global const float * var, long var_off,
                             __global float * y, long y_off, long ldy,
-                            long m, int C, float eps, int relu)
+                            long m, int C, float eps, int relu, int bf16)
 {
     const int  c  = get_global_id(0);
     const long r0 = (long)get_global_id(1) * NF_BN_ROWS;
@@ -93,8 +94,9 @@ __kernel void nf_batch_norm(__global const float * x, long x_off, long ldx,
     const float sh = b[b_off + c] - ma;
     const long  r1 = r0 + NF_BN_ROWS < m ? r0 + NF_BN_ROWS : m;
     for (long r = r0; r < r1; r++) {
-        const float xa = x[x_off + r * ldx + c] * a;
-        const float v  = xa + sh;
+        const float xr = x[x_off + r * ldx + c];
+        const float xa = (bf16 ? nf__bf16(xr) : xr) * a;
+        const float v  = bf16 ? nf__bf16(xa + sh) : xa + sh;
         y[y_off + r * ldy + c] = relu && v < 0.0f ? 0.0f : v;
     }
 }

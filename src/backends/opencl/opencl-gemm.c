@@ -296,7 +296,7 @@ static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
  * and the epilogue y = y + (sum + bias) (the cpu reference's rounding).
  * bf16: Wt and each im2col block rounded to bf16 in place (the GEMM then sums
  * exact products of bf16 values in fp32, as the cpu's bf16 matmul per tap),
- * the epilogue nf_bf16_conv1d_epilogue: R(sum + R(bias)), R(y + that). */
+ * nf_conv1d_epilogue with its bf16 flag: R(sum + R(bias)), R(y + that). */
 int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err) { return nf__cl_conv1d_r(be, op, 0, err); }
 
 int nf__cl_conv1d_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
@@ -342,10 +342,9 @@ int nf__cl_conv1d_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
         }
         NF_TRY(nf__cl_gemm_raw(c, c->scratch, col_off, KC, c->scratch, 0, c->scratch, tmp_off, nr, cout, KC, err));
         const size_t ge[2] = {cout, nr};
-        NF_TRY(LAUNCH(c, bf16 ? K_BF16_CONV1D_EPILOGUE : K_CONV1D_EPILOGUE, 2, ge, le, err, KMEM(c->scratch),
-                      KLONG(tmp_off), KMEM(tmem(bias)), KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)),
-                      KLONG(toff(y)), KLONG(p->ldy), KLONG(p->y_gs), KINT(r0), KINT(nr), KINT(p->len), KINT(cout),
-                      KINT(p->accumulate != 0)));
+        NF_TRY(LAUNCH(c, K_CONV1D_EPILOGUE, 2, ge, le, err, KMEM(c->scratch), KLONG(tmp_off), KMEM(tmem(bias)),
+                      KLONG(toff(bias)), KINT(has_bias), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->y_gs),
+                      KINT(r0), KINT(nr), KINT(p->len), KINT(cout), KINT(p->accumulate != 0), KINT(bf16)));
     }
     return NF_OK;
 }

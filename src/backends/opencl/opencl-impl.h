@@ -94,8 +94,6 @@ static inline int cl_rc_code(cl_int e) {
     X(K_BF16_ROUND_ROWS, "nf_bf16_round_rows")                                      \
     X(K_BF16_LINEAR_EPILOGUE, "nf_bf16_linear_epilogue")                            \
     X(K_BF16_ATTENTION, "nf_bf16_attention")                                        \
-    X(K_BF16_CONV1D_EPILOGUE, "nf_bf16_conv1d_epilogue")                            \
-    X(K_BF16_BATCH_NORM, "nf_bf16_batch_norm") X(K_BF16_AXIAL_POS, "nf_bf16_axial_pos") \
     X(K_BF16_BUCKET_MEANS, "nf_bf16_bucket_means")                                  \
     X(K_BF16_BUCKET_ROUTE, "nf_bf16_bucket_route")                                  \
     X(K_BF16_BUCKET_GATHER, "nf_bf16_bucket_gather")                                \
@@ -180,10 +178,11 @@ int nf__cl_label_tokens_r(nf_backend * be, const nf_op * op, int bf16, nf_err * 
 bool nf__cl_conv1d_supports(nf_backend * be, const nf_op * op);
 int nf__cl_conv1d(nf_backend * be, const nf_op * op, nf_err * err);
 /* CONV1D; bf16 (--precision bf16-autocast): W and the im2col block rounded to bf16, the
- * bf16 epilogue (nf_bf16_conv1d_epilogue) */
+ * epilogue with its bf16 flag (nf_conv1d_epilogue) */
 int nf__cl_conv1d_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
-/* SpTransformer's BATCH_NORM, AXIAL_POS, BUCKET_ROUTE, BUCKET_GATHER: bf16 1 launches the
- * bf16-autocast kernels (kernels-bf16-spt.cl), the same arguments as the exact ones */
+/* SpTransformer's BATCH_NORM, AXIAL_POS, BUCKET_ROUTE, BUCKET_GATHER: bf16 1 for
+ * --precision bf16-autocast (BATCH_NORM and AXIAL_POS: the exact kernels' bf16 flag;
+ * the sort net: kernels-bf16-spt.cl's, with the exact ones' arguments) */
 int nf__cl_batch_norm_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
 int nf__cl_axial_pos_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
 int nf__cl_bucket_route_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);

@@ -306,10 +306,10 @@ int nf__cl_batch_norm_r(nf_backend * be, const nf_op * op, int bf16, nf_err * er
     const struct nf_batch_norm_params * p = &op->p.batch_norm;
     const size_t ls[2] = {p->c >= 64 ? 64 : (size_t) p->c, 1};
     const size_t gs[2] = {(size_t) p->c, ((size_t) p->m + NF_CL_BN_ROWS - 1) / NF_CL_BN_ROWS};
-    return LAUNCH(c, bf16 ? K_BF16_BATCH_NORM : K_BATCH_NORM, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)),
-                  KLONG(p->ldx), KMEM(tmem(w)), KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(mean)),
-                  KLONG(toff(mean)), KMEM(tmem(var)), KLONG(toff(var)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy),
-                  KLONG(p->m), KINT(p->c), KFLT(p->eps), KINT(p->relu != 0));
+    return LAUNCH(c, K_BATCH_NORM, 2, gs, ls, err, KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ldx), KMEM(tmem(w)),
+                  KLONG(toff(w)), KMEM(tmem(b)), KLONG(toff(b)), KMEM(tmem(mean)), KLONG(toff(mean)), KMEM(tmem(var)),
+                  KLONG(toff(var)), KMEM(tmem(y)), KLONG(toff(y)), KLONG(p->ldy), KLONG(p->m), KINT(p->c), KFLT(p->eps),
+                  KINT(p->relu != 0), KINT(bf16));
 }
 
 static int nf__cl_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -351,9 +351,9 @@ int nf__cl_axial_pos_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err
     const int64_t n_rows = p->n_seq * p->len;
     const size_t ls[2] = {p->dim >= 64 ? 64 : (size_t) p->dim, 1};
     const size_t gs[2] = {(size_t) p->dim, (size_t) n_rows};
-    return LAUNCH(c, bf16 ? K_BF16_AXIAL_POS : K_AXIAL_POS, 2, gs, ls, err, KMEM(tmem(e0)), KLONG(toff(e0)),
-                  KMEM(tmem(e1)), KLONG(toff(e1)), KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ld), KLONG(p->gs),
-                  KLONG(n_rows), KLONG(p->len), KLONG(p->n1), KINT(p->dim));
+    return LAUNCH(c, K_AXIAL_POS, 2, gs, ls, err, KMEM(tmem(e0)), KLONG(toff(e0)), KMEM(tmem(e1)), KLONG(toff(e1)),
+                  KMEM(tmem(x)), KLONG(toff(x)), KLONG(p->ld), KLONG(p->gs), KLONG(n_rows), KLONG(p->len), KLONG(p->n1),
+                  KINT(p->dim), KINT(bf16));
 }
 
 static int nf__cl_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
