@@ -23,87 +23,6 @@
 #define NF__PTR(t)  ((float *) ((char *) (t)->buf->handle + (t)->offs))
 #define NF__IPTR(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
 
-/* Attention by blocks of NF__SPT_ROWS = 4 query rows (rows past lq repeat the
- * last one and are not written), each element's sums in the order of a row at
- * a time: the block shares the loads of kᵀ and v and keeps its sums in vector
- * registers (GCC's vector extension: 16 floats, one zmm with AVX-512, two ymm
- * with AVX2; -ffp-contract=off keeps a + q · k a product and a sum), and the
- * softmax's serial max and sum run as independent chains. */
-#define NF__SPT_ROWS 4
-typedef float nf__v16 __attribute__((vector_size(64)));
-#define NF__V16_LOAD(v, p) memcpy(&(v), (p), sizeof(nf__v16))
-/* d[i] = R(R(a[i]) * scale) (scores, scale != 0) or R(a[i]) (scale 0), i < 16 */
-static inline void nf__v16_store_rnd(float * d, const nf__v16 * a, float scale) {
-    float t[16];
-    memcpy(t, a, sizeof(t));
-    if (scale != 0.0f)
-        for (int i = 0; i < 16; i++) d[i] = nf__bf16_rnd(nf__bf16_rnd(t[i]) * scale);
-    else
-        for (int i = 0; i < 16; i++) d[i] = nf__bf16_rnd(t[i]);
-}
-
-/* s[r][j] = R(R(sum_e q[r][e] kT[e][j]) * scale), r < 4, j < lk, s at row stride
- * lk; the sums in e order */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_scores(float * restrict s,
-                                                                                    const float * const q[NF__SPT_ROWS],
-                                                                                    const float * restrict kT,
-                                                                                    int64_t E, int64_t lk,
-                                                                                    float scale) {
-    const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3];
-    int64_t j0 = 0;
-    for (; j0 + 16 <= lk; j0 += 16) {
-        nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (int64_t e = 0; e < E; e++) {
-            nf__v16 kv;
-            NF__V16_LOAD(kv, kT + e * lk + j0);
-            a0 = a0 + q0[e] * kv;
-            a1 = a1 + q1[e] * kv;
-            a2 = a2 + q2[e] * kv;
-            a3 = a3 + q3[e] * kv;
-        }
-        nf__v16_store_rnd(s + j0, &a0, scale);
-        nf__v16_store_rnd(s + lk + j0, &a1, scale);
-        nf__v16_store_rnd(s + 2 * lk + j0, &a2, scale);
-        nf__v16_store_rnd(s + 3 * lk + j0, &a3, scale);
-    }
-    for (int r = 0; r < NF__SPT_ROWS; r++)
-        for (int64_t j = j0; j < lk; j++) {
-            float a = 0.0f;
-            for (int64_t e = 0; e < E; e++) a += q[r][e] * kT[e * lk + j];
-            s[r * lk + j] = nf__bf16_rnd(nf__bf16_rnd(a) * scale);
-        }
-}
-
-/* o[r][e] = R(sum_j P[r][j] v[j][e]), e < E, for the first nr rows of the block
- * (P at row stride lk); the sums in j order */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_pv(float * const o[NF__SPT_ROWS], int nr,
-                                                                                const float * restrict P,
-                                                                                const float * restrict v, int64_t ss,
-                                                                                int64_t E, int64_t lk) {
-    const float *P0 = P, *P1 = P + lk, *P2 = P + 2 * lk, *P3 = P + 3 * lk;
-    int64_t e0 = 0;
-    for (; e0 + 16 <= E; e0 += 16) {
-        nf__v16 a[NF__SPT_ROWS] = {{0}};
-        nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (int64_t j = 0; j < lk; j++) {
-            nf__v16 vj;
-            NF__V16_LOAD(vj, v + j * ss + e0);
-            a0 = a0 + P0[j] * vj;
-            a1 = a1 + P1[j] * vj;
-            a2 = a2 + P2[j] * vj;
-            a3 = a3 + P3[j] * vj;
-        }
-        a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;
-        for (int r = 0; r < nr; r++) nf__v16_store_rnd(o[r] + e0, &a[r], 0.0f);
-    }
-    for (int r = 0; r < nr; r++)
-        for (int64_t e = e0; e < E; e++) {
-            float a = 0.0f;
-            for (int64_t j = 0; j < lk; j++) a += P[r * lk + j] * v[j * ss + e];
-            o[r][e] = nf__bf16_rnd(a);
-        }
-}
-
 /* R(softmax(s)) in place over n values: fp32 exp(s - max) (nf__exp_f32's
  * values, vectorised), times 1 / sum (the sum in j order), rounded */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_softmax_row(float * restrict s,
@@ -117,21 +36,76 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_sof
     for (int64_t j = 0; j < n; j++) s[j] = nf__bf16_rnd(s[j] * inv);
 }
 
-/* the same for each row of the block (s at row stride n), the rows' serial max
- * and sum interleaved */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_softmax_rnd(float * restrict s,
+/* the same for the NF__TILE_ROWS rows of a block (n values each, at row stride ld),
+ * the rows' serial max and sum interleaved */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_softmax_rnd(float * restrict s, int64_t ld,
                                                                                          int64_t n) {
-    float mx[NF__SPT_ROWS], sum[NF__SPT_ROWS];
-    for (int r = 0; r < NF__SPT_ROWS; r++) mx[r] = s[r * n];
+    float mx[NF__TILE_ROWS], sum[NF__TILE_ROWS];
+    for (int r = 0; r < NF__TILE_ROWS; r++) mx[r] = s[r * ld];
     for (int64_t j = 1; j < n; j++)
-        for (int r = 0; r < NF__SPT_ROWS; r++) mx[r] = s[r * n + j] > mx[r] ? s[r * n + j] : mx[r];
-    for (int r = 0; r < NF__SPT_ROWS; r++) nf__cpu_exp_sub_row(s + r * n, n, mx[r]);
-    for (int r = 0; r < NF__SPT_ROWS; r++) sum[r] = 0.0f;
+        for (int r = 0; r < NF__TILE_ROWS; r++) mx[r] = s[r * ld + j] > mx[r] ? s[r * ld + j] : mx[r];
+    for (int r = 0; r < NF__TILE_ROWS; r++) nf__cpu_exp_sub_row(s + r * ld, n, mx[r]);
+    for (int r = 0; r < NF__TILE_ROWS; r++) sum[r] = 0.0f;
     for (int64_t j = 0; j < n; j++)
-        for (int r = 0; r < NF__SPT_ROWS; r++) sum[r] += s[r * n + j];
-    for (int r = 0; r < NF__SPT_ROWS; r++) {
+        for (int r = 0; r < NF__TILE_ROWS; r++) sum[r] += s[r * ld + j];
+    for (int r = 0; r < NF__TILE_ROWS; r++) {
         const float inv = 1.0f / sum[r];
-        for (int64_t j = 0; j < n; j++) s[r * n + j] = nf__bf16_rnd(s[r * n + j] * inv);
+        for (int64_t j = 0; j < n; j++) s[r * ld + j] = nf__bf16_rnd(s[r * ld + j] * inv);
+    }
+}
+
+/* one (group, head), laid out as the exact kernel's register tiles (cpu-kernels.c
+ * nf__attn_tile_run, nf__tile4): keys transposed and zero-padded to lk16 columns, values
+ * padded to E16 channels where E is not whole vectors, four query rows at a time (rows
+ * past lq zero, not written) against 16 keys (scores) or 16 channels (P·V) held in
+ * registers; each score the sum over e in order, each output the sum over j in order
+ * (-ffp-contract=off: a product and a sum) */
+struct nf__spt_tile {
+    int64_t lq, lk, E, lk16, E16;
+    float scale;
+    float *kt, *vp, *s, *qb; /* E x lk16; lk x E16; 4 x lk16; 4 x E */
+};
+
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_attn_run(const struct nf__spt_tile * t,
+                                                                                      const float * q, int64_t q_ss,
+                                                                                      const float * k, const float * v,
+                                                                                      int64_t kv_ss, float * o,
+                                                                                      int64_t o_ss) {
+    const int64_t lq = t->lq, lk = t->lk, E = t->E, lk16 = t->lk16, E16 = t->E16;
+    float *kt = t->kt, *s = t->s, *qb = t->qb;
+    for (int64_t j = 0; j < lk16; j++)
+        for (int64_t e = 0; e < E; e++) kt[e * lk16 + j] = j < lk ? k[j * kv_ss + e] : 0.0f;
+    const float * vr = v;
+    int64_t v_ss = kv_ss;
+    if (E16 != E) {
+        for (int64_t j = 0; j < lk; j++)
+            for (int64_t e = 0; e < E16; e++) t->vp[j * E16 + e] = e < E ? v[j * kv_ss + e] : 0.0f;
+        vr = t->vp;
+        v_ss = E16;
+    }
+    for (int64_t i0 = 0; i0 < lq; i0 += NF__TILE_ROWS) {
+        const int64_t nr = lq - i0 < NF__TILE_ROWS ? lq - i0 : NF__TILE_ROWS;
+        for (int64_t r = 0; r < NF__TILE_ROWS; r++)
+            for (int64_t e = 0; e < E; e++) qb[r * E + e] = r < nr ? q[(i0 + r) * q_ss + e] : 0.0f;
+        float a[NF__LANES];
+        for (int64_t jb = 0; jb < lk16; jb += NF__LANES) { /* s = R(R(q·kᵀ) · scale) */
+            nf__v16 acc[NF__TILE_ROWS];
+            nf__tile4(qb, E, kt + jb, lk16, E, acc);
+            for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
+                memcpy(a, &acc[r], sizeof(a));
+                for (int l = 0; l < NF__LANES; l++) s[r * lk16 + jb + l] = nf__bf16_rnd(nf__bf16_rnd(a[l]) * t->scale);
+            }
+        }
+        nf__spt_softmax_rnd(s, lk16, lk);
+        for (int64_t eb = 0; eb < E16; eb += NF__LANES) { /* o = R(P·V) */
+            nf__v16 acc[NF__TILE_ROWS];
+            nf__tile4(s, lk16, vr + eb, v_ss, lk, acc);
+            const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
+            for (int64_t r = 0; r < nr; r++) {
+                memcpy(a, &acc[r], sizeof(a));
+                for (int64_t l = 0; l < ne; l++) o[(i0 + r) * o_ss + eb + l] = nf__bf16_rnd(a[l]);
+            }
+        }
     }
 }
 
@@ -143,38 +117,35 @@ int nf__bf16_spt_attention(const nf_op * op, nf_err * err) {
     float * o = NF__PTR(&op->dst[0]);
     const int64_t E = p->head_dim, lk = p->lk, lq = p->lq;
     if (lk == 0 || lq == 0) return NF_OK;
+    const int64_t lk16 = (lk + NF__LANES - 1) / NF__LANES * NF__LANES;
+    const int64_t E16 = (E + NF__LANES - 1) / NF__LANES * NF__LANES;
+    const size_t nfl = (size_t) (E * lk16 + lk * E16 + NF__TILE_ROWS * lk16 + NF__TILE_ROWS * E);
     int failed = 0;
 #pragma omp parallel
     {
-        float * s = malloc((size_t) (NF__SPT_ROWS * lk + E * lk) * sizeof(float));
-        if (!s) {
+        float * buf = malloc(nfl * sizeof(float));
+        if (!buf) {
 #pragma omp atomic write
             failed = 1;
         }
+        const struct nf__spt_tile t = {lq,
+                                       lk,
+                                       E,
+                                       lk16,
+                                       E16,
+                                       p->scale,
+                                       buf,
+                                       buf + E * lk16,
+                                       buf + E * lk16 + lk * E16,
+                                       buf + E * lk16 + lk * E16 + NF__TILE_ROWS * lk16};
 #pragma omp for schedule(static)
         for (int64_t gh = 0; gh < p->n_groups * p->n_heads; gh++) {
-            if (!s) continue;
+            if (!buf) continue;
             const int64_t g = gh / p->n_heads, h = gh % p->n_heads;
-            float * kT = s + NF__SPT_ROWS * lk;
-            for (int64_t j = 0; j < lk; j++) {
-                const float * kj = k + g * p->kv_gs + j * p->kv_ss + h * E;
-                for (int64_t e = 0; e < E; e++) kT[e * lk + j] = kj[e];
-            }
-            for (int64_t i0 = 0; i0 < lq; i0 += NF__SPT_ROWS) {
-                const int nr = lq - i0 < NF__SPT_ROWS ? (int) (lq - i0) : NF__SPT_ROWS;
-                const float * qr[NF__SPT_ROWS];
-                float * orow[NF__SPT_ROWS];
-                for (int r = 0; r < NF__SPT_ROWS; r++) {
-                    const int64_t i = i0 + (r < nr ? r : nr - 1);
-                    qr[r] = q + g * p->q_gs + i * p->q_ss + h * E;
-                    orow[r] = o + g * p->o_gs + i * p->o_ss + h * E;
-                }
-                nf__spt_scores(s, qr, kT, E, lk, p->scale);
-                nf__spt_softmax_rnd(s, lk);
-                nf__spt_pv(orow, nr, s, v + g * p->kv_gs + h * E, p->kv_ss, E, lk);
-            }
+            nf__spt_attn_run(&t, q + g * p->q_gs + h * E, p->q_ss, k + g * p->kv_gs + h * E, v + g * p->kv_gs + h * E,
+                             p->kv_ss, o + g * p->o_gs + h * E, p->o_ss);
         }
-        free(s);
+        free(buf);
     }
     if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
     return NF_OK;
