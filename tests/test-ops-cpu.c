@@ -537,6 +537,9 @@ int main(void) {
     test_attention(1, 1, 1, 1, 1, 1);
     test_attention(24, 14, 4, 128, 0, 0);
     test_attention(3, 33, 2, 16, 0, 0);
+    /* the tiles' 32-column blocks and their 16-column remainders: 80 keys
+     * (32 + 32 + 16), 40 channels (32 + 16, of which 8 written) */
+    test_attention(3, 70, 2, 40, 0, 0);
     test_erf();
     test_exp();
     test_quantile_edges();

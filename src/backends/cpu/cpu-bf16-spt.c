@@ -88,22 +88,26 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_att
         for (int64_t r = 0; r < NF__TILE_ROWS; r++)
             for (int64_t e = 0; e < E; e++) qb[r * E + e] = r < nr ? q[(i0 + r) * q_ss + e] : 0.0f;
         float a[NF__LANES];
-        for (int64_t jb = 0; jb < lk16; jb += NF__LANES) { /* s = R(R(q·kᵀ) · scale) */
-            nf__v16 acc[NF__TILE_ROWS];
-            nf__tile4(qb, E, kt + jb, lk16, E, acc);
-            for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
-                memcpy(a, &acc[r], sizeof(a));
-                for (int l = 0; l < NF__LANES; l++) s[r * lk16 + jb + l] = nf__bf16_rnd(nf__bf16_rnd(a[l]) * t->scale);
-            }
+        for (int64_t jb = 0; jb < lk16;) { /* s = R(R(q·kᵀ) · scale) */
+            nf__v16 acc[2 * NF__TILE_ROWS];
+            const int nv = nf__tile4n(qb, E, kt + jb, lk16, E, lk16 - jb, acc);
+            for (int c = 0; c < nv; c++, jb += NF__LANES)
+                for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
+                    memcpy(a, &acc[c * NF__TILE_ROWS + r], sizeof(a));
+                    for (int l = 0; l < NF__LANES; l++)
+                        s[r * lk16 + jb + l] = nf__bf16_rnd(nf__bf16_rnd(a[l]) * t->scale);
+                }
         }
         nf__spt_softmax_rnd(s, lk16, lk);
-        for (int64_t eb = 0; eb < E16; eb += NF__LANES) { /* o = R(P·V) */
-            nf__v16 acc[NF__TILE_ROWS];
-            nf__tile4(s, lk16, vr + eb, v_ss, lk, acc);
-            const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
-            for (int64_t r = 0; r < nr; r++) {
-                memcpy(a, &acc[r], sizeof(a));
-                for (int64_t l = 0; l < ne; l++) o[(i0 + r) * o_ss + eb + l] = nf__bf16_rnd(a[l]);
+        for (int64_t eb = 0; eb < E16;) { /* o = R(P·V) */
+            nf__v16 acc[2 * NF__TILE_ROWS];
+            const int nv = nf__tile4n(s, lk16, vr + eb, v_ss, lk, E16 - eb, acc);
+            for (int c = 0; c < nv; c++, eb += NF__LANES) {
+                const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
+                for (int64_t r = 0; r < nr; r++) {
+                    memcpy(a, &acc[c * NF__TILE_ROWS + r], sizeof(a));
+                    for (int64_t l = 0; l < ne; l++) o[(i0 + r) * o_ss + eb + l] = nf__bf16_rnd(a[l]);
+                }
             }
         }
     }
@@ -142,6 +146,7 @@ int nf__bf16_spt_attention(const nf_op * op, nf_err * err) {
         for (int64_t gh = 0; gh < p->n_groups * p->n_heads; gh++) {
             if (!buf) continue;
             const int64_t g = gh / p->n_heads, h = gh % p->n_heads;
+            nf__cpu_attn_prefetch(p, q, k, v, gh + 1);
             nf__spt_attn_run(&t, q + g * p->q_gs + h * E, p->q_ss, k + g * p->kv_gs + h * E, v + g * p->kv_gs + h * E,
                              p->kv_ss, o + g * p->o_gs + h * E, p->o_ss);
         }

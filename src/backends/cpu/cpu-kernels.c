@@ -537,25 +537,47 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_ti
         const int64_t nr = lq - i0 < NF__TILE_ROWS ? lq - i0 : NF__TILE_ROWS;
         for (int64_t r = 0; r < NF__TILE_ROWS; r++)
             for (int64_t e = 0; e < E; e++) qb[r * E + e] = r < nr ? q[(i0 + r) * q_ss + e] : 0.0f;
-        for (int64_t jb = 0; jb < lk16; jb += NF__LANES) {
-            nf__v16 acc[NF__TILE_ROWS];
-            nf__tile4(qb, E, kt + jb, lk16, E, acc);
-            for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
-                const nf__v16 sc = t->scale * acc[r];
-                memcpy(s + r * lk16 + jb, &sc, sizeof(sc));
-            }
+        for (int64_t jb = 0; jb < lk16;) {
+            nf__v16 acc[2 * NF__TILE_ROWS];
+            const int nv = nf__tile4n(qb, E, kt + jb, lk16, E, lk16 - jb, acc);
+            for (int c = 0; c < nv; c++, jb += NF__LANES)
+                for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
+                    const nf__v16 sc = t->scale * acc[c * NF__TILE_ROWS + r];
+                    memcpy(s + r * lk16 + jb, &sc, sizeof(sc));
+                }
         }
         for (int64_t r = 0; r < nr; r++) nf__softmax_row(s + r * lk16, lk);
         for (int64_t r = 0; t->p->drop_threshold > 0 && r < nr; r++) /* P M */
             nf__cpu_dropout_row(s + r * lk16, s + r * lk16, lk, (gh * lq + i0 + r) * lk, (uint64_t) t->p->drop_seed,
                                 t->p->drop_threshold, t->p->drop_scale, 0);
-        for (int64_t eb = 0; eb < E16; eb += NF__LANES) {
-            nf__v16 acc[NF__TILE_ROWS];
-            nf__tile4(s, lk16, vr + eb, v_ss, lk, acc);
-            const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
-            for (int64_t r = 0; r < nr; r++) memcpy(o + (i0 + r) * o_ss + eb, &acc[r], (size_t) ne * sizeof(float));
+        for (int64_t eb = 0; eb < E16;) {
+            nf__v16 acc[2 * NF__TILE_ROWS];
+            const int nv = nf__tile4n(s, lk16, vr + eb, v_ss, lk, E16 - eb, acc);
+            for (int c = 0; c < nv; c++, eb += NF__LANES) {
+                const int64_t ne = E - eb < NF__LANES ? E - eb : NF__LANES;
+                for (int64_t r = 0; r < nr; r++)
+                    memcpy(o + (i0 + r) * o_ss + eb, &acc[c * NF__TILE_ROWS + r], (size_t) ne * sizeof(float));
+            }
         }
     }
+}
+
+/* rows of n floats (stride ss) asked into cache ahead of use */
+static void nf__prefetch_rows(const float * x, int64_t rows, int64_t ss, int64_t n) {
+    for (int64_t r = 0; r < rows; r++) {
+        const char * b = (const char *) (x + r * ss);
+        for (int64_t off = 0; off < n * (int64_t) sizeof(float); off += 64) __builtin_prefetch(b + off, 0, 3);
+        __builtin_prefetch(b + n * (int64_t) sizeof(float) - 1, 0, 3);
+    }
+}
+
+void nf__cpu_attn_prefetch(const struct nf_attention_params * p, const float * q, const float * k, const float * v,
+                           int64_t gh) {
+    if (gh >= p->n_groups * p->n_heads) return;
+    const int64_t g = gh / p->n_heads, h = gh % p->n_heads, E = p->head_dim;
+    nf__prefetch_rows(q + g * p->q_gs + h * E, p->lq, p->q_ss, E);
+    nf__prefetch_rows(k + g * p->kv_gs + h * E, p->lk, p->kv_ss, E);
+    nf__prefetch_rows(v + g * p->kv_gs + h * E, p->lk, p->kv_ss, E);
 }
 
 static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -599,6 +621,7 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
             for (int64_t gh = 0; gh < G * H; gh++) {
                 if (!buf) continue;
                 const int64_t g = gh / H, h = gh % H;
+                nf__cpu_attn_prefetch(p, q, k, v, gh + 1); /* the next task's rows, while this one computes */
                 nf__attn_tile_run(&t, q + g * p->q_gs + h * E, p->q_ss, k + g * p->kv_gs + h * E,
                                   v + g * p->kv_gs + h * E, p->kv_ss, o + g * p->o_gs + h * E, p->o_ss, gh);
             }

@@ -88,6 +88,51 @@ static inline __attribute__((always_inline)) void nf__tile4(const float * a, int
     acc[3] = a3;
 }
 
+/* nf__tile4 over 32 columns when cols (the columns left from b on, a multiple
+ * of 16) has them, else 16: acc[c * 4 + r] is row r's sum for columns 16 c ..
+ * 16 c + 15. Each sum is nf__tile4's, in the same order; the eight
+ * accumulators are independent chains, which two FMA ports need (four leave
+ * half of them idle). Returns the vectors written, 1 or 2. */
+static inline __attribute__((always_inline)) int nf__tile4n(const float * a, int64_t lda, const float * b, int64_t ldb,
+                                                            int64_t n, int64_t cols, nf__v16 * acc) {
+    if (cols < 2 * NF__LANES) {
+        nf__tile4(a, lda, b, ldb, n, acc);
+        return 1;
+    }
+    nf__v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+    for (int64_t i = 0; i < n; i++) {
+        nf__v16 bv, bw;
+        memcpy(&bv, b + i * ldb, sizeof(bv));
+        memcpy(&bw, b + i * ldb + NF__LANES, sizeof(bw));
+        const float x0 = a[i], x1 = a[lda + i], x2 = a[2 * lda + i], x3 = a[3 * lda + i];
+        a0 = a0 + x0 * bv;
+        c0 = c0 + x0 * bw;
+        a1 = a1 + x1 * bv;
+        c1 = c1 + x1 * bw;
+        a2 = a2 + x2 * bv;
+        c2 = c2 + x2 * bw;
+        a3 = a3 + x3 * bv;
+        c3 = c3 + x3 * bw;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+    acc[4] = c0;
+    acc[5] = c1;
+    acc[6] = c2;
+    acc[7] = c3;
+    return 2;
+}
+
+/* cpu-kernels.c: asks the rows of ATTENTION task gh (group gh / n_heads, head
+ * gh % n_heads) into cache: q's lq rows, k's and v's lk rows, head_dim floats
+ * each. The tile kernels read them at the stride of a LINEAR's output row (or
+ * the gathered buckets'), which the hardware prefetchers do not follow; a task
+ * asks for the next one's while it computes. Nothing when gh is past the end. */
+void nf__cpu_attn_prefetch(const struct nf_attention_params * p, const float * q, const float * k, const float * v,
+                           int64_t gh);
+
 /* cpu-kernels.c: y = act(x) over n (NF_ACT_GELU / NF_ACT_RELU) with LINEAR's
  * epilogue code; y may be x */
 void nf__cpu_act_row(float * y, const float * x, int64_t n, int act);
