@@ -236,21 +236,28 @@ static const double nf__erf_mono[21] = {0.3535309956434054,      -0.176576233214
                                         -0.00067279817667152046, 0.00029513931753916861,  -7.2461218650001516e-05,
                                         3.2978976208581685e-05,  -3.6683671066324973e-05, 1.2874135134978859e-05};
 
-static inline float nf__erf_inline(float x) {
-    /* the range tests are integer tests on the bit pattern: a floating-point
-     * compare may trap as far as the compiler knows, and it then refuses to
-     * vectorise the selects */
+/* nf__erf_inline in three steps, so that a loop can run the series over
+ * doubles alone (eight lanes a vector, no float halves to juggle):
+ * nf__erf_arg, the clamped argument as a double; nf__erf_series, z g(z^2);
+ * nf__erf_fix, the float rounding and the |x| >= 4 and NaN cases. The range
+ * tests are integer tests on the bit pattern: a floating-point compare may
+ * trap as far as the compiler knows, and it then refuses to vectorise the
+ * selects; the selects are bit blends with all-ones/all-zero masks (a
+ * ternary lets the compiler sink the float work into a branch it may not
+ * if-convert). */
+static inline double nf__erf_arg(float x) {
     uint32_t bits;
     memcpy(&bits, &x, sizeof(bits));
     const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u;
-    /* selects are bit blends with all-ones/all-zero masks: a ternary lets
-     * the compiler sink the float work into a branch it may not if-convert */
     const uint32_t big = (uint32_t) 0 - (uint32_t) (mag >= 0x40800000u); /* |x| >= 4, Inf, NaN */
-    const uint32_t nan = (uint32_t) 0 - (uint32_t) (mag > 0x7f800000u);
     const uint32_t cbits = (bits & ~big) | ((sign | 0x40800000u) & big); /* clamp to +-4 */
     float xc;
     memcpy(&xc, &cbits, sizeof(xc));
-    const double z = (double) xc, u = z * z; /* u in [0, 16] */
+    return (double) xc;
+}
+
+static inline double nf__erf_series(double z) {
+    const double u = z * z; /* u in [0, 16] */
     const double t = fma(u, 0.125, -1.0);
     const double t2 = t * t, t4 = t2 * t2, t8 = t4 * t4, t16 = t8 * t8;
     const double * a = nf__erf_mono;
@@ -260,7 +267,16 @@ static inline float nf__erf_inline(float x) {
     const double r0 = fma(q1, t2, q0), r1 = fma(q3, t2, q2), r2 = fma(q5, t2, q4), r3 = fma(q7, t2, q6),
                  r4 = fma(q9, t2, q8);
     const double s0 = fma(r1, t4, r0), s1 = fma(r3, t4, r2), s2 = fma(a[20], t4, r4);
-    const float r = (float) (z * fma(s2, t16, fma(s1, t8, s0)));
+    return z * fma(s2, t16, fma(s1, t8, s0));
+}
+
+static inline float nf__erf_fix(float x, double zg) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u;
+    const uint32_t big = (uint32_t) 0 - (uint32_t) (mag >= 0x40800000u);
+    const uint32_t nan = (uint32_t) 0 - (uint32_t) (mag > 0x7f800000u);
+    const float r = (float) zg;
     uint32_t rbits;
     memcpy(&rbits, &r, sizeof(rbits));
     rbits = (rbits & ~big) | ((sign | 0x3f800000u) & big); /* +-1.0f */
@@ -269,28 +285,48 @@ static inline float nf__erf_inline(float x) {
     memcpy(&out, &rbits, sizeof(out));
     return out;
 }
+
+static inline float nf__erf_inline(float x) { return nf__erf_fix(x, nf__erf_series(nf__erf_arg(x))); }
 float nf__erf_f32(float x) { return nf__erf_inline(x); }
 
-/* GELU(t) = 0.5 t (1 + erf(t / sqrt 2)), the exact (erf) form */
-static inline float nf__gelu(float t) { return 0.5f * t * (1.0f + nf__erf_inline(t * 0.70710678118654752440f)); }
+/* y[i] = GELU(x[i] + b[i]) over nb <= NF__GELU_BLOCK values (b may be NULL; x
+ * may be y), GELU(v) = 0.5 v (1 + erf(v / sqrt 2)), the exact (erf) form, in
+ * float as 0.5f * v * (1.0f + erf(v * 0.70710678f)) with nf__erf_inline's
+ * erf. Three passes, so that the erf series runs in a loop of doubles alone:
+ * in one loop the compiler takes sixteen floats as two halves of eight
+ * doubles and spills the series' registers. Measured in cache (Intel Xeon,
+ * AVX-512): 1.18 -> 1.06 ns a value; bitwise the one-pass loop's on all 2^32
+ * floats (checked 2026-12-05). */
+#define NF__GELU_BLOCK 64
+static inline __attribute__((always_inline)) void nf__gelu_block(float * y, const float * x, const float * b,
+                                                                 int64_t nb) {
+    double z[NF__GELU_BLOCK];
+    for (int64_t i = 0; i < nb; i++) {
+        const float v = b ? x[i] + b[i] : x[i];
+        y[i] = v;
+        z[i] = nf__erf_arg(v * 0.70710678118654752440f);
+    }
+    for (int64_t i = 0; i < nb; i++) z[i] = nf__erf_series(z[i]);
+    for (int64_t i = 0; i < nb; i++) {
+        const float v = y[i];
+        y[i] = 0.5f * v * (1.0f + nf__erf_fix(v * 0.70710678118654752440f, z[i]));
+    }
+}
 
 /* t[o] = GELU(t[o] + bias[o]) over a row (bias may be NULL), compiled for
  * several ISAs and picked at load time: the same IEEE operations in each (no
  * FMA contraction), only the vector width differs. */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_row(float * restrict t,
-                                                                                  const float * restrict bias,
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_row(float * t, const float * bias,
                                                                                   int64_t n) {
-    if (bias)
-        for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o] + bias[o]);
-    else
-        for (int64_t o = 0; o < n; o++) t[o] = nf__gelu(t[o]);
+    for (int64_t o = 0; o < n; o += NF__GELU_BLOCK)
+        nf__gelu_block(t + o, t + o, bias ? bias + o : NULL, n - o < NF__GELU_BLOCK ? n - o : NF__GELU_BLOCK);
 }
 
-/* y[o] = GELU(x[o]) out of place (x and y do not overlap): nf__gelu_row's operations, one pass */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_row_to(float * restrict y,
-                                                                                     const float * restrict x,
+/* y[o] = GELU(x[o]) out of place (x and y do not overlap): nf__gelu_row's operations */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_row_to(float * y, const float * x,
                                                                                      int64_t n) {
-    for (int64_t o = 0; o < n; o++) y[o] = nf__gelu(x[o]);
+    for (int64_t o = 0; o < n; o += NF__GELU_BLOCK)
+        nf__gelu_block(y + o, x + o, NULL, n - o < NF__GELU_BLOCK ? n - o : NF__GELU_BLOCK);
 }
 
 /* t[o] = act(t[o] + bias[o]); y[o] += t[o] when accumulating (t is then a

@@ -74,7 +74,7 @@ __device__ __forceinline__ float nf_attn_drop(int64_t seed, int64_t i, int32_t t
     return (int64_t) (z >> 40) >= (int64_t) thr ? scale : 0.0f;
 }
 
-/* GELU as the cpu reference computes it (cpu-kernels.c nf__gelu): float
+/* GELU as the cpu reference computes it (cpu-kernels.c nf__gelu_block): float
  * product with the float constant 1/sqrt(2), erff, float products. */
 __device__ __forceinline__ float nf_gelu(float t) { return 0.5f * t * (1.0f + erff(t * 0.70710678118654752440f)); }
 
