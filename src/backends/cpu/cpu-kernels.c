@@ -289,7 +289,7 @@ static inline float nf__erf_fix(float x, double zg) {
 static inline float nf__erf_inline(float x) { return nf__erf_fix(x, nf__erf_series(nf__erf_arg(x))); }
 float nf__erf_f32(float x) { return nf__erf_inline(x); }
 
-/* y[i] = GELU(x[i] + b[i]) over nb <= NF__GELU_BLOCK values (b may be NULL; x
+/* y[i] = GELU(x[i] + b[i]) over nb <= NF__SERIES_BLOCK values (b may be NULL; x
  * may be y), GELU(v) = 0.5 v (1 + erf(v / sqrt 2)), the exact (erf) form, in
  * float as 0.5f * v * (1.0f + erf(v * 0.70710678f)) with nf__erf_inline's
  * erf. Three passes, so that the erf series runs in a loop of doubles alone:
@@ -297,10 +297,10 @@ float nf__erf_f32(float x) { return nf__erf_inline(x); }
  * doubles and spills the series' registers. Measured in cache (Intel Xeon,
  * AVX-512): 1.18 -> 1.06 ns a value; bitwise the one-pass loop's on all 2^32
  * floats (checked 2026-12-05). */
-#define NF__GELU_BLOCK 64
+#define NF__SERIES_BLOCK 64
 static inline __attribute__((always_inline)) void nf__gelu_block(float * y, const float * x, const float * b,
                                                                  int64_t nb) {
-    double z[NF__GELU_BLOCK];
+    double z[NF__SERIES_BLOCK];
     for (int64_t i = 0; i < nb; i++) {
         const float v = b ? x[i] + b[i] : x[i];
         y[i] = v;
@@ -318,15 +318,15 @@ static inline __attribute__((always_inline)) void nf__gelu_block(float * y, cons
  * FMA contraction), only the vector width differs. */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_row(float * t, const float * bias,
                                                                                   int64_t n) {
-    for (int64_t o = 0; o < n; o += NF__GELU_BLOCK)
-        nf__gelu_block(t + o, t + o, bias ? bias + o : NULL, n - o < NF__GELU_BLOCK ? n - o : NF__GELU_BLOCK);
+    for (int64_t o = 0; o < n; o += NF__SERIES_BLOCK)
+        nf__gelu_block(t + o, t + o, bias ? bias + o : NULL, n - o < NF__SERIES_BLOCK ? n - o : NF__SERIES_BLOCK);
 }
 
 /* y[o] = GELU(x[o]) out of place (x and y do not overlap): nf__gelu_row's operations */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gelu_row_to(float * y, const float * x,
                                                                                      int64_t n) {
-    for (int64_t o = 0; o < n; o += NF__GELU_BLOCK)
-        nf__gelu_block(y + o, x + o, NULL, n - o < NF__GELU_BLOCK ? n - o : NF__GELU_BLOCK);
+    for (int64_t o = 0; o < n; o += NF__SERIES_BLOCK)
+        nf__gelu_block(y + o, x + o, NULL, n - o < NF__SERIES_BLOCK ? n - o : NF__SERIES_BLOCK);
 }
 
 /* t[o] = act(t[o] + bias[o]); y[o] += t[o] when accumulating (t is then a
@@ -450,18 +450,24 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
  * overflow to Inf included, as the conversion of the double rounds them.
  * Branch-free with integer range tests, like the erf, so the softmax loop
  * vectorises: libm's expf is one call per element. */
-static inline float nf__exp_inline(float x) {
+/* nf__exp_inline in three steps, as the erf above (so that a loop can run
+ * the double part over doubles alone): nf__exp_arg, the clamped argument;
+ * nf__exp_series, exp of it in double; nf__exp_fix, the float rounding and
+ * NaN */
+static inline double nf__exp_arg(float x) {
     uint32_t bits;
     memcpy(&bits, &x, sizeof(bits));
     const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u;
     /* |x| > 110 (Inf too) is clamped to +-110: exp then still over/underflows
      * float, and n stays small enough for the exponent arithmetic */
     const uint32_t big = (uint32_t) 0 - (uint32_t) (mag > 0x42dc0000u);
-    const uint32_t nan = (uint32_t) 0 - (uint32_t) (mag > 0x7f800000u);
     const uint32_t cbits = (bits & ~big) | ((sign | 0x42dc0000u) & big);
     float xc;
     memcpy(&xc, &cbits, sizeof(xc));
-    const double xd = (double) xc;
+    return (double) xc;
+}
+
+static inline double nf__exp_series(double xd) {
     const double shifter = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
     const double tn = xd * 1.4426950408889634074 + shifter;
     const double n = tn - shifter;
@@ -477,7 +483,14 @@ static inline float nf__exp_inline(float x) {
     sbits = (tbits - 0x4338000000000000ull + 1023u) << 52; /* n + 1023 in the exponent field */
     double sc;
     memcpy(&sc, &sbits, sizeof(sc));
-    const float res = (float) (er * sc);
+    return er * sc;
+}
+
+static inline float nf__exp_fix(float x, double e) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    const uint32_t nan = (uint32_t) 0 - (uint32_t) ((bits & 0x7fffffffu) > 0x7f800000u);
+    const float res = (float) e;
     uint32_t rbits;
     memcpy(&rbits, &res, sizeof(rbits));
     rbits = (rbits & ~nan) | ((bits | 0x00400000u) & nan); /* NaN stays (quiet) NaN */
@@ -485,13 +498,27 @@ static inline float nf__exp_inline(float x) {
     memcpy(&out, &rbits, sizeof(out));
     return out;
 }
+
+static inline float nf__exp_inline(float x) { return nf__exp_fix(x, nf__exp_series(nf__exp_arg(x))); }
 float nf__exp_f32(float x) { return nf__exp_inline(x); }
 
-/* p[j] = exp(p[j] - mx) over a row: nf__exp_f32's values, vectorised (the
- * softmax recomputations of ATTENTION_BACKWARD) */
+/* p[j] = exp(p[j] - mx) over a row: nf__exp_f32's values, vectorised, by
+ * blocks of 64 in three passes (the double part over doubles alone, as the
+ * GELU's erf); bitwise the one-pass loop's on all 2^32 floats (checked
+ * 2026-12-05) */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__cpu_exp_sub_row(float * restrict p, int64_t n,
                                                                                   float mx) {
-    for (int64_t j = 0; j < n; j++) p[j] = nf__exp_inline(p[j] - mx);
+    double e[NF__SERIES_BLOCK];
+    for (int64_t j0 = 0; j0 < n; j0 += NF__SERIES_BLOCK) {
+        const int64_t nb = n - j0 < NF__SERIES_BLOCK ? n - j0 : NF__SERIES_BLOCK;
+        float * restrict pr = p + j0;
+        for (int64_t j = 0; j < nb; j++) {
+            pr[j] = pr[j] - mx;
+            e[j] = nf__exp_arg(pr[j]);
+        }
+        for (int64_t j = 0; j < nb; j++) e[j] = nf__exp_series(e[j]);
+        for (int64_t j = 0; j < nb; j++) pr[j] = nf__exp_fix(pr[j], e[j]);
+    }
 }
 
 /* dx = dy * GELU'(x) in ACT_BACKWARD's float order (cpu-train.c), vectorised;
@@ -524,7 +551,7 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__softmax
     for (; j < n; j++) lm[j % NF__LANES] = s[j] > lm[j % NF__LANES] ? s[j] : lm[j % NF__LANES];
     float mx = lm[0];
     for (int l = 1; l < NF__LANES; l++) mx = lm[l] > mx ? lm[l] : mx;
-    for (int64_t i = 0; i < n; i++) s[i] = nf__exp_inline(s[i] - mx);
+    nf__cpu_exp_sub_row(s, n, mx);
     for (int l = 0; l < NF__LANES; l++) ls[l] = 0.0f;
     for (j = 0; j + NF__LANES <= n; j += NF__LANES)
         for (int l = 0; l < NF__LANES; l++) ls[l] += s[j + l];
