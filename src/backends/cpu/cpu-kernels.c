@@ -450,10 +450,9 @@ static int nf__cpu_linear(nf_backend * be, const nf_op * op, nf_err * err) {
  * overflow to Inf included, as the conversion of the double rounds them.
  * Branch-free with integer range tests, like the erf, so the softmax loop
  * vectorises: libm's expf is one call per element. */
-/* nf__exp_inline in three steps, as the erf above (so that a loop can run
- * the double part over doubles alone): nf__exp_arg, the clamped argument;
- * nf__exp_series, exp of it in double; nf__exp_fix, the float rounding and
- * NaN */
+/* In three steps, as the erf above (so that a loop can run the double part
+ * over doubles alone): nf__exp_arg, the clamped argument; nf__exp_series,
+ * exp of it in double; nf__exp_fix, the float rounding and NaN. */
 static inline double nf__exp_arg(float x) {
     uint32_t bits;
     memcpy(&bits, &x, sizeof(bits));
@@ -521,17 +520,27 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__cpu_exp_sub_ro
     }
 }
 
-/* dx = dy * GELU'(x) in ACT_BACKWARD's float order (cpu-train.c), vectorised;
- * dx may be dy (each chunk is read whole before it is written) */
+/* dx = dy * GELU'(x) in ACT_BACKWARD's float order (cpu-train.c), vectorised,
+ * the erf and exp series over doubles alone (bitwise the one-pass loop's on
+ * all 2^32 floats, checked 2026-12-05); dx may be dy (each chunk is read whole
+ * before it is written) */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__cpu_gelu_backward_row(float * dx, const float * x,
                                                                                         const float * dy, int64_t n) {
-    float t[64];
-    for (int64_t i0 = 0; i0 < n; i0 += 64) {
-        const int64_t nb = n - i0 < 64 ? n - i0 : 64;
+    float t[NF__SERIES_BLOCK];
+    double ze[NF__SERIES_BLOCK], ee[NF__SERIES_BLOCK]; /* the series passes, as nf__gelu_block's */
+    for (int64_t i0 = 0; i0 < n; i0 += NF__SERIES_BLOCK) {
+        const int64_t nb = n - i0 < NF__SERIES_BLOCK ? n - i0 : NF__SERIES_BLOCK;
         for (int64_t i = 0; i < nb; i++) {
             const float xv = x[i0 + i];
-            const float cdf = 0.5f * (1.0f + nf__erf_inline(xv * 0.70710678f));
-            const float pdf = nf__exp_inline(-0.5f * xv * xv) * 0.3989422804f;
+            ze[i] = nf__erf_arg(xv * 0.70710678f);
+            ee[i] = nf__exp_arg(-0.5f * xv * xv);
+        }
+        for (int64_t i = 0; i < nb; i++) ze[i] = nf__erf_series(ze[i]);
+        for (int64_t i = 0; i < nb; i++) ee[i] = nf__exp_series(ee[i]);
+        for (int64_t i = 0; i < nb; i++) {
+            const float xv = x[i0 + i];
+            const float cdf = 0.5f * (1.0f + nf__erf_fix(xv * 0.70710678f, ze[i]));
+            const float pdf = nf__exp_fix(-0.5f * xv * xv, ee[i]) * 0.3989422804f;
             t[i] = dy[i0 + i] * (cdf + xv * pdf);
         }
         memcpy(dx + i0, t, (size_t) nb * sizeof(float));

@@ -90,9 +90,10 @@ static inline __attribute__((always_inline)) void nf__tile4(const float * a, int
 
 /* nf__tile4 over 32 columns when cols (the columns left from b on, a multiple
  * of 16) has them, else 16: acc[c * 4 + r] is row r's sum for columns 16 c ..
- * 16 c + 15. Each sum is nf__tile4's, in the same order; the eight
- * accumulators are independent chains, which two FMA ports need (four leave
- * half of them idle). Returns the vectors written, 1 or 2. */
+ * 16 c + 15. Each sum is nf__tile4's, in the same order (a product and an
+ * add); the eight accumulators are independent chains, enough to keep two
+ * vector ports busy through the add latency. Returns the vectors written, 1
+ * or 2. */
 static inline __attribute__((always_inline)) int nf__tile4n(const float * a, int64_t lda, const float * b, int64_t ldb,
                                                             int64_t n, int64_t cols, nf__v16 * acc) {
     if (cols < 2 * NF__LANES) {
