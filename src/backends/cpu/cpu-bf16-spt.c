@@ -54,43 +54,27 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_sof
     }
 }
 
-/* one (group, head), laid out as the exact kernel's register tiles (cpu-kernels.c
- * nf__attn_tile_run, nf__tile4): keys transposed and zero-padded to lk16 columns, values
- * padded to E16 channels where E is not whole vectors, four query rows at a time (rows
- * past lq zero, not written) against 16 keys (scores) or 16 channels (P·V) held in
- * registers; each score the sum over e in order, each output the sum over j in order
- * (-ffp-contract=off: a product and a sum) */
-struct nf__spt_tile {
-    int64_t lq, lk, E, lk16, E16;
-    float scale;
-    float *kt, *vp, *s, *qb; /* E x lk16; lk x E16; 4 x lk16; 4 x E */
-};
-
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_attn_run(const struct nf__spt_tile * t,
+/* one (group, head) in the exact kernel's register tiles (cpu-kernels.h
+ * struct nf__attn_tile, nf__tile4n): each score the sum over e in order, each
+ * output the sum over j in order (-ffp-contract=off: a product and a sum).
+ * q, k and v hold bf16 values (the outputs of the to_q+to_kv LINEAR and of
+ * BUCKET_GATHER, both rounded), so the products are taken as they are. */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_attn_run(const struct nf__attn_tile * t,
                                                                                       const float * q, int64_t q_ss,
                                                                                       const float * k, const float * v,
                                                                                       int64_t kv_ss, float * o,
-                                                                                      int64_t o_ss) {
+                                                                                      int64_t o_ss, int64_t gh) {
+    (void) gh;
     const int64_t lq = t->lq, lk = t->lk, E = t->E, lk16 = t->lk16, E16 = t->E16;
-    float *kt = t->kt, *s = t->s, *qb = t->qb;
-    for (int64_t j = 0; j < lk16; j++)
-        for (int64_t e = 0; e < E; e++) kt[e * lk16 + j] = j < lk ? k[j * kv_ss + e] : 0.0f;
-    const float * vr = v;
-    int64_t v_ss = kv_ss;
-    if (E16 != E) {
-        for (int64_t j = 0; j < lk; j++)
-            for (int64_t e = 0; e < E16; e++) t->vp[j * E16 + e] = e < E ? v[j * kv_ss + e] : 0.0f;
-        vr = t->vp;
-        v_ss = E16;
-    }
+    float *s = t->s, *qb = t->qb;
+    int64_t v_ss;
+    const float * vr = nf__attn_tile_layout(t, k, v, kv_ss, &v_ss);
     for (int64_t i0 = 0; i0 < lq; i0 += NF__TILE_ROWS) {
-        const int64_t nr = lq - i0 < NF__TILE_ROWS ? lq - i0 : NF__TILE_ROWS;
-        for (int64_t r = 0; r < NF__TILE_ROWS; r++)
-            for (int64_t e = 0; e < E; e++) qb[r * E + e] = r < nr ? q[(i0 + r) * q_ss + e] : 0.0f;
+        const int64_t nr = nf__attn_tile_qblock(t, q, q_ss, i0);
         float a[NF__LANES];
         for (int64_t jb = 0; jb < lk16;) { /* s = R(R(q·kᵀ) · scale) */
             nf__v16 acc[2 * NF__TILE_ROWS];
-            const int nv = nf__tile4n(qb, E, kt + jb, lk16, E, lk16 - jb, acc);
+            const int nv = nf__tile4n(qb, E, t->kt + jb, lk16, E, lk16 - jb, acc);
             for (int c = 0; c < nv; c++, jb += NF__LANES)
                 for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
                     memcpy(a, &acc[c * NF__TILE_ROWS + r], sizeof(a));
@@ -113,48 +97,7 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_att
     }
 }
 
-/* q, k and v hold bf16 values (the outputs of the to_q+to_kv LINEAR and of
- * BUCKET_GATHER, both rounded), so the products are taken as they are */
-int nf__bf16_spt_attention(const nf_op * op, nf_err * err) {
-    const struct nf_attention_params * p = &op->p.attention;
-    const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
-    float * o = NF__PTR(&op->dst[0]);
-    const int64_t E = p->head_dim, lk = p->lk, lq = p->lq;
-    if (lk == 0 || lq == 0) return NF_OK;
-    const int64_t lk16 = (lk + NF__LANES - 1) / NF__LANES * NF__LANES;
-    const int64_t E16 = (E + NF__LANES - 1) / NF__LANES * NF__LANES;
-    const size_t nfl = (size_t) (E * lk16 + lk * E16 + NF__TILE_ROWS * lk16 + NF__TILE_ROWS * E);
-    int failed = 0;
-#pragma omp parallel
-    {
-        float * buf = malloc(nfl * sizeof(float));
-        if (!buf) {
-#pragma omp atomic write
-            failed = 1;
-        }
-        const struct nf__spt_tile t = {lq,
-                                       lk,
-                                       E,
-                                       lk16,
-                                       E16,
-                                       p->scale,
-                                       buf,
-                                       buf + E * lk16,
-                                       buf + E * lk16 + lk * E16,
-                                       buf + E * lk16 + lk * E16 + NF__TILE_ROWS * lk16};
-#pragma omp for schedule(static)
-        for (int64_t gh = 0; gh < p->n_groups * p->n_heads; gh++) {
-            if (!buf) continue;
-            const int64_t g = gh / p->n_heads, h = gh % p->n_heads;
-            nf__cpu_attn_prefetch(p, q, k, v, gh + 1);
-            nf__spt_attn_run(&t, q + g * p->q_gs + h * E, p->q_ss, k + g * p->kv_gs + h * E, v + g * p->kv_gs + h * E,
-                             p->kv_ss, o + g * p->o_gs + h * E, p->o_ss);
-        }
-        free(buf);
-    }
-    if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
-    return NF_OK;
-}
+int nf__bf16_spt_attention(const nf_op * op, nf_err * err) { return nf__cpu_attn_tiles(op, nf__spt_attn_run, err); }
 
 /* the bucket means of one head, rounded as torch's bf16 mean: R(R(sum) / bkt) */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_means(const float * x, int64_t ss,
@@ -180,11 +123,7 @@ int nf__bf16_spt_bucket_route(const nf_op * op, nf_err * err) {
     int failed = 0;
 #pragma omp parallel
     {
-        float * qb = malloc((size_t) (2 * nb * E + nb) * sizeof(float));
-        if (!qb) {
-#pragma omp atomic write
-            failed = 1;
-        }
+        float * qb = nf__cpu_team_buf((size_t) (2 * nb * E + nb), &failed);
 #pragma omp for schedule(static)
         for (int64_t sh = 0; sh < p->n_seq * H; sh++) {
             if (!qb) continue;

@@ -579,12 +579,6 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__softmax
  * output the plain sum over j in order, so the result does not depend on
  * the vector width, the blocking or the machine. */
 #define NF__TILE_MAXK 256
-struct nf__attn_tile {
-    int64_t lq, lk, E, lk16, E16;
-    float scale;
-    float *kt, *vp, *s, *qb; /* E x lk16 keys transposed; lk x E16 padded values; 4 x lk16 scores; 4 x E queries */
-    const struct nf_attention_params * p; /* its dropout (drop_threshold 0: none) */
-};
 
 /* gh: the (group, head) pair, g * n_heads + h: its dropout mask's rows */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_tile_run(const struct nf__attn_tile * t,
@@ -593,25 +587,14 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_ti
                                                                                        int64_t kv_ss, float * o,
                                                                                        int64_t o_ss, int64_t gh) {
     const int64_t lq = t->lq, lk = t->lk, E = t->E, lk16 = t->lk16, E16 = t->E16;
-    float *kt = t->kt, *vp = t->vp, *s = t->s, *qb = t->qb;
-    for (int64_t j = 0; j < lk16; j++)
-        for (int64_t e = 0; e < E; e++) kt[e * lk16 + j] = j < lk ? k[j * kv_ss + e] : 0.0f;
-    /* the values in place when a row is whole vectors, else padded copies */
-    const float * vr = v;
-    int64_t v_ss = kv_ss;
-    if (E16 != E) {
-        for (int64_t j = 0; j < lk; j++)
-            for (int64_t e = 0; e < E16; e++) vp[j * E16 + e] = e < E ? v[j * kv_ss + e] : 0.0f;
-        vr = vp;
-        v_ss = E16;
-    }
+    float *s = t->s, *qb = t->qb;
+    int64_t v_ss;
+    const float * vr = nf__attn_tile_layout(t, k, v, kv_ss, &v_ss);
     for (int64_t i0 = 0; i0 < lq; i0 += NF__TILE_ROWS) {
-        const int64_t nr = lq - i0 < NF__TILE_ROWS ? lq - i0 : NF__TILE_ROWS;
-        for (int64_t r = 0; r < NF__TILE_ROWS; r++)
-            for (int64_t e = 0; e < E; e++) qb[r * E + e] = r < nr ? q[(i0 + r) * q_ss + e] : 0.0f;
+        const int64_t nr = nf__attn_tile_qblock(t, q, q_ss, i0);
         for (int64_t jb = 0; jb < lk16;) {
             nf__v16 acc[2 * NF__TILE_ROWS];
-            const int nv = nf__tile4n(qb, E, kt + jb, lk16, E, lk16 - jb, acc);
+            const int nv = nf__tile4n(qb, E, t->kt + jb, lk16, E, lk16 - jb, acc);
             for (int c = 0; c < nv; c++, jb += NF__LANES)
                 for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
                     const nf__v16 sc = t->scale * acc[c * NF__TILE_ROWS + r];
@@ -643,13 +626,53 @@ static void nf__prefetch_rows(const float * x, int64_t rows, int64_t ss, int64_t
     }
 }
 
-void nf__cpu_attn_prefetch(const struct nf_attention_params * p, const float * q, const float * k, const float * v,
-                           int64_t gh) {
+/* the rows of task gh (group gh / n_heads, head gh % n_heads): q's lq rows,
+ * k's and v's lk rows, head_dim floats each; nothing when gh is past the end */
+static void nf__attn_prefetch(const struct nf_attention_params * p, const float * q, const float * k, const float * v,
+                              int64_t gh) {
     if (gh >= p->n_groups * p->n_heads) return;
     const int64_t g = gh / p->n_heads, h = gh % p->n_heads, E = p->head_dim;
     nf__prefetch_rows(q + g * p->q_gs + h * E, p->lq, p->q_ss, E);
     nf__prefetch_rows(k + g * p->kv_gs + h * E, p->lk, p->kv_ss, E);
     nf__prefetch_rows(v + g * p->kv_gs + h * E, p->lk, p->kv_ss, E);
+}
+
+int nf__cpu_attn_tiles(const nf_op * op, nf__attn_tile_fn fn, nf_err * err) {
+    const struct nf_attention_params * p = &op->p.attention;
+    const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
+    float * o = NF__PTR(&op->dst[0]);
+    const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
+    if (G == 0 || lq == 0 || lk == 0) return NF_OK;
+    const int64_t lk16 = (lk + NF__LANES - 1) / NF__LANES * NF__LANES;
+    const int64_t E16 = (E + NF__LANES - 1) / NF__LANES * NF__LANES;
+    const size_t nfl = (size_t) (E * lk16 + lk * E16 + NF__TILE_ROWS * lk16 + NF__TILE_ROWS * E);
+    int failed = 0;
+#pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
+    {
+        float * buf = nf__cpu_team_buf(nfl, &failed);
+        const struct nf__attn_tile t = {lq,
+                                        lk,
+                                        E,
+                                        lk16,
+                                        E16,
+                                        p->scale,
+                                        buf,
+                                        buf + E * lk16,
+                                        buf + E * lk16 + lk * E16,
+                                        buf + E * lk16 + lk * E16 + NF__TILE_ROWS * lk16,
+                                        p};
+#pragma omp for schedule(static)
+        for (int64_t gh = 0; gh < G * H; gh++) {
+            if (!buf) continue;
+            const int64_t g = gh / H, h = gh % H;
+            nf__attn_prefetch(p, q, k, v, gh + 1); /* the next task's rows, while this one computes */
+            fn(&t, q + g * p->q_gs + h * E, p->q_ss, k + g * p->kv_gs + h * E, v + g * p->kv_gs + h * E, p->kv_ss,
+               o + g * p->o_gs + h * E, p->o_ss, gh);
+        }
+        free(buf);
+    }
+    if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
+    return NF_OK;
 }
 
 static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
@@ -667,40 +690,7 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
          * feature attention (17 x 17 x 128) and SpTransformer's windows (64 x
          * 128..192 x 32) run faster here, Mitra's row attention (16 or 512 query
          * rows x 256 support rows x 128) in the two GEMMs below */
-        const int64_t lk16 = (lk + NF__LANES - 1) / NF__LANES * NF__LANES;
-        const int64_t E16 = (E + NF__LANES - 1) / NF__LANES * NF__LANES;
-        const size_t nfl = (size_t) (E * lk16 + lk * E16 + NF__TILE_ROWS * lk16 + NF__TILE_ROWS * E);
-        int failed = 0;
-#pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
-        {
-            float * buf = malloc(nfl * sizeof(float));
-            if (!buf) {
-#pragma omp atomic write
-                failed = 1;
-            }
-            const struct nf__attn_tile t = {lq,
-                                            lk,
-                                            E,
-                                            lk16,
-                                            E16,
-                                            scale,
-                                            buf,
-                                            buf + E * lk16,
-                                            buf + E * lk16 + lk * E16,
-                                            buf + E * lk16 + lk * E16 + NF__TILE_ROWS * lk16,
-                                            p};
-#pragma omp for schedule(static)
-            for (int64_t gh = 0; gh < G * H; gh++) {
-                if (!buf) continue;
-                const int64_t g = gh / H, h = gh % H;
-                nf__cpu_attn_prefetch(p, q, k, v, gh + 1); /* the next task's rows, while this one computes */
-                nf__attn_tile_run(&t, q + g * p->q_gs + h * E, p->q_ss, k + g * p->kv_gs + h * E,
-                                  v + g * p->kv_gs + h * E, p->kv_ss, o + g * p->o_gs + h * E, p->o_ss, gh);
-            }
-            free(buf);
-        }
-        if (failed) return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION: out of memory");
-        return NF_OK;
+        return nf__cpu_attn_tiles(op, nf__attn_tile_run, err);
     }
 
     /* large problems (row attention): one task per (group, head, block of
@@ -713,11 +703,7 @@ static int nf__cpu_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     int failed = 0, gemm_failed = 0;
 #pragma omp parallel
     {
-        float * S = malloc((size_t) bq * (size_t) lk * sizeof(float));
-        if (!S) {
-#pragma omp atomic write
-            failed = 1;
-        }
+        float * S = nf__cpu_team_buf((size_t) bq * (size_t) lk, &failed);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t task = 0; task < G * H * nblk; task++) {
             if (!S) continue;

@@ -6,6 +6,7 @@
 #include "nf-impl.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* an OpenMP loop goes parallel only from this much work (elements touched):
@@ -15,6 +16,17 @@
  * depend on whether it runs in parallel */
 #define NF_CPU_PAR_MIN   ((int64_t) 1 << 16)
 #define NF_CPU_PAR(work) ((int64_t) (work) >= NF_CPU_PAR_MIN)
+
+/* a thread's scratch in a parallel region: n floats, or NULL with *failed set
+ * (the caller's tasks then skip, and it reports NF_ERR_NOMEM after the region) */
+static inline float * nf__cpu_team_buf(size_t n, int * failed) {
+    float * b = malloc(n * sizeof(float));
+    if (!b) {
+#pragma omp atomic write
+        *failed = 1;
+    }
+    return b;
+}
 
 /* LAYER_NORM's row statistics, shared with LAYER_NORM_BACKWARD: sums in
  * double, two passes, each in 8 interleaved partial sums (element c into
@@ -126,13 +138,56 @@ static inline __attribute__((always_inline)) int nf__tile4n(const float * a, int
     return 2;
 }
 
-/* cpu-kernels.c: asks the rows of ATTENTION task gh (group gh / n_heads, head
- * gh % n_heads) into cache: q's lq rows, k's and v's lk rows, head_dim floats
- * each. The tile kernels read them at the stride of a LINEAR's output row (or
- * the gathered buckets'), which the hardware prefetchers do not follow; a task
- * asks for the next one's while it computes. Nothing when gh is past the end. */
-void nf__cpu_attn_prefetch(const struct nf_attention_params * p, const float * q, const float * k, const float * v,
-                           int64_t gh);
+/* The small-problem attention tiles (cpu-kernels.c's exact kernel,
+ * cpu-bf16-spt.c's bf16 rule): one (group, head) at a time, its keys
+ * transposed and zero-padded to lk16 columns (kt), its values padded to E16
+ * channels where E is not whole vectors (vp), four query rows at a time (qb,
+ * rows past lq zero) against the register tiles of nf__tile4n; s holds the
+ * four rows' scores. Each thread has its own buffers. */
+struct nf__attn_tile {
+    int64_t lq, lk, E, lk16, E16;
+    float scale;
+    float *kt, *vp, *s, *qb; /* E x lk16 keys transposed; lk x E16 padded values; 4 x lk16 scores; 4 x E queries */
+    const struct nf_attention_params * p; /* its layout and dropout (drop_threshold 0: none) */
+};
+
+/* one (group, head): q, k, v, o at its first row, gh = g * n_heads + h */
+typedef void (*nf__attn_tile_fn)(const struct nf__attn_tile * t, const float * q, int64_t q_ss, const float * k,
+                                 const float * v, int64_t kv_ss, float * o, int64_t o_ss, int64_t gh);
+
+/* cpu-kernels.c: runs fn over every (group, head) of op (ATTENTION), spread
+ * over the OpenMP threads, each task computed in one thread; while a task
+ * computes, the next one's q, k, v rows are asked into cache (they sit at the
+ * stride of a LINEAR's output row or the gathered buckets', which the
+ * hardware prefetchers do not follow) */
+int nf__cpu_attn_tiles(const nf_op * op, nf__attn_tile_fn fn, nf_err * err);
+
+/* the keys into t->kt, transposed and zero-padded; returns the values as the
+ * tiles read them -- in place when a row is whole vectors, else t->vp's
+ * padded copies -- and their row stride in *v_ss */
+static inline __attribute__((always_inline)) const float * nf__attn_tile_layout(const struct nf__attn_tile * t,
+                                                                                const float * k, const float * v,
+                                                                                int64_t kv_ss, int64_t * v_ss) {
+    const int64_t lk = t->lk, E = t->E, lk16 = t->lk16, E16 = t->E16;
+    for (int64_t j = 0; j < lk16; j++)
+        for (int64_t e = 0; e < E; e++) t->kt[e * lk16 + j] = j < lk ? k[j * kv_ss + e] : 0.0f;
+    *v_ss = kv_ss;
+    if (E16 == E) return v;
+    for (int64_t j = 0; j < lk; j++)
+        for (int64_t e = 0; e < E16; e++) t->vp[j * E16 + e] = e < E ? v[j * kv_ss + e] : 0.0f;
+    *v_ss = E16;
+    return t->vp;
+}
+
+/* query rows i0 .. i0 + 3 into t->qb (rows past lq zero); returns how many
+ * are real */
+static inline __attribute__((always_inline)) int64_t nf__attn_tile_qblock(const struct nf__attn_tile * t,
+                                                                          const float * q, int64_t q_ss, int64_t i0) {
+    const int64_t nr = t->lq - i0 < NF__TILE_ROWS ? t->lq - i0 : NF__TILE_ROWS, E = t->E;
+    for (int64_t r = 0; r < NF__TILE_ROWS; r++)
+        for (int64_t e = 0; e < E; e++) t->qb[r * E + e] = r < nr ? q[(i0 + r) * q_ss + e] : 0.0f;
+    return nr;
+}
 
 /* cpu-kernels.c: y = act(x) over n (NF_ACT_GELU / NF_ACT_RELU) with LINEAR's
  * epilogue code; y may be x */

@@ -239,11 +239,7 @@ int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
     int failed = 0;
 #pragma omp parallel
     {
-        float * qb = malloc((size_t) (3 * nb * E + nb) * sizeof(float));
-        if (!qb) {
-#pragma omp atomic write
-            failed = 1;
-        }
+        float * qb = nf__cpu_team_buf((size_t) (3 * nb * E + nb), &failed);
 #pragma omp for schedule(static)
         for (int64_t sh = 0; sh < p->n_seq * H; sh++) {
             if (!qb) continue;

@@ -251,11 +251,7 @@ static int nf__cpu_attention_backward_blocked(const nf_op * op, nf_err * err) {
     int failed = 0, gemm_failed = 0;
 #pragma omp parallel
     {
-        float * buf = malloc(nfl * sizeof(float));
-        if (!buf) {
-#pragma omp atomic write
-            failed = 1;
-        }
+        float * buf = nf__cpu_team_buf(nfl, &failed);
         const struct nf__abw_task b = {buf, buf + bq * lk, buf + 2 * bq * lk, buf + 2 * bq * lk + lk * E};
 #pragma omp for schedule(dynamic, 1)
         for (int64_t gh = 0; gh < G * H; gh++) {
@@ -298,11 +294,7 @@ int nf__cpu_attention_backward(nf_backend * be, const nf_op * op, nf_err * err) 
     int failed = 0;
 #pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
     {
-        float * buf = malloc(nfl * sizeof(float));
-        if (!buf) {
-#pragma omp atomic write
-            failed = 1;
-        }
+        float * buf = nf__cpu_team_buf(nfl, &failed);
         struct nf__abw_tile t;
         nf__abw_tile_init(&t, lq, lk, E, buf);
 #pragma omp for schedule(dynamic, 1)
