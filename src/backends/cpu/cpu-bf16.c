@@ -653,7 +653,8 @@ struct nf__bf16_attn {
     const struct nf_attention_params * p;
     const float *q, *k, *v;
     float * o;
-    int direct; /* q, k, v hold bf16 values: read in place, not rounded into copies */
+    int direct;    /* q, k, v hold bf16 values: read in place, not rounded into copies */
+    uint16_t * ob; /* o's bf16 bits at o's offsets (the o-projection's input), or NULL */
 };
 
 /* 1 when the bytes t reads from (n floats from t's offset) lie in regions known to hold
@@ -693,8 +694,11 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
     NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qs, ldq, ks, ldkv, S, lk, err));
     nf__bf16_softmax_num(S, nb, lk, sum);
     NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vs, ldkv, ob, E, err));
-    for (int64_t i = 0; i < nb; i++)
-        nf__bf16_scale_rnd_row(a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E, ob + i * E, E, sum[i]);
+    for (int64_t i = 0; i < nb; i++) {
+        float * orow = a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E;
+        nf__bf16_scale_rnd_row(orow, ob + i * E, E, sum[i]);
+        if (a->ob) nf__bf16_bits_row(a->ob + (orow - a->o), orow, E);
+    }
     return NF_OK;
 }
 
@@ -702,13 +706,19 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_attention_params * p = &op->p.attention;
     const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk;
     if (G == 0 || lq == 0) return NF_OK;
-    const struct nf_cpu_bf16 * c = be->ctx;
+    struct nf_cpu_bf16 * c = be->ctx;
     const int64_t q_n = (G - 1) * p->q_gs + (lq - 1) * p->q_ss + H * E,
                   kv_n = (G - 1) * p->kv_gs + (lk - 1) * p->kv_ss + H * E;
     const int direct = lk > 0 && nf__bf16_valued(c, &op->src[0], q_n) && nf__bf16_valued(c, &op->src[1], kv_n) &&
                        nf__bf16_valued(c, &op->src[2], kv_n);
+    /* where o's rows are whole (G lq rows of H E, in either order), the bf16 copy of o for
+     * the o-projection that reads it next, written as each row is */
+    const int64_t HE = H * E;
+    const int whole = (p->o_gs == HE && p->o_ss == G * HE) || (p->o_ss == HE && p->o_gs == lq * HE);
+    struct nf__copy * out = whole ? nf__act_begin(c, &op->dst[0], G * lq, HE, HE, NULL) : NULL;
     const struct nf__bf16_attn a = {
-        p, NF__PTR(&op->src[0]), NF__PTR(&op->src[1]), NF__PTR(&op->src[2]), NF__PTR(&op->dst[0]), direct};
+        p,      NF__PTR(&op->src[0]),  NF__PTR(&op->src[1]), NF__PTR(&op->src[2]), NF__PTR(&op->dst[0]),
+        direct, out ? out->bits : NULL};
     const int64_t bq = lq < 128 ? lq : 128, nblk = (lq + bq - 1) / bq;
     const size_t nfl = (size_t) (bq * E + 2 * lk * E + bq * lk + bq * E + bq);
     int failed = 0;
@@ -739,6 +749,7 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
         return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
     if (failed) return nf__err_prefix(err, "ATTENTION %s", op->label ? op->label : "");
+    if (out) out->valid = 1;
     return NF_OK;
 }
 
