@@ -36,7 +36,7 @@ fi
 # 2. parity with upstream's autocast, where the CPU runs bf16
 if [ -n "$ONLY" ]; then :
 elif "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
-  for name in seed42 regressor wide; do
+  for name in seed42 regressor wide ties; do
     cmd=$(sed -n 's/.*"gen_weights_command": "nofall \(.*\)".*/\1/p' "$FIX/$name/case.json")
     # shellcheck disable=SC2086
     [ "$name" = seed42 ] || "$BIN" ${cmd/--out DIR/--out $TMP/m-$name} >/dev/null

@@ -14,7 +14,8 @@
  *    bf16 values, fp32 sums), softmax numerators exp(s - max) in fp32 with
  *    their fp32 sum, the numerators rounded to bf16 before P·V (as torch's
  *    CPU flash-attention kernel does), P·V in fp32, times 1/sum, rounded to
- *    bf16.
+ *    bf16. From 64 keys and 64 query rows on, the two products on oneDNN's bf16
+ *    matmul (as torch's flash kernel), below that on sgemm over the same values.
  *  - EMBED_FEATURES and the regressor's LABEL_TOKENS (Linear(1, D)):
  *    bf16(bf16(z) * bf16(w) + bf16(b)); the classifier's label and mask
  *    embeddings (nn.Embedding) stay fp32.
@@ -29,8 +30,8 @@
  * Speed, with the same roundings (outputs bitwise the straightforward code's):
  * W's bf16 copy kept from its first use, packed into the layout oneDNN's
  * matmul picks for it (its kernels would otherwise copy W into that layout on
- * every call; the same values, the same sums); LAYER_NORM and GELU LINEARs leave
- * the bf16 bits of their output for the LINEAR that reads it; ATTENTION reads
+ * every call; the same values, the same sums); LAYER_NORM, GELU LINEARs and ATTENTION
+ * leave the bf16 bits of their output for the LINEAR that reads it; ATTENTION reads
  * q, k, v in place where a LINEAR wrote them whole (bf16 values already);
  * every such copy or mark is dropped when anything writes its bytes
  * (nf__cpu_bf16_forget: op destinations, uploads, frees). GELU of a bf16
@@ -90,10 +91,17 @@ int nf__cpu_bf16_check(char * why, size_t n) {
 
 #define NF__MM_CACHE 24
 
+enum { NF__W_NK = 0, NF__W_ANY = 1, NF__W_KN = 2 }; /* where W (B of A·B) sits: see struct nf__mm */
+
 struct nf__mm {
     int64_t m, n, k, ldc;
-    int packed;             /* W in the layout the primitive picked (format `any`), else plain (n, k) */
-    int acc;                /* a sum post-op: t = t + xa · Wᵀ (one fp32 add per element, as t[i] + u[i]) */
+    int packed; /* W in the layout the primitive picked (NF__W_ANY), plain (n, k) (NF__W_NK) or (k, n) */
+    int acc;    /* a sum post-op: t = t + xa · Wᵀ (one fp32 add per element, as t[i] + u[i]) */
+    /* user_sp: run by several threads at once, each passing its own scratchpad (spmd,
+     * sp_bytes) -- oneDNN's library-managed scratchpad is one, shared by every primitive */
+    int user_sp;
+    size_t sp_bytes;
+    dnnl_memory_desc_t spmd;
     dnnl_memory_desc_t wmd; /* W's layout */
     dnnl_primitive_t prim;
     unsigned long long used;
@@ -320,14 +328,16 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
 const char * nf__cpu_bf16_impl(const struct nf_cpu_bf16 * c) { return c->impl; }
 
 /* the matmul (m, k) bf16 x (k, n) bf16 -> (m, n) f32 at row stride ldc; W stored (n, k)
- * row-major (packed 0) or in the layout oneDNN picks for it (packed 1, e->wmd); acc 1:
+ * row-major (NF__W_NK: a LINEAR's W, attention's keys), (k, n) row-major (NF__W_KN:
+ * attention's values) or in the layout oneDNN picks for it (NF__W_ANY, e->wmd); acc 1:
  * added to what the destination holds (oneDNN's sum post-op, scale 1) */
 static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, int packed, int acc,
-                      struct nf__mm ** out, nf_err * err) {
+                      int user_sp, struct nf__mm ** out, nf_err * err) {
     int lru = 0;
     for (int i = 0; i < NF__MM_CACHE; i++) {
         struct nf__mm * e = &c->mm[i];
-        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->packed == packed && e->acc == acc) {
+        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->packed == packed && e->acc == acc &&
+            e->user_sp == user_sp) {
             e->used = ++c->tick;
             *out = e;
             return NF_OK;
@@ -335,22 +345,26 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
         if (!e->prim || e->used < c->mm[lru].used) lru = i;
         if (!e->prim) break;
     }
-    dnnl_memory_desc_t a_md, b_md, c_md;
+    dnnl_memory_desc_t a_md, b_md, c_md, sp_md = {0};
     dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n}, cs = {ldc, 1};
     dnnl_status_t st = dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
     if (st == dnnl_success)
-        st = dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, packed ? dnnl_format_tag_any : dnnl_ba);
+        st = dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16,
+                                          packed == NF__W_ANY  ? dnnl_format_tag_any
+                                          : packed == NF__W_KN ? dnnl_ab
+                                                               : dnnl_ba);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_matmul_desc_t md;
     if (st == dnnl_success) st = dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md);
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
+    if (st == dnnl_success && (acc || user_sp)) st = dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success && acc) {
-        st = dnnl_primitive_attr_create(&attr);
-        if (st == dnnl_success) st = dnnl_post_ops_create(&po);
+        st = dnnl_post_ops_create(&po);
         if (st == dnnl_success) st = dnnl_post_ops_append_sum(po, 1.0f);
         if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
     }
+    if (st == dnnl_success && user_sp) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     dnnl_primitive_desc_t pd = NULL;
     if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &md, attr, c->eng, NULL);
     if (po) dnnl_post_ops_destroy(po);
@@ -361,40 +375,49 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
         if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
             snprintf(c->impl, sizeof(c->impl), "%s", impl);
         const dnnl_memory_desc_t * w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        const dnnl_memory_desc_t * sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         if (w)
             b_md = *w;
         else
             st = dnnl_runtime_error;
+        if (sp) sp_md = *sp;
     }
     if (st == dnnl_success) st = dnnl_primitive_create(&prim, pd);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (st != dnnl_success) return nf__dnnl_err(err, "creating a bf16 matmul", st);
     struct nf__mm * e = &c->mm[lru];
     if (e->prim) dnnl_primitive_destroy(e->prim);
-    *e = (struct nf__mm){m, n, k, ldc, packed, acc, b_md, prim, ++c->tick};
+    *e = (struct nf__mm){m,      n,    k,       ldc,
+                         packed, acc,  user_sp, user_sp ? dnnl_memory_desc_get_size(&sp_md) : 0,
+                         sp_md,  b_md, prim,    ++c->tick};
     *out = e;
     return NF_OK;
 }
 
-/* t (m, n) f32 at row stride e->ldc = xa (m, k) bf16 · W ᵀ, W's bf16 values at wb in e->wmd's layout */
-static int nf__mm_exec(struct nf_cpu_bf16 * c, const struct nf__mm * e, const uint16_t * xa, const void * wb, float * t,
-                       nf_err * err) {
+/* t (m, n) f32 at row stride e->ldc = xa (m, k) bf16 · W ᵀ, W's bf16 values at wb in e->wmd's
+ * layout, on stream strm (c->stream, or a thread's own inside a parallel region); sp: the
+ * thread's scratchpad where e->user_sp */
+static int nf__mm_exec(struct nf_cpu_bf16 * c, dnnl_stream_t strm, const struct nf__mm * e, const uint16_t * xa,
+                       const void * wb, float * t, void * sp, nf_err * err) {
     dnnl_memory_desc_t a_md, c_md;
     dnnl_dims_t ad = {e->m, e->k}, cd = {e->m, e->n}, cs = {e->ldc, 1};
     dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
     dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
-    dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
+    dnnl_memory_t am = NULL, bm = NULL, cm = NULL, spm = NULL;
     dnnl_status_t st = dnnl_memory_create(&am, &a_md, c->eng, (void *) xa);
     if (st == dnnl_success) st = dnnl_memory_create(&bm, &e->wmd, c->eng, (void *) wb);
     if (st == dnnl_success) st = dnnl_memory_create(&cm, &c_md, c->eng, t);
+    if (st == dnnl_success && e->sp_bytes) st = dnnl_memory_create(&spm, &e->spmd, c->eng, sp);
     if (st == dnnl_success) {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-        st = dnnl_primitive_execute(e->prim, c->stream, 3, args);
-        if (st == dnnl_success) st = dnnl_stream_wait(c->stream);
+        dnnl_exec_arg_t args[4] = {
+            {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, spm}};
+        st = dnnl_primitive_execute(e->prim, strm, spm ? 4 : 3, args);
+        if (st == dnnl_success) st = dnnl_stream_wait(strm);
     }
     if (am) dnnl_memory_destroy(am);
     if (bm) dnnl_memory_destroy(bm);
     if (cm) dnnl_memory_destroy(cm);
+    if (spm) dnnl_memory_destroy(spm);
     if (st != dnnl_success) return nf__dnnl_err(err, "a bf16 matmul", st);
     return NF_OK;
 }
@@ -403,8 +426,8 @@ static int nf__mm_exec(struct nf_cpu_bf16 * c, const struct nf__mm * e, const ui
 static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
                       float * t, int64_t ldc, int acc, nf_err * err) {
     struct nf__mm * e = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, ldc, 0, acc, &e, err));
-    return nf__mm_exec(c, e, xa, wa, t, err);
+    NF_TRY(nf__mm_get(c, m, n, k, ldc, NF__W_NK, acc, 0, &e, err));
+    return nf__mm_exec(c, c->stream, e, xa, wa, t, NULL, err);
 }
 
 /* ---- the kernels ------------------------------------------------------------------ */
@@ -538,7 +561,7 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     /* W's packed bf16 copy (kept), else W rounded into c->wa for the plain-layout matmul */
     struct nf__mm * mm = NULL;
     const uint16_t * wa = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, ldt, 1, 0, &mm, err));
+    NF_TRY(nf__mm_get(c, m, n, k, ldt, NF__W_ANY, 0, 0, &mm, err));
     NF_TRY(nf__weight_packed(c, &op->src[1], n, k, &mm->wmd, &wa, err));
     if (!wa) {
         if (!nf__grow(&c->wa, &c->wa_n, (size_t) (n * k)))
@@ -547,10 +570,10 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
         for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(c->wa + r * k, W + r * k, k);
         wa = c->wa;
-        NF_TRY(nf__mm_get(c, m, n, k, ldt, 0, 0, &mm, err));
+        NF_TRY(nf__mm_get(c, m, n, k, ldt, NF__W_NK, 0, 0, &mm, err));
     }
     for (int64_t o = 0; o < n; o++) bb[o] = bias ? nf__bf16_rnd(bias[o]) : 0.0f;
-    NF_TRY(nf__mm_exec(c, mm, xa, wa, t, err));
+    NF_TRY(nf__mm_exec(c, c->stream, mm, xa, wa, t, NULL, err));
     /* a GELU's output is the next LINEAR's x: its bf16 bits now, while the row is in cache */
     struct nf__copy * out = act != NF_ACT_NONE && !acc ? nf__act_begin(c, &op->dst[0], m, n, p->ldy, xa) : NULL;
     const uint32_t * lut = act == NF_ACT_GELU ? nf__gelu_table(c) : NULL;
@@ -653,8 +676,8 @@ struct nf__bf16_attn {
     const struct nf_attention_params * p;
     const float *q, *k, *v;
     float * o;
-    int direct;    /* q, k, v hold bf16 values: read in place, not rounded into copies */
-    uint16_t * ob; /* o's bf16 bits at o's offsets (the o-projection's input), or NULL */
+    int direct;       /* q, k, v hold bf16 values: read in place, not rounded into copies */
+    uint16_t * obits; /* o's bf16 bits at o's offsets (the o-projection's input), or NULL */
 };
 
 /* 1 when the bytes t reads from (n floats from t's offset) lie in regions known to hold
@@ -673,6 +696,18 @@ static int nf__bf16_valued(const struct nf_cpu_bf16 * c, const nf_tensor * t, in
         lo = next;
     }
     return lo >= hi;
+}
+
+/* query rows i0 .. i0 + nb of (g, h): o = R(ob · inv), and their bits where o keeps them */
+static void nf__bf16_attn_out(const struct nf__bf16_attn * a, int64_t g, int64_t h, int64_t i0, int64_t nb,
+                              const float * ob, const float * inv) {
+    const struct nf_attention_params * p = a->p;
+    const int64_t E = p->head_dim;
+    for (int64_t i = 0; i < nb; i++) {
+        float * orow = a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E;
+        nf__bf16_scale_rnd_row(orow, ob + i * E, E, inv[i]);
+        if (a->obits) nf__bf16_bits_row(a->obits + (orow - a->o), orow, E);
+    }
 }
 
 static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t h, int64_t i0, int64_t nb, float * buf,
@@ -694,10 +729,57 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
     NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qs, ldq, ks, ldkv, S, lk, err));
     nf__bf16_softmax_num(S, nb, lk, sum);
     NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vs, ldkv, ob, E, err));
-    for (int64_t i = 0; i < nb; i++) {
-        float * orow = a->o + g * p->o_gs + (i0 + i) * p->o_ss + h * E;
-        nf__bf16_scale_rnd_row(orow, ob + i * E, E, sum[i]);
-        if (a->ob) nf__bf16_bits_row(a->ob + (orow - a->o), orow, E);
+    nf__bf16_attn_out(a, g, h, i0, nb, ob, sum);
+    return NF_OK;
+}
+
+/* d[e] = s[e] * f, e < n */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__scale_row(float * d, int64_t n, float f) {
+    for (int64_t e = 0; e < n; e++) d[e] *= f;
+}
+
+/* from this many keys and query rows on, the row attention's two products run on
+ * oneDNN's bf16 matmul (its AMX / AVX512_BF16 kernels, as torch's CPU flash attention
+ * runs them: bf16 operands, fp32 accumulation) instead of sgemm on the same values */
+#define NF__ATTN_MM_MIN 64
+
+/* the matmuls of the row attention: [0] scores (bq, lk) = q (bq, E) · kᵀ, k stored
+ * (lk, E); [1] outputs (bq, E) = P (bq, lk) · v, v stored (lk, E); [2], [3] the same
+ * for the last block of lq % bq rows */
+struct nf__bf16_attn_mm {
+    struct nf__mm * mm[4];
+    int64_t bq;
+    size_t sp_bytes; /* the largest of their scratchpads (each thread has its own) */
+};
+
+/* one (group, head) on the matmuls: its keys and values rounded to bf16 bits once (the
+ * identity where a LINEAR wrote them), then per block of query rows the rule of
+ * nf__bf16_attn_task -- s = scale · (q·kᵀ) in fp32, the numerators rounded to bf16,
+ * o = R((P·V) · (1 / sum)) */
+static int nf__bf16_attn_head_mm(struct nf_cpu_bf16 * c, const struct nf__bf16_attn * a,
+                                 const struct nf__bf16_attn_mm * m, int64_t g, int64_t h, float * buf, dnnl_stream_t st,
+                                 nf_err * err) {
+    const struct nf_attention_params * p = a->p;
+    const int64_t E = p->head_dim, lk = p->lk, lq = p->lq, bq = m->bq;
+    float *S = buf, *ob = S + bq * lk, *sum = ob + bq * E;
+    uint16_t *kb = (uint16_t *) (sum + bq), *vb = kb + lk * E, *qb = vb + lk * E, *pb = qb + bq * E;
+    /* the scratchpad after them, 64-byte aligned */
+    void * sp = (void *) (((uintptr_t) (pb + bq * lk) + 63) & ~(uintptr_t) 63);
+    const float *qs = a->q + g * p->q_gs + h * E, *ks = a->k + g * p->kv_gs + h * E, *vs = a->v + g * p->kv_gs + h * E;
+    for (int64_t j = 0; j < lk; j++) {
+        nf__bf16_bits_row(kb + j * E, ks + j * p->kv_ss, E);
+        nf__bf16_bits_row(vb + j * E, vs + j * p->kv_ss, E);
+    }
+    for (int64_t i0 = 0; i0 < lq; i0 += bq) {
+        const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
+        const int last = nb != bq ? 2 : 0;
+        for (int64_t i = 0; i < nb; i++) nf__bf16_bits_row(qb + i * E, qs + (i0 + i) * p->q_ss, E);
+        NF_TRY(nf__mm_exec(c, st, m->mm[last], qb, kb, S, sp, err));
+        nf__scale_row(S, nb * lk, p->scale);
+        nf__bf16_softmax_num(S, nb, lk, sum);
+        for (int64_t i = 0; i < nb; i++) nf__bf16_bits_row(pb + i * lk, S + i * lk, lk);
+        NF_TRY(nf__mm_exec(c, st, m->mm[last + 1], pb, vb, ob, sp, err));
+        nf__bf16_attn_out(a, g, h, i0, nb, ob, sum);
     }
     return NF_OK;
 }
@@ -720,22 +802,51 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
         p,      NF__PTR(&op->src[0]),  NF__PTR(&op->src[1]), NF__PTR(&op->src[2]), NF__PTR(&op->dst[0]),
         direct, out ? out->bits : NULL};
     const int64_t bq = lq < 128 ? lq : 128, nblk = (lq + bq - 1) / bq;
-    const size_t nfl = (size_t) (bq * E + 2 * lk * E + bq * lk + bq * E + bq);
+    /* many keys and query rows: a task per (group, head) on the bf16 matmuls, each run in
+     * its thread on the thread's own stream; else a task per block of query rows on sgemm */
+    struct nf__bf16_attn_mm m = {{NULL}, bq, 0};
+    const int use_mm = lk >= NF__ATTN_MM_MIN && lq >= NF__ATTN_MM_MIN;
+    if (use_mm) {
+        NF_TRY(nf__mm_get(c, bq, lk, E, lk, NF__W_NK, 0, 1, &m.mm[0], err));
+        NF_TRY(nf__mm_get(c, bq, E, lk, E, NF__W_KN, 0, 1, &m.mm[1], err));
+        if (lq % bq) {
+            NF_TRY(nf__mm_get(c, lq % bq, lk, E, lk, NF__W_NK, 0, 1, &m.mm[2], err));
+            NF_TRY(nf__mm_get(c, lq % bq, E, lk, E, NF__W_KN, 0, 1, &m.mm[3], err));
+        }
+        for (int i = 0; i < 4; i++)
+            if (m.mm[i] && m.mm[i]->sp_bytes > m.sp_bytes) m.sp_bytes = m.mm[i]->sp_bytes;
+    }
+    /* floats: the sgemm task's copies, scores, outputs and sums; or the scores, outputs,
+     * sums and (as bf16 pairs) the keys', values', queries' and probabilities' bits */
+    const size_t nfl = use_mm ? (size_t) (bq * lk + bq * E + bq + (2 * lk * E + bq * E + bq * lk + 1) / 2) +
+                                    (m.sp_bytes + 63) / sizeof(float)
+                              : (size_t) (bq * E + 2 * lk * E + bq * lk + bq * E + bq);
+    const int64_t ntask = use_mm ? G * H : G * H * nblk;
     int failed = 0;
-#pragma omp parallel if (NF_CPU_PAR(G * H * lq * lk * E))
+#pragma omp parallel if (use_mm || NF_CPU_PAR(G * H * lq * lk * E))
     {
         float * buf = malloc(nfl * sizeof(float));
         nf_err terr = {0};
+        dnnl_stream_t st = NULL;
+        if (use_mm && buf && dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) != dnnl_success) {
+            free(buf);
+            buf = NULL;
+        }
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t task = 0; task < G * H * nblk; task++) {
+        for (int64_t task = 0; task < ntask; task++) {
             if (!buf) {
 #pragma omp atomic write
                 failed = NF_ERR_NOMEM;
                 continue;
             }
-            const int64_t g = task / (H * nblk), h = (task / nblk) % H, i0 = (task % nblk) * bq;
-            const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
-            const int rc = nf__bf16_attn_task(&a, g, h, i0, nb, buf, &terr);
+            int rc;
+            if (use_mm) {
+                rc = nf__bf16_attn_head_mm(c, &a, &m, task / H, task % H, buf, st, &terr);
+            } else {
+                const int64_t g = task / (H * nblk), h = (task / nblk) % H, i0 = (task % nblk) * bq;
+                const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
+                rc = nf__bf16_attn_task(&a, g, h, i0, nb, buf, &terr);
+            }
             if (rc != NF_OK) {
 #pragma omp critical(nf__bf16_attention_err)
                 if (!failed) {
@@ -744,6 +855,7 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
                 }
             }
         }
+        if (st) dnnl_stream_destroy(st);
         free(buf);
     }
     if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
