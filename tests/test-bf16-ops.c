@@ -634,7 +634,7 @@ int main(int argc, char ** argv) {
     test_copies();
     test_attention(3, 2, 16, 20, 33);
     test_attention(2, 4, 32, 130, 40);             /* two blocks of query rows */
-    test_attention(2, 2, 32, 130, 80);             /* the cpu's bf16 matmuls: a full block and a last one */
+    test_attention(6, 2, 32, 130, 80);             /* the cpu's bf16 matmuls: a full block and a last one, 12 tasks */
     test_attention(3, 1, 16, 64, 64);              /* the fewest keys and rows they take */
     if (strncmp(dev, "cuda", 4) != 0) {            /* SpTransformer's ops: cpu and opencl (docs/precision.md) */
         test_conv1d(2, 150, 24, 20, 11, 4, 20, 1); /* a resblock's conv2: same padding, into the residual */
