@@ -94,9 +94,9 @@ int nf__cpu_bf16_check(char * why, size_t n) {
 enum { NF__W_NK = 0, NF__W_ANY = 1, NF__W_KN = 2 }; /* where W (B of A·B) sits: see struct nf__mm */
 
 struct nf__mm {
-    int64_t m, n, k, ldc;
-    int packed; /* W in the layout the primitive picked (NF__W_ANY), plain (n, k) (NF__W_NK) or (k, n) */
-    int acc;    /* a sum post-op: t = t + xa · Wᵀ (one fp32 add per element, as t[i] + u[i]) */
+    int64_t m, n, k, ldc, ldb; /* ldb: W's row stride where plain (NF__W_NK, NF__W_KN) */
+    int packed;                /* W in the layout the primitive picked (NF__W_ANY), plain (n, k) (NF__W_NK) or (k, n) */
+    int acc;                   /* a sum post-op: t = t + xa · Wᵀ (one fp32 add per element, as t[i] + u[i]) */
     /* user_sp: run by several threads at once, each passing its own scratchpad (spmd,
      * sp_bytes) -- oneDNN's library-managed scratchpad is one, shared by every primitive */
     int user_sp;
@@ -128,6 +128,7 @@ struct nf__copy {
 
 #define NF__ACT_COPIES     2                  /* producer and consumer in one op: ping-pong */
 #define NF__VALS           16                 /* regions known to hold bf16 values (bf16_vals) */
+#define NF__KV_COPIES      2                  /* attention's keys and values, when in two regions */
 #define NF__WEIGHT_CAP_MAX ((size_t) 1 << 30) /* bf16 weight copies kept at most, bytes */
 
 struct nf_cpu_bf16 {
@@ -138,6 +139,10 @@ struct nf_cpu_bf16 {
     uint16_t *xa, *wa; /* bf16 copies of x and W where no cached copy serves */
     size_t xa_n, wa_n;
     struct nf__copy act[NF__ACT_COPIES];
+    /* the bf16 bits of the keys' and values' regions ATTENTION read last (Mitra's row
+     * attention: every chunk of query rows attends to the same support keys and values) */
+    struct nf__copy kv[NF__KV_COPIES];
+    int next_kv;
     struct nf__copy * w; /* the weights' copies */
     int n_w, cap_w;
     size_t w_bytes;
@@ -166,6 +171,10 @@ static int nf__copy_is(const struct nf__copy * e, const nf_tensor * t, int64_t r
 void nf__cpu_bf16_forget(struct nf_cpu_bf16 * c, const void * handle, size_t lo, size_t hi) {
     for (int i = 0; i < NF__ACT_COPIES; i++) {
         struct nf__copy * e = &c->act[i];
+        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
+    }
+    for (int i = 0; i < NF__KV_COPIES; i++) {
+        struct nf__copy * e = &c->kv[i];
         if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
     }
     for (int i = 0; i < NF__VALS; i++) {
@@ -319,6 +328,7 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
     free(c->xa);
     free(c->wa);
     for (int i = 0; i < NF__ACT_COPIES; i++) free(c->act[i].bits);
+    for (int i = 0; i < NF__KV_COPIES; i++) free(c->kv[i].bits);
     for (int i = 0; i < c->n_w; i++) free(c->w[i].bits);
     free(c->w);
     free(c->gelu);
@@ -327,17 +337,18 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
 
 const char * nf__cpu_bf16_impl(const struct nf_cpu_bf16 * c) { return c->impl; }
 
-/* the matmul (m, k) bf16 x (k, n) bf16 -> (m, n) f32 at row stride ldc; W stored (n, k)
- * row-major (NF__W_NK: a LINEAR's W, attention's keys), (k, n) row-major (NF__W_KN:
- * attention's values) or in the layout oneDNN picks for it (NF__W_ANY, e->wmd); acc 1:
- * added to what the destination holds (oneDNN's sum post-op, scale 1) */
-static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, int packed, int acc,
-                      int user_sp, struct nf__mm ** out, nf_err * err) {
+/* the matmul (m, k) bf16 x (k, n) bf16 -> (m, n) f32 at row stride ldc; W stored as n
+ * rows of k (NF__W_NK: a LINEAR's W, attention's keys) or k rows of n (NF__W_KN:
+ * attention's values), rows ldb apart, or in the layout oneDNN picks for it (NF__W_ANY,
+ * e->wmd); acc 1: added to what the destination holds (oneDNN's sum post-op, scale 1) */
+static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, int64_t ldc, int64_t ldb, int packed,
+                      int acc, int user_sp, struct nf__mm ** out, nf_err * err) {
+    if (packed == NF__W_ANY) ldb = 0;
     int lru = 0;
     for (int i = 0; i < NF__MM_CACHE; i++) {
         struct nf__mm * e = &c->mm[i];
-        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->packed == packed && e->acc == acc &&
-            e->user_sp == user_sp) {
+        if (e->prim && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->ldb == ldb && e->packed == packed &&
+            e->acc == acc && e->user_sp == user_sp) {
             e->used = ++c->tick;
             *out = e;
             return NF_OK;
@@ -347,12 +358,11 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
     }
     dnnl_memory_desc_t a_md, b_md, c_md, sp_md = {0};
     dnnl_dims_t ad = {m, k}, bd = {k, n}, cd = {m, n}, cs = {ldc, 1};
+    dnnl_dims_t bs = {packed == NF__W_KN ? ldb : 1, packed == NF__W_KN ? 1 : ldb};
     dnnl_status_t st = dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
     if (st == dnnl_success)
-        st = dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16,
-                                          packed == NF__W_ANY  ? dnnl_format_tag_any
-                                          : packed == NF__W_KN ? dnnl_ab
-                                                               : dnnl_ba);
+        st = packed == NF__W_ANY ? dnnl_memory_desc_init_by_tag(&b_md, 2, bd, dnnl_bf16, dnnl_format_tag_any)
+                                 : dnnl_memory_desc_init_by_strides(&b_md, 2, bd, dnnl_bf16, bs);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
     dnnl_matmul_desc_t md;
     if (st == dnnl_success) st = dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md);
@@ -387,9 +397,9 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
     if (st != dnnl_success) return nf__dnnl_err(err, "creating a bf16 matmul", st);
     struct nf__mm * e = &c->mm[lru];
     if (e->prim) dnnl_primitive_destroy(e->prim);
-    *e = (struct nf__mm){m,      n,    k,       ldc,
-                         packed, acc,  user_sp, user_sp ? dnnl_memory_desc_get_size(&sp_md) : 0,
-                         sp_md,  b_md, prim,    ++c->tick};
+    *e = (struct nf__mm){
+        m,     n,    k,    ldc,      ldb, packed, acc, user_sp, user_sp ? dnnl_memory_desc_get_size(&sp_md) : 0,
+        sp_md, b_md, prim, ++c->tick};
     *out = e;
     return NF_OK;
 }
@@ -426,7 +436,7 @@ static int nf__mm_exec(struct nf_cpu_bf16 * c, dnnl_stream_t strm, const struct 
 static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
                       float * t, int64_t ldc, int acc, nf_err * err) {
     struct nf__mm * e = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, ldc, NF__W_NK, acc, 0, &e, err));
+    NF_TRY(nf__mm_get(c, m, n, k, ldc, k, NF__W_NK, acc, 0, &e, err));
     return nf__mm_exec(c, c->stream, e, xa, wa, t, NULL, err);
 }
 
@@ -561,7 +571,7 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
     /* W's packed bf16 copy (kept), else W rounded into c->wa for the plain-layout matmul */
     struct nf__mm * mm = NULL;
     const uint16_t * wa = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, ldt, NF__W_ANY, 0, 0, &mm, err));
+    NF_TRY(nf__mm_get(c, m, n, k, ldt, 0, NF__W_ANY, 0, 0, &mm, err));
     NF_TRY(nf__weight_packed(c, &op->src[1], n, k, &mm->wmd, &wa, err));
     if (!wa) {
         if (!nf__grow(&c->wa, &c->wa_n, (size_t) (n * k)))
@@ -570,7 +580,7 @@ static int nf__bf16_linear(nf_backend * be, const nf_op * op, nf_err * err) {
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(n * k))
         for (int64_t r = 0; r < n; r++) nf__bf16_bits_row(c->wa + r * k, W + r * k, k);
         wa = c->wa;
-        NF_TRY(nf__mm_get(c, m, n, k, ldt, NF__W_NK, 0, 0, &mm, err));
+        NF_TRY(nf__mm_get(c, m, n, k, ldt, k, NF__W_NK, 0, 0, &mm, err));
     }
     for (int64_t o = 0; o < n; o++) bb[o] = bias ? nf__bf16_rnd(bias[o]) : 0.0f;
     NF_TRY(nf__mm_exec(c, c->stream, mm, xa, wa, t, NULL, err));
@@ -641,15 +651,49 @@ static inline float nf__max_row(const float * s, int64_t n) {
     return mx;
 }
 
+/* exp(x) for the softmax's x = s - max <= 0, in fp32 arithmetic as torch's vectorised exp
+ * (its flash attention's) is, not exact mode's correctly rounded nf__exp_f32: the
+ * numerators are rounded to bf16 next, so the last fp32 bit only decides a bf16 rounding
+ * at its midpoints. n = rint(x log2 e) (the 1.5 2^23 trick: n in t's low bits), r = x - n
+ * ln2 (ln2 in two parts, fma), e^r by its degree-7 Taylor polynomial on |r| <= ln2 / 2
+ * (Horner, fma; truncation under 2^-27), times 2^n by the exponent bits; 0 below -87.33,
+ * where exp(x) < 2^-126 (beside the row max's 1 it changes no fp32 sum). Checked on every
+ * float in [-87.33, 0] against expl: worst 0.94 ulp, bitwise the same compiled for
+ * AVX-512, AVX2 + FMA and the baseline (libm's correctly rounded fmaf). NaN stays NaN. */
+static inline float nf__bf16_expf(float x) {
+    const float t = x * 1.44269504f + 12582912.0f;
+    const float n = t - 12582912.0f;
+    float r = fmaf(-n, 0.693145751953125f, x);
+    r = fmaf(-n, 1.428606765330187e-06f, r);
+    float p = 1.98412698e-4f;
+    p = fmaf(p, r, 1.38888889e-3f);
+    p = fmaf(p, r, 8.33333333e-3f);
+    p = fmaf(p, r, 4.16666667e-2f);
+    p = fmaf(p, r, 1.66666667e-1f);
+    p = fmaf(p, r, 0.5f);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof(tb));
+    const uint32_t sb = (tb + 127u) << 23; /* (n + 127) << 23 */
+    float sc;
+    memcpy(&sc, &sb, sizeof(sc));
+    const float y = p * sc;
+    return x < -87.33f ? 0.0f : y;
+}
+
 /* the softmax numerators of nb rows of S (row stride lk), in place: e = exp(s - max)
- * (nf__exp_f32's values, vectorised), their fp32 sum in j order (four rows' sums
- * interleaved), inv[i] = 1 / sum, then e rounded to bf16 */
+ * (nf__bf16_expf, vectorised), their fp32 sum in j order (four rows' sums interleaved),
+ * inv[i] = 1 / sum, then e rounded to bf16 -- in S, or (pbits not NULL) as bf16 bits
+ * into pbits (nb x lk) for the P·V matmul */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_softmax_num(float * restrict S,
                                                                                           int64_t nb, int64_t lk,
-                                                                                          float * restrict inv) {
+                                                                                          float * restrict inv,
+                                                                                          uint16_t * restrict pbits) {
     for (int64_t i = 0; i < nb; i++) {
         float * s = S + i * lk;
-        nf__cpu_exp_sub_row(s, lk, nf__max_row(s, lk));
+        const float mx = nf__max_row(s, lk);
+        for (int64_t j = 0; j < lk; j++) s[j] = nf__bf16_expf(s[j] - mx);
     }
     int64_t i = 0;
     for (; i + 4 <= nb; i += 4) {
@@ -668,7 +712,10 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_so
         for (int64_t j = 0; j < lk; j++) l += S[i * lk + j];
         inv[i] = 1.0f / l;
     }
-    for (int64_t t = 0; t < nb * lk; t++) S[t] = nf__bf16_rnd(S[t]);
+    if (pbits)
+        for (int64_t t = 0; t < nb * lk; t++) pbits[t] = (uint16_t) (nf__bf16_u32(S[t]) >> 16);
+    else
+        for (int64_t t = 0; t < nb * lk; t++) S[t] = nf__bf16_rnd(S[t]);
 }
 
 /* one (group, head, block of query rows): see the file comment */
@@ -727,7 +774,7 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
         qs = qb, ks = kb, vs = vb, ldq = ldkv = E;
     }
     NF_TRY(nf__cpu_sgemm(1, nb, lk, E, p->scale, qs, ldq, ks, ldkv, S, lk, err));
-    nf__bf16_softmax_num(S, nb, lk, sum);
+    nf__bf16_softmax_num(S, nb, lk, sum, NULL);
     NF_TRY(nf__cpu_sgemm(0, nb, E, lk, 1.0f, S, lk, vs, ldkv, ob, E, err));
     nf__bf16_attn_out(a, g, h, i0, nb, ob, sum);
     return NF_OK;
@@ -736,6 +783,51 @@ static int nf__bf16_attn_task(const struct nf__bf16_attn * a, int64_t g, int64_t
 /* d[e] = s[e] * f, e < n */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__scale_row(float * d, int64_t n, float f) {
     for (int64_t e = 0; e < n; e++) d[e] *= f;
+}
+
+/* the bf16 bits of the bytes [lo, hi) of buf (floats), at the same offsets from the
+ * returned pointer: from a kept copy of a region that holds them (converted by an
+ * earlier ATTENTION, still valid: nf__cpu_bf16_forget), else converted now into the
+ * other copy, in parallel. NULL when out of memory. */
+static const uint16_t * nf__kv_bits(struct nf_cpu_bf16 * c, const struct nf_buffer * buf, size_t lo, size_t hi) {
+    for (int i = 0; i < NF__KV_COPIES; i++) {
+        const struct nf__copy * e = &c->kv[i];
+        if (e->valid && e->handle == buf->handle && e->offs <= lo && hi <= e->end)
+            return e->bits + (lo - e->offs) / sizeof(float);
+    }
+    struct nf__copy * e = &c->kv[c->next_kv++ % NF__KV_COPIES];
+    const int64_t n = (int64_t) ((hi - lo) / sizeof(float));
+    e->valid = 0;
+    if ((size_t) n > e->cap) {
+        free(e->bits);
+        e->bits = malloc((size_t) n * sizeof(uint16_t));
+        e->cap = e->bits ? (size_t) n : 0;
+        if (!e->bits) return NULL;
+    }
+    const float * src = (const float *) ((const char *) buf->handle + lo);
+    const int64_t blk = 4096;
+#pragma omp parallel for schedule(static) if (NF_CPU_PAR(n))
+    for (int64_t b = 0; b < n; b += blk) nf__bf16_bits_row(e->bits + b, src + b, n - b < blk ? n - b : blk);
+    e->handle = buf->handle, e->offs = lo, e->end = hi, e->rows = 1, e->k = e->ld = n, e->valid = 1;
+    return e->bits;
+}
+
+/* the bits of ATTENTION's keys and values (n floats each from their offsets): one region
+ * where both lie in one buffer (Mitra's packed [k v] rows), else one each */
+static int nf__kv_bits_pair(struct nf_cpu_bf16 * c, const nf_tensor * k, const nf_tensor * v, int64_t n,
+                            const uint16_t ** kb, const uint16_t ** vb) {
+    const size_t nb = (size_t) n * sizeof(float);
+    if (k->buf == v->buf) {
+        const size_t lo = k->offs < v->offs ? k->offs : v->offs;
+        const size_t hi = k->offs + nb > v->offs + nb ? k->offs + nb : v->offs + nb;
+        const uint16_t * b = nf__kv_bits(c, k->buf, lo, hi);
+        if (!b) return NF_ERR_NOMEM;
+        *kb = b + (k->offs - lo) / sizeof(float), *vb = b + (v->offs - lo) / sizeof(float);
+        return NF_OK;
+    }
+    *kb = nf__kv_bits(c, k->buf, k->offs, k->offs + nb);
+    *vb = *kb ? nf__kv_bits(c, v->buf, v->offs, v->offs + nb) : NULL;
+    return *kb && *vb ? NF_OK : NF_ERR_NOMEM;
 }
 
 /* from this many keys and query rows on, the row attention's two products run on
@@ -749,11 +841,12 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__scale_r
 struct nf__bf16_attn_mm {
     struct nf__mm * mm[4];
     int64_t bq;
-    size_t sp_bytes; /* the largest of their scratchpads (each thread has its own) */
+    size_t sp_bytes;               /* the largest of their scratchpads (each thread has its own) */
+    const uint16_t *kbits, *vbits; /* the keys' and values' bits, at the offsets of k and v */
 };
 
-/* one (group, head) on the matmuls: its keys and values rounded to bf16 bits once (the
- * identity where a LINEAR wrote them), then per block of query rows the rule of
+/* one (group, head) on the matmuls, its keys and values read from their bf16 bits
+ * (nf__kv_bits) at their row stride: per block of query rows the rule of
  * nf__bf16_attn_task -- s = scale · (q·kᵀ) in fp32, the numerators rounded to bf16,
  * o = R((P·V) · (1 / sum)) */
 static int nf__bf16_attn_head_mm(struct nf_cpu_bf16 * c, const struct nf__bf16_attn * a,
@@ -762,22 +855,18 @@ static int nf__bf16_attn_head_mm(struct nf_cpu_bf16 * c, const struct nf__bf16_a
     const struct nf_attention_params * p = a->p;
     const int64_t E = p->head_dim, lk = p->lk, lq = p->lq, bq = m->bq;
     float *S = buf, *ob = S + bq * lk, *sum = ob + bq * E;
-    uint16_t *kb = (uint16_t *) (sum + bq), *vb = kb + lk * E, *qb = vb + lk * E, *pb = qb + bq * E;
+    uint16_t *qb = (uint16_t *) (sum + bq), *pb = qb + bq * E;
     /* the scratchpad after them, 64-byte aligned */
     void * sp = (void *) (((uintptr_t) (pb + bq * lk) + 63) & ~(uintptr_t) 63);
-    const float *qs = a->q + g * p->q_gs + h * E, *ks = a->k + g * p->kv_gs + h * E, *vs = a->v + g * p->kv_gs + h * E;
-    for (int64_t j = 0; j < lk; j++) {
-        nf__bf16_bits_row(kb + j * E, ks + j * p->kv_ss, E);
-        nf__bf16_bits_row(vb + j * E, vs + j * p->kv_ss, E);
-    }
+    const float * qs = a->q + g * p->q_gs + h * E;
+    const uint16_t *kb = m->kbits + g * p->kv_gs + h * E, *vb = m->vbits + g * p->kv_gs + h * E;
     for (int64_t i0 = 0; i0 < lq; i0 += bq) {
         const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
         const int last = nb != bq ? 2 : 0;
         for (int64_t i = 0; i < nb; i++) nf__bf16_bits_row(qb + i * E, qs + (i0 + i) * p->q_ss, E);
         NF_TRY(nf__mm_exec(c, st, m->mm[last], qb, kb, S, sp, err));
         nf__scale_row(S, nb * lk, p->scale);
-        nf__bf16_softmax_num(S, nb, lk, sum);
-        for (int64_t i = 0; i < nb; i++) nf__bf16_bits_row(pb + i * lk, S + i * lk, lk);
+        nf__bf16_softmax_num(S, nb, lk, sum, pb);
         NF_TRY(nf__mm_exec(c, st, m->mm[last + 1], pb, vb, ob, sp, err));
         nf__bf16_attn_out(a, g, h, i0, nb, ob, sum);
     }
@@ -804,21 +893,24 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const int64_t bq = lq < 128 ? lq : 128, nblk = (lq + bq - 1) / bq;
     /* many keys and query rows: a task per (group, head) on the bf16 matmuls, each run in
      * its thread on the thread's own stream; else a task per block of query rows on sgemm */
-    struct nf__bf16_attn_mm m = {{NULL}, bq, 0};
+    struct nf__bf16_attn_mm m = {{NULL}, bq, 0, NULL, NULL};
     const int use_mm = lk >= NF__ATTN_MM_MIN && lq >= NF__ATTN_MM_MIN;
     if (use_mm) {
-        NF_TRY(nf__mm_get(c, bq, lk, E, lk, NF__W_NK, 0, 1, &m.mm[0], err));
-        NF_TRY(nf__mm_get(c, bq, E, lk, E, NF__W_KN, 0, 1, &m.mm[1], err));
+        const int64_t ld = p->kv_ss;
+        if (nf__kv_bits_pair(c, &op->src[1], &op->src[2], kv_n, &m.kbits, &m.vbits) != NF_OK)
+            return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
+        NF_TRY(nf__mm_get(c, bq, lk, E, lk, ld, NF__W_NK, 0, 1, &m.mm[0], err));
+        NF_TRY(nf__mm_get(c, bq, E, lk, E, ld, NF__W_KN, 0, 1, &m.mm[1], err));
         if (lq % bq) {
-            NF_TRY(nf__mm_get(c, lq % bq, lk, E, lk, NF__W_NK, 0, 1, &m.mm[2], err));
-            NF_TRY(nf__mm_get(c, lq % bq, E, lk, E, NF__W_KN, 0, 1, &m.mm[3], err));
+            NF_TRY(nf__mm_get(c, lq % bq, lk, E, lk, ld, NF__W_NK, 0, 1, &m.mm[2], err));
+            NF_TRY(nf__mm_get(c, lq % bq, E, lk, E, ld, NF__W_KN, 0, 1, &m.mm[3], err));
         }
         for (int i = 0; i < 4; i++)
             if (m.mm[i] && m.mm[i]->sp_bytes > m.sp_bytes) m.sp_bytes = m.mm[i]->sp_bytes;
     }
     /* floats: the sgemm task's copies, scores, outputs and sums; or the scores, outputs,
-     * sums and (as bf16 pairs) the keys', values', queries' and probabilities' bits */
-    const size_t nfl = use_mm ? (size_t) (bq * lk + bq * E + bq + (2 * lk * E + bq * E + bq * lk + 1) / 2) +
+     * sums and (as bf16 pairs) the queries' and probabilities' bits */
+    const size_t nfl = use_mm ? (size_t) (bq * lk + bq * E + bq + (bq * E + bq * lk + 1) / 2) +
                                     (m.sp_bytes + 63) / sizeof(float)
                               : (size_t) (bq * E + 2 * lk * E + bq * lk + bq * E + bq);
     const int64_t ntask = use_mm ? G * H : G * H * nblk;
