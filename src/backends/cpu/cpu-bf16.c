@@ -432,14 +432,6 @@ static int nf__mm_exec(struct nf_cpu_bf16 * c, dnnl_stream_t strm, const struct 
     return NF_OK;
 }
 
-/* t (m, n) f32 at row stride ldc (+)= xa (m, k) bf16 · wa (n, k) bf16 ᵀ (acc: added to t) */
-static int nf__mm_run(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, const uint16_t * xa, const uint16_t * wa,
-                      float * t, int64_t ldc, int acc, nf_err * err) {
-    struct nf__mm * e = NULL;
-    NF_TRY(nf__mm_get(c, m, n, k, ldc, k, NF__W_NK, acc, 0, &e, err));
-    return nf__mm_exec(c, c->stream, e, xa, wa, t, NULL, err);
-}
-
 /* ---- the kernels ------------------------------------------------------------------ */
 
 /* LINEAR's epilogue, one row at a time (the passes stay in L1): t = R(R?(t) + bb), R the bf16
@@ -969,7 +961,7 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
  * taps summed in fp32 in tap order: tap 0's matmul writes t, each later tap's adds
  * its own product to t (oneDNN's sum post-op: t + that product, one fp32 add per
  * element). Over blocks of NF__CONV_ROWS output rows, so that t stays in cache
- * across the taps. */
+ * across the taps, a block's taps and epilogue in one thread. */
 #define NF__CONV_ROWS 512
 /* CONV1D's epilogue for one row: y = R(t + bb), or y = R(y + R(t + bb)) accumulating */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_conv_epi(float * restrict y,
@@ -1004,21 +996,62 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
             for (int64_t k = 0; k < K; k++) wa[(k * cout + o) * cin + ci] = nf__bf16_bits(W[(o * cin + ci) * K + k]);
     memset(xa, 0, (size_t) (p0 * cin) * sizeof(uint16_t));
     memset(xa + (p0 + L) * cin, 0, (size_t) (p1 * cin) * sizeof(uint16_t));
+    /* the blocks of output rows spread over the threads, each block's taps run in its
+     * thread (oneDNN's kernels single-threaded inside the region) on the thread's own
+     * stream and scratchpad: mm[acc][last block], tap 0 writing t, later taps adding */
+    const int64_t nblk = (L + NF__CONV_ROWS - 1) / NF__CONV_ROWS, nr_full = L < NF__CONV_ROWS ? L : NF__CONV_ROWS;
+    const int64_t nr_last = L - (nblk - 1) * NF__CONV_ROWS;
+    struct nf__mm * mm[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    size_t sp_bytes = 0;
+    for (int acc = 0; acc < 2; acc++)
+        for (int li = 0; li < (nr_last != nr_full ? 2 : 1); li++) {
+            NF_TRY(nf__mm_get(c, li ? nr_last : nr_full, cout, cin, cout, cin, NF__W_NK, acc, 1, &mm[acc][li], err));
+            if (mm[acc][li]->sp_bytes > sp_bytes) sp_bytes = mm[acc][li]->sp_bytes;
+        }
     for (int64_t s = 0; s < p->n_seq; s++) {
         const float * xs = x + s * p->x_gs;
         float * ys = y + s * p->y_gs;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cin))
         for (int64_t r = 0; r < L; r++) nf__bf16_bits_row(xa + (p0 + r) * cin, xs + r * p->ldx, cin);
-        for (int64_t r0 = 0; r0 < L; r0 += NF__CONV_ROWS) {
-            const int64_t nr = L - r0 < NF__CONV_ROWS ? L - r0 : NF__CONV_ROWS;
-            for (int64_t k = 0; k < K; k++) {
-                const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
-                NF_TRY(nf__mm_run(c, nr, cout, cin, xa + (p0 + r0 + sh) * cin, wa + k * cout * cin, t + r0 * cout, cout,
-                                  k > 0, err));
+        int failed = 0;
+#pragma omp parallel
+        {
+            dnnl_stream_t st = NULL;
+            void * sp = NULL;
+            if (dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) != dnnl_success ||
+                (sp_bytes && !(sp = aligned_alloc(64, (sp_bytes + 63) / 64 * 64)))) {
+#pragma omp atomic write
+                failed = NF_ERR_NOMEM;
             }
+            nf_err terr = {0};
+#pragma omp for schedule(static)
+            for (int64_t b = 0; b < nblk; b++) {
+                if (failed) continue;
+                const int64_t r0 = b * NF__CONV_ROWS, nr = L - r0 < NF__CONV_ROWS ? L - r0 : NF__CONV_ROWS;
+                const int li = nr != nr_full;
+                int rc = NF_OK;
+                for (int64_t k = 0; k < K && rc == NF_OK; k++) {
+                    const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
+                    rc = nf__mm_exec(c, st, mm[k > 0][li], xa + (p0 + r0 + sh) * cin, wa + k * cout * cin,
+                                     t + r0 * cout, sp, &terr);
+                }
+                if (rc != NF_OK) {
+#pragma omp critical(nf__bf16_conv1d_err)
+                    if (!failed) {
+                        failed = rc;
+                        if (err) *err = terr;
+                    }
+                    continue;
+                }
+                for (int64_t r = r0; r < r0 + nr; r++)
+                    nf__bf16_conv_epi(ys + r * p->ldy, t + r * cout, bb, cout, p->accumulate);
+            }
+            if (st) dnnl_stream_destroy(st);
+            free(sp);
         }
-#pragma omp parallel for schedule(static) if (NF_CPU_PAR(L * cout))
-        for (int64_t r = 0; r < L; r++) nf__bf16_conv_epi(ys + r * p->ldy, t + r * cout, bb, cout, p->accumulate);
+        if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
+            return nf__err_set(err, NF_ERR_NOMEM, "CONV1D %s: out of memory", op->label ? op->label : "");
+        if (failed) return nf__err_prefix(err, "CONV1D %s", op->label ? op->label : "");
     }
     return NF_OK;
 }
