@@ -121,6 +121,25 @@ static void test_linear(int64_t m, int64_t k, int64_t n, int act, int acc, int t
     free(x), free(W), free(b), free(y0), free(want), free(got);
 }
 
+/* ATTENTION's parameters: G groups of lq query rows against lk keys, H heads of E, the
+ * queries and outputs packed (rows H E apart, groups lq rows apart), key and value rows
+ * kv_ss apart (groups lk rows apart) */
+static struct nf_attention_params attn_params(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t lk, int64_t kv_ss,
+                                              float scale) {
+    return (struct nf_attention_params){.n_groups = G,
+                                        .lq = lq,
+                                        .lk = lk,
+                                        .n_heads = H,
+                                        .head_dim = E,
+                                        .q_gs = lq * H * E,
+                                        .q_ss = H * E,
+                                        .kv_gs = lk * kv_ss,
+                                        .kv_ss = kv_ss,
+                                        .o_gs = lq * H * E,
+                                        .o_ss = H * E,
+                                        .scale = scale};
+}
+
 static void test_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t lk) {
     const int64_t D = H * E, nq = G * lq * D, nk = G * lk * D;
     float *q = malloc((size_t) nq * 4), *k = malloc((size_t) nk * 4), *v = malloc((size_t) nk * 4),
@@ -131,18 +150,7 @@ static void test_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t 
     nf_op op = {.type = NF_OP_ATTENTION, .label = "bf16", .n_src = 3, .n_dst = 1};
     op.src[0] = tq, op.src[1] = tk, op.src[2] = tv, op.dst[0] = to;
     const float scale = 1.0f / sqrtf((float) E);
-    op.p.attention = (struct nf_attention_params){.n_groups = G,
-                                                  .lq = lq,
-                                                  .lk = lk,
-                                                  .n_heads = H,
-                                                  .head_dim = E,
-                                                  .q_gs = lq * D,
-                                                  .q_ss = D,
-                                                  .kv_gs = lk * D,
-                                                  .kv_ss = D,
-                                                  .o_gs = lq * D,
-                                                  .o_ss = D,
-                                                  .scale = scale};
+    op.p.attention = attn_params(G, H, E, lq, lk, D, scale);
     nf_err err = {0};
     CHECK_RC(nf__op_run(be, &op, &err), NF_OK, &err);
     double * p = malloc((size_t) lk * sizeof(double));
@@ -327,19 +335,8 @@ static void test_spt_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int6
     nf_op op = {.type = NF_OP_ATTENTION, .label = "bf16", .n_src = 3, .n_dst = 1};
     op.src[0] = tq, op.src[1] = tk, op.src[2] = tv, op.dst[0] = to;
     const float scale = 1.0f / sqrtf((float) E);
-    op.p.attention = (struct nf_attention_params){.n_groups = G,
-                                                  .lq = lq,
-                                                  .lk = lk,
-                                                  .n_heads = H,
-                                                  .head_dim = E,
-                                                  .q_gs = lq * D,
-                                                  .q_ss = D,
-                                                  .kv_gs = lk * D,
-                                                  .kv_ss = D,
-                                                  .o_gs = lq * D,
-                                                  .o_ss = D,
-                                                  .scale = scale,
-                                                  .bf16_stream = 1};
+    op.p.attention = attn_params(G, H, E, lq, lk, D, scale);
+    op.p.attention.bf16_stream = 1;
     run1(&op);
     double * p = malloc((size_t) lk * sizeof(double));
     for (int64_t g = 0; g < G; g++)
@@ -502,18 +499,7 @@ static float * attn_kv(nf_tensor tq, nf_tensor tkv, int64_t l, int64_t H, int64_
     nf_op op = {.type = NF_OP_ATTENTION, .label = "bf16", .n_src = 3, .n_dst = 1};
     op.src[0] = tq, op.src[1] = nf__tensor_view(&tkv, 0, 1, kne), op.src[2] = nf__tensor_view(&tkv, D, 1, vne);
     op.dst[0] = to;
-    op.p.attention = (struct nf_attention_params){.n_groups = 1,
-                                                  .lq = l,
-                                                  .lk = l,
-                                                  .n_heads = H,
-                                                  .head_dim = E,
-                                                  .q_gs = l * D,
-                                                  .q_ss = D,
-                                                  .kv_gs = l * 2 * D,
-                                                  .kv_ss = 2 * D,
-                                                  .o_gs = l * D,
-                                                  .o_ss = D,
-                                                  .scale = 0.25f};
+    op.p.attention = attn_params(1, H, E, l, l, 2 * D, 0.25f);
     run1(&op);
     float * o = fetch(&to, l * D);
     nf__tensor_free(&to);
@@ -607,18 +593,7 @@ static void test_copies(void) {
         nf_op at = {.type = NF_OP_ATTENTION, .label = "bf16", .n_src = 3, .n_dst = 1};
         for (int i = 0; i < 3; i++) at.src[i] = pass ? c3[i] : t3[i];
         at.dst[0] = to[pass];
-        at.p.attention = (struct nf_attention_params){.n_groups = 2,
-                                                      .lq = m / 2,
-                                                      .lk = m / 2,
-                                                      .n_heads = 3,
-                                                      .head_dim = n / 3,
-                                                      .q_gs = m / 2 * n,
-                                                      .q_ss = n,
-                                                      .kv_gs = m / 2 * n,
-                                                      .kv_ss = n,
-                                                      .o_gs = m / 2 * n,
-                                                      .o_ss = n,
-                                                      .scale = 0.25f};
+        at.p.attention = attn_params(2, 3, n / 3, m / 2, m / 2, n, 0.25f);
         run1(&at);
     }
     float *o0 = fetch(&to[0], m * n), *o1 = fetch(&to[1], m * n);
