@@ -626,23 +626,6 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_sc
     for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e] * f);
 }
 
-/* the max of s[0..n), n > 0, in 16 lanes (vectorised in the callers' clones): the
- * serial max's value (a NaN in the row makes the softmax NaN either way) */
-static inline float nf__max_row(const float * s, int64_t n) {
-    float mx = s[0];
-    int64_t j = 1;
-    if (n >= 32) {
-        float m[16];
-        memcpy(m, s, sizeof(m));
-        for (j = 16; j + 16 <= n; j += 16)
-            for (int t = 0; t < 16; t++) m[t] = s[j + t] > m[t] ? s[j + t] : m[t];
-        mx = m[0];
-        for (int t = 1; t < 16; t++) mx = m[t] > mx ? m[t] : mx;
-    }
-    for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-    return mx;
-}
-
 /* exp(x) for the softmax's x = s - max <= 0, in fp32 arithmetic as torch's vectorised exp
  * (its flash attention's) is, not exact mode's correctly rounded nf__exp_f32: the
  * numerators are rounded to bf16 next, so the last fp32 bit only decides a bf16 rounding
@@ -687,7 +670,7 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_so
                                                                                           uint16_t * restrict pbits) {
     for (int64_t i = 0; i < nb; i++) {
         float * s = S + i * lk;
-        const float mx = nf__max_row(s, lk);
+        const float mx = nf__cpu_max_row(s, lk);
         for (int64_t j = 0; j < lk; j++) s[j] = nf__bf16_expf(s[j] - mx);
     }
     int64_t i = 0;

@@ -552,17 +552,11 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__cpu_gelu_backw
  * pairwise: a fixed order, whatever the vector width), times 1/sum. A NaN
  * anywhere makes the whole row NaN. */
 __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__softmax_row(float * s, int64_t n) {
-    float lm[NF__LANES], ls[NF__LANES];
-    for (int l = 0; l < NF__LANES; l++) lm[l] = s[0];
+    float ls[NF__LANES];
+    nf__cpu_exp_sub_row(s, n, nf__cpu_max_row(s, n));
+    for (int l = 0; l < NF__LANES; l++) ls[l] = 0.0f;
     int64_t j = 0;
     for (; j + NF__LANES <= n; j += NF__LANES)
-        for (int l = 0; l < NF__LANES; l++) lm[l] = s[j + l] > lm[l] ? s[j + l] : lm[l];
-    for (; j < n; j++) lm[j % NF__LANES] = s[j] > lm[j % NF__LANES] ? s[j] : lm[j % NF__LANES];
-    float mx = lm[0];
-    for (int l = 1; l < NF__LANES; l++) mx = lm[l] > mx ? lm[l] : mx;
-    nf__cpu_exp_sub_row(s, n, mx);
-    for (int l = 0; l < NF__LANES; l++) ls[l] = 0.0f;
-    for (j = 0; j + NF__LANES <= n; j += NF__LANES)
         for (int l = 0; l < NF__LANES; l++) ls[l] += s[j + l];
     for (; j < n; j++) ls[j % NF__LANES] += s[j];
     for (int w = NF__LANES / 2; w >= 1; w /= 2)

@@ -79,6 +79,26 @@ void nf__cpu_layer_norm_rows(const nf_op * op, uint16_t * bits);
 #define NF__TILE_ROWS 4
 typedef float nf__v16 __attribute__((vector_size(NF__LANES * sizeof(float))));
 
+/* the max of s[0..n), n > 0, bit for bit the serial loop's (m = s[0], then m =
+ * s[j] > m ? s[j] : m): a NaN at s[0] gives NaN, later NaNs are passed over,
+ * and of equal maxima the first in j order is the one returned (which tells
+ * only +0 from -0 apart, hence the scan). In 16 lanes: 16 independent chains,
+ * vectorised in the callers' clones. */
+static inline __attribute__((always_inline)) float nf__cpu_max_row(const float * s, int64_t n) {
+    float lm[NF__LANES];
+    for (int l = 0; l < NF__LANES; l++) lm[l] = s[0];
+    int64_t j = 0;
+    for (; j + NF__LANES <= n; j += NF__LANES)
+        for (int l = 0; l < NF__LANES; l++) lm[l] = s[j + l] > lm[l] ? s[j + l] : lm[l];
+    for (; j < n; j++) lm[j % NF__LANES] = s[j] > lm[j % NF__LANES] ? s[j] : lm[j % NF__LANES];
+    float mx = lm[0];
+    for (int l = 1; l < NF__LANES; l++) mx = lm[l] > mx ? lm[l] : mx;
+    if (mx == 0.0f)
+        for (j = 0;; j++)
+            if (s[j] == 0.0f) return s[j];
+    return mx;
+}
+
 /* acc[r] = sum over i < n, in order, of a[r lda + i] * b[i ldb .. + 16], for
  * the four rows r: the scores (a = queries, b = transposed keys) and the
  * outputs (a = probabilities, b = values) alike. Inlined into its callers,

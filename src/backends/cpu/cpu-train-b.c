@@ -116,8 +116,7 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__attn_bw
             memset(dS, 0, (size_t) lk16 * sizeof(float));
             continue;
         }
-        float mx = P[0];
-        for (int64_t j = 1; j < lk; j++) mx = P[j] > mx ? P[j] : mx;
+        const float mx = nf__cpu_max_row(P, lk);
         nf__cpu_exp_sub_row(P, lk, mx);
         float sum = 0.0f;
         for (int64_t j = 0; j < lk; j++) sum = sum + P[j];
@@ -206,8 +205,7 @@ static int nf__attn_bwd_blocked(const struct nf_attention_backward_params * p, c
         for (int64_t r = 0; r < nb; r++) {
             float * P = b->S + r * lk;
             float * dS = b->D + r * lk;
-            float mx = P[0];
-            for (int64_t j = 1; j < lk; j++) mx = P[j] > mx ? P[j] : mx;
+            const float mx = nf__cpu_max_row(P, lk);
             nf__cpu_exp_sub_row(P, lk, mx);
             float sum = 0.0f;
             for (int64_t j = 0; j < lk; j++) sum = sum + P[j];
