@@ -2,6 +2,7 @@
  * the quantile / bucketize edge cases of torch.quantile + torch.bucketize. */
 #include "nf-test.h"
 #include "nf-impl.h"
+#include "backends/cpu/cpu-kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -494,6 +495,35 @@ static void test_exp(void) {
     printf("exp: %lld points, worst %.4f ulp from the correctly rounded value\n", (long long) n, worst_ulps);
 }
 
+/* nf__cpu_max_row against the serial loop (m = s[0], then s[j] > m ? s[j] : m), bit for
+ * bit: rows of every length to 70 with many equal values, a zero max of both signs behind
+ * negative values, a NaN first or later, -Inf */
+static void test_max_row(void) {
+    float s[70];
+    int64_t bad = 0, n = 0;
+    for (int trial = 0; trial < 4000; trial++) {
+        const int64_t len = 1 + trial % 70;
+        for (int64_t j = 0; j < len; j++) {
+            const float r = frand();
+            s[j] = trial % 5 == 0   ? (r > 0 ? 0.0f : -0.0f)
+                   : trial % 5 == 1 ? roundf(r * 2.0f)
+                   : trial % 5 == 2 ? (r < 0.2f   ? -2.0f + r
+                                       : r < 0.6f ? 0.0f
+                                                  : -0.0f) /* a zero max, both signs */
+                                    : r;
+        }
+        if (trial % 7 == 3) s[(trial / 7) % len] = NAN;
+        if (trial % 11 == 4) s[(trial / 11) % len] = -INFINITY;
+        float m = s[0];
+        for (int64_t j = 1; j < len; j++) m = s[j] > m ? s[j] : m;
+        const float got = nf__cpu_max_row(s, len);
+        bad += memcmp(&m, &got, sizeof(m)) != 0;
+        n++;
+    }
+    CHECK(bad == 0, "max row: %lld of %lld rows differ from the serial loop's bits", (long long) bad, (long long) n);
+    printf("max row: %lld rows, bitwise the serial loop's\n", (long long) n);
+}
+
 static void test_bounds(void) {
     /* an op whose strided access would leave its tensor is refused */
     nf_tensor x = mk(10, NULL), W = shaped(mk(4, NULL), 2, 2, 2, 0), y = mk(10, NULL);
@@ -542,6 +572,7 @@ int main(void) {
     test_attention(3, 70, 2, 40, 0, 0);
     test_erf();
     test_exp();
+    test_max_row();
     test_quantile_edges();
     test_bucketize_naive(1, 3, 4);
     test_bucketize_naive(2, 5, 4);
