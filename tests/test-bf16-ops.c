@@ -9,6 +9,7 @@
  * the elements move. Exit 77 (skip) where the CPU has no bf16 kernels. */
 #include "nf-test.h"
 #include "nf-impl.h"
+#include "backends/cpu/cpu-bf16.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -490,6 +491,34 @@ static void test_route_gather(int64_t S, int64_t nb, int64_t B, int64_t H, int64
 /* the cpu mode keeps bf16 copies of LINEAR's inputs (W from its first use, a LAYER_NORM's
  * or GELU's output for the next LINEAR): whatever writes their fp32 values (an upload, an
  * op) must be seen. Each LINEAR here equals the same LINEAR on fresh tensors. */
+/* nf__bf16_expf (the bf16 attention's exp, cpu-bf16.h): within an ulp of expl on every
+ * 997th float of [-87.33, 0], 0 below, exact at 0, NaN kept */
+static void test_expf(void) {
+    const float lo = -87.33f;
+    uint32_t b0, b1;
+    const float z = -0.0f;
+    memcpy(&b0, &z, sizeof(b0));
+    memcpy(&b1, &lo, sizeof(b1));
+    double worst = 0.0;
+    int64_t n = 0;
+    for (uint32_t b = b0; b <= b1; b += 997) {
+        float x;
+        memcpy(&x, &b, sizeof(x));
+        const long double w = expl((long double) x);
+        int e;
+        frexpl(w, &e);
+        const long double u = w < 0x1p-126L ? 0x1p-149L : ldexpl(1.0L, e - 24);
+        const double d = (double) (fabsl((long double) nf__bf16_expf(x) - w) / u);
+        worst = d > worst ? d : worst;
+        n++;
+    }
+    CHECK(worst < 1.0, "bf16 exp: %.3f ulp from expl", worst);
+    CHECK(nf__bf16_expf(0.0f) == 1.0f && nf__bf16_expf(-0.0f) == 1.0f, "bf16 exp(0) is not 1");
+    CHECK(nf__bf16_expf(-87.34f) == 0.0f && nf__bf16_expf(-INFINITY) == 0.0f, "bf16 exp below -87.33 is not 0");
+    CHECK(isnan(nf__bf16_expf(NAN)), "bf16 exp(NaN) is not NaN");
+    printf("%-44s %lld points, worst %.3f ulp\n", "bf16 attention exp", (long long) n, worst);
+}
+
 /* ATTENTION over Mitra's packed [k v] rows (one tensor, k at 0, v at D), lq = lk = 64:
  * the cpu's bf16 matmul path, which keeps the bits of that region between calls */
 static float * attn_kv(nf_tensor tq, nf_tensor tkv, int64_t l, int64_t H, int64_t E) {
@@ -679,6 +708,7 @@ int main(int argc, char ** argv) {
     /* last: their frand() draws leave the other tests' inputs as they were */
     test_packed_w();
     test_kv_copies();
+    test_expf();
     nf_backend_free(be);
     char name[64];
     snprintf(name, sizeof(name), "bf16-ops %s", dev);

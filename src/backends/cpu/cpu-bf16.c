@@ -626,40 +626,6 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__bf16_sc
     for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(s[e] * f);
 }
 
-/* exp(x) for the softmax's x = s - max <= 0, in fp32 arithmetic as torch's vectorised exp
- * (its flash attention's) is, not exact mode's correctly rounded nf__exp_f32: the
- * numerators are rounded to bf16 next, so the last fp32 bit only decides a bf16 rounding
- * at its midpoints. n = rint(x log2 e) (the 1.5 2^23 trick: n in t's low bits), r = x - n
- * ln2 (ln2 in two parts, fma), e^r by its degree-7 Taylor polynomial on |r| <= ln2 / 2
- * (Horner, fma; truncation under 2^-27), times 2^n by the exponent bits; 0 below -87.33,
- * where exp(x) < 2^-126 (beside the row max's 1 it changes no fp32 sum). Checked on every
- * float in [-87.33, 0] against expl: worst 0.94 ulp, bitwise the same compiled for
- * AVX-512, AVX2 + FMA and the baseline (libm's correctly rounded fmaf). NaN stays NaN.
- * Not for SpTransformer's attention (cpu-bf16-spt.c keeps nf__exp_f32): there the sort net
- * turns the rare flips of a bf16 rounding into other bucket choices, and with this exp its
- * L8001 logits moved from 3.2e-3 to 3.7e-3 mean from upstream's autocast (bound 4.7e-3). */
-static inline float nf__bf16_expf(float x) {
-    const float t = x * 1.44269504f + 12582912.0f;
-    const float n = t - 12582912.0f;
-    float r = fmaf(-n, 0.693145751953125f, x);
-    r = fmaf(-n, 1.428606765330187e-06f, r);
-    float p = 1.98412698e-4f;
-    p = fmaf(p, r, 1.38888889e-3f);
-    p = fmaf(p, r, 8.33333333e-3f);
-    p = fmaf(p, r, 4.16666667e-2f);
-    p = fmaf(p, r, 1.66666667e-1f);
-    p = fmaf(p, r, 0.5f);
-    p = fmaf(p, r, 1.0f);
-    p = fmaf(p, r, 1.0f);
-    uint32_t tb;
-    memcpy(&tb, &t, sizeof(tb));
-    const uint32_t sb = (tb + 127u) << 23; /* (n + 127) << 23 */
-    float sc;
-    memcpy(&sc, &sb, sizeof(sc));
-    const float y = p * sc;
-    return x < -87.33f ? 0.0f : y;
-}
-
 /* the softmax numerators of nb rows of S (row stride lk), in place: e = exp(s - max)
  * (nf__bf16_expf, vectorised), their fp32 sum in j order (four rows' sums interleaved),
  * inv[i] = 1 / sum, then e rounded to bf16 -- in S, or (pbits not NULL) as bf16 bits
