@@ -855,7 +855,7 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     /* floats: the sgemm task's copies, scores, outputs and sums; or the scores, outputs,
      * sums and (as bf16 pairs) the queries' and probabilities' bits */
     const size_t nfl = use_mm ? (size_t) (bq * lk + bq * E + bq + (bq * E + bq * lk + 1) / 2) +
-                                    (m.sp_bytes + 63) / sizeof(float)
+                                    (m.sp_bytes + 64) / sizeof(float) + 1
                               : (size_t) (bq * E + 2 * lk * E + bq * lk + bq * E + bq);
     const int64_t ntask = use_mm ? G * H : G * H * nblk;
     int failed = 0;
@@ -967,15 +967,16 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
         {
             dnnl_stream_t st = NULL;
             void * sp = NULL;
-            if (dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) != dnnl_success ||
-                (sp_bytes && !(sp = aligned_alloc(64, (sp_bytes + 63) / 64 * 64)))) {
-#pragma omp atomic write
-                failed = NF_ERR_NOMEM;
-            }
+            const int ready = dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) == dnnl_success &&
+                              (!sp_bytes || (sp = aligned_alloc(64, (sp_bytes + 63) / 64 * 64)));
             nf_err terr = {0};
 #pragma omp for schedule(static)
             for (int64_t b = 0; b < nblk; b++) {
-                if (failed) continue;
+                if (!ready) {
+#pragma omp atomic write
+                    failed = NF_ERR_NOMEM;
+                    continue;
+                }
                 const int64_t r0 = b * NF__CONV_ROWS, nr = L - r0 < NF__CONV_ROWS ? L - r0 : NF__CONV_ROWS;
                 const int li = nr != nr_full;
                 int rc = NF_OK;
