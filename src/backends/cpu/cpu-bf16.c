@@ -193,6 +193,15 @@ void nf__cpu_bf16_forget(struct nf_cpu_bf16 * c, const void * handle, size_t lo,
     }
 }
 
+static uint16_t * nf__grow(uint16_t ** p, size_t * have, size_t n) {
+    if (n > *have) {
+        free(*p);
+        *p = malloc(n * sizeof(uint16_t));
+        *have = *p ? n : 0;
+    }
+    return *p;
+}
+
 /* an activation copy to fill for t (rows x k at ld), not `busy` (the one the
  * op reads); NULL when out of memory (the op then just does not leave one) */
 static struct nf__copy * nf__act_begin(struct nf_cpu_bf16 * c, const nf_tensor * t, int64_t rows, int64_t k, int64_t ld,
@@ -203,25 +212,10 @@ static struct nf__copy * nf__act_begin(struct nf_cpu_bf16 * c, const nf_tensor *
     else if (!(busy && c->act[1].bits == busy) && c->act[0].valid && !c->act[1].valid)
         e = &c->act[1];
     e->valid = 0;
-    const size_t n = (size_t) (rows * k);
-    if (n > e->cap) {
-        free(e->bits);
-        e->bits = malloc(n * sizeof(uint16_t));
-        e->cap = e->bits ? n : 0;
-        if (!e->bits) return NULL;
-    }
+    if (!nf__grow(&e->bits, &e->cap, (size_t) (rows * k))) return NULL;
     nf__copy_set(e, t, rows, k, ld);
     e->valid = 0; /* valid once filled (nf__act_done) */
     return e;
-}
-
-static uint16_t * nf__grow(uint16_t ** p, size_t * have, size_t n) {
-    if (n > *have) {
-        free(*p);
-        *p = malloc(n * sizeof(uint16_t));
-        *have = *p ? n : 0;
-    }
-    return *p;
 }
 
 static int nf__dnnl_err(nf_err * err, const char * what, dnnl_status_t st);
@@ -742,12 +736,7 @@ static const uint16_t * nf__kv_bits(struct nf_cpu_bf16 * c, const struct nf_buff
     struct nf__copy * e = &c->kv[c->next_kv++ % NF__KV_COPIES];
     const int64_t n = (int64_t) ((hi - lo) / sizeof(float));
     e->valid = 0;
-    if ((size_t) n > e->cap) {
-        free(e->bits);
-        e->bits = malloc((size_t) n * sizeof(uint16_t));
-        e->cap = e->bits ? (size_t) n : 0;
-        if (!e->bits) return NULL;
-    }
+    if (!nf__grow(&e->bits, &e->cap, (size_t) n)) return NULL;
     const float * src = (const float *) ((const char *) buf->handle + lo);
     const int64_t blk = 4096;
 #pragma omp parallel for schedule(static) if (NF_CPU_PAR(n))
@@ -824,8 +813,13 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     struct nf_cpu_bf16 * c = be->ctx;
     const int64_t q_n = (G - 1) * p->q_gs + (lq - 1) * p->q_ss + H * E,
                   kv_n = (G - 1) * p->kv_gs + (lk - 1) * p->kv_ss + H * E;
-    const int direct = lk > 0 && nf__bf16_valued(c, &op->src[0], q_n) && nf__bf16_valued(c, &op->src[1], kv_n) &&
-                       nf__bf16_valued(c, &op->src[2], kv_n);
+    /* many keys and query rows: a task per (group, head) on the bf16 matmuls, each run in
+     * its thread on the thread's own stream, which convert q, k, v to bits (rounding them);
+     * else a task per block of query rows on sgemm, reading q, k, v in place where they
+     * hold bf16 values only */
+    const int use_mm = lk >= NF__ATTN_MM_MIN && lq >= NF__ATTN_MM_MIN;
+    const int direct = !use_mm && lk > 0 && nf__bf16_valued(c, &op->src[0], q_n) &&
+                       nf__bf16_valued(c, &op->src[1], kv_n) && nf__bf16_valued(c, &op->src[2], kv_n);
     /* where o's rows are whole (G lq rows of H E, in either order), the bf16 copy of o for
      * the o-projection that reads it next, written as each row is */
     const int64_t HE = H * E;
@@ -835,10 +829,7 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
         p,      NF__PTR(&op->src[0]),  NF__PTR(&op->src[1]), NF__PTR(&op->src[2]), NF__PTR(&op->dst[0]),
         direct, out ? out->bits : NULL};
     const int64_t bq = lq < 128 ? lq : 128, nblk = (lq + bq - 1) / bq;
-    /* many keys and query rows: a task per (group, head) on the bf16 matmuls, each run in
-     * its thread on the thread's own stream; else a task per block of query rows on sgemm */
     struct nf__bf16_attn_mm m = {{NULL}, bq, 0, NULL, NULL};
-    const int use_mm = lk >= NF__ATTN_MM_MIN && lq >= NF__ATTN_MM_MIN;
     if (use_mm) {
         const int64_t ld = p->kv_ss;
         if (nf__kv_bits_pair(c, &op->src[1], &op->src[2], kv_n, &m.kbits, &m.vbits) != NF_OK)
