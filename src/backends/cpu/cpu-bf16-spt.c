@@ -25,8 +25,7 @@
 
 /* R(softmax(s)) in place over n values: fp32 exp(s - max) (nf__exp_f32's
  * values, vectorised), times 1 / sum (the sum in j order), rounded */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_softmax_row(float * restrict s,
-                                                                                         int64_t n) {
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__spt_softmax_row(float * restrict s, int64_t n) {
     float mx = s[0];
     for (int64_t j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
     nf__cpu_exp_sub_row(s, n, mx);
@@ -34,6 +33,32 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_sof
     for (int64_t j = 0; j < n; j++) sum += s[j];
     const float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++) s[j] = nf__bf16_rnd(s[j] * inv);
+}
+
+/* the matmul path's (cpu-bf16.c): nr <= NF__SPT_SM_ROWS rows of n scores S = q·kᵀ (fp32),
+ * rows n apart: s = R(R(S) · scale), then R(softmax(s)) as nf__spt_softmax_row computes it
+ * (the serial max, fp32 exp, the sum in j order, times 1 / sum), its bits into pb (rows n
+ * apart); the rows' sums interleaved */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__spt_softmax_bits(float * restrict S, int64_t n,
+                                                                                   float scale, int nr,
+                                                                                   uint16_t * restrict pb) {
+    float sum[NF__SPT_SM_ROWS];
+    for (int r = 0; r < nr; r++) {
+        float * s = S + r * n;
+        for (int64_t j = 0; j < n; j++) s[j] = nf__bf16_rnd(nf__bf16_rnd(s[j]) * scale);
+        nf__cpu_exp_sub_row(s, n, nf__cpu_max_row(s, n));
+        sum[r] = 0.0f;
+    }
+    if (nr == NF__SPT_SM_ROWS)
+        for (int64_t j = 0; j < n; j++)
+            for (int r = 0; r < NF__SPT_SM_ROWS; r++) sum[r] += S[r * n + j];
+    else
+        for (int r = 0; r < nr; r++)
+            for (int64_t j = 0; j < n; j++) sum[r] += S[r * n + j];
+    for (int r = 0; r < nr; r++) {
+        const float inv = 1.0f / sum[r];
+        for (int64_t j = 0; j < n; j++) pb[r * n + j] = (uint16_t) (nf__bf16_u32(S[r * n + j] * inv) >> 16);
+    }
 }
 
 /* the same for the NF__TILE_ROWS rows of a block (n values each, at row stride ld),

@@ -126,6 +126,18 @@ struct nf__copy {
     dnnl_memory_desc_t wmd; /* a weight's: the layout bits hold (a matmul's packed W) */
 };
 
+/* a batched bf16 matmul over (n, H) batches: dst (lq, nn) f32 dense = a (lq, kk) · b (kk, nn),
+ * a and b bf16 at the 4-d strides of its key (SpTransformer's attention: a batch per (group,
+ * head), run by several threads at once, each with its own scratchpad) */
+struct nf__bmm {
+    int64_t key[16]; /* a's dims and strides, b's dims and strides */
+    dnnl_memory_desc_t a_md, b_md, c_md, spmd;
+    size_t sp_bytes;
+    dnnl_primitive_t prim;
+    unsigned long long used;
+};
+#define NF__BMM_CACHE 16
+
 #define NF__ACT_COPIES     2                  /* producer and consumer in one op: ping-pong */
 #define NF__VALS           16                 /* regions known to hold bf16 values (bf16_vals) */
 #define NF__KV_COPIES      2                  /* attention's keys and values, when in two regions */
@@ -135,6 +147,7 @@ struct nf_cpu_bf16 {
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     struct nf__mm mm[NF__MM_CACHE];
+    struct nf__bmm bmm[NF__BMM_CACHE];
     unsigned long long tick;
     uint16_t *xa, *wa; /* bf16 copies of x and W where no cached copy serves */
     size_t xa_n, wa_n;
@@ -317,6 +330,8 @@ void nf__cpu_bf16_free(struct nf_cpu_bf16 * c) {
     if (!c) return;
     for (int i = 0; i < NF__MM_CACHE; i++)
         if (c->mm[i].prim) dnnl_primitive_destroy(c->mm[i].prim);
+    for (int i = 0; i < NF__BMM_CACHE; i++)
+        if (c->bmm[i].prim) dnnl_primitive_destroy(c->bmm[i].prim);
     if (c->stream) dnnl_stream_destroy(c->stream);
     if (c->eng) dnnl_engine_destroy(c->eng);
     free(c->xa);
@@ -398,6 +413,31 @@ static int nf__mm_get(struct nf_cpu_bf16 * c, int64_t m, int64_t n, int64_t k, i
     return NF_OK;
 }
 
+/* runs prim on strm: dst (c_md) = a (a_md) · b (b_md), with the scratchpad sp (spmd) where
+ * sp_bytes; waits for it */
+static int nf__prim_exec(struct nf_cpu_bf16 * c, dnnl_stream_t strm, dnnl_primitive_t prim,
+                         const dnnl_memory_desc_t * a_md, const void * a, const dnnl_memory_desc_t * b_md,
+                         const void * b, const dnnl_memory_desc_t * c_md, float * dst, const dnnl_memory_desc_t * spmd,
+                         size_t sp_bytes, void * sp, nf_err * err) {
+    dnnl_memory_t am = NULL, bm = NULL, cm = NULL, spm = NULL;
+    dnnl_status_t st = dnnl_memory_create(&am, a_md, c->eng, (void *) a);
+    if (st == dnnl_success) st = dnnl_memory_create(&bm, b_md, c->eng, (void *) b);
+    if (st == dnnl_success) st = dnnl_memory_create(&cm, c_md, c->eng, dst);
+    if (st == dnnl_success && sp_bytes) st = dnnl_memory_create(&spm, spmd, c->eng, sp);
+    if (st == dnnl_success) {
+        dnnl_exec_arg_t args[4] = {
+            {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, spm}};
+        st = dnnl_primitive_execute(prim, strm, spm ? 4 : 3, args);
+        if (st == dnnl_success) st = dnnl_stream_wait(strm);
+    }
+    if (am) dnnl_memory_destroy(am);
+    if (bm) dnnl_memory_destroy(bm);
+    if (cm) dnnl_memory_destroy(cm);
+    if (spm) dnnl_memory_destroy(spm);
+    if (st != dnnl_success) return nf__dnnl_err(err, "a bf16 matmul", st);
+    return NF_OK;
+}
+
 /* t (m, n) f32 at row stride e->ldc = xa (m, k) bf16 · W ᵀ, W's bf16 values at wb in e->wmd's
  * layout, on stream strm (c->stream, or a thread's own inside a parallel region); sp: the
  * thread's scratchpad where e->user_sp */
@@ -407,22 +447,102 @@ static int nf__mm_exec(struct nf_cpu_bf16 * c, dnnl_stream_t strm, const struct 
     dnnl_dims_t ad = {e->m, e->k}, cd = {e->m, e->n}, cs = {e->ldc, 1};
     dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_bf16, dnnl_ab);
     dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs);
-    dnnl_memory_t am = NULL, bm = NULL, cm = NULL, spm = NULL;
-    dnnl_status_t st = dnnl_memory_create(&am, &a_md, c->eng, (void *) xa);
-    if (st == dnnl_success) st = dnnl_memory_create(&bm, &e->wmd, c->eng, (void *) wb);
-    if (st == dnnl_success) st = dnnl_memory_create(&cm, &c_md, c->eng, t);
-    if (st == dnnl_success && e->sp_bytes) st = dnnl_memory_create(&spm, &e->spmd, c->eng, sp);
-    if (st == dnnl_success) {
-        dnnl_exec_arg_t args[4] = {
-            {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, spm}};
-        st = dnnl_primitive_execute(e->prim, strm, spm ? 4 : 3, args);
-        if (st == dnnl_success) st = dnnl_stream_wait(strm);
+    return nf__prim_exec(c, strm, e->prim, &a_md, xa, &e->wmd, wb, &c_md, t, &e->spmd, e->sp_bytes, sp, err);
+}
+
+/* the batched matmul of a (dims ad, strides as) · b (bd, bs), both bf16, 4-d: (n, H) batches
+ * of (lq, kk) · (kk, nn) into a dense f32 (n, H, lq, nn); cached by dims and strides, a user
+ * scratchpad (each thread passes its own) */
+static int nf__bmm_get(struct nf_cpu_bf16 * c, const int64_t ad[4], const int64_t as[4], const int64_t bd[4],
+                       const int64_t bs[4], struct nf__bmm ** out, nf_err * err) {
+    int64_t key[16];
+    memcpy(key, ad, 4 * sizeof(int64_t)), memcpy(key + 4, as, 4 * sizeof(int64_t));
+    memcpy(key + 8, bd, 4 * sizeof(int64_t)), memcpy(key + 12, bs, 4 * sizeof(int64_t));
+    int lru = 0;
+    for (int i = 0; i < NF__BMM_CACHE; i++) {
+        struct nf__bmm * e = &c->bmm[i];
+        if (e->prim && !memcmp(e->key, key, sizeof(key))) {
+            e->used = ++c->tick;
+            *out = e;
+            return NF_OK;
+        }
+        if (!e->prim || e->used < c->bmm[lru].used) lru = i;
+        if (!e->prim) break;
     }
-    if (am) dnnl_memory_destroy(am);
-    if (bm) dnnl_memory_destroy(bm);
-    if (cm) dnnl_memory_destroy(cm);
-    if (spm) dnnl_memory_destroy(spm);
-    if (st != dnnl_success) return nf__dnnl_err(err, "a bf16 matmul", st);
+    struct nf__bmm n;
+    memset(&n, 0, sizeof(n));
+    memcpy(n.key, key, sizeof(key));
+    dnnl_dims_t a_d = {ad[0], ad[1], ad[2], ad[3]}, a_s = {as[0], as[1], as[2], as[3]};
+    dnnl_dims_t b_d = {bd[0], bd[1], bd[2], bd[3]}, b_s = {bs[0], bs[1], bs[2], bs[3]};
+    dnnl_dims_t c_d = {ad[0], ad[1], ad[2], bd[3]};
+    dnnl_status_t st = dnnl_memory_desc_init_by_strides(&n.a_md, 4, a_d, dnnl_bf16, a_s);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&n.b_md, 4, b_d, dnnl_bf16, b_s);
+    if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&n.c_md, 4, c_d, dnnl_f32, dnnl_abcd);
+    dnnl_matmul_desc_t md;
+    if (st == dnnl_success) st = dnnl_matmul_desc_init(&md, &n.a_md, &n.b_md, NULL, &n.c_md);
+    dnnl_primitive_attr_t attr = NULL;
+    if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &md, attr, c->eng, NULL);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (st == dnnl_success) {
+        const dnnl_memory_desc_t * sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+        if (sp) n.spmd = *sp, n.sp_bytes = dnnl_memory_desc_get_size(sp);
+        st = dnnl_primitive_create(&n.prim, pd);
+    }
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success) return nf__dnnl_err(err, "creating a batched bf16 matmul", st);
+    struct nf__bmm * e = &c->bmm[lru];
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    *e = n;
+    e->used = ++c->tick;
+    *out = e;
+    return NF_OK;
+}
+
+/* ---- a team of threads on oneDNN: in a parallel region, each thread runs its tasks'
+ * primitives on its own stream with its own scratch (kernels single-threaded there) ---- */
+
+struct nf__team {
+    dnnl_stream_t st;
+    void * buf; /* the thread's scratch, 64-byte aligned */
+    nf_err err; /* a failed task's message */
+};
+
+/* the calling thread's `bytes` of scratch and (where stream) its stream; 0 where either
+ * could not be had */
+static int nf__team_begin(struct nf_cpu_bf16 * c, struct nf__team * t, size_t bytes, int stream) {
+    memset(t, 0, sizeof(*t));
+    if (bytes && !(t->buf = aligned_alloc(64, (bytes + 63) / 64 * 64))) return 0;
+    if (stream && dnnl_stream_create(&t->st, c->eng, dnnl_stream_default_flags) != dnnl_success) {
+        t->st = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+static void nf__team_end(struct nf__team * t) {
+    if (t->st) dnnl_stream_destroy(t->st);
+    free(t->buf);
+}
+
+/* a task's result: the team's first failure (its code in *failed, its message in *err) */
+static void nf__team_fail(const struct nf__team * t, int rc, int * failed, nf_err * err) {
+    if (rc == NF_OK) return;
+#pragma omp critical(nf__team_fail)
+    if (!*failed) {
+        *failed = rc;
+        if (err) *err = t->err;
+    }
+}
+
+/* after the region: NF_OK, or the failure named with op */
+static int nf__team_result(int failed, const nf_op * op, nf_err * err) {
+    const char *name = nf__op_name(op->type), *label = op->label ? op->label : "";
+    if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
+        return nf__err_set(err, NF_ERR_NOMEM, "%s %s: out of memory", name, label);
+    if (failed) return nf__err_prefix(err, "%s %s", name, label);
     return NF_OK;
 }
 
@@ -852,44 +972,127 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     int failed = 0;
 #pragma omp parallel if (use_mm || NF_CPU_PAR(G * H * lq * lk * E))
     {
-        float * buf = malloc(nfl * sizeof(float));
-        nf_err terr = {0};
-        dnnl_stream_t st = NULL;
-        if (use_mm && buf && dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) != dnnl_success) {
-            free(buf);
-            buf = NULL;
-        }
+        struct nf__team t;
+        const int ready = nf__team_begin(c, &t, nfl * sizeof(float), use_mm);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t task = 0; task < ntask; task++) {
-            if (!buf) {
-#pragma omp atomic write
-                failed = NF_ERR_NOMEM;
-                continue;
-            }
-            int rc;
-            if (use_mm) {
-                rc = nf__bf16_attn_head_mm(c, &a, &m, task / H, task % H, buf, st, &terr);
-            } else {
+            int rc = NF_ERR_NOMEM;
+            if (ready && use_mm) {
+                rc = nf__bf16_attn_head_mm(c, &a, &m, task / H, task % H, t.buf, t.st, &t.err);
+            } else if (ready) {
                 const int64_t g = task / (H * nblk), h = (task / nblk) % H, i0 = (task % nblk) * bq;
                 const int64_t nb = lq - i0 < bq ? lq - i0 : bq;
-                rc = nf__bf16_attn_task(&a, g, h, i0, nb, buf, &terr);
+                rc = nf__bf16_attn_task(&a, g, h, i0, nb, t.buf, &t.err);
             }
-            if (rc != NF_OK) {
-#pragma omp critical(nf__bf16_attention_err)
-                if (!failed) {
-                    failed = rc;
-                    if (err) *err = terr;
-                }
-            }
+            nf__team_fail(&t, rc, &failed, err);
         }
-        if (st) dnnl_stream_destroy(st);
-        free(buf);
+        nf__team_end(&t);
     }
-    if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
-        return nf__err_set(err, NF_ERR_NOMEM, "ATTENTION %s: out of memory", op->label ? op->label : "");
-    if (failed) return nf__err_prefix(err, "ATTENTION %s", op->label ? op->label : "");
+    NF_TRY(nf__team_result(failed, op, err));
     if (out) out->valid = 1;
     return NF_OK;
+}
+
+/* SpTransformer's attention (p.bf16_stream: torch's unfused bf16 attention, the rule of
+ * cpu-bf16-spt.c) on oneDNN's batched bf16 matmuls, from NF__SPT_MM_MIN query rows and keys
+ * on: chunks of groups, each in one thread -- its q, k and v rows to bits (each group's
+ * keys and values their own copy: the windows' overlap, which oneDNN's strides refuse), S = q·kᵀ for its (group, head) batches (fp32 sums of bf16 products), s =
+ * R(R(S) · scale), P = R(softmax(s)) (nf__spt_softmax_row), o = R(P·V) -- its scores held
+ * in cache between the two products (NF__SPT_CHUNK floats) */
+#define NF__SPT_MM_MIN 64
+#define NF__SPT_CHUNK  131072
+
+/* 64-byte-aligned parts of a thread's scratch: the chunk's scores (ng H lq lk floats), its
+ * outputs (ng H lq E), then the bits of q (ng lq H E), k and v (ng lk H E each), P (as S),
+ * then the primitives' scratchpad */
+struct nf__spt_mm_buf {
+    size_t S, O, qb, kb, vb, pb, sp, bytes;
+};
+
+static size_t nf__al64(size_t n) { return (n + 63) / 64 * 64; }
+
+static struct nf__spt_mm_buf nf__spt_mm_layout(const struct nf_attention_params * p, int64_t ng, size_t sp_bytes) {
+    const int64_t HE = p->n_heads * p->head_dim, ns = ng * p->n_heads * p->lq * p->lk;
+    const int64_t nk = ng * p->lk;
+    struct nf__spt_mm_buf b;
+    b.S = 0;
+    b.O = b.S + nf__al64((size_t) ns * sizeof(float));
+    b.qb = b.O + nf__al64((size_t) (ng * p->n_heads * p->lq * p->head_dim) * sizeof(float));
+    b.kb = b.qb + nf__al64((size_t) (ng * p->lq * HE) * sizeof(uint16_t));
+    b.vb = b.kb + nf__al64((size_t) (nk * HE) * sizeof(uint16_t));
+    b.pb = b.vb + nf__al64((size_t) (nk * HE) * sizeof(uint16_t));
+    b.sp = b.pb + nf__al64((size_t) ns * sizeof(uint16_t));
+    b.bytes = b.sp + nf__al64(sp_bytes);
+    return b;
+}
+
+/* the groups g0 .. g0 + n of op on mm[0] (the scores) and mm[1] (P·V) */
+static int nf__spt_attn_chunk(struct nf_cpu_bf16 * c, const nf_op * op, struct nf__bmm * const mm[2], int64_t g0,
+                              int64_t n, const struct nf__spt_mm_buf * L, struct nf__team * t) {
+    const struct nf_attention_params * p = &op->p.attention;
+    const int64_t H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk, HE = H * E;
+    const float *q = NF__PTR(&op->src[0]), *k = NF__PTR(&op->src[1]), *v = NF__PTR(&op->src[2]);
+    float * o = NF__PTR(&op->dst[0]);
+    char * base = t->buf;
+    float *S = (float *) (base + L->S), *O = (float *) (base + L->O);
+    uint16_t *qb = (uint16_t *) (base + L->qb), *kb = (uint16_t *) (base + L->kb), *vb = (uint16_t *) (base + L->vb),
+             *pb = (uint16_t *) (base + L->pb);
+    for (int64_t r = 0; r < n * lq; r++)
+        nf__bf16_bits_row(qb + r * HE, q + (g0 + r / lq) * p->q_gs + r % lq * p->q_ss, HE);
+    for (int64_t r = 0; r < n * lk; r++) {
+        const int64_t off = (g0 + r / lk) * p->kv_gs + r % lk * p->kv_ss;
+        nf__bf16_bits_row(kb + r * HE, k + off, HE);
+        nf__bf16_bits_row(vb + r * HE, v + off, HE);
+    }
+    NF_TRY(nf__prim_exec(c, t->st, mm[0]->prim, &mm[0]->a_md, qb, &mm[0]->b_md, kb, &mm[0]->c_md, S, &mm[0]->spmd,
+                         mm[0]->sp_bytes, base + L->sp, &t->err));
+    for (int64_t r = 0; r < n * H * lq; r += NF__SPT_SM_ROWS) {
+        const int64_t nr = n * H * lq - r < NF__SPT_SM_ROWS ? n * H * lq - r : NF__SPT_SM_ROWS;
+        nf__spt_softmax_bits(S + r * lk, lk, p->scale, (int) nr, pb + r * lk);
+    }
+    NF_TRY(nf__prim_exec(c, t->st, mm[1]->prim, &mm[1]->a_md, pb, &mm[1]->b_md, vb, &mm[1]->c_md, O, &mm[1]->spmd,
+                         mm[1]->sp_bytes, base + L->sp, &t->err));
+    for (int64_t r = 0; r < n * H * lq; r++) { /* r = (g H + h) lq + i */
+        const int64_t g = r / (H * lq), h = r / lq % H, i = r % lq;
+        nf__bf16_rnd_row(o + (g0 + g) * p->o_gs + i * p->o_ss + h * E, O + r * E, E);
+    }
+    return NF_OK;
+}
+
+static int nf__bf16_spt_attention_mm(struct nf_cpu_bf16 * c, const nf_op * op, nf_err * err) {
+    const struct nf_attention_params * p = &op->p.attention;
+    const int64_t G = p->n_groups, H = p->n_heads, E = p->head_dim, lq = p->lq, lk = p->lk, HE = H * E;
+    if (G == 0) return NF_OK;
+    int64_t ng = NF__SPT_CHUNK / (H * lq * lk);
+    ng = ng < 1 ? 1 : ng > G ? G : ng;
+    const int64_t nch = (G + ng - 1) / ng, ng_last = G - (nch - 1) * ng;
+    struct nf__bmm * mm[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [last chunk][scores, P·V] */
+    size_t sp_bytes = 0;
+    for (int li = 0; li < (ng_last != ng ? 2 : 1); li++) {
+        const int64_t n = li ? ng_last : ng;
+        const int64_t ad0[4] = {n, H, lq, E}, as0[4] = {lq * HE, E, HE, 1};
+        const int64_t bd0[4] = {n, H, E, lk}, bs0[4] = {lk * HE, E, 1, HE};
+        const int64_t ad1[4] = {n, H, lq, lk}, as1[4] = {H * lq * lk, lq * lk, lk, 1};
+        const int64_t bd1[4] = {n, H, lk, E}, bs1[4] = {lk * HE, E, HE, 1};
+        NF_TRY(nf__bmm_get(c, ad0, as0, bd0, bs0, &mm[li][0], err));
+        NF_TRY(nf__bmm_get(c, ad1, as1, bd1, bs1, &mm[li][1], err));
+        for (int i = 0; i < 2; i++) sp_bytes = mm[li][i]->sp_bytes > sp_bytes ? mm[li][i]->sp_bytes : sp_bytes;
+    }
+    const struct nf__spt_mm_buf L = nf__spt_mm_layout(p, ng, sp_bytes);
+    int failed = 0;
+#pragma omp parallel
+    {
+        struct nf__team t;
+        const int ready = nf__team_begin(c, &t, L.bytes, 1);
+#pragma omp for schedule(static)
+        for (int64_t ci = 0; ci < nch; ci++) {
+            const int64_t g0 = ci * ng, n = G - g0 < ng ? G - g0 : ng;
+            const int rc = ready ? nf__spt_attn_chunk(c, op, mm[n != ng], g0, n, &L, &t) : NF_ERR_NOMEM;
+            nf__team_fail(&t, rc, &failed, err);
+        }
+        nf__team_end(&t);
+    }
+    return nf__team_result(failed, op, err);
 }
 
 /* CONV1D (SpTransformer's dilated convs, docs/precision.md "SpTransformer
@@ -956,43 +1159,26 @@ static int nf__bf16_conv1d(nf_backend * be, const nf_op * op, nf_err * err) {
         int failed = 0;
 #pragma omp parallel
         {
-            dnnl_stream_t st = NULL;
-            void * sp = NULL;
-            const int ready = dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) == dnnl_success &&
-                              (!sp_bytes || (sp = aligned_alloc(64, (sp_bytes + 63) / 64 * 64)));
-            nf_err terr = {0};
+            struct nf__team tm;
+            const int ready = nf__team_begin(c, &tm, sp_bytes, 1);
 #pragma omp for schedule(static)
             for (int64_t b = 0; b < nblk; b++) {
-                if (!ready) {
-#pragma omp atomic write
-                    failed = NF_ERR_NOMEM;
-                    continue;
-                }
                 const int64_t r0 = b * NF__CONV_ROWS, nr = L - r0 < NF__CONV_ROWS ? L - r0 : NF__CONV_ROWS;
                 const int li = nr != nr_full;
-                int rc = NF_OK;
+                int rc = ready ? NF_OK : NF_ERR_NOMEM;
                 for (int64_t k = 0; k < K && rc == NF_OK; k++) {
                     const int64_t sh = k * p->dilation - p->pad; /* output row r reads input row r + sh */
-                    rc = nf__mm_exec(c, st, mm[k > 0][li], xa + (p0 + r0 + sh) * cin, wa + k * cout * cin,
-                                     t + r0 * cout, sp, &terr);
+                    rc = nf__mm_exec(c, tm.st, mm[k > 0][li], xa + (p0 + r0 + sh) * cin, wa + k * cout * cin,
+                                     t + r0 * cout, tm.buf, &tm.err);
                 }
-                if (rc != NF_OK) {
-#pragma omp critical(nf__bf16_conv1d_err)
-                    if (!failed) {
-                        failed = rc;
-                        if (err) *err = terr;
-                    }
-                    continue;
-                }
+                nf__team_fail(&tm, rc, &failed, err);
+                if (rc != NF_OK) continue;
                 for (int64_t r = r0; r < r0 + nr; r++)
                     nf__bf16_conv_epi(ys + r * p->ldy, t + r * cout, bb, cout, p->accumulate);
             }
-            if (st) dnnl_stream_destroy(st);
-            free(sp);
+            nf__team_end(&tm);
         }
-        if (failed == NF_ERR_NOMEM && (!err || err->code != NF_ERR_NOMEM))
-            return nf__err_set(err, NF_ERR_NOMEM, "CONV1D %s: out of memory", op->label ? op->label : "");
-        if (failed) return nf__err_prefix(err, "CONV1D %s", op->label ? op->label : "");
+        NF_TRY(nf__team_result(failed, op, err));
     }
     return NF_OK;
 }
@@ -1008,7 +1194,10 @@ int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op
     switch (op->type) {
         case NF_OP_LINEAR: return nf__bf16_linear(be, op, err);
         case NF_OP_ATTENTION:
-            return op->p.attention.bf16_stream ? nf__bf16_spt_attention(op, err) : nf__bf16_attention(be, op, err);
+            if (!op->p.attention.bf16_stream) return nf__bf16_attention(be, op, err);
+            return op->p.attention.lq >= NF__SPT_MM_MIN && op->p.attention.lk >= NF__SPT_MM_MIN
+                       ? nf__bf16_spt_attention_mm(be->ctx, op, err)
+                       : nf__bf16_spt_attention(op, err);
         case NF_OP_AXIAL_POS: return nf__bf16_spt_axial_pos(op);
         case NF_OP_BUCKET_ROUTE: return nf__bf16_spt_bucket_route(op, err);
         case NF_OP_BUCKET_GATHER: return nf__bf16_spt_bucket_gather(op);
