@@ -173,6 +173,13 @@ int nf__bf16_spt_bucket_route(const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
+/* d[e] = R(f · s[e]), e < n */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_mul_rnd(float * restrict d,
+                                                                                   const float * restrict s, int64_t n,
+                                                                                   float f) {
+    for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(f * s[e]);
+}
+
 int nf__bf16_spt_bucket_gather(const nf_op * op) {
     const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
     const float *k = NF__PTR(&op->src[0]), *v = NF__PTR(&op->src[1]);
@@ -181,25 +188,23 @@ int nf__bf16_spt_bucket_gather(const nf_op * op) {
     float *kc = NF__PTR(&op->dst[0]), *vc = NF__PTR(&op->dst[1]);
     const int64_t nb = p->n_buckets, B = p->bucket, H = p->n_heads, E = p->head_dim, Wd = H * E;
     const float * vsrc = p->reuse_keys ? k : v;
+    /* each destination row written whole, head after head */
 #pragma omp parallel for schedule(static)
-    for (int64_t su = 0; su < p->n_seq * nb; su++) {
-        const int64_t s = su / nb, u = su % nb;
+    for (int64_t sj = 0; sj < p->n_seq * nb * B; sj++) {
+        const int64_t su = sj / B, j = sj % B, s = su / nb, u = su % nb;
         float *kd = kc + su * 2 * B * Wd, *vd = vc + su * 2 * B * Wd;
         for (int64_t h = 0; h < H; h++) {
             const int64_t i = (s * H + h) * nb + u;
             int64_t vs = sel[i];
             vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
-            const float pu = prob[2 * i];
-            for (int64_t j = 0; j < B; j++) {
-                const int64_t rs = s * p->kv_gs + (vs * B + j) * p->kv_ss + h * E;
-                const int64_t ro = s * p->kv_gs + (u * B + j) * p->kv_ss + h * E;
-                for (int64_t e = 0; e < E; e++) {
-                    kd[j * Wd + h * E + e] = nf__bf16_rnd(pu * k[rs + e]);
-                    vd[j * Wd + h * E + e] = nf__bf16_rnd(pu * vsrc[rs + e]);
-                }
-                memcpy(kd + (B + j) * Wd + h * E, k + ro, (size_t) E * sizeof(float));
-                memcpy(vd + (B + j) * Wd + h * E, v + ro, (size_t) E * sizeof(float));
-            }
+            const int64_t rs = s * p->kv_gs + (vs * B + j) * p->kv_ss + h * E;
+            nf__spt_mul_rnd(kd + j * Wd + h * E, k + rs, E, prob[2 * i]);
+            nf__spt_mul_rnd(vd + j * Wd + h * E, vsrc + rs, E, prob[2 * i]);
+        }
+        const int64_t ro = s * p->kv_gs + (u * B + j) * p->kv_ss;
+        for (int64_t h = 0; h < H; h++) {
+            memcpy(kd + (B + j) * Wd + h * E, k + ro + h * E, (size_t) E * sizeof(float));
+            memcpy(vd + (B + j) * Wd + h * E, v + ro + h * E, (size_t) E * sizeof(float));
         }
     }
     return NF_OK;
