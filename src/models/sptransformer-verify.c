@@ -414,8 +414,7 @@ static int nf__vspt_run(struct nf_verify * v, FILE * f, nf_err * err) {
         nf__vspt_buckets(m, &dlog, rm ? &rlog : NULL, &x.sel, &x.margin, c);
         c->inputs_identical = nf__vspt_inputs_identical(&dlog, &rlog, rm != NULL, &x);
         c->pass = c->finite && c->max_abs <= thr_max && c->mean_abs <= thr_mean &&
-                  c->splice_agree + c->splice_ties == c->positions &&
-                  (bf16 || c->flips == 0) && c->inputs_identical;
+                  c->splice_agree + c->splice_ties == c->positions && (bf16 || c->flips == 0) && c->inputs_identical;
         c->bisect[0] = '\0';
         if (rm && (o->bisect == 2 || (o->bisect == 1 && !c->pass))) {
             nf__vspt_bisect(m, &dlog, &rlog, o, c);

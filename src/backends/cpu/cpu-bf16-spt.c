@@ -3,12 +3,15 @@
  * autocast every SpTransformer activation is bf16, and each aten op rounds
  * its result to bf16 (R below: round to nearest, ties to even):
  *  - ATTENTION (p.bf16_stream): s = R(R(q·kᵀ) · scale) (bmm, mul), P =
- *    R(softmax(s)) computed in fp32 (exp(s - max) · (1 / sum)), o = R(P·V);
+ *    R(softmax(s)) computed in fp32 (exp(s - max) · (1 / sum)), o = R(P·V)
+ *    (here the small problems' tiles; from 64 query rows and keys on
+ *    cpu-bf16.c's batched oneDNN matmuls, with nf__spt_softmax_bits);
  *  - BUCKET_ROUTE (the sort net): the bucket means R(R(sum) / bucket), their
  *    scores R(R(mean_q · mean_k) · scale), the softmax rounded, top-1 (the
  *    first of equal probabilities), its bf16 probability;
- *  - BUCKET_GATHER: the routed keys R(p · k) (reorder_buckets' bmm with the
- *    one-hot · p matrix: one rounding of an exact product), own keys as they are;
+ *  - BUCKET_GATHER (cpu-seq.c's kernel, bf16 = 1): the routed keys R(p · k)
+ *    (reorder_buckets' bmm with the one-hot · p matrix: one rounding of an
+ *    exact product), own keys as they are;
  *  - AXIAL_POS: x = R(x + R(e0 + e1)).
  * fp32 sums of products of bf16 values throughout. */
 #include "cpu-bf16-spt.h"
@@ -170,43 +173,6 @@ int nf__bf16_spt_bucket_route(const nf_op * op, nf_err * err) {
         free(qb);
     }
     if (failed) return nf__err_set(err, NF_ERR_NOMEM, "BUCKET_ROUTE %s: out of memory", op->label ? op->label : "");
-    return NF_OK;
-}
-
-/* d[e] = R(f · s[e]), e < n */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_mul_rnd(float * restrict d,
-                                                                                   const float * restrict s, int64_t n,
-                                                                                   float f) {
-    for (int64_t e = 0; e < n; e++) d[e] = nf__bf16_rnd(f * s[e]);
-}
-
-int nf__bf16_spt_bucket_gather(const nf_op * op) {
-    const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
-    const float *k = NF__PTR(&op->src[0]), *v = NF__PTR(&op->src[1]);
-    const int32_t * sel = NF__IPTR(&op->src[2]);
-    const float * prob = NF__PTR(&op->src[3]);
-    float *kc = NF__PTR(&op->dst[0]), *vc = NF__PTR(&op->dst[1]);
-    const int64_t nb = p->n_buckets, B = p->bucket, H = p->n_heads, E = p->head_dim, Wd = H * E;
-    const float * vsrc = p->reuse_keys ? k : v;
-    /* each destination row written whole, head after head */
-#pragma omp parallel for schedule(static)
-    for (int64_t sj = 0; sj < p->n_seq * nb * B; sj++) {
-        const int64_t su = sj / B, j = sj % B, s = su / nb, u = su % nb;
-        float *kd = kc + su * 2 * B * Wd, *vd = vc + su * 2 * B * Wd;
-        for (int64_t h = 0; h < H; h++) {
-            const int64_t i = (s * H + h) * nb + u;
-            int64_t vs = sel[i];
-            vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
-            const int64_t rs = s * p->kv_gs + (vs * B + j) * p->kv_ss + h * E;
-            nf__spt_mul_rnd(kd + j * Wd + h * E, k + rs, E, prob[2 * i]);
-            nf__spt_mul_rnd(vd + j * Wd + h * E, vsrc + rs, E, prob[2 * i]);
-        }
-        const int64_t ro = s * p->kv_gs + (u * B + j) * p->kv_ss;
-        for (int64_t h = 0; h < H; h++) {
-            memcpy(kd + (B + j) * Wd + h * E, k + ro + h * E, (size_t) E * sizeof(float));
-            memcpy(vd + (B + j) * Wd + h * E, v + ro + h * E, (size_t) E * sizeof(float));
-        }
-    }
     return NF_OK;
 }
 

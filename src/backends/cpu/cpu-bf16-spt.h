@@ -12,7 +12,6 @@ void nf__spt_softmax_row(float * restrict s, int64_t n);
 #define NF__SPT_SM_ROWS 8
 void nf__spt_softmax_bits(float * restrict S, int64_t n, float scale, int nr, uint16_t * restrict pb);
 int nf__bf16_spt_bucket_route(const nf_op * op, nf_err * err);
-int nf__bf16_spt_bucket_gather(const nf_op * op);
 int nf__bf16_spt_axial_pos(const nf_op * op);
 
 #endif

@@ -1200,7 +1200,7 @@ int nf__cpu_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_op
                        : nf__bf16_spt_attention(op, err);
         case NF_OP_AXIAL_POS: return nf__bf16_spt_axial_pos(op);
         case NF_OP_BUCKET_ROUTE: return nf__bf16_spt_bucket_route(op, err);
-        case NF_OP_BUCKET_GATHER: return nf__bf16_spt_bucket_gather(op);
+        case NF_OP_BUCKET_GATHER: return nf__cpu_bucket_gather_r(op, 1);
         case NF_OP_EMBED_FEATURES: return nf__cpu_embed_features_r(op, 1);
         case NF_OP_LABEL_TOKENS: return nf__cpu_label_tokens_r(op, 1, err);
         case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);

@@ -234,6 +234,7 @@ int nf__cpu_batch_norm(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_batch_norm_r(const nf_op * op, int bf16, nf_err * err);
 int nf__cpu_embed_features_r(const nf_op * op, int bf16);
 int nf__cpu_label_tokens_r(const nf_op * op, int bf16, nf_err * err);
+int nf__cpu_bucket_gather_r(const nf_op * op, int bf16);
 int nf__cpu_fill(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_axial_pos(nf_backend * be, const nf_op * op, nf_err * err);
 int nf__cpu_gather_rows(nf_backend * be, const nf_op * op, nf_err * err);

@@ -269,27 +269,31 @@ int nf__cpu_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
     return NF_OK;
 }
 
-/* one (bucket, head) of BUCKET_GATHER: B rows of E floats each, rows of
- * the chosen bucket scaled by pu (kd, vd rows 0 .. B-1) and the bucket's own
- * rows copied (rows B .. 2B-1); source rows ss apart, destination rows ds
- * apart; one vectorised call per (bucket, head) instead of four per row,
- * the same products */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gather_head(
-    float * restrict kd, float * restrict vd, const float * ks, const float * vs, const float * ko, const float * vo,
-    float pu, int64_t B, int64_t E, int64_t ss, int64_t ds) {
-    for (int64_t j = 0; j < B; j++) {
-        float *kr = kd + j * ds, *vr = vd + j * ds, *kr2 = kd + (B + j) * ds, *vr2 = vd + (B + j) * ds;
-        const float *a = ks + j * ss, *b = vs + j * ss, *c = ko + j * ss, *d = vo + j * ss;
-        for (int64_t e = 0; e < E; e++) kr[e] = pu * a[e];
-        for (int64_t e = 0; e < E; e++) vr[e] = pu * b[e];
-        for (int64_t e = 0; e < E; e++) kr2[e] = c[e];
-        for (int64_t e = 0; e < E; e++) vr2[e] = d[e];
+/* row j of one bucket's BUCKET_GATHER output, every head h < H (E floats each): the
+ * chosen bucket's row scaled by that head's pu (kd, vd: row j; rounded to bf16 where bf16),
+ * the bucket's own row copied (kd2, vd2: row B + j); rs[h] the chosen row's offset, ro the
+ * own row's */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__gather_row(
+    float * restrict kd, float * restrict vd, float * restrict kd2, float * restrict vd2, const float * k,
+    const float * vsrc, const float * v, const int64_t * rs, const float * pu, int64_t ro, int64_t H, int64_t E,
+    int bf16) {
+    for (int64_t h = 0; h < H; h++) {
+        const float *a = k + rs[h], *b = vsrc + rs[h];
+        if (bf16) {
+            for (int64_t e = 0; e < E; e++) kd[h * E + e] = nf__bf16_rnd(pu[h] * a[e]);
+            for (int64_t e = 0; e < E; e++) vd[h * E + e] = nf__bf16_rnd(pu[h] * b[e]);
+        } else {
+            for (int64_t e = 0; e < E; e++) kd[h * E + e] = pu[h] * a[e];
+            for (int64_t e = 0; e < E; e++) vd[h * E + e] = pu[h] * b[e];
+        }
     }
+    for (int64_t e = 0; e < H * E; e++) kd2[e] = k[ro + e];
+    for (int64_t e = 0; e < H * E; e++) vd2[e] = v[ro + e];
 }
 
-int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
-    (void) be;
-    (void) err;
+#define NF__GATHER_HEADS 64 /* heads per call of nf__gather_row */
+
+int nf__cpu_bucket_gather_r(const nf_op * op, int bf16) {
     const struct nf_bucket_gather_params * p = &op->p.bucket_gather;
     const float *k = NF__PTR(&op->src[0]), *v = NF__PTR(&op->src[1]);
     const int32_t * sel = NF__IPTR(&op->src[2]);
@@ -297,20 +301,34 @@ int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
     float *kc = NF__PTR(&op->dst[0]), *vc = NF__PTR(&op->dst[1]);
     const int64_t nb = p->n_buckets, B = p->bucket, H = p->n_heads, E = p->head_dim, Wd = H * E;
     const float * vsrc = p->reuse_keys ? k : v;
+    /* each destination row written whole, head after head */
 #pragma omp parallel for schedule(static)
-    for (int64_t su = 0; su < p->n_seq * nb; su++) {
-        const int64_t s = su / nb, u = su % nb;
+    for (int64_t sj = 0; sj < p->n_seq * nb * B; sj++) {
+        const int64_t su = sj / B, j = sj % B, s = su / nb, u = su % nb;
         float *kd = kc + su * 2 * B * Wd, *vd = vc + su * 2 * B * Wd;
-        for (int64_t h = 0; h < H; h++) {
-            const int64_t i = (s * H + h) * nb + u;
-            int64_t vs = sel[i];
-            vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
-            const int64_t rs = s * p->kv_gs + vs * B * p->kv_ss + h * E;
-            const int64_t ro = s * p->kv_gs + u * B * p->kv_ss + h * E;
-            nf__gather_head(kd + h * E, vd + h * E, k + rs, vsrc + rs, k + ro, v + ro, prob[2 * i], B, E, p->kv_ss, Wd);
+        for (int64_t h0 = 0; h0 < H; h0 += NF__GATHER_HEADS) {
+            const int64_t nh = H - h0 < NF__GATHER_HEADS ? H - h0 : NF__GATHER_HEADS;
+            int64_t rs[NF__GATHER_HEADS];
+            float pu[NF__GATHER_HEADS];
+            for (int64_t h = 0; h < nh; h++) {
+                const int64_t i = (s * H + h0 + h) * nb + u;
+                int64_t vs = sel[i];
+                vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
+                rs[h] = s * p->kv_gs + (vs * B + j) * p->kv_ss + (h0 + h) * E;
+                pu[h] = prob[2 * i];
+            }
+            const int64_t o = j * Wd + h0 * E, o2 = (B + j) * Wd + h0 * E;
+            nf__gather_row(kd + o, vd + o, kd + o2, vd + o2, k, vsrc, v, rs, pu,
+                           s * p->kv_gs + (u * B + j) * p->kv_ss + h0 * E, nh, E, bf16);
         }
     }
     return NF_OK;
+}
+
+int nf__cpu_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+    (void) be;
+    (void) err;
+    return nf__cpu_bucket_gather_r(op, 0);
 }
 
 /* ---- GATHER_ROWS --------------------------------------------------------------------- */
