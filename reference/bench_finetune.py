@@ -9,7 +9,10 @@ bench/finetune-vs-torch.sh runs it beside nofall's bench/bench-finetune.c).
 seed=0).fit(X, y, X_val, y_val, time_limit=None)` with AutoGluon's other
 defaults, in fp32: `_create_config`'s precision is set to "float32" (the CPU
 autocast then disables itself), as reference/finetune_fixtures.py does, with
-its `torch_fp32()` settings (highest matmul precision, TF32 off). PyTorch
+its `torch_fp32()` settings (highest matmul precision, TF32 off). --autocast:
+AutoGluon's own default instead, precision "bfloat16" (every forward under
+torch.autocast("cpu", bfloat16), the backward in the forward's dtypes) -- what
+its users' fine-tuning runs. PyTorch
 picks its own CPU SDPA kernel, as AutoGluon would (--math-sdpa: the math
 backend the fixtures force). Nothing else is wrapped: only timestamps around
 `TrainerFinetune.evaluate`.
@@ -76,6 +79,7 @@ def main() -> int:
     ap.add_argument("--write-data", type=Path, help="write the arrays as .npy here")
     ap.add_argument("--no-fit", action="store_true", help="only write the data")
     ap.add_argument("--math-sdpa", action="store_true", help="force the SDPA math backend")
+    ap.add_argument("--autocast", action="store_true", help="AutoGluon's default bf16 autocast (not fp32)")
     a = ap.parse_args()
 
     xt, yt, xv, yv = make_data(a.rows, a.features, a.val, a.classes)
@@ -105,7 +109,8 @@ def main() -> int:
         cfg.hyperparams["precision"] = "float32"
         return cfg, model_cls
 
-    si.MitraBase._create_config = create_config
+    if not a.autocast:
+        si.MitraBase._create_config = create_config
 
     evals = []  # (start, end, loss)
     o_eval = tf.TrainerFinetune.evaluate
@@ -141,7 +146,7 @@ def main() -> int:
         "fit_cpu_s": round(c1 - c0, 3), "eval0_cpu_s": round(evals[0][4] - evals[0][3], 3),
         "step_cpu_s": [round(evals[i][4] - evals[i - 1][4], 3) for i in range(1, len(evals))],
         "peak_rss_mb": round(rss_mb(), 1), "rss_before_fit_mb": round(rss0, 1),
-        "sdpa": "math" if a.math_sdpa else "default",
+        "sdpa": "math" if a.math_sdpa else "default", "precision": "bf16-autocast" if a.autocast else "fp32",
         "model": {k: cfg.get(k) for k in ("dim", "n_layers", "n_heads", "dim_output")},
         "torch_version": torch.__version__}), flush=True)
     return 0

@@ -337,6 +337,35 @@ static void test_lacking(nf_backend * cpu) {
     nf_backend_free(be);
 }
 
+/* the cpu under bf16-autocast (where the CPU has its kernels): training refused at once,
+ * naming the mode, nothing run or allocated */
+static void test_bf16_refused(void) {
+    nf_err err = {0};
+    nf_backend * be = NULL;
+    if (nf_backend_init("cpu", NF_PRECISION_BF16_AUTOCAST, &be, &err) != NF_OK) {
+        printf("skip: no bf16-autocast on this cpu: %s\n", err.msg);
+        return;
+    }
+    const char * dir = "test-mitra-train.tmp/bf16";
+    const char * keys[] = {"dim", "layers", "heads"};
+    const char * vals[] = {"16", "1", "2"};
+    CHECK_RC(nf__model_gen_weights_ex("mitra", dir, 7, 3, keys, vals, NULL, 0.0f, NULL, 0, &err), NF_OK, &err);
+    nf_model * m = load(be, dir);
+    if (m) {
+        struct nf_mitra_train * t = NULL;
+        nf_trace_reset(be, NF_TRACE_TOTALS);
+        CHECK_RC(nf__mitra_train_new(m->impl, &t, &err), NF_ERR_UNSUPPORTED, &err);
+        CHECK_MSG(&err, "bf16-autocast");
+        struct nf_trace_totals tot;
+        nf_trace_totals_get(be, &tot);
+        CHECK(t == NULL && tot.ops == 0 && tot.allocs == 0, "nothing ran or was allocated (%lld ops)",
+              (long long) tot.ops);
+        nf_model_free(m);
+    }
+    nf_test_rm_model(dir);
+    nf_backend_free(be);
+}
+
 int main(int argc, char ** argv) {
     const char * dev = argc > 1 ? argv[1] : "cpu";
     nf_err err = {0};
@@ -348,7 +377,10 @@ int main(int argc, char ** argv) {
     CHECK_RC(nf_backend_init("cpu", NF_PRECISION_EXACT, &cpu, &err), NF_OK, &err);
     test_task(dev, be, cpu, 1);
     test_task(dev, be, cpu, 0);
-    if (strcmp(dev, "cpu") == 0) test_lacking(cpu);
+    if (strcmp(dev, "cpu") == 0) {
+        test_lacking(cpu);
+        test_bf16_refused();
+    }
     nf_backend_free(be);
     nf_backend_free(cpu);
     return nf_test_done("test-mitra-train");
