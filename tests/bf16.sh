@@ -82,14 +82,14 @@ if [ -f "$TMP/tab/config.json" ]; then
   else bad "tabstar: wrong refusal"; cat "$TMP/tab.txt"; fi
 fi
 #    SpTransformer: on cpu against upstream's autocast (L8001, the shortest case; L8201, 201 scored
-#    positions, where some splice classes are near-ties under bf16: reported apart, not failures)
+#    positions, where splice classes differ in a few rows within the logit bounds: counted, not failures)
 SFIX=$FIX/../sptransformer
 [ -n "$ONLY" ] || "$BIN" gen-weights sptransformer --out "$TMP/spt" --seed 0 >/dev/null 2>&1 || true
 if [ -f "$TMP/spt/config.json" ] && "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
   for c in L8001 L8201; do
     if "$BIN" verify --model "$TMP/spt" --device cpu --against "$SFIX/$c" --precision bf16-autocast \
          > "$TMP/spt-v.txt" 2>&1 && grep -q "^PRECISION=bf16-autocast$" "$TMP/spt-v.txt"; then
-      ok "sptransformer $c vs upstream autocast: $(grep -E '^case ' "$TMP/spt-v.txt" | grep -o -E '(max_abs|mean_abs|splice_agree|splice_near_ties)=[^ ]*' | tr '\n' ' ')$(grep -o 'max_abs<=[^ ]* mean_abs<=[^ ]*' "$TMP/spt-v.txt" | tail -1)"
+      ok "sptransformer $c vs upstream autocast: $(grep -E '^case ' "$TMP/spt-v.txt" | grep -o -E '(max_abs|mean_abs|splice_agree)=[^ ]*' | tr '\n' ' ')$(grep -o 'max_abs<=[^ ]* mean_abs<=[^ ]*' "$TMP/spt-v.txt" | tail -1)"
     else bad "sptransformer $c vs upstream autocast"; cat "$TMP/spt-v.txt"; fi
   done
 fi
