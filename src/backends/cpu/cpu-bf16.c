@@ -1,6 +1,6 @@
 /* cpu-bf16.c -- the cpu backend's --precision bf16-autocast: upstream's
- * torch.autocast("cpu", dtype=torch.bfloat16) numerics for Mitra's forward
- * (docs/precision.md has the dtype trace this follows).
+ * torch.autocast("cpu", dtype=torch.bfloat16) numerics for Mitra's and
+ * SpTransformer's forwards (docs/precision.md has the dtype traces this follows).
  *
  * Under CPU autocast, torch runs linear (addmm/mm) and
  * scaled_dot_product_attention on bf16 operands with fp32 accumulation and
@@ -22,9 +22,12 @@
  *  - the fp32 ops (QUANTILE, BUCKETIZE_NORM, LAYER_NORM, ...) run the exact
  *    kernels; an op with no autocast rule here (the bucket ops, the training
  *    ops) is refused, never run in fp32 silently.
- *  - CONV1D, BATCH_NORM (SpTransformer's; the model itself is still refused
- *    at load): nf__bf16_conv1d; BATCH_NORM, EMBED_FEATURES and LABEL_TOKENS are
- *    the exact kernels with their rounding flag set (nf__cpu_*_r, cpu-kernels.h).
+ *  - SpTransformer's ops (its activations all bf16, docs/precision.md
+ *    "SpTransformer under CPU autocast"): CONV1D (nf__bf16_conv1d), ATTENTION
+ *    with p.bf16_stream (cpu-bf16-spt.c's rule; from 64 query rows and keys on
+ *    batched bf16 matmuls here), the bucket and axial ops (cpu-bf16-spt.c);
+ *    BATCH_NORM, BUCKET_GATHER, EMBED_FEATURES and LABEL_TOKENS are the exact
+ *    kernels with their rounding flag set (nf__cpu_*_r, cpu-kernels.h).
  * The mode needs oneDNN's bf16 kernels (AVX512_BF16 or AMX): without them
  * nf__backend_cpu_init refuses it, naming the missing feature.
  * Speed, with the same roundings (outputs bitwise the straightforward code's):
@@ -996,9 +999,10 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
 /* SpTransformer's attention (p.bf16_stream: torch's unfused bf16 attention, the rule of
  * cpu-bf16-spt.c) on oneDNN's batched bf16 matmuls, from NF__SPT_MM_MIN query rows and keys
  * on: chunks of groups, each in one thread -- its q, k and v rows to bits (each group's
- * keys and values their own copy: the windows' overlap, which oneDNN's strides refuse), S = q·kᵀ for its (group, head) batches (fp32 sums of bf16 products), s =
- * R(R(S) · scale), P = R(softmax(s)) (nf__spt_softmax_row), o = R(P·V) -- its scores held
- * in cache between the two products (NF__SPT_CHUNK floats) */
+ * keys and values a copy of their own: oneDNN refuses the windows' overlapping strides),
+ * S = q·kᵀ over its (group, head) batches (fp32 sums of bf16 products), s = R(R(S) ·
+ * scale) and P = R(softmax(s)) 8 rows at a time (nf__spt_softmax_bits), o = R(P·V) --
+ * the chunk's scores (NF__SPT_CHUNK floats) held in cache between the two products */
 #define NF__SPT_MM_MIN 64
 #define NF__SPT_CHUNK  131072
 
