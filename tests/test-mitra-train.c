@@ -306,8 +306,29 @@ static int lacking_where(nf_backend * be, void * h, char * out, size_t n, nf_err
     return NF_OK;
 }
 
-static void test_lacking(nf_backend * cpu) {
+/* a tiny model at dir on be: training refused at once, the message naming each of want
+ * (NULL-terminated), nothing run or allocated */
+static void refused_at_once(nf_backend * be, const char * dir, const char * const * want) {
     nf_err err = {0};
+    const char * keys[] = {"dim", "layers", "heads"};
+    const char * vals[] = {"16", "1", "2"};
+    CHECK_RC(nf__model_gen_weights_ex("mitra", dir, 7, 3, keys, vals, NULL, 0.0f, NULL, 0, &err), NF_OK, &err);
+    nf_model * m = load(be, dir);
+    if (m) {
+        struct nf_mitra_train * t = NULL;
+        nf_trace_reset(be, NF_TRACE_TOTALS);
+        CHECK_RC(nf__mitra_train_new(m->impl, &t, &err), NF_ERR_UNSUPPORTED, &err);
+        for (; *want; want++) CHECK_MSG(&err, *want);
+        struct nf_trace_totals tot;
+        nf_trace_totals_get(be, &tot);
+        CHECK(t == NULL && tot.ops == 0 && tot.allocs == 0, "nothing ran or was allocated (%lld ops)",
+              (long long) tot.ops);
+        nf_model_free(m);
+    }
+    nf_test_rm_model(dir);
+}
+
+static void test_lacking(nf_backend * cpu) {
     lacking_iface = *cpu->iface;
     lacking_iface.kind = "lacks-attention-backward";
     lacking_iface.buffer_where = lacking_where;
@@ -315,30 +336,13 @@ static void test_lacking(nf_backend * cpu) {
     lacking_kernels[NF_OP_ATTENTION_BACKWARD] = (struct nf_kernel){0};
     lacking_iface.kernels = lacking_kernels;
     nf_backend * be = nf__backend_new(&lacking_iface, NULL, "lacks-backward:0");
-    const char * dir = "test-mitra-train.tmp/lacking";
-    const char * keys[] = {"dim", "layers", "heads"};
-    const char * vals[] = {"16", "1", "2"};
-    CHECK_RC(nf__model_gen_weights_ex("mitra", dir, 7, 3, keys, vals, NULL, 0.0f, NULL, 0, &err), NF_OK, &err);
-    nf_model * m = load(be, dir);
-    if (m) {
-        struct nf_mitra_train * t = NULL;
-        nf_trace_reset(be, NF_TRACE_TOTALS);
-        CHECK_RC(nf__mitra_train_new(m->impl, &t, &err), NF_ERR_UNSUPPORTED, &err);
-        CHECK_MSG(&err, "op ATTENTION_BACKWARD");
-        CHECK_MSG(&err, "lacks-backward:0");
-        CHECK_MSG(&err, "does not fall back");
-        struct nf_trace_totals tot;
-        nf_trace_totals_get(be, &tot);
-        CHECK(t == NULL && tot.ops == 0 && tot.allocs == 0, "nothing ran or was allocated (%lld ops)",
-              (long long) tot.ops);
-        nf_model_free(m);
-    }
-    nf_test_rm_model(dir);
+    static const char * const want[] = {"op ATTENTION_BACKWARD", "lacks-backward:0", "does not fall back", NULL};
+    refused_at_once(be, "test-mitra-train.tmp/lacking", want);
     nf_backend_free(be);
 }
 
-/* the cpu under bf16-autocast (where the CPU has its kernels): training refused at once,
- * naming the mode, nothing run or allocated */
+/* the cpu under bf16-autocast (where the CPU has its kernels): the backward ops have no
+ * bf16 rule, so training is refused at once, naming the mode */
 static void test_bf16_refused(void) {
     nf_err err = {0};
     nf_backend * be = NULL;
@@ -346,23 +350,8 @@ static void test_bf16_refused(void) {
         printf("skip: no bf16-autocast on this cpu: %s\n", err.msg);
         return;
     }
-    const char * dir = "test-mitra-train.tmp/bf16";
-    const char * keys[] = {"dim", "layers", "heads"};
-    const char * vals[] = {"16", "1", "2"};
-    CHECK_RC(nf__model_gen_weights_ex("mitra", dir, 7, 3, keys, vals, NULL, 0.0f, NULL, 0, &err), NF_OK, &err);
-    nf_model * m = load(be, dir);
-    if (m) {
-        struct nf_mitra_train * t = NULL;
-        nf_trace_reset(be, NF_TRACE_TOTALS);
-        CHECK_RC(nf__mitra_train_new(m->impl, &t, &err), NF_ERR_UNSUPPORTED, &err);
-        CHECK_MSG(&err, "bf16-autocast");
-        struct nf_trace_totals tot;
-        nf_trace_totals_get(be, &tot);
-        CHECK(t == NULL && tot.ops == 0 && tot.allocs == 0, "nothing ran or was allocated (%lld ops)",
-              (long long) tot.ops);
-        nf_model_free(m);
-    }
-    nf_test_rm_model(dir);
+    static const char * const want[] = {"fine-tuning under --precision bf16-autocast", NULL};
+    refused_at_once(be, "test-mitra-train.tmp/bf16", want);
     nf_backend_free(be);
 }
 
