@@ -187,6 +187,16 @@ static void test_attention(int64_t rows, int64_t T, int64_t H, int64_t E, int ro
             }
     CHECK(worst < 1e-5, "ATTENTION %s rows=%lld T=%lld H=%lld E=%lld lk=%lld: err %.3e", row_mode ? "row" : "feature",
           (long long) rows, (long long) T, (long long) H, (long long) E, (long long) p->lk, worst);
+    /* a negative stride (rows before the tensors' start) is refused before anything runs */
+    const int64_t strides[6] = {p->q_gs, p->q_ss, p->kv_gs, p->kv_ss, p->o_gs, p->o_ss};
+    for (int which = 0; which < 6; which++) {
+        nf_op bad = op;
+        int64_t * f[6] = {&bad.p.attention.q_gs,  &bad.p.attention.q_ss, &bad.p.attention.kv_gs,
+                          &bad.p.attention.kv_ss, &bad.p.attention.o_gs, &bad.p.attention.o_ss};
+        *f[which] = -strides[which];
+        CHECK_RC(nf__op_run(be, &bad, &err), NF_ERR_ARG, &err);
+        CHECK_MSG(&err, "negative stride");
+    }
     free(s);
     nf__tensor_free(&tq);
     nf__tensor_free(&tk);

@@ -138,6 +138,10 @@ int nf__validate_attention(nf_backend * be, const nf_op * op, nf_err * err) {
     const struct nf_attention_params * p = &op->p.attention;
     const nf_tensor *s = op->src, *d = op->dst;
     if (p->n_heads < 1 || p->head_dim < 1 || p->lk < 1) return NF__OPERR(NF_ERR_ARG, "bad heads/head_dim/lk");
+    /* as ATTENTION_BACKWARD: a negative stride would put rows before the tensor's start,
+     * which the extents below do not see */
+    if (p->q_gs < 0 || p->q_ss < 0 || p->kv_gs < 0 || p->kv_ss < 0 || p->o_gs < 0 || p->o_ss < 0)
+        return NF__OPERR(NF_ERR_ARG, "negative stride");
     NF_TRY(nf__validate_attn_drop(be, op, p->drop_threshold, p->drop_scale, err));
     int64_t w = p->n_heads * p->head_dim;
     int64_t qe = p->n_groups <= 0 || p->lq <= 0 ? 0 : (p->n_groups - 1) * p->q_gs + (p->lq - 1) * p->q_ss + w;
