@@ -10,7 +10,8 @@
 #   3. TabSTAR (no upstream bf16 autocast) refuses the mode; SpTransformer against upstream's autocast
 #      (L8001) on cpu, and a small SpTransformer on opencl:0 against cpu (exact fp32 and bf16);
 #   4. opencl:0 (fp32 kernels with bf16 rounding): against upstream's autocast as in 2.
-# With a 4th argument DEVICE (cuda:0 in the emulator build): step 4 on that device only.
+# With a 4th argument DEVICE (cuda:0 in the emulator build): the small SpTransformer of step 3 and step 4
+# on that device only.
 set -u
 BIN=$1; FIX=$2; TMP=$3; ONLY=${4:-}
 rm -rf "$TMP"; mkdir -p "$TMP"
@@ -93,25 +94,26 @@ if [ -f "$TMP/spt/config.json" ] && "$BIN" devices | grep -q "^  cpu  precision 
     else bad "sptransformer $c vs upstream autocast"; cat "$TMP/spt-v.txt"; fi
   done
 fi
-#    and on opencl:0 (kernels-bf16-spt.cl): a small model that runs every rule (conv, batch norm, axial
+#    and on opencl:0 (kernels-bf16-spt.cl; or DEVICE: cuda-kernels-bf16.cu): a small model that runs every
+#    rule (conv, batch norm, axial
 #    positions, local and sinkhorn heads with the sort net, the bf16 residual; the L8001 parity takes a
 #    minute on PoCL, docs/precision.md): within the mode's bounds against the exact fp32 cpu backend,
 #    within its bounds against upstream (4u, u) of the cpu's bf16 mode (both bf16: their probabilities),
 #    and not an fp32 run (its outputs differ from the exact fp32 ones)
-if [ -z "$ONLY" ] && "$BIN" devices | grep -q "^  opencl:0 " &&
-   "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
+for SDEV in ${ONLY:-opencl:0}; do
+if "$BIN" devices | grep -q "^  $SDEV " && "$BIN" devices | grep -q "^  cpu  precision modes: exact, bf16-autocast"; then
   "$BIN" gen-weights sptransformer --out "$TMP/spt-s" --seed 0 --dim 16 --depth 1 --context 64 --window 128 >/dev/null
   # OMP_NUM_THREADS=1: the cpu side of a small model, where a second thread only spins (seconds on a loaded machine)
-  if OMP_NUM_THREADS=1 "$BIN" verify --model "$TMP/spt-s" --device opencl:0 --against cpu --seeds 42 \
+  if OMP_NUM_THREADS=1 "$BIN" verify --model "$TMP/spt-s" --device "$SDEV" --against cpu --seeds 42 \
        --precision bf16-autocast > "$TMP/spt-s-v.txt" 2>&1 && grep -q "^PRECISION=bf16-autocast$" "$TMP/spt-s-v.txt"; then
-    ok "sptransformer (small) opencl:0 bf16 vs exact fp32 cpu: $(grep -E '^case ' "$TMP/spt-s-v.txt" | grep -o 'max_abs=[^ ]* mean_abs=[^ ]*'); $(grep -o 'max_abs<=[^ ]* mean_abs<=[^ ]*' "$TMP/spt-s-v.txt" | tail -1)"
-  else bad "sptransformer (small) opencl:0 bf16 vs exact fp32 cpu"; cat "$TMP/spt-s-v.txt"; fi
+    ok "sptransformer (small) $SDEV bf16 vs exact fp32 cpu: $(grep -E '^case ' "$TMP/spt-s-v.txt" | grep -o 'max_abs=[^ ]* mean_abs=[^ ]*'); $(grep -o 'max_abs<=[^ ]* mean_abs<=[^ ]*' "$TMP/spt-s-v.txt" | tail -1)"
+  else bad "sptransformer (small) $SDEV bf16 vs exact fp32 cpu"; cat "$TMP/spt-s-v.txt"; fi
   seq=$(printf 'ACGTTGCAAGCTTCGATCGGATCCATGCATGCAAGGCCTTAGCTAGGCTAACGTACGATCGTAGCTAGTCGATCGAT%.0s' 1 2)
-  for r in cpu:bf16-autocast opencl:0:bf16-autocast cpu:exact; do
+  for r in cpu:bf16-autocast "$SDEV:bf16-autocast" cpu:exact; do
     OMP_NUM_THREADS=1 "$BIN" run --model "$TMP/spt-s" --sequence "$seq" --device "${r%:*}" --precision "${r##*:}" \
       --out "$TMP/spt-s-${r//:/-}" > "$TMP/spt-s-run.txt" 2>&1 || { cat "$TMP/spt-s-run.txt"; break; }
   done
-  if python3 - "$TMP/spt-s-cpu-bf16-autocast/tracks.tsv" "$TMP/spt-s-opencl-0-bf16-autocast/tracks.tsv" \
+  if python3 - "$TMP/spt-s-cpu-bf16-autocast/tracks.tsv" "$TMP/spt-s-${SDEV//:/-}-bf16-autocast/tracks.tsv" \
        "$TMP/spt-s-cpu-exact/tracks.tsv" > "$TMP/spt-s-cmp.txt" 2>&1 <<'PY'
 import sys
 rd = lambda f: [float(x) for l in open(f).read().split("\n")[1:] if l for x in l.split("\t")[3:]]
@@ -122,11 +124,12 @@ u = 2.0 ** -8
 print("max %.2e mean %.2e (bounds %.2e / %.2e); %d of %d differ from exact fp32's" % (
     max(d), sum(d) / len(d), 4 * u, u, sum(a != b for a, b in zip(ocl, ex)), len(ex)))
 assert max(d) <= 4 * u and sum(d) / len(d) <= u
-assert sum(a != b for a, b in zip(ocl, ex)) > len(ex) // 2, "opencl's bf16 outputs are fp32 ones"
+assert sum(a != b for a, b in zip(ocl, ex)) > len(ex) // 2, "the device's bf16 outputs are fp32 ones"
 PY
-  then ok "sptransformer (small) opencl:0 bf16 vs cpu bf16: $(tail -1 "$TMP/spt-s-cmp.txt")"
-  else bad "sptransformer (small) opencl:0 bf16 vs cpu bf16"; cat "$TMP/spt-s-cmp.txt"; fi
+  then ok "sptransformer (small) $SDEV bf16 vs cpu bf16: $(tail -1 "$TMP/spt-s-cmp.txt")"
+  else bad "sptransformer (small) $SDEV bf16 vs cpu bf16"; cat "$TMP/spt-s-cmp.txt"; fi
 fi
+done
 # 4. opencl:0 (or DEVICE): the mode (fp32 kernels with bf16 rounding on opencl), against upstream's
 #    autocast within the same bounds (seed42: classifier; regressor: the Linear(1, D) label
 #    embedding), and bf16 logits

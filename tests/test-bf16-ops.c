@@ -706,28 +706,25 @@ int main(int argc, char ** argv) {
     test_linear(20, 96, 33, NF_ACT_NONE, 1, 0, 0);
     test_copies();
     test_attention(3, 2, 16, 20, 33);
-    test_attention(2, 4, 32, 130, 40);             /* two blocks of query rows */
-    test_attention(6, 2, 32, 130, 80);             /* the cpu's bf16 matmuls: a full block and a last one, 12 tasks */
-    test_attention(3, 1, 16, 64, 64);              /* the fewest keys and rows they take */
-    if (strncmp(dev, "cuda", 4) != 0) {            /* SpTransformer's ops: cpu and opencl (docs/precision.md) */
-        test_conv1d(2, 150, 24, 20, 11, 4, 20, 1); /* a resblock's conv2: same padding, into the residual */
-        test_conv1d(1, 90, 16, 12, 3, 1, 1, 0);
-        test_conv1d(1, 1100, 8, 16, 5, 2, 4, 1); /* the cpu's blocks of 512 output rows, and a remainder */
-        test_batch_norm(300, 40, 1);
-        test_batch_norm(64, 24, 0);
-        test_linear(20, 96, 33, NF_ACT_NONE, 1, 0, 1); /* to_out / ff.w2 into the bf16 residual */
-        test_spt_attention(3, 2, 8, 40, 80, 80);       /* local heads: 2 windows of keys */
-        test_spt_attention(2, 3, 8, 64, 128, 128);     /* sinkhorn heads: routed + own bucket (cpu: the matmuls) */
-        test_spt_attention(2, 2, 16, 64, 128, 128);    /* the cpu's matmuls: one chunk of groups */
-        test_spt_attention(1, 2, 20, 37, 75, 75);      /* 4-row and 16-wide blocks with remainders */
-        test_axial_pos(2, 50, 24, 8);
-        test_route_gather(2, 6, 16, 3, 8);
-    }
+    test_attention(2, 4, 32, 130, 40); /* two blocks of query rows */
+    test_attention(6, 2, 32, 130, 80); /* the cpu's bf16 matmuls: a full block and a last one, 12 tasks */
+    test_attention(3, 1, 16, 64, 64);  /* the fewest keys and rows they take */
+    /* SpTransformer's ops (docs/precision.md "SpTransformer under CPU autocast") */
+    test_conv1d(2, 150, 24, 20, 11, 4, 20, 1); /* a resblock's conv2: same padding, into the residual */
+    test_conv1d(1, 90, 16, 12, 3, 1, 1, 0);
+    test_conv1d(1, 1100, 8, 16, 5, 2, 4, 1); /* the cpu's blocks of 512 output rows, and a remainder */
+    test_batch_norm(300, 40, 1);
+    test_batch_norm(64, 24, 0);
+    test_linear(20, 96, 33, NF_ACT_NONE, 1, 0, 1); /* to_out / ff.w2 into the bf16 residual */
+    test_spt_attention(3, 2, 8, 40, 80, 80);       /* local heads: 2 windows of keys */
+    test_spt_attention(2, 3, 8, 64, 128, 128);     /* sinkhorn heads: routed + own bucket (cpu: the matmuls) */
+    test_spt_attention(2, 2, 16, 64, 128, 128);    /* the cpu's matmuls: one chunk of groups */
+    test_spt_attention(1, 2, 20, 37, 75, 75);      /* 4-row and 16-wide blocks with remainders */
+    test_axial_pos(2, 50, 24, 8);
+    test_route_gather(2, 6, 16, 3, 8);
     /* last: their frand() draws leave the other tests' inputs as they were */
-    if (strncmp(dev, "cuda", 4) != 0) {
-        test_spt_attention(4, 2, 32, 64, 192, 64);   /* the model's windows: 3 of keys, overlapping; its head size */
-        test_spt_attention(11, 2, 16, 64, 128, 128); /* the cpu's chunks of 8 groups, and one of 3 */
-    }
+    test_spt_attention(4, 2, 32, 64, 192, 64);   /* the model's windows: 3 of keys, overlapping; its head size */
+    test_spt_attention(11, 2, 16, 64, 128, 128); /* the cpu's chunks of 8 groups, and one of 3 */
     test_packed_w();
     test_kv_copies();
     test_expf();

@@ -162,14 +162,13 @@ int nf_model_load(nf_backend * be, const char * dir, nf_model ** out, nf_err * e
                              "--precision exact",
                              path);
         else if (strcmp(iface->type, "sptransformer") == 0 &&
-                 (strcmp(nf_backend_kind(be), "cpu") == 0 || strcmp(nf_backend_kind(be), "opencl") == 0))
-            rc = NF_OK; /* cpu and opencl run SpTransformer's rules (cpu-bf16-spt.c, kernels-bf16-spt.cl) */
+                 (strcmp(nf_backend_kind(be), "cpu") == 0 || strcmp(nf_backend_kind(be), "opencl") == 0 ||
+                  strcmp(nf_backend_kind(be), "cuda") == 0))
+            rc = NF_OK; /* SpTransformer's rules: cpu-bf16-spt.c, kernels-bf16-spt.cl, cuda-kernels-bf16.cu */
         else if (strcmp(iface->type, "sptransformer") == 0)
             rc = nf__err_set(err, NF_ERR_UNSUPPORTED,
-                             "%s: precision bf16-autocast for SpTransformer runs on cpu and opencl only: on %s, "
-                             "ATTENTION's unfused bf16 rule, BUCKET_ROUTE (the sort net), BUCKET_GATHER, AXIAL_POS, "
-                             "CONV1D, BATCH_NORM and LINEAR's bf16 residual have no bf16-autocast kernel there yet "
-                             "(docs/precision.md); run with --precision exact, --device cpu or --device opencl:N",
+                             "%s: precision bf16-autocast for SpTransformer runs on cpu, opencl and cuda only, not "
+                             "on %s (docs/precision.md); run with --precision exact",
                              path, nf_backend_name(be));
         else
             rc = nf__err_set(err, NF_ERR_UNSUPPORTED,

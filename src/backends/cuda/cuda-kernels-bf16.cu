@@ -35,7 +35,8 @@ __global__ void nf_k_bf16_pack(const float * __restrict__ src, int64_t lds, int6
 
 /* LINEAR's epilogue on the fp32 sums s (ld n): cpu-bf16.c's sequence */
 __global__ void nf_k_bf16_linear_epilogue(const float * __restrict__ s, const float * __restrict__ bias, int act,
-                                          int accumulate, int twice, float * y, int64_t ldy, int64_t m, int64_t n) {
+                                          int accumulate, int twice, int stream, float * y, int64_t ldy, int64_t m,
+                                          int64_t n) {
     NF_FOR(e, m * n) {
         const int64_t r = e / n, o = e - r * n;
         float t = s[e];
@@ -46,7 +47,8 @@ __global__ void nf_k_bf16_linear_epilogue(const float * __restrict__ s, const fl
         else if (act == 2)
             t = nf_bf16(t < 0.0f ? 0.0f : t);
         float * yp = y + r * ldy + o;
-        *yp = accumulate ? *yp + t : t;
+        /* stream: SpTransformer's residual, bf16 + bf16 -> bf16 */
+        *yp = accumulate ? (stream ? nf_bf16(*yp + t) : *yp + t) : t;
     }
 }
 
@@ -110,6 +112,166 @@ __global__ void nf_k_bf16_label_value(const float * __restrict__ y, int64_t n, c
     }
 }
 
+/* ---- SpTransformer's rules (cuda-bf16.c; the cpu's cpu-bf16-spt.c, opencl's
+ * kernels-bf16-spt.cl): every activation bf16, each op's result rounded ---- */
+
+/* R(softmax) in place over n values of a row: max from r[0], p = expf(r - max)
+ * summed ascending, r = R(p * (1 / sum)) */
+__device__ void nf_bf16_softmax_row(float * r, int64_t n) {
+    float mx = r[0];
+    for (int64_t j = 1; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; j++) {
+        const float p = expf(r[j] - mx);
+        r[j] = p;
+        sum = sum + p;
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n; j++) r[j] = nf_bf16(r[j] * inv);
+}
+
+/* ATTENTION with p.bf16_stream (torch's unfused bf16 attention), a thread per
+ * (group g0 + gl, head, query row): s_j = R(R(sum_e q[e] k_j[e]) * scale) in the
+ * row's scratch S (lk floats); P = R(softmax(s)); o[e] = R(sum_j P_j v_j[e]),
+ * the sums ascending; q, k, v bf16 values read as they are */
+__global__ void nf_k_bf16_spt_attention(const float * __restrict__ q, const float * __restrict__ k,
+                                        const float * __restrict__ v, float * __restrict__ o, float * __restrict__ S,
+                                        int64_t g0, int64_t ng, int64_t H, int64_t lq, int64_t lk, int64_t hd,
+                                        int64_t q_gs, int64_t q_ss, int64_t kv_gs, int64_t kv_ss, int64_t o_gs,
+                                        int64_t o_ss, float scale) {
+    NF_FOR(t, ng * H * lq) {
+        const int64_t i = t % lq, gh = t / lq, h = gh % H, g = g0 + gh / H;
+        const float * qb = q + g * q_gs + i * q_ss + h * hd;
+        const float * kb = k + g * kv_gs + h * hd;
+        const float * vb = v + g * kv_gs + h * hd;
+        float * s = S + t * lk;
+        for (int64_t j = 0; j < lk; j++) {
+            float d = 0.0f;
+            for (int64_t e = 0; e < hd; e++) d = d + qb[e] * kb[j * kv_ss + e];
+            s[j] = nf_bf16(nf_bf16(d) * scale);
+        }
+        nf_bf16_softmax_row(s, lk);
+        float * ob = o + g * o_gs + i * o_ss + h * hd;
+        for (int64_t e = 0; e < hd; e++) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < lk; j++) acc = acc + s[j] * vb[j * kv_ss + e];
+            ob[e] = nf_bf16(acc);
+        }
+    }
+}
+
+/* BUCKET_ROUTE's bucket means as torch's bf16 mean, for every (operand z: 0 q,
+ * 1 k; s, h; u; e): out[((z*SH + s*H + h)*nb + u)*E + e] = R(R(sum_i R(x_i)) / bkt) */
+__global__ void nf_k_bf16_bucket_means(const float * __restrict__ q, int64_t q_ss, int64_t q_gs,
+                                       const float * __restrict__ k, int64_t k_ss, int64_t k_gs, int64_t SH, int64_t H,
+                                       int64_t nb, int64_t bkt, int64_t E, float * __restrict__ out) {
+    NF_FOR(idx, 2 * SH * nb * E) {
+        const int64_t e = idx % E, zu = idx / E, u = zu % nb, z = zu / nb;
+        const int isk = z >= SH;
+        const int64_t sh = isk ? z - SH : z, s = sh / H, h = sh % H, ss = isk ? k_ss : q_ss;
+        const float * base = (isk ? k + s * k_gs : q + s * q_gs) + h * E + e;
+        float acc = 0.0f;
+        for (int64_t i = 0; i < bkt; i++) acc = acc + nf_bf16(base[(u * bkt + i) * ss]);
+        out[idx] = nf_bf16(nf_bf16(acc) / (float) bkt);
+    }
+}
+
+/* BUCKET_ROUTE's scores and pick, a thread per row it = sh*nb + u: R[v] =
+ * R(R(sum_e qbar[e] kbar_v[e]) * scale); R(softmax); v* the first maximum;
+ * prob = (P[v*], P[v*] - the largest other) */
+__global__ void nf_k_bf16_bucket_route(const float * __restrict__ means, int64_t SH, int64_t nb, int64_t E, float scale,
+                                       float * __restrict__ R, int32_t * __restrict__ sel, float * __restrict__ prob) {
+    NF_FOR(it, SH * nb) {
+        const int64_t sh = it / nb;
+        const float * qb = means + it * E;
+        const float * kb = means + (SH + sh) * nb * E;
+        float * Rr = R + it * nb;
+        for (int64_t v = 0; v < nb; v++) {
+            float d = 0.0f;
+            for (int64_t e = 0; e < E; e++) d = d + qb[e] * kb[v * E + e];
+            Rr[v] = nf_bf16(nf_bf16(d) * scale);
+        }
+        nf_bf16_softmax_row(Rr, nb);
+        int64_t best = 0;
+        for (int64_t v = 1; v < nb; v++)
+            if (Rr[v] > Rr[best]) best = v;
+        float second = 0.0f;
+        int have2 = 0;
+        for (int64_t v = 0; v < nb; v++) {
+            if (v == best) continue;
+            if (!have2 || Rr[v] > second) second = Rr[v];
+            have2 = 1;
+        }
+        sel[it] = (int32_t) best;
+        prob[2 * it] = Rr[best];
+        prob[2 * it + 1] = have2 ? Rr[best] - second : 0.0f;
+    }
+}
+
+/* BUCKET_GATHER: a thread per output element (su, j, h*E + e) of kcat and vcat:
+ * the routed rows R(p * k) (and, as values, R(p * vsrc)), the own rows copied */
+__global__ void nf_k_bf16_bucket_gather(const float * k, const float * v, const float * vsrc,
+                                        const int32_t * __restrict__ sel, const float * __restrict__ prob, int64_t n_su,
+                                        int64_t nb, int64_t B, int64_t H, int64_t E, int64_t kv_ss, int64_t kv_gs,
+                                        float * __restrict__ kc, float * __restrict__ vc) {
+    const int64_t W = H * E;
+    NF_FOR(d, n_su * 2 * B * W) {
+        const int64_t he = d % W, rr = d / W, j = rr % (2 * B), su = rr / (2 * B);
+        const int64_t s = su / nb, u = su % nb, h = he / E;
+        const int64_t i = (s * H + h) * nb + u;
+        if (j < B) {
+            int64_t vs = sel[i];
+            vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
+            const float pu = prob[2 * i];
+            const int64_t rs = s * kv_gs + (vs * B + j) * kv_ss + he;
+            kc[d] = nf_bf16(pu * k[rs]);
+            vc[d] = nf_bf16(pu * vsrc[rs]);
+        } else {
+            const int64_t ro = s * kv_gs + (u * B + j - B) * kv_ss + he;
+            kc[d] = k[ro];
+            vc[d] = v[ro];
+        }
+    }
+}
+
+/* AXIAL_POS: x = R(x + R(e0[t / n1] + e1[t % n1])) */
+__global__ void nf_k_bf16_axial_pos(const float * __restrict__ e0, const float * __restrict__ e1, int64_t n1,
+                                    float * __restrict__ x, int64_t ld, int64_t gs, int64_t len, int64_t n_seq,
+                                    int64_t D) {
+    NF_FOR(idx, n_seq * len * D) {
+        const int64_t c = idx % D, st = idx / D, s = st / len, t = st % len;
+        float * xp = x + s * gs + t * ld + c;
+        *xp = nf_bf16(*xp + nf_bf16(e0[(t / n1) * D + c] + e1[(t % n1) * D + c]));
+    }
+}
+
+/* BATCH_NORM (eval): y = R(R(x) * a + sh) with the exact kernel's coefficients
+ * a = (1 / sqrtf(var + eps)) * w, sh = b - mean * a; then the ReLU. x may be y. */
+__global__ void nf_k_bf16_batch_norm(const float * x, int64_t ldx, const float * __restrict__ w,
+                                     const float * __restrict__ b, const float * __restrict__ mean,
+                                     const float * __restrict__ var, float eps, int relu, float * y, int64_t ldy,
+                                     int64_t m, int64_t C) {
+    NF_FOR(idx, m * C) {
+        const int64_t c = idx % C, r = idx / C;
+        const float ac = (1.0f / sqrtf(var[c] + eps)) * w[c];
+        const float sh = b[c] - mean[c] * ac;
+        const float v = nf_bf16(nf_bf16(x[r * ldx + c]) * ac + sh);
+        y[r * ldy + c] = relu && v < 0.0f ? 0.0f : v;
+    }
+}
+
+/* CONV1D's epilogue on the fp32 sums t (nr x cout, ld cout) of bf16 operands: y =
+ * R(t + R(b)), or accumulating (the resblock residual, the skips) y = R(y + that) */
+__global__ void nf_k_bf16_conv_epilogue(const float * __restrict__ t, const float * __restrict__ bias, int accumulate,
+                                        float * y, int64_t ldy, int64_t nr, int64_t cout) {
+    NF_FOR(idx, nr * cout) {
+        const int64_t o = idx % cout, r = idx / cout;
+        const float u = nf_bf16(t[idx] + (bias ? nf_bf16(bias[o]) : 0.0f));
+        float * yp = y + r * ldy + o;
+        *yp = accumulate ? nf_bf16(*yp + u) : u;
+    }
+}
+
 /* ---- launchers (cuda-kernels.h) ------------------------------------------------ */
 
 extern "C" cudaError_t nf__cuda_bf16_pack(cudaStream_t st, const float * src, int64_t lds, int64_t rows, int64_t cols,
@@ -122,12 +284,12 @@ extern "C" cudaError_t nf__cuda_bf16_pack(cudaStream_t st, const float * src, in
 }
 
 extern "C" cudaError_t nf__cuda_bf16_linear_epilogue(cudaStream_t st, const float * s, const float * bias, int act,
-                                                     int accumulate, int twice, float * y, int64_t ldy, int64_t m,
-                                                     int64_t n, const char ** kernel) {
+                                                     int accumulate, int twice, int stream, float * y, int64_t ldy,
+                                                     int64_t m, int64_t n, const char ** kernel) {
     const int64_t work = m * n;
     if (work <= 0) return cudaSuccess;
     NF_LAUNCH(nf_k_bf16_linear_epilogue, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
-    (s, bias, act, accumulate, twice, y, ldy, m, n);
+    (s, bias, act, accumulate, twice, stream, y, ldy, m, n);
     NF_CHECK_LAUNCH("nf_k_bf16_linear_epilogue");
     return cudaSuccess;
 }
@@ -157,5 +319,75 @@ extern "C" cudaError_t nf__cuda_bf16_embed(cudaStream_t st, int label, const flo
     NF_LAUNCH(nf_k_bf16_embed_features, nf_blocks(n * F * D, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
     (z, n, F, w, b, tok, T, D);
     NF_CHECK_LAUNCH("nf_k_bf16_embed_features");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_bf16_spt_attention(cudaStream_t st, const float * q, const float * k, const float * v,
+                                                   float * o, float * S, int64_t g0, int64_t ng, int64_t H, int64_t lq,
+                                                   int64_t lk, int64_t hd, int64_t q_gs, int64_t q_ss, int64_t kv_gs,
+                                                   int64_t kv_ss, int64_t o_gs, int64_t o_ss, float scale,
+                                                   const char ** kernel) {
+    const int64_t work = ng * H * lq;
+    if (work <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_bf16_spt_attention, nf_blocks(work, 64), 64, st)
+    (q, k, v, o, S, g0, ng, H, lq, lk, hd, q_gs, q_ss, kv_gs, kv_ss, o_gs, o_ss, scale);
+    NF_CHECK_LAUNCH("nf_k_bf16_spt_attention");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_bf16_bucket_route(cudaStream_t st, const struct nf_bucket_route_params * p,
+                                                  const float * q, const float * k, int32_t * sel, float * prob,
+                                                  float * means, float * R, const char ** kernel) {
+    const int64_t SH = p->n_seq * p->n_heads, nb = p->n_buckets, E = p->head_dim;
+    if (SH * nb <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_bf16_bucket_means, nf_blocks(2 * SH * nb * E, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (q, p->q_ss, p->q_gs, k, p->k_ss, p->k_gs, SH, p->n_heads, nb, p->bucket, E, means);
+    NF_CHECK_LAUNCH("nf_k_bf16_bucket_means");
+    NF_LAUNCH(nf_k_bf16_bucket_route, nf_blocks(SH * nb, 64), 64, st)(means, SH, nb, E, p->scale, R, sel, prob);
+    NF_CHECK_LAUNCH("nf_k_bf16_bucket_route");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_bf16_bucket_gather(cudaStream_t st, const struct nf_bucket_gather_params * p,
+                                                   const float * k, const float * v, const int32_t * sel,
+                                                   const float * prob, float * kc, float * vc, const char ** kernel) {
+    const int64_t n_su = p->n_seq * p->n_buckets, work = n_su * 2 * p->bucket * p->n_heads * p->head_dim;
+    if (work <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_bf16_bucket_gather, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (k, v, p->reuse_keys ? k : v, sel, prob, n_su, p->n_buckets, p->bucket, p->n_heads, p->head_dim, p->kv_ss, p->kv_gs,
+     kc, vc);
+    NF_CHECK_LAUNCH("nf_k_bf16_bucket_gather");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_bf16_axial_pos(cudaStream_t st, const struct nf_axial_pos_params * p, const float * e0,
+                                               const float * e1, float * x, const char ** kernel) {
+    const int64_t work = p->n_seq * p->len * p->dim;
+    if (work <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_bf16_axial_pos, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (e0, e1, p->n1, x, p->ld, p->gs, p->len, p->n_seq, p->dim);
+    NF_CHECK_LAUNCH("nf_k_bf16_axial_pos");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_bf16_batch_norm(cudaStream_t st, const struct nf_batch_norm_params * p, const float * x,
+                                                const float * w, const float * b, const float * mean, const float * var,
+                                                float * y, const char ** kernel) {
+    const int64_t work = p->m * p->c;
+    if (work <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_bf16_batch_norm, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (x, p->ldx, w, b, mean, var, p->eps, p->relu, y, p->ldy, p->m, p->c);
+    NF_CHECK_LAUNCH("nf_k_bf16_batch_norm");
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t nf__cuda_bf16_conv_epilogue(cudaStream_t st, const float * t, const float * bias, int accumulate,
+                                                   float * y, int64_t ldy, int64_t nr, int64_t cout,
+                                                   const char ** kernel) {
+    const int64_t work = nr * cout;
+    if (work <= 0) return cudaSuccess;
+    NF_LAUNCH(nf_k_bf16_conv_epilogue, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
+    (t, bias, accumulate, y, ldy, nr, cout);
+    NF_CHECK_LAUNCH("nf_k_bf16_conv_epilogue");
     return cudaSuccess;
 }

@@ -110,9 +110,10 @@ cudaError_t nf__cuda_conv_epilogue(cudaStream_t st, const float * s, int64_t lds
 cudaError_t nf__cuda_bf16_pack(cudaStream_t st, const float * src, int64_t lds, int64_t rows, int64_t cols,
                                uint16_t * dst, const char ** kernel);
 /* LINEAR epilogue on the fp32 sums s (m x n, ld n) of bf16 operands:
- * twice: t = bf16(t); t = bf16(t + bf16(bias)); act in fp32, rounded; y = acc ? y + t : t */
+ * twice: t = bf16(t); t = bf16(t + bf16(bias)); act in fp32, rounded; y = acc ? y + t : t,
+ * stream (SpTransformer's bf16 residual): y = bf16(y + t) */
 cudaError_t nf__cuda_bf16_linear_epilogue(cudaStream_t st, const float * s, const float * bias, int act, int accumulate,
-                                          int twice, float * y, int64_t ldy, int64_t m, int64_t n,
+                                          int twice, int stream, float * y, int64_t ldy, int64_t m, int64_t n,
                                           const char ** kernel);
 /* ATTENTION with bf16 rounding (q, k, v, the softmax numerators, o), head_dim <= NF_CUDA_BF16_AHD */
 #define NF_CUDA_BF16_AHD 256
@@ -123,6 +124,29 @@ cudaError_t nf__cuda_bf16_attention(cudaStream_t st, const float * q, const floa
 /* Linear(1, D) embeddings: label 0: EMBED_FEATURES (z n x F, tok[r][1+j]); 1: LABEL_TOKENS value (z = y, tok[r][0]) */
 cudaError_t nf__cuda_bf16_embed(cudaStream_t st, int label, const float * z, int64_t n, int64_t F, const float * w,
                                 const float * b, float * tok, int64_t T, int64_t D, const char ** kernel);
+
+/* SpTransformer's rules (docs/precision.md "SpTransformer under CPU autocast"; the cpu's
+ * cpu-bf16-spt.c): ATTENTION with p.bf16_stream over the groups g0 .. g0 + ng, S the rows'
+ * scratch (ng H lq lk floats): s = R(R(q·kᵀ) scale), P = R(softmax(s)), o = R(P·V) */
+cudaError_t nf__cuda_bf16_spt_attention(cudaStream_t st, const float * q, const float * k, const float * v, float * o,
+                                        float * S, int64_t g0, int64_t ng, int64_t H, int64_t lq, int64_t lk,
+                                        int64_t hd, int64_t q_gs, int64_t q_ss, int64_t kv_gs, int64_t kv_ss,
+                                        int64_t o_gs, int64_t o_ss, float scale, const char ** kernel);
+/* BUCKET_ROUTE: means (2 n_seq H nb E floats) and R (n_seq H nb nb) are scratch */
+cudaError_t nf__cuda_bf16_bucket_route(cudaStream_t st, const struct nf_bucket_route_params * p, const float * q,
+                                       const float * k, int32_t * sel, float * prob, float * means, float * R,
+                                       const char ** kernel);
+cudaError_t nf__cuda_bf16_bucket_gather(cudaStream_t st, const struct nf_bucket_gather_params * p, const float * k,
+                                        const float * v, const int32_t * sel, const float * prob, float * kc,
+                                        float * vc, const char ** kernel);
+cudaError_t nf__cuda_bf16_axial_pos(cudaStream_t st, const struct nf_axial_pos_params * p, const float * e0,
+                                    const float * e1, float * x, const char ** kernel);
+cudaError_t nf__cuda_bf16_batch_norm(cudaStream_t st, const struct nf_batch_norm_params * p, const float * x,
+                                     const float * w, const float * b, const float * mean, const float * var, float * y,
+                                     const char ** kernel);
+/* CONV1D's epilogue on the fp32 sums t (nr x cout): y = R(t + R(b)), accumulating R(y + that) */
+cudaError_t nf__cuda_bf16_conv_epilogue(cudaStream_t st, const float * t, const float * bias, int accumulate, float * y,
+                                        int64_t ldy, int64_t nr, int64_t cout, const char ** kernel);
 
 /* Row softmax in place: rows of length lk, contiguous (row stride lk). */
 cudaError_t nf__cuda_softmax_rows(cudaStream_t st, float * S, int64_t rows, int64_t lk, const char ** kernel);
