@@ -21,6 +21,9 @@
 #      logits, splice classes, bucket choices) and against the cpu (seeded,
 #      varied lengths), placement of one run, bench at L = 8201 (batch 1 and
 #      8, exact and tf32; the goal is <= 10 ms exact at batch 1 on an H200)
+#   7c. --precision bf16-autocast (never yet run on a GPU; optional steps):
+#      Mitra's seed42 fixture and SpTransformer's L8001 against upstream's own
+#      autocast logits (expected_logits_bf16.npy), the mode's default bounds
 #   8. the tf32 error (verify --precision tf32), for the record
 #   9. compute-sanitizer memcheck + racecheck on a small run (where it works)
 #
@@ -256,6 +259,18 @@ step spt-run 60 required \
 log=$(ls "$LOGDIR"/*spt-run.log)
 note "    sptransformer run: LOGITS_SHAPE=$(val "$log" LOGITS_SHAPE) MODEL_DEVICE=$(val "$log" MODEL_DEVICE) OPS_OFF_DEVICE=$(val "$log" OPS_OFF_DEVICE) CPU_FALLBACK=$(val "$log" CPU_FALLBACK) H2D_COPIES=$(val "$log" H2D_COPIES) D2H_COPIES=$(val "$log" D2H_COPIES)"
 [ "$(val "$log" CPU_FALLBACK)" = false ] && [ "$(val "$log" OPS_OFF_DEVICE)" = 0 ] || { note "    sptransformer placement: FAIL"; FAILED=1; }
+# ---- 7c. bf16-autocast against upstream's autocast (optional: a first run) -------------
+for n in $MODELS; do
+    [ "$n" = seed42 ] || continue
+    step mitra-verify-bf16 60 optional \
+        "$NF verify --model $WORK/models/seed42 --device cuda:0 --against tests/fixtures/mitra/seed42 --precision bf16-autocast"
+    log=$(ls "$LOGDIR"/*mitra-verify-bf16.log)
+    note "    mitra seed42 bf16-autocast vs upstream autocast: $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS)"
+done
+step spt-verify-bf16 120 optional \
+    "$NF verify --model $SPT --device cuda:0 --against tests/fixtures/sptransformer/L8001 --precision bf16-autocast"
+log=$(ls "$LOGDIR"/*spt-verify-bf16.log)
+note "    sptransformer L8001 bf16-autocast vs upstream autocast: $(val "$log" RESULT) max_abs=$(val "$log" WORST_MAX_ABS) mean_abs=$(val "$log" WORST_MEAN_ABS) buckets=$(val "$log" BUCKETS_AGREE)"
 for prec in exact tf32; do
     for bs in 1 8; do
         tag="spt-bench-$prec-b$bs"
