@@ -8,7 +8,8 @@
 #      logits bf16 values (the mode does run), report.json naming the mode, and
 #      against the exact fp32 cpu backend within the mode's bounds for that;
 #   3. TabSTAR (no upstream bf16 autocast) refuses the mode; SpTransformer against upstream's autocast
-#      (L8001) on cpu, and a small SpTransformer on opencl:0 against cpu (exact fp32 and bf16);
+#      (L8001, L8201) on cpu, and a small SpTransformer on opencl:0 (or DEVICE) against cpu (exact fp32
+#      and bf16);
 #   4. opencl:0 (fp32 kernels with bf16 rounding): against upstream's autocast as in 2.
 # With a 4th argument DEVICE (cuda:0 in the emulator build): the small SpTransformer of step 3 and step 4
 # on that device only.
@@ -94,10 +95,10 @@ if [ -f "$TMP/spt/config.json" ] && "$BIN" devices | grep -q "^  cpu  precision 
     else bad "sptransformer $c vs upstream autocast"; cat "$TMP/spt-v.txt"; fi
   done
 fi
-#    and on opencl:0 (kernels-bf16-spt.cl; or DEVICE: cuda-kernels-bf16.cu): a small model that runs every
-#    rule (conv, batch norm, axial
-#    positions, local and sinkhorn heads with the sort net, the bf16 residual; the L8001 parity takes a
-#    minute on PoCL, docs/precision.md): within the mode's bounds against the exact fp32 cpu backend,
+#    and on opencl:0 (kernels-bf16-spt.cl; or DEVICE: cuda-kernels-bf16.cu): a small model that runs
+#    every rule (conv, batch norm, axial positions, local and sinkhorn heads with the sort net, the bf16
+#    residual; the L8001 parity takes a minute on PoCL, docs/precision.md): within the mode's bounds
+#    against the exact fp32 cpu backend,
 #    within its bounds against upstream (4u, u) of the cpu's bf16 mode (both bf16: their probabilities),
 #    and not an fp32 run (its outputs differ from the exact fp32 ones)
 for SDEV in ${ONLY:-opencl:0}; do
