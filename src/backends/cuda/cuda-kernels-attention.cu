@@ -201,21 +201,7 @@ __global__ void nf_k_bucket_route(const float * __restrict__ qbar, const float *
         const float sum = s_val;
         for (int64_t v = t; v < nb; v += NF_ROUTE_THREADS) Rr[v] = Rr[v] / sum;
         __syncthreads();
-        if (t == 0) {
-            int64_t best = 0;
-            for (int64_t v = 0; v < nb; v++)
-                if (Rr[v] > Rr[best]) best = v;
-            float second = 0.0f;
-            int have2 = 0;
-            for (int64_t v = 0; v < nb; v++) {
-                if (v == best) continue;
-                if (!have2 || Rr[v] > second) second = Rr[v];
-                have2 = 1;
-            }
-            sel[it] = (int32_t) best;
-            prob[2 * it] = Rr[best];
-            prob[2 * it + 1] = have2 ? Rr[best] - second : 0.0f;
-        }
+        if (t == 0) nf_route_pick(Rr, nb, sel + it, prob + 2 * it);
         __syncthreads(); /* s_val is rewritten by the next row */
     }
 }

@@ -130,6 +130,17 @@ __device__ void nf_bf16_softmax_row(float * r, int64_t n) {
     for (int64_t j = 0; j < n; j++) r[j] = nf_bf16(r[j] * inv);
 }
 
+/* a row of scores of bf16 values: out[j] = R(R(sum_e q[e] k_j[e], e ascending) * scale), key j
+ * at k + j * ks, j < n */
+__device__ void nf_bf16_scores_row(const float * q, const float * k, int64_t ks, int64_t n, int64_t E, float scale,
+                                   float * out) {
+    for (int64_t j = 0; j < n; j++) {
+        float d = 0.0f;
+        for (int64_t e = 0; e < E; e++) d = d + q[e] * k[j * ks + e];
+        out[j] = nf_bf16(nf_bf16(d) * scale);
+    }
+}
+
 /* ATTENTION with p.bf16_stream (torch's unfused bf16 attention), a thread per
  * (group g0 + gl, head, query row): s_j = R(R(sum_e q[e] k_j[e]) * scale) in the
  * row's scratch S (lk floats); P = R(softmax(s)); o[e] = R(sum_j P_j v_j[e]),
@@ -145,11 +156,7 @@ __global__ void nf_k_bf16_spt_attention(const float * __restrict__ q, const floa
         const float * kb = k + g * kv_gs + h * hd;
         const float * vb = v + g * kv_gs + h * hd;
         float * s = S + t * lk;
-        for (int64_t j = 0; j < lk; j++) {
-            float d = 0.0f;
-            for (int64_t e = 0; e < hd; e++) d = d + qb[e] * kb[j * kv_ss + e];
-            s[j] = nf_bf16(nf_bf16(d) * scale);
-        }
+        nf_bf16_scores_row(qb, kb, kv_ss, lk, hd, scale, s);
         nf_bf16_softmax_row(s, lk);
         float * ob = o + g * o_gs + i * o_ss + h * hd;
         for (int64_t e = 0; e < hd; e++) {
@@ -186,25 +193,9 @@ __global__ void nf_k_bf16_bucket_route(const float * __restrict__ means, int64_t
         const float * qb = means + it * E;
         const float * kb = means + (SH + sh) * nb * E;
         float * Rr = R + it * nb;
-        for (int64_t v = 0; v < nb; v++) {
-            float d = 0.0f;
-            for (int64_t e = 0; e < E; e++) d = d + qb[e] * kb[v * E + e];
-            Rr[v] = nf_bf16(nf_bf16(d) * scale);
-        }
+        nf_bf16_scores_row(qb, kb, E, nb, E, scale, Rr);
         nf_bf16_softmax_row(Rr, nb);
-        int64_t best = 0;
-        for (int64_t v = 1; v < nb; v++)
-            if (Rr[v] > Rr[best]) best = v;
-        float second = 0.0f;
-        int have2 = 0;
-        for (int64_t v = 0; v < nb; v++) {
-            if (v == best) continue;
-            if (!have2 || Rr[v] > second) second = Rr[v];
-            have2 = 1;
-        }
-        sel[it] = (int32_t) best;
-        prob[2 * it] = Rr[best];
-        prob[2 * it + 1] = have2 ? Rr[best] - second : 0.0f;
+        nf_route_pick(Rr, nb, sel + it, prob + 2 * it);
     }
 }
 

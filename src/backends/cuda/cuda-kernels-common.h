@@ -124,6 +124,24 @@ __device__ __forceinline__ void nf_ln_stats(const float * xr, int64_t k, float e
     *rstd_out = 1.0f / sqrtf(var + eps);
 }
 
+/* BUCKET_ROUTE's pick over a row's probabilities P (nb): v* the first maximum,
+ * prob = (P[v*], P[v*] - the largest other; 0 where there is none), as the cpu
+ * reference's nf__cpu_route_pick */
+__device__ __forceinline__ void nf_route_pick(const float * P, int64_t nb, int32_t * sel, float * prob) {
+    int64_t best = 0;
+    for (int64_t v = 1; v < nb; v++)
+        if (P[v] > P[best]) best = v;
+    float second = 0.0f;
+    int have2 = 0;
+    for (int64_t v = 0; v < nb; v++) {
+        if (v == best) continue;
+        if (!have2 || P[v] > second) second = P[v];
+        have2 = 1;
+    }
+    *sel = (int32_t) best;
+    prob[0] = P[best];
+    prob[1] = have2 ? P[best] - second : 0.0f;
+}
 /* torch.bucketize(right=False) lower_bound, as ATen's cus_lower_bound:
  * first k with B[k] >= x; a NaN x (or NaN boundaries) gives nb. */
 __device__ __forceinline__ int64_t nf_lower_bound(const float * B, int64_t nb, float x) {
