@@ -141,6 +141,23 @@ static struct nf_attention_params attn_params(int64_t G, int64_t H, int64_t E, i
                                         .scale = scale};
 }
 
+/* an ATTENTION's outputs (to, nq floats) against want: a score one fp32 ulp off (another
+ * order of its sum) can move a bf16-rounded probability by 2^-8 of it, so where the sum over
+ * j cancels (|o| under 1/16 of mag = sum P |v|) that can be several ulps of o: there the
+ * bound is mag / 256 (+ o's rounding); elsewhere tally's (one ulp, in under 5 %) */
+static void check_attention_out(const char * what, const nf_tensor * to, const float * want, const float * mag,
+                                int64_t nq) {
+    float * oh = fetch(to, nq);
+    for (int64_t i = 0; i < nq; i++)
+        if (fabs(want[i]) < mag[i] / 16.0f) {
+            CHECK(fabs((double) oh[i] - want[i]) <= mag[i] / 256.0 + fabs(want[i]) / 128.0,
+                  "%s: element %lld: %g, not %g (cancelling)", what, (long long) i, oh[i], want[i]);
+            oh[i] = want[i];
+        }
+    CHECK(tally(what, oh, want, nq) < 0.05, "%s: over 5%% of the elements one ulp off", what);
+    free(oh);
+}
+
 static void test_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t lk) {
     const int64_t D = H * E, nq = G * lq * D, nk = G * lk * D;
     float *q = malloc((size_t) nq * 4), *k = malloc((size_t) nk * 4), *v = malloc((size_t) nk * 4),
@@ -184,18 +201,7 @@ static void test_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int64_t 
     char what[96];
     snprintf(what, sizeof(what), "ATTENTION G=%lld H=%lld E=%lld lq=%lld lk=%lld", (long long) G, (long long) H,
              (long long) E, (long long) lq, (long long) lk);
-    float * oh = fetch(&to, nq);
-    /* a score one fp32 ulp off (another order of its sum) can move a numerator's bf16
-     * rounding by 2^-8 of it: where the sum over j cancels (|o| under 1/16 of sum p |v|),
-     * that can be several ulps of o, so there the bound is 2^-8 sum p |v| / l (+ o's rounding) */
-    for (int64_t i = 0; i < nq; i++)
-        if (fabs(want[i]) < mag[i] / 16.0f) {
-            CHECK(fabs((double) oh[i] - want[i]) <= mag[i] / 256.0 + fabs(want[i]) / 128.0,
-                  "%s: element %lld: %g, not %g (cancelling)", what, (long long) i, oh[i], want[i]);
-            oh[i] = want[i];
-        }
-    CHECK(tally(what, oh, want, nq) < 0.05, "%s: over 5%% of the elements one ulp off", what);
-    free(oh);
+    check_attention_out(what, &to, want, mag, nq); /* mag: sum p |v| / l, the numerators' share */
     nf__tensor_free(&tq);
     nf__tensor_free(&tk);
     nf__tensor_free(&tv);
@@ -370,16 +376,8 @@ static void test_spt_attention(int64_t G, int64_t H, int64_t E, int64_t lq, int6
     char what[96];
     snprintf(what, sizeof(what), "ATTENTION stream G=%lld H=%lld E=%lld lq=%lld lk=%lld gs=%lld", (long long) G,
              (long long) H, (long long) E, (long long) lq, (long long) lk, (long long) gs);
-    float * oh = fetch(&to, nq);
-    for (int64_t i = 0; i < nq; i++) {
-        if (fabs(want[i]) < mag[i] / 16.0f) {
-            CHECK(fabs((double) oh[i] - want[i]) <= mag[i] / 256.0 + fabs(want[i]) / 128.0,
-                  "%s: element %lld: %g, not %g (cancelling)", what, (long long) i, oh[i], want[i]);
-            oh[i] = want[i];
-        }
-    }
-    CHECK(tally(what, oh, want, nq) < 0.05, "%s: over 5%% of the elements one ulp off", what);
-    free(oh), free(p), free(mag);
+    check_attention_out(what, &to, want, mag, nq);
+    free(p), free(mag);
     nf__tensor_free(&tq), nf__tensor_free(&tk), nf__tensor_free(&tv), nf__tensor_free(&to);
     free(q), free(k), free(v), free(want);
 }

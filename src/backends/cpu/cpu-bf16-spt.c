@@ -5,7 +5,7 @@
  *  - ATTENTION (p.bf16_stream): s = R(R(q·kᵀ) · scale) (bmm, mul), P =
  *    R(softmax(s)) computed in fp32 (exp(s - max) · (1 / sum)), o = R(P·V)
  *    (here the small problems' tiles; from 64 query rows and keys on
- *    cpu-bf16.c's batched oneDNN matmuls, with nf__spt_softmax_bits);
+ *    cpu-bf16.c's batched oneDNN matmuls; both with nf__spt_softmax_rows);
  *  - BUCKET_ROUTE (the sort net): the bucket means R(R(sum) / bucket), their
  *    scores R(R(mean_q · mean_k) · scale), the softmax rounded, top-1 (the
  *    first of equal probabilities), its bf16 probability;
@@ -26,59 +26,32 @@
 #define NF__PTR(t)  ((float *) ((char *) (t)->buf->handle + (t)->offs))
 #define NF__IPTR(t) ((int32_t *) ((char *) (t)->buf->handle + (t)->offs))
 
-/* R(softmax(s)) in place over n values: fp32 exp(s - max) (nf__exp_f32's
- * values, vectorised), times 1 / sum (the sum in j order), rounded */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__spt_softmax_row(float * restrict s, int64_t n) {
-    float mx = s[0];
-    for (int64_t j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-    nf__cpu_exp_sub_row(s, n, mx);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) sum += s[j];
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < n; j++) s[j] = nf__bf16_rnd(s[j] * inv);
-}
+_Static_assert(NF__TILE_ROWS <= NF__SPT_SM_ROWS, "a tile's rows go through nf__spt_softmax_rows at once");
 
-/* the matmul path's (cpu-bf16.c): nr <= NF__SPT_SM_ROWS rows of n scores S = q·kᵀ (fp32),
- * rows n apart: s = R(R(S) · scale), then R(softmax(s)) as nf__spt_softmax_row computes it
- * (the serial max, fp32 exp, the sum in j order, times 1 / sum), its bits into pb (rows n
- * apart); the rows' sums interleaved */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__spt_softmax_bits(float * restrict S, int64_t n,
-                                                                                   float scale, int nr,
+/* the rule's scores and softmax for nr <= NF__SPT_SM_ROWS rows of n fp32 sums S = q·kᵀ
+ * (rows ld apart): s = R(R(S) · scale), the serial max (nf__cpu_max_row's value), fp32
+ * exp(s - max) (nf__exp_f32's values, vectorised), the sum in j order (the rows' sums
+ * interleaved), P = R(s · (1 / sum)) -- into S, or (pb not NULL) as bf16 bits into pb
+ * (rows n apart). The attention's tiles and matmuls and the sort net all use it. */
+__attribute__((target_clones(NF__CPU_CLONES), noinline)) void nf__spt_softmax_rows(float * restrict S, int64_t ld,
+                                                                                   int64_t n, int nr, float scale,
                                                                                    uint16_t * restrict pb) {
     float sum[NF__SPT_SM_ROWS];
     for (int r = 0; r < nr; r++) {
-        float * s = S + r * n;
+        float * s = S + r * ld;
         for (int64_t j = 0; j < n; j++) s[j] = nf__bf16_rnd(nf__bf16_rnd(s[j]) * scale);
         nf__cpu_exp_sub_row(s, n, nf__cpu_max_row(s, n));
         sum[r] = 0.0f;
     }
-    if (nr == NF__SPT_SM_ROWS)
-        for (int64_t j = 0; j < n; j++)
-            for (int r = 0; r < NF__SPT_SM_ROWS; r++) sum[r] += S[r * n + j];
-    else
-        for (int r = 0; r < nr; r++)
-            for (int64_t j = 0; j < n; j++) sum[r] += S[r * n + j];
+    for (int64_t j = 0; j < n; j++)
+        for (int r = 0; r < nr; r++) sum[r] += S[r * ld + j];
     for (int r = 0; r < nr; r++) {
         const float inv = 1.0f / sum[r];
-        for (int64_t j = 0; j < n; j++) pb[r * n + j] = (uint16_t) (nf__bf16_u32(S[r * n + j] * inv) >> 16);
-    }
-}
-
-/* the same for the NF__TILE_ROWS rows of a block (n values each, at row stride ld),
- * the rows' serial max and sum interleaved */
-__attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_softmax_rnd(float * restrict s, int64_t ld,
-                                                                                         int64_t n) {
-    float mx[NF__TILE_ROWS], sum[NF__TILE_ROWS];
-    for (int r = 0; r < NF__TILE_ROWS; r++) mx[r] = s[r * ld];
-    for (int64_t j = 1; j < n; j++)
-        for (int r = 0; r < NF__TILE_ROWS; r++) mx[r] = s[r * ld + j] > mx[r] ? s[r * ld + j] : mx[r];
-    for (int r = 0; r < NF__TILE_ROWS; r++) nf__cpu_exp_sub_row(s + r * ld, n, mx[r]);
-    for (int r = 0; r < NF__TILE_ROWS; r++) sum[r] = 0.0f;
-    for (int64_t j = 0; j < n; j++)
-        for (int r = 0; r < NF__TILE_ROWS; r++) sum[r] += s[r * ld + j];
-    for (int r = 0; r < NF__TILE_ROWS; r++) {
-        const float inv = 1.0f / sum[r];
-        for (int64_t j = 0; j < n; j++) s[r * ld + j] = nf__bf16_rnd(s[r * ld + j] * inv);
+        float * s = S + r * ld;
+        if (pb)
+            for (int64_t j = 0; j < n; j++) pb[r * n + j] = (uint16_t) (nf__bf16_u32(s[j] * inv) >> 16);
+        else
+            for (int64_t j = 0; j < n; j++) s[j] = nf__bf16_rnd(s[j] * inv);
     }
 }
 
@@ -100,18 +73,15 @@ __attribute__((target_clones(NF__CPU_CLONES), noinline)) static void nf__spt_att
     for (int64_t i0 = 0; i0 < lq; i0 += NF__TILE_ROWS) {
         const int64_t nr = nf__attn_tile_qblock(t, q, q_ss, i0);
         float a[NF__LANES];
-        for (int64_t jb = 0; jb < lk16;) { /* s = R(R(q·kᵀ) · scale) */
+        for (int64_t jb = 0; jb < lk16;) { /* the sums q·kᵀ */
             nf__v16 acc[2 * NF__TILE_ROWS];
             const int nv = nf__tile4n(qb, E, t->kt + jb, lk16, E, lk16 - jb, acc);
             for (int c = 0; c < nv; c++, jb += NF__LANES)
-                for (int64_t r = 0; r < NF__TILE_ROWS; r++) {
-                    memcpy(a, &acc[c * NF__TILE_ROWS + r], sizeof(a));
-                    for (int l = 0; l < NF__LANES; l++)
-                        s[r * lk16 + jb + l] = nf__bf16_rnd(nf__bf16_rnd(a[l]) * t->scale);
-                }
+                for (int64_t r = 0; r < NF__TILE_ROWS; r++)
+                    memcpy(s + r * lk16 + jb, &acc[c * NF__TILE_ROWS + r], NF__LANES * sizeof(float));
         }
-        nf__spt_softmax_rnd(s, lk16, lk);
-        for (int64_t eb = 0; eb < E16;) { /* o = R(P·V) */
+        nf__spt_softmax_rows(s, lk16, lk, NF__TILE_ROWS, t->scale, NULL); /* s = R(R(·) scale), P */
+        for (int64_t eb = 0; eb < E16;) {                                 /* o = R(P·V) */
             nf__v16 acc[2 * NF__TILE_ROWS];
             const int nv = nf__tile4n(s, lk16, vr + eb, v_ss, lk, E16 - eb, acc);
             for (int c = 0; c < nv; c++, eb += NF__LANES) {
@@ -163,9 +133,9 @@ int nf__bf16_spt_bucket_route(const nf_op * op, nf_err * err) {
                 for (int64_t v = 0; v < nb; v++) {
                     float d = 0.0f;
                     for (int64_t e = 0; e < E; e++) d += qb[u * E + e] * kb[v * E + e];
-                    R[v] = nf__bf16_rnd(nf__bf16_rnd(d) * p->scale);
+                    R[v] = d;
                 }
-                nf__spt_softmax_row(R, nb);
+                nf__spt_softmax_rows(R, nb, nb, 1, p->scale, NULL); /* R(R(d) scale), P */
                 const int64_t i = (s * H + h) * nb + u;
                 nf__cpu_route_pick(R, nb, sel + i, prob + 2 * i);
             }

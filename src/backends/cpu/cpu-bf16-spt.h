@@ -5,12 +5,11 @@
 #include "nf-impl.h"
 
 int nf__bf16_spt_attention(const nf_op * op, nf_err * err);
-/* R(softmax(s)) in place over n values (the attention's rule; cpu-bf16.c's matmul path too) */
-void nf__spt_softmax_row(float * restrict s, int64_t n);
-/* the same over nr <= NF__SPT_SM_ROWS rows of scores S (n apart), scaled and rounded first
- * (s = R(R(S) · scale)), the probabilities' bits into pb (cpu-bf16-spt.c) */
+/* the rule's scores and softmax over nr <= NF__SPT_SM_ROWS rows of n fp32 sums S (rows ld
+ * apart): s = R(R(S) · scale), P = R(softmax(s)) into S, or as bits into pb (rows n apart)
+ * where pb is not NULL (cpu-bf16-spt.c) */
 #define NF__SPT_SM_ROWS 8
-void nf__spt_softmax_bits(float * restrict S, int64_t n, float scale, int nr, uint16_t * restrict pb);
+void nf__spt_softmax_rows(float * restrict S, int64_t ld, int64_t n, int nr, float scale, uint16_t * restrict pb);
 int nf__bf16_spt_bucket_route(const nf_op * op, nf_err * err);
 int nf__bf16_spt_axial_pos(const nf_op * op);
 

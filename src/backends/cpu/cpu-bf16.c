@@ -184,22 +184,21 @@ static int nf__copy_is(const struct nf__copy * e, const nf_tensor * t, int64_t r
     return e->valid && e->handle == t->buf->handle && e->offs == t->offs && e->k == k && e->ld == ld && rows <= e->rows;
 }
 
+/* 1 when e is a valid copy of bytes that [lo, hi) of handle overlaps */
+static int nf__copy_hit(const struct nf__copy * e, const void * handle, size_t lo, size_t hi) {
+    return e->valid && e->handle == handle && lo < e->end && e->offs < hi;
+}
+
 void nf__cpu_bf16_forget(struct nf_cpu_bf16 * c, const void * handle, size_t lo, size_t hi) {
-    for (int i = 0; i < NF__ACT_COPIES; i++) {
-        struct nf__copy * e = &c->act[i];
-        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
-    }
-    for (int i = 0; i < NF__KV_COPIES; i++) {
-        struct nf__copy * e = &c->kv[i];
-        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
-    }
-    for (int i = 0; i < NF__VALS; i++) {
-        struct nf__copy * e = &c->bf16_vals[i];
-        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) e->valid = 0;
-    }
+    for (int i = 0; i < NF__ACT_COPIES; i++)
+        if (nf__copy_hit(&c->act[i], handle, lo, hi)) c->act[i].valid = 0;
+    for (int i = 0; i < NF__KV_COPIES; i++)
+        if (nf__copy_hit(&c->kv[i], handle, lo, hi)) c->kv[i].valid = 0;
+    for (int i = 0; i < NF__VALS; i++)
+        if (nf__copy_hit(&c->bf16_vals[i], handle, lo, hi)) c->bf16_vals[i].valid = 0;
     for (int i = 0; i < c->n_w; i++) {
         struct nf__copy * e = &c->w[i];
-        if (e->valid && e->handle == handle && lo < e->end && e->offs < hi) {
+        if (nf__copy_hit(e, handle, lo, hi)) {
             e->valid = 0;
             c->w_bytes -= e->cap * sizeof(uint16_t);
             free(e->bits);
@@ -1001,7 +1000,7 @@ static int nf__bf16_attention(nf_backend * be, const nf_op * op, nf_err * err) {
  * on: chunks of groups, each in one thread -- its q, k and v rows to bits (each group's
  * keys and values a copy of their own: oneDNN refuses the windows' overlapping strides),
  * S = q·kᵀ over its (group, head) batches (fp32 sums of bf16 products), s = R(R(S) ·
- * scale) and P = R(softmax(s)) 8 rows at a time (nf__spt_softmax_bits), o = R(P·V) --
+ * scale) and P = R(softmax(s)) 8 rows at a time (nf__spt_softmax_rows), o = R(P·V) --
  * the chunk's scores (NF__SPT_CHUNK floats) held in cache between the two products */
 #define NF__SPT_MM_MIN 64
 #define NF__SPT_CHUNK  131072
@@ -1052,7 +1051,7 @@ static int nf__spt_attn_chunk(struct nf_cpu_bf16 * c, const nf_op * op, struct n
                          mm[0]->sp_bytes, base + L->sp, &t->err));
     for (int64_t r = 0; r < n * H * lq; r += NF__SPT_SM_ROWS) {
         const int64_t nr = n * H * lq - r < NF__SPT_SM_ROWS ? n * H * lq - r : NF__SPT_SM_ROWS;
-        nf__spt_softmax_bits(S + r * lk, lk, p->scale, (int) nr, pb + r * lk);
+        nf__spt_softmax_rows(S + r * lk, lk, lk, (int) nr, p->scale, pb + r * lk);
     }
     NF_TRY(nf__prim_exec(c, t->st, mm[1]->prim, &mm[1]->a_md, pb, &mm[1]->b_md, vb, &mm[1]->c_md, O, &mm[1]->spmd,
                          mm[1]->sp_bytes, base + L->sp, &t->err));
