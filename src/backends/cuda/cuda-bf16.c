@@ -9,8 +9,9 @@
  *    with bf16 rounding (cuda-kernels-bf16.cu);
  *  - SpTransformer's rules (the cpu's cpu-bf16-spt.c, opencl's
  *    kernels-bf16-spt.cl): ATTENTION with p.bf16_stream (scores, scaled scores,
- *    probabilities and P·V each rounded), BUCKET_ROUTE, BUCKET_GATHER, AXIAL_POS
- *    and BATCH_NORM as fp32 kernels with the rule's roundings, CONV1D as LINEAR
+ *    probabilities and P·V each rounded) and BUCKET_ROUTE as fp32 kernels with the
+ *    rule's roundings, BUCKET_GATHER, AXIAL_POS and BATCH_NORM as the exact kernels
+ *    with their bf16 flag (nf__cuda_*_r), CONV1D as LINEAR
  *    (bf16 cublasGemmEx over the tap-major W and the im2col, then R(t + R(b)),
  *    accumulating R(y + that)), LINEAR's bf16 residual (p.bf16_stream);
  *  - the fp32 ops through the exact kernels; any other op refused.
@@ -182,20 +183,9 @@ int nf__cuda_bf16_launch(nf_backend * be, const struct nf_kernel * k, const nf_o
             return op->p.attention.bf16_stream ? nf__bf16_spt_attention(be, op, err) : nf__bf16_attention(be, op, err);
         case NF_OP_CONV1D: return nf__bf16_conv1d(be, op, err);
         case NF_OP_BUCKET_ROUTE: return nf__bf16_bucket_route(be, op, err);
-        case NF_OP_BUCKET_GATHER:
-            NF__BF16_LAUNCH(nf__cuda_bf16_bucket_gather(
-                st, &op->p.bucket_gather, NF__F(&op->src[0]), NF__F(&op->src[1]), (const int32_t *) NF__F(&op->src[2]),
-                NF__F(&op->src[3]), NF__F(&op->dst[0]), NF__F(&op->dst[1]), NF__BK));
-            return NF_OK;
-        case NF_OP_AXIAL_POS:
-            NF__BF16_LAUNCH(nf__cuda_bf16_axial_pos(st, &op->p.axial_pos, NF__F(&op->src[0]), NF__F(&op->src[1]),
-                                                    NF__F(&op->dst[0]), NF__BK));
-            return NF_OK;
-        case NF_OP_BATCH_NORM:
-            NF__BF16_LAUNCH(nf__cuda_bf16_batch_norm(st, &op->p.batch_norm, NF__F(&op->src[0]), NF__F(&op->src[1]),
-                                                     NF__F(&op->src[2]), NF__F(&op->src[3]), NF__F(&op->src[4]),
-                                                     NF__F(&op->dst[0]), NF__BK));
-            return NF_OK;
+        case NF_OP_BUCKET_GATHER: return nf__cuda_bucket_gather_r(be, op, 1, err);
+        case NF_OP_AXIAL_POS: return nf__cuda_axial_pos_r(be, op, 1, err);
+        case NF_OP_BATCH_NORM: return nf__cuda_batch_norm_r(be, op, 1, err);
         case NF_OP_EMBED_FEATURES: {
             const nf_tensor * z = &op->src[0];
             const int64_t n = z->ne[0], F = z->ne[1], D = op->dst[0].ne[2];

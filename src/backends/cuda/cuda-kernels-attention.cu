@@ -208,10 +208,10 @@ __global__ void nf_k_bucket_route(const float * __restrict__ qbar, const float *
 
 /* BUCKET_GATHER: a warp per output row rr = (s*nb + u)*2B + j of kcat and
  * vcat (n_heads*head_dim columns); sel clamped into [0, nb). vsrc is k
- * (reuse_keys) or v. */
+ * (reuse_keys) or v. bf16 (bf16-autocast): the routed rows rounded, R(p * k). */
 __global__ void nf_k_bucket_gather(const float * k, const float * v, const float * vsrc,
                                    const int32_t * __restrict__ sel, const float * __restrict__ prob, int64_t rows,
-                                   int64_t nb, int64_t B, int64_t H, int E, int64_t kv_ss, int64_t kv_gs,
+                                   int64_t nb, int64_t B, int64_t H, int E, int64_t kv_ss, int64_t kv_gs, int bf16,
                                    float * __restrict__ kc, float * __restrict__ vc) {
     const int lane = (int) (threadIdx.x & 31);
     const int Wd = (int) H * E;
@@ -228,8 +228,8 @@ __global__ void nf_k_bucket_gather(const float * k, const float * v, const float
                 vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
                 const float pu = prob[2 * i];
                 const int64_t rs = s * kv_gs + (vs * B + j) * kv_ss + h * E + e;
-                kd[c] = pu * k[rs];
-                vd[c] = pu * vsrc[rs];
+                kd[c] = bf16 ? nf_bf16(pu * k[rs]) : pu * k[rs];
+                vd[c] = bf16 ? nf_bf16(pu * vsrc[rs]) : pu * vsrc[rs];
             } else {
                 const int64_t ro = s * kv_gs + (u * B + j - B) * kv_ss + h * E + e;
                 kd[c] = k[ro];
@@ -275,13 +275,13 @@ static cudaError_t nf_bucket_route(cudaStream_t st, const struct nf_bucket_route
 }
 
 static cudaError_t nf_bucket_gather(cudaStream_t st, const struct nf_bucket_gather_params * p, const float * k,
-                                    const float * v, const int32_t * sel, const float * prob, float * kc, float * vc,
-                                    const char ** kernel) {
+                                    const float * v, const int32_t * sel, const float * prob, int bf16, float * kc,
+                                    float * vc, const char ** kernel) {
     const int64_t rows = p->n_seq * p->n_buckets * 2 * p->bucket;
     if (rows <= 0) return cudaSuccess;
     NF_LAUNCH(nf_k_bucket_gather, nf_blocks(rows, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
     (k, v, p->reuse_keys ? k : v, sel, prob, rows, p->n_buckets, p->bucket, p->n_heads, (int) p->head_dim, p->kv_ss,
-     p->kv_gs, kc, vc);
+     p->kv_gs, bf16, kc, vc);
     NF_CHECK_LAUNCH("nf_k_bucket_gather");
     return cudaSuccess;
 }
@@ -347,10 +347,14 @@ int nf__cuda_bucket_route(nf_backend * be, const nf_op * op, nf_err * err) {
 }
 bool nf__cuda_bucket_route_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_bucket_gather_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     NF_OP_LAUNCH(nf_bucket_gather(nf__cuda_op_stream(be), &op->p.bucket_gather, NF_F(&op->src[0]), NF_F(&op->src[1]),
-                                  NF_I(&op->src[2]), NF_F(&op->src[3]), NF_F(&op->dst[0]), NF_F(&op->dst[1]), NF_K));
+                                  NF_I(&op->src[2]), NF_F(&op->src[3]), bf16, NF_F(&op->dst[0]), NF_F(&op->dst[1]),
+                                  NF_K));
     return NF_OK;
+}
+int nf__cuda_bucket_gather(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cuda_bucket_gather_r(be, op, 0, err);
 }
 bool nf__cuda_bucket_gather_supports(nf_backend * be, const nf_op * op) {
     /* the kernel indexes a row's n_heads*head_dim columns with int */

@@ -9,21 +9,6 @@
  */
 #include "cuda-kernels-common.h"
 
-/* the bf16 bits of f: round to nearest, ties to even; a NaN stays a quiet NaN */
-__device__ __forceinline__ uint16_t nf_bf16_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t) ((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t) (u >> 16);
-}
-__device__ __forceinline__ float nf_bf16(float f) {
-    const uint32_t u = (uint32_t) nf_bf16_bits(f) << 16;
-    float r;
-    memcpy(&r, &u, sizeof(r));
-    return r;
-}
-
 /* dst[r*cols + c] = bf16 bits of src[r*lds + c] */
 __global__ void nf_k_bf16_pack(const float * __restrict__ src, int64_t lds, int64_t rows, int64_t cols,
                                uint16_t * __restrict__ dst) {
@@ -199,58 +184,6 @@ __global__ void nf_k_bf16_bucket_route(const float * __restrict__ means, int64_t
     }
 }
 
-/* BUCKET_GATHER: a thread per output element (su, j, h*E + e) of kcat and vcat:
- * the routed rows R(p * k) (and, as values, R(p * vsrc)), the own rows copied */
-__global__ void nf_k_bf16_bucket_gather(const float * k, const float * v, const float * vsrc,
-                                        const int32_t * __restrict__ sel, const float * __restrict__ prob, int64_t n_su,
-                                        int64_t nb, int64_t B, int64_t H, int64_t E, int64_t kv_ss, int64_t kv_gs,
-                                        float * __restrict__ kc, float * __restrict__ vc) {
-    const int64_t W = H * E;
-    NF_FOR(d, n_su * 2 * B * W) {
-        const int64_t he = d % W, rr = d / W, j = rr % (2 * B), su = rr / (2 * B);
-        const int64_t s = su / nb, u = su % nb, h = he / E;
-        const int64_t i = (s * H + h) * nb + u;
-        if (j < B) {
-            int64_t vs = sel[i];
-            vs = vs < 0 ? 0 : vs >= nb ? nb - 1 : vs;
-            const float pu = prob[2 * i];
-            const int64_t rs = s * kv_gs + (vs * B + j) * kv_ss + he;
-            kc[d] = nf_bf16(pu * k[rs]);
-            vc[d] = nf_bf16(pu * vsrc[rs]);
-        } else {
-            const int64_t ro = s * kv_gs + (u * B + j - B) * kv_ss + he;
-            kc[d] = k[ro];
-            vc[d] = v[ro];
-        }
-    }
-}
-
-/* AXIAL_POS: x = R(x + R(e0[t / n1] + e1[t % n1])) */
-__global__ void nf_k_bf16_axial_pos(const float * __restrict__ e0, const float * __restrict__ e1, int64_t n1,
-                                    float * __restrict__ x, int64_t ld, int64_t gs, int64_t len, int64_t n_seq,
-                                    int64_t D) {
-    NF_FOR(idx, n_seq * len * D) {
-        const int64_t c = idx % D, st = idx / D, s = st / len, t = st % len;
-        float * xp = x + s * gs + t * ld + c;
-        *xp = nf_bf16(*xp + nf_bf16(e0[(t / n1) * D + c] + e1[(t % n1) * D + c]));
-    }
-}
-
-/* BATCH_NORM (eval): y = R(R(x) * a + sh) with the exact kernel's coefficients
- * a = (1 / sqrtf(var + eps)) * w, sh = b - mean * a; then the ReLU. x may be y. */
-__global__ void nf_k_bf16_batch_norm(const float * x, int64_t ldx, const float * __restrict__ w,
-                                     const float * __restrict__ b, const float * __restrict__ mean,
-                                     const float * __restrict__ var, float eps, int relu, float * y, int64_t ldy,
-                                     int64_t m, int64_t C) {
-    NF_FOR(idx, m * C) {
-        const int64_t c = idx % C, r = idx / C;
-        const float ac = (1.0f / sqrtf(var[c] + eps)) * w[c];
-        const float sh = b[c] - mean[c] * ac;
-        const float v = nf_bf16(nf_bf16(x[r * ldx + c]) * ac + sh);
-        y[r * ldy + c] = relu && v < 0.0f ? 0.0f : v;
-    }
-}
-
 /* CONV1D's epilogue on the fp32 sums t (nr x cout, ld cout) of bf16 operands: y =
  * R(t + R(b)), or accumulating (the resblock residual, the skips) y = R(y + that) */
 __global__ void nf_k_bf16_conv_epilogue(const float * __restrict__ t, const float * __restrict__ bias, int accumulate,
@@ -336,39 +269,6 @@ extern "C" cudaError_t nf__cuda_bf16_bucket_route(cudaStream_t st, const struct 
     NF_CHECK_LAUNCH("nf_k_bf16_bucket_means");
     NF_LAUNCH(nf_k_bf16_bucket_route, nf_blocks(SH * nb, 64), 64, st)(means, SH, nb, E, p->scale, R, sel, prob);
     NF_CHECK_LAUNCH("nf_k_bf16_bucket_route");
-    return cudaSuccess;
-}
-
-extern "C" cudaError_t nf__cuda_bf16_bucket_gather(cudaStream_t st, const struct nf_bucket_gather_params * p,
-                                                   const float * k, const float * v, const int32_t * sel,
-                                                   const float * prob, float * kc, float * vc, const char ** kernel) {
-    const int64_t n_su = p->n_seq * p->n_buckets, work = n_su * 2 * p->bucket * p->n_heads * p->head_dim;
-    if (work <= 0) return cudaSuccess;
-    NF_LAUNCH(nf_k_bf16_bucket_gather, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
-    (k, v, p->reuse_keys ? k : v, sel, prob, n_su, p->n_buckets, p->bucket, p->n_heads, p->head_dim, p->kv_ss, p->kv_gs,
-     kc, vc);
-    NF_CHECK_LAUNCH("nf_k_bf16_bucket_gather");
-    return cudaSuccess;
-}
-
-extern "C" cudaError_t nf__cuda_bf16_axial_pos(cudaStream_t st, const struct nf_axial_pos_params * p, const float * e0,
-                                               const float * e1, float * x, const char ** kernel) {
-    const int64_t work = p->n_seq * p->len * p->dim;
-    if (work <= 0) return cudaSuccess;
-    NF_LAUNCH(nf_k_bf16_axial_pos, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
-    (e0, e1, p->n1, x, p->ld, p->gs, p->len, p->n_seq, p->dim);
-    NF_CHECK_LAUNCH("nf_k_bf16_axial_pos");
-    return cudaSuccess;
-}
-
-extern "C" cudaError_t nf__cuda_bf16_batch_norm(cudaStream_t st, const struct nf_batch_norm_params * p, const float * x,
-                                                const float * w, const float * b, const float * mean, const float * var,
-                                                float * y, const char ** kernel) {
-    const int64_t work = p->m * p->c;
-    if (work <= 0) return cudaSuccess;
-    NF_LAUNCH(nf_k_bf16_batch_norm, nf_blocks(work, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)
-    (x, p->ldx, w, b, mean, var, p->eps, p->relu, y, p->ldy, p->m, p->c);
-    NF_CHECK_LAUNCH("nf_k_bf16_batch_norm");
     return cudaSuccess;
 }
 

@@ -124,6 +124,22 @@ __device__ __forceinline__ void nf_ln_stats(const float * xr, int64_t k, float e
     *rstd_out = 1.0f / sqrtf(var + eps);
 }
 
+/* --precision bf16-autocast: the bf16 bits of f, round to nearest, ties to even; a NaN
+ * stays a quiet NaN; nf_bf16: f rounded to bf16, as a float */
+__device__ __forceinline__ uint16_t nf_bf16_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t) ((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t) (u >> 16);
+}
+__device__ __forceinline__ float nf_bf16(float f) {
+    const uint32_t u = (uint32_t) nf_bf16_bits(f) << 16;
+    float r;
+    memcpy(&r, &u, sizeof(r));
+    return r;
+}
+
 /* BUCKET_ROUTE's pick over a row's probabilities P (nb): v* the first maximum,
  * prob = (P[v*], P[v*] - the largest other; 0 where there is none), as the cpu
  * reference's nf__cpu_route_pick */

@@ -14,9 +14,10 @@ __global__ void nf_k_fill_rows(float * __restrict__ y, int64_t ld, int64_t m, in
 }
 
 /* AXIAL_POS: x[s][t][c] = x + (e0[t / n1][c] + e1[t % n1][c]); a warp per
- * (s, t) row. */
+ * (s, t) row. bf16 (bf16-autocast): x = R(x + R(e0 + e1)). */
 __global__ void nf_k_axial_pos(const float * __restrict__ e0, const float * __restrict__ e1, int64_t n1,
-                               float * __restrict__ x, int64_t ld, int64_t gs, int64_t len, int64_t rows, int64_t D) {
+                               float * __restrict__ x, int64_t ld, int64_t gs, int64_t len, int64_t rows, int64_t D,
+                               int bf16) {
     const int lane = (int) (threadIdx.x & 31);
     NF_WARP_ROWS(st, rows) {
         const int64_t s = st / len, t = st - s * len;
@@ -24,7 +25,8 @@ __global__ void nf_k_axial_pos(const float * __restrict__ e0, const float * __re
         const int64_t t0 = t / n1;
         const float * a = e0 + t0 * D;
         const float * b = e1 + (t - t0 * n1) * D;
-        for (int64_t c = lane; c < D; c += 32) xr[c] = xr[c] + (a[c] + b[c]);
+        for (int64_t c = lane; c < D; c += 32)
+            xr[c] = bf16 ? nf_bf16(xr[c] + nf_bf16(a[c] + b[c])) : xr[c] + (a[c] + b[c]);
     }
 }
 
@@ -57,11 +59,11 @@ static cudaError_t nf_fill_rows(cudaStream_t st, float * y, int64_t ld, int64_t 
 }
 
 static cudaError_t nf_axial_pos(cudaStream_t st, const float * e0, const float * e1, int64_t n1, float * x, int64_t ld,
-                                int64_t gs, int64_t n_seq, int64_t len, int64_t D, const char ** kernel) {
+                                int64_t gs, int64_t n_seq, int64_t len, int64_t D, int bf16, const char ** kernel) {
     const int64_t rows = n_seq * len;
     if (rows <= 0 || D <= 0) return cudaSuccess;
     NF_LAUNCH(nf_k_axial_pos, nf_blocks(rows, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
-    (e0, e1, n1, x, ld, gs, len, rows, D);
+    (e0, e1, n1, x, ld, gs, len, rows, D, bf16);
     NF_CHECK_LAUNCH("nf_k_axial_pos");
     return cudaSuccess;
 }
@@ -75,12 +77,13 @@ int nf__cuda_fill(nf_backend * be, const nf_op * op, nf_err * err) {
 }
 bool nf__cuda_fill_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_axial_pos_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     const struct nf_axial_pos_params * p = &op->p.axial_pos;
     NF_OP_LAUNCH(nf_axial_pos(nf__cuda_op_stream(be), NF_F(&op->src[0]), NF_F(&op->src[1]), p->n1, NF_F(&op->dst[0]),
-                              p->ld, p->gs, p->n_seq, p->len, p->dim, NF_K));
+                              p->ld, p->gs, p->n_seq, p->len, p->dim, bf16, NF_K));
     return NF_OK;
 }
+int nf__cuda_axial_pos(nf_backend * be, const nf_op * op, nf_err * err) { return nf__cuda_axial_pos_r(be, op, 0, err); }
 bool nf__cuda_axial_pos_supports(nf_backend * be, const nf_op * op) { return true; }
 
 static cudaError_t nf_gather_rows(cudaStream_t st, const int32_t * idx, const float * W, int64_t ldw, int64_t n_table,

@@ -39,15 +39,16 @@ __global__ void nf_k_bn_coef(const float * __restrict__ w, const float * __restr
 }
 
 /* y = x * a + sh (a rounded product, then a rounded sum); ReLU as the
- * reference (a NaN passes). x may be y (in place). */
+ * reference (a NaN passes). x may be y (in place). bf16 (bf16-autocast):
+ * y = R(R(x) * a + sh), then the ReLU. */
 __global__ void nf_k_bn_apply(const float * x, int64_t ldx, const float * __restrict__ a, const float * __restrict__ sh,
-                              int relu, float * y, int64_t ldy, int64_t m, int64_t C) {
+                              int relu, int bf16, float * y, int64_t ldy, int64_t m, int64_t C) {
     const int lane = (int) (threadIdx.x & 31);
     NF_WARP_ROWS(r, m) {
         const float * xr = x + r * ldx;
         float * yr = y + r * ldy;
         for (int64_t c = lane; c < C; c += 32) {
-            const float v = xr[c] * a[c] + sh[c];
+            const float v = bf16 ? nf_bf16(nf_bf16(xr[c]) * a[c] + sh[c]) : xr[c] * a[c] + sh[c];
             yr[c] = relu && v < 0.0f ? 0.0f : v;
         }
     }
@@ -76,13 +77,13 @@ static cudaError_t nf_layer_norm(cudaStream_t st, const float * x, int64_t ldx, 
 }
 
 static cudaError_t nf_batch_norm(cudaStream_t st, const float * x, int64_t ldx, const float * w, const float * b,
-                                 const float * mean, const float * var, int64_t C, float eps, int relu, float * y,
-                                 int64_t ldy, int64_t m, float * coef, const char ** kernel) {
+                                 const float * mean, const float * var, int64_t C, float eps, int relu, int bf16,
+                                 float * y, int64_t ldy, int64_t m, float * coef, const char ** kernel) {
     if (m <= 0 || C <= 0) return cudaSuccess;
     NF_LAUNCH(nf_k_bn_coef, nf_blocks(C, NF_CUDA_BLOCK), NF_CUDA_BLOCK, st)(w, b, mean, var, C, eps, coef, coef + C);
     NF_CHECK_LAUNCH("nf_k_bn_coef");
     NF_LAUNCH(nf_k_bn_apply, nf_blocks(m, NF_CUDA_BLOCK / 32), NF_CUDA_BLOCK, st)
-    (x, ldx, coef, coef + C, relu, y, ldy, m, C);
+    (x, ldx, coef, coef + C, relu, bf16, y, ldy, m, C);
     NF_CHECK_LAUNCH("nf_k_bn_apply");
     return cudaSuccess;
 }
@@ -97,7 +98,7 @@ int nf__cuda_layer_norm(nf_backend * be, const nf_op * op, nf_err * err) {
 }
 bool nf__cuda_layer_norm_supports(nf_backend * be, const nf_op * op) { return true; }
 
-int nf__cuda_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+int nf__cuda_batch_norm_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err) {
     const struct nf_batch_norm_params * p = &op->p.batch_norm;
     if (p->m <= 0) return NF_OK;
     void * scratch = NULL;
@@ -105,8 +106,11 @@ int nf__cuda_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
     int rc = nf__cuda_op_scratch(be, 2 * (size_t) p->c * sizeof(float), &scratch, &size, err);
     if (rc != NF_OK) return rc;
     NF_OP_LAUNCH(nf_batch_norm(nf__cuda_op_stream(be), NF_F(&op->src[0]), p->ldx, NF_F(&op->src[1]), NF_F(&op->src[2]),
-                               NF_F(&op->src[3]), NF_F(&op->src[4]), p->c, p->eps, p->relu, NF_F(&op->dst[0]), p->ldy,
-                               p->m, (float *) scratch, NF_K));
+                               NF_F(&op->src[3]), NF_F(&op->src[4]), p->c, p->eps, p->relu, bf16, NF_F(&op->dst[0]),
+                               p->ldy, p->m, (float *) scratch, NF_K));
     return NF_OK;
+}
+int nf__cuda_batch_norm(nf_backend * be, const nf_op * op, nf_err * err) {
+    return nf__cuda_batch_norm_r(be, op, 0, err);
 }
 bool nf__cuda_batch_norm_supports(nf_backend * be, const nf_op * op) { return true; }

@@ -136,14 +136,11 @@ cudaError_t nf__cuda_bf16_spt_attention(cudaStream_t st, const float * q, const 
 cudaError_t nf__cuda_bf16_bucket_route(cudaStream_t st, const struct nf_bucket_route_params * p, const float * q,
                                        const float * k, int32_t * sel, float * prob, float * means, float * R,
                                        const char ** kernel);
-cudaError_t nf__cuda_bf16_bucket_gather(cudaStream_t st, const struct nf_bucket_gather_params * p, const float * k,
-                                        const float * v, const int32_t * sel, const float * prob, float * kc,
-                                        float * vc, const char ** kernel);
-cudaError_t nf__cuda_bf16_axial_pos(cudaStream_t st, const struct nf_axial_pos_params * p, const float * e0,
-                                    const float * e1, float * x, const char ** kernel);
-cudaError_t nf__cuda_bf16_batch_norm(cudaStream_t st, const struct nf_batch_norm_params * p, const float * x,
-                                     const float * w, const float * b, const float * mean, const float * var, float * y,
-                                     const char ** kernel);
+/* the exact kernels with their bf16-autocast rounding (bf16 1; 0: the table's kernel):
+ * BUCKET_GATHER R(p * k), AXIAL_POS R(x + R(e0 + e1)), BATCH_NORM R(R(x) * a + sh) */
+int nf__cuda_bucket_gather_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
+int nf__cuda_axial_pos_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
+int nf__cuda_batch_norm_r(nf_backend * be, const nf_op * op, int bf16, nf_err * err);
 /* CONV1D's epilogue on the fp32 sums t (nr x cout): y = R(t + R(b)), accumulating R(y + that) */
 cudaError_t nf__cuda_bf16_conv_epilogue(cudaStream_t st, const float * t, const float * bias, int accumulate, float * y,
                                         int64_t ldy, int64_t nr, int64_t cout, const char ** kernel);
